@@ -1,0 +1,3 @@
+//! One module per subcommand; each has clap `Args` and a `run` function.
+
+pub mod print;

@@ -1,0 +1,67 @@
+//! `scr`: SCR's commands as subcommands of one binary. Installed under SCR's own names
+//! (`scr_print_hash_file` …) it behaves as that command, so existing batch scripts keep
+//! working.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "scr",
+    version,
+    about = "Scalable Checkpoint/Restart: job and file commands"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Print(commands::print::Args),
+}
+
+/// SCR's command names and the subcommand each one means.
+const COMPAT_NAMES: &[(&str, &str)] = &[("scr_print_hash_file", "print")];
+
+/// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
+fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
+    let invoked = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some((_, sub)) = COMPAT_NAMES.iter().find(|(name, _)| *name == invoked) {
+        args[0] = "scr".into();
+        args.insert(1, (*sub).into());
+    }
+    args
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse_from(normalize_args(std::env::args_os().collect())) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // SCR's commands exit 1 on a usage error.
+            return if e.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Print(args) => commands::print::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("scr: ERROR: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

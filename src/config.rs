@@ -1,0 +1,190 @@
+//! SCR configuration files (reference §2.2): `KEY=VALUE` lines, or descriptor lines whose
+//! first pair names the parent and whose further pairs are its attributes:
+//!
+//! ```text
+//! SCR_FLUSH=10                                   # simple parameter
+//! STORE=/dev/shm GROUP=NODE COUNT=1              # v1.1.8+ descriptors
+//! CKPT=0 INTERVAL=1 GROUP=NODE STORE=/dev/shm TYPE=XOR SET_SIZE=8
+//! CACHEDESC=0 BASE=/tmp SIZE=2                   # 1.1-8 descriptors
+//! CKPTDESC=0 INTERVAL=1 BASE=/tmp TYPE=LOCAL HOP_DISTANCE=1
+//! CNTLDIR=/tmp BYTES=1GB                         # capacity checks
+//! ```
+//! `#` starts a comment anywhere; keys are upper-cased, values kept verbatim; spaces or
+//! tabs may surround `=`.
+
+use crate::error::{Error, Result};
+use std::path::Path;
+
+/// Longest key or value SCR accepts.
+pub const MAX_TOKEN: usize = 1024;
+
+/// One `KEY=VALUE [CHILD=VALUE …]` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub line: usize,
+    pub key: String,
+    pub value: String,
+    pub children: Vec<(String, String)>,
+}
+
+/// A parsed configuration file: its entries in file order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConfigFile {
+    pub origin: String,
+    pub entries: Vec<ConfigEntry>,
+}
+
+impl ConfigFile {
+    pub fn read(path: &Path) -> Result<Self> {
+        if path.is_dir() {
+            return Err(Error::invalid(
+                path,
+                "is a directory, expected an SCR configuration file",
+            ));
+        }
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::io(path, "read configuration file", e))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            Error::invalid(
+                path,
+                format!(
+                    "is not UTF-8 text (bad byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            )
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses configuration text; `origin` names it in errors (a path, or "SCR_Config").
+    pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        let mut entries = Vec::new();
+        for (n, raw) in text.lines().enumerate() {
+            let line = n + 1;
+            let content = raw.split('#').next().unwrap_or("");
+            let pairs = tokenize(content).map_err(|what| Error::Config {
+                origin: format!("{origin}:{line}"),
+                what,
+            })?;
+            let mut pairs = pairs.into_iter();
+            let Some((key, value)) = pairs.next() else {
+                continue;
+            };
+            entries.push(ConfigEntry {
+                line,
+                key,
+                value,
+                children: pairs.collect(),
+            });
+        }
+        Ok(ConfigFile {
+            origin: origin.to_string(),
+            entries,
+        })
+    }
+
+    /// `origin:line` for messages about an entry.
+    pub fn location(&self, entry: &ConfigEntry) -> String {
+        format!("{}:{}", self.origin, entry.line)
+    }
+}
+
+/// Splits a line into `KEY=VALUE` pairs, upper-casing keys.
+fn tokenize(line: &str) -> std::result::Result<Vec<(String, String)>, String> {
+    let mut pairs = Vec::new();
+    let mut rest = line.trim_matches([' ', '\t', '\r']);
+    while !rest.is_empty() {
+        let key_end = rest.find([' ', '\t', '=']).unwrap_or(rest.len());
+        let key = &rest[..key_end];
+        rest = rest[key_end..].trim_start_matches([' ', '\t']);
+        let Some(after_eq) = rest.strip_prefix('=') else {
+            return Err(format!(
+                "expected KEY=VALUE, found {key:?} without '=' (write it as {key}=<value>)"
+            ));
+        };
+        if key.is_empty() {
+            return Err("found '=' without a key before it".into());
+        }
+        rest = after_eq.trim_start_matches([' ', '\t']);
+        let value_end = rest.find([' ', '\t', '=']).unwrap_or(rest.len());
+        let value = &rest[..value_end];
+        if value.is_empty() {
+            return Err(format!("{key}= has no value"));
+        }
+        rest = rest[value_end..].trim_start_matches([' ', '\t']);
+        if rest.starts_with('=') {
+            return Err(format!(
+                "value of {key} is followed by another '='; values cannot contain '='"
+            ));
+        }
+        for (what, token) in [("key", key), ("value", value)] {
+            if token.len() > MAX_TOKEN {
+                return Err(format!(
+                    "{what} is {} characters long; at most {MAX_TOKEN} are allowed",
+                    token.len()
+                ));
+            }
+            if token.chars().any(char::is_control) {
+                return Err(format!("{what} {token:?} contains a control character"));
+            }
+        }
+        pairs.push((key.to_ascii_uppercase(), value.to_string()));
+    }
+    Ok(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_syntaxes() {
+        let text = "\
+# system config
+SCR_FLUSH = 10   # every ten
+scr_copy_type=xor
+STORE=/dev/shm GROUP=NODE COUNT=1
+CKPTDESC=0 INTERVAL=1 BASE=/tmp TYPE=LOCAL HOP_DISTANCE=1
+
+\tCNTLDIR\t=\t/tmp BYTES=1GB
+";
+        let c = ConfigFile::parse(text, "test.conf").unwrap();
+        assert_eq!(c.entries.len(), 5);
+        assert_eq!(
+            (
+                c.entries[0].key.as_str(),
+                c.entries[0].value.as_str(),
+                c.entries[0].line
+            ),
+            ("SCR_FLUSH", "10", 2)
+        );
+        assert_eq!(c.entries[1].key, "SCR_COPY_TYPE");
+        assert_eq!(c.entries[1].value, "xor", "values keep their case");
+        assert_eq!(c.entries[3].children[2], ("TYPE".into(), "LOCAL".into()));
+        assert_eq!(c.entries[4].children, [("BYTES".into(), "1GB".into())]);
+    }
+
+    #[test]
+    fn bad_lines_name_file_and_line() {
+        for (text, needle) in [
+            ("SCR_FLUSH", "without '='"),
+            ("=5", "without a key"),
+            ("SCR_FLUSH=", "has no value"),
+            ("A=B=C", "another '='"),
+            ("CKPT=0 INTERVAL", "without '='"),
+        ] {
+            let err = ConfigFile::parse(&format!("\n{text}\n"), "u.conf")
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("u.conf:2: "), "{err}");
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+        let long = format!("K={}", "x".repeat(2000));
+        assert!(
+            ConfigFile::parse(&long, "u")
+                .unwrap_err()
+                .to_string()
+                .contains("at most 1024")
+        );
+    }
+}

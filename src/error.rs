@@ -1,0 +1,70 @@
+//! Errors of the core crate. Every error names the file (and where useful the line, key
+//! or byte offset) and says what is wrong, so a batch-script user knows what to fix.
+
+use crate::hash::{DecodeError, ValueError};
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A system call on a path failed.
+    #[error("{}: could not {action}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        action: &'static str,
+        source: io::Error,
+    },
+
+    /// A hash file could not be decoded.
+    #[error("{}: {source}", path.display())]
+    Decode { path: PathBuf, source: DecodeError },
+
+    /// A hash file decoded, but its content is not what an SCR file of this kind holds.
+    #[error("{}: {what}", path.display())]
+    Invalid { path: PathBuf, what: String },
+
+    /// A configuration file or setting is wrong.
+    #[error("{origin}: {what}")]
+    Config { origin: String, what: String },
+}
+
+impl Error {
+    pub fn io(path: impl AsRef<Path>, action: &'static str, source: io::Error) -> Self {
+        Error::Io {
+            path: path.as_ref().to_path_buf(),
+            action,
+            source,
+        }
+    }
+
+    pub fn invalid(path: impl AsRef<Path>, what: impl Into<String>) -> Self {
+        Error::Invalid {
+            path: path.as_ref().to_path_buf(),
+            what: what.into(),
+        }
+    }
+
+    /// True when the error is "the file does not exist".
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+}
+
+/// Attaches a file path to a problem found inside a typed SCR file.
+pub trait InFile<T> {
+    fn in_file(self, path: &Path) -> Result<T>;
+}
+
+impl<T> InFile<T> for std::result::Result<T, ValueError> {
+    fn in_file(self, path: &Path) -> Result<T> {
+        self.map_err(|e| Error::invalid(path, e.to_string()))
+    }
+}
+
+impl<T> InFile<T> for std::result::Result<T, String> {
+    fn in_file(self, path: &Path) -> Result<T> {
+        self.map_err(|e| Error::invalid(path, e))
+    }
+}

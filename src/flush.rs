@@ -1,0 +1,165 @@
+//! Flush file (`<prefix>/.scr/flush.scr`, manual §9.4): where each cached dataset is.
+//!
+//! ```text
+//! DATASET <id> LOCATION {CACHE | FLUSHING | SYNC_FLUSHING | PFS …}  NAME <name>  CKPT <id>  DIR <dir>
+//! ```
+//! `CKPT` in 1.1-8 files is read as `DATASET`.
+
+use crate::hash::Hash;
+use crate::view::{check_ids, hash_view, sorted_ids};
+
+hash_view!(
+    /// The flush file.
+    FlushFile, "flush file", validate = validate
+);
+
+const DATASET: &str = "DATASET";
+const LEGACY_CKPT: &str = "CKPT";
+const LOCATION: &str = "LOCATION";
+const NAME: &str = "NAME";
+const CKPT: &str = "CKPT";
+const DIR: &str = "DIR";
+
+/// Where a dataset's files are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// Complete in cache.
+    Cache,
+    /// A flush to the prefix has started and not finished.
+    Flushing,
+    /// A synchronous flush has started and not finished.
+    SyncFlushing,
+    /// Every byte is on the prefix and the index says so.
+    Pfs,
+}
+
+impl Location {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Location::Cache => "CACHE",
+            Location::Flushing => "FLUSHING",
+            Location::SyncFlushing => "SYNC_FLUSHING",
+            Location::Pfs => "PFS",
+        }
+    }
+}
+
+fn validate(h: &Hash) -> Result<(), String> {
+    check_ids(h.get(DATASET), "dataset id")?;
+    check_ids(h.get(LEGACY_CKPT), "checkpoint id")
+}
+
+impl FlushFile {
+    /// Reads a legacy layout into the current one.
+    fn datasets_hash(&self) -> Option<&Hash> {
+        self.0.get(DATASET).or_else(|| self.0.get(LEGACY_CKPT))
+    }
+
+    fn entry_mut(&mut self, id: u64) -> &mut Hash {
+        if !self.0.contains(DATASET) {
+            if let Some(legacy) = self.0.unset(LEGACY_CKPT) {
+                self.0.set(DATASET, legacy);
+            }
+        }
+        self.0.set_kv(DATASET, id)
+    }
+
+    /// Dataset ids, oldest first.
+    pub fn datasets(&self) -> Vec<u64> {
+        sorted_ids(self.datasets_hash())
+    }
+
+    /// The newest dataset id (`scr_flush_file --latest`).
+    pub fn latest(&self) -> Option<u64> {
+        self.datasets().last().copied()
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        self.datasets_hash()
+            .is_some_and(|h| h.contains(&id.to_string()))
+    }
+
+    /// Location names recorded for `id`, in stored order (SCR records the newest first).
+    pub fn locations(&self, id: u64) -> Vec<&str> {
+        self.datasets_hash()
+            .and_then(|h| h.get(&id.to_string()))
+            .and_then(|d| d.get(LOCATION))
+            .map(|l| l.keys().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn has_location(&self, id: u64, loc: Location) -> bool {
+        self.locations(id).contains(&loc.as_str())
+    }
+
+    /// Adds a location; like SCR, the newest location is listed first.
+    pub fn set_location(&mut self, id: u64, loc: Location) {
+        let entry = self.entry_mut(id);
+        let existing = entry.unset(LOCATION).unwrap_or_default();
+        let mut locations = Hash::new();
+        locations.child(loc.as_str());
+        for (k, v) in existing.iter().filter(|(k, _)| *k != loc.as_str()) {
+            locations.set(k, v.clone());
+        }
+        // keep LOCATION where it was among the entry's keys when it existed
+        entry.set(LOCATION, locations);
+    }
+
+    pub fn unset_location(&mut self, id: u64, loc: Location) {
+        self.entry_mut(id).unset_kv(LOCATION, loc.as_str());
+    }
+
+    /// True when `id` is recorded and not yet on the prefix (`scr_flush_file --needflush`).
+    pub fn needs_flush(&self, id: u64) -> bool {
+        self.contains(id) && !self.has_location(id, Location::Pfs)
+    }
+
+    pub fn name(&self, id: u64) -> Option<&str> {
+        self.datasets_hash()?
+            .get(&id.to_string())?
+            .first_value(NAME)
+    }
+
+    /// Records a dataset's name, checkpoint id and prefix subdirectory.
+    pub fn describe(&mut self, id: u64, name: &str, ckpt: Option<u64>, dir: Option<&str>) {
+        let entry = self.entry_mut(id);
+        if let Some(c) = ckpt {
+            entry.set_value(CKPT, c);
+        }
+        entry.set_value(NAME, name);
+        if let Some(d) = dir {
+            entry.set_value(DIR, d);
+        }
+    }
+
+    /// The prefix subdirectory recorded for `id` (`scr_flush_file --subdir`).
+    pub fn dir(&self, id: u64) -> Option<&str> {
+        self.datasets_hash()?.get(&id.to_string())?.first_value(DIR)
+    }
+
+    pub fn remove(&mut self, id: u64) {
+        self.entry_mut(id);
+        self.0.unset_kv(DATASET, &id.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_newest_first_like_scr() {
+        let mut f = FlushFile::new();
+        f.describe(3, "ckpt.3", Some(1), None);
+        f.set_location(3, Location::Cache);
+        assert!(f.needs_flush(3));
+        f.set_location(3, Location::Pfs);
+        assert_eq!(f.locations(3), ["PFS", "CACHE"]);
+        assert!(!f.needs_flush(3));
+        assert!(!f.needs_flush(4), "an unknown dataset needs no flush");
+        f.set_location(4, Location::Cache);
+        assert_eq!(f.latest(), Some(4));
+        f.remove(4);
+        assert_eq!(f.datasets(), [3]);
+    }
+}

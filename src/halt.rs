@@ -1,0 +1,243 @@
+//! Halt file (`<prefix>/.scr/halt.scr`, manual §9.5) and the halt decision.
+//!
+//! ```text
+//! ExitReason <text>  HaltSeconds <s>  ExitBefore <epoch s>  ExitAfter <epoch s>  CheckpointsLeft <n>
+//! ```
+//! The file is shared by the library, `scr halt` and `scr-run`: update it with
+//! [`crate::io::LockedHashFile`] and mode [`crate::io::SHARED_FILE`].
+
+use crate::hash::Hash;
+use crate::view::{check_value, hash_view};
+
+hash_view!(
+    /// The halt file.
+    HaltFile, "halt file", validate = validate
+);
+
+pub const EXIT_REASON: &str = "ExitReason";
+pub const HALT_SECONDS: &str = "HaltSeconds";
+pub const EXIT_BEFORE: &str = "ExitBefore";
+pub const EXIT_AFTER: &str = "ExitAfter";
+pub const CHECKPOINTS_LEFT: &str = "CheckpointsLeft";
+
+/// Reasons the library writes.
+pub mod reasons {
+    pub const FINALIZE_CALLED: &str = "SCR_FINALIZE_CALLED";
+    pub const INIT_FAILED: &str = "SCR_INIT_FAILED";
+    pub const TIME_LIMIT: &str = "TIME_LIMIT";
+    pub const NO_CHECKPOINTS_LEFT: &str = "NO_CHECKPOINTS_LEFT";
+    pub const EXIT_BEFORE_TIME: &str = "EXIT_BEFORE_TIME";
+    pub const EXIT_AFTER_TIME: &str = "EXIT_AFTER_TIME";
+    /// Written by `scr halt` without a condition.
+    pub const JOB_HALTED: &str = "JOB_HALTED";
+}
+
+fn validate(h: &Hash) -> Result<(), String> {
+    for key in [HALT_SECONDS, EXIT_BEFORE, EXIT_AFTER, CHECKPOINTS_LEFT] {
+        check_value::<i64>(h, key, "halt file")?;
+    }
+    Ok(())
+}
+
+/// Why a run must stop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HaltCause {
+    /// `ExitReason` is set.
+    Reason(String),
+    /// `CheckpointsLeft` reached zero.
+    NoCheckpointsLeft,
+    /// Now is at or past `ExitBefore - HaltSeconds`.
+    ExitBefore { now: i64, deadline: i64 },
+    /// Now is at or past `ExitAfter`.
+    ExitAfter { now: i64, after: i64 },
+    /// The allocation has no more than `HaltSeconds` left.
+    TimeLimit { remaining: i64, halt_seconds: i64 },
+}
+
+impl HaltCause {
+    /// The `ExitReason` the library records for this cause.
+    pub fn reason(&self) -> &str {
+        match self {
+            HaltCause::Reason(r) => r,
+            HaltCause::NoCheckpointsLeft => reasons::NO_CHECKPOINTS_LEFT,
+            HaltCause::ExitBefore { .. } => reasons::EXIT_BEFORE_TIME,
+            HaltCause::ExitAfter { .. } => reasons::EXIT_AFTER_TIME,
+            HaltCause::TimeLimit { .. } => reasons::TIME_LIMIT,
+        }
+    }
+}
+
+impl std::fmt::Display for HaltCause {
+    /// `scr_retries_halt`'s wording.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HaltCause::Reason(r) => write!(f, "Reason: {r}."),
+            HaltCause::NoCheckpointsLeft => write!(f, "No checkpoints remaining."),
+            HaltCause::ExitBefore { now, deadline } => write!(
+                f,
+                "Current time ({}) is past ExitBefore-HaltSeconds time ({}).",
+                epoch_text(*now),
+                epoch_text(*deadline)
+            ),
+            HaltCause::ExitAfter { now, after } => {
+                write!(
+                    f,
+                    "Current time ({}) is past ExitAfter time ({}).",
+                    epoch_text(*now),
+                    epoch_text(*after)
+                )
+            }
+            HaltCause::TimeLimit {
+                remaining,
+                halt_seconds,
+            } => {
+                write!(
+                    f,
+                    "Remaining time ({remaining} s) is at most HaltSeconds ({halt_seconds} s)."
+                )
+            }
+        }
+    }
+}
+
+fn epoch_text(secs: i64) -> String {
+    use chrono::TimeZone;
+    chrono::Local
+        .timestamp_opt(secs, 0)
+        .single()
+        .map(crate::units::format_timestamp)
+        .unwrap_or_else(|| secs.to_string())
+}
+
+impl HaltFile {
+    fn int(&self, key: &str) -> Option<i64> {
+        self.0.parsed(key).ok().flatten()
+    }
+
+    pub fn exit_reason(&self) -> Option<&str> {
+        self.0.first_value(EXIT_REASON).filter(|r| !r.is_empty())
+    }
+    pub fn halt_seconds(&self) -> Option<i64> {
+        self.int(HALT_SECONDS)
+    }
+    pub fn exit_before(&self) -> Option<i64> {
+        self.int(EXIT_BEFORE)
+    }
+    pub fn exit_after(&self) -> Option<i64> {
+        self.int(EXIT_AFTER)
+    }
+    pub fn checkpoints_left(&self) -> Option<i64> {
+        self.int(CHECKPOINTS_LEFT)
+    }
+
+    pub fn set_exit_reason(&mut self, reason: &str) {
+        self.0.set_value(EXIT_REASON, reason);
+    }
+    pub fn set_halt_seconds(&mut self, secs: i64) {
+        self.0.set_value(HALT_SECONDS, secs);
+    }
+    pub fn set_exit_before(&mut self, epoch: i64) {
+        self.0.set_value(EXIT_BEFORE, epoch);
+    }
+    pub fn set_exit_after(&mut self, epoch: i64) {
+        self.0.set_value(EXIT_AFTER, epoch);
+    }
+    pub fn set_checkpoints_left(&mut self, n: i64) {
+        self.0.set_value(CHECKPOINTS_LEFT, n);
+    }
+    /// Removes one condition (`scr halt --unset-…`); `key` is one of this module's key names.
+    pub fn unset(&mut self, key: &str) {
+        self.0.unset(key);
+    }
+
+    /// Counts one completed checkpoint against `CheckpointsLeft`, if set.
+    pub fn decrement_checkpoints(&mut self) {
+        if let Some(n) = self.checkpoints_left() {
+            self.set_checkpoints_left((n - 1).max(0));
+        }
+    }
+
+    /// Whether to halt at `now` (epoch seconds), given the seconds left in the allocation
+    /// when the resource manager knows them. The clock is a parameter so tests control it.
+    pub fn decision(&self, now: i64, seconds_remaining: Option<i64>) -> Option<HaltCause> {
+        if let Some(r) = self.exit_reason() {
+            return Some(HaltCause::Reason(r.to_string()));
+        }
+        if self.checkpoints_left().is_some_and(|n| n <= 0) {
+            return Some(HaltCause::NoCheckpointsLeft);
+        }
+        let halt_seconds = self.halt_seconds().unwrap_or(0);
+        if let Some(before) = self.exit_before() {
+            let deadline = before - halt_seconds;
+            if now >= deadline {
+                return Some(HaltCause::ExitBefore { now, deadline });
+            }
+        }
+        if let Some(after) = self.exit_after() {
+            if now >= after {
+                return Some(HaltCause::ExitAfter { now, after });
+            }
+        }
+        if let Some(remaining) = seconds_remaining {
+            if halt_seconds > 0 && remaining <= halt_seconds {
+                return Some(HaltCause::TimeLimit {
+                    remaining,
+                    halt_seconds,
+                });
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decisions() {
+        let mut h = HaltFile::new();
+        assert_eq!(h.decision(1000, None), None);
+        h.set_checkpoints_left(1);
+        assert_eq!(h.decision(1000, None), None);
+        h.decrement_checkpoints();
+        assert_eq!(h.decision(1000, None), Some(HaltCause::NoCheckpointsLeft));
+        h.unset(CHECKPOINTS_LEFT);
+
+        h.set_exit_before(2000);
+        h.set_halt_seconds(300);
+        assert_eq!(h.decision(1699, None), None);
+        assert_eq!(
+            h.decision(1700, None),
+            Some(HaltCause::ExitBefore {
+                now: 1700,
+                deadline: 1700
+            })
+        );
+        h.unset(EXIT_BEFORE);
+
+        assert_eq!(h.decision(0, Some(301)), None);
+        assert_eq!(
+            h.decision(0, Some(300)).unwrap().reason(),
+            reasons::TIME_LIMIT
+        );
+
+        h.set_exit_after(50);
+        assert_eq!(h.decision(49, None), None);
+        assert_eq!(
+            h.decision(50, None).unwrap().reason(),
+            reasons::EXIT_AFTER_TIME
+        );
+
+        h.set_exit_reason("JOB_HALTED");
+        let cause = h.decision(0, None).unwrap();
+        assert_eq!(cause.to_string(), "Reason: JOB_HALTED.");
+    }
+
+    #[test]
+    fn an_empty_reason_does_not_halt() {
+        let mut h = HaltFile::new();
+        h.set_exit_reason("");
+        assert_eq!(h.decision(0, None), None);
+    }
+}

@@ -1,0 +1,374 @@
+//! The SCR hash (SCR 3 calls it kvtree): an ordered tree of string keys.
+//!
+//! Every SCR state file is a hash. A "key = value" pair is stored as `key → {value → {}}`,
+//! so a key may hold several values at once (the flush file's `LOCATION → {PFS, CACHE}`).
+//! Element order is kept exactly as inserted or read, which is what makes a file read and
+//! written again come out byte for byte identical.
+
+mod codec;
+mod print;
+
+pub use codec::{DecodeError, DecodeProblem, FILE_HEADER_SIZE, MAX_DEPTH, check_header_len};
+
+use indexmap::IndexMap;
+use std::fmt::Display;
+use std::str::FromStr;
+
+/// An ordered tree of string keys; each key owns a child hash.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Hash {
+    elems: IndexMap<String, Hash>,
+}
+
+/// A value stored under a key could not be interpreted as the type asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("key {key} holds {count} values where exactly one is expected")]
+    NotSingle { key: String, count: usize },
+    #[error("key {key} holds {value:?}, which is not {expected}")]
+    Malformed {
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
+}
+
+impl Hash {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of elements at this level.
+    pub fn len(&self) -> usize {
+        self.elems.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.elems.is_empty()
+    }
+
+    pub fn contains(&self, key: &str) -> bool {
+        self.elems.contains_key(key)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Hash> {
+        self.elems.get(key)
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Hash> {
+        self.elems.get_mut(key)
+    }
+
+    /// Sets `key` to `value`, replacing an existing child in place (its position is kept) or
+    /// appending a new element. Returns the child now stored under `key`.
+    pub fn set(&mut self, key: impl Into<String>, value: Hash) -> &mut Hash {
+        let entry = self.elems.entry(key.into());
+        match entry {
+            indexmap::map::Entry::Occupied(mut o) => {
+                *o.get_mut() = value;
+                o.into_mut()
+            }
+            indexmap::map::Entry::Vacant(v) => v.insert(value),
+        }
+    }
+
+    /// Returns the child under `key`, creating an empty one at the end if it is missing.
+    pub fn child(&mut self, key: impl Into<String>) -> &mut Hash {
+        self.elems.entry(key.into()).or_default()
+    }
+
+    /// Removes `key` and returns its child; the order of the remaining elements is kept.
+    pub fn unset(&mut self, key: &str) -> Option<Hash> {
+        self.elems.shift_remove(key)
+    }
+
+    pub fn clear(&mut self) {
+        self.elems.clear();
+    }
+
+    /// Elements in stored order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&str, &Hash)> + ExactSizeIterator {
+        self.elems.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut Hash)> {
+        self.elems.iter_mut().map(|(k, v)| (k.as_str(), v))
+    }
+
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &str> + ExactSizeIterator {
+        self.elems.keys().map(String::as_str)
+    }
+
+    /// Keeps only the elements for which `keep` returns true, in order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut Hash) -> bool) {
+        self.elems.retain(|k, v| keep(k, v));
+    }
+
+    /// Copies every element of `other` into `self`, recursively: keys `self` lacks are
+    /// appended, keys both have are merged.
+    pub fn merge(&mut self, other: &Hash) {
+        for (key, theirs) in &other.elems {
+            self.child(key.as_str()).merge(theirs);
+        }
+    }
+
+    /// Like [`Hash::merge`], consuming `other` so nothing is copied.
+    pub fn merge_owned(&mut self, other: Hash) {
+        for (key, theirs) in other.elems {
+            match self.elems.get_mut(&key) {
+                Some(mine) => mine.merge_owned(theirs),
+                None => {
+                    self.elems.insert(key, theirs);
+                }
+            }
+        }
+    }
+
+    /// Sorts this level's keys: numerically where both keys are integers, else as strings.
+    pub fn sort_keys(&mut self, descending: bool) {
+        self.elems.sort_by(|a, _, b, _| {
+            let order = match (a.parse::<i64>(), b.parse::<i64>()) {
+                (Ok(x), Ok(y)) => x.cmp(&y),
+                _ => a.cmp(b),
+            };
+            if descending { order.reverse() } else { order }
+        });
+    }
+
+    // ----- key/value helpers (SCR's `_kv` functions) -----
+
+    /// The child of `value` under `key`: `get_kv("RANK", "0")` is the hash for rank 0.
+    pub fn get_kv(&self, key: &str, value: &str) -> Option<&Hash> {
+        self.get(key)?.get(value)
+    }
+
+    pub fn get_kv_mut(&mut self, key: &str, value: &str) -> Option<&mut Hash> {
+        self.get_mut(key)?.get_mut(value)
+    }
+
+    /// The child of `value` under `key`, creating both levels as needed.
+    pub fn set_kv(&mut self, key: &str, value: impl Display) -> &mut Hash {
+        self.child(key).child(value.to_string())
+    }
+
+    /// Removes `value` from under `key`, and `key` itself once it holds nothing.
+    pub fn unset_kv(&mut self, key: &str, value: &str) -> Option<Hash> {
+        let values = self.get_mut(key)?;
+        let removed = values.unset(value);
+        if values.is_empty() {
+            self.unset(key);
+        }
+        removed
+    }
+
+    /// Replaces whatever `key` holds with the single value `value`.
+    pub fn set_value(&mut self, key: &str, value: impl Display) {
+        let mut single = Hash::new();
+        single.set(value.to_string(), Hash::new());
+        self.set(key, single);
+    }
+
+    /// The first value under `key` (SCR's `elem_get_first_val`), if the key exists.
+    pub fn first_value(&self, key: &str) -> Option<&str> {
+        self.get(key)?.keys().next()
+    }
+
+    /// The one value of `key`: `Ok(None)` when the key is absent, an error when it holds
+    /// several values or none.
+    pub fn value(&self, key: &str) -> Result<Option<&str>, ValueError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(values) if values.len() == 1 => Ok(values.keys().next()),
+            Some(values) => Err(ValueError::NotSingle {
+                key: key.into(),
+                count: values.len(),
+            }),
+        }
+    }
+
+    /// The one value of `key` parsed as `T` (integers, floats, booleans as 0/1 …).
+    pub fn parsed<T: FromStr>(&self, key: &str) -> Result<Option<T>, ValueError> {
+        let Some(text) = self.value(key)? else {
+            return Ok(None);
+        };
+        text.parse().map(Some).map_err(|_| ValueError::Malformed {
+            key: key.into(),
+            value: text.into(),
+            expected: std::any::type_name::<T>(),
+        })
+    }
+
+    /// The one value of `key` as a byte count: plain digits, or a number with a unit
+    /// (`KB`, `MB`, `GB`, `TB`, `PB`, binary multiples; `K`, `KiB` … accepted too).
+    pub fn bytecount(&self, key: &str) -> Result<Option<u64>, ValueError> {
+        let Some(text) = self.value(key)? else {
+            return Ok(None);
+        };
+        crate::units::parse_bytecount(text)
+            .map(Some)
+            .map_err(|_| ValueError::Malformed {
+                key: key.into(),
+                value: text.into(),
+                expected: "a byte count such as 1048576 or 1MB",
+            })
+    }
+
+    /// The one value of `key` as a CRC32 written the way SCR writes it (`0x1b39e4e4`).
+    pub fn crc32(&self, key: &str) -> Result<Option<u32>, ValueError> {
+        let Some(text) = self.value(key)? else {
+            return Ok(None);
+        };
+        parse_crc32(text)
+            .map(Some)
+            .ok_or_else(|| ValueError::Malformed {
+                key: key.into(),
+                value: text.into(),
+                expected: "a CRC32 such as 0x1b39e4e4",
+            })
+    }
+
+    /// Stores a CRC32 as SCR does (C's `%#x`: `0x` and lower-case hex, plain `0` for zero).
+    pub fn set_crc32(&mut self, key: &str, crc: u32) {
+        self.set_value(key, format_crc32(crc));
+    }
+
+    // ----- multi-key paths (SCR's `getf`/`setf`) -----
+
+    /// Follows a path of keys: `get_path(&[&"RANK", &rank, &"DSET", &id])`.
+    pub fn get_path(&self, path: &[&dyn Display]) -> Option<&Hash> {
+        path.iter().try_fold(self, |h, key| h.get(&key.to_string()))
+    }
+
+    pub fn get_path_mut(&mut self, path: &[&dyn Display]) -> Option<&mut Hash> {
+        path.iter()
+            .try_fold(self, |h, key| h.get_mut(&key.to_string()))
+    }
+
+    /// Follows a path of keys, creating every missing level.
+    pub fn set_path(&mut self, path: &[&dyn Display]) -> &mut Hash {
+        path.iter().fold(self, |h, key| h.child(key.to_string()))
+    }
+
+    /// Depth of the deepest element (an empty hash has depth 0).
+    pub fn depth(&self) -> usize {
+        self.elems
+            .values()
+            .map(|c| 1 + c.depth())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Formats a CRC32 like C's `%#x`.
+pub fn format_crc32(crc: u32) -> String {
+    if crc == 0 {
+        "0".to_string()
+    } else {
+        format!("{crc:#x}")
+    }
+}
+
+/// Parses what [`format_crc32`] writes (and what `strtoul(…, 0)` accepts for it).
+pub fn parse_crc32(text: &str) -> Option<u32> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) if !hex.is_empty() => u32::from_str_radix(hex, 16).ok(),
+        _ => text.parse().ok(),
+    }
+}
+
+impl std::fmt::Debug for Hash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.elems.iter()).finish()
+    }
+}
+
+impl<K: Into<String>> FromIterator<(K, Hash)> for Hash {
+    fn from_iter<I: IntoIterator<Item = (K, Hash)>>(iter: I) -> Self {
+        let mut hash = Hash::new();
+        for (k, v) in iter {
+            hash.child(k).merge_owned(v);
+        }
+        hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_replaces_in_place_and_appends_new_keys() {
+        let mut h = Hash::new();
+        h.set_value("A", 1);
+        h.set_value("B", 2);
+        h.set_value("A", 3);
+        assert_eq!(h.keys().collect::<Vec<_>>(), ["A", "B"]);
+        assert_eq!(h.parsed::<u32>("A").unwrap(), Some(3));
+    }
+
+    #[test]
+    fn kv_helpers_create_and_clean_up() {
+        let mut h = Hash::new();
+        h.set_kv("RANK", 0).set_value("FILES", 2);
+        h.set_kv("RANK", 1);
+        assert_eq!(
+            h.get_kv("RANK", "0")
+                .unwrap()
+                .parsed::<u32>("FILES")
+                .unwrap(),
+            Some(2)
+        );
+        h.unset_kv("RANK", "0");
+        assert!(h.contains("RANK"));
+        h.unset_kv("RANK", "1");
+        assert!(!h.contains("RANK"), "an emptied key is removed");
+    }
+
+    #[test]
+    fn multi_valued_keys_are_reported_not_guessed() {
+        let mut h = Hash::new();
+        h.set_kv("LOCATION", "PFS");
+        h.set_kv("LOCATION", "CACHE");
+        assert_eq!(h.first_value("LOCATION"), Some("PFS"));
+        assert!(matches!(
+            h.value("LOCATION"),
+            Err(ValueError::NotSingle { count: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn crc_format_matches_c_printf() {
+        assert_eq!(format_crc32(0x1b39e4e4), "0x1b39e4e4");
+        assert_eq!(format_crc32(0), "0");
+        assert_eq!(parse_crc32("0x28eeb9e"), Some(0x28eeb9e));
+        assert_eq!(parse_crc32("0"), Some(0));
+        assert_eq!(parse_crc32("0x"), None);
+        assert_eq!(parse_crc32("zz"), None);
+    }
+
+    #[test]
+    fn paths_and_merge() {
+        let mut a = Hash::new();
+        a.set_path(&[&"RANK", &3, &"DSET", &7])
+            .set_value("FILES", 1);
+        let mut b = Hash::new();
+        b.set_path(&[&"RANK", &3, &"DSET", &8])
+            .set_value("FILES", 2);
+        a.merge(&b);
+        let dsets = a.get_path(&[&"RANK", &3, &"DSET"]).unwrap();
+        assert_eq!(dsets.keys().collect::<Vec<_>>(), ["7", "8"]);
+        assert_eq!(a.depth(), 6);
+    }
+
+    #[test]
+    fn sort_keys_is_numeric_for_numbers() {
+        let mut h: Hash = ["10", "9", "100"]
+            .into_iter()
+            .map(|k| (k, Hash::new()))
+            .collect();
+        h.sort_keys(false);
+        assert_eq!(h.keys().collect::<Vec<_>>(), ["9", "10", "100"]);
+        h.sort_keys(true);
+        assert_eq!(h.keys().collect::<Vec<_>>(), ["100", "10", "9"]);
+    }
+}

@@ -1,0 +1,275 @@
+//! Index file (`<prefix>/.scr/index.scr`, manual §9.1): the datasets on the prefix and
+//! which one a restart should use.
+//!
+//! SCR v2.0.0 layout (what `golden/xor/prefix/.scr/index.scr` holds):
+//! ```text
+//! VERSION 1   CURRENT <name>
+//! NAME <name> DSET <id>
+//! DSET <id> NAME <name> {COMPLETE 0|1, DSET {dataset}, FLUSHED <time>, FETCHED <time>…, FAILED <time>…}
+//! ```
+//! Older layouts use `DIR` for `NAME` (v1.1.8) and `CKPT` for `DSET` (1.1-8); both read.
+//! Shared between jobs: update it with [`crate::io::LockedHashFile`].
+
+use crate::dataset::Dataset;
+use crate::hash::Hash;
+use crate::units::format_timestamp;
+use crate::view::{HashView, check_ids, check_value, hash_view};
+use chrono::{DateTime, Local};
+
+hash_view!(
+    /// The index file.
+    IndexFile, "index file", validate = validate
+);
+
+const VERSION: &str = "VERSION";
+const CURRENT: &str = "CURRENT";
+const NAME: &str = "NAME";
+const LEGACY_DIR: &str = "DIR";
+const DSET: &str = "DSET";
+const LEGACY_CKPT: &str = "CKPT";
+const COMPLETE: &str = "COMPLETE";
+const FLUSHED: &str = "FLUSHED";
+const FETCHED: &str = "FETCHED";
+const FAILED: &str = "FAILED";
+
+fn validate(h: &Hash) -> Result<(), String> {
+    check_value::<u64>(h, VERSION, "index")?;
+    let index = IndexFile::wrap(h.clone());
+    check_ids(h.get(index.dset_key()), "dataset id")?;
+    for (name, n) in h.get(index.name_key()).into_iter().flat_map(Hash::iter) {
+        check_value::<u64>(n, index.dset_key(), &format!("index entry {name}"))?;
+    }
+    Ok(())
+}
+
+/// One dataset copy on the prefix, as `scr index --list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub id: u64,
+    pub name: String,
+    pub complete: bool,
+    /// When the flush finished, in SCR's timestamp format.
+    pub flushed: Option<String>,
+    pub fetched: Vec<String>,
+    pub failed: Vec<String>,
+    pub is_current: bool,
+}
+
+impl IndexFile {
+    /// An empty index with SCR's version.
+    pub fn empty() -> Self {
+        let mut h = Hash::new();
+        h.set_value(VERSION, 1);
+        IndexFile(h)
+    }
+
+    fn name_key(&self) -> &'static str {
+        if !self.0.contains(NAME) && self.0.contains(LEGACY_DIR) {
+            LEGACY_DIR
+        } else {
+            NAME
+        }
+    }
+
+    fn dset_key(&self) -> &'static str {
+        if !self.0.contains(DSET) && self.0.contains(LEGACY_CKPT) {
+            LEGACY_CKPT
+        } else {
+            DSET
+        }
+    }
+
+    fn record(&self, id: u64, name: &str) -> Option<&Hash> {
+        self.0
+            .get_path(&[&self.dset_key(), &id, &self.name_key(), &name])
+    }
+
+    fn record_mut(&mut self, id: u64, name: &str) -> &mut Hash {
+        let (dk, nk) = (self.dset_key(), self.name_key());
+        self.0.set_path(&[&nk, &name]).set_value(dk, id);
+        self.0.set_path(&[&dk, &id, &nk, &name])
+    }
+
+    /// Dataset id recorded for a name.
+    pub fn id_of(&self, name: &str) -> Option<u64> {
+        self.0
+            .get_kv(self.name_key(), name)?
+            .parsed(self.dset_key())
+            .ok()
+            .flatten()
+    }
+
+    /// Adds (or replaces the attributes of) a dataset copy.
+    pub fn add(&mut self, dataset: &Dataset, name: &str, complete: bool) {
+        let id = dataset.id().unwrap_or(0);
+        let rec = self.record_mut(id, name);
+        rec.set_value(COMPLETE, u8::from(complete));
+        rec.set(DSET, dataset.hash().clone());
+    }
+
+    pub fn set_complete(&mut self, id: u64, name: &str, complete: bool) {
+        self.record_mut(id, name)
+            .set_value(COMPLETE, u8::from(complete));
+    }
+
+    pub fn set_flushed(&mut self, id: u64, name: &str, at: DateTime<Local>) {
+        self.record_mut(id, name)
+            .set_value(FLUSHED, format_timestamp(at));
+    }
+
+    /// Records a fetch of this copy (kept as a list, as SCR does).
+    pub fn mark_fetched(&mut self, id: u64, name: &str, at: DateTime<Local>) {
+        self.record_mut(id, name)
+            .set_kv(FETCHED, format_timestamp(at));
+    }
+
+    /// Records a failed fetch: restarts skip this copy from now on.
+    pub fn mark_failed(&mut self, id: u64, name: &str, at: DateTime<Local>) {
+        self.record_mut(id, name)
+            .set_kv(FAILED, format_timestamp(at));
+    }
+
+    pub fn current(&self) -> Option<&str> {
+        self.0.first_value(CURRENT)
+    }
+
+    /// Marks `name` as the dataset to restart from; it must be in the index.
+    pub fn set_current(&mut self, name: &str) -> Result<(), String> {
+        if self.id_of(name).is_none() {
+            return Err(format!("{name} is not in the index"));
+        }
+        self.0.set_value(CURRENT, name);
+        Ok(())
+    }
+
+    pub fn unset_current(&mut self) {
+        self.0.unset(CURRENT);
+    }
+
+    /// Removes a dataset copy (and `CURRENT` if it named it). Returns whether it existed.
+    pub fn remove(&mut self, name: &str) -> bool {
+        let Some(id) = self.id_of(name) else {
+            return false;
+        };
+        let (dk, nk) = (self.dset_key(), self.name_key());
+        self.0.unset_kv(nk, name);
+        if let Some(d) = self.0.get_kv_mut(dk, &id.to_string()) {
+            d.unset_kv(nk, name);
+            if d.is_empty() {
+                self.0.unset_kv(dk, &id.to_string());
+            }
+        }
+        if self.current() == Some(name) {
+            self.unset_current();
+        }
+        true
+    }
+
+    /// Every dataset copy, newest id first (names of one id in stored order).
+    pub fn entries(&self) -> Vec<IndexEntry> {
+        let current = self.current();
+        let mut out = Vec::new();
+        for (id, dh) in self.0.get(self.dset_key()).into_iter().flat_map(Hash::iter) {
+            let Ok(id) = id.parse::<u64>() else { continue };
+            for (name, rec) in dh.get(self.name_key()).into_iter().flat_map(Hash::iter) {
+                let values = |k: &str| {
+                    rec.get(k)
+                        .map(|v| v.keys().map(str::to_string).collect())
+                        .unwrap_or_default()
+                };
+                out.push(IndexEntry {
+                    id,
+                    name: name.to_string(),
+                    complete: rec.parsed::<u8>(COMPLETE) == Ok(Some(1)),
+                    flushed: rec.first_value(FLUSHED).map(str::to_string),
+                    fetched: values(FETCHED),
+                    failed: values(FAILED),
+                    is_current: current == Some(name),
+                });
+            }
+        }
+        out.sort_by(|a, b| b.id.cmp(&a.id));
+        out
+    }
+
+    /// The dataset recorded for a copy.
+    pub fn dataset(&self, id: u64, name: &str) -> Option<Dataset> {
+        self.record(id, name)?
+            .get(DSET)
+            .map(|h| Dataset::wrap(h.clone()))
+    }
+
+    /// Copies a restart may use, best first: starting at `start` (a user-adjusted
+    /// `scr.current` link, else `CURRENT`, else the newest) and going to older ids,
+    /// skipping copies that are incomplete or failed a fetch before.
+    pub fn restart_candidates(&self, start: Option<&str>) -> Vec<IndexEntry> {
+        let start_id = start.or(self.current()).and_then(|n| self.id_of(n));
+        self.entries()
+            .into_iter()
+            .filter(|e| start_id.is_none_or(|s| e.id <= s))
+            .filter(|e| e.complete && e.failed.is_empty())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::Origin;
+    use crate::units::parse_timestamp;
+
+    fn dset(id: u64) -> Dataset {
+        Dataset::create(
+            id,
+            &format!("ckpt.{id}"),
+            true,
+            false,
+            &Origin::default(),
+            Some(id),
+        )
+    }
+
+    #[test]
+    fn restart_walks_back_past_failed_and_incomplete() {
+        let t = parse_timestamp("2026-11-22T04:51:15").unwrap();
+        let mut idx = IndexFile::empty();
+        for id in 1..=4 {
+            idx.add(&dset(id), &format!("ckpt.{id}"), id != 2);
+            idx.set_flushed(id, &format!("ckpt.{id}"), t);
+        }
+        idx.set_current("ckpt.4").unwrap();
+        idx.mark_failed(4, "ckpt.4", t);
+        let names: Vec<_> = idx
+            .restart_candidates(None)
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["ckpt.3", "ckpt.1"]);
+        let names: Vec<_> = idx
+            .restart_candidates(Some("ckpt.1"))
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["ckpt.1"], "a user-chosen start wins over CURRENT");
+        assert!(idx.set_current("nope").is_err());
+        assert!(idx.remove("ckpt.4"));
+        assert_eq!(idx.current(), None);
+        assert_eq!(idx.entries().len(), 3);
+        assert_eq!(
+            idx.entries()[0].flushed.as_deref(),
+            Some("2026-11-22T04:51:15")
+        );
+    }
+
+    #[test]
+    fn legacy_dir_layout_reads() {
+        let mut h = Hash::new();
+        h.set_value("VERSION", 1);
+        h.set_path(&[&"DIR", &"scr.dataset.6"]).set_value("DSET", 6);
+        h.set_path(&[&"DSET", &6, &"DIR", &"scr.dataset.6"])
+            .set_value("COMPLETE", 1);
+        let idx = IndexFile::from_hash(h).unwrap();
+        assert_eq!(idx.id_of("scr.dataset.6"), Some(6));
+        assert_eq!(idx.restart_candidates(None)[0].name, "scr.dataset.6");
+    }
+}

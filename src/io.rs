@@ -1,0 +1,307 @@
+//! File I/O with SCR's durability rules: hash files are replaced atomically (temporary in
+//! the same directory, fsync, rename, directory fsync), and files shared between
+//! processes are read-modify-written under an advisory lock.
+
+use crate::error::{Error, Result};
+use crate::hash::{FILE_HEADER_SIZE, Hash, check_header_len};
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Mode of SCR state files: private to the user.
+pub const PRIVATE_FILE: u32 = 0o600;
+/// Mode of the halt file: anyone may halt a job (SCR writes it 0666 so administrators can).
+pub const SHARED_FILE: u32 = 0o666;
+
+/// Reads a hash file. Bytes after the size its header records are ignored (an XOR file
+/// keeps its parity there).
+pub fn read_hash_file(path: &Path) -> Result<Hash> {
+    read_hash_file_with_size(path).map(|(hash, _)| hash)
+}
+
+/// Reads a hash file and returns the hash and the size its header records, which is where
+/// any payload after the hash starts.
+pub fn read_hash_file_with_size(path: &Path) -> Result<(Hash, u64)> {
+    let mut file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    decode_open_file(path, &mut file, false)
+}
+
+fn decode_open_file(
+    path: &Path,
+    file: &mut File,
+    empty_is_empty_hash: bool,
+) -> Result<(Hash, u64)> {
+    let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+    if meta.is_dir() {
+        return Err(Error::invalid(
+            path,
+            "is a directory, expected an SCR hash file",
+        ));
+    }
+    if meta.len() == 0 && empty_is_empty_hash {
+        return Ok((Hash::new(), 0));
+    }
+    let available = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+    let mut header = [0u8; FILE_HEADER_SIZE];
+    let got = read_up_to(file, &mut header).map_err(|e| Error::io(path, "read", e))?;
+    let recorded = check_header_len(&header[..got], available).map_err(|source| Error::Decode {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    // `recorded` is bounded by the file's real length, so this allocation is too.
+    let mut bytes = Vec::with_capacity(recorded);
+    bytes.extend_from_slice(&header);
+    file.take((recorded - header.len()) as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, "read", e))?;
+    let (hash, size) = Hash::from_file_bytes(&bytes).map_err(|source| Error::Decode {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok((hash, size as u64))
+}
+
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
+}
+
+/// Writes a hash file atomically with mode 0600.
+pub fn write_hash_file(path: &Path, hash: &Hash) -> Result<()> {
+    write_atomic(path, &hash.to_file_bytes(), PRIVATE_FILE)
+}
+
+/// Replaces `path` with `bytes` so that a reader, or a crash at any instant, sees either
+/// the old content or the new, never a mix: temporary in the same directory, fsync,
+/// rename, fsync of the directory.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let dir = parent_dir(path);
+    let tmp = temporary_name(path);
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)
+            .map_err(|e| Error::io(&tmp, "create", e))?;
+        // O_CREAT is filtered by the umask; the mode is part of the contract (0666 halt file).
+        file.set_permissions(fs::Permissions::from_mode(mode))
+            .map_err(|e| Error::io(&tmp, "set permissions of", e))?;
+        file.write_all(bytes)
+            .map_err(|e| Error::io(&tmp, "write", e))?;
+        file.sync_all().map_err(|e| Error::io(&tmp, "fsync", e))?;
+        fs::rename(&tmp, path).map_err(|e| Error::io(path, "rename a temporary over", e))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result?;
+    sync_dir(&dir)
+}
+
+/// Fsyncs a directory so a rename or create inside it is durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, "fsync directory", e))
+}
+
+/// Removes a file and makes the removal durable; a file already gone is fine.
+pub fn remove_durably(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => sync_dir(&parent_dir(path)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(path, "remove", e)),
+    }
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn temporary_name(path: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    parent_dir(path).join(format!(".{name}.tmp.{}.{n}", std::process::id()))
+}
+
+/// Creates `dir` and any missing parents; directories this call creates get `mode`
+/// (SCR's control and cache directories are 0700).
+pub fn create_dirs(dir: &Path, mode: u32) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dirs(parent, mode)?;
+    }
+    match fs::DirBuilder::new().mode(mode).create(dir) {
+        Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(mode))
+            .map_err(|e| Error::io(dir, "set permissions of", e)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(Error::io(dir, "create directory", e)),
+    }
+}
+
+/// A hash file held under an exclusive advisory lock for a read-modify-write
+/// (SCR's `lock_open_read` / `write_close_unlock`). The lock is on the file itself; since
+/// a replacement is a new inode, the opener checks after locking that the path still names
+/// the inode it locked, and retries otherwise.
+pub struct LockedHashFile {
+    path: PathBuf,
+    mode: u32,
+    _file: File,
+}
+
+impl LockedHashFile {
+    /// Locks `path` (creating it empty if missing) and reads it; an empty file reads as an
+    /// empty hash.
+    pub fn open(path: &Path, mode: u32) -> Result<(Self, Hash)> {
+        let mut file = lock_current(path, mode, true)?;
+        let (hash, _) = decode_open_file(path, &mut file, true)?;
+        Ok((
+            LockedHashFile {
+                path: path.to_path_buf(),
+                mode,
+                _file: file,
+            },
+            hash,
+        ))
+    }
+
+    /// Replaces the file with `hash` atomically, then releases the lock.
+    pub fn write_and_unlock(self, hash: &Hash) -> Result<()> {
+        write_atomic(&self.path, &hash.to_file_bytes(), self.mode)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Reads a shared hash file under a shared lock; a missing or empty file is an empty hash.
+pub fn read_with_lock(path: &Path) -> Result<Hash> {
+    match lock_current(path, PRIVATE_FILE, false) {
+        Ok(mut file) => decode_open_file(path, &mut file, true).map(|(h, _)| h),
+        Err(e) if e.is_not_found() => Ok(Hash::new()),
+        Err(e) => Err(e),
+    }
+}
+
+fn lock_current(path: &Path, mode: u32, exclusive: bool) -> Result<File> {
+    loop {
+        let file = if exclusive {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .mode(mode)
+                .open(path)
+        } else {
+            File::open(path)
+        }
+        .map_err(|e| Error::io(path, "open", e))?;
+        if exclusive {
+            file.lock()
+        } else {
+            file.lock_shared()
+        }
+        .map_err(|e| Error::io(path, "lock", e))?;
+        let locked = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+        match fs::metadata(path) {
+            Ok(now) if now.ino() == locked.ino() && now.dev() == locked.dev() => return Ok(file),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(path, "stat", e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tempdir() -> PathBuf {
+        tempfile::tempdir().unwrap().keep()
+    }
+
+    #[test]
+    fn atomic_write_then_read() {
+        let dir = tempdir();
+        let path = dir.join("x.scr");
+        let mut h = Hash::new();
+        h.set_value("NODES", 4);
+        write_hash_file(&path, &h).unwrap();
+        assert_eq!(read_hash_file(&path).unwrap(), h);
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        // no temporaries left behind
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_file() {
+        let dir = tempdir();
+        let err = read_hash_file(&dir.join("missing.scr")).unwrap_err();
+        assert!(err.is_not_found());
+        assert!(err.to_string().contains("missing.scr"), "{err}");
+        let err = read_hash_file(&dir).unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        fs::write(dir.join("empty.scr"), b"").unwrap();
+        let err = read_hash_file(&dir.join("empty.scr")).unwrap_err();
+        assert!(
+            err.to_string().contains("empty.scr: file is empty"),
+            "{err}"
+        );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn locked_update_creates_and_replaces() {
+        let dir = tempdir();
+        let path = dir.join("halt.scr");
+        let (lock, h) = LockedHashFile::open(&path, SHARED_FILE).unwrap();
+        assert!(h.is_empty());
+        let mut h = h;
+        h.set_value("CheckpointsLeft", 3);
+        lock.write_and_unlock(&h).unwrap();
+        assert_eq!(read_with_lock(&path).unwrap(), h);
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o666
+        );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn private_directories() {
+        let dir = tempdir();
+        let deep = dir.join("a/b/c");
+        create_dirs(&deep, 0o700).unwrap();
+        for p in [dir.join("a"), dir.join("a/b"), deep.clone()] {
+            assert_eq!(
+                fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+                0o700
+            );
+        }
+        create_dirs(&deep, 0o700).unwrap();
+        fs::remove_dir_all(dir).unwrap();
+    }
+}

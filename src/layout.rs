@@ -1,0 +1,132 @@
+//! Where SCR keeps things (reference §4.2, v1.2/v2.0 layout):
+//!
+//! ```text
+//! <cntl_base>/<user>/scr.<jobid>/            filemap.scrinfo, filemap_<n>.scrinfo, transfer.scrinfo
+//! <cache_base>/<user>/scr.<jobid>/scr.dataset.<id>/       user files; .scr/ redundancy files
+//! <prefix>/.scr/                              index.scr, halt.scr, flush.scr, nodes.scr
+//! <prefix>/.scr/scr.dataset.<id>/             summary.scr, rank2file.scr, rank2file.<l>.<r>.scr
+//! <prefix>/scr.current                        symlink a user may adjust (1.1-8)
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// Name of the hidden directory in the prefix and in each cached dataset.
+pub const HIDDEN: &str = ".scr";
+
+/// `<base>/<user>/scr.<jobid>`: the control directory, or one store's cache directory.
+pub fn job_dir(base: &Path, user: &str, jobid: &str) -> PathBuf {
+    base.join(user).join(format!("scr.{jobid}"))
+}
+
+/// Master filemap in a control directory.
+pub fn master_filemap(cntl_dir: &Path) -> PathBuf {
+    cntl_dir.join("filemap.scrinfo")
+}
+
+/// Filemap of the process with node-local rank `local_rank`.
+pub fn rank_filemap(cntl_dir: &Path, local_rank: u64) -> PathBuf {
+    cntl_dir.join(format!("filemap_{local_rank}.scrinfo"))
+}
+
+pub fn transfer_file(cntl_dir: &Path) -> PathBuf {
+    cntl_dir.join("transfer.scrinfo")
+}
+
+/// `scr.dataset.<id>`: a dataset's directory name in cache and under `<prefix>/.scr`.
+pub fn dataset_dir_name(id: u64) -> String {
+    format!("scr.dataset.{id}")
+}
+
+/// A dataset's directory in a cache directory.
+pub fn cache_dataset_dir(cache_dir: &Path, id: u64) -> PathBuf {
+    cache_dir.join(dataset_dir_name(id))
+}
+
+/// Where redundancy files of a cached dataset go.
+pub fn cache_hidden_dir(cache_dir: &Path, id: u64) -> PathBuf {
+    cache_dataset_dir(cache_dir, id).join(HIDDEN)
+}
+
+pub fn prefix_hidden_dir(prefix: &Path) -> PathBuf {
+    prefix.join(HIDDEN)
+}
+pub fn index_file(prefix: &Path) -> PathBuf {
+    prefix_hidden_dir(prefix).join("index.scr")
+}
+pub fn halt_file(prefix: &Path) -> PathBuf {
+    prefix_hidden_dir(prefix).join("halt.scr")
+}
+pub fn flush_file(prefix: &Path) -> PathBuf {
+    prefix_hidden_dir(prefix).join("flush.scr")
+}
+pub fn nodes_file(prefix: &Path) -> PathBuf {
+    prefix_hidden_dir(prefix).join("nodes.scr")
+}
+
+/// `.scr/scr.dataset.<id>`, relative to the prefix (rank2file pointers use this form).
+pub fn dataset_meta_rel(id: u64) -> String {
+    format!("{HIDDEN}/{}", dataset_dir_name(id))
+}
+
+/// `<prefix>/.scr/scr.dataset.<id>`: summary and rank2file tree of a flushed dataset.
+pub fn dataset_meta_dir(prefix: &Path, id: u64) -> PathBuf {
+    prefix.join(dataset_meta_rel(id))
+}
+pub fn summary_file(prefix: &Path, id: u64) -> PathBuf {
+    dataset_meta_dir(prefix, id).join("summary.scr")
+}
+pub fn rank2file_root(prefix: &Path, id: u64) -> PathBuf {
+    dataset_meta_dir(prefix, id).join("rank2file.scr")
+}
+
+/// The `scr.current` symlink a user may point at a dataset directory.
+pub fn current_link(prefix: &Path) -> PathBuf {
+    prefix.join("scr.current")
+}
+
+/// XOR redundancy file name (v1.1.8+): `xor.<gid>_<r+1>_of_<n>.scr`.
+pub fn xor_file_name(group_id: u64, group_rank: u64, group_size: u64) -> String {
+    format!("xor.{group_id}_{}_of_{group_size}.scr", group_rank + 1)
+}
+
+/// Parses an XOR file name in the current or the 1.1-8 form (`<r+1>_of_<n>_in_<gid>.xor`)
+/// into (group id, rank in set, set size).
+pub fn parse_xor_file_name(name: &str) -> Option<(u64, u64, u64)> {
+    let (gid, r, n) = if let Some(rest) = name
+        .strip_prefix("xor.")
+        .and_then(|s| s.strip_suffix(".scr"))
+    {
+        let (gid, rest) = rest.split_once('_')?;
+        let (r, n) = rest.split_once("_of_")?;
+        (gid, r, n)
+    } else {
+        let rest = name.strip_suffix(".xor")?;
+        let (r, rest) = rest.split_once("_of_")?;
+        let (n, gid) = rest.split_once("_in_")?;
+        (gid, r, n)
+    };
+    let (gid, r, n): (u64, u64, u64) = (gid.parse().ok()?, r.parse().ok()?, n.parse().ok()?);
+    (r >= 1 && r <= n).then(|| (gid, r - 1, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(
+            job_dir(Path::new("/tmp"), "user1", "1145655"),
+            Path::new("/tmp/user1/scr.1145655")
+        );
+        assert_eq!(xor_file_name(0, 1, 4), "xor.0_2_of_4.scr");
+        assert_eq!(parse_xor_file_name("xor.0_2_of_4.scr"), Some((0, 1, 4)));
+        assert_eq!(parse_xor_file_name("3_of_8_in_16.xor"), Some((16, 2, 8)));
+        assert_eq!(parse_xor_file_name("xor.0_0_of_4.scr"), None);
+        assert_eq!(parse_xor_file_name("xor.0_5_of_4.scr"), None);
+        assert_eq!(
+            rank2file_root(Path::new("/p"), 3),
+            Path::new("/p/.scr/scr.dataset.3/rank2file.scr")
+        );
+    }
+}

@@ -1,0 +1,36 @@
+//! The MPI-free core of SCR (Scalable Checkpoint/Restart) in Rust.
+//!
+//! Everything here runs without MPI, so the serial commands (`scr print`, `scr index`,
+//! `scr copy`, `scr halt` …) and the runtime library share one implementation of:
+//!
+//! - [`hash`]: SCR's hash (kvtree) and its binary file format, byte-compatible with
+//!   SCR v1.2/v2.0;
+//! - typed views of every SCR file: [`filemap`], [`meta`], [`dataset`], [`reddesc`],
+//!   [`index`], [`summary`], [`rank2file`], [`flush`], [`halt`], [`nodes`], [`transfer`];
+//! - [`params`] and [`config`]: SCR's parameters, defaults and configuration syntax;
+//! - [`layout`]: where control, cache and prefix files live;
+//! - [`io`]: atomic replacement, locked read-modify-write and private directories.
+
+pub mod config;
+pub mod dataset;
+pub mod error;
+pub mod filemap;
+pub mod flush;
+pub mod halt;
+pub mod hash;
+pub mod index;
+pub mod io;
+pub mod layout;
+pub mod meta;
+pub mod nodes;
+pub mod params;
+pub mod rank2file;
+pub mod reddesc;
+pub mod summary;
+pub mod transfer;
+pub mod units;
+mod view;
+
+pub use error::{Error, Result};
+pub use hash::Hash;
+pub use view::HashView;

@@ -1,0 +1,636 @@
+//! SCR parameters: every name with its default in one table, resolved with SCR's
+//! precedence — environment > user config (`$SCR_CONF_FILE`, else `<prefix>/.scrconf`) >
+//! system config > built-in default. `SCR_CNTL_BASE` may only come from the system config
+//! or the default (an administrator's choice); a user setting is ignored with a warning.
+
+use crate::config::{ConfigEntry, ConfigFile};
+use crate::error::{Error, Result};
+use crate::reddesc::Scheme;
+use crate::units::parse_bytecount;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where the system configuration lives unless `SCR_SYSTEM_CONF_FILE` names another file
+/// (the override exists so tests and unprivileged installs need no root).
+pub const SYSTEM_CONFIG_PATH: &str = "/etc/scr.conf";
+
+/// How a parameter's value is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// 0 or 1.
+    Bool,
+    /// A non-negative integer.
+    Count,
+    /// An integer that may be negative (`SCR_RUNS=-1` means unlimited).
+    Int,
+    /// A byte count with optional unit.
+    Bytes,
+    /// A decimal number.
+    Float,
+    /// A redundancy scheme name.
+    Scheme,
+    /// Free text (names, paths, host lists).
+    Text,
+}
+
+/// One known parameter.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub default: Option<&'static str>,
+    pub kind: Kind,
+    pub help: &'static str,
+}
+
+macro_rules! params {
+    ($($name:literal, $default:expr, $kind:ident, $help:literal;)*) => {
+        /// Every parameter SCR's library and scripts read, with SCR v1.2/v2.0 defaults.
+        pub const PARAMS: &[ParamSpec] = &[$(ParamSpec { name: $name, default: $default, kind: Kind::$kind, help: $help }),*];
+    };
+}
+
+params! {
+    "SCR_ENABLE", Some("1"), Bool, "0 disables SCR: calls return at once and scr-run runs the launcher once";
+    "SCR_DEBUG", Some("0"), Count, "verbosity: 1 or 2 print more";
+    "SCR_LOG_ENABLE", Some("0"), Bool, "write events to the text log (SCR's MySQL logging is not provided)";
+    "SCR_USER_NAME", None, Text, "user name for directory names (default $USER)";
+    "SCR_JOB_ID", None, Text, "job id for directory names (default from the resource manager)";
+    "SCR_JOB_NAME", None, Text, "job name recorded with datasets";
+    "SCR_CLUSTER_NAME", None, Text, "cluster name recorded with datasets";
+    "SCR_NODE_NAME", None, Text, "this node's name instead of the host name (for emulated nodes)";
+    "SCR_PREFIX", None, Text, "prefix directory on the parallel file system (default: working directory)";
+    "SCR_CNTL_BASE", Some("/tmp"), Text, "base of the control directory (system config only)";
+    "SCR_CACHE_BASE", Some("/tmp"), Text, "base of the cache directory";
+    "SCR_CACHE_SIZE", Some("1"), Count, "datasets kept in each cache store";
+    "SCR_COPY_TYPE", Some("XOR"), Scheme, "redundancy scheme when no CKPT descriptor is given: SINGLE, PARTNER, XOR or RS";
+    "SCR_SET_SIZE", Some("8"), Count, "minimum XOR/RS set size";
+    "SCR_SET_FAILURES", Some("2"), Count, "failures an RS set tolerates";
+    "SCR_HOP_DISTANCE", Some("1"), Count, "1.1-8 partner distance";
+    "SCR_GROUP", Some("NODE"), Text, "failure group of the implied descriptor";
+    "SCR_MPI_BUF_SIZE", Some("131072"), Bytes, "chunk size of redundancy communication";
+    "SCR_FILE_BUF_SIZE", Some("1048576"), Bytes, "buffer size of file copies";
+    "SCR_DISTRIBUTE", Some("1"), Bool, "redistribute and rebuild cached files in SCR_Init";
+    "SCR_FETCH", Some("1"), Bool, "fetch the newest checkpoint from the prefix on restart";
+    "SCR_FETCH_WIDTH", Some("256"), Count, "processes reading the prefix at once";
+    "SCR_FLUSH", Some("10"), Count, "flush every N checkpoints (0 never)";
+    "SCR_FLUSH_WIDTH", Some("256"), Count, "processes writing the prefix at once";
+    "SCR_FLUSH_ON_RESTART", Some("0"), Bool, "flush the cached checkpoint during SCR_Init";
+    "SCR_GLOBAL_RESTART", Some("0"), Bool, "flush on restart and disable fetch";
+    "SCR_FLUSH_ASYNC", Some("0"), Bool, "flush in the background";
+    "SCR_FLUSH_ASYNC_BW", Some("209715200"), Bytes, "bytes per second an asynchronous flush may use";
+    "SCR_FLUSH_ASYNC_PERCENT", Some("0.0"), Float, "CPU share of the transfer agent (0 no cap)";
+    "SCR_TRANSFER_SECS", Some("60.0"), Float, "seconds between transfer-file polls";
+    "SCR_CRC_ON_COPY", Some("0"), Bool, "compute CRC32 when applying redundancy";
+    "SCR_CRC_ON_FLUSH", Some("1"), Bool, "compute and check CRC32 on flush and fetch";
+    "SCR_CRC_ON_DELETE", Some("0"), Bool, "check CRC32 before deleting from cache";
+    "SCR_PRESERVE_DIRECTORIES", Some("1"), Bool, "keep the application's directories on the prefix";
+    "SCR_USE_CONTAINERS", Some("0"), Bool, "pack files into containers on the prefix";
+    "SCR_CONTAINER_SIZE", Some("107374182400"), Bytes, "largest container";
+    "SCR_CHECKPOINT_INTERVAL", Some("0"), Count, "Need_checkpoint says yes every N calls";
+    "SCR_CHECKPOINT_SECONDS", Some("0"), Count, "Need_checkpoint says yes after N seconds";
+    "SCR_CHECKPOINT_OVERHEAD", Some("0"), Float, "Need_checkpoint keeps checkpoint cost under N percent";
+    "SCR_HALT_SECONDS", Some("0"), Count, "halt when the allocation has N seconds left";
+    "SCR_HALT_ENABLED", Some("1"), Bool, "exit the application when a halt condition is met";
+    "SCR_CONF_FILE", None, Text, "user configuration file (default <prefix>/.scrconf)";
+    "SCR_RUNS", None, Int, "runs scr-run makes (-1 unlimited; default SCR_RETRIES+1)";
+    "SCR_RETRIES", Some("0"), Count, "legacy: runs = retries + 1";
+    "SCR_MIN_NODES", None, Count, "nodes a run needs (default: the nodes file, else all)";
+    "SCR_EXCLUDE_NODES", None, Text, "nodes never to use (a host list)";
+    "SCR_NODELIST", None, Text, "nodes of the allocation (default from the resource manager)";
+    "SCR_END_TIME", None, Int, "allocation end, seconds since the epoch";
+    "SCR_WATCHDOG", Some("0"), Bool, "kill a run whose flush makes no progress";
+    "SCR_WATCHDOG_TIMEOUT", None, Count, "seconds without progress before the watchdog acts";
+    "SCR_WATCHDOG_TIMEOUT_PFS", None, Count, "the same while flushing to the prefix";
+}
+
+/// Parents of descriptor lines (entries with attributes), current and 1.1-8.
+pub const DESCRIPTOR_KEYS: &[&str] = &[
+    "STORE",
+    "CKPT",
+    "GROUPS",
+    "CACHEDESC",
+    "CKPTDESC",
+    "CNTLDIR",
+    "CACHEDIR",
+];
+
+/// Attributes each descriptor accepts.
+fn allowed_children(parent: &str) -> Option<&'static [&'static str]> {
+    Some(match parent {
+        "STORE" => &["GROUP", "COUNT", "ENABLED", "MKDIR", "FLUSH"],
+        "CKPT" => &[
+            "INTERVAL",
+            "TYPE",
+            "SET_SIZE",
+            "SET_FAILURES",
+            "GROUP",
+            "STORE",
+            "BASE",
+            "ENABLED",
+            "OUTPUT",
+            "INDEX",
+            "REPLICAS",
+            "HOP_DISTANCE",
+            "BYPASS",
+        ],
+        "CKPTDESC" => &[
+            "INTERVAL",
+            "TYPE",
+            "SET_SIZE",
+            "HOP_DISTANCE",
+            "BASE",
+            "DIRECTORY",
+            "ENABLED",
+            "INDEX",
+        ],
+        "CACHEDESC" => &["BASE", "SIZE", "ENABLED", "INDEX"],
+        "CNTLDIR" | "CACHEDIR" => &["BYTES"],
+        _ => return None, // GROUPS takes any attribute names
+    })
+}
+
+pub fn spec(name: &str) -> Option<&'static ParamSpec> {
+    PARAMS.iter().find(|p| p.name == name)
+}
+
+/// Where a setting came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Environment,
+    File(String),
+    Default,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Environment => f.write_str("environment"),
+            Origin::File(at) => f.write_str(at),
+            Origin::Default => f.write_str("built-in default"),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Setting {
+    pub value: String,
+    pub origin: Origin,
+}
+
+/// A descriptor line with where it was read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Descriptor {
+    pub kind: String,
+    pub name: String,
+    pub attrs: Vec<(String, String)>,
+    pub origin: String,
+}
+
+impl Descriptor {
+    pub fn attr(&self, key: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Resolved parameters.
+#[derive(Clone, Debug, Default)]
+pub struct Params {
+    settings: BTreeMap<String, Setting>,
+    /// Descriptor lines: system config first, then user config.
+    pub descriptors: Vec<Descriptor>,
+    /// Things worth telling the user that are not errors.
+    pub warnings: Vec<String>,
+}
+
+/// Where to look for configuration.
+pub struct Sources {
+    /// Environment lookup (a closure so tests need not touch the process environment).
+    pub env: Box<dyn Fn(&str) -> Option<String>>,
+    /// System configuration file; missing is fine.
+    pub system_config: Option<PathBuf>,
+    /// Prefix directory, for `<prefix>/.scrconf`.
+    pub prefix: Option<PathBuf>,
+}
+
+impl Sources {
+    /// The process environment, the system config it names (or the default path), and
+    /// `SCR_PREFIX` or the working directory.
+    pub fn from_process() -> Sources {
+        let env = |k: &str| std::env::var(k).ok();
+        let system = std::env::var_os("SCR_SYSTEM_CONF_FILE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| SYSTEM_CONFIG_PATH.into());
+        let prefix = std::env::var_os("SCR_PREFIX")
+            .map(PathBuf::from)
+            .or_else(|| std::env::current_dir().ok());
+        Sources {
+            env: Box::new(env),
+            system_config: Some(system),
+            prefix,
+        }
+    }
+}
+
+impl Params {
+    /// Resolves every parameter. Bad values anywhere are errors naming where they came from.
+    pub fn load(sources: &Sources) -> Result<Params> {
+        let mut params = Params::default();
+        for spec in PARAMS {
+            if let Some(d) = spec.default {
+                params.settings.insert(
+                    spec.name.into(),
+                    Setting {
+                        value: d.into(),
+                        origin: Origin::Default,
+                    },
+                );
+            }
+        }
+        if let Some(path) = sources.system_config.as_deref().filter(|p| p.exists()) {
+            params.apply_file(&ConfigFile::read(path)?, false)?;
+        }
+        let user = match (sources.env)("SCR_CONF_FILE") {
+            Some(p) => {
+                let p = PathBuf::from(p);
+                if !p.exists() {
+                    return Err(Error::Config {
+                        origin: "environment variable SCR_CONF_FILE".into(),
+                        what: format!(
+                            "{} does not exist; create it or unset SCR_CONF_FILE",
+                            p.display()
+                        ),
+                    });
+                }
+                Some(p)
+            }
+            None => sources
+                .prefix
+                .as_ref()
+                .map(|p| p.join(".scrconf"))
+                .filter(|p| p.exists()),
+        };
+        if let Some(path) = user {
+            params.apply_file(&ConfigFile::read(&path)?, true)?;
+        }
+        for spec in PARAMS {
+            if let Some(value) = (sources.env)(spec.name) {
+                if spec.name == "SCR_CNTL_BASE" {
+                    params.warnings.push(
+                        "SCR_CNTL_BASE cannot be set in the environment or a user configuration file, ignoring setting".into(),
+                    );
+                    continue;
+                }
+                let origin = format!("environment variable {}", spec.name);
+                check_value(spec, &value).map_err(|what| Error::Config { origin, what })?;
+                params.settings.insert(
+                    spec.name.into(),
+                    Setting {
+                        value,
+                        origin: Origin::Environment,
+                    },
+                );
+            }
+        }
+        Ok(params)
+    }
+
+    fn apply_file(&mut self, file: &ConfigFile, is_user: bool) -> Result<()> {
+        for entry in &file.entries {
+            let at = file.location(entry);
+            let err = |what: String| Error::Config {
+                origin: at.clone(),
+                what,
+            };
+            if DESCRIPTOR_KEYS.contains(&entry.key.as_str()) {
+                self.add_descriptor(entry, &at).map_err(err)?;
+                continue;
+            }
+            let Some(spec) = spec(&entry.key) else {
+                self.warnings.push(format!(
+                    "{at}: unknown parameter {} (ignored; check the spelling)",
+                    entry.key
+                ));
+                continue;
+            };
+            if !entry.children.is_empty() {
+                return Err(err(format!(
+                    "{} takes a single value, but attributes follow it",
+                    entry.key
+                )));
+            }
+            if is_user && spec.name == "SCR_CNTL_BASE" {
+                self.warnings.push(format!(
+                    "{at}: SCR_CNTL_BASE cannot be set in the environment or a user configuration file, ignoring setting"
+                ));
+                continue;
+            }
+            check_value(spec, &entry.value).map_err(err)?;
+            self.settings.insert(
+                spec.name.into(),
+                Setting {
+                    value: entry.value.clone(),
+                    origin: Origin::File(at),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn add_descriptor(&mut self, entry: &ConfigEntry, at: &str) -> std::result::Result<(), String> {
+        if let Some(allowed) = allowed_children(&entry.key) {
+            for (k, _) in &entry.children {
+                if !allowed.contains(&k.as_str()) {
+                    return Err(format!(
+                        "{} does not take {k} (it takes {})",
+                        entry.key,
+                        allowed.join(", ")
+                    ));
+                }
+            }
+        }
+        for (k, v) in &entry.children {
+            let bad = |what: &str| format!("{}={} {k}={v}: {what}", entry.key, entry.value);
+            match k.as_str() {
+                "TYPE" => {
+                    Scheme::parse(v)
+                        .ok_or_else(|| bad("unknown scheme (SINGLE, PARTNER, XOR or RS)"))?;
+                }
+                "BYTES" => {
+                    parse_bytecount(v).map_err(|e| bad(&e))?;
+                }
+                "INTERVAL" | "SET_SIZE" | "SET_FAILURES" | "HOP_DISTANCE" | "COUNT" | "SIZE"
+                | "INDEX" | "REPLICAS" => {
+                    v.parse::<u64>()
+                        .map_err(|_| bad("not a non-negative integer"))?;
+                }
+                "ENABLED" | "OUTPUT" | "MKDIR" | "BYPASS" => {
+                    parse_bool(v).ok_or_else(|| bad("expected 0 or 1"))?;
+                }
+                _ => {}
+            }
+        }
+        if matches!(entry.key.as_str(), "CKPT" | "CKPTDESC" | "CACHEDESC")
+            && entry.value.parse::<u64>().is_err()
+        {
+            return Err(format!(
+                "{}={}: descriptor index must be a non-negative integer",
+                entry.key, entry.value
+            ));
+        }
+        if entry.key == "CKPT"
+            && entry
+                .children
+                .iter()
+                .any(|(k, v)| k == "INTERVAL" && v == "0")
+        {
+            return Err("INTERVAL must be at least 1".into());
+        }
+        self.descriptors.push(Descriptor {
+            kind: entry.key.clone(),
+            name: entry.value.clone(),
+            attrs: entry.children.clone(),
+            origin: at.to_string(),
+        });
+        Ok(())
+    }
+
+    pub fn setting(&self, name: &str) -> Option<&Setting> {
+        self.settings.get(name)
+    }
+
+    /// The raw value of a parameter.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.settings.get(name).map(|s| s.value.as_str())
+    }
+
+    /// Sets a value (the library uses this for values broadcast from rank 0).
+    pub fn set(&mut self, name: &str, value: &str, origin: Origin) -> Result<()> {
+        if let Some(spec) = spec(name) {
+            check_value(spec, value).map_err(|what| Error::Config {
+                origin: origin.to_string(),
+                what,
+            })?;
+        }
+        self.settings.insert(
+            name.into(),
+            Setting {
+                value: value.into(),
+                origin,
+            },
+        );
+        Ok(())
+    }
+
+    pub fn bool(&self, name: &str) -> bool {
+        self.get(name).and_then(parse_bool).unwrap_or(false)
+    }
+    pub fn count(&self, name: &str) -> Option<u64> {
+        self.get(name)?.parse().ok()
+    }
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.get(name)?.parse().ok()
+    }
+    pub fn bytes(&self, name: &str) -> Option<u64> {
+        parse_bytecount(self.get(name)?).ok()
+    }
+    pub fn float(&self, name: &str) -> Option<f64> {
+        self.get(name)?.parse().ok()
+    }
+    pub fn scheme(&self, name: &str) -> Option<Scheme> {
+        Scheme::parse(self.get(name)?)
+    }
+
+    /// Descriptor lines of one kind (`"CKPT"`, `"STORE"` …), in the order read.
+    pub fn descriptors_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Descriptor> {
+        self.descriptors.iter().filter(move |d| d.kind == kind)
+    }
+
+    /// All resolved settings, by name.
+    pub fn settings(&self) -> impl Iterator<Item = (&str, &Setting)> {
+        self.settings.iter().map(|(k, v)| (k.as_str(), v))
+    }
+}
+
+pub fn parse_bool(text: &str) -> Option<bool> {
+    match text {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
+}
+
+fn check_value(spec: &ParamSpec, value: &str) -> std::result::Result<(), String> {
+    let ok = match spec.kind {
+        Kind::Bool => parse_bool(value).is_some(),
+        Kind::Count => value.parse::<u64>().is_ok(),
+        Kind::Int => value.parse::<i64>().is_ok(),
+        Kind::Bytes => {
+            return parse_bytecount(value)
+                .map(|_| ())
+                .map_err(|e| format!("{}: {e}", spec.name));
+        }
+        Kind::Float => value
+            .parse::<f64>()
+            .is_ok_and(|f| f.is_finite() && f >= 0.0),
+        Kind::Scheme => Scheme::parse(value).is_some(),
+        Kind::Text => true,
+    };
+    if ok {
+        return Ok(());
+    }
+    let expected = match spec.kind {
+        Kind::Bool => "0 or 1",
+        Kind::Count => "a non-negative integer",
+        Kind::Int => "an integer",
+        Kind::Float => "a non-negative number",
+        Kind::Scheme => "SINGLE, PARTNER, XOR or RS",
+        Kind::Bytes | Kind::Text => unreachable!(),
+    };
+    Err(format!(
+        "{}={value:?} is not valid: expected {expected}",
+        spec.name
+    ))
+}
+
+/// The user configuration file in effect for a prefix (SCR v1.1.8+ rule).
+pub fn user_config_path(env: &dyn Fn(&str) -> Option<String>, prefix: &Path) -> PathBuf {
+    env("SCR_CONF_FILE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| prefix.join(".scrconf"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(env: &[(&str, &str)], system: Option<&str>, user: Option<&str>) -> Result<Params> {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = dir.path().join("scr.conf");
+        if let Some(text) = system {
+            std::fs::write(&sys, text).unwrap();
+        }
+        if let Some(text) = user {
+            std::fs::write(dir.path().join(".scrconf"), text).unwrap();
+        }
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let lookup = move |k: &str| env.get(k).cloned();
+        Params::load(&Sources {
+            env: Box::new(lookup),
+            system_config: Some(sys),
+            prefix: Some(dir.path().into()),
+        })
+    }
+
+    #[test]
+    fn precedence_env_user_system_default() {
+        let p = load(
+            &[("SCR_FLUSH", "3")],
+            Some("SCR_FLUSH=1\nSCR_CACHE_SIZE=4\nSCR_SET_SIZE=5"),
+            Some("SCR_FLUSH=2\nSCR_CACHE_SIZE=6"),
+        )
+        .unwrap();
+        assert_eq!(p.count("SCR_FLUSH"), Some(3));
+        assert_eq!(p.setting("SCR_FLUSH").unwrap().origin, Origin::Environment);
+        assert_eq!(p.count("SCR_CACHE_SIZE"), Some(6));
+        assert_eq!(p.count("SCR_SET_SIZE"), Some(5));
+        assert_eq!(p.count("SCR_FETCH_WIDTH"), Some(256));
+        assert!(
+            p.setting("SCR_SET_SIZE")
+                .unwrap()
+                .origin
+                .to_string()
+                .ends_with("scr.conf:3")
+        );
+    }
+
+    #[test]
+    fn cntl_base_is_not_user_settable() {
+        let p = load(
+            &[("SCR_CNTL_BASE", "/evil")],
+            Some("SCR_CNTL_BASE=/ssd"),
+            Some("SCR_CNTL_BASE=/user"),
+        )
+        .unwrap();
+        assert_eq!(p.get("SCR_CNTL_BASE"), Some("/ssd"));
+        assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn bad_values_name_their_origin() {
+        let e = load(&[("SCR_FLUSH", "often")], None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("environment variable SCR_FLUSH") && e.contains("non-negative integer"),
+            "{e}"
+        );
+        let e = load(&[], None, Some("\nSCR_COPY_TYPE=RAID5"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(".scrconf:2") && e.contains("RAID5"), "{e}");
+        let e = load(&[], Some("CKPT=0 TYPE=MIRROR"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("scr.conf:1") && e.contains("MIRROR"), "{e}");
+        let e = load(&[], Some("CNTLDIR=/tmp BYTES=lots"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("BYTES=lots"), "{e}");
+        let e = load(&[], Some("STORE=/tmp COLOR=blue"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not take COLOR"), "{e}");
+        let e = load(&[("SCR_MPI_BUF_SIZE", "4QB")], None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown unit"), "{e}");
+    }
+
+    #[test]
+    fn descriptors_in_both_syntaxes() {
+        let p = load(
+            &[],
+            Some("CACHEDESC=0 BASE=/tmp SIZE=2\nCKPTDESC=0 INTERVAL=1 BASE=/tmp TYPE=LOCAL HOP_DISTANCE=1\nCNTLDIR=/tmp BYTES=1GB"),
+            Some("STORE=/dev/shm GROUP=NODE COUNT=1\nCKPT=0 INTERVAL=1 TYPE=XOR SET_SIZE=4\nGROUPS=host1 POWER=psu1"),
+        )
+        .unwrap();
+        let kinds: Vec<_> = p.descriptors.iter().map(|d| d.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "CACHEDESC",
+                "CKPTDESC",
+                "CNTLDIR",
+                "STORE",
+                "CKPT",
+                "GROUPS"
+            ]
+        );
+        assert_eq!(
+            p.descriptors_of("CKPT").next().unwrap().attr("SET_SIZE"),
+            Some("4")
+        );
+    }
+
+    #[test]
+    fn unknown_parameters_warn() {
+        let p = load(&[], None, Some("SCR_FLUHS=3")).unwrap();
+        assert!(p.warnings[0].contains("SCR_FLUHS"));
+    }
+
+    #[test]
+    fn scr_conf_file_must_exist_when_named() {
+        let e = load(&[("SCR_CONF_FILE", "/nonexistent/x.conf")], None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/nonexistent/x.conf does not exist"), "{e}");
+    }
+}

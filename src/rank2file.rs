@@ -1,0 +1,404 @@
+//! Rank2file map (the rank2file seed): which rank wrote which files of a flushed dataset,
+//! stored as a tree of hash files under `<prefix>/.scr/scr.dataset.<id>/` so that no file,
+//! and so no reader, handles more than [`MAX_FILE_BYTES`].
+//!
+//! ```text
+//! rank2file.scr            LEVEL 1  RANKS n  RANK <reader> {OFFSET o, FILE .scr/scr.dataset.<id>/rank2file.0.<w>.scr}
+//! rank2file.<level>.<w>.scr LEVEL 0  RANKS k  RANK <r> FILE <name> {SIZE, CRC, SEG <k> {FILE, OFFSET, LENGTH}}
+//! ```
+//! File names under `FILE` are relative to the dataset directory on the prefix; `FILE` of a
+//! tree entry is relative to the prefix. A tree file may hold several hashes back to back;
+//! `OFFSET` says where the one to read starts.
+
+use crate::error::{Error, Result};
+use crate::hash::{Hash, format_crc32};
+use crate::io;
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Component, Path};
+
+/// Largest tree file written, and largest read in one step (the seed's 1 MB).
+pub const MAX_FILE_BYTES: usize = 1 << 20;
+
+const LEVEL: &str = "LEVEL";
+const RANKS: &str = "RANKS";
+const RANK: &str = "RANK";
+const FILE: &str = "FILE";
+const OFFSET: &str = "OFFSET";
+const SIZE: &str = "SIZE";
+const CRC: &str = "CRC";
+const SEG: &str = "SEG";
+const LENGTH: &str = "LENGTH";
+/// 1.1-8 summaries embed the map under this key.
+pub const EMBEDDED: &str = "RANK2FILE";
+
+/// A piece of a file stored inside a container (`ctr.<id>.scr`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub container: String,
+    pub offset: u64,
+    pub length: u64,
+}
+
+/// One file a rank wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileRecord {
+    /// Path relative to the dataset directory.
+    pub name: String,
+    pub size: u64,
+    pub crc: Option<u32>,
+    /// Where the bytes are when containers are used (in order), else empty.
+    pub segments: Vec<Segment>,
+}
+
+/// The whole map: rank → files.
+pub type RankFiles = BTreeMap<u64, Vec<FileRecord>>;
+
+/// Rejects names that would leave the dataset directory (absolute, `..`, empty).
+pub fn check_relative(name: &str) -> std::result::Result<(), String> {
+    let path = Path::new(name);
+    if name.is_empty() || path.is_absolute() {
+        return Err(format!(
+            "file name {name:?} must be a relative path inside the dataset"
+        ));
+    }
+    if path
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(format!("file name {name:?} leaves the dataset directory"));
+    }
+    Ok(())
+}
+
+fn file_hash(rec: &FileRecord) -> Hash {
+    let mut h = Hash::new();
+    h.set_value(SIZE, rec.size);
+    if let Some(crc) = rec.crc {
+        h.set_value(CRC, format_crc32(crc));
+    }
+    for (k, seg) in rec.segments.iter().enumerate() {
+        let s = h.set_kv(SEG, k);
+        s.set_value(FILE, &seg.container);
+        s.set_value(OFFSET, seg.offset);
+        s.set_value(LENGTH, seg.length);
+    }
+    h
+}
+
+/// Builds the level-0 hash for some ranks.
+pub fn leaf_hash<'a>(ranks: impl IntoIterator<Item = (&'a u64, &'a Vec<FileRecord>)>) -> Hash {
+    let mut by_rank = Hash::new();
+    let mut count = 0u64;
+    for (rank, files) in ranks {
+        count += 1;
+        let rh = by_rank.child(rank.to_string());
+        let fh = rh.child(FILE);
+        for rec in files {
+            fh.set(rec.name.as_str(), file_hash(rec));
+        }
+    }
+    let mut h = Hash::new();
+    h.set_value(RANKS, count);
+    h.set_value(LEVEL, 0);
+    h.set(RANK, by_rank);
+    h
+}
+
+/// Parses the `RANK` section of a level-0 hash (or of an embedded 1.1-8 map) into `out`.
+pub fn parse_leaf(h: &Hash, out: &mut RankFiles) -> std::result::Result<(), String> {
+    for (rank, rh) in h.get(RANK).into_iter().flat_map(Hash::iter) {
+        let rank: u64 = rank
+            .parse()
+            .map_err(|_| format!("rank {rank:?} is not a non-negative integer"))?;
+        let files = out.entry(rank).or_default();
+        for (name, fh) in rh.get(FILE).into_iter().flat_map(Hash::iter) {
+            check_relative(name)?;
+            let at = |e: crate::hash::ValueError| format!("rank {rank} file {name}: {e}");
+            let size = fh
+                .parsed::<u64>(SIZE)
+                .map_err(at)?
+                .ok_or_else(|| format!("rank {rank} file {name}: no SIZE"))?;
+            let crc = fh.crc32(CRC).map_err(at)?;
+            let mut segments = Vec::new();
+            let mut seg_ids: Vec<(u64, &Hash)> = Vec::new();
+            for (k, s) in fh.get(SEG).into_iter().flat_map(Hash::iter) {
+                let k = k.parse().map_err(|_| {
+                    format!("rank {rank} file {name}: segment {k:?} is not a number")
+                })?;
+                seg_ids.push((k, s));
+            }
+            seg_ids.sort_by_key(|(k, _)| *k);
+            for (_, s) in seg_ids {
+                let container = s
+                    .first_value(FILE)
+                    .ok_or_else(|| format!("rank {rank} file {name}: segment without FILE"))?;
+                check_relative(container)?;
+                segments.push(Segment {
+                    container: container.to_string(),
+                    offset: s.parsed(OFFSET).map_err(at)?.unwrap_or(0),
+                    length: s.parsed(LENGTH).map_err(at)?.unwrap_or(0),
+                });
+            }
+            files.push(FileRecord {
+                name: name.to_string(),
+                size,
+                crc,
+                segments,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Writes the tree for `files` under `<prefix>/<dset_rel>/` (`dset_rel` is
+/// `.scr/scr.dataset.<id>`), every file at most [`MAX_FILE_BYTES`]. Returns the root path.
+pub fn write_tree(
+    prefix: &Path,
+    dset_rel: &str,
+    total_ranks: u64,
+    files: &RankFiles,
+) -> Result<std::path::PathBuf> {
+    // Level 0: cut the ranks into leaves that each pack under the bound.
+    let mut entries: Vec<(u64, Hash)> = Vec::new(); // (reader rank, pointer hash) for the level above
+    let mut level = 0u64;
+    let mut pending: Vec<(&u64, &Vec<FileRecord>)> = Vec::new();
+    let mut pending_bytes = 0usize;
+    let budget = MAX_FILE_BYTES - 64;
+    let flush_leaf = |pending: &mut Vec<(&u64, &Vec<FileRecord>)>,
+                      entries: &mut Vec<(u64, Hash)>|
+     -> Result<()> {
+        let Some((&first, _)) = pending.first().copied() else {
+            return Ok(());
+        };
+        let rel = format!("{dset_rel}/rank2file.0.{first}.scr");
+        io::write_hash_file(&prefix.join(&rel), &leaf_hash(pending.drain(..)))?;
+        entries.push((first, pointer(&rel, 0)));
+        Ok(())
+    };
+    for (rank, recs) in files {
+        let one = leaf_hash([(rank, recs)]).pack_size();
+        if one > budget {
+            return Err(Error::invalid(
+                prefix.join(dset_rel),
+                format!("rank {rank}'s file list alone exceeds {MAX_FILE_BYTES} bytes"),
+            ));
+        }
+        if pending_bytes + one > budget {
+            flush_leaf(&mut pending, &mut entries)?;
+            pending_bytes = 0;
+        }
+        pending.push((rank, recs));
+        pending_bytes += one;
+    }
+    flush_leaf(&mut pending, &mut entries)?;
+    // Upper levels: group pointers until one file holds them all.
+    loop {
+        level += 1;
+        let groups = group_by_size(&entries, budget);
+        if groups.len() <= 1 {
+            let root = prefix.join(dset_rel).join("rank2file.scr");
+            io::write_hash_file(&root, &pointer_hash(level, total_ranks, &entries))?;
+            return Ok(root);
+        }
+        let mut next = Vec::new();
+        for group in groups {
+            let first = group[0].0;
+            let rel = format!("{dset_rel}/rank2file.{level}.{first}.scr");
+            io::write_hash_file(&prefix.join(&rel), &pointer_hash(level, total_ranks, group))?;
+            next.push((first, pointer(&rel, 0)));
+        }
+        entries = next;
+    }
+}
+
+fn pointer(rel: &str, offset: u64) -> Hash {
+    let mut h = Hash::new();
+    h.set_value(OFFSET, offset);
+    h.set_value(FILE, rel);
+    h
+}
+
+fn pointer_hash(level: u64, ranks: u64, entries: &[(u64, Hash)]) -> Hash {
+    let mut h = Hash::new();
+    h.set_value(RANKS, ranks);
+    h.set_value(LEVEL, level);
+    let r = h.child(RANK);
+    for (reader, p) in entries {
+        r.set(reader.to_string(), p.clone());
+    }
+    h
+}
+
+fn group_by_size(entries: &[(u64, Hash)], budget: usize) -> Vec<&[(u64, Hash)]> {
+    let mut groups = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, (reader, p)) in entries.iter().enumerate() {
+        let one = reader.to_string().len() + 1 + p.pack_size();
+        if bytes + one > budget && i > start {
+            groups.push(&entries[start..i]);
+            start = i;
+            bytes = 0;
+        }
+        bytes += one;
+    }
+    if start < entries.len() {
+        groups.push(&entries[start..]);
+    }
+    groups
+}
+
+/// Reads the whole tree serially (for the commands; the library scatters it). Every
+/// step reads at most [`MAX_FILE_BYTES`]; pointers must stay inside the prefix.
+pub fn read_tree(prefix: &Path, root: &Path) -> Result<RankFiles> {
+    let mut out = RankFiles::new();
+    let mut queue = vec![(root.to_path_buf(), 0u64, u64::MAX)];
+    let mut steps = 0usize;
+    while let Some((path, offset, parent_level)) = queue.pop() {
+        steps += 1;
+        if steps > 1_000_000 {
+            return Err(Error::invalid(
+                root,
+                "rank2file tree has more than a million files; it loops or is corrupt",
+            ));
+        }
+        let h = read_at(&path, offset)?;
+        let level: u64 = h
+            .parsed(LEVEL)
+            .map_err(|e| Error::invalid(&path, e.to_string()))?
+            .unwrap_or(0);
+        if level >= parent_level {
+            return Err(Error::invalid(
+                &path,
+                format!("rank2file level {level} does not descend from level {parent_level}"),
+            ));
+        }
+        if level == 0 {
+            let leaf = h.get(EMBEDDED).unwrap_or(&h);
+            parse_leaf(leaf, &mut out).map_err(|e| Error::invalid(&path, e))?;
+            continue;
+        }
+        for (reader, p) in h.get(RANK).into_iter().flat_map(Hash::iter) {
+            let bad =
+                |what: String| Error::invalid(&path, format!("entry for reader {reader}: {what}"));
+            let rel = p.first_value(FILE).ok_or_else(|| bad("no FILE".into()))?;
+            check_relative(rel).map_err(bad)?;
+            let off = p
+                .parsed::<u64>(OFFSET)
+                .map_err(|e| bad(e.to_string()))?
+                .unwrap_or(0);
+            queue.push((prefix.join(rel), off, level));
+        }
+    }
+    Ok(out)
+}
+
+/// Reads the hash file that starts at `offset` in `path`, refusing more than the bound.
+fn read_at(path: &Path, offset: u64) -> Result<Hash> {
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    f.seek(SeekFrom::Start(offset))
+        .map_err(|e| Error::io(path, "seek", e))?;
+    let mut buf = Vec::new();
+    f.take(MAX_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(path, "read", e))?;
+    let (h, size) = Hash::from_file_bytes(&buf).map_err(|source| Error::Decode {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if size > MAX_FILE_BYTES {
+        return Err(Error::invalid(
+            path,
+            format!("rank2file part of {size} bytes exceeds the {MAX_FILE_BYTES}-byte bound"),
+        ));
+    }
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(ranks: u64, per_rank: usize) -> RankFiles {
+        (0..ranks)
+            .map(|r| {
+                let recs = (0..per_rank)
+                    .map(|i| FileRecord {
+                        name: format!("ckpt.7/rank_{r}.{i}.ckpt"),
+                        size: r * 1000 + i as u64,
+                        crc: Some(r as u32),
+                        segments: vec![],
+                    })
+                    .collect();
+                (r, recs)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn small_tree_matches_golden_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".scr/scr.dataset.3")).unwrap();
+        let map = files(4, 1);
+        let root = write_tree(dir.path(), ".scr/scr.dataset.3", 4, &map).unwrap();
+        let rh = io::read_hash_file(&root).unwrap();
+        assert_eq!(rh.first_value("LEVEL"), Some("1"));
+        assert_eq!(
+            rh.get_path(&[&"RANK", &0]).unwrap().first_value("FILE"),
+            Some(".scr/scr.dataset.3/rank2file.0.0.scr")
+        );
+        assert_eq!(read_tree(dir.path(), &root).unwrap(), map);
+    }
+
+    #[test]
+    fn ten_thousand_ranks_respect_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".scr/scr.dataset.1")).unwrap();
+        let map = files(10_000, 3);
+        let root = write_tree(dir.path(), ".scr/scr.dataset.1", 10_000, &map).unwrap();
+        let mut n = 0;
+        for e in std::fs::read_dir(dir.path().join(".scr/scr.dataset.1")).unwrap() {
+            let len = e.unwrap().metadata().unwrap().len() as usize;
+            assert!(len <= MAX_FILE_BYTES, "{len}");
+            n += 1;
+        }
+        assert!(n > 2, "the map needed several leaves");
+        assert_eq!(read_tree(dir.path(), &root).unwrap(), map);
+    }
+
+    #[test]
+    fn escaping_names_are_refused() {
+        for bad in ["../etc/passwd", "/etc/passwd", "a/../../b", ""] {
+            assert!(check_relative(bad).is_err(), "{bad}");
+        }
+        assert!(check_relative("ckpt.3/rank_0.ckpt").is_ok());
+        let mut h = Hash::new();
+        h.set_path(&[&"RANK", &0, &"FILE", &"../x"])
+            .set_value("SIZE", 1);
+        assert!(
+            parse_leaf(&h, &mut RankFiles::new())
+                .unwrap_err()
+                .contains("leaves")
+        );
+    }
+
+    #[test]
+    fn segments_round_trip() {
+        let mut map = files(1, 1);
+        map.get_mut(&0).unwrap()[0].segments = vec![
+            Segment {
+                container: "ctr.1.scr".into(),
+                offset: 10,
+                length: 5,
+            },
+            Segment {
+                container: "ctr.2.scr".into(),
+                offset: 0,
+                length: 7,
+            },
+        ];
+        let mut back = RankFiles::new();
+        parse_leaf(&leaf_hash(&map), &mut back).unwrap();
+        assert_eq!(back, map);
+    }
+}

@@ -1,0 +1,162 @@
+//! Transfer file (`<cntldir>/transfer.scrinfo`, manual §9.7): the protocol between the
+//! library and the per-node asynchronous flush agent.
+//!
+//! ```text
+//! FILES <src> {DESTINATION <dst>, SIZE <n>, WRITTEN <n>}
+//! BW <bytes/s>  PERCENT <cpu share>  COMMAND RUN|STOP|EXIT  STATE RUNNING|STOPPED|EXITING  FLAG DONE
+//! ```
+
+use crate::hash::Hash;
+use crate::view::{check_value, hash_view};
+
+hash_view!(
+    /// The transfer file.
+    TransferFile, "transfer file", validate = validate
+);
+
+const FILES: &str = "FILES";
+const DESTINATION: &str = "DESTINATION";
+const SIZE: &str = "SIZE";
+const WRITTEN: &str = "WRITTEN";
+const BW: &str = "BW";
+const PERCENT: &str = "PERCENT";
+const COMMAND: &str = "COMMAND";
+const STATE: &str = "STATE";
+const FLAG: &str = "FLAG";
+const DONE: &str = "DONE";
+
+fn validate(h: &Hash) -> Result<(), String> {
+    check_value::<f64>(h, BW, "transfer file")?;
+    check_value::<f64>(h, PERCENT, "transfer file")?;
+    for (src, f) in h.get(FILES).into_iter().flat_map(Hash::iter) {
+        check_value::<u64>(f, SIZE, &format!("transfer file entry {src}"))?;
+        check_value::<u64>(f, WRITTEN, &format!("transfer file entry {src}"))?;
+    }
+    Ok(())
+}
+
+/// What the library asks the agent to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    Run,
+    Stop,
+    Exit,
+}
+
+/// What the agent reports it is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Running,
+    Stopped,
+    Exiting,
+}
+
+macro_rules! names {
+    ($t:ty { $($v:ident = $s:literal),* }) => {
+        impl $t {
+            pub fn as_str(self) -> &'static str { match self { $(Self::$v => $s),* } }
+            pub fn parse(text: &str) -> Option<Self> { match text { $($s => Some(Self::$v),)* _ => None } }
+        }
+    };
+}
+names!(Command { Run = "RUN", Stop = "STOP", Exit = "EXIT" });
+names!(State { Running = "RUNNING", Stopped = "STOPPED", Exiting = "EXITING" });
+
+/// One file to copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransferEntry {
+    pub source: String,
+    pub destination: String,
+    pub size: u64,
+    pub written: u64,
+}
+
+impl TransferFile {
+    pub fn add_file(&mut self, source: &str, destination: &str, size: u64) {
+        let f = self.0.set_kv(FILES, source);
+        f.set_value(DESTINATION, destination);
+        f.set_value(SIZE, size);
+        f.set_value(WRITTEN, 0);
+    }
+
+    pub fn files(&self) -> Vec<TransferEntry> {
+        self.0
+            .get(FILES)
+            .into_iter()
+            .flat_map(Hash::iter)
+            .map(|(src, f)| TransferEntry {
+                source: src.to_string(),
+                destination: f.first_value(DESTINATION).unwrap_or_default().to_string(),
+                size: f.parsed(SIZE).ok().flatten().unwrap_or(0),
+                written: f.parsed(WRITTEN).ok().flatten().unwrap_or(0),
+            })
+            .collect()
+    }
+
+    /// Records bytes written and fsynced for one file.
+    pub fn set_written(&mut self, source: &str, written: u64) {
+        if let Some(f) = self.0.get_kv_mut(FILES, source) {
+            f.set_value(WRITTEN, written);
+        }
+    }
+
+    pub fn clear_files(&mut self) {
+        self.0.unset(FILES);
+    }
+
+    pub fn set_limits(&mut self, bytes_per_sec: f64, cpu_percent: f64) {
+        self.0.set_value(BW, format!("{bytes_per_sec:.6}"));
+        self.0.set_value(PERCENT, format!("{cpu_percent:.6}"));
+    }
+    pub fn bandwidth(&self) -> Option<f64> {
+        self.0.parsed(BW).ok().flatten()
+    }
+    pub fn percent(&self) -> Option<f64> {
+        self.0.parsed(PERCENT).ok().flatten()
+    }
+
+    pub fn command(&self) -> Option<Command> {
+        self.0.first_value(COMMAND).and_then(Command::parse)
+    }
+    pub fn set_command(&mut self, c: Command) {
+        self.0.set_value(COMMAND, c.as_str());
+    }
+    pub fn state(&self) -> Option<State> {
+        self.0.first_value(STATE).and_then(State::parse)
+    }
+    pub fn set_state(&mut self, s: State) {
+        self.0.set_value(STATE, s.as_str());
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.0.first_value(FLAG) == Some(DONE)
+    }
+    pub fn set_done(&mut self, done: bool) {
+        if done {
+            self.0.set_value(FLAG, DONE)
+        } else {
+            self.0.unset(FLAG);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::HashView;
+
+    #[test]
+    fn protocol_fields() {
+        let mut t = TransferFile::new();
+        t.add_file("/c/rank_0.ckpt", "/p/ckpt.1/rank_0.ckpt", 524294);
+        t.set_limits(52428800.0, 0.0);
+        t.set_command(Command::Run);
+        t.set_written("/c/rank_0.ckpt", 524294);
+        t.set_done(true);
+        let back = TransferFile::from_hash(t.hash().clone()).unwrap();
+        assert_eq!(back.files()[0].written, 524294);
+        assert_eq!(back.command(), Some(Command::Run));
+        assert_eq!(back.bandwidth(), Some(52428800.0));
+        assert!(back.is_done());
+    }
+}

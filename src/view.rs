@@ -1,0 +1,103 @@
+//! The common shape of every typed SCR file: a newtype over [`Hash`] that is validated when
+//! it is read, so hostile content is rejected at the boundary with the file's name.
+
+use crate::error::{Error, Result};
+use crate::hash::Hash;
+use crate::io;
+use std::path::Path;
+
+pub trait HashView: Sized {
+    /// What the file is, for error messages ("filemap", "index file" …).
+    const KIND: &'static str;
+
+    /// Wraps a hash without checking it.
+    fn wrap(hash: Hash) -> Self;
+    fn hash(&self) -> &Hash;
+    fn into_hash(self) -> Hash;
+
+    /// Checks that `hash` has the shape of this kind of file.
+    fn validate(_hash: &Hash) -> std::result::Result<(), String> {
+        Ok(())
+    }
+
+    fn from_hash(hash: Hash) -> std::result::Result<Self, String> {
+        Self::validate(&hash)?;
+        Ok(Self::wrap(hash))
+    }
+
+    /// Reads and validates a file of this kind.
+    fn read(path: &Path) -> Result<Self> {
+        let hash = io::read_hash_file(path)?;
+        Self::from_hash(hash)
+            .map_err(|what| Error::invalid(path, format!("not a valid {}: {what}", Self::KIND)))
+    }
+
+    /// Writes the file atomically (mode 0600).
+    fn write(&self, path: &Path) -> Result<()> {
+        io::write_hash_file(path, self.hash())
+    }
+}
+
+/// Defines a newtype over [`Hash`] implementing [`HashView`].
+macro_rules! hash_view {
+    ($(#[$doc:meta])* $name:ident, $kind:literal $(, validate = $validate:path)?) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Default, PartialEq, Eq)]
+        pub struct $name(crate::hash::Hash);
+
+        impl crate::view::HashView for $name {
+            const KIND: &'static str = $kind;
+            fn wrap(hash: crate::hash::Hash) -> Self {
+                $name(hash)
+            }
+            fn hash(&self) -> &crate::hash::Hash {
+                &self.0
+            }
+            fn into_hash(self) -> crate::hash::Hash {
+                self.0
+            }
+            $(fn validate(hash: &crate::hash::Hash) -> std::result::Result<(), String> {
+                $validate(hash)
+            })?
+        }
+
+        impl $name {
+            pub fn new() -> Self {
+                Self::default()
+            }
+        }
+    };
+}
+pub(crate) use hash_view;
+
+/// Checks that every key of `hash` is a non-negative integer id; `what` names them.
+pub(crate) fn check_ids(hash: Option<&Hash>, what: &str) -> std::result::Result<(), String> {
+    for key in hash.into_iter().flat_map(|h| h.keys()) {
+        if key.parse::<u64>().is_err() {
+            return Err(format!("{what} {key:?} is not a non-negative integer"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `key`, if present, holds exactly one value parseable as `T`.
+pub(crate) fn check_value<T: std::str::FromStr>(
+    hash: &Hash,
+    key: &str,
+    context: &str,
+) -> std::result::Result<(), String> {
+    hash.parsed::<T>(key)
+        .map(|_| ())
+        .map_err(|e| format!("{context}: {e}"))
+}
+
+/// Sorted integer keys of `hash` (ids under `RANK`, `DSET` …).
+pub(crate) fn sorted_ids(hash: Option<&Hash>) -> Vec<u64> {
+    let mut ids: Vec<u64> = hash
+        .into_iter()
+        .flat_map(|h| h.keys())
+        .filter_map(|k| k.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
