@@ -83,12 +83,12 @@ impl Filemap {
                 self.0.unset_kv(RANK, &r);
             }
         }
-        if self.entry(dset, rank).is_none() {
-            if let Some(dh) = self.0.get_kv_mut(DSET, &d) {
-                dh.unset_kv(RANK, &r);
-                if dh.is_empty() {
-                    self.0.unset_kv(DSET, &d);
-                }
+        if self.entry(dset, rank).is_none()
+            && let Some(dh) = self.0.get_kv_mut(DSET, &d)
+        {
+            dh.unset_kv(RANK, &r);
+            if dh.is_empty() {
+                self.0.unset_kv(DSET, &d);
             }
         }
     }

@@ -56,10 +56,10 @@ impl FlushFile {
     }
 
     fn entry_mut(&mut self, id: u64) -> &mut Hash {
-        if !self.0.contains(DATASET) {
-            if let Some(legacy) = self.0.unset(LEGACY_CKPT) {
-                self.0.set(DATASET, legacy);
-            }
+        if !self.0.contains(DATASET)
+            && let Some(legacy) = self.0.unset(LEGACY_CKPT)
+        {
+            self.0.set(DATASET, legacy);
         }
         self.0.set_kv(DATASET, id)
     }

@@ -173,18 +173,19 @@ impl HaltFile {
                 return Some(HaltCause::ExitBefore { now, deadline });
             }
         }
-        if let Some(after) = self.exit_after() {
-            if now >= after {
-                return Some(HaltCause::ExitAfter { now, after });
-            }
+        if let Some(after) = self.exit_after()
+            && now >= after
+        {
+            return Some(HaltCause::ExitAfter { now, after });
         }
-        if let Some(remaining) = seconds_remaining {
-            if halt_seconds > 0 && remaining <= halt_seconds {
-                return Some(HaltCause::TimeLimit {
-                    remaining,
-                    halt_seconds,
-                });
-            }
+        if let Some(remaining) = seconds_remaining
+            && halt_seconds > 0
+            && remaining <= halt_seconds
+        {
+            return Some(HaltCause::TimeLimit {
+                remaining,
+                halt_seconds,
+            });
         }
         None
     }

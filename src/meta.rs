@@ -154,21 +154,21 @@ impl Meta {
 
     /// Checks a file against this meta: size always, CRC when both sides have one.
     pub fn verify(&self, size: u64, crc: Option<u32>) -> Result<(), String> {
-        if let Some(expected) = self.size() {
-            if expected != size {
-                return Err(format!(
-                    "size is {size} bytes, meta data records {expected}"
-                ));
-            }
+        if let Some(expected) = self.size()
+            && expected != size
+        {
+            return Err(format!(
+                "size is {size} bytes, meta data records {expected}"
+            ));
         }
-        if let (Some(expected), Some(actual)) = (self.crc32(), crc) {
-            if expected != actual {
-                return Err(format!(
-                    "CRC32 is {}, meta data records {}",
-                    crate::hash::format_crc32(actual),
-                    crate::hash::format_crc32(expected)
-                ));
-            }
+        if let (Some(expected), Some(actual)) = (self.crc32(), crc)
+            && expected != actual
+        {
+            return Err(format!(
+                "CRC32 is {}, meta data records {}",
+                crate::hash::format_crc32(actual),
+                crate::hash::format_crc32(expected)
+            ));
         }
         Ok(())
     }

@@ -238,17 +238,12 @@ impl<'a> Reader<'a> {
         }
         self.pos += 4;
         let mut hash = Hash::new();
-        hash.elems.reserve(count as usize);
+        hash.reserve(count as usize);
         for _ in 0..count {
             let key = self.key()?;
             let child = self.hash(depth + 1)?;
             // SCR merges a repeated key into the first one when it reads a file.
-            match hash.elems.get_mut(key) {
-                Some(existing) => existing.merge_owned(child),
-                None => {
-                    hash.elems.insert(key.to_owned(), child);
-                }
-            }
+            hash.insert_or_merge(key.into(), child);
         }
         Ok(hash)
     }

@@ -10,15 +10,32 @@ mod print;
 
 pub use codec::{DecodeError, DecodeProblem, FILE_HEADER_SIZE, MAX_DEPTH, check_header_len};
 
-use indexmap::IndexMap;
+use hashbrown::HashTable;
 use std::fmt::Display;
+use std::hash::BuildHasher;
 use std::str::FromStr;
 
+/// Levels with more elements than this get a hash index; smaller ones are scanned, which is
+/// faster and allocates nothing beyond the element vector.
+const INDEX_THRESHOLD: usize = 12;
+
 /// An ordered tree of string keys; each key owns a child hash.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct Hash {
-    elems: IndexMap<String, Hash>,
+    elems: Vec<(Box<str>, Hash)>,
+    index: Option<Box<HashTable<u32>>>,
 }
+
+fn key_hash(key: &str) -> u64 {
+    foldhash::fast::FixedState::default().hash_one(key)
+}
+
+impl PartialEq for Hash {
+    fn eq(&self, other: &Self) -> bool {
+        self.elems == other.elems
+    }
+}
+impl Eq for Hash {}
 
 /// A value stored under a key could not be interpreted as the type asked for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,92 +64,153 @@ impl Hash {
         self.elems.is_empty()
     }
 
+    fn position(&self, key: &str) -> Option<usize> {
+        match &self.index {
+            Some(table) => table
+                .find(key_hash(key), |&i| &*self.elems[i as usize].0 == key)
+                .map(|&i| i as usize),
+            None => self.elems.iter().position(|(k, _)| &**k == key),
+        }
+    }
+
+    /// Appends an element whose key is known to be absent; returns its position.
+    fn push(&mut self, key: Box<str>, value: Hash) -> usize {
+        let at = self.elems.len();
+        let hash = self.index.as_ref().map(|_| key_hash(&key));
+        self.elems.push((key, value));
+        match (&mut self.index, hash) {
+            (Some(table), Some(h)) => {
+                let elems = &self.elems;
+                table.insert_unique(h, at as u32, |&i| key_hash(&elems[i as usize].0));
+            }
+            _ if self.elems.len() > INDEX_THRESHOLD => self.rebuild_index(),
+            _ => {}
+        }
+        at
+    }
+
+    fn rebuild_index(&mut self) {
+        if self.elems.len() <= INDEX_THRESHOLD {
+            self.index = None;
+            return;
+        }
+        let mut table = HashTable::with_capacity(self.elems.len());
+        for (i, (k, _)) in self.elems.iter().enumerate() {
+            let elems = &self.elems;
+            table.insert_unique(key_hash(k), i as u32, |&j| key_hash(&elems[j as usize].0));
+        }
+        self.index = Some(Box::new(table));
+    }
+
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.elems.reserve(additional);
+    }
+
     pub fn contains(&self, key: &str) -> bool {
-        self.elems.contains_key(key)
+        self.position(key).is_some()
     }
 
     pub fn get(&self, key: &str) -> Option<&Hash> {
-        self.elems.get(key)
+        self.position(key).map(|i| &self.elems[i].1)
     }
 
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Hash> {
-        self.elems.get_mut(key)
+        self.position(key).map(|i| &mut self.elems[i].1)
     }
 
     /// Sets `key` to `value`, replacing an existing child in place (its position is kept) or
     /// appending a new element. Returns the child now stored under `key`.
     pub fn set(&mut self, key: impl Into<String>, value: Hash) -> &mut Hash {
-        let entry = self.elems.entry(key.into());
-        match entry {
-            indexmap::map::Entry::Occupied(mut o) => {
-                *o.get_mut() = value;
-                o.into_mut()
+        let key = key.into();
+        let at = match self.position(&key) {
+            Some(i) => {
+                self.elems[i].1 = value;
+                i
             }
-            indexmap::map::Entry::Vacant(v) => v.insert(value),
-        }
+            None => self.push(key.into_boxed_str(), value),
+        };
+        &mut self.elems[at].1
     }
 
     /// Returns the child under `key`, creating an empty one at the end if it is missing.
-    pub fn child(&mut self, key: impl Into<String>) -> &mut Hash {
-        self.elems.entry(key.into()).or_default()
+    pub fn child(&mut self, key: impl AsRef<str>) -> &mut Hash {
+        let key = key.as_ref();
+        let at = match self.position(key) {
+            Some(i) => i,
+            None => self.push(key.into(), Hash::new()),
+        };
+        &mut self.elems[at].1
     }
 
     /// Removes `key` and returns its child; the order of the remaining elements is kept.
     pub fn unset(&mut self, key: &str) -> Option<Hash> {
-        self.elems.shift_remove(key)
+        let at = self.position(key)?;
+        let (_, removed) = self.elems.remove(at);
+        if self.index.is_some() {
+            self.rebuild_index();
+        }
+        Some(removed)
     }
 
     pub fn clear(&mut self) {
         self.elems.clear();
+        self.index = None;
     }
 
     /// Elements in stored order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&str, &Hash)> + ExactSizeIterator {
-        self.elems.iter().map(|(k, v)| (k.as_str(), v))
+        self.elems.iter().map(|(k, v)| (&**k, v))
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut Hash)> {
-        self.elems.iter_mut().map(|(k, v)| (k.as_str(), v))
+        self.elems.iter_mut().map(|(k, v)| (&**k, v))
     }
 
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &str> + ExactSizeIterator {
-        self.elems.keys().map(String::as_str)
+        self.elems.iter().map(|(k, _)| &**k)
     }
 
     /// Keeps only the elements for which `keep` returns true, in order.
     pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut Hash) -> bool) {
-        self.elems.retain(|k, v| keep(k, v));
+        self.elems.retain_mut(|(k, v)| keep(k, v));
+        self.rebuild_index();
     }
 
     /// Copies every element of `other` into `self`, recursively: keys `self` lacks are
     /// appended, keys both have are merged.
     pub fn merge(&mut self, other: &Hash) {
-        for (key, theirs) in &other.elems {
-            self.child(key.as_str()).merge(theirs);
+        for (key, theirs) in other.iter() {
+            self.child(key).merge(theirs);
         }
     }
 
     /// Like [`Hash::merge`], consuming `other` so nothing is copied.
     pub fn merge_owned(&mut self, other: Hash) {
         for (key, theirs) in other.elems {
-            match self.elems.get_mut(&key) {
-                Some(mine) => mine.merge_owned(theirs),
-                None => {
-                    self.elems.insert(key, theirs);
-                }
+            self.insert_or_merge(key, theirs);
+        }
+    }
+
+    /// Appends `key`, or merges `value` into the child `key` already has.
+    pub(crate) fn insert_or_merge(&mut self, key: Box<str>, value: Hash) {
+        match self.position(&key) {
+            Some(i) => self.elems[i].1.merge_owned(value),
+            None => {
+                self.push(key, value);
             }
         }
     }
 
     /// Sorts this level's keys: numerically where both keys are integers, else as strings.
     pub fn sort_keys(&mut self, descending: bool) {
-        self.elems.sort_by(|a, _, b, _| {
+        self.elems.sort_by(|(a, _), (b, _)| {
             let order = match (a.parse::<i64>(), b.parse::<i64>()) {
                 (Ok(x), Ok(y)) => x.cmp(&y),
                 _ => a.cmp(b),
             };
             if descending { order.reverse() } else { order }
         });
+        self.rebuild_index();
     }
 
     // ----- key/value helpers (SCR's `_kv` functions) -----
@@ -252,8 +330,8 @@ impl Hash {
     /// Depth of the deepest element (an empty hash has depth 0).
     pub fn depth(&self) -> usize {
         self.elems
-            .values()
-            .map(|c| 1 + c.depth())
+            .iter()
+            .map(|(_, c)| 1 + c.depth())
             .max()
             .unwrap_or(0)
     }
@@ -278,7 +356,7 @@ pub fn parse_crc32(text: &str) -> Option<u32> {
 
 impl std::fmt::Debug for Hash {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map().entries(self.elems.iter()).finish()
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -286,7 +364,7 @@ impl<K: Into<String>> FromIterator<(K, Hash)> for Hash {
     fn from_iter<I: IntoIterator<Item = (K, Hash)>>(iter: I) -> Self {
         let mut hash = Hash::new();
         for (k, v) in iter {
-            hash.child(k).merge_owned(v);
+            hash.insert_or_merge(k.into().into_boxed_str(), v);
         }
         hash
     }
@@ -358,6 +436,28 @@ mod tests {
         let dsets = a.get_path(&[&"RANK", &3, &"DSET"]).unwrap();
         assert_eq!(dsets.keys().collect::<Vec<_>>(), ["7", "8"]);
         assert_eq!(a.depth(), 6);
+    }
+
+    #[test]
+    fn large_levels_use_the_index_consistently() {
+        let mut h = Hash::new();
+        for i in 0..1000 {
+            h.set_value(&format!("k{i}"), i);
+        }
+        assert!(h.index.is_some());
+        assert_eq!(h.parsed::<u32>("k777").unwrap(), Some(777));
+        h.unset("k5");
+        assert_eq!(h.len(), 999);
+        assert_eq!(
+            h.parsed::<u32>("k999").unwrap(),
+            Some(999),
+            "index rebuilt after a removal"
+        );
+        assert!(!h.contains("k5"));
+        h.retain(|k, _| k.len() < 3);
+        assert_eq!(h.len(), 9);
+        assert!(h.index.is_none());
+        assert!(h.contains("k9"));
     }
 
     #[test]

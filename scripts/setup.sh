@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what building and testing SCR needs on a fresh Debian machine, then builds.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v cc >/dev/null || need_apt+=(gcc)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: need root to install: ${need_apt[*]}" >&2; exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}"
+fi
+
+if ! command -v cargo >/dev/null; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null; then
+  echo "setup: no Rust toolchain found: install rustup's stable toolchain (Rust 1.89 or newer)" >&2
+  exit 1
+fi
+
+cargo build --workspace --all-targets --quiet
