@@ -78,7 +78,7 @@ impl Hash {
     }
 
     pub fn pack(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.pack_size());
+        let mut out = Vec::new();
         self.pack_into(&mut out);
         out
     }
@@ -109,17 +109,17 @@ impl Hash {
 
     /// Encodes a complete hash file (header, packed hash, CRC32 trailer).
     pub fn to_file_bytes(&self) -> Vec<u8> {
-        let total = FILE_HEADER_SIZE + self.pack_size() + 4;
-        let mut out = Vec::with_capacity(total);
+        let mut out = Vec::new();
         out.extend_from_slice(&FILE_MAGIC.to_be_bytes());
         out.extend_from_slice(&FILE_TYPE_HASH.to_be_bytes());
         out.extend_from_slice(&FILE_VERSION_HASH_1.to_be_bytes());
-        out.extend_from_slice(&(total as u64).to_be_bytes());
+        out.extend_from_slice(&[0; 8]); // total size, known once packed
         out.extend_from_slice(&FILE_FLAG_CRC32.to_be_bytes());
         self.pack_into(&mut out);
+        let total = out.len() as u64 + 4;
+        out[8..16].copy_from_slice(&total.to_be_bytes());
         let crc = crc32fast::hash(&out);
         out.extend_from_slice(&crc.to_be_bytes());
-        debug_assert_eq!(out.len(), total);
         out
     }
 
