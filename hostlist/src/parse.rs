@@ -1,0 +1,467 @@
+//! Parsing hostlist expressions into a [`HostList`]: the list semantics (input order,
+//! duplicates kept) that SLURM's `scontrol show hostnames` and SCR's `--hosts`, `--count`
+//! and `--nth` use.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Numbers in brackets must stay below 10^19 so every host number fits a `u64`.
+pub(crate) const MAX_DIGITS: usize = 19;
+
+/// A malformed hostlist: where (1-based column), what, and how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub column: usize,
+    pub message: String,
+    pub hint: &'static str,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "column {}: {} ({})",
+            self.column, self.message, self.hint
+        )
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// `lo-hi/step`, printed zero-padded to `width` digits (SLURM: the width of `lo` as written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NumRange {
+    pub lo: u64,
+    pub hi: u64,
+    pub step: u64,
+    pub width: u8,
+}
+
+impl NumRange {
+    pub fn count(&self) -> u64 {
+        (self.hi - self.lo) / self.step + 1
+    }
+    pub fn nth(&self, i: u64) -> u64 {
+        self.lo + i * self.step
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    Text(String),
+    /// A bracket: its ranges in written order.
+    Ranges(Vec<NumRange>),
+}
+
+impl Part {
+    fn count(&self) -> u64 {
+        match self {
+            Part::Text(_) => 1,
+            Part::Ranges(rs) => rs.iter().fold(0u64, |n, r| n.saturating_add(r.count())),
+        }
+    }
+
+    /// The `i`-th number of a bracket part, with its width.
+    fn nth(&self, mut i: u64) -> (u64, u8) {
+        let Part::Ranges(rs) = self else {
+            unreachable!("text has no numbers")
+        };
+        for r in rs {
+            let c = r.count();
+            if i < c {
+                return (r.nth(i), r.width);
+            }
+            i -= c;
+        }
+        unreachable!("index within the part's count")
+    }
+}
+
+/// One comma-separated item: text and brackets, expanded as a cartesian product with the
+/// leftmost bracket varying slowest (as SLURM does).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Term {
+    pub parts: Vec<Part>,
+}
+
+impl Term {
+    pub fn count(&self) -> u64 {
+        self.parts
+            .iter()
+            .fold(1u64, |n, p| n.saturating_mul(p.count()))
+    }
+
+    /// Writes the `i`-th host of this term into `out`.
+    pub fn write_nth(&self, mut i: u64, out: &mut String) {
+        let mut digits: Vec<(u64, u8)> = Vec::new();
+        for p in self.parts.iter().rev() {
+            if let Part::Ranges(_) = p {
+                let c = p.count();
+                digits.push(p.nth(i % c));
+                i /= c;
+            }
+        }
+        for p in &self.parts {
+            match p {
+                Part::Text(t) => out.push_str(t),
+                Part::Ranges(_) => {
+                    let (n, w) = digits.pop().expect("one number per bracket");
+                    push_padded(out, n, w);
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn push_padded(out: &mut String, n: u64, width: u8) {
+    use std::fmt::Write;
+    let _ = write!(out, "{n:0width$}", width = width as usize);
+}
+
+/// A hostlist as written: a list of hosts in input order, duplicates kept. Parsing checks
+/// everything; counting, indexing and expanding never materialise more than one host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostList {
+    pub(crate) terms: Vec<Term>,
+}
+
+impl FromStr for HostList {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        Parser {
+            bytes: s.as_bytes(),
+            pos: 0,
+        }
+        .list()
+    }
+}
+
+impl HostList {
+    /// Parses several expressions (one per line or comma-separated, as a file holds them).
+    pub fn parse_many<'a>(items: impl IntoIterator<Item = &'a str>) -> Result<Self, ParseError> {
+        let mut terms = Vec::new();
+        for item in items {
+            terms.extend(item.parse::<HostList>()?.terms);
+        }
+        Ok(HostList { terms })
+    }
+
+    /// Number of hosts, duplicates included (saturating at `u64::MAX`).
+    pub fn count(&self) -> u64 {
+        self.terms
+            .iter()
+            .fold(0u64, |n, t| n.saturating_add(t.count()))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count() == 0
+    }
+
+    /// The host at 0-based `index` in list order.
+    pub fn get(&self, mut index: u64) -> Option<String> {
+        for t in &self.terms {
+            let c = t.count();
+            if index < c {
+                let mut s = String::new();
+                t.write_nth(index, &mut s);
+                return Some(s);
+            }
+            index -= c;
+        }
+        None
+    }
+
+    /// SCR's `--nth`: 1 is the first host, -1 the last; 0 or out of range is `None`.
+    pub fn nth(&self, n: i64) -> Option<String> {
+        let count = self.count();
+        match n {
+            0 => None,
+            n if n > 0 => self.get(n as u64 - 1),
+            n => count
+                .checked_sub(n.unsigned_abs())
+                .and_then(|i| self.get(i)),
+        }
+    }
+
+    /// Hosts in list order.
+    pub fn iter(&self) -> impl Iterator<Item = String> + '_ {
+        self.terms.iter().flat_map(|t| {
+            (0..t.count()).map(move |i| {
+                let mut s = String::new();
+                t.write_nth(i, &mut s);
+                s
+            })
+        })
+    }
+
+    /// Appends another list.
+    pub fn extend(&mut self, other: HostList) {
+        self.terms.extend(other.terms);
+    }
+
+    /// The hosts as a set (sorted, duplicates removed).
+    pub fn to_set(&self) -> crate::HostSet {
+        crate::HostSet::from_list(self)
+    }
+}
+
+impl fmt::Display for HostList {
+    /// The compressed form of the hosts (a set: sorted, without duplicates).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.to_set().fmt(f)
+    }
+}
+
+struct Parser<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+fn is_separator(b: u8) -> bool {
+    b == b',' || b.is_ascii_whitespace()
+}
+
+impl Parser<'_> {
+    fn error(&self, at: usize, message: impl Into<String>, hint: &'static str) -> ParseError {
+        ParseError {
+            column: at + 1,
+            message: message.into(),
+            hint,
+        }
+    }
+
+    fn list(mut self) -> Result<HostList, ParseError> {
+        let mut terms = Vec::new();
+        while self.pos < self.bytes.len() {
+            if is_separator(self.bytes[self.pos]) {
+                self.pos += 1;
+                continue;
+            }
+            terms.push(self.term()?);
+        }
+        Ok(HostList { terms })
+    }
+
+    fn term(&mut self) -> Result<Term, ParseError> {
+        let mut parts = Vec::new();
+        let mut text = String::new();
+        while let Some(&b) = self.bytes.get(self.pos) {
+            match b {
+                _ if is_separator(b) => break,
+                b'[' => {
+                    if !text.is_empty() {
+                        parts.push(Part::Text(std::mem::take(&mut text)));
+                    }
+                    parts.push(Part::Ranges(self.bracket()?));
+                }
+                b']' => {
+                    return Err(self.error(
+                        self.pos,
+                        "']' without a matching '['",
+                        "remove it or add the '[' it closes",
+                    ));
+                }
+                0x21..=0x7e => {
+                    text.push(b as char);
+                    self.pos += 1;
+                }
+                _ => {
+                    return Err(self.error(
+                        self.pos,
+                        format!("byte {b:#04x} cannot be part of a host name"),
+                        "host names are printable ASCII",
+                    ));
+                }
+            }
+        }
+        if !text.is_empty() {
+            parts.push(Part::Text(text));
+        }
+        Ok(Term { parts })
+    }
+
+    /// Parses `[r1,r2,…]` starting at '['.
+    fn bracket(&mut self) -> Result<Vec<NumRange>, ParseError> {
+        let open = self.pos;
+        self.pos += 1;
+        let mut ranges = Vec::new();
+        loop {
+            let start = self.pos;
+            match self.bytes.get(self.pos) {
+                None => return Err(self.error(open, "'[' is never closed", "add the closing ']'")),
+                Some(b']') | Some(b',') => {
+                    return Err(self.error(
+                        start,
+                        "empty range",
+                        "write a number or a range like 1-4 between the commas",
+                    ));
+                }
+                _ => {}
+            }
+            ranges.push(self.range()?);
+            match self.bytes.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(ranges);
+                }
+                None => return Err(self.error(open, "'[' is never closed", "add the closing ']'")),
+                Some(b'[') => {
+                    return Err(self.error(self.pos, "'[' inside brackets", "brackets do not nest"));
+                }
+                Some(&b) => {
+                    return Err(self.error(
+                        self.pos,
+                        format!("unexpected '{}' in a range", b as char),
+                        "ranges look like 5, 1-4, 01-08 or 1-9/2",
+                    ));
+                }
+            }
+        }
+    }
+
+    fn number(&mut self) -> Result<(u64, u8), ParseError> {
+        let start = self.pos;
+        while self.bytes.get(self.pos).is_some_and(u8::is_ascii_digit) {
+            self.pos += 1;
+        }
+        let digits = &self.bytes[start..self.pos];
+        if digits.is_empty() {
+            let what = match self.bytes.get(self.pos) {
+                None => "the end of the list".to_string(),
+                Some(&b) => format!("'{}'", b as char),
+            };
+            return Err(self.error(
+                start,
+                format!("expected a number, found {what}"),
+                "ranges look like 5, 1-4, 01-08 or 1-9/2",
+            ));
+        }
+        if digits.len() > MAX_DIGITS {
+            return Err(self.error(
+                start,
+                format!("number has {} digits", digits.len()),
+                "numbers in brackets have at most 19 digits",
+            ));
+        }
+        let text = std::str::from_utf8(digits).expect("ASCII digits");
+        Ok((
+            text.parse().expect("at most 19 digits fit a u64"),
+            digits.len() as u8,
+        ))
+    }
+
+    fn range(&mut self) -> Result<NumRange, ParseError> {
+        let start = self.pos;
+        let (lo, width) = self.number()?;
+        let mut hi = lo;
+        let mut step = 1;
+        if self.bytes.get(self.pos) == Some(&b'-') {
+            self.pos += 1;
+            hi = self.number()?.0;
+            if hi < lo {
+                let text = String::from_utf8_lossy(&self.bytes[start..self.pos]).into_owned();
+                return Err(self.error(
+                    start,
+                    format!("range {text} goes backwards"),
+                    "write the low number first",
+                ));
+            }
+            if self.bytes.get(self.pos) == Some(&b'/') {
+                self.pos += 1;
+                let at = self.pos;
+                step = self.number()?.0;
+                if step == 0 {
+                    return Err(self.error(at, "step 0", "a step is 1 or more"));
+                }
+            }
+        }
+        Ok(NumRange {
+            lo,
+            hi,
+            step,
+            width,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(s: &str) -> Vec<String> {
+        s.parse::<HostList>().unwrap().iter().collect()
+    }
+
+    #[test]
+    fn expands_like_slurm() {
+        assert_eq!(
+            hosts("rack[1-2]-node[01-02]"),
+            [
+                "rack1-node01",
+                "rack1-node02",
+                "rack2-node01",
+                "rack2-node02"
+            ]
+        );
+        assert_eq!(hosts("node[8-011]"), ["node8", "node9", "node10", "node11"]);
+        assert_eq!(
+            hosts("node[008-11]"),
+            ["node008", "node009", "node010", "node011"]
+        );
+        assert_eq!(hosts("a b,c"), ["a", "b", "c"]);
+        assert_eq!(
+            hosts("n[3,1],n1"),
+            ["n3", "n1", "n1"],
+            "a list keeps order and duplicates"
+        );
+        assert_eq!(
+            hosts("rhea[2-4,6].llnl.gov"),
+            [
+                "rhea2.llnl.gov",
+                "rhea3.llnl.gov",
+                "rhea4.llnl.gov",
+                "rhea6.llnl.gov"
+            ]
+        );
+        assert_eq!(hosts("n[1-9/4]"), ["n1", "n5", "n9"]);
+        assert_eq!(hosts(""), Vec::<String>::new());
+        assert_eq!(hosts("login"), ["login"]);
+    }
+
+    #[test]
+    fn count_and_nth_without_expanding() {
+        let l: HostList = "a[0-9999999],b[1-3]".parse().unwrap();
+        assert_eq!(l.count(), 10_000_003);
+        assert_eq!(l.nth(1).as_deref(), Some("a0"));
+        assert_eq!(l.nth(-1).as_deref(), Some("b3"));
+        assert_eq!(l.nth(10_000_000).as_deref(), Some("a9999999"));
+        assert_eq!(l.nth(0), None);
+        assert_eq!(l.nth(-10_000_004), None);
+        assert_eq!(l.nth(10_000_004), None);
+    }
+
+    #[test]
+    fn malformed_input_is_an_error_with_a_column() {
+        for (input, column, needle) in [
+            ("node[", 5, "never closed"),
+            ("node[1-3", 5, "never closed"),
+            ("node[3-1]", 6, "backwards"),
+            ("node[a-b]", 6, "expected a number"),
+            ("node[1,,3]", 8, "empty range"),
+            ("node[]", 6, "empty range"),
+            ("node[1-3]]", 10, "without a matching"),
+            ("a]", 2, "without a matching"),
+            ("n[1[2]]", 4, "do not nest"),
+            ("n[1-]", 5, "expected a number"),
+            ("n[1-5/0]", 7, "step 0"),
+            ("n[12345678901234567890]", 3, "digits"),
+            ("n\u{7f}", 2, "cannot be part"),
+        ] {
+            let e = input.parse::<HostList>().unwrap_err();
+            assert_eq!(e.column, column, "{input}: {e}");
+            assert!(e.to_string().contains(needle), "{input}: {e}");
+        }
+    }
+}
