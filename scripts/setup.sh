@@ -4,9 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Tests compare against the real tools: SLURM's scontrol (hostlist expansion) and
+# ClusterShell's nodeset (compression and set operations).
 need_apt=()
 command -v cc >/dev/null || need_apt+=(gcc)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+command -v scontrol >/dev/null || need_apt+=(slurm-client)
+command -v nodeset >/dev/null || need_apt+=(clustershell)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: need root to install: ${need_apt[*]}" >&2; exit 1

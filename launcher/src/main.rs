@@ -22,10 +22,11 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Print(commands::print::Args),
+    GlobHosts(commands::glob_hosts::Args),
 }
 
 /// SCR's command names and the subcommand each one means.
-const COMPAT_NAMES: &[(&str, &str)] = &[("scr_print_hash_file", "print")];
+const COMPAT_NAMES: &[(&str, &str)] = &[("scr_print_hash_file", "print"), ("scr_glob_hosts", "glob-hosts")];
 
 /// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
 fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
@@ -56,6 +57,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Print(args) => commands::print::run(args),
+        Command::GlobHosts(args) => commands::glob_hosts::run(args),
     };
     match result {
         Ok(code) => code,
