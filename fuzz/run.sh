@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 secs=${1:-600}; shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(hash_file config)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(hash_file config hostlist)
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 export RUSTC_BOOTSTRAP=1
 for t in "${targets[@]}"; do

@@ -11,6 +11,7 @@ command -v cc >/dev/null || need_apt+=(gcc)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 command -v scontrol >/dev/null || need_apt+=(slurm-client)
 command -v nodeset >/dev/null || need_apt+=(clustershell)
+command -v bc >/dev/null || need_apt+=(bc)   # benches/hostlist.sh
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: need root to install: ${need_apt[*]}" >&2; exit 1

@@ -188,7 +188,7 @@ impl IndexFile {
                 });
             }
         }
-        out.sort_by(|a, b| b.id.cmp(&a.id));
+        out.sort_by_key(|e| std::cmp::Reverse(e.id));
         out
     }
 

@@ -206,10 +206,13 @@ pub struct Params {
     pub warnings: Vec<String>,
 }
 
+/// Looks up an environment variable.
+pub type EnvLookup = Box<dyn Fn(&str) -> Option<String>>;
+
 /// Where to look for configuration.
 pub struct Sources {
     /// Environment lookup (a closure so tests need not touch the process environment).
-    pub env: Box<dyn Fn(&str) -> Option<String>>,
+    pub env: EnvLookup,
     /// System configuration file; missing is fine.
     pub system_config: Option<PathBuf>,
     /// Prefix directory, for `<prefix>/.scrconf`.

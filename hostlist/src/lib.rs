@@ -6,7 +6,7 @@
 //! let list: HostList = "rack[1-2]-node[01-02],login".parse().unwrap();
 //! assert_eq!(list.count(), 5);
 //! assert_eq!(list.nth(-1).as_deref(), Some("login"));
-//! let up = list.to_set().difference(&"rack2-node01".parse::<HostSet>().unwrap());
+//! let up = list.to_set().unwrap().difference(&"rack2-node01".parse::<HostSet>().unwrap());
 //! assert_eq!(up.to_string(), "login,rack1-node[01-02],rack2-node02");
 //! ```
 //!
@@ -19,4 +19,4 @@ mod set;
 
 pub use intervals::IntervalSet;
 pub use parse::{HostList, ParseError};
-pub use set::HostSet;
+pub use set::{HostSet, PER_HOST_LIMIT};

@@ -113,9 +113,22 @@ impl Term {
     }
 }
 
-pub(crate) fn push_padded(out: &mut String, n: u64, width: u8) {
-    use std::fmt::Write;
-    let _ = write!(out, "{n:0width$}", width = width as usize);
+/// Appends `n` in decimal, zero-padded to `width` digits (hot in expansion: no formatter).
+pub(crate) fn push_padded(out: &mut String, mut n: u64, width: u8) {
+    let mut buf = [b'0'; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for _ in (buf.len() - i)..width as usize {
+        out.push('0');
+    }
+    out.push_str(std::str::from_utf8(&buf[i..]).expect("ASCII digits"));
 }
 
 /// A hostlist as written: a list of hosts in input order, duplicates kept. Parsing checks
@@ -184,6 +197,18 @@ impl HostList {
         }
     }
 
+    /// Calls `f` with each host in list order, reusing one buffer (no allocation per host).
+    pub fn for_each_host(&self, mut f: impl FnMut(&str)) {
+        let mut name = String::new();
+        for t in &self.terms {
+            for i in 0..t.count() {
+                name.clear();
+                t.write_nth(i, &mut name);
+                f(&name);
+            }
+        }
+    }
+
     /// Hosts in list order.
     pub fn iter(&self) -> impl Iterator<Item = String> + '_ {
         self.terms.iter().flat_map(|t| {
@@ -200,16 +225,50 @@ impl HostList {
         self.terms.extend(other.terms);
     }
 
-    /// The hosts as a set (sorted, duplicates removed).
-    pub fn to_set(&self) -> crate::HostSet {
+    /// The hosts as a set (sorted, duplicates removed). Fails only for terms that must be
+    /// expanded host by host and exceed [`crate::PER_HOST_LIMIT`].
+    pub fn to_set(&self) -> Result<crate::HostSet, ParseError> {
         crate::HostSet::from_list(self)
     }
 }
 
 impl fmt::Display for HostList {
-    /// The compressed form of the hosts (a set: sorted, without duplicates).
+    /// The compressed form of the hosts (a set: sorted, without duplicates); a list too large
+    /// to fold host by host prints as written.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.to_set().fmt(f)
+        match self.to_set() {
+            Ok(set) => set.fmt(f),
+            Err(_) => {
+                for (i, t) in self.terms.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    for p in &t.parts {
+                        match p {
+                            Part::Text(s) => f.write_str(s)?,
+                            Part::Ranges(rs) => {
+                                f.write_str("[")?;
+                                for (j, r) in rs.iter().enumerate() {
+                                    let w = r.width as usize;
+                                    if j > 0 {
+                                        f.write_str(",")?;
+                                    }
+                                    write!(f, "{:0w$}", r.lo)?;
+                                    if r.hi > r.lo {
+                                        write!(f, "-{:0w$}", r.hi)?;
+                                    }
+                                    if r.step > 1 {
+                                        write!(f, "/{}", r.step)?;
+                                    }
+                                }
+                                f.write_str("]")?;
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
     }
 }
 
@@ -308,7 +367,11 @@ impl Parser<'_> {
                 }
                 None => return Err(self.error(open, "'[' is never closed", "add the closing ']'")),
                 Some(b'[') => {
-                    return Err(self.error(self.pos, "'[' inside brackets", "brackets do not nest"));
+                    return Err(self.error(
+                        self.pos,
+                        "'[' inside brackets",
+                        "brackets do not nest",
+                    ));
                 }
                 Some(&b) => {
                     return Err(self.error(
@@ -428,6 +491,20 @@ mod tests {
         assert_eq!(hosts("n[1-9/4]"), ["n1", "n5", "n9"]);
         assert_eq!(hosts(""), Vec::<String>::new());
         assert_eq!(hosts("login"), ["login"]);
+    }
+
+    #[test]
+    fn padding() {
+        for (n, w, s) in [
+            (0, 0, "0"),
+            (7, 3, "007"),
+            (123, 2, "123"),
+            (u64::MAX / 10, 0, "1844674407370955161"),
+        ] {
+            let mut out = String::new();
+            push_padded(&mut out, n, w);
+            assert_eq!(out, s);
+        }
     }
 
     #[test]

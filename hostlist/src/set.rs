@@ -7,10 +7,14 @@
 //! has a *width class*: its length when it has a leading zero, else 0 (unpadded); the
 //! pair (number, class) and the written digits determine each other.
 
+use crate::ParseError;
 use crate::intervals::IntervalSet;
 use crate::parse::{HostList, MAX_DIGITS, NumRange, Part, Term, push_padded};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+/// Most hosts a set is built from one by one (terms that cannot be kept as ranges).
+pub const PER_HOST_LIMIT: u64 = 1 << 20;
 
 /// Stands for a digit run inside a shape; cannot occur in a parsed host name.
 const SLOT: char = '\u{1}';
@@ -200,7 +204,8 @@ impl HostSet {
         Self::default()
     }
 
-    /// Adds one host by name.
+    /// Adds one host by name. To add many, collect them with [`HostSet::from_names`],
+    /// which normalises once instead of per host.
     pub fn insert(&mut self, name: &str) {
         let (shape, runs) = split_name(name);
         let Some((last, leading)) = runs.split_last() else {
@@ -209,9 +214,23 @@ impl HostSet {
         };
         let n: u64 = last.parse().expect("at most 19 digits");
         let key = (shape, leading.iter().map(|s| s.to_string()).collect());
-        let slot = self.groups.entry(key).or_default();
-        let set = slot.classes.entry(class_of(last)).or_default();
+        let set = self
+            .groups
+            .entry(key)
+            .or_default()
+            .classes
+            .entry(class_of(last))
+            .or_default();
         *set = set.union(&IntervalSet::from_unsorted(vec![(n, n)]));
+    }
+
+    /// The set of many host names.
+    pub fn from_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut pending = Pending::default();
+        for n in names {
+            pending.add_name(n);
+        }
+        pending.finish()
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -227,37 +246,94 @@ impl HostSet {
     }
 
     /// The set of a list's hosts. Brackets become intervals directly when the bracket is the
-    /// last digit run of the names; other terms are added host by host.
-    pub fn from_list(list: &HostList) -> Self {
-        let mut set = HostSet::new();
-        let mut pending: BTreeMap<GroupKey, BTreeMap<u8, Vec<(u64, u64)>>> = BTreeMap::new();
+    /// last digit run of the names; other terms (digits glued to a bracket, steps) are added
+    /// host by host, at most [`PER_HOST_LIMIT`] hosts in all, so no input can make this hang.
+    pub fn from_list(list: &HostList) -> Result<Self, ParseError> {
+        let mut pending = Pending::default();
+        let mut budget = PER_HOST_LIMIT;
+        let too_many = |n: u64| ParseError {
+            column: 1,
+            message: format!(
+                "a term of {n} hosts must be expanded one by one (digits next to a bracket, or a step)"
+            ),
+            hint: "put all digits inside the brackets, as node[01-10] rather than node0[1-9]",
+        };
         for term in &list.terms {
-            if !set.add_term_by_ranges(term, &mut pending) {
+            let stepped: u64 = term
+                .parts
+                .iter()
+                .map(|p| match p {
+                    Part::Ranges(rs) => rs
+                        .iter()
+                        .filter(|r| r.step > 1)
+                        .fold(0u64, |n, r| n.saturating_add(r.count())),
+                    Part::Text(_) => 0,
+                })
+                .fold(0u64, u64::saturating_add);
+            budget = budget
+                .checked_sub(stepped)
+                .ok_or_else(|| too_many(stepped))?;
+            if !pending.add_term_by_ranges(term) {
+                budget = budget
+                    .checked_sub(term.count())
+                    .ok_or_else(|| too_many(term.count()))?;
                 let mut name = String::new();
                 for i in 0..term.count() {
                     name.clear();
                     term.write_nth(i, &mut name);
-                    set.insert(&name);
+                    pending.add_name(&name);
                 }
             }
         }
-        for (key, classes) in pending {
-            let slot = set.groups.entry(key).or_default();
-            for (class, runs) in classes {
-                let e = slot.classes.entry(class).or_default();
-                *e = e.union(&IntervalSet::from_unsorted(runs));
-            }
+        Ok(pending.finish())
+    }
+}
+
+/// Hosts collected before normalisation: intervals per group and class, in any order.
+#[derive(Default)]
+struct Pending {
+    bare: BTreeSet<String>,
+    groups: BTreeMap<GroupKey, BTreeMap<u8, Vec<(u64, u64)>>>,
+}
+
+impl Pending {
+    fn add_name(&mut self, name: &str) {
+        let (shape, runs) = split_name(name);
+        let Some((last, leading)) = runs.split_last() else {
+            self.bare.insert(shape);
+            return;
+        };
+        let n: u64 = last.parse().expect("at most 19 digits");
+        let key = (shape, leading.iter().map(|s| s.to_string()).collect());
+        self.groups
+            .entry(key)
+            .or_default()
+            .entry(class_of(last))
+            .or_default()
+            .push((n, n));
+    }
+
+    fn finish(self) -> HostSet {
+        let groups = self
+            .groups
+            .into_iter()
+            .map(|(key, classes)| {
+                let classes = classes
+                    .into_iter()
+                    .map(|(c, runs)| (c, IntervalSet::from_unsorted(runs)))
+                    .collect();
+                (key, Slot { classes })
+            })
+            .collect();
+        HostSet {
+            bare: self.bare,
+            groups,
         }
-        set
     }
 
     /// Fast path for a term whose last bracket is the last digit run of every name it makes
     /// and whose brackets touch no digits. Returns false when the term does not qualify.
-    fn add_term_by_ranges(
-        &mut self,
-        term: &Term,
-        pending: &mut BTreeMap<GroupKey, BTreeMap<u8, Vec<(u64, u64)>>>,
-    ) -> bool {
+    fn add_term_by_ranges(&mut self, term: &Term) -> bool {
         let parts = &term.parts;
         let Some(last_bracket) = parts.iter().rposition(|p| matches!(p, Part::Ranges(_))) else {
             return false;
@@ -329,14 +405,16 @@ impl HostSet {
                 }
             }
             let key = (shape, runs.iter().map(|s| s.to_string()).collect());
-            let classes = pending.entry(key).or_default();
+            let classes = self.groups.entry(key).or_default();
             for r in last {
                 add_range(classes, r);
             }
         }
         true
     }
+}
 
+impl HostSet {
     pub fn count(&self) -> u64 {
         self.groups
             .values()
@@ -541,9 +619,9 @@ impl fmt::Display for HostSet {
 }
 
 impl std::str::FromStr for HostSet {
-    type Err = crate::ParseError;
+    type Err = ParseError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(HostSet::from_list(&s.parse()?))
+        HostSet::from_list(&s.parse()?)
     }
 }
 
@@ -611,13 +689,32 @@ mod tests {
             "n[98-102,7]",
         ] {
             let fast: HostSet = input.parse().unwrap();
-            let mut slow = HostSet::new();
-            for h in input.parse::<HostList>().unwrap().iter() {
-                slow.insert(&h);
+            let hosts: Vec<String> = input.parse::<HostList>().unwrap().iter().collect();
+            let slow = HostSet::from_names(hosts.iter().map(String::as_str));
+            let mut one_by_one = HostSet::new();
+            for h in &hosts {
+                one_by_one.insert(h);
             }
+            assert_eq!(slow, one_by_one, "{input}");
             assert_eq!(fast, slow, "{input}");
             assert_eq!(fast.iter().count() as u64, fast.count());
         }
+    }
+
+    #[test]
+    fn per_host_terms_are_bounded() {
+        assert!(
+            "n0[0-99999999999]"
+                .parse::<HostSet>()
+                .unwrap_err()
+                .to_string()
+                .contains("inside the brackets")
+        );
+        assert!("n[0-99999999999/2]".parse::<HostSet>().is_err());
+        assert_eq!(
+            "n0[1-3]".parse::<HostSet>().unwrap().to_string(),
+            "n[01-03]"
+        );
     }
 
     #[test]

@@ -26,7 +26,10 @@ enum Command {
 }
 
 /// SCR's command names and the subcommand each one means.
-const COMPAT_NAMES: &[(&str, &str)] = &[("scr_print_hash_file", "print"), ("scr_glob_hosts", "glob-hosts")];
+const COMPAT_NAMES: &[(&str, &str)] = &[
+    ("scr_print_hash_file", "print"),
+    ("scr_glob_hosts", "glob-hosts"),
+];
 
 /// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
 fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {

@@ -6,11 +6,18 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 fn scr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scr")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_scr"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn stdout(o: &Output) -> String {
-    assert!(o.status.success(), "failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
@@ -37,7 +44,11 @@ fn ranges(rng: &mut Rng, pad: usize) -> String {
     for _ in 0..1 + rng.below(3) {
         let lo = at + rng.below(5);
         let hi = lo + rng.below(12);
-        parts.push(if lo == hi { format!("{lo:0pad$}") } else { format!("{lo:0pad$}-{hi:0pad$}") });
+        parts.push(if lo == hi {
+            format!("{lo:0pad$}")
+        } else {
+            format!("{lo:0pad$}-{hi:0pad$}")
+        });
         at = hi + 2;
     }
     parts.join(",")
@@ -54,7 +65,11 @@ fn slurm_corpus() -> Vec<String> {
                     let prefix = rng.pick(&["node", "n", "rack-a", "cn", "x"]);
                     match rng.below(4) {
                         0 => format!("{prefix}{}", rng.below(300)),
-                        1 => format!("rack[{}]-{prefix}[{}]", ranges(&mut rng, 1), ranges(&mut rng, 2)),
+                        1 => format!(
+                            "rack[{}]-{prefix}[{}]",
+                            ranges(&mut rng, 1),
+                            ranges(&mut rng, 2)
+                        ),
                         _ => {
                             let pad = rng.pick(&["0", "1", "2", "3"]).parse().unwrap();
                             format!("{prefix}[{}]", ranges(&mut rng, pad))
@@ -81,7 +96,11 @@ fn expansion_matches_scontrol_show_hostnames() {
         let ours = scr(&["glob-hosts", "--expand", "-h", &list]);
         assert_eq!(stdout(&ours), stdout(&theirs), "{list}");
         let count = stdout(&scr(&["glob-hosts", "-c", "-h", &list]));
-        assert_eq!(count.trim().parse::<usize>().unwrap(), stdout(&theirs).lines().count(), "{list}");
+        assert_eq!(
+            count.trim().parse::<usize>().unwrap(),
+            stdout(&theirs).lines().count(),
+            "{list}"
+        );
     }
 }
 
@@ -105,10 +124,23 @@ for line in sys.stdin:
         .spawn()
         .unwrap();
     let input: String = cases.iter().map(|(a, b)| format!("{a}|{b}\n")).collect();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "ClusterShell must be installed (python3-clustershell): {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect()
+    assert!(
+        out.status.success(),
+        "ClusterShell must be installed (python3-clustershell): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// One-dimensional names (one digit run), with padding, suffixes and several prefixes,
@@ -147,10 +179,16 @@ fn compression_and_set_operations_match_clustershell() {
             stdout(&scr(&["glob-hosts", "--union", &pair])),
             stdout(&scr(&["glob-hosts", "--xor", &pair])),
         ];
-        for (what, (ours, theirs)) in ["compress", "minus", "intersection", "union", "xor"].iter().zip(ours.iter().zip(&e)) {
+        for (what, (ours, theirs)) in ["compress", "minus", "intersection", "union", "xor"]
+            .iter()
+            .zip(ours.iter().zip(&e))
+        {
             assert_eq!(ours.trim_end(), *theirs, "{what} of {a} : {b}");
         }
-        let mut expanded: Vec<String> = stdout(&scr(&["glob-hosts", "--expand", "-C", a])).lines().map(str::to_string).collect();
+        let mut expanded: Vec<String> = stdout(&scr(&["glob-hosts", "--expand", "-C", a]))
+            .lines()
+            .map(str::to_string)
+            .collect();
         expanded.sort();
         assert_eq!(expanded.join(" "), e[5], "expansion of {a}");
     }
@@ -161,18 +199,37 @@ fn multi_dimensional_sets_match_clustershell_as_sets() {
     let mut rng = Rng(0xd1);
     let cases: Vec<(String, String)> = (0..60)
         .map(|_| {
-            let mut l = || format!("rack[{}]-node[{}],x{}y{}", ranges(&mut rng, 1), ranges(&mut rng, 2), rng.below(3), rng.below(3));
+            let mut l = || {
+                format!(
+                    "rack[{}]-node[{}],x{}y{}",
+                    ranges(&mut rng, 1),
+                    ranges(&mut rng, 2),
+                    rng.below(3),
+                    rng.below(3)
+                )
+            };
             (l(), l())
         })
         .collect();
     let theirs = clustershell(&cases);
     for ((a, b), expected) in cases.iter().zip(theirs) {
         let e: Vec<&str> = expected.split('|').collect();
-        for (flag, theirs) in [("-m", e[1]), ("-i", e[2]), ("--union", e[3]), ("--xor", e[4])] {
+        for (flag, theirs) in [
+            ("-m", e[1]),
+            ("-i", e[2]),
+            ("--union", e[3]),
+            ("--xor", e[4]),
+        ] {
             let mut ours: Vec<String> =
-                stdout(&scr(&["glob-hosts", "--expand", flag, &format!("{a}:{b}")])).lines().map(str::to_string).collect();
+                stdout(&scr(&["glob-hosts", "--expand", flag, &format!("{a}:{b}")]))
+                    .lines()
+                    .map(str::to_string)
+                    .collect();
             ours.sort();
-            let mut theirs: Vec<String> = stdout(&scr(&["glob-hosts", "--expand", "-C", theirs])).lines().map(str::to_string).collect();
+            let mut theirs: Vec<String> = stdout(&scr(&["glob-hosts", "--expand", "-C", theirs]))
+                .lines()
+                .map(str::to_string)
+                .collect();
             theirs.sort();
             assert_eq!(ours, theirs, "{flag} {a} : {b}");
         }
@@ -181,23 +238,48 @@ fn multi_dimensional_sets_match_clustershell_as_sets() {
 
 #[test]
 fn scr_flags_and_messages() {
-    assert_eq!(stdout(&scr(&["glob-hosts", "-c", "-h", "n[1-3],n1"])), "4\n", "a list counts duplicates");
-    assert_eq!(stdout(&scr(&["glob-hosts", "-n", "-1", "-h", "n[1-3]"])), "n3\n");
-    assert_eq!(stdout(&scr(&["glob-hosts", "-n", "2", "-m", "n[1-5]:n2"])), "n3\n");
+    assert_eq!(
+        stdout(&scr(&["glob-hosts", "-c", "-h", "n[1-3],n1"])),
+        "4\n",
+        "a list counts duplicates"
+    );
+    assert_eq!(
+        stdout(&scr(&["glob-hosts", "-n", "-1", "-h", "n[1-3]"])),
+        "n3\n"
+    );
+    assert_eq!(
+        stdout(&scr(&["glob-hosts", "-n", "2", "-m", "n[1-5]:n2"])),
+        "n3\n"
+    );
     assert_eq!(stdout(&scr(&["glob-hosts", "-h", "n3,n1,n2"])), "n[1-3]\n");
     let o = scr(&["glob-hosts", "-n", "0", "-h", "n[1-3]"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("Host index (0) is out of range for specified host list."));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("Host index (0) is out of range for specified host list.")
+    );
     // split at the last colon
     // (splitting at the first colon would give "a")
-    assert_eq!(stdout(&scr(&["glob-hosts", "-m", "a:b[1-3]:b2"])), "a:b[1-3]\n");
+    assert_eq!(
+        stdout(&scr(&["glob-hosts", "-m", "a:b[1-3]:b2"])),
+        "a:b[1-3]\n"
+    );
     let o = scr(&["glob-hosts", "-c"]);
     assert_eq!(o.status.code(), Some(1), "no list is a usage error");
 }
 
 #[test]
 fn malformed_lists_fail_with_column_and_hint() {
-    for bad in ["node[", "node[1-3", "node[3-1]", "node[a-b]", "node[1,,3]", "node[1-3]]", "n]", "node[]"] {
+    for bad in [
+        "node[",
+        "node[1-3",
+        "node[3-1]",
+        "node[a-b]",
+        "node[1,,3]",
+        "node[1-3]]",
+        "n]",
+        "node[]",
+    ] {
         let o = scr(&["glob-hosts", "-c", "-h", bad]);
         assert_eq!(o.status.code(), Some(1), "{bad}");
         let err = String::from_utf8_lossy(&o.stderr);
@@ -214,14 +296,27 @@ fn lists_from_files_and_stdin() {
     std::fs::write(&file, many).unwrap();
     let at = format!("@{}", file.display());
     assert_eq!(stdout(&scr(&["glob-hosts", "-h", &at])), "node[0-39999]\n");
-    assert_eq!(stdout(&scr(&["glob-hosts", "-c", "-m", &format!("{at}:node[0-9]")])), "39990\n");
+    assert_eq!(
+        stdout(&scr(&[
+            "glob-hosts",
+            "-c",
+            "-m",
+            &format!("{at}:node[0-9]")
+        ])),
+        "39990\n"
+    );
     let mut child = Command::new(env!("CARGO_BIN_EXE_scr"))
         .args(["glob-hosts", "-c", "-h", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"a1,a2\na[3-4]\n").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"a1,a2\na[3-4]\n")
+        .unwrap();
     assert_eq!(stdout(&child.wait_with_output().unwrap()), "4\n");
     let o = scr(&["glob-hosts", "-h", "@/nonexistent/hosts"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/hosts"));

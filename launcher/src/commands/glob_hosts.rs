@@ -64,27 +64,42 @@ enum Hosts {
 fn read_list(operand: &str) -> Result<HostList, String> {
     let text = if operand == "-" {
         let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).map_err(|e| format!("could not read standard input: {e}"))?;
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("could not read standard input: {e}"))?;
         s
     } else if let Some(path) = operand.strip_prefix('@') {
-        std::fs::read_to_string(path).map_err(|e| format!("could not read host file {path}: {e}"))?
+        std::fs::read_to_string(path)
+            .map_err(|e| format!("could not read host file {path}: {e}"))?
     } else {
-        return operand.parse().map_err(|e| format!("host list {operand:?}: {e}"));
+        return operand
+            .parse()
+            .map_err(|e| format!("host list {operand:?}: {e}"));
     };
-    let origin = if operand == "-" { "standard input".to_string() } else { operand[1..].to_string() };
+    let origin = if operand == "-" {
+        "standard input".to_string()
+    } else {
+        operand[1..].to_string()
+    };
     let mut list = HostList::default();
     for (n, line) in text.lines().enumerate() {
-        let part: HostList = line.parse().map_err(|e| format!("{origin}:{}: {e}", n + 1))?;
+        let part: HostList = line
+            .parse()
+            .map_err(|e| format!("{origin}:{}: {e}", n + 1))?;
         list.extend(part);
     }
     Ok(list)
 }
 
+fn to_set(list: &HostList) -> Result<HostSet, String> {
+    list.to_set().map_err(|e| format!("host list: {e}"))
+}
+
 fn read_pair(operand: &str, flag: &str) -> Result<(HostSet, HostSet), String> {
-    let (a, b) = operand
-        .rsplit_once(':')
-        .ok_or_else(|| format!("{flag} needs two lists joined by a colon, as in node[1-8]:node[3-4]"))?;
-    Ok((read_list(a)?.to_set(), read_list(b)?.to_set()))
+    let (a, b) = operand.rsplit_once(':').ok_or_else(|| {
+        format!("{flag} needs two lists joined by a colon, as in node[1-8]:node[3-4]")
+    })?;
+    Ok((to_set(&read_list(a)?)?, to_set(&read_list(b)?)?))
 }
 
 fn compute(args: &Args) -> Result<Hosts, String> {
@@ -92,17 +107,22 @@ fn compute(args: &Args) -> Result<Hosts, String> {
         return Ok(Hosts::List(read_list(h)?));
     }
     if let Some(csv) = &args.compress {
-        return Ok(Hosts::Set(read_list(csv)?.to_set()));
+        return Ok(Hosts::Set(to_set(&read_list(csv)?)?));
     }
-    let (op, flag, operand): (fn(&HostSet, &HostSet) -> HostSet, &str, &String) = if let Some(p) = &args.minus {
-        (HostSet::difference, "--minus", p)
-    } else if let Some(p) = &args.intersection {
-        (HostSet::intersection, "--intersection", p)
-    } else if let Some(p) = &args.union {
-        (HostSet::union, "--union", p)
-    } else {
-        (HostSet::symmetric_difference, "--xor", args.xor.as_ref().expect("clap requires one input"))
-    };
+    let (op, flag, operand): (fn(&HostSet, &HostSet) -> HostSet, &str, &String) =
+        if let Some(p) = &args.minus {
+            (HostSet::difference, "--minus", p)
+        } else if let Some(p) = &args.intersection {
+            (HostSet::intersection, "--intersection", p)
+        } else if let Some(p) = &args.union {
+            (HostSet::union, "--union", p)
+        } else {
+            (
+                HostSet::symmetric_difference,
+                "--xor",
+                args.xor.as_ref().expect("clap requires one input"),
+            )
+        };
     let (a, b) = read_pair(operand, flag)?;
     Ok(Hosts::Set(op(&a, &b)))
 }
@@ -126,28 +146,54 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             Hosts::Set(s) => nth_of_set(s, n, count),
         };
         let Some(host) = host else {
-            eprintln!("scr_glob_hosts: ERROR: Host index ({n}) is out of range for specified host list.");
+            eprintln!(
+                "scr_glob_hosts: ERROR: Host index ({n}) is out of range for specified host list."
+            );
             return Ok(ExitCode::from(1));
         };
-        if args.json { writeln!(out, "{}", json!({ "host": host })) } else { writeln!(out, "{host}") }
-    } else if args.count {
-        if args.json { writeln!(out, "{}", json!({ "count": count })) } else { writeln!(out, "{count}") }
-    } else if args.expand {
-        let iter: Box<dyn Iterator<Item = String>> = match &hosts {
-            Hosts::List(l) => Box::new(l.iter()),
-            Hosts::Set(s) => Box::new(s.iter()),
-        };
         if args.json {
-            writeln!(out, "{}", json!({ "hosts": iter.collect::<Vec<_>>() }))
+            writeln!(out, "{}", json!({ "host": host }))
         } else {
-            iter.map(|h| writeln!(out, "{h}")).collect()
+            writeln!(out, "{host}")
+        }
+    } else if args.count {
+        if args.json {
+            writeln!(out, "{}", json!({ "count": count }))
+        } else {
+            writeln!(out, "{count}")
+        }
+    } else if args.expand {
+        if args.json {
+            let all: Vec<String> = match &hosts {
+                Hosts::List(l) => l.iter().collect(),
+                Hosts::Set(s) => s.iter().collect(),
+            };
+            writeln!(out, "{}", json!({ "hosts": all }))
+        } else {
+            let mut result = Ok(());
+            let mut line = |h: &str| {
+                if result.is_ok() {
+                    result = out
+                        .write_all(h.as_bytes())
+                        .and_then(|()| out.write_all(b"\n"));
+                }
+            };
+            match &hosts {
+                Hosts::List(l) => l.for_each_host(&mut line),
+                Hosts::Set(s) => s.iter().for_each(|h| line(&h)),
+            }
+            result
         }
     } else {
         let text = match &hosts {
             Hosts::List(l) => l.to_string(),
             Hosts::Set(s) => s.to_string(),
         };
-        if args.json { writeln!(out, "{}", json!({ "hosts": text, "count": count })) } else { writeln!(out, "{text}") }
+        if args.json {
+            writeln!(out, "{}", json!({ "hosts": text, "count": count }))
+        } else {
+            writeln!(out, "{text}")
+        }
     };
     // a closed pipe (`| head`) is not an error worth reporting
     let _ = written.and_then(|()| out.flush());
