@@ -220,6 +220,15 @@ impl HostList {
         })
     }
 
+    /// Whether `name` is in the list (by its set of ranges; host by host only for terms that
+    /// cannot be kept as ranges).
+    pub fn contains(&self, name: &str) -> bool {
+        match self.to_set() {
+            Ok(set) => set.contains(name),
+            Err(_) => self.iter().any(|h| h == name),
+        }
+    }
+
     /// Appends another list.
     pub fn extend(&mut self, other: HostList) {
         self.terms.extend(other.terms);
@@ -517,6 +526,7 @@ mod tests {
         assert_eq!(l.nth(0), None);
         assert_eq!(l.nth(-10_000_004), None);
         assert_eq!(l.nth(10_000_004), None);
+        assert!(l.contains("a9999999") && l.contains("b2") && !l.contains("a10000000") && !l.contains("b"));
     }
 
     #[test]
