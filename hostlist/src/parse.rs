@@ -526,7 +526,12 @@ mod tests {
         assert_eq!(l.nth(0), None);
         assert_eq!(l.nth(-10_000_004), None);
         assert_eq!(l.nth(10_000_004), None);
-        assert!(l.contains("a9999999") && l.contains("b2") && !l.contains("a10000000") && !l.contains("b"));
+        assert!(
+            l.contains("a9999999")
+                && l.contains("b2")
+                && !l.contains("a10000000")
+                && !l.contains("b")
+        );
     }
 
     #[test]

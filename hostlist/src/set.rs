@@ -199,6 +199,27 @@ fn split_name(name: &str) -> (String, Vec<&str>) {
     (shape, runs)
 }
 
+/// Where a host name belongs in a [`HostSet`].
+enum Located {
+    /// No digit run: the name itself.
+    Bare(String),
+    /// Group key, width class and number of the last digit run.
+    Numbered { key: GroupKey, class: u8, n: u64 },
+}
+
+fn locate(name: &str) -> Located {
+    let (shape, runs) = split_name(name);
+    let Some((last, leading)) = runs.split_last() else {
+        return Located::Bare(shape);
+    };
+    let n = last.parse().expect("at most 19 digits");
+    Located::Numbered {
+        key: (shape, leading.iter().map(|s| s.to_string()).collect()),
+        class: class_of(last),
+        n,
+    }
+}
+
 impl HostSet {
     pub fn new() -> Self {
         Self::default()
@@ -207,21 +228,21 @@ impl HostSet {
     /// Adds one host by name. To add many, collect them with [`HostSet::from_names`],
     /// which normalises once instead of per host.
     pub fn insert(&mut self, name: &str) {
-        let (shape, runs) = split_name(name);
-        let Some((last, leading)) = runs.split_last() else {
-            self.bare.insert(shape);
-            return;
-        };
-        let n: u64 = last.parse().expect("at most 19 digits");
-        let key = (shape, leading.iter().map(|s| s.to_string()).collect());
-        let set = self
-            .groups
-            .entry(key)
-            .or_default()
-            .classes
-            .entry(class_of(last))
-            .or_default();
-        *set = set.union(&IntervalSet::from_unsorted(vec![(n, n)]));
+        match locate(name) {
+            Located::Bare(shape) => {
+                self.bare.insert(shape);
+            }
+            Located::Numbered { key, class, n } => {
+                let set = self
+                    .groups
+                    .entry(key)
+                    .or_default()
+                    .classes
+                    .entry(class)
+                    .or_default();
+                *set = set.union(&IntervalSet::from_unsorted(vec![(n, n)]));
+            }
+        }
     }
 
     /// The set of many host names.
@@ -234,15 +255,14 @@ impl HostSet {
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        let (shape, runs) = split_name(name);
-        let Some((last, leading)) = runs.split_last() else {
-            return self.bare.contains(&shape);
-        };
-        let key = (shape, leading.iter().map(|s| s.to_string()).collect());
-        self.groups
-            .get(&key)
-            .and_then(|s| s.classes.get(&class_of(last)))
-            .is_some_and(|set| set.contains(last.parse().expect("at most 19 digits")))
+        match locate(name) {
+            Located::Bare(shape) => self.bare.contains(&shape),
+            Located::Numbered { key, class, n } => self
+                .groups
+                .get(&key)
+                .and_then(|s| s.classes.get(&class))
+                .is_some_and(|set| set.contains(n)),
+        }
     }
 
     /// The set of a list's hosts. Brackets become intervals directly when the bracket is the
@@ -298,19 +318,19 @@ struct Pending {
 
 impl Pending {
     fn add_name(&mut self, name: &str) {
-        let (shape, runs) = split_name(name);
-        let Some((last, leading)) = runs.split_last() else {
-            self.bare.insert(shape);
-            return;
-        };
-        let n: u64 = last.parse().expect("at most 19 digits");
-        let key = (shape, leading.iter().map(|s| s.to_string()).collect());
-        self.groups
-            .entry(key)
-            .or_default()
-            .entry(class_of(last))
-            .or_default()
-            .push((n, n));
+        match locate(name) {
+            Located::Bare(shape) => {
+                self.bare.insert(shape);
+            }
+            Located::Numbered { key, class, n } => {
+                self.groups
+                    .entry(key)
+                    .or_default()
+                    .entry(class)
+                    .or_default()
+                    .push((n, n));
+            }
+        }
     }
 
     fn finish(self) -> HostSet {
