@@ -3,10 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+# doc tests first (nextest does not run them), so the run ends on the full test summary
+cargo test --workspace --doc --quiet
 if command -v cargo-nextest >/dev/null; then
   cargo nextest run --workspace --no-fail-fast
 else
   cargo test --workspace --no-fail-fast
 fi
-# doc tests are not run by nextest
-cargo test --workspace --doc --quiet
