@@ -12,6 +12,10 @@ command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 command -v scontrol >/dev/null || need_apt+=(slurm-client)
 command -v nodeset >/dev/null || need_apt+=(clustershell)
 command -v bc >/dev/null || need_apt+=(bc)   # benches/hostlist.sh
+# MPI: MPICH, and libclang for the mpi crate's bindings
+command -v mpiexec >/dev/null || need_apt+=(mpich)
+[ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || [ -e /usr/include/mpich/mpi.h ] || need_apt+=(libmpich-dev)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: need root to install: ${need_apt[*]}" >&2; exit 1

@@ -456,6 +456,74 @@ impl Params {
     pub fn settings(&self) -> impl Iterator<Item = (&str, &Setting)> {
         self.settings.iter().map(|(k, v)| (k.as_str(), v))
     }
+
+    /// The resolved values and descriptors as a hash, so rank 0 can broadcast what it read
+    /// (`SETTING <name> <value>`, `DESC <n> {KIND, NAME, ORIGIN, ATTR <i> {<key> <value>}}`).
+    pub fn to_hash(&self) -> crate::hash::Hash {
+        let mut h = crate::hash::Hash::new();
+        for (name, setting) in &self.settings {
+            h.child("SETTING").set_value(name, &setting.value);
+        }
+        for (i, d) in self.descriptors.iter().enumerate() {
+            let dh = h.set_kv("DESC", i);
+            dh.set_value("KIND", &d.kind);
+            dh.set_value("NAME", &d.name);
+            dh.set_value("ORIGIN", &d.origin);
+            for (j, (k, v)) in d.attrs.iter().enumerate() {
+                dh.set_kv("ATTR", j).set_value(k, v);
+            }
+        }
+        h
+    }
+
+    /// Rebuilds what [`Params::to_hash`] wrote (values keep no origin but "rank 0").
+    pub fn from_hash(h: &crate::hash::Hash) -> Params {
+        let mut params = Params::default();
+        for (name, v) in h
+            .get("SETTING")
+            .into_iter()
+            .flat_map(crate::hash::Hash::iter)
+        {
+            if let Some(value) = v.first_value(name).or_else(|| v.keys().next()) {
+                params.settings.insert(
+                    name.into(),
+                    Setting {
+                        value: value.into(),
+                        origin: Origin::File("rank 0".into()),
+                    },
+                );
+            }
+        }
+        let mut descs: Vec<(u64, &crate::hash::Hash)> = h
+            .get("DESC")
+            .into_iter()
+            .flat_map(crate::hash::Hash::iter)
+            .filter_map(|(k, d)| Some((k.parse().ok()?, d)))
+            .collect();
+        descs.sort_by_key(|(i, _)| *i);
+        for (_, d) in descs {
+            let mut attrs: Vec<(u64, (String, String))> = d
+                .get("ATTR")
+                .into_iter()
+                .flat_map(crate::hash::Hash::iter)
+                .filter_map(|(j, a)| {
+                    let (k, v) = a.iter().next()?;
+                    Some((
+                        j.parse().ok()?,
+                        (k.to_string(), v.keys().next()?.to_string()),
+                    ))
+                })
+                .collect();
+            attrs.sort_by_key(|(j, _)| *j);
+            params.descriptors.push(Descriptor {
+                kind: d.first_value("KIND").unwrap_or_default().into(),
+                name: d.first_value("NAME").unwrap_or_default().into(),
+                origin: d.first_value("ORIGIN").unwrap_or_default().into(),
+                attrs: attrs.into_iter().map(|(_, a)| a).collect(),
+            });
+        }
+        params
+    }
 }
 
 pub fn parse_bool(text: &str) -> Option<bool> {
@@ -621,6 +689,20 @@ mod tests {
             p.descriptors_of("CKPT").next().unwrap().attr("SET_SIZE"),
             Some("4")
         );
+    }
+
+    #[test]
+    fn round_trips_through_a_hash_for_broadcast() {
+        let p = load(
+            &[("SCR_FLUSH", "3")],
+            Some("CKPT=0 INTERVAL=1 TYPE=XOR SET_SIZE=4\nSTORE=/dev/shm COUNT=2"),
+            None,
+        )
+        .unwrap();
+        let back = Params::from_hash(&crate::hash::Hash::unpack(&p.to_hash().pack()).unwrap());
+        assert_eq!(back.count("SCR_FLUSH"), Some(3));
+        assert_eq!(back.get("SCR_CACHE_BASE"), Some("/tmp"));
+        assert_eq!(back.descriptors, p.descriptors);
     }
 
     #[test]

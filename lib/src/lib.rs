@@ -1,2 +1,13 @@
-//! The SCR runtime library that MPI applications link (issue 4). An empty shell until that
-//! issue lands: it builds, and exports nothing that pretends to work.
+//! The SCR runtime library that MPI applications link: SCR v1.2/v2.0's API as a Rust type
+//! ([`Scr`]) and as the C ABI of `include/scr.h` (`libscr.so`, `libscr.a`).
+//!
+//! Work in progress (issue 4): cached datasets use the SINGLE scheme, flush is synchronous,
+//! and a restart reads the newest checkpoint every rank has complete in cache. Fetching
+//! from the prefix, halting, Fortran wrappers and redistribution when ranks move are not
+//! there yet.
+
+mod comm;
+pub mod ffi;
+mod runtime;
+
+pub use runtime::{FLAG_CHECKPOINT, FLAG_OUTPUT, Scr};

@@ -1,0 +1,118 @@
+//! The few collectives SCR needs, over byte buffers and hashes.
+
+use mpi::collective::SystemOperation;
+use mpi::datatype::PartitionMut;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use scr::hash::Hash;
+
+/// Broadcasts `bytes` from `root` (other ranks' input is ignored).
+pub fn bcast_bytes(comm: &SimpleCommunicator, root: i32, bytes: Vec<u8>) -> Vec<u8> {
+    let mut len = bytes.len() as u64;
+    comm.process_at_rank(root).broadcast_into(&mut len);
+    let mut buf = if comm.rank() == root {
+        bytes
+    } else {
+        vec![0u8; len as usize]
+    };
+    if len > 0 {
+        comm.process_at_rank(root).broadcast_into(&mut buf[..]);
+    }
+    buf
+}
+
+/// Broadcasts a hash from `root`.
+pub fn bcast_hash(comm: &SimpleCommunicator, root: i32, hash: &Hash) -> Hash {
+    let bytes = if comm.rank() == root {
+        hash.pack()
+    } else {
+        Vec::new()
+    };
+    Hash::unpack(&bcast_bytes(comm, root, bytes)).expect("a hash packed by this library")
+}
+
+/// Gathers every rank's bytes on every rank, in rank order.
+pub fn allgather_bytes(comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
+    let n = comm.size() as usize;
+    let mut lens = vec![0i32; n];
+    comm.all_gather_into(&(mine.len() as i32), &mut lens[..]);
+    let displs: Vec<i32> = lens
+        .iter()
+        .scan(0i32, |acc, &l| {
+            let d = *acc;
+            *acc += l;
+            Some(d)
+        })
+        .collect();
+    let total: usize = lens.iter().map(|&l| l as usize).sum();
+    let mut all = vec![0u8; total];
+    {
+        let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+        comm.all_gather_varcount_into(mine, &mut part);
+    }
+    lens.iter()
+        .zip(&displs)
+        .map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec())
+        .collect()
+}
+
+/// Gathers every rank's bytes on `root` only (other ranks get an empty list).
+pub fn gather_bytes(comm: &SimpleCommunicator, root: i32, mine: &[u8]) -> Vec<Vec<u8>> {
+    let n = comm.size() as usize;
+    let root_proc = comm.process_at_rank(root);
+    if comm.rank() != root {
+        root_proc.gather_into(&(mine.len() as i32));
+        root_proc.gather_varcount_into(mine);
+        return Vec::new();
+    }
+    let mut lens = vec![0i32; n];
+    root_proc.gather_into_root(&(mine.len() as i32), &mut lens[..]);
+    let displs: Vec<i32> = lens
+        .iter()
+        .scan(0i32, |acc, &l| {
+            let d = *acc;
+            *acc += l;
+            Some(d)
+        })
+        .collect();
+    let total: usize = lens.iter().map(|&l| l as usize).sum();
+    let mut all = vec![0u8; total];
+    {
+        let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+        root_proc.gather_varcount_into_root(mine, &mut part);
+    }
+    lens.iter()
+        .zip(&displs)
+        .map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec())
+        .collect()
+}
+
+pub fn sum_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
+    let mut out = 0u64;
+    comm.all_reduce_into(&x, &mut out, SystemOperation::sum());
+    out
+}
+
+pub fn max_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
+    let mut out = 0u64;
+    comm.all_reduce_into(&x, &mut out, SystemOperation::max());
+    out
+}
+
+pub fn min_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
+    let mut out = 0u64;
+    comm.all_reduce_into(&x, &mut out, SystemOperation::min());
+    out
+}
+
+/// True when every rank passes true.
+pub fn all_true(comm: &SimpleCommunicator, x: bool) -> bool {
+    min_u64(comm, u64::from(x)) == 1
+}
+
+/// Rank 0's value of a flag on every rank.
+pub fn bcast_bool(comm: &SimpleCommunicator, x: bool) -> bool {
+    let mut v = u8::from(x);
+    comm.process_at_rank(0).broadcast_into(&mut v);
+    v == 1
+}

@@ -1,0 +1,226 @@
+//! The C ABI of SCR v1.2/v2.0 (`include/scr.h`): 13 functions over one process-wide state.
+//! No panic crosses this boundary; an error returns `SCR_FAILURE` (1) and prints one line
+//! on stderr.
+
+use crate::runtime::Scr;
+use std::ffi::{CStr, c_char, c_int};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+
+pub const SCR_SUCCESS: c_int = 0;
+pub const SCR_FAILURE: c_int = 1;
+pub const SCR_MAX_FILENAME: usize = 1024;
+
+static STATE: Mutex<Option<Scr>> = Mutex::new(None);
+
+/// Runs `f` on the state, turning errors and panics into SCR_FAILURE with one message.
+fn with_state(call: &str, f: impl FnOnce(&mut Option<Scr>) -> scr::Result<c_int>) -> c_int {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let mut guard = STATE.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }));
+    match result {
+        Ok(Ok(rc)) => rc,
+        Ok(Err(e)) => {
+            eprintln!("SCR: ERROR: {call}: {e}");
+            SCR_FAILURE
+        }
+        Err(_) => {
+            eprintln!("SCR: ERROR: {call}: internal error (panic); the call failed");
+            SCR_FAILURE
+        }
+    }
+}
+
+fn enabled(state: &mut Option<Scr>) -> scr::Result<&mut Scr> {
+    state.as_mut().ok_or_else(|| scr::Error::Config {
+        origin: "SCR".into(),
+        what: "SCR is not initialized (SCR_Init failed, was not called, or SCR_ENABLE=0)".into(),
+    })
+}
+
+fn string_arg<'a>(p: *const c_char, what: &str) -> scr::Result<Option<&'a str>> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the caller passes a NUL-terminated string, as scr.h documents.
+    let s = unsafe { CStr::from_ptr(p) };
+    s.to_str().map(Some).map_err(|_| scr::Error::Config {
+        origin: "SCR".into(),
+        what: format!("{what} is not UTF-8"),
+    })
+}
+
+/// Copies `s` into a caller buffer of SCR_MAX_FILENAME bytes.
+fn write_out(out: *mut c_char, s: &str) -> scr::Result<()> {
+    if s.len() >= SCR_MAX_FILENAME {
+        return Err(scr::Error::Config {
+            origin: "SCR".into(),
+            what: format!("{s} is longer than SCR_MAX_FILENAME"),
+        });
+    }
+    if !out.is_null() {
+        // SAFETY: scr.h requires a buffer of SCR_MAX_FILENAME bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(s.as_ptr(), out as *mut u8, s.len());
+            *out.add(s.len()) = 0;
+        }
+    }
+    Ok(())
+}
+
+fn disabled() -> bool {
+    std::env::var("SCR_ENABLE").is_ok_and(|v| v == "0")
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn SCR_Init() -> c_int {
+    if disabled() {
+        return SCR_FAILURE;
+    }
+    with_state("SCR_Init", |state| {
+        if state.is_some() {
+            return Ok(SCR_SUCCESS);
+        }
+        *state = Some(Scr::init()?);
+        Ok(SCR_SUCCESS)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn SCR_Finalize() -> c_int {
+    with_state("SCR_Finalize", |state| {
+        let scr = state.take().ok_or_else(|| scr::Error::Config {
+            origin: "SCR".into(),
+            what: "SCR is not initialized".into(),
+        })?;
+        scr.finalize()?;
+        Ok(SCR_SUCCESS)
+    })
+}
+
+/// # Safety
+/// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Need_checkpoint(flag: *mut c_int) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: caller passes a valid int pointer
+        unsafe { *flag = 0 };
+    }
+    with_state("SCR_Need_checkpoint", |state| {
+        let yes = enabled(state)?.need_checkpoint()?;
+        if !flag.is_null() {
+            // SAFETY: as above
+            unsafe { *flag = c_int::from(yes) };
+        }
+        Ok(SCR_SUCCESS)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn SCR_Start_checkpoint() -> c_int {
+    with_state("SCR_Start_checkpoint", |state| {
+        enabled(state)?.start_output(None, crate::FLAG_CHECKPOINT)?;
+        Ok(SCR_SUCCESS)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn SCR_Complete_checkpoint(valid: c_int) -> c_int {
+    complete_output("SCR_Complete_checkpoint", valid)
+}
+
+/// # Safety
+/// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Start_output(name: *const c_char, flags: c_int) -> c_int {
+    with_state("SCR_Start_output", |state| {
+        let name = string_arg(name, "dataset name")?;
+        enabled(state)?.start_output(name, flags)?;
+        Ok(SCR_SUCCESS)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn SCR_Complete_output(valid: c_int) -> c_int {
+    complete_output("SCR_Complete_output", valid)
+}
+
+fn complete_output(call: &str, valid: c_int) -> c_int {
+    with_state(call, |state| {
+        let ok = enabled(state)?.complete_output(valid != 0)?;
+        Ok(if ok { SCR_SUCCESS } else { SCR_FAILURE })
+    })
+}
+
+/// # Safety
+/// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Route_file(name: *const c_char, file: *mut c_char) -> c_int {
+    with_state("SCR_Route_file", |state| {
+        let name = string_arg(name, "file name")?.ok_or_else(|| scr::Error::Config {
+            origin: "SCR".into(),
+            what: "SCR_Route_file needs a file name".into(),
+        })?;
+        let path = enabled(state)?.route_file(name)?;
+        write_out(file, &path.to_string_lossy())?;
+        Ok(SCR_SUCCESS)
+    })
+}
+
+/// # Safety
+/// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Have_restart(flag: *mut c_int, name: *mut c_char) -> c_int {
+    with_state("SCR_Have_restart", |state| {
+        let found = enabled(state)?.have_restart();
+        if !flag.is_null() {
+            // SAFETY: caller passes a valid int pointer
+            unsafe { *flag = c_int::from(found.is_some()) };
+        }
+        if let Some(n) = found {
+            write_out(name, &n)?;
+        }
+        Ok(SCR_SUCCESS)
+    })
+}
+
+/// # Safety
+/// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Start_restart(name: *mut c_char) -> c_int {
+    with_state("SCR_Start_restart", |state| {
+        let n = enabled(state)?.start_restart()?;
+        write_out(name, &n)?;
+        Ok(SCR_SUCCESS)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn SCR_Complete_restart(valid: c_int) -> c_int {
+    with_state("SCR_Complete_restart", |state| {
+        let ok = enabled(state)?.complete_restart(valid != 0)?;
+        Ok(if ok { SCR_SUCCESS } else { SCR_FAILURE })
+    })
+}
+
+/// # Safety
+/// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Should_exit(flag: *mut c_int) -> c_int {
+    with_state("SCR_Should_exit", |state| {
+        let yes = enabled(state)?.should_exit()?;
+        if !flag.is_null() {
+            // SAFETY: caller passes a valid int pointer
+            unsafe { *flag = c_int::from(yes) };
+        }
+        Ok(SCR_SUCCESS)
+    })
+}
+
+static VERSION: &CStr = c"SCR in Rust 0.1.0 (SCR v1.2 API)";
+
+#[unsafe(no_mangle)]
+pub extern "C" fn SCR_Get_version() -> *const c_char {
+    VERSION.as_ptr()
+}

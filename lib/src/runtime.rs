@@ -1,0 +1,847 @@
+//! The library state of one process and the SCR v1.2 flows over it: init, output and
+//! checkpoint datasets cached with the SINGLE scheme, synchronous flush to the prefix,
+//! restart from cache, finalize.
+
+use crate::comm;
+use mpi::topology::{Color, SimpleCommunicator};
+use mpi::traits::*;
+use scr::dataset::{Dataset, Origin as DatasetOrigin};
+use scr::filemap::{Filemap, MasterFilemap};
+use scr::flush::{FlushFile, Location};
+use scr::halt::HaltFile;
+use scr::hash::Hash;
+use scr::index::IndexFile;
+use scr::io::{self, LockedHashFile, PRIVATE_FILE, SHARED_FILE};
+use scr::meta::Meta;
+use scr::nodes::NodesFile;
+use scr::params::{Params, Sources};
+use scr::rank2file::{self, FileRecord, RankFiles};
+use scr::reddesc::{RedDesc, Scheme};
+use scr::summary::Summary;
+use scr::{Error, HashView, Result, layout};
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+use std::time::Instant;
+
+/// `SCR_FLAG_CHECKPOINT`.
+pub const FLAG_CHECKPOINT: i32 = 1;
+/// `SCR_FLAG_OUTPUT`.
+pub const FLAG_OUTPUT: i32 = 2;
+
+fn failure(what: impl Into<String>) -> Error {
+    Error::Config {
+        origin: "SCR".into(),
+        what: what.into(),
+    }
+}
+
+/// What the application is doing between SCR calls.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    /// Between Start_output and Complete_output.
+    Output {
+        id: u64,
+        flags: i32,
+    },
+    /// Between Start_restart and Complete_restart.
+    Restart {
+        id: u64,
+    },
+}
+
+/// One process's SCR state.
+pub struct Scr {
+    world: SimpleCommunicator,
+    rank: u64,
+    ranks: u64,
+    params: Params,
+    prefix: PathBuf,
+    cntl_dir: PathBuf,
+    cache_dir: PathBuf,
+    filemap_path: PathBuf,
+    filemap: Filemap,
+    user: String,
+    jobid: String,
+    dataset_id: u64,
+    checkpoint_id: u64,
+    phase: Phase,
+    /// Cached dataset a restart may load (id, name).
+    restart: Option<(u64, String)>,
+    need_calls: u64,
+    last_checkpoint_end: Instant,
+}
+
+fn node_name() -> String {
+    std::env::var("SCR_NODE_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Lexically normalises an absolute path (`a/./b/../c` → `a/c`) without touching the disk.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Copies `src` to `dst` with an fsync, returning the CRC32 when asked for.
+fn copy_file(
+    src: &Path,
+    dst: &Path,
+    buf_size: usize,
+    want_crc: bool,
+) -> Result<(u64, Option<u32>)> {
+    let mut input = std::fs::File::open(src).map_err(|e| Error::io(src, "open", e))?;
+    if let Some(dir) = dst.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+    }
+    let mut output = std::fs::File::create(dst).map_err(|e| Error::io(dst, "create", e))?;
+    let mut buf = vec![0u8; buf_size.max(4096)];
+    let mut crc = crc32fast::Hasher::new();
+    let mut total = 0u64;
+    loop {
+        let n = input
+            .read(&mut buf)
+            .map_err(|e| Error::io(src, "read", e))?;
+        if n == 0 {
+            break;
+        }
+        if want_crc {
+            crc.update(&buf[..n]);
+        }
+        output
+            .write_all(&buf[..n])
+            .map_err(|e| Error::io(dst, "write", e))?;
+        total += n as u64;
+    }
+    output.sync_all().map_err(|e| Error::io(dst, "fsync", e))?;
+    Ok((total, want_crc.then(|| crc.finalize())))
+}
+
+fn file_crc(path: &Path) -> Result<u32> {
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut crc = crc32fast::Hasher::new();
+    loop {
+        let n = f.read(&mut buf).map_err(|e| Error::io(path, "read", e))?;
+        if n == 0 {
+            return Ok(crc.finalize());
+        }
+        crc.update(&buf[..n]);
+    }
+}
+
+impl Scr {
+    /// `SCR_Init`. MPI must already be initialized (by the application).
+    pub fn init() -> Result<Scr> {
+        if !mpi::environment::is_initialized() {
+            return Err(failure(
+                "SCR_Init called before MPI_Init; initialize MPI first",
+            ));
+        }
+        let world = SimpleCommunicator::world().duplicate();
+        let rank = world.rank() as u64;
+        let ranks = world.size() as u64;
+
+        // rank 0 reads the configuration; every rank uses what it read
+        let loaded = if rank == 0 {
+            Params::load(&Sources::from_process())
+        } else {
+            Ok(Params::default())
+        };
+        let ok = comm::all_true(&world, loaded.is_ok());
+        let params = match loaded {
+            Ok(p) if ok => {
+                if rank == 0 {
+                    for w in &p.warnings {
+                        eprintln!("SCR: WARNING: {w}");
+                    }
+                }
+                Params::from_hash(&comm::bcast_hash(&world, 0, &p.to_hash()))
+            }
+            Ok(_) => return Err(failure("rank 0 could not read the SCR configuration")),
+            Err(e) => return Err(e),
+        };
+        if !params.bool("SCR_ENABLE") {
+            return Err(failure("SCR is disabled (SCR_ENABLE=0)"));
+        }
+
+        // group ranks by node: the index of the first rank with the same node name
+        let name = node_name();
+        let names = comm::allgather_bytes(&world, name.as_bytes());
+        let color = names
+            .iter()
+            .position(|n| n == name.as_bytes())
+            .expect("own name present") as i32;
+        let node = world
+            .split_by_color(Color::with_value(color))
+            .expect("a color was given");
+        let local_rank = node.rank() as u64;
+        let nodes = names
+            .iter()
+            .enumerate()
+            .filter(|(i, n)| names.iter().position(|m| m == *n) == Some(*i))
+            .count() as u64;
+
+        let user = std::env::var("SCR_USER_NAME")
+            .or_else(|_| std::env::var("USER"))
+            .unwrap_or_else(|_| "unknown".into());
+        let jobid = params
+            .get("SCR_JOB_ID")
+            .map(str::to_string)
+            .or_else(|| std::env::var("SLURM_JOBID").ok())
+            .unwrap_or_else(|| "defjobid".into());
+        let prefix = params
+            .get("SCR_PREFIX")
+            .map(PathBuf::from)
+            .or_else(|| std::env::current_dir().ok())
+            .ok_or_else(|| failure("SCR_PREFIX must be set (or the working directory readable)"))?;
+        // emulated nodes share one file system: keep their directories apart by name
+        let node_part = |base: &str| {
+            let mut d = layout::job_dir(Path::new(base), &user, &jobid);
+            if std::env::var("SCR_NODE_NAME").is_ok() {
+                d = d.join(format!("node.{name}"));
+            }
+            d
+        };
+        let cntl_dir = node_part(params.get("SCR_CNTL_BASE").unwrap_or("/tmp"));
+        let cache_dir = node_part(params.get("SCR_CACHE_BASE").unwrap_or("/tmp"));
+        io::create_dirs(&cntl_dir, 0o700)?;
+        io::create_dirs(&cache_dir, 0o700)?;
+        if rank == 0 {
+            io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)?;
+        }
+        node.barrier();
+
+        // this rank's filemap: entries for this world rank from every filemap on the node
+        let master_path = layout::master_filemap(&cntl_dir);
+        let mut filemap = Filemap::new();
+        if let Ok(master) = MasterFilemap::read(&master_path) {
+            for path in master.filemaps() {
+                if let Ok(mut map) = Filemap::read(Path::new(path)) {
+                    filemap.merge(&map.extract_rank(rank));
+                }
+            }
+        }
+        node.barrier();
+        let filemap_path = layout::rank_filemap(&cntl_dir, local_rank);
+        filemap.write(&filemap_path)?;
+        let mut local_paths =
+            comm::allgather_bytes(&node, filemap_path.to_string_lossy().as_bytes());
+        if local_rank == 0 {
+            let mut master = MasterFilemap::new();
+            for p in local_paths.drain(..) {
+                master.add(&String::from_utf8_lossy(&p));
+            }
+            master.write(&master_path)?;
+        }
+        if rank == 0 {
+            NodesFile::with_nodes(nodes).write(&layout::nodes_file(&prefix))?;
+        }
+
+        let mut scr = Scr {
+            world,
+            rank,
+            ranks,
+            params,
+            prefix,
+            cntl_dir,
+            cache_dir,
+            filemap_path,
+            filemap,
+            user,
+            jobid,
+            dataset_id: 0,
+            checkpoint_id: 0,
+            phase: Phase::Idle,
+            restart: None,
+            need_calls: 0,
+            last_checkpoint_end: Instant::now(),
+        };
+        scr.find_cached_restart()?;
+        Ok(scr)
+    }
+
+    /// Finds the newest dataset every rank has complete in cache, and continues numbering
+    /// after everything in cache and on the prefix.
+    fn find_cached_restart(&mut self) -> Result<()> {
+        let prefix_max = if self.rank == 0 {
+            IndexFile::read(&layout::index_file(&self.prefix))
+                .map(|i| i.entries().first().map_or(0, |e| e.id))
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let mine_max = self.filemap.latest_dataset().unwrap_or(0);
+        self.dataset_id = comm::max_u64(&self.world, prefix_max.max(mine_max));
+
+        let mut candidates: Vec<u64> = self
+            .filemap
+            .datasets()
+            .into_iter()
+            .filter(|&d| self.verify_cached(d))
+            .collect();
+        loop {
+            let mine = candidates.last().copied().unwrap_or(0);
+            let agreed = comm::min_u64(&self.world, mine);
+            if agreed == 0 {
+                return Ok(());
+            }
+            if comm::all_true(&self.world, candidates.contains(&agreed)) {
+                let desc = self.filemap.dataset(agreed, self.rank);
+                let name = desc
+                    .as_ref()
+                    .and_then(|d| d.name().map(str::to_string))
+                    .unwrap_or_else(|| layout::dataset_dir_name(agreed));
+                let ckpt = desc
+                    .as_ref()
+                    .and_then(Dataset::checkpoint_id)
+                    .unwrap_or(agreed);
+                self.checkpoint_id = comm::max_u64(&self.world, ckpt);
+                self.restart = Some((agreed, name));
+                return Ok(());
+            }
+            candidates.retain(|&d| d < agreed);
+        }
+    }
+
+    /// True when this rank has every file of `dset` in cache, complete and of the recorded size.
+    fn verify_cached(&self, dset: u64) -> bool {
+        let is_ckpt = self
+            .filemap
+            .dataset(dset, self.rank)
+            .is_some_and(|d| d.is_checkpoint() && d.is_complete());
+        is_ckpt
+            && self.filemap.has_all_files(dset, self.rank)
+            && self.filemap.files(dset, self.rank).iter().all(|f| {
+                let meta = self
+                    .filemap
+                    .meta(dset, self.rank, f)
+                    .expect("has_all_files checked meta");
+                let Ok(stat) = std::fs::metadata(f) else {
+                    return false;
+                };
+                let crc = meta.crc32().and_then(|_| file_crc(Path::new(f)).ok());
+                meta.verify(stat.len(), crc).is_ok()
+            })
+    }
+
+    pub fn rank(&self) -> u64 {
+        self.rank
+    }
+
+    /// `SCR_Need_checkpoint`.
+    pub fn need_checkpoint(&mut self) -> Result<bool> {
+        self.need_calls += 1;
+        let decide = || {
+            let interval = self.params.count("SCR_CHECKPOINT_INTERVAL").unwrap_or(0);
+            let seconds = self.params.count("SCR_CHECKPOINT_SECONDS").unwrap_or(0);
+            let overhead = self.params.float("SCR_CHECKPOINT_OVERHEAD").unwrap_or(0.0);
+            if interval == 0 && seconds == 0 && overhead == 0.0 {
+                return true;
+            }
+            (interval > 0 && self.need_calls.is_multiple_of(interval))
+                || (seconds > 0 && self.last_checkpoint_end.elapsed().as_secs() >= seconds)
+                || (overhead > 0.0 && self.checkpoint_id == 0)
+        };
+        let yes = self.rank == 0 && (decide() || self.halt_cause(false)?.is_some());
+        Ok(comm::bcast_bool(&self.world, yes))
+    }
+
+    /// `SCR_Start_output` (and `SCR_Start_checkpoint` with `FLAG_CHECKPOINT`).
+    pub fn start_output(&mut self, name: Option<&str>, flags: i32) -> Result<()> {
+        if self.phase != Phase::Idle {
+            return Err(failure(
+                "SCR_Start_output called while another output or restart is open; complete it first",
+            ));
+        }
+        if let Some(n) = name
+            && (n.is_empty() || n.contains('/') || n.len() >= 1024)
+        {
+            return Err(failure(format!(
+                "dataset name {n:?} must be non-empty, without '/', shorter than 1024 bytes"
+            )));
+        }
+        self.world.barrier();
+        let is_ckpt = flags & FLAG_CHECKPOINT != 0;
+        self.dataset_id += 1;
+        if is_ckpt {
+            self.checkpoint_id += 1;
+        }
+        let id = self.dataset_id;
+        self.evict_for(id)?;
+        let desc = if self.rank == 0 {
+            let origin = DatasetOrigin {
+                user: Some(self.user.clone()),
+                jobname: self.params.get("SCR_JOB_NAME").map(str::to_string),
+                jobid: Some(self.jobid.clone()),
+                cluster: self.params.get("SCR_CLUSTER_NAME").map(str::to_string),
+                created_us: chrono::Utc::now().timestamp_micros().max(0) as u64,
+            };
+            let default_name = format!("scr.dataset.{id}");
+            Dataset::create(
+                id,
+                name.unwrap_or(&default_name),
+                is_ckpt,
+                flags & FLAG_OUTPUT != 0,
+                &origin,
+                is_ckpt.then_some(self.checkpoint_id),
+            )
+        } else {
+            Dataset::new()
+        };
+        let desc = Dataset::wrap(comm::bcast_hash(&self.world, 0, desc.hash()));
+        // record the dataset before its directory exists (filemap first)
+        let store = self
+            .params
+            .get("SCR_CACHE_BASE")
+            .unwrap_or("/tmp")
+            .to_string();
+        let reddesc = RedDesc::create(
+            true,
+            1,
+            false,
+            &store,
+            &self.cache_dir.to_string_lossy(),
+            Scheme::Single,
+        );
+        self.filemap.set_dataset(id, self.rank, &desc);
+        self.filemap.set_reddesc(id, self.rank, &reddesc);
+        self.filemap.set_expected_files(id, self.rank, 0);
+        self.filemap.write(&self.filemap_path)?;
+        io::create_dirs(&layout::cache_dataset_dir(&self.cache_dir, id), 0o700)?;
+        self.phase = Phase::Output { id, flags };
+        Ok(())
+    }
+
+    /// Deletes the oldest cached datasets so that a new one fits SCR_CACHE_SIZE.
+    fn evict_for(&mut self, _new: u64) -> Result<()> {
+        let keep = self.params.count("SCR_CACHE_SIZE").unwrap_or(1).max(1) as usize;
+        let mut cached = self.filemap.datasets();
+        while cached.len() >= keep {
+            let victim = cached.remove(0);
+            self.delete_cached(victim)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a dataset's files from cache, then its filemap entries.
+    fn delete_cached(&mut self, dset: u64) -> Result<()> {
+        for f in self.filemap.files(dset, self.rank) {
+            match std::fs::remove_file(f) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(f, "remove", e)),
+            }
+        }
+        let _ = std::fs::remove_dir_all(layout::cache_dataset_dir(&self.cache_dir, dset));
+        if self.restart.as_ref().is_some_and(|(id, _)| *id == dset) {
+            self.restart = None;
+        }
+        self.filemap.remove_dataset(dset);
+        self.filemap.write(&self.filemap_path)
+    }
+
+    /// Where a name the application uses lives on the prefix: (absolute path, path relative to the prefix).
+    fn prefix_path(&self, name: &str) -> Result<(PathBuf, PathBuf)> {
+        let cwd =
+            std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
+        let abs = normalize(&cwd.join(name));
+        let rel = abs
+            .strip_prefix(normalize(&self.prefix))
+            .map_err(|_| {
+                failure(format!(
+                    "{name} is outside the prefix directory {}; write it under SCR_PREFIX",
+                    self.prefix.display()
+                ))
+            })?
+            .to_path_buf();
+        if rel.as_os_str().is_empty() {
+            return Err(failure(format!(
+                "{name} names the prefix directory itself, not a file"
+            )));
+        }
+        Ok((abs, rel))
+    }
+
+    /// `SCR_Route_file`: where to write (during an output) or read (during a restart) `name`.
+    pub fn route_file(&mut self, name: &str) -> Result<PathBuf> {
+        if name.is_empty() || name.len() >= 1024 {
+            return Err(failure(format!(
+                "file name {name:?} must be non-empty and shorter than 1024 bytes"
+            )));
+        }
+        match self.phase.clone() {
+            Phase::Output { id, .. } => {
+                let (abs, rel) = self.prefix_path(name)?;
+                let cached = layout::cache_dataset_dir(&self.cache_dir, id).join(&rel);
+                let key = cached.to_string_lossy().into_owned();
+                if !self.filemap.files(id, self.rank).contains(&key.as_str()) {
+                    let dir = abs
+                        .parent()
+                        .unwrap_or(&self.prefix)
+                        .to_string_lossy()
+                        .into_owned();
+                    let base = abs
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let meta =
+                        Meta::for_user_file(&base, self.ranks, &rel.to_string_lossy(), &dir, &base);
+                    self.filemap.add_file(id, self.rank, &key);
+                    self.filemap.set_meta(id, self.rank, &key, &meta);
+                    self.filemap.write(&self.filemap_path)?;
+                }
+                if let Some(parent) = cached.parent() {
+                    io::create_dirs(parent, 0o700)?;
+                }
+                Ok(cached)
+            }
+            Phase::Restart { id } => self.restart_file(id, name),
+            Phase::Idle => match self.restart.clone() {
+                // the v1.1 idiom: outside an output, a name means the cached restart file
+                Some((id, _)) => self.restart_file(id, name),
+                None => Err(failure(format!("no checkpoint to read {name} from"))),
+            },
+        }
+    }
+
+    fn restart_file(&self, id: u64, name: &str) -> Result<PathBuf> {
+        let rel = self
+            .prefix_path(name)
+            .map(|(_, rel)| rel.to_string_lossy().into_owned())
+            .ok();
+        let base = Path::new(name)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        for f in self.filemap.files(id, self.rank) {
+            let Some(meta) = self.filemap.meta(id, self.rank, f) else {
+                continue;
+            };
+            let by_orig = rel.is_some() && meta.orig() == rel.as_deref();
+            if by_orig || (rel.is_none() && meta.orig_name().map(str::to_string) == base) {
+                let path = PathBuf::from(f);
+                return if std::fs::File::open(&path).is_ok() {
+                    Ok(path)
+                } else {
+                    Err(failure(format!(
+                        "restart file {} is not readable",
+                        path.display()
+                    )))
+                };
+            }
+        }
+        Err(failure(format!(
+            "{name} is not part of the restart dataset"
+        )))
+    }
+
+    /// `SCR_Complete_output`: records sizes, agrees on validity, flushes when due. Returns
+    /// whether every rank's output was valid.
+    pub fn complete_output(&mut self, valid: bool) -> Result<bool> {
+        let Phase::Output { id, flags } = self.phase.clone() else {
+            return Err(failure(
+                "SCR_Complete_output called without SCR_Start_output",
+            ));
+        };
+        self.phase = Phase::Idle;
+        let crc_on_copy = self.params.bool("SCR_CRC_ON_COPY");
+        let (mut files, mut bytes, mut ok) = (0u64, 0u64, valid);
+        for f in self
+            .filemap
+            .files(id, self.rank)
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+        {
+            let mut meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
+            let size = std::fs::metadata(&f).map(|m| m.len());
+            let complete = valid && size.is_ok();
+            ok &= complete;
+            meta.set_size(*size.as_ref().unwrap_or(&0));
+            if crc_on_copy && complete {
+                meta.set_crc32(file_crc(Path::new(&f))?);
+            }
+            meta.set_complete(complete);
+            self.filemap.set_meta(id, self.rank, &f, &meta);
+            files += 1;
+            bytes += size.unwrap_or(0);
+        }
+        self.filemap.set_expected_files(id, self.rank, files);
+        let total_files = comm::sum_u64(&self.world, files);
+        let total_bytes = comm::sum_u64(&self.world, bytes);
+        let all_ok = comm::all_true(&self.world, ok);
+        let mut desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
+        desc.set_totals(total_files, total_bytes, all_ok);
+        self.filemap.set_dataset(id, self.rank, &desc);
+        self.filemap.write(&self.filemap_path)?;
+        if !all_ok {
+            self.delete_cached(id)?;
+            return Ok(false);
+        }
+        let is_ckpt = flags & FLAG_CHECKPOINT != 0;
+        if self.rank == 0 {
+            update_flush_file(&self.prefix, |f| {
+                f.describe(
+                    id,
+                    desc.name().unwrap_or_default(),
+                    desc.checkpoint_id(),
+                    None,
+                );
+                f.set_location(id, Location::Cache);
+            })?;
+        }
+        let every = self.params.count("SCR_FLUSH").unwrap_or(10);
+        let due = flags & FLAG_OUTPUT != 0
+            || (is_ckpt && every > 0 && self.checkpoint_id.is_multiple_of(every));
+        if due {
+            self.flush(id)?;
+        }
+        if flags & FLAG_OUTPUT != 0 && !is_ckpt {
+            self.delete_cached(id)?;
+        }
+        if is_ckpt {
+            self.restart = None; // a new checkpoint supersedes the one restarted from
+            self.last_checkpoint_end = Instant::now();
+        }
+        self.world.barrier();
+        Ok(true)
+    }
+
+    /// Synchronous flush of a cached dataset to the prefix.
+    fn flush(&mut self, id: u64) -> Result<()> {
+        if self.rank == 0 {
+            update_flush_file(&self.prefix, |f| f.set_location(id, Location::Flushing))?;
+        }
+        self.world.barrier();
+        let want_crc = self.params.bool("SCR_CRC_ON_FLUSH");
+        let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
+        let mut records = Vec::new();
+        let mut result = Ok(());
+        for f in self
+            .filemap
+            .files(id, self.rank)
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+        {
+            let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
+            let (Some(dir), Some(name), Some(orig)) =
+                (meta.orig_dir(), meta.orig_name(), meta.orig())
+            else {
+                result = Err(failure(format!("{f}: meta data lacks PATH, NAME or ORIG")));
+                break;
+            };
+            let dst = Path::new(dir).join(name);
+            match copy_file(Path::new(&f), &dst, buf, want_crc) {
+                Ok((size, crc)) => records.push(FileRecord {
+                    name: orig.to_string(),
+                    size,
+                    crc,
+                    segments: vec![],
+                }),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if let Err(e) = &result {
+            eprintln!("SCR: ERROR: rank {}: flush of dataset {id}: {e}", self.rank);
+        }
+        let mut mine = RankFiles::new();
+        mine.insert(self.rank, records);
+        let leaf = rank2file::leaf_hash(&mine).pack();
+        let all = comm::gather_bytes(&self.world, 0, &leaf);
+        let copied = comm::all_true(&self.world, result.is_ok());
+        if self.rank == 0 {
+            if copied {
+                let mut map = RankFiles::new();
+                for bytes in all {
+                    let h = Hash::unpack(&bytes)
+                        .map_err(|e| failure(format!("rank file list: {e}")))?;
+                    rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
+                }
+                let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
+                let name = desc.name().unwrap_or_default().to_string();
+                io::create_dirs(&layout::dataset_meta_dir(&self.prefix, id), 0o755)?;
+                rank2file::write_tree(
+                    &self.prefix,
+                    &layout::dataset_meta_rel(id),
+                    self.ranks,
+                    &map,
+                )?;
+                Summary::create(&desc, true).write(&layout::summary_file(&self.prefix, id))?;
+                update_index(&self.prefix, |idx| {
+                    idx.add(&desc, &name, true);
+                    idx.set_flushed(id, &name, chrono::Local::now());
+                    idx.set_current(&name).map_err(failure)
+                })?;
+                update_current_link(&self.prefix, &name)?;
+                update_flush_file(&self.prefix, |f| {
+                    f.unset_location(id, Location::Flushing);
+                    f.set_location(id, Location::Pfs);
+                })?;
+            } else {
+                update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))?;
+            }
+        }
+        self.world.barrier();
+        if copied {
+            Ok(())
+        } else {
+            Err(failure(format!(
+                "flush of dataset {id} failed on at least one rank"
+            )))
+        }
+    }
+
+    /// The halt condition, if any (rank 0 reads the halt file). With `count_checkpoint`, a
+    /// completed checkpoint is counted against CheckpointsLeft first.
+    fn halt_cause(&self, count_checkpoint: bool) -> Result<Option<scr::halt::HaltCause>> {
+        let path = layout::halt_file(&self.prefix);
+        let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
+        let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
+        if count_checkpoint {
+            halt.decrement_checkpoints();
+            lock.write_and_unlock(halt.hash())?;
+        }
+        let now = chrono::Utc::now().timestamp();
+        let remaining = self
+            .params
+            .int("SCR_END_TIME")
+            .filter(|&t| t > 0)
+            .map(|t| t - now);
+        Ok(halt.decision(now, remaining))
+    }
+
+    /// `SCR_Have_restart`: the name of the dataset a restart would load.
+    pub fn have_restart(&self) -> Option<String> {
+        self.restart.as_ref().map(|(_, n)| n.clone())
+    }
+
+    /// `SCR_Start_restart`: begins reading the restart dataset; returns its name.
+    pub fn start_restart(&mut self) -> Result<String> {
+        if self.phase != Phase::Idle {
+            return Err(failure(
+                "SCR_Start_restart called while an output or restart is open",
+            ));
+        }
+        let (id, name) = self.restart.clone().ok_or_else(|| {
+            failure("SCR_Start_restart called but there is no checkpoint to restart from")
+        })?;
+        self.world.barrier();
+        self.phase = Phase::Restart { id };
+        Ok(name)
+    }
+
+    /// `SCR_Complete_restart`: true when every rank read its files. A failed restart drops
+    /// the dataset, so the next `have_restart` offers an older one (none yet without fetch).
+    pub fn complete_restart(&mut self, valid: bool) -> Result<bool> {
+        let Phase::Restart { id } = self.phase.clone() else {
+            return Err(failure(
+                "SCR_Complete_restart called without SCR_Start_restart",
+            ));
+        };
+        self.phase = Phase::Idle;
+        let ok = comm::all_true(&self.world, valid);
+        if !ok {
+            self.delete_cached(id)?;
+        }
+        self.restart = None;
+        Ok(ok)
+    }
+
+    /// `SCR_Should_exit`.
+    pub fn should_exit(&self) -> Result<bool> {
+        let yes = self.rank == 0 && self.halt_cause(false)?.is_some();
+        Ok(comm::bcast_bool(&self.world, yes))
+    }
+
+    /// `SCR_Finalize`: records that the run finished, flushes the newest checkpoint if it is
+    /// only in cache, and frees the communicators.
+    pub fn finalize(mut self) -> Result<()> {
+        if self.phase != Phase::Idle {
+            eprintln!(
+                "SCR: WARNING: SCR_Finalize called with an output or restart still open; it is discarded"
+            );
+            self.phase = Phase::Idle;
+        }
+        let latest = self
+            .filemap
+            .datasets()
+            .into_iter()
+            .filter(|&d| {
+                self.filemap
+                    .dataset(d, self.rank)
+                    .is_some_and(|x| x.is_complete())
+            })
+            .max();
+        let latest = comm::max_u64(&self.world, latest.unwrap_or(0));
+        let needs = self.rank == 0
+            && latest > 0
+            && FlushFile::read(&layout::flush_file(&self.prefix))
+                .map_or(true, |f| f.needs_flush(latest));
+        if comm::bcast_bool(&self.world, needs) {
+            self.flush(latest)?;
+        }
+        if self.rank == 0 {
+            let path = layout::halt_file(&self.prefix);
+            let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
+            let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
+            halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
+            lock.write_and_unlock(halt.hash())?;
+        }
+        self.world.barrier();
+        Ok(())
+    }
+
+    pub fn control_dir(&self) -> &Path {
+        &self.cntl_dir
+    }
+}
+
+fn update_flush_file(prefix: &Path, f: impl FnOnce(&mut FlushFile)) -> Result<()> {
+    let path = layout::flush_file(prefix);
+    let (lock, hash) = LockedHashFile::open(&path, PRIVATE_FILE)?;
+    let mut flush = FlushFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
+    f(&mut flush);
+    lock.write_and_unlock(flush.hash())
+}
+
+fn update_index(prefix: &Path, f: impl FnOnce(&mut IndexFile) -> Result<()>) -> Result<()> {
+    let path = layout::index_file(prefix);
+    let (lock, hash) = LockedHashFile::open(&path, 0o644)?;
+    let mut index = if hash.is_empty() {
+        IndexFile::empty()
+    } else {
+        IndexFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?
+    };
+    f(&mut index)?;
+    lock.write_and_unlock(index.hash())
+}
+
+/// Points `<prefix>/scr.current` at a dataset directory, replacing the link atomically.
+fn update_current_link(prefix: &Path, name: &str) -> Result<()> {
+    let link = layout::current_link(prefix);
+    let tmp = prefix.join(format!(".scr.current.tmp.{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(name, &tmp).map_err(|e| Error::io(&tmp, "create symlink", e))?;
+    std::fs::rename(&tmp, &link).map_err(|e| Error::io(&link, "replace symlink", e))?;
+    io::sync_dir(prefix)
+}

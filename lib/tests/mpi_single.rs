@@ -1,0 +1,242 @@
+//! Real `mpiexec` jobs of the C example (examples/c/test_api.c) linked against our libscr:
+//! checkpoints cached with SINGLE, flushed to the prefix, restarted from cache.
+
+use scr::HashView;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Builds test_api against the freshly built libscr (named libscr.so in `dir`).
+fn build_app(dir: &Path) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"));
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let lib = target.join(profile).join("libscr_runtime.so");
+    assert!(
+        lib.exists(),
+        "{} missing: build the workspace first",
+        lib.display()
+    );
+    std::os::unix::fs::symlink(&lib, dir.join("libscr.so")).unwrap();
+    let app = dir.join("test_api");
+    let out = Command::new("mpicc")
+        .arg(workspace().join("examples/c/test_api.c"))
+        .arg("-I")
+        .arg(workspace().join("lib/include"))
+        .arg(format!("-L{}", dir.display()))
+        .arg("-lscr")
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-o")
+        .arg(&app)
+        .output()
+        .expect("mpicc must be installed (scripts/setup.sh installs libmpich-dev)");
+    assert!(
+        out.status.success(),
+        "mpicc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    app
+}
+
+struct Job {
+    dir: tempfile::TempDir,
+    app: PathBuf,
+}
+
+impl Job {
+    fn new() -> Job {
+        let dir = tempfile::tempdir().unwrap();
+        let app = build_app(dir.path());
+        for d in ["prefix", "cache", "cntl"] {
+            std::fs::create_dir(dir.path().join(d)).unwrap();
+        }
+        std::fs::write(
+            dir.path().join("scr.conf"),
+            format!("SCR_CNTL_BASE={}\n", dir.path().join("cntl").display()),
+        )
+        .unwrap();
+        Job { dir, app }
+    }
+
+    fn prefix(&self) -> PathBuf {
+        self.dir.path().join("prefix")
+    }
+
+    fn run(&self, ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new("mpiexec");
+        cmd.args(["-n", &ranks.to_string()])
+            .arg(&self.app)
+            .args(args)
+            .current_dir(self.prefix())
+            .env("MPIEXEC_TIMEOUT", "120")
+            .env("SCR_SYSTEM_CONF_FILE", self.dir.path().join("scr.conf"))
+            .env("SCR_CACHE_BASE", self.dir.path().join("cache"))
+            .env("SCR_PREFIX", self.prefix())
+            .env("SCR_JOB_ID", "4242")
+            .env_remove("SCR_CONF_FILE");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+
+        cmd.output()
+            .expect("mpiexec must be installed (scripts/setup.sh installs mpich)")
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn check_file(path: &Path, rank: usize, t: i64, size: usize) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(bytes.len(), 8 + size, "{}", path.display());
+    assert_eq!(i64::from_ne_bytes(bytes[..8].try_into().unwrap()), t);
+    for (i, b) in bytes[8..].iter().enumerate() {
+        assert_eq!(
+            *b,
+            ((rank + i + t as usize) % 256) as u8,
+            "{} byte {i}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn checkpoints_flush_and_restart_from_cache() {
+    for ranks in [1u32, 4] {
+        let job = Job::new();
+        let size = 100_000;
+        let first = job.run(ranks, &[&size.to_string(), "3"], &[("SCR_FLUSH", "2")]);
+        let out = text(&first);
+        assert!(first.status.success(), "{out}");
+        assert!(
+            out.contains("no checkpoint, starting from the beginning"),
+            "{out}"
+        );
+
+        // ckpt.2 flushed by SCR_FLUSH=2, ckpt.3 by SCR_Finalize; ckpt.1 never reached the prefix
+        let prefix = job.prefix();
+        for t in [2i64, 3] {
+            for r in 0..ranks as usize {
+                check_file(&prefix.join(format!("ckpt.{t}/rank_{r}.ckpt")), r, t, size);
+            }
+        }
+        assert!(!prefix.join("ckpt.1").exists());
+        let index = scr::index::IndexFile::read(&scr::layout::index_file(&prefix)).unwrap();
+        assert_eq!(index.current(), Some("ckpt.3"));
+        let names: Vec<_> = index
+            .entries()
+            .into_iter()
+            .map(|e| (e.id, e.name, e.complete))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (3, "ckpt.3".to_string(), true),
+                (2, "ckpt.2".to_string(), true)
+            ]
+        );
+        let summary = scr::summary::Summary::read(&scr::layout::summary_file(&prefix, 3)).unwrap();
+        assert!(summary.is_complete());
+        let map =
+            scr::rank2file::read_tree(&prefix, &scr::layout::rank2file_root(&prefix, 3)).unwrap();
+        assert_eq!(map.len(), ranks as usize);
+        assert_eq!(map[&0][0].name, "ckpt.3/rank_0.ckpt");
+        assert_eq!(map[&0][0].size, 8 + size as u64);
+        assert!(map[&0][0].crc.is_some(), "CRC on flush is on by default");
+        assert_eq!(
+            std::fs::read_link(prefix.join("scr.current")).unwrap(),
+            Path::new("ckpt.3")
+        );
+        let halt = scr::halt::HaltFile::read(&scr::layout::halt_file(&prefix)).unwrap();
+        assert_eq!(halt.exit_reason(), Some("SCR_FINALIZE_CALLED"));
+
+        // the cache holds ckpt.3 only (SCR_CACHE_SIZE=1); the next run restarts from it
+        let second = job.run(ranks, &[&size.to_string(), "1"], &[]);
+        let out = text(&second);
+        assert!(second.status.success(), "{out}");
+        assert!(
+            out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+            "{out}"
+        );
+        for r in 0..ranks as usize {
+            check_file(&prefix.join(format!("ckpt.4/rank_{r}.ckpt")), r, 4, size);
+        }
+        let index = scr::index::IndexFile::read(&scr::layout::index_file(&prefix)).unwrap();
+        assert_eq!(index.current(), Some("ckpt.4"));
+    }
+}
+
+#[test]
+fn corrupt_cache_is_not_used_for_restart() {
+    let job = Job::new();
+    let first = job.run(2, &["5000", "1"], &[("SCR_FLUSH", "0")]);
+    assert!(first.status.success(), "{}", text(&first));
+    // truncate one cached file: its size no longer matches the filemap
+    let cached: Vec<PathBuf> = walk(&job.dir.path().join("cache"))
+        .into_iter()
+        .filter(|p| p.ends_with("rank_1.ckpt"))
+        .collect();
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    std::fs::write(&cached[0], b"short").unwrap();
+    let second = job.run(2, &["5000", "1"], &[]);
+    let out = text(&second);
+    assert!(second.status.success(), "{out}");
+    assert!(
+        out.contains("no checkpoint, starting from the beginning"),
+        "a damaged cache must not be offered: {out}"
+    );
+}
+
+#[test]
+fn scr_enable_0_passes_straight_through() {
+    let job = Job::new();
+    let run = job.run(2, &["1000", "2"], &[("SCR_ENABLE", "0")]);
+    let out = text(&run);
+    assert!(run.status.success(), "{out}");
+    assert!(out.contains("SCR disabled"), "{out}");
+    assert!(
+        !job.prefix().join(".scr").exists(),
+        "nothing written when disabled"
+    );
+}
+
+#[test]
+fn invalid_parameter_values_are_rejected_clearly() {
+    let job = Job::new();
+    let run = job.run(2, &["1000", "1"], &[("SCR_FLUSH", "often")]);
+    let out = text(&run);
+    assert!(
+        out.contains("SCR_FLUSH") && out.contains("non-negative integer"),
+        "{out}"
+    );
+    assert!(
+        out.contains("SCR disabled") || out.contains("running without it"),
+        "{out}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p))
+        } else {
+            out.push(p)
+        }
+    }
+    out
+}
