@@ -300,7 +300,11 @@ impl Scr {
             let mine = candidates.last().copied().unwrap_or(0);
             let agreed = comm::min_u64(&self.world, mine);
             if agreed == 0 {
-                return Ok(());
+                return if self.params.bool("SCR_FETCH") {
+                    self.fetch(None)
+                } else {
+                    Ok(())
+                };
             }
             if comm::all_true(&self.world, candidates.contains(&agreed)) {
                 let desc = self.filemap.dataset(agreed, self.rank);
@@ -318,6 +322,196 @@ impl Scr {
             }
             candidates.retain(|&d| d < agreed);
         }
+    }
+
+    /// The fetch loop: copies the newest complete, not-failed dataset from the prefix into
+    /// cache (starting at a user-adjusted `scr.current`, else the index's CURRENT, and only
+    /// below `below` when given). A copy that fails (missing file, size or CRC mismatch) is
+    /// marked FAILED in the index and the next older one is tried.
+    fn fetch(&mut self, below: Option<u64>) -> Result<()> {
+        let mut failed: Vec<String> = Vec::new();
+        loop {
+            // rank 0 picks the candidate and reads its file list
+            let mut pick = Hash::new();
+            if self.rank == 0 {
+                if let Some((id, name, desc, map)) = self.next_fetch_candidate(below, &failed) {
+                    pick.set_value("ID", id);
+                    pick.set_value("NAME", &name);
+                    pick.set("DSET", desc.into_hash());
+                    pick.set("MAP", rank2file::leaf_hash(&map));
+                }
+            }
+            let pick = comm::bcast_hash(&self.world, 0, &pick);
+            let (Some(id), Some(name)) = (
+                pick.parsed::<u64>("ID").ok().flatten(),
+                pick.first_value("NAME").map(str::to_string),
+            ) else {
+                return Ok(()); // nothing (more) to fetch: a clean start
+            };
+            let desc = Dataset::wrap(pick.get("DSET").cloned().unwrap_or_default());
+            let mut map = RankFiles::new();
+            let parsed = pick.get("MAP").map(|m| rank2file::parse_leaf(m, &mut map));
+            let mine = map.remove(&self.rank).unwrap_or_default();
+            let result = match parsed {
+                Some(Ok(())) => self.fetch_files(id, &desc, &mine),
+                _ => Err(failure(format!("{name}: file list is unreadable"))),
+            };
+            if let Err(e) = &result {
+                eprintln!("SCR: rank {}: fetch of {name} failed: {e}", self.rank);
+            }
+            if comm::all_true(&self.world, result.is_ok()) {
+                if self.rank == 0 {
+                    update_index(&self.prefix, |idx| {
+                        idx.mark_fetched(id, &name, chrono::Local::now());
+                        Ok(())
+                    })?;
+                    update_flush_file(&self.prefix, |f| {
+                        f.describe(id, &name, desc.checkpoint_id(), None);
+                        f.set_location(id, Location::Cache);
+                        f.set_location(id, Location::Pfs);
+                    })?;
+                }
+                self.checkpoint_id = self.checkpoint_id.max(desc.checkpoint_id().unwrap_or(id));
+                self.restart = Some((id, name));
+                return Ok(());
+            }
+            if self.rank == 0 {
+                update_index(&self.prefix, |idx| {
+                    idx.mark_failed(id, &name, chrono::Local::now());
+                    Ok(())
+                })?;
+            }
+            self.delete_cached(id)?;
+            failed.push(name);
+        }
+    }
+
+    /// Rank 0: the next dataset to try, with its descriptor and every rank's files.
+    fn next_fetch_candidate(
+        &self,
+        below: Option<u64>,
+        failed: &[String],
+    ) -> Option<(u64, String, Dataset, RankFiles)> {
+        let index = IndexFile::read(&layout::index_file(&self.prefix)).ok()?;
+        let link = std::fs::read_link(layout::current_link(&self.prefix)).ok();
+        let start = link
+            .as_ref()
+            .and_then(|l| l.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| index.id_of(n).is_some());
+        for entry in index.restart_candidates(start.as_deref()) {
+            if below.is_some_and(|b| entry.id >= b) || failed.contains(&entry.name) {
+                continue;
+            }
+            let loaded = (|| -> Result<(Dataset, RankFiles)> {
+                let summary = Summary::read(&layout::summary_file(&self.prefix, entry.id))?;
+                if !summary.is_complete() {
+                    return Err(failure("summary says incomplete"));
+                }
+                let map = match summary.embedded_rank2file() {
+                    Some(map) => map,
+                    None => rank2file::read_tree(
+                        &self.prefix,
+                        &layout::rank2file_root(&self.prefix, entry.id),
+                    )?,
+                };
+                if map.keys().any(|&r| r >= self.ranks) || map.len() as u64 != self.ranks {
+                    return Err(failure(format!(
+                        "written by {} ranks, this job has {}",
+                        map.len(),
+                        self.ranks
+                    )));
+                }
+                let desc = summary
+                    .dataset()
+                    .or_else(|| index.dataset(entry.id, &entry.name))
+                    .unwrap_or_default();
+                Ok((desc, map))
+            })();
+            match loaded {
+                Ok((desc, map)) => return Some((entry.id, entry.name, desc, map)),
+                Err(e) => {
+                    eprintln!("SCR: cannot fetch {}: {e}", entry.name);
+                    let _ = update_index(&self.prefix, |idx| {
+                        idx.mark_failed(entry.id, &entry.name, chrono::Local::now());
+                        Ok(())
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Copies this rank's files of a dataset from the prefix into cache, checking sizes and
+    /// CRCs, recording each file in the filemap before it is created.
+    fn fetch_files(&mut self, id: u64, desc: &Dataset, files: &[FileRecord]) -> Result<()> {
+        self.filemap.set_dataset(id, self.rank, desc);
+        let store = self
+            .params
+            .get("SCR_CACHE_BASE")
+            .unwrap_or("/tmp")
+            .to_string();
+        let reddesc = RedDesc::create(
+            true,
+            1,
+            false,
+            &store,
+            &self.cache_dir.to_string_lossy(),
+            Scheme::Single,
+        );
+        self.filemap.set_reddesc(id, self.rank, &reddesc);
+        self.filemap
+            .set_expected_files(id, self.rank, files.len() as u64);
+        self.filemap.write(&self.filemap_path)?;
+        let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
+        for rec in files {
+            rank2file::check_relative(&rec.name).map_err(failure)?;
+            if !rec.segments.is_empty() {
+                return Err(failure(format!(
+                    "{}: container segments are not supported yet",
+                    rec.name
+                )));
+            }
+            let src = self.prefix.join(&rec.name);
+            let dst = layout::cache_dataset_dir(&self.cache_dir, id).join(&rec.name);
+            let key = dst.to_string_lossy().into_owned();
+            let base = src
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let dir = src
+                .parent()
+                .unwrap_or(&self.prefix)
+                .to_string_lossy()
+                .into_owned();
+            let mut meta = Meta::for_user_file(&base, self.ranks, &rec.name, &dir, &base);
+            self.filemap.add_file(id, self.rank, &key);
+            self.filemap.set_meta(id, self.rank, &key, &meta);
+            self.filemap.write(&self.filemap_path)?;
+            let (size, crc) = copy_file(&src, &dst, buf, rec.crc.is_some())?;
+            if size != rec.size {
+                return Err(failure(format!(
+                    "{}: {size} bytes, the summary records {}",
+                    src.display(),
+                    rec.size
+                )));
+            }
+            if let (Some(want), Some(got)) = (rec.crc, crc) {
+                if want != got {
+                    return Err(failure(format!(
+                        "{}: CRC32 {}, the summary records {}",
+                        src.display(),
+                        scr::hash::format_crc32(got),
+                        scr::hash::format_crc32(want)
+                    )));
+                }
+                meta.set_crc32(got);
+            }
+            meta.set_size(size);
+            meta.set_complete(true);
+            self.filemap.set_meta(id, self.rank, &key, &meta);
+        }
+        self.filemap.write(&self.filemap_path)
     }
 
     /// True when this rank has every file of `dset` in cache, complete and of the recorded size.
@@ -760,10 +954,22 @@ impl Scr {
         };
         self.phase = Phase::Idle;
         let ok = comm::all_true(&self.world, valid);
+        let name = self.restart.take().map(|(_, n)| n).unwrap_or_default();
         if !ok {
+            // mark it, drop it, and offer the next older dataset on the prefix
+            if self.rank == 0 {
+                update_index(&self.prefix, |idx| {
+                    if idx.id_of(&name).is_some() {
+                        idx.mark_failed(id, &name, chrono::Local::now());
+                    }
+                    Ok(())
+                })?;
+            }
             self.delete_cached(id)?;
+            if self.params.bool("SCR_FETCH") {
+                self.fetch(Some(id))?;
+            }
         }
-        self.restart = None;
         Ok(ok)
     }
 

@@ -11,6 +11,10 @@ fn workspace() -> PathBuf {
 
 /// Builds test_api against the freshly built libscr (named libscr.so in `dir`).
 fn build_app(dir: &Path) -> PathBuf {
+    build_c(dir, &workspace().join("examples/c/test_api.c"), "test_api")
+}
+
+fn build_c(dir: &Path, source: &Path, exe: &str) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("target"));
@@ -25,10 +29,12 @@ fn build_app(dir: &Path) -> PathBuf {
         "{} missing: build the workspace first",
         lib.display()
     );
-    std::os::unix::fs::symlink(&lib, dir.join("libscr.so")).unwrap();
-    let app = dir.join("test_api");
+    if !dir.join("libscr.so").exists() {
+        std::os::unix::fs::symlink(&lib, dir.join("libscr.so")).unwrap();
+    }
+    let app = dir.join(exe);
     let out = Command::new("mpicc")
-        .arg(workspace().join("examples/c/test_api.c"))
+        .arg(source)
         .arg("-I")
         .arg(workspace().join("lib/include"))
         .arg(format!("-L{}", dir.display()))
@@ -180,7 +186,7 @@ fn checkpoints_flush_and_restart_from_cache() {
 }
 
 #[test]
-fn corrupt_cache_is_not_used_for_restart() {
+fn a_damaged_cache_is_not_used_and_the_prefix_copy_is_fetched() {
     let job = Job::new();
     let first = job.run(2, &["5000", "1"], &[("SCR_FLUSH", "0")]);
     assert!(first.status.success(), "{}", text(&first));
@@ -194,9 +200,40 @@ fn corrupt_cache_is_not_used_for_restart() {
     let second = job.run(2, &["5000", "1"], &[]);
     let out = text(&second);
     assert!(second.status.success(), "{out}");
+    // SCR_Finalize flushed ckpt.1; the damaged cache copy is refused, the prefix copy fetched
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let e1 = index
+        .entries()
+        .into_iter()
+        .find(|e| e.name == "ckpt.1")
+        .unwrap();
+    assert_eq!(
+        e1.fetched.len(),
+        1,
+        "restart came from the prefix, not the damaged cache"
+    );
+}
+
+#[test]
+fn without_fetch_a_damaged_cache_means_a_clean_start() {
+    let job = Job::new();
+    let first = job.run(2, &["5000", "1"], &[("SCR_FLUSH", "0")]);
+    assert!(first.status.success(), "{}", text(&first));
+    let cached: Vec<PathBuf> = walk(&job.dir.path().join("cache"))
+        .into_iter()
+        .filter(|p| p.ends_with("rank_0.ckpt"))
+        .collect();
+    std::fs::write(&cached[0], b"short").unwrap();
+    let second = job.run(2, &["5000", "1"], &[("SCR_FETCH", "0")]);
+    let out = text(&second);
+    assert!(second.status.success(), "{out}");
     assert!(
         out.contains("no checkpoint, starting from the beginning"),
-        "a damaged cache must not be offered: {out}"
+        "{out}"
     );
 }
 
@@ -239,4 +276,110 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+fn delete_caches(job: &Job) {
+    for d in ["cache", "cntl"] {
+        std::fs::remove_dir_all(job.dir.path().join(d)).unwrap();
+        std::fs::create_dir(job.dir.path().join(d)).unwrap();
+    }
+}
+
+#[test]
+fn restart_fetches_from_the_prefix_when_every_cache_is_gone() {
+    let job = Job::new();
+    let first = job.run(4, &["20000", "3"], &[("SCR_FLUSH", "1")]);
+    assert!(first.status.success(), "{}", text(&first));
+    delete_caches(&job);
+    let second = job.run(4, &["20000", "1"], &[]);
+    let out = text(&second);
+    assert!(second.status.success(), "{out}");
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let e3 = index
+        .entries()
+        .into_iter()
+        .find(|e| e.name == "ckpt.3")
+        .unwrap();
+    assert_eq!(e3.fetched.len(), 1, "the fetch is recorded");
+    assert_eq!(index.current(), Some("ckpt.4"));
+}
+
+#[test]
+fn a_corrupt_flushed_file_marks_the_dataset_failed_and_the_older_one_is_used() {
+    let job = Job::new();
+    let first = job.run(2, &["20000", "3"], &[("SCR_FLUSH", "1")]);
+    assert!(first.status.success(), "{}", text(&first));
+    let victim = job.prefix().join("ckpt.3/rank_1.ckpt");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[1000] ^= 0x55; // same size, different content: only the CRC can tell
+    std::fs::write(&victim, bytes).unwrap();
+    delete_caches(&job);
+    let second = job.run(2, &["20000", "0"], &[]);
+    let out = text(&second);
+    assert!(second.status.success(), "{out}");
+    assert!(out.contains("CRC32"), "the mismatch is reported: {out}");
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let e3 = index
+        .entries()
+        .into_iter()
+        .find(|e| e.name == "ckpt.3")
+        .unwrap();
+    assert_eq!(e3.failed.len(), 1, "ckpt.3 is marked FAILED");
+    // later restarts skip it
+    assert!(
+        index
+            .restart_candidates(None)
+            .iter()
+            .all(|e| e.name != "ckpt.3")
+    );
+}
+
+#[test]
+fn a_prefix_written_by_real_scr_2_0_0_restarts() {
+    let job = Job::new();
+    let golden = workspace().join("tests/golden/xor/prefix/.scr");
+    let hidden = job.prefix().join(".scr");
+    for e in walk(&golden) {
+        let rel = e.strip_prefix(&golden).unwrap();
+        if rel.extension().is_some_and(|x| x == "txt") || rel.starts_with("halt.scr") {
+            continue;
+        }
+        std::fs::create_dir_all(hidden.join(rel).parent().unwrap()).unwrap();
+        std::fs::copy(&e, hidden.join(rel)).unwrap();
+    }
+    // The golden run kept no user files; SCR's test_api content is fully determined (and its
+    // CRCs in the golden rank2file prove the reconstruction exact).
+    std::fs::create_dir_all(job.prefix().join("ckpt.3")).unwrap();
+    for r in 0..4usize {
+        let mut bytes = b"000003\0".to_vec();
+        bytes.extend((0..65536 + r).map(|i| ((r + i) % 256) as u8));
+        std::fs::write(job.prefix().join(format!("ckpt.3/rank_{r}.ckpt")), bytes).unwrap();
+    }
+    let app = build_c(
+        job.dir.path(),
+        &workspace().join("lib/tests/c/golden_restart.c"),
+        "golden_restart",
+    );
+    let out = Command::new("mpiexec")
+        .args(["-n", "4"])
+        .arg(&app)
+        .current_dir(job.prefix())
+        .env("MPIEXEC_TIMEOUT", "60")
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+        .env("SCR_PREFIX", job.prefix())
+        .env("SCR_JOB_ID", "4243")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("golden: restarted from ckpt.3"), "{t}");
 }
