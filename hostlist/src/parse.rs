@@ -46,34 +46,59 @@ impl NumRange {
     }
 }
 
+/// A bracket: its ranges in written order, with running totals so indexing is a binary
+/// search (a bracket may hold thousands of single numbers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Bracket {
+    ranges: Vec<NumRange>,
+    /// `ends[k]` = members in ranges `0..=k` (saturating).
+    ends: Vec<u64>,
+}
+
+impl Bracket {
+    fn new(ranges: Vec<NumRange>) -> Self {
+        let ends = ranges
+            .iter()
+            .scan(0u64, |n, r| {
+                *n = n.saturating_add(r.count());
+                Some(*n)
+            })
+            .collect();
+        Bracket { ranges, ends }
+    }
+}
+
+impl std::ops::Deref for Bracket {
+    type Target = [NumRange];
+    fn deref(&self) -> &[NumRange] {
+        &self.ranges
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Part {
     Text(String),
-    /// A bracket: its ranges in written order.
-    Ranges(Vec<NumRange>),
+    Ranges(Bracket),
 }
 
 impl Part {
-    fn count(&self) -> u64 {
+    /// Members of a bracket (1 for text).
+    pub(crate) fn count(&self) -> u64 {
         match self {
             Part::Text(_) => 1,
-            Part::Ranges(rs) => rs.iter().fold(0u64, |n, r| n.saturating_add(r.count())),
+            Part::Ranges(b) => b.ends.last().copied().unwrap_or(0),
         }
     }
 
     /// The `i`-th number of a bracket part, with its width.
-    fn nth(&self, mut i: u64) -> (u64, u8) {
-        let Part::Ranges(rs) = self else {
+    pub(crate) fn nth(&self, i: u64) -> (u64, u8) {
+        let Part::Ranges(b) = self else {
             unreachable!("text has no numbers")
         };
-        for r in rs {
-            let c = r.count();
-            if i < c {
-                return (r.nth(i), r.width);
-            }
-            i -= c;
-        }
-        unreachable!("index within the part's count")
+        let k = b.ends.partition_point(|&end| end <= i);
+        let before = if k == 0 { 0 } else { b.ends[k - 1] };
+        let r = &b.ranges[k];
+        (r.nth(i - before), r.width)
     }
 }
 
@@ -321,7 +346,7 @@ impl Parser<'_> {
                     if !text.is_empty() {
                         parts.push(Part::Text(std::mem::take(&mut text)));
                     }
-                    parts.push(Part::Ranges(self.bracket()?));
+                    parts.push(Part::Ranges(Bracket::new(self.bracket()?)));
                 }
                 b']' => {
                     return Err(self.error(

@@ -33,6 +33,15 @@ impl Slot {
         s
     }
 
+    fn from_runs(runs: BTreeMap<u8, Vec<(u64, u64)>>) -> Self {
+        Slot {
+            classes: runs
+                .into_iter()
+                .map(|(c, r)| (c, IntervalSet::from_unsorted(r)))
+                .collect(),
+        }
+    }
+
     fn count(&self) -> u64 {
         self.classes
             .values()
@@ -337,13 +346,7 @@ impl Pending {
         let groups = self
             .groups
             .into_iter()
-            .map(|(key, classes)| {
-                let classes = classes
-                    .into_iter()
-                    .map(|(c, runs)| (c, IntervalSet::from_unsorted(runs)))
-                    .collect();
-                (key, Slot { classes })
-            })
+            .map(|(key, classes)| (key, Slot::from_runs(classes)))
             .collect();
         HostSet {
             bare: self.bare,
@@ -390,7 +393,7 @@ impl Pending {
             .collect();
         let combos = leading
             .iter()
-            .fold(1u64, |n, p| n.saturating_mul(p_count(p)));
+            .fold(1u64, |n, p| n.saturating_mul(p.count()));
         let Part::Ranges(last) = &parts[last_bracket] else {
             unreachable!()
         };
@@ -401,8 +404,8 @@ impl Pending {
                 .iter()
                 .rev()
                 .map(|p| {
-                    let c = p_count(p);
-                    let pick = p_nth(p, rest % c);
+                    let c = p.count();
+                    let pick = p.nth(rest % c);
                     rest /= c;
                     pick
                 })
@@ -426,7 +429,7 @@ impl Pending {
             }
             let key = (shape, runs.iter().map(|s| s.to_string()).collect());
             let classes = self.groups.entry(key).or_default();
-            for r in last {
+            for r in last.iter() {
                 add_range(classes, r);
             }
         }
@@ -506,14 +509,24 @@ impl HostSet {
             // merge boxes that differ only in one leading dimension, innermost first
             for d in (0..ndims.saturating_sub(1)).rev() {
                 boxes.sort_by(|a, b| cmp_except(a, b, d));
+                // runs of boxes equal but for dimension d become one box; their d-slots
+                // are collected and normalised once (not pairwise, which is quadratic)
                 let mut merged: Vec<Vec<Slot>> = Vec::with_capacity(boxes.len());
+                let mut runs: BTreeMap<u8, Vec<(u64, u64)>> = BTreeMap::new();
                 for b in boxes {
-                    match merged.last_mut() {
-                        Some(m) if cmp_except(m, &b, d).is_eq() => {
-                            m[d] = m[d].combine(&b[d], IntervalSet::union);
+                    let same = merged.last().is_some_and(|m| cmp_except(m, &b, d).is_eq());
+                    if !same {
+                        if let Some(m) = merged.last_mut() {
+                            m[d] = Slot::from_runs(std::mem::take(&mut runs));
                         }
-                        _ => merged.push(b),
+                        merged.push(b.clone());
                     }
+                    for (&class, set) in &b[d].classes {
+                        runs.entry(class).or_default().extend_from_slice(set.runs());
+                    }
+                }
+                if let Some(m) = merged.last_mut() {
+                    m[d] = Slot::from_runs(runs);
                 }
                 boxes = merged;
             }
@@ -534,22 +547,6 @@ impl HostSet {
             .into_iter()
             .flat_map(|(shape, dims)| expand_box(shape, dims))
     }
-}
-
-fn p_count(p: &Part) -> u64 {
-    let Part::Ranges(rs) = p else { return 1 };
-    rs.iter().fold(0u64, |n, r| n.saturating_add(r.count()))
-}
-
-fn p_nth(p: &Part, mut i: u64) -> (u64, u8) {
-    let Part::Ranges(rs) = p else { unreachable!() };
-    for r in rs {
-        if i < r.count() {
-            return (r.nth(i), r.width);
-        }
-        i -= r.count();
-    }
-    unreachable!()
 }
 
 /// Adds a written range to per-class interval lists, splitting where the written form
