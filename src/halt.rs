@@ -157,6 +157,17 @@ impl HaltFile {
         }
     }
 
+    /// The library's decision: like [`HaltFile::decision`], but a left-over
+    /// `SCR_FINALIZE_CALLED` from the previous run does not stop a run the user started again.
+    pub fn library_decision(&self, now: i64, seconds_remaining: Option<i64>) -> Option<HaltCause> {
+        if self.exit_reason() == Some(reasons::FINALIZE_CALLED) {
+            let mut rest = self.clone();
+            rest.unset(EXIT_REASON);
+            return rest.decision(now, seconds_remaining);
+        }
+        self.decision(now, seconds_remaining)
+    }
+
     /// Whether to halt at `now` (epoch seconds), given the seconds left in the allocation
     /// when the resource manager knows them. The clock is a parameter so tests control it.
     pub fn decision(&self, now: i64, seconds_remaining: Option<i64>) -> Option<HaltCause> {
@@ -233,6 +244,23 @@ mod tests {
         h.set_exit_reason("JOB_HALTED");
         let cause = h.decision(0, None).unwrap();
         assert_eq!(cause.to_string(), "Reason: JOB_HALTED.");
+    }
+
+    #[test]
+    fn the_library_ignores_a_previous_finalize() {
+        let mut h = HaltFile::new();
+        h.set_exit_reason(reasons::FINALIZE_CALLED);
+        assert!(h.decision(0, None).is_some(), "the launcher stops on it");
+        assert_eq!(
+            h.library_decision(0, None),
+            None,
+            "a restarted job does not"
+        );
+        h.set_checkpoints_left(0);
+        assert_eq!(
+            h.library_decision(0, None),
+            Some(HaltCause::NoCheckpointsLeft)
+        );
     }
 
     #[test]

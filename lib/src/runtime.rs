@@ -274,6 +274,7 @@ impl Scr {
             last_checkpoint_end: Instant::now(),
         };
         scr.find_cached_restart()?;
+        scr.check_halt(false)?;
         Ok(scr)
     }
 
@@ -553,8 +554,8 @@ impl Scr {
                 || (seconds > 0 && self.last_checkpoint_end.elapsed().as_secs() >= seconds)
                 || (overhead > 0.0 && self.checkpoint_id == 0)
         };
-        let yes = self.rank == 0 && (decide() || self.halt_cause(false)?.is_some());
-        Ok(comm::bcast_bool(&self.world, yes))
+        let due = comm::bcast_bool(&self.world, self.rank == 0 && decide());
+        Ok(due || self.halt_decision(false)?)
     }
 
     /// `SCR_Start_output` (and `SCR_Start_checkpoint` with `FLAG_CHECKPOINT`).
@@ -812,6 +813,7 @@ impl Scr {
         if is_ckpt {
             self.restart = None; // a new checkpoint supersedes the one restarted from
             self.last_checkpoint_end = Instant::now();
+            self.check_halt(true)?;
         }
         self.world.barrier();
         Ok(true)
@@ -905,23 +907,75 @@ impl Scr {
         }
     }
 
-    /// The halt condition, if any (rank 0 reads the halt file). With `count_checkpoint`, a
-    /// completed checkpoint is counted against CheckpointsLeft first.
-    fn halt_cause(&self, count_checkpoint: bool) -> Result<Option<scr::halt::HaltCause>> {
-        let path = layout::halt_file(&self.prefix);
-        let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
-        let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
-        if count_checkpoint {
-            halt.decrement_checkpoints();
-            lock.write_and_unlock(halt.hash())?;
+    /// Rank 0 reads the halt file (counting a completed checkpoint against CheckpointsLeft
+    /// when asked) and decides; every rank learns the decision. Rank 0 records the cause
+    /// as the ExitReason so the launcher stops too.
+    fn halt_decision(&self, count_checkpoint: bool) -> Result<bool> {
+        let mut halt_now = false;
+        let mut result = Ok(());
+        if self.rank == 0 {
+            result = (|| {
+                let path = layout::halt_file(&self.prefix);
+                let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
+                let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
+                if count_checkpoint {
+                    halt.decrement_checkpoints();
+                }
+                let now = chrono::Utc::now().timestamp();
+                let remaining = self
+                    .params
+                    .int("SCR_END_TIME")
+                    .filter(|&t| t > 0)
+                    .map(|t| t - now);
+                if let Some(cause) = halt.library_decision(now, remaining) {
+                    eprintln!("SCR: Job exiting: {cause}");
+                    halt.set_exit_reason(cause.reason());
+                    halt_now = true;
+                }
+                lock.write_and_unlock(halt.hash())
+            })();
         }
-        let now = chrono::Utc::now().timestamp();
-        let remaining = self
-            .params
-            .int("SCR_END_TIME")
-            .filter(|&t| t > 0)
-            .map(|t| t - now);
-        Ok(halt.decision(now, remaining))
+        let halt_now = comm::bcast_bool(&self.world, halt_now);
+        result.map(|()| halt_now)
+    }
+
+    /// Checks for a halt condition; when one holds and SCR_HALT_ENABLED, flushes the newest
+    /// checkpoint if it is only in cache, finalizes MPI and exits with status 0 (as SCR does).
+    fn check_halt(&mut self, count_checkpoint: bool) -> Result<bool> {
+        let halt = self.halt_decision(count_checkpoint)?;
+        if halt && self.params.bool("SCR_HALT_ENABLED") {
+            self.flush_latest_if_needed()?;
+            self.world.barrier();
+            // SAFETY: MPI is initialized (checked in init) and not finalized; the process exits next.
+            unsafe {
+                mpi::ffi::MPI_Finalize();
+            }
+            std::process::exit(0);
+        }
+        Ok(halt)
+    }
+
+    /// Flushes the newest complete checkpoint when the flush file says it is not on the prefix.
+    fn flush_latest_if_needed(&mut self) -> Result<()> {
+        let latest = self
+            .filemap
+            .datasets()
+            .into_iter()
+            .filter(|&d| {
+                self.filemap
+                    .dataset(d, self.rank)
+                    .is_some_and(|x| x.is_complete())
+            })
+            .max();
+        let latest = comm::max_u64(&self.world, latest.unwrap_or(0));
+        let needs = self.rank == 0
+            && latest > 0
+            && FlushFile::read(&layout::flush_file(&self.prefix))
+                .map_or(true, |f| f.needs_flush(latest));
+        if comm::bcast_bool(&self.world, needs) {
+            self.flush(latest)?;
+        }
+        Ok(())
     }
 
     /// `SCR_Have_restart`: the name of the dataset a restart would load.
@@ -975,8 +1029,7 @@ impl Scr {
 
     /// `SCR_Should_exit`.
     pub fn should_exit(&self) -> Result<bool> {
-        let yes = self.rank == 0 && self.halt_cause(false)?.is_some();
-        Ok(comm::bcast_bool(&self.world, yes))
+        self.halt_decision(false)
     }
 
     /// `SCR_Finalize`: records that the run finished, flushes the newest checkpoint if it is
@@ -988,24 +1041,7 @@ impl Scr {
             );
             self.phase = Phase::Idle;
         }
-        let latest = self
-            .filemap
-            .datasets()
-            .into_iter()
-            .filter(|&d| {
-                self.filemap
-                    .dataset(d, self.rank)
-                    .is_some_and(|x| x.is_complete())
-            })
-            .max();
-        let latest = comm::max_u64(&self.world, latest.unwrap_or(0));
-        let needs = self.rank == 0
-            && latest > 0
-            && FlushFile::read(&layout::flush_file(&self.prefix))
-                .map_or(true, |f| f.needs_flush(latest));
-        if comm::bcast_bool(&self.world, needs) {
-            self.flush(latest)?;
-        }
+        self.flush_latest_if_needed()?;
         if self.rank == 0 {
             let path = layout::halt_file(&self.prefix);
             let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;

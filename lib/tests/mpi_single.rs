@@ -383,3 +383,105 @@ fn a_prefix_written_by_real_scr_2_0_0_restarts() {
     assert!(out.status.success(), "{t}");
     assert!(t.contains("golden: restarted from ckpt.3"), "{t}");
 }
+
+fn write_halt(job: &Job, f: impl FnOnce(&mut scr::halt::HaltFile)) {
+    std::fs::create_dir_all(job.prefix().join(".scr")).unwrap();
+    let mut halt = scr::halt::HaltFile::new();
+    f(&mut halt);
+    halt.write(&scr::layout::halt_file(&job.prefix())).unwrap();
+}
+
+fn halt_reason(job: &Job) -> Option<String> {
+    scr::halt::HaltFile::read(&scr::layout::halt_file(&job.prefix()))
+        .unwrap()
+        .exit_reason()
+        .map(str::to_string)
+}
+
+#[test]
+fn halt_after_checkpoints_left_runs_out_flushes_and_exits() {
+    let job = Job::new();
+    write_halt(&job, |h| h.set_checkpoints_left(2));
+    let run = job.run(2, &["10000", "5"], &[("SCR_FLUSH", "10")]);
+    let out = text(&run);
+    assert!(run.status.success(), "a halt exits with status 0: {out}");
+    assert!(
+        !out.contains("test_api: done"),
+        "the application does not get control back: {out}"
+    );
+    assert!(out.contains("No checkpoints remaining"), "{out}");
+    assert_eq!(halt_reason(&job).as_deref(), Some("NO_CHECKPOINTS_LEFT"));
+    // the checkpoint at the halt was flushed although SCR_FLUSH=10; nothing after it exists
+    for r in 0..2 {
+        check_file(
+            &job.prefix().join(format!("ckpt.2/rank_{r}.ckpt")),
+            r,
+            2,
+            10000,
+        );
+    }
+    assert!(!job.prefix().join("ckpt.3").exists());
+}
+
+#[test]
+fn halt_by_exit_before_and_halt_seconds_stops_in_init() {
+    let job = Job::new();
+    let now = chrono::Utc::now().timestamp();
+    write_halt(&job, |h| {
+        h.set_exit_before(now + 600);
+        h.set_halt_seconds(3600);
+    });
+    let run = job.run(2, &["1000", "3"], &[]);
+    let out = text(&run);
+    assert!(run.status.success(), "{out}");
+    assert!(out.contains("ExitBefore-HaltSeconds"), "{out}");
+    assert!(
+        !out.contains("test_api:"),
+        "SCR_Init does not return: {out}"
+    );
+    assert_eq!(halt_reason(&job).as_deref(), Some("EXIT_BEFORE_TIME"));
+    assert!(!job.prefix().join("ckpt.1").exists());
+}
+
+#[test]
+fn halt_by_exit_reason_and_a_previous_finalize_does_not_halt() {
+    let job = Job::new();
+    write_halt(&job, |h| h.set_exit_reason("JOB_HALTED"));
+    let run = job.run(2, &["1000", "3"], &[]);
+    let out = text(&run);
+    assert!(
+        run.status.success() && out.contains("Reason: JOB_HALTED") && !out.contains("test_api:"),
+        "{out}"
+    );
+
+    // SCR_FINALIZE_CALLED left by a finished run does not stop the next one
+    write_halt(&job, |h| h.set_exit_reason("SCR_FINALIZE_CALLED"));
+    let run = job.run(2, &["1000", "1"], &[]);
+    let out = text(&run);
+    assert!(
+        run.status.success() && out.contains("test_api: done"),
+        "{out}"
+    );
+}
+
+#[test]
+fn eight_ranks() {
+    let job = Job::new();
+    let run = job.run(8, &["3000", "2"], &[("SCR_FLUSH", "1")]);
+    let out = text(&run);
+    assert!(run.status.success(), "{out}");
+    for r in 0..8 {
+        check_file(
+            &job.prefix().join(format!("ckpt.2/rank_{r}.ckpt")),
+            r,
+            2,
+            3000,
+        );
+    }
+    let run = job.run(8, &["3000", "1"], &[]);
+    assert!(
+        text(&run).contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{}",
+        text(&run)
+    );
+}
