@@ -16,6 +16,7 @@ command -v bc >/dev/null || need_apt+=(bc)   # benches/hostlist.sh
 command -v mpiexec >/dev/null || need_apt+=(mpich)
 [ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || [ -e /usr/include/mpich/mpi.h ] || need_apt+=(libmpich-dev)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
+command -v gfortran >/dev/null || need_apt+=(gfortran)   # Fortran bindings and example
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: need root to install: ${need_apt[*]}" >&2; exit 1

@@ -8,6 +8,7 @@
 
 mod comm;
 pub mod ffi;
+pub mod fortran;
 mod runtime;
 
 pub use runtime::{FLAG_CHECKPOINT, FLAG_OUTPUT, Scr};

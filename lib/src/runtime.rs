@@ -334,8 +334,10 @@ impl Scr {
         loop {
             // rank 0 picks the candidate and reads its file list
             let mut pick = Hash::new();
-            if self.rank == 0 {
-                if let Some((id, name, desc, map)) = self.next_fetch_candidate(below, &failed) {
+            if self.rank == 0
+                && let Some((id, name, desc, map)) = self.next_fetch_candidate(below, &failed)
+            {
+                {
                     pick.set_value("ID", id);
                     pick.set_value("NAME", &name);
                     pick.set("DSET", desc.into_hash());

@@ -15,6 +15,11 @@ fn build_app(dir: &Path) -> PathBuf {
 }
 
 fn build_c(dir: &Path, source: &Path, exe: &str) -> PathBuf {
+    build_with("mpicc", dir, source, exe)
+}
+
+/// Compiles and links `source` with an MPI compiler wrapper against libscr.
+fn build_with(compiler: &str, dir: &Path, source: &Path, exe: &str) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("target"));
@@ -33,7 +38,7 @@ fn build_c(dir: &Path, source: &Path, exe: &str) -> PathBuf {
         std::os::unix::fs::symlink(&lib, dir.join("libscr.so")).unwrap();
     }
     let app = dir.join(exe);
-    let out = Command::new("mpicc")
+    let out = Command::new(compiler)
         .arg(source)
         .arg("-I")
         .arg(workspace().join("lib/include"))
@@ -483,5 +488,97 @@ fn eight_ranks() {
         text(&run).contains("restarted from ckpt.2 (timestep 2), data verified"),
         "{}",
         text(&run)
+    );
+}
+
+#[test]
+fn fortran_program_checkpoints_and_restarts() {
+    let job = Job::new();
+    let app = build_with(
+        "mpif90",
+        job.dir.path(),
+        &workspace().join("examples/fortran/test_ckpt.F90"),
+        "test_ckpt",
+    );
+    let job = Job { app, ..job };
+    let first = job.run(2, &[], &[("SCR_FLUSH", "1")]);
+    let out = text(&first);
+    assert!(
+        first.status.success() && out.contains("no checkpoint, starting from the beginning"),
+        "{out}"
+    );
+    // the Fortran file: a 4-byte timestep, then 20000 4-byte integers r + i + t
+    let bytes = std::fs::read(job.prefix().join("ckpt.2/rank_1.ckpt")).unwrap();
+    assert_eq!(bytes.len(), 4 + 4 * 20000);
+    assert_eq!(
+        i32::from_ne_bytes(bytes[4..8].try_into().unwrap()),
+        1 + 1 + 2
+    );
+    let second = job.run(2, &[], &[]);
+    let out = text(&second);
+    assert!(
+        second.status.success() && out.contains("restarted from ckpt.2, data verified"),
+        "{out}"
+    );
+}
+
+#[test]
+fn static_library_and_cplusplus_header() {
+    let job = Job::new();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"));
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    let archive = target.join(profile).join("libscr_runtime.a");
+    let app = job.dir.path().join("test_api_static");
+    let out = Command::new("mpicc")
+        .arg(workspace().join("examples/c/test_api.c"))
+        .arg("-I")
+        .arg(workspace().join("lib/include"))
+        .arg(&archive)
+        .args([
+            "-lgcc_s",
+            "-lutil",
+            "-lrt",
+            "-lpthread",
+            "-lm",
+            "-ldl",
+            "-o",
+        ])
+        .arg(&app)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "static link: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = Job { app, ..job };
+    let run = job.run(2, &["1000", "1"], &[]);
+    assert!(
+        run.status.success() && text(&run).contains("test_api: done"),
+        "{}",
+        text(&run)
+    );
+
+    let cpp = job.dir.path().join("t.cpp");
+    std::fs::write(&cpp, "#include <mpi.h>\n#include \"scr.h\"\nint main(){ int f; return SCR_Need_checkpoint(&f) == SCR_SUCCESS && SCR_FLAG_OUTPUT == 2 ? 0 : 1; }\n").unwrap();
+    let out = Command::new("mpicxx")
+        .arg(&cpp)
+        .arg("-I")
+        .arg(workspace().join("lib/include"))
+        .arg("-c")
+        .arg("-o")
+        .arg(job.dir.path().join("t.o"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "C++: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

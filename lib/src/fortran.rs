@@ -1,0 +1,177 @@
+//! Fortran bindings with gfortran's conventions: lower-case names with a trailing
+//! underscore, every argument by reference, an `IERROR` last, and the length of each
+//! CHARACTER argument passed as a hidden trailing `size_t` (blank-padded, no NUL).
+
+use crate::ffi::{self, SCR_FAILURE, SCR_MAX_FILENAME, SCR_SUCCESS};
+use std::ffi::{CString, c_char, c_int};
+
+/// A Fortran CHARACTER argument as a C string, trailing blanks removed.
+///
+/// # Safety
+/// `s` points to `len` bytes.
+unsafe fn from_fortran(s: *const c_char, len: usize) -> Option<CString> {
+    if s.is_null() {
+        return None;
+    }
+    // SAFETY: the caller passes the hidden length of this CHARACTER argument.
+    let bytes = unsafe { std::slice::from_raw_parts(s as *const u8, len) };
+    let end = bytes
+        .iter()
+        .rposition(|&b| b != b' ' && b != 0)
+        .map_or(0, |i| i + 1);
+    CString::new(&bytes[..end]).ok()
+}
+
+/// Copies a C string result into a Fortran CHARACTER of `len`, blank-padded; fails when
+/// it does not fit.
+///
+/// # Safety
+/// `out` points to `len` writable bytes; `c` is NUL-terminated.
+unsafe fn to_fortran(c: &[u8], out: *mut c_char, len: usize) -> c_int {
+    let n = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+    if n > len {
+        eprintln!(
+            "SCR: ERROR: a result of {n} characters does not fit the {len}-character Fortran variable"
+        );
+        return SCR_FAILURE;
+    }
+    // SAFETY: `out` has `len` bytes and `n <= len`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(c.as_ptr(), out as *mut u8, n);
+        std::ptr::write_bytes(out.add(n) as *mut u8, b' ', len - n);
+    }
+    SCR_SUCCESS
+}
+
+/// # Safety
+/// Arguments follow gfortran's calling convention (see the module documentation).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_init_(ierror: *mut c_int) {
+    unsafe { *ierror = ffi::SCR_Init() };
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_finalize_(ierror: *mut c_int) {
+    unsafe { *ierror = ffi::SCR_Finalize() };
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_need_checkpoint_(flag: *mut c_int, ierror: *mut c_int) {
+    unsafe { *ierror = ffi::SCR_Need_checkpoint(flag) };
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_start_checkpoint_(ierror: *mut c_int) {
+    unsafe { *ierror = ffi::SCR_Start_checkpoint() };
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_complete_checkpoint_(valid: *const c_int, ierror: *mut c_int) {
+    unsafe { *ierror = ffi::SCR_Complete_checkpoint(*valid) };
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_start_output_(
+    name: *const c_char,
+    flags: *const c_int,
+    ierror: *mut c_int,
+    name_len: usize,
+) {
+    unsafe {
+        let name = from_fortran(name, name_len);
+        let ptr = name
+            .as_ref()
+            .filter(|n| !n.is_empty())
+            .map_or(std::ptr::null(), |n| n.as_ptr());
+        *ierror = ffi::SCR_Start_output(ptr, *flags);
+    }
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_complete_output_(valid: *const c_int, ierror: *mut c_int) {
+    unsafe { *ierror = ffi::SCR_Complete_output(*valid) };
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_route_file_(
+    name: *const c_char,
+    file: *mut c_char,
+    ierror: *mut c_int,
+    name_len: usize,
+    file_len: usize,
+) {
+    unsafe {
+        let Some(name) = from_fortran(name, name_len) else {
+            *ierror = SCR_FAILURE;
+            return;
+        };
+        let mut buf = [0u8; SCR_MAX_FILENAME];
+        *ierror = ffi::SCR_Route_file(name.as_ptr(), buf.as_mut_ptr() as *mut c_char);
+        if *ierror == SCR_SUCCESS {
+            *ierror = to_fortran(&buf, file, file_len);
+        }
+    }
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_have_restart_(
+    flag: *mut c_int,
+    name: *mut c_char,
+    ierror: *mut c_int,
+    name_len: usize,
+) {
+    unsafe {
+        let mut buf = [0u8; SCR_MAX_FILENAME];
+        *ierror = ffi::SCR_Have_restart(flag, buf.as_mut_ptr() as *mut c_char);
+        if *ierror == SCR_SUCCESS {
+            *ierror = to_fortran(&buf, name, name_len);
+        }
+    }
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_start_restart_(
+    name: *mut c_char,
+    ierror: *mut c_int,
+    name_len: usize,
+) {
+    unsafe {
+        let mut buf = [0u8; SCR_MAX_FILENAME];
+        *ierror = ffi::SCR_Start_restart(buf.as_mut_ptr() as *mut c_char);
+        if *ierror == SCR_SUCCESS {
+            *ierror = to_fortran(&buf, name, name_len);
+        }
+    }
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_complete_restart_(valid: *const c_int, ierror: *mut c_int) {
+    unsafe { *ierror = ffi::SCR_Complete_restart(*valid) };
+}
+
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_should_exit_(flag: *mut c_int, ierror: *mut c_int) {
+    unsafe { *ierror = ffi::SCR_Should_exit(flag) };
+}
