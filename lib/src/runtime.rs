@@ -72,16 +72,20 @@ pub struct Scr {
     last_checkpoint_end: Instant,
 }
 
-fn node_name() -> String {
-    std::env::var("SCR_NODE_NAME")
+/// This process's node: `SCR_NODE_NAME` if set, else the name MPICH's hydra gave the
+/// host (`mpiexec -launcher fork -hosts n1,n2 …` emulates nodes that way), else the host
+/// name. Returns the name and whether it is an emulated node (differs from the host name).
+fn node_name() -> (String, bool) {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into());
+    let chosen = std::env::var("SCR_NODE_NAME")
         .ok()
+        .or_else(|| std::env::var("MPIR_CVAR_CH3_INTERFACE_HOSTNAME").ok())
         .filter(|n| !n.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .ok()
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| "localhost".into())
+        .unwrap_or_else(|| host.clone());
+    let emulated = chosen != host;
+    (chosen, emulated)
 }
 
 /// Lexically normalises an absolute path (`a/./b/../c` → `a/c`) without touching the disk.
@@ -182,7 +186,7 @@ impl Scr {
         }
 
         // group ranks by node: the index of the first rank with the same node name
-        let name = node_name();
+        let (name, emulated) = node_name();
         let names = comm::allgather_bytes(&world, name.as_bytes());
         let color = names
             .iter()
@@ -214,7 +218,7 @@ impl Scr {
         // emulated nodes share one file system: keep their directories apart by name
         let node_part = |base: &str| {
             let mut d = layout::job_dir(Path::new(base), &user, &jobid);
-            if std::env::var("SCR_NODE_NAME").is_ok() {
+            if emulated {
                 d = d.join(format!("node.{name}"));
             }
             d

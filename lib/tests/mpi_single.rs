@@ -14,21 +14,41 @@ fn build_app(dir: &Path) -> PathBuf {
     build_c(dir, &workspace().join("examples/c/test_api.c"), "test_api")
 }
 
+/// The library artifact, rebuilt first: `cargo test` builds the rlib it links into tests
+/// but not the shared and static libraries C programs link.
+fn library(file: &str) -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    let release = !cfg!(debug_assertions);
+    BUILT.call_once(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", "scr-runtime", "--lib"])
+            .current_dir(workspace());
+        if release {
+            cmd.arg("--release");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "building libscr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"));
+    target
+        .join(if release { "release" } else { "debug" })
+        .join(file)
+}
+
 fn build_c(dir: &Path, source: &Path, exe: &str) -> PathBuf {
     build_with("mpicc", dir, source, exe)
 }
 
 /// Compiles and links `source` with an MPI compiler wrapper against libscr.
 fn build_with(compiler: &str, dir: &Path, source: &Path, exe: &str) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"));
-    let profile = if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    };
-    let lib = target.join(profile).join("libscr_runtime.so");
+    let lib = library("libscr_runtime.so");
     assert!(
         lib.exists(),
         "{} missing: build the workspace first",
@@ -525,15 +545,7 @@ fn fortran_program_checkpoints_and_restarts() {
 #[test]
 fn static_library_and_cplusplus_header() {
     let job = Job::new();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"));
-    let profile = if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    };
-    let archive = target.join(profile).join("libscr_runtime.a");
+    let archive = library("libscr_runtime.a");
     let app = job.dir.path().join("test_api_static");
     let out = Command::new("mpicc")
         .arg(workspace().join("examples/c/test_api.c"))
@@ -580,5 +592,55 @@ fn static_library_and_cplusplus_header() {
         out.status.success(),
         "C++: {}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn emulated_nodes_get_their_own_directories() {
+    let job = Job::new();
+    let mut cmd = Command::new("mpiexec");
+    cmd.args(["-launcher", "fork", "-hosts", "n1,n2,n3,n4", "-n", "4"])
+        .arg(&job.app)
+        .args(["4000", "2"])
+        .current_dir(job.prefix())
+        .env("MPIEXEC_TIMEOUT", "60")
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+        .env("SCR_PREFIX", job.prefix())
+        .env("SCR_JOB_ID", "77");
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+    for n in ["n1", "n2", "n3", "n4"] {
+        let cntl = job.dir.path().join(format!("cntl/{user}/scr.77/node.{n}"));
+        assert!(
+            cntl.join("filemap.scrinfo").exists(),
+            "{} missing",
+            cntl.display()
+        );
+        let cache = job.dir.path().join(format!("cache/{user}/scr.77/node.{n}"));
+        assert!(cache.is_dir(), "{} missing", cache.display());
+    }
+    let nodes = scr::nodes::NodesFile::read(&scr::layout::nodes_file(&job.prefix())).unwrap();
+    assert_eq!(nodes.nodes(), Some(4));
+    // losing a node's cache: the restart fetches from the prefix
+    std::fs::remove_dir_all(job.dir.path().join(format!("cache/{user}/scr.77/node.n3"))).unwrap();
+    std::fs::remove_dir_all(job.dir.path().join(format!("cntl/{user}/scr.77/node.n3"))).unwrap();
+    let out = cmd.output().unwrap();
+    assert!(
+        text(&out).contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{}",
+        text(&out)
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    assert_eq!(
+        index
+            .entries()
+            .into_iter()
+            .find(|e| e.name == "ckpt.2")
+            .unwrap()
+            .fetched
+            .len(),
+        1
     );
 }
