@@ -6,9 +6,11 @@
 //! from the prefix, halting, Fortran wrappers and redistribution when ranks move are not
 //! there yet.
 
+mod api;
 mod comm;
 pub mod ffi;
 pub mod fortran;
 mod runtime;
 
+pub use api::{Output, Restart};
 pub use runtime::{FLAG_CHECKPOINT, FLAG_OUTPUT, Scr};

@@ -565,7 +565,7 @@ impl Scr {
     }
 
     /// `SCR_Start_output` (and `SCR_Start_checkpoint` with `FLAG_CHECKPOINT`).
-    pub fn start_output(&mut self, name: Option<&str>, flags: i32) -> Result<()> {
+    pub(crate) fn start_output(&mut self, name: Option<&str>, flags: i32) -> Result<()> {
         if self.phase != Phase::Idle {
             return Err(failure(
                 "SCR_Start_output called while another output or restart is open; complete it first",
@@ -681,7 +681,7 @@ impl Scr {
     }
 
     /// `SCR_Route_file`: where to write (during an output) or read (during a restart) `name`.
-    pub fn route_file(&mut self, name: &str) -> Result<PathBuf> {
+    pub(crate) fn route_file(&mut self, name: &str) -> Result<PathBuf> {
         if name.is_empty() || name.len() >= 1024 {
             return Err(failure(format!(
                 "file name {name:?} must be non-empty and shorter than 1024 bytes"
@@ -754,7 +754,7 @@ impl Scr {
 
     /// `SCR_Complete_output`: records sizes, agrees on validity, flushes when due. Returns
     /// whether every rank's output was valid.
-    pub fn complete_output(&mut self, valid: bool) -> Result<bool> {
+    pub(crate) fn complete_output(&mut self, valid: bool) -> Result<bool> {
         let Phase::Output { id, flags } = self.phase.clone() else {
             return Err(failure(
                 "SCR_Complete_output called without SCR_Start_output",
@@ -990,7 +990,7 @@ impl Scr {
     }
 
     /// `SCR_Start_restart`: begins reading the restart dataset; returns its name.
-    pub fn start_restart(&mut self) -> Result<String> {
+    pub(crate) fn start_restart(&mut self) -> Result<String> {
         if self.phase != Phase::Idle {
             return Err(failure(
                 "SCR_Start_restart called while an output or restart is open",
@@ -1006,7 +1006,7 @@ impl Scr {
 
     /// `SCR_Complete_restart`: true when every rank read its files. A failed restart drops
     /// the dataset, so the next `have_restart` offers an older one (none yet without fetch).
-    pub fn complete_restart(&mut self, valid: bool) -> Result<bool> {
+    pub(crate) fn complete_restart(&mut self, valid: bool) -> Result<bool> {
         let Phase::Restart { id } = self.phase.clone() else {
             return Err(failure(
                 "SCR_Complete_restart called without SCR_Start_restart",

@@ -644,3 +644,41 @@ fn emulated_nodes_get_their_own_directories() {
         1
     );
 }
+
+#[test]
+fn rust_program_checkpoints_and_restarts() {
+    let job = Job::new();
+    // the example binary is built by cargo alongside the tests (cargo test builds examples)
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "scr-runtime",
+            "--example",
+            "rust_ckpt",
+        ])
+        .current_dir(workspace());
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    assert!(build.status().unwrap().success());
+    let app = library("examples/rust_ckpt");
+    let job = Job { app, ..job };
+    let first = job.run(3, &["50000", "2"], &[("SCR_FLUSH", "2")]);
+    let out = text(&first);
+    assert!(
+        first.status.success() && out.contains("no checkpoint, starting from the beginning"),
+        "{out}"
+    );
+    let second = job.run(3, &["50000", "1"], &[]);
+    let out = text(&second);
+    assert!(
+        second.status.success() && out.contains("restarted from ckpt.2, data verified"),
+        "{out}"
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    assert_eq!(index.current(), Some("ckpt.3"));
+}

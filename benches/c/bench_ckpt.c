@@ -1,0 +1,69 @@
+/* Checkpoint cost benchmark: each rank writes SIZE MiB per checkpoint (write + fsync +
+ * close), either through SCR or straight to a directory. Rank 0 prints the median seconds
+ * per checkpoint over COUNT timed checkpoints (after one warm-up).
+ * Usage: bench_ckpt MODE SIZE_MIB COUNT [RAW_DIR]   MODE = scr | raw */
+#include <mpi.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "scr.h"
+
+static int cmp(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static int write_file(const char* path, const char* buf, size_t n) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return 0;
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = write(fd, buf + done, n - done);
+    if (w <= 0) { close(fd); return 0; }
+    done += (size_t)w;
+  }
+  int ok = fsync(fd) == 0;
+  return close(fd) == 0 && ok;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (argc < 4) { if (rank == 0) fprintf(stderr, "usage: bench_ckpt scr|raw SIZE_MIB COUNT [RAW_DIR]\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
+  int scr = strcmp(argv[1], "scr") == 0;
+  size_t n = (size_t)atol(argv[2]) << 20;
+  int count = atoi(argv[3]);
+  char* buf = malloc(n);
+  for (size_t i = 0; i < n; i++) buf[i] = (char)(i * 7 + rank);
+  if (scr && SCR_Init() != SCR_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 3);
+  double* t = malloc(sizeof(double) * (count + 1));
+  for (int c = 0; c <= count; c++) {
+    char name[SCR_MAX_FILENAME], path[SCR_MAX_FILENAME];
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    int ok;
+    if (scr) {
+      SCR_Start_checkpoint();
+      snprintf(name, sizeof name, "bench.%d/rank_%d.ckpt", c, rank);
+      ok = SCR_Route_file(name, path) == SCR_SUCCESS && write_file(path, buf, n);
+      ok = SCR_Complete_checkpoint(ok) == SCR_SUCCESS && ok;
+    } else {
+      snprintf(path, sizeof path, "%s/rank_%d.%d.ckpt", argv[4], rank, c);
+      ok = write_file(path, buf, n);
+      if (c > 0) { snprintf(name, sizeof name, "%s/rank_%d.%d.ckpt", argv[4], rank, c - 1); unlink(name); }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    t[c] = MPI_Wtime() - t0;
+    if (!ok) MPI_Abort(MPI_COMM_WORLD, 4);
+  }
+  qsort(t + 1, count, sizeof(double), cmp);
+  if (rank == 0) printf("median_seconds %.4f\n", t[1 + count / 2]);
+  if (scr) SCR_Finalize();
+  free(buf);
+  free(t);
+  MPI_Finalize();
+  return 0;
+}

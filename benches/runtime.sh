@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runtime library benchmark (issue 4): 4 ranks on 4 emulated nodes, cache and prefix on tmpfs,
+# SINGLE scheme, 64 and 256 MiB per rank. Prints the median time per checkpoint and its ratio
+# to plain write+fsync of the same files in the same run, and flush throughput against `cp`
+# of the same bytes to the same target.
+# Run: ./benches/runtime.sh [SIZES_MIB...]   (default: 64 256)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(64 256)
+cargo build --release --quiet -p scr-runtime --lib
+work=$(mktemp -d /dev/shm/scr-bench.XXXXXX); trap 'rm -rf "$work"' EXIT
+ln -s "$(pwd)/target/release/libscr_runtime.so" "$work/libscr.so"
+mpicc -O2 benches/c/bench_ckpt.c -I lib/include -L"$work" -lscr -Wl,-rpath,"$work" -o "$work/bench_ckpt"
+count=3
+launch=(mpiexec -launcher fork -hosts n1,n2,n3,n4 -n 4)
+
+run_scr() { # size flush crc_copy crc_flush -> median seconds
+  local d="$work/run"; rm -rf "$d"; mkdir -p "$d/prefix" "$d/cntl" "$d/cache"
+  echo "SCR_CNTL_BASE=$d/cntl" > "$d/scr.conf"
+  (cd "$d/prefix" && SCR_SYSTEM_CONF_FILE="$d/scr.conf" SCR_CACHE_BASE="$d/cache" SCR_PREFIX="$d/prefix" \
+     SCR_JOB_ID=bench SCR_FLUSH="$2" SCR_CRC_ON_COPY="$3" SCR_CRC_ON_FLUSH="$4" SCR_COPY_TYPE=SINGLE \
+     "${launch[@]}" "$work/bench_ckpt" scr "$1" "$count") | awk '/median_seconds/ {print $2}'
+}
+run_raw() { # size -> median seconds
+  local d="$work/raw"; rm -rf "$d"; mkdir -p "$d"
+  "${launch[@]}" "$work/bench_ckpt" raw "$1" "$count" "$d" | awk '/median_seconds/ {print $2}'
+}
+cp_rate() { # size -> MB/s of 4 parallel cp + fsync of size MiB files into a fresh directory
+  local d="$work/cp"; rm -rf "$d"; mkdir -p "$d/src" "$d/dst"
+  for r in 0 1 2 3; do head -c "$(( $1 << 20 ))" /dev/urandom > "$d/src/$r"; done
+  local best=0
+  for _ in 1 2 3; do
+    rm -f "$d"/dst/*
+    local s e; s=$(date +%s.%N)
+    for r in 0 1 2 3; do (cp "$d/src/$r" "$d/dst/$r" && sync "$d/dst/$r") & done; wait
+    e=$(date +%s.%N)
+    local rate; rate=$(echo "4 * $1 * 1.048576 / ($e - $s)" | bc -l)
+    best=$(echo "if ($rate > $best) $rate else $best" | bc -l)
+  done
+  printf '%.0f' "$best"
+}
+
+printf '%-8s %-34s %10s %12s\n' "MiB/rank" "configuration" "s/ckpt" "vs raw write"
+for size in "${sizes[@]}"; do
+  raw=$(run_raw "$size")
+  printf '%-8s %-34s %10.3f %12s\n' "$size" "raw write+fsync (reference)" "$raw" "1.00"
+  base=""
+  for cfg in "0 0 0:SINGLE, no flush" "0 1 0:SINGLE, no flush, CRC on copy" "1 0 0:SINGLE, flush every ckpt" "1 0 1:SINGLE, flush every ckpt, CRC"; do
+    read -r flush crc_copy crc_flush <<<"${cfg%%:*}"
+    t=$(run_scr "$size" "$flush" "$crc_copy" "$crc_flush")
+    printf '%-8s %-34s %10.3f %11.2fx\n' "$size" "${cfg#*:}" "$t" "$(echo "$t / $raw" | bc -l)"
+    [ -n "$base" ] || base=$t
+    if [ "$flush" = 1 ]; then
+      flush_s=$(echo "$t - $base" | bc -l)
+      rate=$(echo "4 * $size * 1.048576 / $flush_s" | bc -l)
+      cp=$(cp_rate "$size")
+      printf '%-8s %-34s %10s %12s\n' "" "  flush: $(printf '%.0f' "$rate") MB/s, cp: $cp MB/s" "" "$(printf '%.0f%% of cp' "$(echo "100 * $rate / $cp" | bc -l)")"
+    fi
+  done
+done

@@ -1,0 +1,56 @@
+//! Example SCR application in Rust: restarts from the newest checkpoint when there is one
+//! (verifying every byte), then writes checkpoints. Rank r's file in timestep t holds the
+//! timestep (8 bytes, little endian) and then SIZE bytes with byte i = (r + i + t) % 256.
+//! Run: mpiexec -n 4 target/debug/examples/rust_ckpt [SIZE [CKPTS]]
+
+use mpi::traits::*;
+use scr_runtime::Scr;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let universe = mpi::initialize().ok_or("MPI is already initialized")?;
+    let rank = universe.world().rank() as usize;
+    let mut args = std::env::args().skip(1);
+    let size: usize = args.next().map_or(Ok(100_000), |a| a.parse())?;
+    let ckpts: u64 = args.next().map_or(Ok(2), |a| a.parse())?;
+    let pattern = |t: u64| -> Vec<u8> {
+        let mut v = t.to_le_bytes().to_vec();
+        v.extend((0..size).map(|i| ((rank + i + t as usize) % 256) as u8));
+        v
+    };
+
+    let mut scr = Scr::init()?;
+    let mut start = 0;
+    if let Some(mut restart) = scr.restart()? {
+        let t: u64 = restart.name().trim_start_matches("ckpt.").parse()?;
+        let path = restart.route(&format!("ckpt.{t}/rank_{rank}.ckpt"))?;
+        let ok = std::fs::read(&path)
+            .map(|b| b == pattern(t))
+            .unwrap_or(false);
+        let name = restart.name().to_string();
+        if !restart.complete(ok)? {
+            return Err(format!("restart from {name} failed verification").into());
+        }
+        if rank == 0 {
+            println!("rust_ckpt: restarted from {name}, data verified");
+        }
+        start = t;
+    } else if rank == 0 {
+        println!("rust_ckpt: no checkpoint, starting from the beginning");
+    }
+    for t in start + 1..=start + ckpts {
+        if !scr.need_checkpoint()? {
+            continue;
+        }
+        let mut ckpt = scr.checkpoint(Some(&format!("ckpt.{t}")))?;
+        let path = ckpt.route(&format!("ckpt.{t}/rank_{rank}.ckpt"))?;
+        let ok = std::fs::write(&path, pattern(t)).is_ok();
+        if !ckpt.complete(ok)? {
+            return Err(format!("checkpoint {t} failed").into());
+        }
+    }
+    scr.finalize()?;
+    if rank == 0 {
+        println!("rust_ckpt: done");
+    }
+    Ok(())
+}

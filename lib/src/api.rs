@@ -1,0 +1,102 @@
+//! The Rust API: handles whose lifetimes make SCR's call order a compile-time matter. While
+//! an [`Output`] or a [`Restart`] is open it borrows the [`Scr`] mutably, so nothing else
+//! can be started; completing consumes the handle.
+
+use crate::runtime::{FLAG_CHECKPOINT, Scr};
+use scr::Result;
+use std::path::PathBuf;
+
+/// An open output or checkpoint dataset (`SCR_Start_output` … `SCR_Complete_output`).
+/// Dropping it without [`Output::complete`] completes it as invalid (collectively, as the
+/// C API would need every rank to do).
+#[must_use = "complete the output, or it is discarded as invalid when dropped"]
+pub struct Output<'a> {
+    scr: &'a mut Scr,
+    open: bool,
+}
+
+impl Output<'_> {
+    /// Where to write `name` (a path under the prefix, relative to the working directory or absolute).
+    pub fn route(&mut self, name: &str) -> Result<PathBuf> {
+        self.scr.route_file(name)
+    }
+
+    /// Completes the dataset; true when every rank's files were valid.
+    pub fn complete(mut self, valid: bool) -> Result<bool> {
+        self.open = false;
+        self.scr.complete_output(valid)
+    }
+}
+
+impl Drop for Output<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.scr.complete_output(false);
+        }
+    }
+}
+
+/// An open restart (`SCR_Start_restart` … `SCR_Complete_restart`); restart files can be
+/// routed only while it lives.
+#[must_use = "complete the restart, or it counts as failed when dropped"]
+pub struct Restart<'a> {
+    scr: &'a mut Scr,
+    name: String,
+    open: bool,
+}
+
+impl Restart<'_> {
+    /// The dataset name given when it was written.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where to read `name` from.
+    pub fn route(&mut self, name: &str) -> Result<PathBuf> {
+        self.scr.route_file(name)
+    }
+
+    /// Completes the restart; false when any rank failed, in which case the dataset is
+    /// marked failed and [`Scr::restart`] offers the next older one.
+    pub fn complete(mut self, valid: bool) -> Result<bool> {
+        self.open = false;
+        self.scr.complete_restart(valid)
+    }
+}
+
+impl Drop for Restart<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.scr.complete_restart(false);
+        }
+    }
+}
+
+impl Scr {
+    /// Starts a checkpoint dataset named `name` (or `scr.dataset.<id>`).
+    pub fn checkpoint(&mut self, name: Option<&str>) -> Result<Output<'_>> {
+        self.output(name, FLAG_CHECKPOINT)
+    }
+
+    /// Starts a dataset with SCR's flags (`FLAG_CHECKPOINT`, `FLAG_OUTPUT`).
+    pub fn output(&mut self, name: Option<&str>, flags: i32) -> Result<Output<'_>> {
+        self.start_output(name, flags)?;
+        Ok(Output {
+            scr: self,
+            open: true,
+        })
+    }
+
+    /// Starts restarting from the newest dataset available, if there is one.
+    pub fn restart(&mut self) -> Result<Option<Restart<'_>>> {
+        if self.have_restart().is_none() {
+            return Ok(None);
+        }
+        let name = self.start_restart()?;
+        Ok(Some(Restart {
+            scr: self,
+            name,
+            open: true,
+        }))
+    }
+}
