@@ -116,3 +116,19 @@ pub fn bcast_bool(comm: &SimpleCommunicator, x: bool) -> bool {
     comm.process_at_rank(0).broadcast_into(&mut v);
     v == 1
 }
+
+/// A barrier that sleeps while it waits. After long I/O some ranks finish early; MPICH
+/// busy-polls in a blocking barrier, and on a node with more ranks than cores those
+/// pollers take the CPU from the ranks still copying.
+pub fn relaxed_barrier(comm: &SimpleCommunicator) {
+    let mut request = comm.immediate_barrier();
+    let mut pause = std::time::Duration::from_micros(50);
+    loop {
+        match request.test() {
+            Ok(_) => return,
+            Err(pending) => request = pending,
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(2));
+    }
+}

@@ -578,7 +578,7 @@ impl Scr {
                 "dataset name {n:?} must be non-empty, without '/', shorter than 1024 bytes"
             )));
         }
-        self.world.barrier();
+        comm::relaxed_barrier(&self.world);
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
         self.dataset_id += 1;
         if is_ckpt {
@@ -762,6 +762,7 @@ impl Scr {
         };
         self.phase = Phase::Idle;
         let crc_on_copy = self.params.bool("SCR_CRC_ON_COPY");
+        comm::relaxed_barrier(&self.world);
         let (mut files, mut bytes, mut ok) = (0u64, 0u64, valid);
         for f in self
             .filemap
@@ -821,7 +822,7 @@ impl Scr {
             self.last_checkpoint_end = Instant::now();
             self.check_halt(true)?;
         }
-        self.world.barrier();
+        comm::relaxed_barrier(&self.world);
         Ok(true)
     }
 
@@ -830,7 +831,7 @@ impl Scr {
         if self.rank == 0 {
             update_flush_file(&self.prefix, |f| f.set_location(id, Location::Flushing))?;
         }
-        self.world.barrier();
+        comm::relaxed_barrier(&self.world);
         let want_crc = self.params.bool("SCR_CRC_ON_FLUSH");
         let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
         let mut records = Vec::new();
@@ -866,6 +867,7 @@ impl Scr {
         if let Err(e) = &result {
             eprintln!("SCR: ERROR: rank {}: flush of dataset {id}: {e}", self.rank);
         }
+        comm::relaxed_barrier(&self.world);
         let mut mine = RankFiles::new();
         mine.insert(self.rank, records);
         let leaf = rank2file::leaf_hash(&mine).pack();
@@ -903,7 +905,7 @@ impl Scr {
                 update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))?;
             }
         }
-        self.world.barrier();
+        comm::relaxed_barrier(&self.world);
         if copied {
             Ok(())
         } else {
@@ -951,7 +953,7 @@ impl Scr {
         let halt = self.halt_decision(count_checkpoint)?;
         if halt && self.params.bool("SCR_HALT_ENABLED") {
             self.flush_latest_if_needed()?;
-            self.world.barrier();
+            comm::relaxed_barrier(&self.world);
             // SAFETY: MPI is initialized (checked in init) and not finalized; the process exits next.
             unsafe {
                 mpi::ffi::MPI_Finalize();
@@ -999,7 +1001,7 @@ impl Scr {
         let (id, name) = self.restart.clone().ok_or_else(|| {
             failure("SCR_Start_restart called but there is no checkpoint to restart from")
         })?;
-        self.world.barrier();
+        comm::relaxed_barrier(&self.world);
         self.phase = Phase::Restart { id };
         Ok(name)
     }
@@ -1055,7 +1057,7 @@ impl Scr {
             halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
             lock.write_and_unlock(halt.hash())?;
         }
-        self.world.barrier();
+        comm::relaxed_barrier(&self.world);
         Ok(())
     }
 
