@@ -25,14 +25,16 @@ run_raw() { # size -> median seconds
   local d="$work/raw"; rm -rf "$d"; mkdir -p "$d"
   "${launch[@]}" "$work/bench_ckpt" raw "$1" "$count" "$d" | awk '/median_seconds/ {print $2}'
 }
-cp_rate() { # size -> MB/s of 4 parallel cp + fsync of size MiB files into a fresh directory
-  local d="$work/cp"; rm -rf "$d"; mkdir -p "$d/src" "$d/dst"
-  for r in 0 1 2 3; do head -c "$(( $1 << 20 ))" /dev/urandom > "$d/src/$r"; done
-  local best=0
-  for _ in 1 2 3; do
-    rm -f "$d"/dst/*
+cp_rate() { # size -> MB/s of 4 parallel cp + fsync of the last run's cached files into new
+  # directories of its prefix: the same bytes, the same target, and (like the flushes, which
+  # keep every dataset) fresh files, not recycled ones
+  local d="$work/run" best=0
+  mapfile -t src < <(find "$d/cache" -name 'rank_*.ckpt' | sort)
+  [ ${#src[@]} -eq 4 ] || { echo "cp reference: expected 4 cached files, found ${#src[@]}" >&2; exit 1; }
+  for rep in 1 2 3; do
+    local dst="$d/prefix/cp.$rep"; mkdir -p "$dst"
     local s e; s=$(date +%s.%N)
-    for r in 0 1 2 3; do (cp "$d/src/$r" "$d/dst/$r" && sync "$d/dst/$r") & done; wait
+    for r in 0 1 2 3; do (cp "${src[$r]}" "$dst/$r" && sync "$dst/$r") & done; wait
     e=$(date +%s.%N)
     local rate; rate=$(echo "4 * $1 * 1.048576 / ($e - $s)" | bc -l)
     best=$(echo "if ($rate > $best) $rate else $best" | bc -l)
