@@ -191,6 +191,24 @@ impl Scr {
         if !params.bool("SCR_ENABLE") {
             return Err(failure("SCR is disabled (SCR_ENABLE=0)"));
         }
+        if rank == 0 {
+            let mut schemes: Vec<String> = params
+                .descriptors_of("CKPT")
+                .filter_map(|d| d.attr("TYPE").map(str::to_string))
+                .collect();
+            if schemes.is_empty() {
+                schemes.extend(params.get("SCR_COPY_TYPE").map(str::to_string));
+            }
+            if let Some(s) = schemes
+                .iter()
+                .find(|s| Scheme::parse(s) != Some(Scheme::Single))
+            {
+                eprintln!(
+                    "SCR: WARNING: redundancy scheme {s} is not implemented yet; datasets are cached with SINGLE \
+                     (no protection against losing a node). Set SCR_COPY_TYPE=SINGLE to silence this."
+                );
+            }
+        }
 
         // group ranks by node: the index of the first rank with the same node name
         let (name, emulated) = node_name();
@@ -639,7 +657,18 @@ impl Scr {
 
     /// Deletes the oldest cached datasets so that a new one fits SCR_CACHE_SIZE.
     fn evict_for(&mut self, _new: u64) -> Result<()> {
-        let keep = self.params.count("SCR_CACHE_SIZE").unwrap_or(1).max(1) as usize;
+        // a STORE line for the cache base may set its own COUNT
+        let base = self.params.get("SCR_CACHE_BASE").unwrap_or("/tmp");
+        let store_count = self
+            .params
+            .descriptors_of("STORE")
+            .filter(|d| Path::new(&d.name) == Path::new(base))
+            .filter_map(|d| d.attr("COUNT")?.parse::<u64>().ok())
+            .last();
+        let keep = store_count
+            .or(self.params.count("SCR_CACHE_SIZE"))
+            .unwrap_or(1)
+            .max(1) as usize;
         let mut cached = self.filemap.datasets();
         while cached.len() >= keep {
             let victim = cached.remove(0);
@@ -842,35 +871,19 @@ impl Scr {
         let started = Instant::now();
         let want_crc = self.params.bool("SCR_CRC_ON_FLUSH");
         let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
+        // at most SCR_FLUSH_WIDTH ranks write to the prefix at once: ranks go in waves
+        let width = self.params.count("SCR_FLUSH_WIDTH").unwrap_or(256).max(1);
+        let waves = self.ranks.div_ceil(width);
         let mut records = Vec::new();
         let mut result = Ok(());
-        for f in self
-            .filemap
-            .files(id, self.rank)
-            .into_iter()
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-        {
-            let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
-            let (Some(dir), Some(name), Some(orig)) =
-                (meta.orig_dir(), meta.orig_name(), meta.orig())
-            else {
-                result = Err(failure(format!("{f}: meta data lacks PATH, NAME or ORIG")));
-                break;
-            };
-            let dst = Path::new(dir).join(name);
-            match copy_file(Path::new(&f), &dst, buf, want_crc) {
-                Ok((size, crc)) => records.push(FileRecord {
-                    name: orig.to_string(),
-                    size,
-                    crc,
-                    segments: vec![],
-                }),
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
+        for wave in 0..waves {
+            if wave > 0 {
+                comm::relaxed_barrier(&self.world);
             }
+            if self.rank / width != wave {
+                continue;
+            }
+            result = self.copy_to_prefix(id, want_crc, buf, &mut records);
         }
         if let Err(e) = &result {
             eprintln!("SCR: ERROR: rank {}: flush of dataset {id}: {e}", self.rank);
@@ -929,6 +942,39 @@ impl Scr {
                 "flush of dataset {id} failed on at least one rank"
             )))
         }
+    }
+
+    /// Copies this rank's files of a dataset to their places under the prefix.
+    fn copy_to_prefix(
+        &self,
+        id: u64,
+        want_crc: bool,
+        buf: usize,
+        records: &mut Vec<FileRecord>,
+    ) -> Result<()> {
+        for f in self
+            .filemap
+            .files(id, self.rank)
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+        {
+            let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
+            let (Some(dir), Some(name), Some(orig)) =
+                (meta.orig_dir(), meta.orig_name(), meta.orig())
+            else {
+                return Err(failure(format!("{f}: meta data lacks PATH, NAME or ORIG")));
+            };
+            let dst = Path::new(dir).join(name);
+            let (size, crc) = copy_file(Path::new(&f), &dst, buf, want_crc)?;
+            records.push(FileRecord {
+                name: orig.to_string(),
+                size,
+                crc,
+                segments: vec![],
+            });
+        }
+        Ok(())
     }
 
     /// Rank 0 reads the halt file (counting a completed checkpoint against CheckpointsLeft

@@ -682,3 +682,60 @@ fn rust_program_checkpoints_and_restarts() {
     let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
     assert_eq!(index.current(), Some("ckpt.3"));
 }
+
+#[test]
+fn flush_width_and_store_count() {
+    let job = Job::new();
+    // four ranks flushing one at a time; the cache store keeps two datasets
+    std::fs::write(
+        job.dir.path().join("scr.conf"),
+        format!(
+            "SCR_CNTL_BASE={}\nSTORE={} COUNT=2\n",
+            job.dir.path().join("cntl").display(),
+            job.dir.path().join("cache").display()
+        ),
+    )
+    .unwrap();
+    let run = job.run(
+        4,
+        &["3000", "3"],
+        &[
+            ("SCR_FLUSH_WIDTH", "1"),
+            ("SCR_FLUSH", "1"),
+            ("SCR_COPY_TYPE", "SINGLE"),
+        ],
+    );
+    let out = text(&run);
+    assert!(run.status.success(), "{out}");
+    assert!(!out.contains("WARNING"), "{out}");
+    for t in 1..=3i64 {
+        for r in 0..4 {
+            check_file(
+                &job.prefix().join(format!("ckpt.{t}/rank_{r}.ckpt")),
+                r,
+                t,
+                3000,
+            );
+        }
+    }
+    let cached: Vec<PathBuf> = walk(&job.dir.path().join("cache"))
+        .into_iter()
+        .filter(|p| p.ends_with("rank_0.ckpt"))
+        .collect();
+    assert_eq!(
+        cached.len(),
+        2,
+        "COUNT=2 keeps two datasets in cache: {cached:?}"
+    );
+}
+
+#[test]
+fn unimplemented_schemes_are_reported_not_hidden() {
+    let job = Job::new();
+    let run = job.run(2, &["1000", "1"], &[("SCR_COPY_TYPE", "XOR")]);
+    let out = text(&run);
+    assert!(
+        run.status.success() && out.contains("redundancy scheme XOR is not implemented yet"),
+        "{out}"
+    );
+}
