@@ -31,12 +31,9 @@ pub fn bcast_hash(comm: &SimpleCommunicator, root: i32, hash: &Hash) -> Hash {
     Hash::unpack(&bcast_bytes(comm, root, bytes)).expect("a hash packed by this library")
 }
 
-/// Gathers every rank's bytes on every rank, in rank order.
-pub fn allgather_bytes(comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
-    let n = comm.size() as usize;
-    let mut lens = vec![0i32; n];
-    comm.all_gather_into(&(mine.len() as i32), &mut lens[..]);
-    let displs: Vec<i32> = lens
+/// Displacements for variable-count collectives, and the total length.
+fn layout(lens: &[i32]) -> (Vec<i32>, usize) {
+    let displs = lens
         .iter()
         .scan(0i32, |acc, &l| {
             let d = *acc;
@@ -44,11 +41,19 @@ pub fn allgather_bytes(comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
             Some(d)
         })
         .collect();
-    let total: usize = lens.iter().map(|&l| l as usize).sum();
+    (displs, lens.iter().map(|&l| l as usize).sum())
+}
+
+/// Runs a variable-count gather into one buffer and splits it per rank.
+fn gather_parts(
+    lens: &[i32],
+    gather: impl FnOnce(&mut PartitionMut<'_, [u8], &[i32], &[i32]>),
+) -> Vec<Vec<u8>> {
+    let (displs, total) = layout(lens);
     let mut all = vec![0u8; total];
     {
-        let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-        comm.all_gather_varcount_into(mine, &mut part);
+        let mut part = PartitionMut::new(&mut all[..], lens, &displs[..]);
+        gather(&mut part);
     }
     lens.iter()
         .zip(&displs)
@@ -56,35 +61,26 @@ pub fn allgather_bytes(comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Gathers every rank's bytes on every rank, in rank order.
+pub fn allgather_bytes(comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
+    let mut lens = vec![0i32; comm.size() as usize];
+    comm.all_gather_into(&(mine.len() as i32), &mut lens[..]);
+    gather_parts(&lens, |part| comm.all_gather_varcount_into(mine, part))
+}
+
 /// Gathers every rank's bytes on `root` only (other ranks get an empty list).
 pub fn gather_bytes(comm: &SimpleCommunicator, root: i32, mine: &[u8]) -> Vec<Vec<u8>> {
-    let n = comm.size() as usize;
     let root_proc = comm.process_at_rank(root);
     if comm.rank() != root {
         root_proc.gather_into(&(mine.len() as i32));
         root_proc.gather_varcount_into(mine);
         return Vec::new();
     }
-    let mut lens = vec![0i32; n];
+    let mut lens = vec![0i32; comm.size() as usize];
     root_proc.gather_into_root(&(mine.len() as i32), &mut lens[..]);
-    let displs: Vec<i32> = lens
-        .iter()
-        .scan(0i32, |acc, &l| {
-            let d = *acc;
-            *acc += l;
-            Some(d)
-        })
-        .collect();
-    let total: usize = lens.iter().map(|&l| l as usize).sum();
-    let mut all = vec![0u8; total];
-    {
-        let mut part = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
-        root_proc.gather_varcount_into_root(mine, &mut part);
-    }
-    lens.iter()
-        .zip(&displs)
-        .map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec())
-        .collect()
+    gather_parts(&lens, |part| {
+        root_proc.gather_varcount_into_root(mine, part)
+    })
 }
 
 pub fn sum_u64(comm: &SimpleCommunicator, x: u64) -> u64 {

@@ -43,6 +43,25 @@ unsafe fn to_fortran(c: &[u8], out: *mut c_char, len: usize) -> c_int {
     SCR_SUCCESS
 }
 
+/// Runs a C call that fills a SCR_MAX_FILENAME buffer, then copies the result into a
+/// Fortran CHARACTER of `len` when the call succeeded.
+///
+/// # Safety
+/// `out` points to `len` writable bytes.
+unsafe fn with_string_result(
+    out: *mut c_char,
+    len: usize,
+    call: impl FnOnce(*mut c_char) -> c_int,
+) -> c_int {
+    let mut buf = [0u8; SCR_MAX_FILENAME];
+    let rc = call(buf.as_mut_ptr() as *mut c_char);
+    if rc != SCR_SUCCESS {
+        return rc;
+    }
+    // SAFETY: forwarded from the caller
+    unsafe { to_fortran(&buf, out, len) }
+}
+
 /// # Safety
 /// Arguments follow gfortran's calling convention (see the module documentation).
 #[unsafe(no_mangle)]
@@ -119,11 +138,9 @@ pub unsafe extern "C" fn scr_route_file_(
             *ierror = SCR_FAILURE;
             return;
         };
-        let mut buf = [0u8; SCR_MAX_FILENAME];
-        *ierror = ffi::SCR_Route_file(name.as_ptr(), buf.as_mut_ptr() as *mut c_char);
-        if *ierror == SCR_SUCCESS {
-            *ierror = to_fortran(&buf, file, file_len);
-        }
+        *ierror = with_string_result(file, file_len, |buf| {
+            ffi::SCR_Route_file(name.as_ptr(), buf)
+        });
     }
 }
 
@@ -137,11 +154,7 @@ pub unsafe extern "C" fn scr_have_restart_(
     name_len: usize,
 ) {
     unsafe {
-        let mut buf = [0u8; SCR_MAX_FILENAME];
-        *ierror = ffi::SCR_Have_restart(flag, buf.as_mut_ptr() as *mut c_char);
-        if *ierror == SCR_SUCCESS {
-            *ierror = to_fortran(&buf, name, name_len);
-        }
+        *ierror = with_string_result(name, name_len, |buf| ffi::SCR_Have_restart(flag, buf));
     }
 }
 
@@ -154,11 +167,7 @@ pub unsafe extern "C" fn scr_start_restart_(
     name_len: usize,
 ) {
     unsafe {
-        let mut buf = [0u8; SCR_MAX_FILENAME];
-        *ierror = ffi::SCR_Start_restart(buf.as_mut_ptr() as *mut c_char);
-        if *ierror == SCR_SUCCESS {
-            *ierror = to_fortran(&buf, name, name_len);
-        }
+        *ierror = with_string_result(name, name_len, |buf| ffi::SCR_Start_restart(buf));
     }
 }
 

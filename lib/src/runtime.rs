@@ -477,24 +477,7 @@ impl Scr {
     /// Copies this rank's files of a dataset from the prefix into cache, checking sizes and
     /// CRCs, recording each file in the filemap before it is created.
     fn fetch_files(&mut self, id: u64, desc: &Dataset, files: &[FileRecord]) -> Result<()> {
-        self.filemap.set_dataset(id, self.rank, desc);
-        let store = self
-            .params
-            .get("SCR_CACHE_BASE")
-            .unwrap_or("/tmp")
-            .to_string();
-        let reddesc = RedDesc::create(
-            true,
-            1,
-            false,
-            &store,
-            &self.cache_dir.to_string_lossy(),
-            Scheme::Single,
-        );
-        self.filemap.set_reddesc(id, self.rank, &reddesc);
-        self.filemap
-            .set_expected_files(id, self.rank, files.len() as u64);
-        self.filemap.write(&self.filemap_path)?;
+        self.record_dataset(id, desc, files.len() as u64)?;
         let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
         for rec in files {
             rank2file::check_relative(&rec.name).map_err(failure)?;
@@ -633,6 +616,15 @@ impl Scr {
         };
         let desc = Dataset::wrap(comm::bcast_hash(&self.world, 0, desc.hash()));
         // record the dataset before its directory exists (filemap first)
+        self.record_dataset(id, &desc, 0)?;
+        io::create_dirs(&layout::cache_dataset_dir(&self.cache_dir, id), 0o700)?;
+        self.phase = Phase::Output { id, flags };
+        Ok(())
+    }
+
+    /// Records a dataset's descriptors and expected file count in this rank's filemap, on
+    /// disk, before any of its files exists (filemap first).
+    fn record_dataset(&mut self, id: u64, desc: &Dataset, expected_files: u64) -> Result<()> {
         let store = self
             .params
             .get("SCR_CACHE_BASE")
@@ -646,13 +638,11 @@ impl Scr {
             &self.cache_dir.to_string_lossy(),
             Scheme::Single,
         );
-        self.filemap.set_dataset(id, self.rank, &desc);
+        self.filemap.set_dataset(id, self.rank, desc);
         self.filemap.set_reddesc(id, self.rank, &reddesc);
-        self.filemap.set_expected_files(id, self.rank, 0);
-        self.filemap.write(&self.filemap_path)?;
-        io::create_dirs(&layout::cache_dataset_dir(&self.cache_dir, id), 0o700)?;
-        self.phase = Phase::Output { id, flags };
-        Ok(())
+        self.filemap
+            .set_expected_files(id, self.rank, expected_files);
+        self.filemap.write(&self.filemap_path)
     }
 
     /// Deletes the oldest cached datasets so that a new one fits SCR_CACHE_SIZE.

@@ -101,6 +101,31 @@ impl Job {
         self.dir.path().join("prefix")
     }
 
+    /// Runs the job, asserts it succeeded, and returns what it printed.
+    fn run_ok(&self, ranks: u32, args: &[&str], env: &[(&str, &str)]) -> String {
+        let out = self.run(ranks, args, env);
+        let t = text(&out);
+        assert!(out.status.success(), "{t}");
+        t
+    }
+
+    fn index_entry(&self, name: &str) -> scr::index::IndexEntry {
+        let index = scr::index::IndexFile::read(&scr::layout::index_file(&self.prefix())).unwrap();
+        index
+            .entries()
+            .into_iter()
+            .find(|e| e.name == name)
+            .unwrap_or_else(|| panic!("{name} not in the index"))
+    }
+
+    /// Cached files whose path ends in `name`.
+    fn cached(&self, name: &str) -> Vec<PathBuf> {
+        walk(&self.dir.path().join("cache"))
+            .into_iter()
+            .filter(|p| p.ends_with(name))
+            .collect()
+    }
+
     fn run(&self, ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = Command::new("mpiexec");
         cmd.args(["-n", &ranks.to_string()])
@@ -149,9 +174,7 @@ fn checkpoints_flush_and_restart_from_cache() {
     for ranks in [1u32, 4] {
         let job = Job::new();
         let size = 100_000;
-        let first = job.run(ranks, &[&size.to_string(), "3"], &[("SCR_FLUSH", "2")]);
-        let out = text(&first);
-        assert!(first.status.success(), "{out}");
+        let out = job.run_ok(ranks, &[&size.to_string(), "3"], &[("SCR_FLUSH", "2")]);
         assert!(
             out.contains("no checkpoint, starting from the beginning"),
             "{out}"
@@ -195,9 +218,7 @@ fn checkpoints_flush_and_restart_from_cache() {
         assert_eq!(halt.exit_reason(), Some("SCR_FINALIZE_CALLED"));
 
         // the cache holds ckpt.3 only (SCR_CACHE_SIZE=1); the next run restarts from it
-        let second = job.run(ranks, &[&size.to_string(), "1"], &[]);
-        let out = text(&second);
-        assert!(second.status.success(), "{out}");
+        let out = job.run_ok(ranks, &[&size.to_string(), "1"], &[]);
         assert!(
             out.contains("restarted from ckpt.3 (timestep 3), data verified"),
             "{out}"
@@ -213,29 +234,18 @@ fn checkpoints_flush_and_restart_from_cache() {
 #[test]
 fn a_damaged_cache_is_not_used_and_the_prefix_copy_is_fetched() {
     let job = Job::new();
-    let first = job.run(2, &["5000", "1"], &[("SCR_FLUSH", "0")]);
-    assert!(first.status.success(), "{}", text(&first));
+    job.run_ok(2, &["5000", "1"], &[("SCR_FLUSH", "0")]);
     // truncate one cached file: its size no longer matches the filemap
-    let cached: Vec<PathBuf> = walk(&job.dir.path().join("cache"))
-        .into_iter()
-        .filter(|p| p.ends_with("rank_1.ckpt"))
-        .collect();
+    let cached = job.cached("rank_1.ckpt");
     assert_eq!(cached.len(), 1, "{cached:?}");
     std::fs::write(&cached[0], b"short").unwrap();
-    let second = job.run(2, &["5000", "1"], &[]);
-    let out = text(&second);
-    assert!(second.status.success(), "{out}");
+    let out = job.run_ok(2, &["5000", "1"], &[]);
     // SCR_Finalize flushed ckpt.1; the damaged cache copy is refused, the prefix copy fetched
     assert!(
         out.contains("restarted from ckpt.1 (timestep 1), data verified"),
         "{out}"
     );
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
-    let e1 = index
-        .entries()
-        .into_iter()
-        .find(|e| e.name == "ckpt.1")
-        .unwrap();
+    let e1 = job.index_entry("ckpt.1");
     assert_eq!(
         e1.fetched.len(),
         1,
@@ -246,16 +256,10 @@ fn a_damaged_cache_is_not_used_and_the_prefix_copy_is_fetched() {
 #[test]
 fn without_fetch_a_damaged_cache_means_a_clean_start() {
     let job = Job::new();
-    let first = job.run(2, &["5000", "1"], &[("SCR_FLUSH", "0")]);
-    assert!(first.status.success(), "{}", text(&first));
-    let cached: Vec<PathBuf> = walk(&job.dir.path().join("cache"))
-        .into_iter()
-        .filter(|p| p.ends_with("rank_0.ckpt"))
-        .collect();
+    job.run_ok(2, &["5000", "1"], &[("SCR_FLUSH", "0")]);
+    let cached = job.cached("rank_0.ckpt");
     std::fs::write(&cached[0], b"short").unwrap();
-    let second = job.run(2, &["5000", "1"], &[("SCR_FETCH", "0")]);
-    let out = text(&second);
-    assert!(second.status.success(), "{out}");
+    let out = job.run_ok(2, &["5000", "1"], &[("SCR_FETCH", "0")]);
     assert!(
         out.contains("no checkpoint, starting from the beginning"),
         "{out}"
@@ -265,9 +269,7 @@ fn without_fetch_a_damaged_cache_means_a_clean_start() {
 #[test]
 fn scr_enable_0_passes_straight_through() {
     let job = Job::new();
-    let run = job.run(2, &["1000", "2"], &[("SCR_ENABLE", "0")]);
-    let out = text(&run);
-    assert!(run.status.success(), "{out}");
+    let out = job.run_ok(2, &["1000", "2"], &[("SCR_ENABLE", "0")]);
     assert!(out.contains("SCR disabled"), "{out}");
     assert!(
         !job.prefix().join(".scr").exists(),
@@ -313,52 +315,38 @@ fn delete_caches(job: &Job) {
 #[test]
 fn restart_fetches_from_the_prefix_when_every_cache_is_gone() {
     let job = Job::new();
-    let first = job.run(4, &["20000", "3"], &[("SCR_FLUSH", "1")]);
-    assert!(first.status.success(), "{}", text(&first));
+    job.run_ok(4, &["20000", "3"], &[("SCR_FLUSH", "1")]);
     delete_caches(&job);
-    let second = job.run(4, &["20000", "1"], &[]);
-    let out = text(&second);
-    assert!(second.status.success(), "{out}");
+    let out = job.run_ok(4, &["20000", "1"], &[]);
     assert!(
         out.contains("restarted from ckpt.3 (timestep 3), data verified"),
         "{out}"
     );
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
-    let e3 = index
-        .entries()
-        .into_iter()
-        .find(|e| e.name == "ckpt.3")
-        .unwrap();
+    let e3 = job.index_entry("ckpt.3");
     assert_eq!(e3.fetched.len(), 1, "the fetch is recorded");
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
     assert_eq!(index.current(), Some("ckpt.4"));
 }
 
 #[test]
 fn a_corrupt_flushed_file_marks_the_dataset_failed_and_the_older_one_is_used() {
     let job = Job::new();
-    let first = job.run(2, &["20000", "3"], &[("SCR_FLUSH", "1")]);
-    assert!(first.status.success(), "{}", text(&first));
+    job.run_ok(2, &["20000", "3"], &[("SCR_FLUSH", "1")]);
     let victim = job.prefix().join("ckpt.3/rank_1.ckpt");
     let mut bytes = std::fs::read(&victim).unwrap();
     bytes[1000] ^= 0x55; // same size, different content: only the CRC can tell
     std::fs::write(&victim, bytes).unwrap();
     delete_caches(&job);
-    let second = job.run(2, &["20000", "0"], &[]);
-    let out = text(&second);
-    assert!(second.status.success(), "{out}");
+    let out = job.run_ok(2, &["20000", "0"], &[]);
     assert!(out.contains("CRC32"), "the mismatch is reported: {out}");
     assert!(
         out.contains("restarted from ckpt.2 (timestep 2), data verified"),
         "{out}"
     );
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
-    let e3 = index
-        .entries()
-        .into_iter()
-        .find(|e| e.name == "ckpt.3")
-        .unwrap();
+    let e3 = job.index_entry("ckpt.3");
     assert_eq!(e3.failed.len(), 1, "ckpt.3 is marked FAILED");
     // later restarts skip it
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
     assert!(
         index
             .restart_candidates(None)
@@ -456,9 +444,7 @@ fn halt_by_exit_before_and_halt_seconds_stops_in_init() {
         h.set_exit_before(now + 600);
         h.set_halt_seconds(3600);
     });
-    let run = job.run(2, &["1000", "3"], &[]);
-    let out = text(&run);
-    assert!(run.status.success(), "{out}");
+    let out = job.run_ok(2, &["1000", "3"], &[]);
     assert!(out.contains("ExitBefore-HaltSeconds"), "{out}");
     assert!(
         !out.contains("test_api:"),
@@ -492,9 +478,7 @@ fn halt_by_exit_reason_and_a_previous_finalize_does_not_halt() {
 #[test]
 fn eight_ranks() {
     let job = Job::new();
-    let run = job.run(8, &["3000", "2"], &[("SCR_FLUSH", "1")]);
-    let out = text(&run);
-    assert!(run.status.success(), "{out}");
+    job.run_ok(8, &["3000", "2"], &[("SCR_FLUSH", "1")]);
     for r in 0..8 {
         check_file(
             &job.prefix().join(format!("ckpt.2/rank_{r}.ckpt")),
@@ -696,7 +680,7 @@ fn flush_width_and_store_count() {
         ),
     )
     .unwrap();
-    let run = job.run(
+    let out = job.run_ok(
         4,
         &["3000", "3"],
         &[
@@ -705,8 +689,6 @@ fn flush_width_and_store_count() {
             ("SCR_COPY_TYPE", "SINGLE"),
         ],
     );
-    let out = text(&run);
-    assert!(run.status.success(), "{out}");
     assert!(!out.contains("WARNING"), "{out}");
     for t in 1..=3i64 {
         for r in 0..4 {
@@ -718,10 +700,7 @@ fn flush_width_and_store_count() {
             );
         }
     }
-    let cached: Vec<PathBuf> = walk(&job.dir.path().join("cache"))
-        .into_iter()
-        .filter(|p| p.ends_with("rank_0.ckpt"))
-        .collect();
+    let cached = job.cached("rank_0.ckpt");
     assert_eq!(
         cached.len(),
         2,
