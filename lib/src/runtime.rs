@@ -622,6 +622,15 @@ impl Scr {
         Ok(())
     }
 
+    /// This rank's cached files of a dataset (owned, so the filemap can change meanwhile).
+    fn my_files(&self, id: u64) -> Vec<String> {
+        self.filemap
+            .files(id, self.rank)
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Records a dataset's descriptors and expected file count in this rank's filemap, on
     /// disk, before any of its files exists (filemap first).
     fn record_dataset(&mut self, id: u64, desc: &Dataset, expected_files: u64) -> Result<()> {
@@ -790,13 +799,7 @@ impl Scr {
         let crc_on_copy = self.params.bool("SCR_CRC_ON_COPY");
         comm::relaxed_barrier(&self.world);
         let (mut files, mut bytes, mut ok) = (0u64, 0u64, valid);
-        for f in self
-            .filemap
-            .files(id, self.rank)
-            .into_iter()
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-        {
+        for f in self.my_files(id) {
             let mut meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
             let size = std::fs::metadata(&f).map(|m| m.len());
             let complete = valid && size.is_ok();
@@ -942,13 +945,7 @@ impl Scr {
         buf: usize,
         records: &mut Vec<FileRecord>,
     ) -> Result<()> {
-        for f in self
-            .filemap
-            .files(id, self.rank)
-            .into_iter()
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-        {
+        for f in self.my_files(id) {
             let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
             let (Some(dir), Some(name), Some(orig)) =
                 (meta.orig_dir(), meta.orig_name(), meta.orig())
