@@ -259,20 +259,37 @@ impl Scr {
 
         // this rank's filemap: entries for this world rank from every filemap on the node
         let master_path = layout::master_filemap(&cntl_dir);
-        let mut filemap = Filemap::new();
+        let mut on_node = Filemap::new(); // everything this node's filemaps record
         if let Ok(master) = MasterFilemap::read(&master_path) {
             for path in master.filemaps() {
-                if let Ok(mut map) = Filemap::read(Path::new(path)) {
-                    filemap.merge(&map.extract_rank(rank));
+                if let Ok(map) = Filemap::read(Path::new(path)) {
+                    on_node.merge(&map);
                 }
             }
         }
+        let filemap = on_node.extract_rank(rank);
+        let here = comm::allgather_bytes(&node, &rank.to_le_bytes());
         node.barrier();
         let filemap_path = layout::rank_filemap(&cntl_dir, local_rank);
         filemap.write(&filemap_path)?;
         let mut local_paths =
             comm::allgather_bytes(&node, filemap_path.to_string_lossy().as_bytes());
         if local_rank == 0 {
+            // entries of ranks that no longer run here stay recorded (their files are still
+            // in cache: a file never exists there without a filemap entry)
+            for r in here
+                .iter()
+                .filter_map(|b| Some(u64::from_le_bytes(b.as_slice().try_into().ok()?)))
+            {
+                on_node.remove_rank(r);
+            }
+            let held = cntl_dir.join("filemap_held.scrinfo");
+            if on_node.ranks().is_empty() {
+                io::remove_durably(&held)?;
+            } else {
+                on_node.write(&held)?;
+                local_paths.push(held.to_string_lossy().into_owned().into_bytes());
+            }
             let mut master = MasterFilemap::new();
             for p in local_paths.drain(..) {
                 master.add(&String::from_utf8_lossy(&p));

@@ -718,3 +718,44 @@ fn unimplemented_schemes_are_reported_not_hidden() {
         "{out}"
     );
 }
+
+#[test]
+fn entries_of_ranks_that_moved_away_stay_recorded() {
+    let job = Job::new();
+    job.run_ok(4, &["2000", "1"], &[("SCR_FLUSH", "0")]);
+    // the next run has only 2 ranks on this node: ranks 2 and 3 keep their filemap entries
+    job.run_ok(2, &["2000", "0"], &[]);
+    let cntl = walk(&job.dir.path().join("cntl"));
+    let held = cntl
+        .iter()
+        .find(|p| p.ends_with("filemap_held.scrinfo"))
+        .expect("held filemap written");
+    let map = scr::filemap::Filemap::read(held).unwrap();
+    assert_eq!(map.ranks(), [2, 3]);
+    let master = cntl
+        .iter()
+        .find(|p| p.ends_with("filemap.scrinfo"))
+        .unwrap();
+    let master = scr::filemap::MasterFilemap::read(master).unwrap();
+    assert!(
+        master
+            .filemaps()
+            .iter()
+            .any(|p| p.ends_with("filemap_held.scrinfo"))
+    );
+    // and every cached file is still named by some filemap
+    let cached: Vec<PathBuf> = walk(&job.dir.path().join("cache"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "ckpt"))
+        .collect();
+    assert_eq!(
+        cached.len(),
+        4,
+        "all four ranks' files are still in cache: {cached:?}"
+    );
+    let held_files: usize = [2u64, 3].iter().map(|&r| map.files(1, r).len()).sum();
+    assert_eq!(
+        held_files, 2,
+        "and the held filemap names the two that moved away"
+    );
+}
