@@ -70,6 +70,10 @@ pub struct Scr {
     restart: Option<(u64, String)>,
     need_calls: u64,
     last_checkpoint_end: Instant,
+    /// When the open checkpoint started, and the total seconds and count of checkpoints
+    /// so far (for SCR_CHECKPOINT_OVERHEAD).
+    checkpoint_started: Option<Instant>,
+    checkpoint_cost: (f64, u64),
 }
 
 /// This process's node: `SCR_NODE_NAME` if set, else the name MPICH's hydra gave the
@@ -318,6 +322,8 @@ impl Scr {
             restart: None,
             need_calls: 0,
             last_checkpoint_end: Instant::now(),
+            checkpoint_started: None,
+            checkpoint_cost: (0.0, 0),
         };
         scr.find_cached_restart()?;
         scr.check_halt(false)?;
@@ -583,10 +589,23 @@ impl Scr {
             }
             (interval > 0 && self.need_calls.is_multiple_of(interval))
                 || (seconds > 0 && self.last_checkpoint_end.elapsed().as_secs() >= seconds)
-                || (overhead > 0.0 && self.checkpoint_id == 0)
+                || (overhead > 0.0 && self.overhead_allows_checkpoint(overhead))
         };
         let due = comm::bcast_bool(&self.world, self.rank == 0 && decide());
         Ok(due || self.halt_decision(false)?)
+    }
+
+    /// SCR's overhead rule: checkpoint when the average checkpoint cost, as a share of the
+    /// time since the last checkpoint plus that cost, is below `percent` (always before the
+    /// first checkpoint).
+    fn overhead_allows_checkpoint(&self, percent: f64) -> bool {
+        let (total, count) = self.checkpoint_cost;
+        if count == 0 {
+            return true;
+        }
+        let cost = total / count as f64;
+        let since = self.last_checkpoint_end.elapsed().as_secs_f64();
+        cost / (since + cost) * 100.0 < percent
     }
 
     /// `SCR_Start_output` (and `SCR_Start_checkpoint` with `FLAG_CHECKPOINT`).
@@ -605,6 +624,9 @@ impl Scr {
         }
         comm::relaxed_barrier(&self.world);
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
+        if is_ckpt {
+            self.checkpoint_started = Some(Instant::now());
+        }
         self.dataset_id += 1;
         if is_ckpt {
             self.checkpoint_id += 1;
@@ -866,6 +888,10 @@ impl Scr {
         if is_ckpt {
             self.restart = None; // a new checkpoint supersedes the one restarted from
             self.last_checkpoint_end = Instant::now();
+            if let Some(started) = self.checkpoint_started.take() {
+                self.checkpoint_cost.0 += started.elapsed().as_secs_f64();
+                self.checkpoint_cost.1 += 1;
+            }
             self.check_halt(true)?;
         }
         comm::relaxed_barrier(&self.world);

@@ -759,3 +759,29 @@ fn entries_of_ranks_that_moved_away_stay_recorded() {
         "and the held filemap names the two that moved away"
     );
 }
+
+#[test]
+fn need_checkpoint_follows_interval_and_overhead() {
+    let job = Job::new();
+    job.run_ok(
+        2,
+        &["1000", "4"],
+        &[("SCR_CHECKPOINT_INTERVAL", "2"), ("SCR_FLUSH", "1")],
+    );
+    let flushed = |t: u32| job.prefix().join(format!("ckpt.{t}")).exists();
+    assert_eq!(
+        [1, 2, 3, 4].map(flushed),
+        [false, true, false, true],
+        "every second call checkpoints"
+    );
+
+    let job = Job::new();
+    // a tiny overhead budget: after the first checkpoint, the next ones would cost too much
+    job.run_ok(
+        2,
+        &["1000", "3"],
+        &[("SCR_CHECKPOINT_OVERHEAD", "0.001"), ("SCR_FLUSH", "1")],
+    );
+    let flushed = |t: u32| job.prefix().join(format!("ckpt.{t}")).exists();
+    assert_eq!([1, 2, 3].map(flushed), [true, false, false]);
+}
