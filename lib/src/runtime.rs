@@ -35,6 +35,50 @@ fn failure(what: impl Into<String>) -> Error {
     }
 }
 
+/// A checkpoint descriptor: which store a checkpoint goes to, and how often.
+#[derive(Clone, Debug)]
+struct CkptDesc {
+    interval: u64,
+    store: String,
+}
+
+impl CkptDesc {
+    /// From `CKPT=` (and 1.1-8 `CKPTDESC=`) lines, or the one SCR implies from
+    /// SCR_CACHE_BASE; one enabled descriptor must have INTERVAL=1.
+    fn from_params(params: &Params) -> Result<Vec<CkptDesc>> {
+        let base = params.get("SCR_CACHE_BASE").unwrap_or("/tmp").to_string();
+        let mut out = Vec::new();
+        for d in params
+            .descriptors_of("CKPT")
+            .chain(params.descriptors_of("CKPTDESC"))
+        {
+            if d.attr("ENABLED") == Some("0") {
+                continue;
+            }
+            let interval = d.attr("INTERVAL").and_then(|i| i.parse().ok()).unwrap_or(1);
+            let store = d
+                .attr("STORE")
+                .or(d.attr("BASE"))
+                .unwrap_or(&base)
+                .to_string();
+            out.push(CkptDesc { interval, store });
+        }
+        if out.is_empty() {
+            out.push(CkptDesc {
+                interval: 1,
+                store: base,
+            });
+        }
+        if !out.iter().any(|d| d.interval == 1) {
+            return Err(failure(
+                "no enabled checkpoint descriptor has INTERVAL=1; every checkpoint needs one (add e.g. CKPT=0 INTERVAL=1 to the configuration)",
+            ));
+        }
+        out.sort_by_key(|d| d.interval);
+        Ok(out)
+    }
+}
+
 /// What the application is doing between SCR calls.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Phase {
@@ -58,7 +102,9 @@ pub struct Scr {
     params: Params,
     prefix: PathBuf,
     cntl_dir: PathBuf,
-    cache_dir: PathBuf,
+    /// Checkpoint descriptors, and how a store base becomes this node's cache directory.
+    descriptors: Vec<CkptDesc>,
+    node_dir: Option<String>,
     filemap_path: PathBuf,
     filemap: Filemap,
     user: String,
@@ -253,9 +299,11 @@ impl Scr {
             d
         };
         let cntl_dir = node_part(params.get("SCR_CNTL_BASE").unwrap_or("/tmp"));
-        let cache_dir = node_part(params.get("SCR_CACHE_BASE").unwrap_or("/tmp"));
         io::create_dirs(&cntl_dir, 0o700)?;
-        io::create_dirs(&cache_dir, 0o700)?;
+        let descriptors = CkptDesc::from_params(&params)?;
+        for d in &descriptors {
+            io::create_dirs(&node_part(&d.store), 0o700)?;
+        }
         if rank == 0 {
             io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)?;
         }
@@ -311,7 +359,8 @@ impl Scr {
             params,
             prefix,
             cntl_dir,
-            cache_dir,
+            descriptors,
+            node_dir: emulated.then(|| format!("node.{name}")),
             filemap_path,
             filemap,
             user,
@@ -511,7 +560,7 @@ impl Scr {
                 )));
             }
             let src = self.prefix.join(&rec.name);
-            let dst = layout::cache_dataset_dir(&self.cache_dir, id).join(&rec.name);
+            let dst = self.dataset_dir(id).join(&rec.name);
             let key = dst.to_string_lossy().into_owned();
             let base = src
                 .file_name()
@@ -632,7 +681,11 @@ impl Scr {
             self.checkpoint_id += 1;
         }
         let id = self.dataset_id;
-        self.evict_for(id)?;
+        let store = self
+            .descriptor_for(is_ckpt.then_some(self.checkpoint_id))
+            .store
+            .clone();
+        self.evict_for(&store)?;
         let desc = if self.rank == 0 {
             let origin = DatasetOrigin {
                 user: Some(self.user.clone()),
@@ -656,9 +709,41 @@ impl Scr {
         let desc = Dataset::wrap(comm::bcast_hash(&self.world, 0, desc.hash()));
         // record the dataset before its directory exists (filemap first)
         self.record_dataset(id, &desc, 0)?;
-        io::create_dirs(&layout::cache_dataset_dir(&self.cache_dir, id), 0o700)?;
+        io::create_dirs(&self.dataset_dir(id), 0o700)?;
         self.phase = Phase::Output { id, flags };
         Ok(())
+    }
+
+    /// The descriptor for a checkpoint id: the enabled one with the largest INTERVAL that
+    /// divides it (output-only datasets, `None`, use the INTERVAL=1 one).
+    fn descriptor_for(&self, checkpoint_id: Option<u64>) -> &CkptDesc {
+        let id = checkpoint_id.unwrap_or(1).max(1);
+        self.descriptors
+            .iter()
+            .filter(|d| id.is_multiple_of(d.interval))
+            .max_by_key(|d| d.interval)
+            .expect("an INTERVAL=1 descriptor exists (checked in init)")
+    }
+
+    /// This node's cache directory in a store.
+    fn store_dir(&self, store: &str) -> PathBuf {
+        let d = layout::job_dir(Path::new(store), &self.user, &self.jobid);
+        match &self.node_dir {
+            Some(n) => d.join(n),
+            None => d,
+        }
+    }
+
+    /// A cached dataset's directory, from the store its redundancy descriptor records.
+    fn dataset_dir(&self, id: u64) -> PathBuf {
+        let dir = self
+            .filemap
+            .reddesc(id, self.rank)
+            .and_then(|r| r.directory().map(PathBuf::from));
+        layout::cache_dataset_dir(
+            &dir.unwrap_or_else(|| self.store_dir(&self.descriptors[0].store)),
+            id,
+        )
     }
 
     /// This rank's cached files of a dataset (owned, so the filemap can change meanwhile).
@@ -673,17 +758,14 @@ impl Scr {
     /// Records a dataset's descriptors and expected file count in this rank's filemap, on
     /// disk, before any of its files exists (filemap first).
     fn record_dataset(&mut self, id: u64, desc: &Dataset, expected_files: u64) -> Result<()> {
-        let store = self
-            .params
-            .get("SCR_CACHE_BASE")
-            .unwrap_or("/tmp")
-            .to_string();
+        let ckpt = self.descriptor_for(desc.checkpoint_id()).clone();
+        let dir = self.store_dir(&ckpt.store);
         let reddesc = RedDesc::create(
             true,
-            1,
+            ckpt.interval,
             false,
-            &store,
-            &self.cache_dir.to_string_lossy(),
+            &ckpt.store,
+            &dir.to_string_lossy(),
             Scheme::Single,
         );
         self.filemap.set_dataset(id, self.rank, desc);
@@ -694,20 +776,31 @@ impl Scr {
     }
 
     /// Deletes the oldest cached datasets so that a new one fits SCR_CACHE_SIZE.
-    fn evict_for(&mut self, _new: u64) -> Result<()> {
-        // a STORE line for the cache base may set its own COUNT
-        let base = self.params.get("SCR_CACHE_BASE").unwrap_or("/tmp");
+    fn evict_for(&mut self, store: &str) -> Result<()> {
+        // a STORE line may give its store its own COUNT
         let store_count = self
             .params
             .descriptors_of("STORE")
-            .filter(|d| Path::new(&d.name) == Path::new(base))
+            .filter(|d| Path::new(&d.name) == Path::new(store))
             .filter_map(|d| d.attr("COUNT")?.parse::<u64>().ok())
             .last();
         let keep = store_count
             .or(self.params.count("SCR_CACHE_SIZE"))
             .unwrap_or(1)
             .max(1) as usize;
-        let mut cached = self.filemap.datasets();
+        let in_store = |d: &u64| {
+            let recorded = self
+                .filemap
+                .reddesc(*d, self.rank)
+                .and_then(|r| r.store().map(str::to_string));
+            recorded.is_none_or(|s| Path::new(&s) == Path::new(store))
+        };
+        let mut cached: Vec<u64> = self
+            .filemap
+            .datasets()
+            .into_iter()
+            .filter(in_store)
+            .collect();
         while cached.len() >= keep {
             let victim = cached.remove(0);
             self.delete_cached(victim)?;
@@ -724,7 +817,7 @@ impl Scr {
                 Err(e) => return Err(Error::io(f, "remove", e)),
             }
         }
-        let _ = std::fs::remove_dir_all(layout::cache_dataset_dir(&self.cache_dir, dset));
+        let _ = std::fs::remove_dir_all(self.dataset_dir(dset));
         if self.restart.as_ref().is_some_and(|(id, _)| *id == dset) {
             self.restart = None;
         }
@@ -764,7 +857,7 @@ impl Scr {
         match self.phase.clone() {
             Phase::Output { id, .. } => {
                 let (abs, rel) = self.prefix_path(name)?;
-                let cached = layout::cache_dataset_dir(&self.cache_dir, id).join(&rel);
+                let cached = self.dataset_dir(id).join(&rel);
                 let key = cached.to_string_lossy().into_owned();
                 if !self.filemap.files(id, self.rank).contains(&key.as_str()) {
                     let dir = abs

@@ -785,3 +785,62 @@ fn need_checkpoint_follows_interval_and_overhead() {
     let flushed = |t: u32| job.prefix().join(format!("ckpt.{t}")).exists();
     assert_eq!([1, 2, 3].map(flushed), [true, false, false]);
 }
+
+#[test]
+fn checkpoint_descriptors_choose_the_store_by_interval() {
+    let job = Job::new();
+    let (a, b) = (job.dir.path().join("cache"), job.dir.path().join("cache_b"));
+    std::fs::create_dir(&b).unwrap();
+    std::fs::write(
+        job.dir.path().join("scr.conf"),
+        format!(
+            "SCR_CNTL_BASE={}\nSTORE={} COUNT=1\nSTORE={} COUNT=1\nCKPT=0 INTERVAL=1 STORE={} TYPE=SINGLE\nCKPT=1 INTERVAL=2 STORE={} TYPE=SINGLE\n",
+            job.dir.path().join("cntl").display(),
+            a.display(),
+            b.display(),
+            a.display(),
+            b.display()
+        ),
+    )
+    .unwrap();
+    job.run_ok(2, &["2000", "4"], &[("SCR_FLUSH", "0")]);
+    let in_store = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = walk(dir)
+            .iter()
+            .filter(|p| p.ends_with("rank_0.ckpt"))
+            .map(|p| {
+                p.parent()
+                    .unwrap()
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        in_store(&a),
+        ["ckpt.3"],
+        "odd checkpoints in store A, which keeps one"
+    );
+    assert_eq!(
+        in_store(&b),
+        ["ckpt.4"],
+        "even checkpoints in store B, which keeps one"
+    );
+    let out = job.run_ok(2, &["2000", "0"], &[]);
+    assert!(out.contains("restarted from ckpt.4 (timestep 4)"), "{out}");
+
+    std::fs::write(
+        job.dir.path().join("scr.conf"),
+        format!(
+            "SCR_CNTL_BASE={}\nCKPT=0 INTERVAL=2\n",
+            job.dir.path().join("cntl").display()
+        ),
+    )
+    .unwrap();
+    let out = text(&job.run(2, &["2000", "1"], &[]));
+    assert!(out.contains("INTERVAL=1"), "{out}");
+}
