@@ -10,6 +10,7 @@
 
 static int rank, ranks;
 
+/* TEST_API_INVALID=t marks checkpoint t invalid on every rank (to test failure handling). */
 static int write_ckpt(int t, long size) {
   char name[SCR_MAX_FILENAME], dset[64], file[SCR_MAX_FILENAME];
   snprintf(dset, sizeof dset, "ckpt.%d", t);
@@ -28,6 +29,8 @@ static int write_ckpt(int t, long size) {
       valid = (fclose(f) == 0) && valid;
     }
   }
+  const char* invalid = getenv("TEST_API_INVALID");
+  if (invalid && atoi(invalid) == t) valid = 0;
   return SCR_Complete_output(valid) != SCR_SUCCESS;
 }
 

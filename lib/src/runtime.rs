@@ -119,6 +119,8 @@ pub struct Scr {
     /// When the open checkpoint started, and the total seconds and count of checkpoints
     /// so far (for SCR_CHECKPOINT_OVERHEAD).
     checkpoint_started: Option<Instant>,
+    /// A dataset kept past SCR_CACHE_SIZE until the open checkpoint completes.
+    deferred_eviction: Option<u64>,
     checkpoint_cost: (f64, u64),
 }
 
@@ -372,6 +374,7 @@ impl Scr {
             need_calls: 0,
             last_checkpoint_end: Instant::now(),
             checkpoint_started: None,
+            deferred_eviction: None,
             checkpoint_cost: (0.0, 0),
         };
         scr.find_cached_restart()?;
@@ -801,11 +804,40 @@ impl Scr {
             .into_iter()
             .filter(in_store)
             .collect();
+        // the newest complete checkpoint, when it is not on the prefix, is the only copy
+        // there is: it stays until the new dataset completes (see complete_output)
+        let protected = self.newest_unflushed_checkpoint()?;
         while cached.len() >= keep {
             let victim = cached.remove(0);
+            if Some(victim) == protected {
+                self.deferred_eviction = Some(victim);
+                continue;
+            }
             self.delete_cached(victim)?;
         }
         Ok(())
+    }
+
+    /// The newest checkpoint complete in every rank's cache, if the flush file says it is
+    /// not on the prefix (the same answer on every rank).
+    fn newest_unflushed_checkpoint(&self) -> Result<Option<u64>> {
+        let newest = self
+            .filemap
+            .datasets()
+            .into_iter()
+            .filter(|&d| {
+                self.filemap
+                    .dataset(d, self.rank)
+                    .is_some_and(|x| x.is_checkpoint() && x.is_complete())
+            })
+            .max()
+            .unwrap_or(0);
+        let newest = comm::min_u64(&self.world, newest);
+        let unflushed = self.rank == 0
+            && newest > 0
+            && FlushFile::read(&layout::flush_file(&self.prefix))
+                .map_or(true, |f| f.needs_flush(newest));
+        Ok(comm::bcast_bool(&self.world, unflushed).then_some(newest))
     }
 
     /// Deletes a dataset's files from cache, then its filemap entries.
@@ -955,6 +987,7 @@ impl Scr {
         self.filemap.write(&self.filemap_path)?;
         if !all_ok {
             self.delete_cached(id)?;
+            self.deferred_eviction = None; // the older checkpoint is still the newest good one
             return Ok(false);
         }
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
@@ -979,6 +1012,9 @@ impl Scr {
             self.delete_cached(id)?;
         }
         if is_ckpt {
+            if let Some(old) = self.deferred_eviction.take() {
+                self.delete_cached(old)?;
+            }
             self.restart = None; // a new checkpoint supersedes the one restarted from
             self.last_checkpoint_end = Instant::now();
             if let Some(started) = self.checkpoint_started.take() {

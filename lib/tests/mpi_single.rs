@@ -844,3 +844,39 @@ fn checkpoint_descriptors_choose_the_store_by_interval() {
     let out = text(&job.run(2, &["2000", "1"], &[]));
     assert!(out.contains("INTERVAL=1"), "{out}");
 }
+
+#[test]
+fn a_failed_checkpoint_never_costs_the_last_good_one() {
+    // one dataset in cache and no flushes: SCR would delete ckpt.1 when ckpt.2 starts, and
+    // with ckpt.2 invalid nothing would be left
+    let job = Job::new();
+    let run = job.run(
+        2,
+        &["3000", "2"],
+        &[
+            ("SCR_FLUSH", "0"),
+            ("SCR_CACHE_SIZE", "1"),
+            ("TEST_API_INVALID", "2"),
+        ],
+    );
+    let out = text(&run);
+    assert!(out.contains("checkpoint 2 failed"), "{out}");
+    // SCR_Finalize flushed the newest complete checkpoint, which survived in cache
+    for r in 0..2 {
+        check_file(
+            &job.prefix().join(format!("ckpt.1/rank_{r}.ckpt")),
+            r,
+            1,
+            3000,
+        );
+    }
+    assert!(!job.prefix().join("ckpt.2").exists());
+    // and once a newer checkpoint completes, the old one leaves the cache (SCR_CACHE_SIZE=1)
+    let job = Job::new();
+    job.run_ok(
+        2,
+        &["3000", "3"],
+        &[("SCR_FLUSH", "0"), ("SCR_CACHE_SIZE", "1")],
+    );
+    assert_eq!(job.cached("rank_0.ckpt").len(), 1);
+}
