@@ -1117,6 +1117,8 @@ impl Scr {
         buf: usize,
         records: &mut Vec<FileRecord>,
     ) -> Result<()> {
+        // the new directory entries must be durable too before the index says COMPLETE
+        let mut dirs = std::collections::BTreeSet::new();
         for f in self.my_files(id) {
             let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
             let (Some(dir), Some(name), Some(orig)) =
@@ -1126,6 +1128,7 @@ impl Scr {
             };
             let dst = Path::new(dir).join(name);
             let (size, crc) = copy_file(Path::new(&f), &dst, buf, want_crc)?;
+            dirs.insert(PathBuf::from(dir));
             records.push(FileRecord {
                 name: orig.to_string(),
                 size,
@@ -1133,7 +1136,7 @@ impl Scr {
                 segments: vec![],
             });
         }
-        Ok(())
+        dirs.iter().try_for_each(|d| io::sync_dir(d))
     }
 
     /// Rank 0 reads the halt file (counting a completed checkpoint against CheckpointsLeft
