@@ -1,7 +1,8 @@
 /* Checkpoint cost benchmark: each rank writes SIZE MiB per checkpoint (write + fsync +
  * close), either through SCR or straight to a directory. Rank 0 prints the median seconds
  * per checkpoint over COUNT timed checkpoints (after one warm-up).
- * Usage: bench_ckpt MODE SIZE_MIB COUNT [RAW_DIR]   MODE = scr | raw */
+ * Usage: bench_ckpt MODE SIZE_MIB COUNT [RAW_DIR]   MODE = scr | raw
+ * BENCH_PHASES=1 makes rank 0 print the time of Start, write and Complete of each SCR checkpoint. */
 #include <mpi.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -47,9 +48,13 @@ int main(int argc, char** argv) {
     int ok;
     if (scr) {
       SCR_Start_checkpoint();
+      double t1 = MPI_Wtime();
       snprintf(name, sizeof name, "bench.%d/rank_%d.ckpt", c, rank);
       ok = SCR_Route_file(name, path) == SCR_SUCCESS && write_file(path, buf, n);
+      double t2 = MPI_Wtime();
       ok = SCR_Complete_checkpoint(ok) == SCR_SUCCESS && ok;
+      if (rank == 0 && getenv("BENCH_PHASES"))
+        fprintf(stderr, "start %.4f write %.4f complete %.4f\n", t1 - t0, t2 - t1, MPI_Wtime() - t2);
     } else {
       snprintf(path, sizeof path, "%s/rank_%d.%d.ckpt", argv[4], rank, c);
       ok = write_file(path, buf, n);
