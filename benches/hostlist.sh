@@ -37,7 +37,7 @@ row() { # name ours nodeset scontrol
   local name=$1 ours=$2 ns=$3 sc=$4
   local r1 r2="-"
   r1=$(echo "$ns / $ours" | bc -l | xargs printf '%.1f')
-  [ "$sc" = "-" ] || r2=$(echo "$sc / $ours" | bc -l | xargs printf '%.1f')
+  [ "$sc" = "-" ] || { r2=$(echo "$sc / $ours" | bc -l | xargs printf '%.1f'); sc=$(printf '%.3f' "$sc"); }
   printf '%-44s %9.3f %9.3f %9s %12sx %12sx\n' "$name" "$ours" "$ns" "$sc" "$r1" "$r2"
 }
 
