@@ -101,7 +101,6 @@ pub struct Scr {
     ranks: u64,
     params: Params,
     prefix: PathBuf,
-    cntl_dir: PathBuf,
     /// Checkpoint descriptors, and how a store base becomes this node's cache directory.
     descriptors: Vec<CkptDesc>,
     node_dir: Option<String>,
@@ -360,7 +359,6 @@ impl Scr {
             ranks,
             params,
             prefix,
-            cntl_dir,
             descriptors,
             node_dir: emulated.then(|| format!("node.{name}")),
             filemap_path,
@@ -441,12 +439,10 @@ impl Scr {
             if self.rank == 0
                 && let Some((id, name, desc, map)) = self.next_fetch_candidate(below, &failed)
             {
-                {
-                    pick.set_value("ID", id);
-                    pick.set_value("NAME", &name);
-                    pick.set("DSET", desc.into_hash());
-                    pick.set("MAP", rank2file::leaf_hash(&map));
-                }
+                pick.set_value("ID", id);
+                pick.set_value("NAME", &name);
+                pick.set("DSET", desc.into_hash());
+                pick.set("MAP", rank2file::leaf_hash(&map));
             }
             let pick = comm::bcast_hash(&self.world, 0, &pick);
             let (Some(id), Some(name)) = (
@@ -1283,10 +1279,6 @@ impl Scr {
         }
         comm::relaxed_barrier(&self.world);
         Ok(())
-    }
-
-    pub fn control_dir(&self) -> &Path {
-        &self.cntl_dir
     }
 }
 
