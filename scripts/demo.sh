@@ -22,10 +22,10 @@ run() { (cd "$work/prefix" && mpiexec -launcher fork -hosts n1,n2,n3,n4 -n 4 "$w
 echo "== run 1: 4 ranks on emulated nodes n1..n4 write 3 checkpoints (flush every 2nd)"
 run 3
 echo "== the prefix index"
-"$scr" print "$work/prefix/.scr/index.scr" | head -n 12
+"$scr" index -p "$work/prefix"
 echo "== node n3 is lost: its cache and control directories are gone"
 rm -rf "$work"/cache/*/scr.demo/node.n3 "$work"/cntl/*/scr.demo/node.n3
 echo "== run 2: the restart fetches ckpt.3 from the prefix and verifies it"
 run 1
-echo "== the index now records the fetch"
-"$scr" print --json "$work/prefix/.scr/index.scr"
+echo "== the index now records the fetch (and ckpt.4 is current)"
+"$scr" index -p "$work/prefix" --json

@@ -165,6 +165,21 @@ impl IndexFile {
         true
     }
 
+    /// Removes every copy with an id above `id` (`scr index --drop-after`); returns the names
+    /// removed.
+    pub fn remove_after(&mut self, id: u64) -> Vec<String> {
+        let later: Vec<String> = self
+            .entries()
+            .into_iter()
+            .filter(|e| e.id > id)
+            .map(|e| e.name)
+            .collect();
+        for name in &later {
+            self.remove(name);
+        }
+        later
+    }
+
     /// Every dataset copy, newest id first (names of one id in stored order).
     pub fn entries(&self) -> Vec<IndexEntry> {
         let current = self.current();
@@ -253,6 +268,9 @@ mod tests {
         assert_eq!(names, ["ckpt.1"], "a user-chosen start wins over CURRENT");
         assert!(idx.set_current("nope").is_err());
         assert!(idx.remove("ckpt.4"));
+        let mut later = idx.clone();
+        assert_eq!(later.remove_after(1), ["ckpt.3", "ckpt.2"]);
+        assert_eq!(later.entries().len(), 1);
         assert_eq!(idx.current(), None);
         assert_eq!(idx.entries().len(), 3);
         assert_eq!(

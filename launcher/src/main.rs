@@ -23,12 +23,14 @@ struct Cli {
 enum Command {
     Print(commands::print::Args),
     GlobHosts(commands::glob_hosts::Args),
+    Index(commands::index::Args),
 }
 
 /// SCR's command names and the subcommand each one means.
 const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_print_hash_file", "print"),
     ("scr_glob_hosts", "glob-hosts"),
+    ("scr_index", "index"),
 ];
 
 /// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Print(args) => commands::print::run(args),
         Command::GlobHosts(args) => commands::glob_hosts::run(args),
+        Command::Index(args) => commands::index::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,4 +1,5 @@
 //! One module per subcommand; each has clap `Args` and a `run` function.
 
 pub mod glob_hosts;
+pub mod index;
 pub mod print;

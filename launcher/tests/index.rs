@@ -1,0 +1,88 @@
+//! `scr index` (SCR's `scr_index`) on a prefix written by real SCR v2.0.0.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scr"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn golden_prefix_copy() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/xor/prefix/.scr");
+    let dst = dir.path().join("prefix/.scr");
+    std::fs::create_dir_all(&dst).unwrap();
+    for f in ["index.scr", "flush.scr", "halt.scr", "nodes.scr"] {
+        std::fs::copy(src.join(f), dst.join(f)).unwrap();
+    }
+    let prefix = dir.path().join("prefix");
+    (dir, prefix)
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn lists_a_prefix_written_by_scr_2_0_0_in_scrs_format() {
+    let (_d, prefix) = golden_prefix_copy();
+    let out = stdout(&scr(&["index", "--list", "-p", prefix.to_str().unwrap()]));
+    assert_eq!(
+        out,
+        "DSET VALID FLUSHED             CUR NAME\n   3 YES   2026-11-22T04:51:15   * ckpt.3\n   2 YES   2026-11-22T04:51:15     ckpt.2\n   1 YES   2026-11-22T04:51:14     ckpt.1\n"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&scr(&[
+        "index",
+        "--json",
+        "-p",
+        prefix.to_str().unwrap(),
+    ])))
+    .unwrap();
+    assert_eq!(json["datasets"][0]["name"], "ckpt.3");
+    assert_eq!(json["datasets"][0]["current"], true);
+}
+
+#[test]
+fn current_drop_and_drop_after_update_the_index() {
+    let (_d, prefix) = golden_prefix_copy();
+    let p = prefix.to_str().unwrap();
+    stdout(&scr(&["index", "-p", p, "--current", "ckpt.2"]));
+    let out = stdout(&scr(&["index", "-p", p]));
+    assert!(
+        out.contains("   2 YES   2026-11-22T04:51:15   * ckpt.2"),
+        "{out}"
+    );
+    stdout(&scr(&["index", "-p", p, "--drop-after", "ckpt.1"]));
+    let out = stdout(&scr(&["index", "-p", p]));
+    assert_eq!(out.lines().count(), 2, "{out}");
+    stdout(&scr(&["index", "-p", p, "--drop", "ckpt.1"]));
+    assert_eq!(stdout(&scr(&["index", "-p", p])).lines().count(), 1);
+    // the SCR name works the same way
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("scr_index");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_scr"), &link).unwrap();
+    let out = Command::new(&link).args(["-p", p]).output().unwrap();
+    assert_eq!(stdout(&out), "DSET VALID FLUSHED             CUR NAME\n");
+}
+
+#[test]
+fn unknown_names_and_missing_indexes_fail_clearly() {
+    let (_d, prefix) = golden_prefix_copy();
+    let o = scr(&[
+        "index",
+        "-p",
+        prefix.to_str().unwrap(),
+        "--current",
+        "ckpt.9",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ckpt.9 is not in the index"));
+    let empty = tempfile::tempdir().unwrap();
+    let o = scr(&["index", "-p", empty.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("index.scr"));
+}
