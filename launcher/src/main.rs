@@ -24,6 +24,9 @@ enum Command {
     Print(commands::print::Args),
     GlobHosts(commands::glob_hosts::Args),
     Index(commands::index::Args),
+    FlushFile(commands::state_files::FlushFileArgs),
+    RetriesHalt(commands::state_files::RetriesHaltArgs),
+    NodesFile(commands::state_files::NodesFileArgs),
 }
 
 /// SCR's command names and the subcommand each one means.
@@ -31,6 +34,9 @@ const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_print_hash_file", "print"),
     ("scr_glob_hosts", "glob-hosts"),
     ("scr_index", "index"),
+    ("scr_flush_file", "flush-file"),
+    ("scr_retries_halt", "retries-halt"),
+    ("scr_nodes_file", "nodes-file"),
 ];
 
 /// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
@@ -64,6 +70,9 @@ fn main() -> ExitCode {
         Command::Print(args) => commands::print::run(args),
         Command::GlobHosts(args) => commands::glob_hosts::run(args),
         Command::Index(args) => commands::index::run(args),
+        Command::FlushFile(args) => commands::state_files::flush_file(args),
+        Command::RetriesHalt(args) => commands::state_files::retries_halt(args),
+        Command::NodesFile(args) => commands::state_files::nodes_file(args),
     };
     match result {
         Ok(code) => code,

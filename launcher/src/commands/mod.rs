@@ -3,3 +3,4 @@
 pub mod glob_hosts;
 pub mod index;
 pub mod print;
+pub mod state_files;
