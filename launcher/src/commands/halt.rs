@@ -1,0 +1,278 @@
+//! `scr halt` (SCR's `scr_halt`): set, list or remove the conditions that stop a job — the
+//! library checks them after every checkpoint, the launcher before every relaunch.
+
+use chrono::{DateTime, Duration, Local, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
+use scr::halt::{
+    CHECKPOINTS_LEFT, EXIT_AFTER, EXIT_BEFORE, EXIT_REASON, HALT_SECONDS, HaltFile, reasons,
+};
+use scr::io::{LockedHashFile, SHARED_FILE};
+use scr::{Error, HashView, layout};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(
+    about = "Stop a job after its next checkpoint, or at a time; list or remove halt conditions",
+    long_about = "Update <prefix>/.scr/halt.scr of each PREFIX (default: SCR_PREFIX, else the working \
+                  directory). Without a condition the job halts after its next checkpoint (ExitReason \
+                  JOB_HALTED). TIME is '3pm', '3pm tomorrow', '15:30', '2026-12-01 08:00', '+30m' (s, m, h, d), \
+                  or '@EPOCH'.\n\nExit code: 1 if any halt file could not be updated.",
+    disable_help_flag = true
+)]
+pub struct Args {
+    /// Halt after N more checkpoints
+    #[arg(short = 'c', long, value_name = "N")]
+    checkpoints: Option<i64>,
+    /// Halt before TIME (with --seconds: that many seconds before it)
+    #[arg(short = 'b', long, value_name = "TIME")]
+    before: Option<String>,
+    /// Halt after TIME
+    #[arg(short = 'a', long, value_name = "TIME")]
+    after: Option<String>,
+    /// Seconds before the allocation end (or --before) to halt
+    #[arg(short = 's', long, value_name = "N")]
+    seconds: Option<i64>,
+    /// Only list the conditions
+    #[arg(short = 'l', long)]
+    list: bool,
+    #[arg(long)]
+    unset_checkpoints: bool,
+    #[arg(long)]
+    unset_before: bool,
+    #[arg(long)]
+    unset_after: bool,
+    #[arg(long)]
+    unset_seconds: bool,
+    #[arg(long)]
+    unset_reason: bool,
+    /// Remove the halt file
+    #[arg(short = 'r', long)]
+    remove: bool,
+    /// Print help
+    #[arg(short = 'h', long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Prefix directories of the jobs to halt
+    prefixes: Vec<PathBuf>,
+}
+
+/// Parses the TIME forms `scr halt` accepts, relative to `now`.
+pub fn parse_time(text: &str, now: DateTime<Local>) -> Result<DateTime<Local>, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let bad = || {
+        format!(
+            "cannot read time {text:?}: use '3pm', '3pm tomorrow', '15:30', '2026-12-01 08:00', '+30m' or '@EPOCH'"
+        )
+    };
+    if let Some(epoch) = t.strip_prefix('@') {
+        let secs: i64 = epoch.parse().map_err(|_| bad())?;
+        return Local.timestamp_opt(secs, 0).single().ok_or_else(bad);
+    }
+    if let Some(rel) = t.strip_prefix('+') {
+        let (num, unit) =
+            rel.split_at(rel.find(|c: char| !c.is_ascii_digit()).unwrap_or(rel.len()));
+        let n: i64 = num.parse().map_err(|_| bad())?;
+        let secs = match unit.trim() {
+            "" | "s" | "sec" | "secs" | "seconds" => n,
+            "m" | "min" | "mins" | "minutes" => n * 60,
+            "h" | "hour" | "hours" => n * 3600,
+            "d" | "day" | "days" => n * 86400,
+            _ => return Err(bad()),
+        };
+        return Ok(now + Duration::seconds(secs));
+    }
+    for fmt in [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+    ] {
+        if let Ok(n) = NaiveDateTime::parse_from_str(&t, fmt) {
+            return Local.from_local_datetime(&n).earliest().ok_or_else(bad);
+        }
+    }
+    let (clock, day) = match t.rsplit_once(' ') {
+        Some((c, "today")) => (c, 0),
+        Some((c, "tomorrow")) => (c, 1),
+        _ => (t.as_str(), 0),
+    };
+    let time = if let Some(h) = clock
+        .strip_suffix("am")
+        .or_else(|| clock.strip_suffix("pm"))
+    {
+        let (h, m) = h.trim().split_once(':').unwrap_or((h.trim(), "0"));
+        let (h, m): (u32, u32) = (h.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
+        if !(1..=12).contains(&h) {
+            return Err(bad());
+        }
+        let h24 = h % 12 + if clock.ends_with("pm") { 12 } else { 0 };
+        NaiveTime::from_hms_opt(h24, m, 0).ok_or_else(bad)?
+    } else {
+        NaiveTime::parse_from_str(clock, "%H:%M:%S")
+            .or_else(|_| NaiveTime::parse_from_str(clock, "%H:%M"))
+            .map_err(|_| bad())?
+    };
+    let date: NaiveDate = now.date_naive() + Duration::days(day);
+    Local
+        .from_local_datetime(&date.and_time(time))
+        .earliest()
+        .ok_or_else(bad)
+}
+
+fn show(halt: &HaltFile) -> String {
+    let when = |t: i64| {
+        Local
+            .timestamp_opt(t, 0)
+            .single()
+            .map(|d| d.format("%c").to_string())
+            .unwrap_or_else(|| t.to_string())
+    };
+    let mut out = String::new();
+    if let Some(r) = halt.exit_reason() {
+        out += &format!("  ExitReason:      {r}\n");
+    }
+    if let Some(n) = halt.checkpoints_left() {
+        out += &format!("  CheckpointsLeft: {n}\n");
+    }
+    if let Some(t) = halt.exit_after() {
+        out += &format!("  ExitAfter:       {}\n", when(t));
+    }
+    if let Some(t) = halt.exit_before() {
+        out += &format!("  ExitBefore:      {}\n", when(t));
+    }
+    if let Some(s) = halt.halt_seconds() {
+        out += &format!("  HaltSeconds:     {s}\n");
+    }
+    if out.is_empty() {
+        "  (no halt conditions)\n".into()
+    } else {
+        out
+    }
+}
+
+pub fn run(args: Args) -> scr::Result<ExitCode> {
+    let now = Local::now();
+    let parse = |t: &Option<String>, flag: &str| -> scr::Result<Option<i64>> {
+        t.as_ref()
+            .map(|t| {
+                parse_time(t, now)
+                    .map(|d| d.timestamp())
+                    .map_err(|what| Error::Config {
+                        origin: format!("scr halt {flag}"),
+                        what,
+                    })
+            })
+            .transpose()
+    };
+    let before = parse(&args.before, "--before")?;
+    let after = parse(&args.after, "--after")?;
+    let prefixes = if args.prefixes.is_empty() {
+        vec![std::env::var_os("SCR_PREFIX").map(PathBuf::from).unwrap_or(
+            std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?,
+        )]
+    } else {
+        args.prefixes.clone()
+    };
+    let sets_something =
+        args.checkpoints.is_some() || before.is_some() || after.is_some() || args.seconds.is_some();
+    let unsets = args.unset_checkpoints
+        || args.unset_before
+        || args.unset_after
+        || args.unset_seconds
+        || args.unset_reason;
+    let mut failed = false;
+    for prefix in prefixes {
+        let path = layout::halt_file(&prefix);
+        let result = (|| -> scr::Result<String> {
+            if args.remove {
+                scr::io::remove_durably(&path)?;
+                return Ok(format!("Removed halt file {}\n", path.display()));
+            }
+            if args.list {
+                let halt = match HaltFile::read(&path) {
+                    Ok(h) => h,
+                    Err(e) if e.is_not_found() => HaltFile::new(),
+                    Err(e) => return Err(e),
+                };
+                return Ok(format!(
+                    "Halt conditions for {}:\n{}",
+                    prefix.display(),
+                    show(&halt)
+                ));
+            }
+            scr::io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)?;
+            let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
+            let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
+            for (flag, key) in [
+                (args.unset_checkpoints, CHECKPOINTS_LEFT),
+                (args.unset_before, EXIT_BEFORE),
+                (args.unset_after, EXIT_AFTER),
+                (args.unset_seconds, HALT_SECONDS),
+                (args.unset_reason, EXIT_REASON),
+            ] {
+                if flag {
+                    halt.unset(key);
+                }
+            }
+            if let Some(n) = args.checkpoints {
+                halt.set_checkpoints_left(n);
+            }
+            if let Some(t) = before {
+                halt.set_exit_before(t);
+            }
+            if let Some(t) = after {
+                halt.set_exit_after(t);
+            }
+            if let Some(s) = args.seconds {
+                halt.set_halt_seconds(s);
+            }
+            if !sets_something && !unsets {
+                halt.set_exit_reason(reasons::JOB_HALTED);
+            }
+            let shown = show(&halt);
+            lock.write_and_unlock(halt.hash())?;
+            Ok(format!(
+                "Updating halt file for {}\n{shown}",
+                prefix.display()
+            ))
+        })();
+        match result {
+            Ok(text) => print!("{text}"),
+            Err(e) => {
+                eprintln!("scr_halt: ERROR: {e}");
+                failed = true;
+            }
+        }
+    }
+    Ok(ExitCode::from(u8::from(failed)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        let now = Local.with_ymd_and_hms(2026, 11, 22, 10, 0, 0).unwrap();
+        let at = |s: &str| {
+            parse_time(s, now)
+                .unwrap()
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string()
+        };
+        assert_eq!(at("3pm"), "2026-11-22 15:00:00");
+        assert_eq!(at("3pm today"), "2026-11-22 15:00:00");
+        assert_eq!(at("12am tomorrow"), "2026-11-23 00:00:00");
+        assert_eq!(at("12:30pm"), "2026-11-22 12:30:00");
+        assert_eq!(at("15:30"), "2026-11-22 15:30:00");
+        assert_eq!(at("2026-12-01 08:00"), "2026-12-01 08:00:00");
+        assert_eq!(at("+30m"), "2026-11-22 10:30:00");
+        assert_eq!(at("+2h"), "2026-11-22 12:00:00");
+        assert_eq!(
+            parse_time("@1800000000", now).unwrap().timestamp(),
+            1_800_000_000
+        );
+        for bad in ["13pm", "later", "+5x", "25:00", ""] {
+            assert!(parse_time(bad, now).is_err(), "{bad}");
+        }
+    }
+}

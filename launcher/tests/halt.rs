@@ -1,0 +1,94 @@
+//! `scr halt` (SCR's `scr_halt`) writes the conditions the library and `scr retries-halt` read.
+
+use scr::HashView;
+use std::process::{Command, Output};
+
+fn scr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_scr"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn halt_file(dir: &std::path::Path) -> scr::halt::HaltFile {
+    scr::halt::HaltFile::read(&scr::layout::halt_file(dir)).unwrap()
+}
+
+#[test]
+fn conditions_are_set_listed_unset_and_removed() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().to_str().unwrap();
+    let o = scr(&[
+        "halt",
+        "--checkpoints",
+        "2",
+        "--seconds",
+        "600",
+        "--before",
+        "@1900000000",
+        p,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with(&format!("Updating halt file for {p}")));
+    let h = halt_file(d.path());
+    assert_eq!(
+        (
+            h.checkpoints_left(),
+            h.halt_seconds(),
+            h.exit_before(),
+            h.exit_reason()
+        ),
+        (Some(2), Some(600), Some(1_900_000_000), None)
+    );
+    let mode = std::fs::metadata(scr::layout::halt_file(d.path())).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o666,
+        "anyone may halt a job"
+    );
+    assert_eq!(
+        scr(&["retries-halt", "--dir", p]).status.code(),
+        Some(1),
+        "nothing due yet"
+    );
+
+    scr(&["halt", "--unset-checkpoints", "--after", "@1", p]);
+    let h = halt_file(d.path());
+    assert_eq!((h.checkpoints_left(), h.exit_after()), (None, Some(1)));
+    assert_eq!(
+        scr(&["retries-halt", "--dir", p]).status.code(),
+        Some(0),
+        "ExitAfter has passed"
+    );
+
+    let listed = String::from_utf8(scr(&["halt", "--list", p]).stdout).unwrap();
+    assert!(
+        listed.contains("HaltSeconds:     600") && listed.contains("ExitAfter:"),
+        "{listed}"
+    );
+
+    assert!(scr(&["halt", "--remove", p]).status.success());
+    assert!(!scr::layout::halt_file(d.path()).exists());
+}
+
+#[test]
+fn no_condition_halts_after_the_next_checkpoint() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().to_str().unwrap();
+    assert!(scr(&["halt", p]).status.success());
+    assert_eq!(halt_file(d.path()).exit_reason(), Some("JOB_HALTED"));
+    let o = scr(&["retries-halt", "--dir", p]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "scr_retries_halt: HALT RUN: Reason: JOB_HALTED.\n"
+    );
+}
+
+#[test]
+fn bad_times_are_rejected_before_anything_is_written() {
+    let d = tempfile::tempdir().unwrap();
+    let o = scr(&["halt", "--before", "whenever", d.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read time \"whenever\""));
+    assert!(!scr::layout::halt_file(d.path()).exists());
+}
