@@ -1185,25 +1185,10 @@ impl Scr {
 
     /// Flushes the newest complete checkpoint when the flush file says it is not on the prefix.
     fn flush_latest_if_needed(&mut self) -> Result<()> {
-        let latest = self
-            .filemap
-            .datasets()
-            .into_iter()
-            .filter(|&d| {
-                self.filemap
-                    .dataset(d, self.rank)
-                    .is_some_and(|x| x.is_complete())
-            })
-            .max();
-        let latest = comm::max_u64(&self.world, latest.unwrap_or(0));
-        let needs = self.rank == 0
-            && latest > 0
-            && FlushFile::read(&layout::flush_file(&self.prefix))
-                .map_or(true, |f| f.needs_flush(latest));
-        if comm::bcast_bool(&self.world, needs) {
-            self.flush(latest)?;
+        match self.newest_unflushed_checkpoint()? {
+            Some(latest) => self.flush(latest),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// `SCR_Have_restart`: the name of the dataset a restart would load.
