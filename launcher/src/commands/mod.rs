@@ -1,5 +1,6 @@
 //! One module per subcommand; each has clap `Args` and a `run` function.
 
+pub mod dirs;
 pub mod glob_hosts;
 pub mod halt;
 pub mod index;

@@ -1,0 +1,111 @@
+//! `scr prefix` (`scr_prefix`) and `scr list-dir` (`scr_list_dir`; 1.1-8's `scr_cntl_dir`):
+//! where a job's prefix, control and cache directories are, for batch scripts.
+
+use scr::layout;
+use scr::params::{Params, Sources};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(about = "Print the prefix directory: SCR_PREFIX, else the working directory")]
+pub struct PrefixArgs {}
+
+pub fn prefix(_: PrefixArgs) -> scr::Result<ExitCode> {
+    let prefix = std::env::var_os("SCR_PREFIX")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok());
+    match prefix {
+        Some(p) => {
+            println!("{}", p.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        None => Ok(ExitCode::from(1)),
+    }
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    Control,
+    Cache,
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "Print the job's control or cache directories (space separated)",
+    long_about = "Print <base>/<user>/scr.<jobid> for the control directory, or for every cache store \
+                  (SCR_CACHE_BASE and the STORE of each CKPT descriptor), from SCR's configuration. \
+                  Prints INVALID and exits 1 when the user or job id is unknown.\n\n\
+                  As scr_cntl_dir (SCR 1.1-8) it prints the control directory, or with --cache the caches."
+)]
+pub struct ListDirArgs {
+    /// User name (default: SCR_USER_NAME, else USER)
+    #[arg(short = 'u', long)]
+    user: Option<String>,
+    /// Job id (default: SCR_JOB_ID, else SLURM_JOBID)
+    #[arg(short = 'j', long)]
+    jobid: Option<String>,
+    /// Print only the base directories
+    #[arg(short = 'b', long)]
+    base: bool,
+    /// (scr_cntl_dir) print the cache directories instead of the control directory
+    #[arg(short = 'c', long, hide = true)]
+    cache: bool,
+    /// Which directories
+    which: Option<Which>,
+}
+
+pub fn list_dir(args: ListDirArgs) -> scr::Result<ExitCode> {
+    let which = args.which.unwrap_or(if args.cache {
+        Which::Cache
+    } else {
+        Which::Control
+    });
+    let params = Params::load(&Sources::from_process())?;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let user = args
+        .user
+        .or_else(|| env("SCR_USER_NAME"))
+        .or_else(|| env("USER"));
+    let jobid = args
+        .jobid
+        .or_else(|| params.get("SCR_JOB_ID").map(str::to_string))
+        .or_else(|| env("SLURM_JOBID"));
+    let bases: Vec<String> = match which {
+        Which::Control => vec![params.get("SCR_CNTL_BASE").unwrap_or("/tmp").to_string()],
+        Which::Cache => {
+            let mut b = vec![params.get("SCR_CACHE_BASE").unwrap_or("/tmp").to_string()];
+            for d in params
+                .descriptors_of("CKPT")
+                .chain(params.descriptors_of("CKPTDESC"))
+            {
+                if let Some(s) = d.attr("STORE").or(d.attr("BASE")) {
+                    if !b.iter().any(|x| x == s) {
+                        b.push(s.to_string());
+                    }
+                }
+            }
+            b
+        }
+    };
+    if args.base {
+        println!("{}", bases.join(" "));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (Some(user), Some(jobid)) = (user, jobid) else {
+        println!("INVALID");
+        eprintln!(
+            "scr_list_dir: ERROR: the user name or job id is unknown: set USER / SCR_USER_NAME and SCR_JOB_ID (or run inside a SLURM job)"
+        );
+        return Ok(ExitCode::from(1));
+    };
+    let dirs: Vec<String> = bases
+        .iter()
+        .map(|b| {
+            layout::job_dir(b.as_ref(), &user, &jobid)
+                .display()
+                .to_string()
+        })
+        .collect();
+    println!("{}", dirs.join(" "));
+    Ok(ExitCode::SUCCESS)
+}
