@@ -78,10 +78,10 @@ pub fn list_dir(args: ListDirArgs) -> scr::Result<ExitCode> {
                 .descriptors_of("CKPT")
                 .chain(params.descriptors_of("CKPTDESC"))
             {
-                if let Some(s) = d.attr("STORE").or(d.attr("BASE")) {
-                    if !b.iter().any(|x| x == s) {
-                        b.push(s.to_string());
-                    }
+                if let Some(s) = d.attr("STORE").or(d.attr("BASE"))
+                    && !b.iter().any(|x| x == s)
+                {
+                    b.push(s.to_string());
                 }
             }
             b
