@@ -27,6 +27,7 @@ enum Command {
     Halt(commands::halt::Args),
     Prefix(commands::dirs::PrefixArgs),
     ListDir(commands::dirs::ListDirArgs),
+    InstallLinks(commands::links::Args),
     FlushFile(commands::state_files::FlushFileArgs),
     RetriesHalt(commands::state_files::RetriesHaltArgs),
     NodesFile(commands::state_files::NodesFileArgs),
@@ -80,6 +81,10 @@ fn main() -> ExitCode {
         Command::Halt(args) => commands::halt::run(args),
         Command::Prefix(args) => commands::dirs::prefix(args),
         Command::ListDir(args) => commands::dirs::list_dir(args),
+        Command::InstallLinks(args) => {
+            let names: Vec<&str> = COMPAT_NAMES.iter().map(|(name, _)| *name).collect();
+            commands::links::run(args, &names)
+        }
         Command::FlushFile(args) => commands::state_files::flush_file(args),
         Command::RetriesHalt(args) => commands::state_files::retries_halt(args),
         Command::NodesFile(args) => commands::state_files::nodes_file(args),

@@ -90,3 +90,44 @@ fn directories_follow_the_configuration() {
         (0, "/tmp/alice/scr.1145655 /ssd/alice/scr.1145655\n".into())
     );
 }
+
+#[test]
+fn install_links_makes_scr_names_work() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    let o = Command::new(env!("CARGO_BIN_EXE_scr"))
+        .args(["install-links", bin.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for name in [
+        "scr_print_hash_file",
+        "scr_glob_hosts",
+        "scr_index",
+        "scr_halt",
+        "scr_retries_halt",
+        "scr_flush_file",
+        "scr_nodes_file",
+        "scr_prefix",
+        "scr_list_dir",
+        "scr_cntl_dir",
+    ] {
+        assert!(bin.join(name).exists(), "{name}");
+    }
+    let o = Command::new(bin.join("scr_glob_hosts"))
+        .args(["-c", "-h", "n[1-4]"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "4\n");
+    // a second run refuses to clobber, unless forced
+    let again = Command::new(env!("CARGO_BIN_EXE_scr"))
+        .args(["install-links", bin.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    let forced = Command::new(env!("CARGO_BIN_EXE_scr"))
+        .args(["install-links", "--force", bin.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(forced.status.success());
+}

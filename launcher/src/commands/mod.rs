@@ -4,5 +4,6 @@ pub mod dirs;
 pub mod glob_hosts;
 pub mod halt;
 pub mod index;
+pub mod links;
 pub mod print;
 pub mod state_files;
