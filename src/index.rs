@@ -34,12 +34,29 @@ const FAILED: &str = "FAILED";
 
 fn validate(h: &Hash) -> Result<(), String> {
     check_value::<u64>(h, VERSION, "index")?;
-    let index = IndexFile::wrap(h.clone());
-    check_ids(h.get(index.dset_key()), "dataset id")?;
-    for (name, n) in h.get(index.name_key()).into_iter().flat_map(Hash::iter) {
-        check_value::<u64>(n, index.dset_key(), &format!("index entry {name}"))?;
+    check_ids(h.get(dset_key(h)), "dataset id")?;
+    for (name, n) in h.get(name_key(h)).into_iter().flat_map(Hash::iter) {
+        check_value::<u64>(n, dset_key(h), &format!("index entry {name}"))?;
     }
     Ok(())
+}
+
+/// The key names use: `NAME` (v1.2+), or `DIR` in a v1.1.8 index.
+fn name_key(h: &Hash) -> &'static str {
+    if !h.contains(NAME) && h.contains(LEGACY_DIR) {
+        LEGACY_DIR
+    } else {
+        NAME
+    }
+}
+
+/// The key ids use: `DSET`, or `CKPT` in a 1.1-8 index.
+fn dset_key(h: &Hash) -> &'static str {
+    if !h.contains(DSET) && h.contains(LEGACY_CKPT) {
+        LEGACY_CKPT
+    } else {
+        DSET
+    }
 }
 
 /// One dataset copy on the prefix, as `scr index --list` shows it.
@@ -64,19 +81,11 @@ impl IndexFile {
     }
 
     fn name_key(&self) -> &'static str {
-        if !self.0.contains(NAME) && self.0.contains(LEGACY_DIR) {
-            LEGACY_DIR
-        } else {
-            NAME
-        }
+        name_key(&self.0)
     }
 
     fn dset_key(&self) -> &'static str {
-        if !self.0.contains(DSET) && self.0.contains(LEGACY_CKPT) {
-            LEGACY_CKPT
-        } else {
-            DSET
-        }
+        dset_key(&self.0)
     }
 
     fn record(&self, id: u64, name: &str) -> Option<&Hash> {
