@@ -458,21 +458,16 @@ fn halt_by_exit_before_and_halt_seconds_stops_in_init() {
 fn halt_by_exit_reason_and_a_previous_finalize_does_not_halt() {
     let job = Job::new();
     write_halt(&job, |h| h.set_exit_reason("JOB_HALTED"));
-    let run = job.run(2, &["1000", "3"], &[]);
-    let out = text(&run);
+    let out = job.run_ok(2, &["1000", "3"], &[]);
     assert!(
-        run.status.success() && out.contains("Reason: JOB_HALTED") && !out.contains("test_api:"),
+        out.contains("Reason: JOB_HALTED") && !out.contains("test_api:"),
         "{out}"
     );
 
     // SCR_FINALIZE_CALLED left by a finished run does not stop the next one
     write_halt(&job, |h| h.set_exit_reason("SCR_FINALIZE_CALLED"));
-    let run = job.run(2, &["1000", "1"], &[]);
-    let out = text(&run);
-    assert!(
-        run.status.success() && out.contains("test_api: done"),
-        "{out}"
-    );
+    let out = job.run_ok(2, &["1000", "1"], &[]);
+    assert!(out.contains("test_api: done"), "{out}");
 }
 
 #[test]
@@ -505,10 +500,9 @@ fn fortran_program_checkpoints_and_restarts() {
         "test_ckpt",
     );
     let job = Job { app, ..job };
-    let first = job.run(2, &[], &[("SCR_FLUSH", "1")]);
-    let out = text(&first);
+    let out = job.run_ok(2, &[], &[("SCR_FLUSH", "1")]);
     assert!(
-        first.status.success() && out.contains("no checkpoint, starting from the beginning"),
+        out.contains("no checkpoint, starting from the beginning"),
         "{out}"
     );
     // the Fortran file: a 4-byte timestep, then 20000 4-byte integers r + i + t
@@ -518,10 +512,9 @@ fn fortran_program_checkpoints_and_restarts() {
         i32::from_ne_bytes(bytes[4..8].try_into().unwrap()),
         1 + 1 + 2
     );
-    let second = job.run(2, &[], &[]);
-    let out = text(&second);
+    let out = job.run_ok(2, &[], &[]);
     assert!(
-        second.status.success() && out.contains("restarted from ckpt.2, data verified"),
+        out.contains("restarted from ckpt.2, data verified"),
         "{out}"
     );
 }
@@ -554,12 +547,8 @@ fn static_library_and_cplusplus_header() {
         String::from_utf8_lossy(&out.stderr)
     );
     let job = Job { app, ..job };
-    let run = job.run(2, &["1000", "1"], &[]);
-    assert!(
-        run.status.success() && text(&run).contains("test_api: done"),
-        "{}",
-        text(&run)
-    );
+    let out = job.run_ok(2, &["1000", "1"], &[]);
+    assert!(out.contains("test_api: done"), "{out}");
 
     let cpp = job.dir.path().join("t.cpp");
     std::fs::write(&cpp, "#include <mpi.h>\n#include \"scr.h\"\nint main(){ int f; return SCR_Need_checkpoint(&f) == SCR_SUCCESS && SCR_FLAG_OUTPUT == 2 ? 0 : 1; }\n").unwrap();
@@ -651,16 +640,14 @@ fn rust_program_checkpoints_and_restarts() {
     assert!(build.status().unwrap().success());
     let app = library("examples/rust_ckpt");
     let job = Job { app, ..job };
-    let first = job.run(3, &["50000", "2"], &[("SCR_FLUSH", "2")]);
-    let out = text(&first);
+    let out = job.run_ok(3, &["50000", "2"], &[("SCR_FLUSH", "2")]);
     assert!(
-        first.status.success() && out.contains("no checkpoint, starting from the beginning"),
+        out.contains("no checkpoint, starting from the beginning"),
         "{out}"
     );
-    let second = job.run(3, &["50000", "1"], &[]);
-    let out = text(&second);
+    let out = job.run_ok(3, &["50000", "1"], &[]);
     assert!(
-        second.status.success() && out.contains("restarted from ckpt.2, data verified"),
+        out.contains("restarted from ckpt.2, data verified"),
         "{out}"
     );
     let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
@@ -711,10 +698,9 @@ fn flush_width_and_store_count() {
 #[test]
 fn unimplemented_schemes_are_reported_not_hidden() {
     let job = Job::new();
-    let run = job.run(2, &["1000", "1"], &[("SCR_COPY_TYPE", "XOR")]);
-    let out = text(&run);
+    let out = job.run_ok(2, &["1000", "1"], &[("SCR_COPY_TYPE", "XOR")]);
     assert!(
-        run.status.success() && out.contains("redundancy scheme XOR is not implemented yet"),
+        out.contains("redundancy scheme XOR is not implemented yet"),
         "{out}"
     );
 }
