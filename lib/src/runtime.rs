@@ -1145,6 +1145,7 @@ impl Scr {
             result = (|| {
                 let path = layout::halt_file(&self.prefix);
                 let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
+                let was = hash.clone();
                 let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
                 if count_checkpoint {
                     halt.decrement_checkpoints();
@@ -1160,7 +1161,13 @@ impl Scr {
                     halt.set_exit_reason(cause.reason());
                     halt_now = true;
                 }
-                lock.write_and_unlock(halt.hash())
+                // Need_checkpoint and Should_exit call this often: rewrite only what changed
+                // (an empty file the lock just created is written once, so it reads as a halt file)
+                let just_created = std::fs::metadata(&path).is_ok_and(|m| m.len() == 0);
+                if halt.hash() != &was || just_created {
+                    lock.write_and_unlock(halt.hash())?;
+                }
+                Ok(())
             })();
         }
         let halt_now = comm::bcast_bool(&self.world, halt_now);
