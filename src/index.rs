@@ -73,13 +73,6 @@ pub struct IndexEntry {
 }
 
 impl IndexFile {
-    /// An empty index with SCR's version.
-    pub fn empty() -> Self {
-        let mut h = Hash::new();
-        h.set_value(VERSION, 1);
-        IndexFile(h)
-    }
-
     fn name_key(&self) -> &'static str {
         name_key(&self.0)
     }
@@ -94,6 +87,9 @@ impl IndexFile {
     }
 
     fn record_mut(&mut self, id: u64, name: &str) -> &mut Hash {
+        if !self.0.contains(VERSION) {
+            self.0.set_value(VERSION, 1); // a new index
+        }
         let (dk, nk) = (self.dset_key(), self.name_key());
         self.0.set_path(&[&nk, &name]).set_value(dk, id);
         self.0.set_path(&[&dk, &id, &nk, &name])
@@ -256,11 +252,16 @@ mod tests {
     #[test]
     fn restart_walks_back_past_failed_and_incomplete() {
         let t = parse_timestamp("2026-11-22T04:51:15").unwrap();
-        let mut idx = IndexFile::empty();
+        let mut idx = IndexFile::new();
         for id in 1..=4 {
             idx.add(&dset(id), &format!("ckpt.{id}"), id != 2);
             idx.set_flushed(id, &format!("ckpt.{id}"), t);
         }
+        assert_eq!(
+            idx.hash().keys().next(),
+            Some("VERSION"),
+            "a new index records its version first"
+        );
         idx.set_current("ckpt.4").unwrap();
         idx.mark_failed(4, "ckpt.4", t);
         let names: Vec<_> = idx

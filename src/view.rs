@@ -32,6 +32,18 @@ pub trait HashView: Sized {
             .map_err(|what| Error::invalid(path, format!("not a valid {}: {what}", Self::KIND)))
     }
 
+    /// Read-modify-write under the file's advisory lock: reads the file (missing or empty
+    /// reads as empty), lets `change` modify it, and replaces it atomically with `mode`.
+    /// Nothing is written when `change` fails.
+    fn update<R>(path: &Path, mode: u32, change: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
+        let (lock, hash) = io::LockedHashFile::open(path, mode)?;
+        let mut view = Self::from_hash(hash)
+            .map_err(|what| Error::invalid(path, format!("not a valid {}: {what}", Self::KIND)))?;
+        let result = change(&mut view)?;
+        lock.write_and_unlock(view.hash())?;
+        Ok(result)
+    }
+
     /// Writes the file atomically (mode 0600).
     fn write(&self, path: &Path) -> Result<()> {
         io::write_hash_file(path, self.hash())

@@ -85,4 +85,16 @@ fn unknown_names_and_missing_indexes_fail_clearly() {
     let o = scr(&["index", "-p", empty.path().to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("index.scr"));
+    let o = scr(&[
+        "index",
+        "-p",
+        empty.path().to_str().unwrap(),
+        "--current",
+        "ckpt.1",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        !scr::layout::index_file(empty.path()).exists(),
+        "a failed change creates no empty index"
+    );
 }

@@ -1263,11 +1263,10 @@ impl Scr {
         }
         self.flush_latest_if_needed()?;
         if self.rank == 0 {
-            let path = layout::halt_file(&self.prefix);
-            let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
-            let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
-            halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
-            lock.write_and_unlock(halt.hash())?;
+            HaltFile::update(&layout::halt_file(&self.prefix), SHARED_FILE, |halt| {
+                halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
+                Ok(())
+            })?;
         }
         comm::relaxed_barrier(&self.world);
         Ok(())
@@ -1275,23 +1274,14 @@ impl Scr {
 }
 
 fn update_flush_file(prefix: &Path, f: impl FnOnce(&mut FlushFile)) -> Result<()> {
-    let path = layout::flush_file(prefix);
-    let (lock, hash) = LockedHashFile::open(&path, PRIVATE_FILE)?;
-    let mut flush = FlushFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
-    f(&mut flush);
-    lock.write_and_unlock(flush.hash())
+    FlushFile::update(&layout::flush_file(prefix), PRIVATE_FILE, |flush| {
+        f(flush);
+        Ok(())
+    })
 }
 
 fn update_index(prefix: &Path, f: impl FnOnce(&mut IndexFile) -> Result<()>) -> Result<()> {
-    let path = layout::index_file(prefix);
-    let (lock, hash) = LockedHashFile::open(&path, 0o644)?;
-    let mut index = if hash.is_empty() {
-        IndexFile::empty()
-    } else {
-        IndexFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?
-    };
-    f(&mut index)?;
-    lock.write_and_unlock(index.hash())
+    IndexFile::update(&layout::index_file(prefix), 0o644, f)
 }
 
 /// Points `<prefix>/scr.current` at a dataset directory, replacing the link atomically.

@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Local, NaiveDate, NaiveDateTime, NaiveTime, Tim
 use scr::halt::{
     CHECKPOINTS_LEFT, EXIT_AFTER, EXIT_BEFORE, EXIT_REASON, HALT_SECONDS, HaltFile, reasons,
 };
-use scr::io::{LockedHashFile, SHARED_FILE};
+use scr::io::SHARED_FILE;
 use scr::{Error, HashView, layout};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -200,36 +200,35 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
                 ));
             }
             scr::io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)?;
-            let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
-            let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
-            for (flag, key) in [
-                (args.unset_checkpoints, CHECKPOINTS_LEFT),
-                (args.unset_before, EXIT_BEFORE),
-                (args.unset_after, EXIT_AFTER),
-                (args.unset_seconds, HALT_SECONDS),
-                (args.unset_reason, EXIT_REASON),
-            ] {
-                if flag {
-                    halt.unset(key);
+            let shown = HaltFile::update(&path, SHARED_FILE, |halt| {
+                for (flag, key) in [
+                    (args.unset_checkpoints, CHECKPOINTS_LEFT),
+                    (args.unset_before, EXIT_BEFORE),
+                    (args.unset_after, EXIT_AFTER),
+                    (args.unset_seconds, HALT_SECONDS),
+                    (args.unset_reason, EXIT_REASON),
+                ] {
+                    if flag {
+                        halt.unset(key);
+                    }
                 }
-            }
-            if let Some(n) = args.checkpoints {
-                halt.set_checkpoints_left(n);
-            }
-            if let Some(t) = before {
-                halt.set_exit_before(t);
-            }
-            if let Some(t) = after {
-                halt.set_exit_after(t);
-            }
-            if let Some(s) = args.seconds {
-                halt.set_halt_seconds(s);
-            }
-            if !sets_something && !unsets {
-                halt.set_exit_reason(reasons::JOB_HALTED);
-            }
-            let shown = show(&halt);
-            lock.write_and_unlock(halt.hash())?;
+                if let Some(n) = args.checkpoints {
+                    halt.set_checkpoints_left(n);
+                }
+                if let Some(t) = before {
+                    halt.set_exit_before(t);
+                }
+                if let Some(t) = after {
+                    halt.set_exit_after(t);
+                }
+                if let Some(s) = args.seconds {
+                    halt.set_halt_seconds(s);
+                }
+                if !sets_something && !unsets {
+                    halt.set_exit_reason(reasons::JOB_HALTED);
+                }
+                Ok(show(halt))
+            })?;
             Ok(format!(
                 "Updating halt file for {}\n{shown}",
                 prefix.display()

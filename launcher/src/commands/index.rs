@@ -3,7 +3,6 @@
 //! and index a scavenged dataset, arrive with the drain.)
 
 use scr::index::IndexFile;
-use scr::io::LockedHashFile;
 use scr::{Error, HashView, layout};
 use serde_json::json;
 use std::path::PathBuf;
@@ -46,32 +45,33 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     };
     let path = layout::index_file(&prefix);
     if args.current.is_some() || args.drop.is_some() || args.drop_after.is_some() {
-        let (lock, hash) = LockedHashFile::open(&path, 0o644)?;
-        let mut index = IndexFile::from_hash(hash)
-            .map_err(|e| Error::invalid(&path, format!("not a valid index file: {e}")))?;
+        // an index must exist to be changed (locking would create an empty one)
+        std::fs::metadata(&path).map_err(|e| Error::io(&path, "open", e))?;
         let missing = |name: &str| {
             Error::invalid(
                 &path,
                 format!("dataset {name} is not in the index; `scr index --list` shows what is"),
             )
         };
-        if let Some(name) = &args.drop {
-            if !index.remove(name) {
-                return Err(missing(name));
+        IndexFile::update(&path, 0o644, |index| {
+            if let Some(name) = &args.drop {
+                if !index.remove(name) {
+                    return Err(missing(name));
+                }
+                println!("Dropped `{name}' from index");
             }
-            println!("Dropped `{name}' from index");
-        }
-        if let Some(name) = &args.drop_after {
-            let id = index.id_of(name).ok_or_else(|| missing(name))?;
-            for dropped in index.remove_after(id) {
-                println!("Dropped `{dropped}' from index");
+            if let Some(name) = &args.drop_after {
+                let id = index.id_of(name).ok_or_else(|| missing(name))?;
+                for dropped in index.remove_after(id) {
+                    println!("Dropped `{dropped}' from index");
+                }
             }
-        }
-        if let Some(name) = &args.current {
-            index.set_current(name).map_err(|_| missing(name))?;
-            println!("Set `{name}' as current restart dataset");
-        }
-        lock.write_and_unlock(index.hash())?;
+            if let Some(name) = &args.current {
+                index.set_current(name).map_err(|_| missing(name))?;
+                println!("Set `{name}' as current restart dataset");
+            }
+            Ok(())
+        })?;
         return Ok(ExitCode::SUCCESS);
     }
     let index = IndexFile::read(&path)?;
