@@ -7,6 +7,8 @@
 //!   SCR v1.2/v2.0;
 //! - typed views of every SCR file: [`filemap`], [`meta`], [`dataset`], [`reddesc`],
 //!   [`index`], [`summary`], [`rank2file`], [`flush`], [`halt`], [`nodes`], [`transfer`];
+//! - redundancy: [`redset`] (which ranks protect each other) and [`xor`] (the XOR
+//!   scheme's chunk rule and files);
 //! - [`params`] and [`config`]: SCR's parameters, defaults and configuration syntax;
 //! - [`layout`]: where control, cache and prefix files live;
 //! - [`io`]: atomic replacement, locked read-modify-write and private directories.
@@ -26,10 +28,12 @@ pub mod nodes;
 pub mod params;
 pub mod rank2file;
 pub mod reddesc;
+pub mod redset;
 pub mod summary;
 pub mod transfer;
 pub mod units;
 mod view;
+pub mod xor;
 
 pub use error::{Error, Result};
 pub use hash::Hash;

@@ -1,0 +1,249 @@
+//! Redundancy set selection (manual §6; SCR v1.2's failure-group rule): which ranks protect
+//! each other's files. Pure logic over the failure group (by default the node) of every
+//! world rank, so every rank computes the same sets without talking to the others.
+//!
+//! Ranks are first split *across* failure groups: the i-th rank of every group joins the
+//! i-th across-list, so no list holds two ranks of one group. PARTNER uses each list as one
+//! ring; XOR and RS cut each list into sets of at least SET_SIZE members, spreading the
+//! remainder so that no set is smaller than asked (SCR v1.2; 1.1-8 left a short last set).
+
+use crate::reddesc::{Scheme, SetPosition};
+
+/// The redundancy sets of one job: each set lists world ranks in set order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedundancySets {
+    pub scheme: Scheme,
+    sets: Vec<Vec<u64>>,
+    /// (set index, position in set) of every world rank.
+    place: Vec<(usize, usize)>,
+}
+
+/// Which set a member of an across-list of `n` ranks falls in when sets have at least
+/// `min` members (SCR v1.2's balanced split).
+pub fn balanced_set_id(index: u64, n: u64, min: u64) -> u64 {
+    let min = min.max(1);
+    let groups = n / min;
+    let size = if groups > 0 {
+        min + (n - groups * min) / groups
+    } else {
+        n
+    };
+    if size == 0 {
+        return 0;
+    }
+    let r2 = n % size;
+    let cutoff = r2 * (size + 1);
+    if index < cutoff {
+        index / (size + 1)
+    } else {
+        (index - cutoff) / size + r2
+    }
+}
+
+impl RedundancySets {
+    /// Sets for `scheme` given each world rank's failure group. `set_size` is the minimum
+    /// set size of XOR and RS; `failures` how many lost members an RS set must survive.
+    /// Errors say why the scheme cannot protect these ranks (e.g. all on one node).
+    pub fn select(
+        scheme: Scheme,
+        groups: &[String],
+        set_size: u64,
+        failures: u64,
+    ) -> Result<RedundancySets, String> {
+        let ranks = groups.len();
+        let mut sets: Vec<Vec<u64>> = Vec::new();
+        if scheme == Scheme::Single {
+            sets.extend((0..ranks as u64).map(|r| vec![r]));
+        } else {
+            // the i-th rank of each failure group goes to across-list i
+            let mut across: Vec<Vec<u64>> = Vec::new();
+            let mut seen: Vec<(&str, usize)> = Vec::new();
+            for (rank, group) in groups.iter().enumerate() {
+                let within = match seen.iter_mut().find(|(g, _)| *g == group.as_str()) {
+                    Some((_, count)) => {
+                        *count += 1;
+                        *count - 1
+                    }
+                    None => {
+                        seen.push((group, 1));
+                        0
+                    }
+                };
+                if across.len() <= within {
+                    across.resize(within + 1, Vec::new());
+                }
+                across[within].push(rank as u64);
+            }
+            for list in across {
+                if scheme == Scheme::Partner {
+                    sets.push(list);
+                    continue;
+                }
+                let n = list.len() as u64;
+                let mut split: Vec<Vec<u64>> = Vec::new();
+                for (i, &rank) in list.iter().enumerate() {
+                    let id = balanced_set_id(i as u64, n, set_size) as usize;
+                    if split.len() <= id {
+                        split.resize(id + 1, Vec::new());
+                    }
+                    split[id].push(rank);
+                }
+                sets.extend(split);
+            }
+            sets.sort_by_key(|s| s[0]);
+            let needed = match scheme {
+                Scheme::ReedSolomon => failures.max(1) + 1,
+                _ => 2,
+            };
+            if let Some(short) = sets.iter().find(|s| (s.len() as u64) < needed) {
+                let distinct = {
+                    let mut g: Vec<&String> = groups.iter().collect();
+                    g.sort();
+                    g.dedup();
+                    g.len()
+                };
+                return Err(format!(
+                    "{scheme} needs sets of at least {needed} ranks on different nodes, but rank {} \
+                     has only {} such rank(s) ({ranks} ranks on {distinct} node(s)); run on more \
+                     nodes, with the same number of ranks per node, or choose another scheme",
+                    short[0],
+                    short.len()
+                ));
+            }
+            if scheme == Scheme::ReedSolomon
+                && let Some(big) = sets.iter().find(|s| s.len() + failures as usize > 256)
+            {
+                return Err(format!(
+                    "RS sets are limited to 256 members plus checks over GF(2^8); a set of {} \
+                     with {failures} failures exceeds it: lower SCR_SET_SIZE",
+                    big.len()
+                ));
+            }
+        }
+        let mut place = vec![(0, 0); ranks];
+        for (s, set) in sets.iter().enumerate() {
+            for (p, &r) in set.iter().enumerate() {
+                place[r as usize] = (s, p);
+            }
+        }
+        Ok(RedundancySets {
+            scheme,
+            sets,
+            place,
+        })
+    }
+
+    pub fn sets(&self) -> &[Vec<u64>] {
+        &self.sets
+    }
+
+    /// The set `rank` belongs to, in set order.
+    pub fn members(&self, rank: u64) -> &[u64] {
+        &self.sets[self.place[rank as usize].0]
+    }
+
+    /// Where `rank` sits, as the filemap's redundancy descriptor records it: the set's id is
+    /// its index (sets ordered by their first world rank).
+    pub fn position(&self, rank: u64) -> SetPosition {
+        let (set, pos) = self.place[rank as usize];
+        SetPosition {
+            groups: self.sets.len() as u64,
+            group_id: set as u64,
+            group_size: self.sets[set].len() as u64,
+            group_rank: pos as u64,
+        }
+    }
+
+    /// The world ranks `hop` places left and right of `rank` in its set's ring.
+    pub fn neighbours(&self, rank: u64, hop: u64) -> (u64, u64) {
+        let set = self.members(rank);
+        let n = set.len() as u64;
+        let pos = self.place[rank as usize].1 as u64;
+        let hop = hop % n.max(1);
+        (
+            set[((pos + n - hop) % n) as usize],
+            set[((pos + hop) % n) as usize],
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(layout: &[&str]) -> Vec<String> {
+        layout.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn balanced_sets_are_never_smaller_than_asked() {
+        let ids = |n, min| {
+            (0..n)
+                .map(|i| balanced_set_id(i, n, min))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(10, 8), vec![0; 10]);
+        assert_eq!(ids(4, 8), vec![0; 4]);
+        let seventeen = ids(17, 8);
+        assert_eq!(seventeen.iter().filter(|&&i| i == 0).count(), 9);
+        assert_eq!(seventeen.iter().filter(|&&i| i == 1).count(), 8);
+        for n in 1..200 {
+            for min in 1..20 {
+                let ids = ids(n, min);
+                let sets = ids.iter().max().unwrap() + 1;
+                for s in 0..sets {
+                    let size = ids.iter().filter(|&&i| i == s).count() as u64;
+                    assert!(size >= min.min(n), "n={n} min={min} set {s} has {size}");
+                    assert!(size < 2 * min.max(1) || sets == 1, "n={n} min={min}");
+                }
+                assert!(ids.windows(2).all(|w| w[0] <= w[1]), "contiguous sets");
+            }
+        }
+    }
+
+    #[test]
+    fn sets_span_nodes() {
+        // 8 ranks, 2 per node: across-lists {0,2,4,6} and {1,3,5,7}
+        let g = nodes(&["a", "a", "b", "b", "c", "c", "d", "d"]);
+        let xor = RedundancySets::select(Scheme::Xor, &g, 8, 0).unwrap();
+        assert_eq!(xor.sets(), [vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
+        assert_eq!(
+            xor.position(5),
+            SetPosition {
+                groups: 2,
+                group_id: 1,
+                group_size: 4,
+                group_rank: 2
+            }
+        );
+        assert_eq!(xor.neighbours(0, 1), (6, 2));
+        let small = RedundancySets::select(Scheme::Xor, &g, 2, 0).unwrap();
+        assert_eq!(
+            small.sets(),
+            [vec![0, 2], vec![1, 3], vec![4, 6], vec![5, 7]]
+        );
+        let partner = RedundancySets::select(Scheme::Partner, &g, 2, 0).unwrap();
+        assert_eq!(partner.sets(), [vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
+        assert_eq!(partner.neighbours(7, 1), (5, 1));
+        for set in partner.sets() {
+            let mut seen: Vec<&String> = set.iter().map(|&r| &g[r as usize]).collect();
+            seen.dedup();
+            assert_eq!(seen.len(), set.len(), "one member per node");
+        }
+    }
+
+    #[test]
+    fn unsatisfiable_schemes_say_why() {
+        let one_node = nodes(&["a", "a", "a", "a"]);
+        let err = RedundancySets::select(Scheme::Xor, &one_node, 8, 0).unwrap_err();
+        assert!(err.contains("4 ranks on 1 node"), "{err}");
+        assert!(RedundancySets::select(Scheme::Partner, &one_node, 8, 0).is_err());
+        assert!(RedundancySets::select(Scheme::Single, &one_node, 8, 0).is_ok());
+        // uneven ranks per node: the third rank of node a has nobody to pair with
+        let uneven = nodes(&["a", "a", "a", "b", "b"]);
+        assert!(RedundancySets::select(Scheme::Partner, &uneven, 8, 0).is_err());
+        let three = nodes(&["a", "b", "c"]);
+        assert!(RedundancySets::select(Scheme::ReedSolomon, &three, 8, 2).is_ok());
+        assert!(RedundancySets::select(Scheme::ReedSolomon, &three, 8, 3).is_err());
+    }
+}

@@ -1,0 +1,342 @@
+//! The XOR scheme's arithmetic and files (manual §6.3; reference §4.5), shared by the
+//! runtime library (encode, rebuild in Init) and the serial rebuild command.
+//!
+//! Each member of a set of `n` sees its files as one logical file: their concatenation in
+//! the order the XOR header lists them, zero-padded to `(n-1) * chunk` bytes, split into
+//! `n-1` chunks. Member `t`'s XOR file holds the parity of the one chunk every other member
+//! contributes for it ([`chunk_for`]), RAID-5 style, so any one lost member is the XOR of
+//! the others' chunks and parities.
+//!
+//! The XOR file is a hash file (the header below, SCR v2.0's key order) immediately
+//! followed by the `chunk` parity bytes:
+//! `CHUNK`, `PARTNER {RANK FILES FILE{i meta}}` (the left neighbour's file list, so a lost
+//! member's meta can be recovered from its right neighbour), `CURRENT {FILE FILES RANK}`,
+//! `DSET`, `RANKS`, `GROUP {RANKS RANK{i world rank}}`.
+
+use crate::dataset::Dataset;
+use crate::hash::Hash;
+use crate::meta::Meta;
+use crate::view::HashView;
+use crate::{Error, Result};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// Bytes per chunk: the largest logical file spread over `n-1` chunks, at least one byte.
+pub fn chunk_size(max_logical_bytes: u64, set_size: u64) -> u64 {
+    max_logical_bytes
+        .div_ceil(set_size.saturating_sub(1).max(1))
+        .max(1)
+}
+
+/// Which of `member`'s chunks goes into `target`'s parity (`member != target`).
+pub fn chunk_for(member: usize, target: usize) -> usize {
+    debug_assert_ne!(member, target);
+    if target < member { target } else { target - 1 }
+}
+
+/// One member's file list as the header records it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemberFiles {
+    pub rank: u64,
+    pub files: Vec<Meta>,
+}
+
+impl MemberFiles {
+    fn to_hash(&self, rank_first: bool) -> Hash {
+        let mut h = Hash::new();
+        let mut list = Hash::new();
+        for (i, m) in self.files.iter().enumerate() {
+            list.set(i.to_string(), m.hash().clone());
+        }
+        if rank_first {
+            h.set_value("RANK", self.rank);
+            h.set_value("FILES", self.files.len());
+            h.set("FILE", list);
+        } else {
+            h.set("FILE", list);
+            h.set_value("FILES", self.files.len());
+            h.set_value("RANK", self.rank);
+        }
+        h
+    }
+
+    fn from_hash(h: &Hash, what: &str) -> std::result::Result<Self, String> {
+        let rank = h
+            .parsed::<u64>("RANK")
+            .ok()
+            .flatten()
+            .ok_or_else(|| format!("{what}: RANK missing"))?;
+        let count = h.parsed::<usize>("FILES").ok().flatten().unwrap_or(0);
+        let mut files = Vec::with_capacity(count);
+        for i in 0..count {
+            let m = h
+                .get_path(&[&"FILE", &i])
+                .ok_or_else(|| format!("{what}: file {i} of {count} missing"))?;
+            files.push(Meta::from_hash(m.clone()).map_err(|e| format!("{what}: {e}"))?);
+        }
+        Ok(MemberFiles { rank, files })
+    }
+
+    /// Total bytes of the logical file (before padding).
+    pub fn logical_size(&self) -> u64 {
+        self.files.iter().map(|m| m.size().unwrap_or(0)).sum()
+    }
+}
+
+/// The hash at the start of an XOR file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct XorHeader {
+    pub chunk: u64,
+    /// World size of the job that wrote it.
+    pub ranks: u64,
+    /// World ranks of the set, in set order.
+    pub group: Vec<u64>,
+    pub dataset: Dataset,
+    pub current: MemberFiles,
+    pub partner: MemberFiles,
+}
+
+impl XorHeader {
+    pub fn to_hash(&self) -> Hash {
+        let mut h = Hash::new();
+        h.set_value("CHUNK", self.chunk);
+        h.set("PARTNER", self.partner.to_hash(true));
+        h.set("CURRENT", self.current.to_hash(false));
+        h.set("DSET", self.dataset.hash().clone());
+        h.set_value("RANKS", self.ranks);
+        let g = h.child("GROUP");
+        g.set_value("RANKS", self.group.len());
+        let list = g.child("RANK");
+        for (i, r) in self.group.iter().enumerate() {
+            list.child(i.to_string()).child(r.to_string());
+        }
+        h
+    }
+
+    pub fn from_hash(h: &Hash) -> std::result::Result<XorHeader, String> {
+        let num = |k: &str| {
+            h.parsed::<u64>(k)
+                .ok()
+                .flatten()
+                .ok_or_else(|| format!("XOR header: {k} missing or not a number"))
+        };
+        let g = h.get("GROUP").ok_or("XOR header: GROUP missing")?;
+        let n = g.parsed::<usize>("RANKS").ok().flatten().unwrap_or(0);
+        let mut group = Vec::with_capacity(n);
+        for i in 0..n {
+            let r = g
+                .get_path(&[&"RANK", &i])
+                .and_then(|x| x.keys().next())
+                .and_then(|k| k.parse().ok())
+                .ok_or_else(|| format!("XOR header: member {i} of {n} missing"))?;
+            group.push(r);
+        }
+        let section = |k: &str| {
+            h.get(k)
+                .ok_or_else(|| format!("XOR header: {k} missing"))
+                .and_then(|s| MemberFiles::from_hash(s, k))
+        };
+        Ok(XorHeader {
+            chunk: num("CHUNK")?,
+            ranks: num("RANKS")?,
+            group,
+            dataset: Dataset::wrap(h.get("DSET").cloned().unwrap_or_default()),
+            current: section("CURRENT")?,
+            partner: section("PARTNER")?,
+        })
+    }
+
+    /// Reads the header of an XOR file; returns it and the offset where the parity starts.
+    pub fn read(path: &Path) -> Result<(XorHeader, u64)> {
+        let (h, len) = crate::io::read_hash_file_with_size(path)?;
+        let header = XorHeader::from_hash(&h).map_err(|e| Error::invalid(path, e))?;
+        Ok((header, len))
+    }
+}
+
+/// A member's files read or written as one zero-padded logical file.
+pub struct LogicalFile {
+    parts: Vec<(PathBuf, File, u64)>,
+}
+
+impl LogicalFile {
+    /// Opens existing files for reading, with the sizes the filemap records.
+    pub fn open(files: &[(PathBuf, u64)]) -> Result<LogicalFile> {
+        let mut parts = Vec::with_capacity(files.len());
+        for (path, size) in files {
+            let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+            parts.push((path.clone(), f, *size));
+        }
+        Ok(LogicalFile { parts })
+    }
+
+    /// Creates (truncates) files to be rebuilt, each of its recorded size.
+    pub fn create(files: &[(PathBuf, u64)]) -> Result<LogicalFile> {
+        let mut parts = Vec::with_capacity(files.len());
+        for (path, size) in files {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+            }
+            let f = File::create(path).map_err(|e| Error::io(path, "create", e))?;
+            f.set_len(*size).map_err(|e| Error::io(path, "resize", e))?;
+            parts.push((path.clone(), f, *size));
+        }
+        Ok(LogicalFile { parts })
+    }
+
+    /// Fills `buf` from logical offset `offset`; bytes past the end read as zero.
+    pub fn read_at(&self, mut offset: u64, buf: &mut [u8]) -> Result<()> {
+        let mut done = 0;
+        for (path, f, size) in &self.parts {
+            if done == buf.len() {
+                break;
+            }
+            if offset >= *size {
+                offset -= size;
+                continue;
+            }
+            let n = ((size - offset) as usize).min(buf.len() - done);
+            f.read_exact_at(&mut buf[done..done + n], offset)
+                .map_err(|e| Error::io(path, "read", e))?;
+            done += n;
+            offset = 0;
+        }
+        buf[done..].fill(0);
+        Ok(())
+    }
+
+    /// Writes `buf` at logical offset `offset`, dropping what falls in the padding.
+    pub fn write_at(&self, mut offset: u64, buf: &[u8]) -> Result<()> {
+        let mut done = 0;
+        for (path, f, size) in &self.parts {
+            if done == buf.len() {
+                break;
+            }
+            if offset >= *size {
+                offset -= size;
+                continue;
+            }
+            let n = ((size - offset) as usize).min(buf.len() - done);
+            f.write_all_at(&buf[done..done + n], offset)
+                .map_err(|e| Error::io(path, "write", e))?;
+            done += n;
+            offset = 0;
+        }
+        Ok(())
+    }
+
+    pub fn sync(&self) -> Result<()> {
+        for (path, f, _) in &self.parts {
+            f.sync_all().map_err(|e| Error::io(path, "fsync", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// XORs `src` into `dst`.
+pub fn xor_into(dst: &mut [u8], src: &[u8]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d ^= s;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_rule() {
+        assert_eq!(chunk_size(65546, 4), 21849);
+        assert_eq!(chunk_size(0, 4), 1);
+        assert_eq!(chunk_size(10, 2), 10);
+        // every member contributes a distinct chunk to each other member's parity
+        for n in 2..9 {
+            for m in 0..n {
+                let mut used: Vec<usize> = (0..n)
+                    .filter(|&t| t != m)
+                    .map(|t| chunk_for(m, t))
+                    .collect();
+                used.sort();
+                assert_eq!(used, (0..n - 1).collect::<Vec<_>>());
+            }
+        }
+    }
+
+    /// Encode a set in memory and rebuild each member from the others.
+    #[test]
+    fn any_one_member_is_the_xor_of_the_rest() {
+        let n = 5;
+        let chunk = 7;
+        let data: Vec<Vec<u8>> = (0..n)
+            .map(|m| {
+                (0..(n - 1) * chunk)
+                    .map(|i| (i * 31 + m * 7) as u8)
+                    .collect()
+            })
+            .collect();
+        let piece = |m: usize, c: usize| &data[m][c * chunk..(c + 1) * chunk];
+        let parity: Vec<Vec<u8>> = (0..n)
+            .map(|t| {
+                let mut p = vec![0; chunk];
+                for m in (0..n).filter(|&m| m != t) {
+                    xor_into(&mut p, piece(m, chunk_for(m, t)));
+                }
+                p
+            })
+            .collect();
+        for lost in 0..n {
+            for t in (0..n).filter(|&t| t != lost) {
+                let mut got = parity[t].clone();
+                for m in (0..n).filter(|&m| m != t && m != lost) {
+                    xor_into(&mut got, piece(m, chunk_for(m, t)));
+                }
+                assert_eq!(got, piece(lost, chunk_for(lost, t)));
+            }
+        }
+    }
+
+    #[test]
+    fn logical_file_concatenates_and_pads() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        let b = dir.path().join("sub/b");
+        std::fs::write(&a, b"abc").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(&b, b"").unwrap();
+        let c = dir.path().join("c");
+        std::fs::write(&c, b"defg").unwrap();
+        let files = [(a.clone(), 3), (b.clone(), 0), (c.clone(), 4)];
+        let lf = LogicalFile::open(&files).unwrap();
+        let mut buf = [0xffu8; 10];
+        lf.read_at(1, &mut buf).unwrap();
+        assert_eq!(&buf, b"bcdefg\0\0\0\0");
+        let out =
+            LogicalFile::create(&[(dir.path().join("x"), 2), (dir.path().join("y"), 5)]).unwrap();
+        out.write_at(0, b"hello world").unwrap();
+        out.sync().unwrap();
+        assert_eq!(std::fs::read(dir.path().join("x")).unwrap(), b"he");
+        assert_eq!(std::fs::read(dir.path().join("y")).unwrap(), b"llo w");
+    }
+
+    #[test]
+    fn golden_xor_header_round_trips() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden/xor/cache/node1/scr.dataset.3/.scr/xor.0_2_of_4.scr");
+        let (header, offset) = XorHeader::read(&path).unwrap();
+        assert_eq!(header.chunk, 21849);
+        assert_eq!(header.group, [0, 1, 2, 3]);
+        assert_eq!(header.current.rank, 1);
+        assert_eq!(header.partner.rank, 0);
+        assert_eq!(header.partner.files[0].size(), Some(65543));
+        assert_eq!(header.dataset.name(), Some("ckpt.3"));
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(len - offset, header.chunk, "parity follows the header");
+        let (raw, _) = crate::io::read_hash_file_with_size(&path).unwrap();
+        assert_eq!(
+            header.to_hash().to_file_bytes(),
+            raw.to_file_bytes(),
+            "our header encodes as SCR wrote it"
+        );
+    }
+}
