@@ -140,6 +140,37 @@ impl Filemap {
         self.0.merge(&other.0);
     }
 
+    /// Merges `other` entry by entry. Where both record (dset, rank), an entry carrying
+    /// `tag` (a partner's copy of another rank's files) yields to one without it, so a
+    /// node holding a rank's own files and a copy of them never mixes the two lists.
+    pub fn merge_preferring_untagged(&mut self, other: &Filemap, tag: &str) {
+        for rank in other.ranks() {
+            for dset in other.datasets_of_rank(rank) {
+                let theirs = other.entry(dset, rank).expect("listed").clone();
+                let theirs_tagged = theirs.contains(tag);
+                match self.entry(dset, rank).map(|e| e.contains(tag)) {
+                    None => self.entry_mut(dset, rank).merge_owned(theirs),
+                    Some(mine_tagged) if mine_tagged == theirs_tagged => {
+                        self.entry_mut(dset, rank).merge_owned(theirs)
+                    }
+                    Some(true) => *self.entry_mut(dset, rank) = theirs,
+                    Some(false) => {}
+                }
+            }
+        }
+    }
+
+    /// Everything recorded for (dset, rank), as one hash (to send a copy elsewhere).
+    pub fn entry_hash(&self, dset: u64, rank: u64) -> Option<&Hash> {
+        self.entry(dset, rank)
+    }
+
+    /// Records (dset, rank) as `entry` describes it, replacing what was there.
+    pub fn set_entry(&mut self, dset: u64, rank: u64, entry: Hash) {
+        *self.entry_mut(dset, rank) = entry;
+        self.prune(dset, rank);
+    }
+
     pub fn clear(&mut self) {
         self.0.clear();
     }
@@ -346,5 +377,23 @@ mod tests {
         let mut h = Hash::new();
         h.set_kv("RANK", "zero");
         assert!(Filemap::from_hash(h).unwrap_err().contains("zero"));
+    }
+
+    #[test]
+    fn own_entries_win_over_partner_copies() {
+        let mut own = Filemap::new();
+        own.add_file(3, 1, "/c/a");
+        let mut copy = Filemap::new();
+        copy.add_file(3, 1, "/c/.scr/partner.1/a");
+        copy.set_tag(3, 1, "PARTNER", "n1");
+        copy.add_file(3, 2, "/c/b");
+        let mut m = Filemap::new();
+        m.merge_preferring_untagged(&copy, "PARTNER");
+        m.merge_preferring_untagged(&own, "PARTNER");
+        assert_eq!(m.files(3, 1), ["/c/a"]);
+        assert_eq!(m.tag(3, 1, "PARTNER"), None);
+        m.merge_preferring_untagged(&copy, "PARTNER");
+        assert_eq!(m.files(3, 1), ["/c/a"], "a copy never displaces own files");
+        assert_eq!(m.files(3, 2), ["/c/b"]);
     }
 }

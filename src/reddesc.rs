@@ -153,6 +153,10 @@ impl RedDesc {
     pub fn directory(&self) -> Option<&str> {
         self.0.first_value(DIRECTORY)
     }
+    /// Points the descriptor at this node's cache directory (a copy moved to another node).
+    pub fn set_directory(&mut self, directory: &str) {
+        self.0.set_value(DIRECTORY, directory);
+    }
     pub fn set_size(&self) -> Option<u64> {
         self.0.parsed(SET_SIZE).ok().flatten()
     }

@@ -43,7 +43,9 @@ pub struct MemberFiles {
 }
 
 impl MemberFiles {
-    fn to_hash(&self, rank_first: bool) -> Hash {
+    /// The section as a hash; `rank_first` is SCR's key order for PARTNER, the reverse
+    /// for CURRENT.
+    pub fn to_hash(&self, rank_first: bool) -> Hash {
         let mut h = Hash::new();
         let mut list = Hash::new();
         for (i, m) in self.files.iter().enumerate() {
@@ -61,7 +63,7 @@ impl MemberFiles {
         h
     }
 
-    fn from_hash(h: &Hash, what: &str) -> std::result::Result<Self, String> {
+    pub fn from_hash(h: &Hash, what: &str) -> std::result::Result<Self, String> {
         let rank = h
             .parsed::<u64>("RANK")
             .ok()

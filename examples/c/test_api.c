@@ -1,7 +1,7 @@
 /* Example SCR application (C): restarts from the newest checkpoint if there is one,
  * verifies every byte, then writes CKPTS checkpoints of SIZE bytes per rank.
  * Rank r's file in timestep t holds an 8-byte timestep header, then byte i = (r + i + t) % 256.
- * Usage: test_api [SIZE [CKPTS]]; exits 1 on any mismatch. */
+ * Usage: test_api [SIZE [CKPTS]]; exits 1 on any mismatch (see TEST_API_VARY below). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,24 +10,50 @@
 
 static int rank, ranks;
 
+/* TEST_API_VARY=1 varies the layout by rank, as real applications do: rank r writes
+ * r % 3 files (so some ranks write none); file 0 holds the header and (r + 1) * SIZE / 2
+ * bytes, file 1 is empty (zero bytes). Otherwise every rank writes one file of SIZE bytes. */
+static int vary;
+
+static int files_of(int r) { return vary ? r % 3 : 1; }
+
+static void file_name(char* out, size_t n, int t, int k) {
+  if (vary) snprintf(out, n, "ckpt.%d/rank_%d.%d.ckpt", t, rank, k);
+  else snprintf(out, n, "ckpt.%d/rank_%d.ckpt", t, rank);
+}
+
+/* bytes after the header in file k; -1 means an empty file without header */
+static long payload(int k, long size) {
+  if (!vary) return size;
+  return k == 0 ? (rank + 1) * size / 2 : -1;
+}
+
 /* TEST_API_INVALID=t marks checkpoint t invalid on every rank (to test failure handling). */
 static int write_ckpt(int t, long size) {
   char name[SCR_MAX_FILENAME], dset[64], file[SCR_MAX_FILENAME];
   snprintf(dset, sizeof dset, "ckpt.%d", t);
   if (SCR_Start_output(dset, SCR_FLAG_CHECKPOINT) != SCR_SUCCESS) return 1;
-  snprintf(name, sizeof name, "ckpt.%d/rank_%d.ckpt", t, rank);
-  int valid = 0;
-  if (SCR_Route_file(name, file) == SCR_SUCCESS) {
-    FILE* f = fopen(file, "w");
-    if (f) {
-      long long ts = t;
-      valid = fwrite(&ts, sizeof ts, 1, f) == 1;
-      char* buf = malloc(size);
-      for (long i = 0; i < size; i++) buf[i] = (char)((rank + i + t) % 256);
-      valid = valid && fwrite(buf, 1, size, f) == (size_t)size;
-      free(buf);
-      valid = (fclose(f) == 0) && valid;
+  int valid = 1;
+  for (int k = 0; k < files_of(rank); k++) {
+    file_name(name, sizeof name, t, k);
+    long len = payload(k, size);
+    int ok = 0;
+    if (SCR_Route_file(name, file) == SCR_SUCCESS) {
+      FILE* f = fopen(file, "w");
+      if (f) {
+        ok = 1;
+        if (len >= 0) {
+          long long ts = t;
+          ok = fwrite(&ts, sizeof ts, 1, f) == 1;
+          char* buf = malloc(len + 1);
+          for (long i = 0; i < len; i++) buf[i] = (char)((rank + i + t) % 256);
+          ok = ok && fwrite(buf, 1, len, f) == (size_t)len;
+          free(buf);
+        }
+        ok = (fclose(f) == 0) && ok;
+      }
     }
+    valid = valid && ok;
   }
   const char* invalid = getenv("TEST_API_INVALID");
   if (invalid && atoi(invalid) == t) valid = 0;
@@ -37,19 +63,27 @@ static int write_ckpt(int t, long size) {
 static int read_ckpt(const char* dset, long size, int* t_out) {
   int t;
   if (sscanf(dset, "ckpt.%d", &t) != 1) return 0;
-  char name[SCR_MAX_FILENAME], file[SCR_MAX_FILENAME];
-  snprintf(name, sizeof name, "ckpt.%d/rank_%d.ckpt", t, rank);
-  if (SCR_Route_file(name, file) != SCR_SUCCESS) return 0;
-  FILE* f = fopen(file, "r");
-  if (!f) return 0;
-  long long ts = -1;
-  int ok = fread(&ts, sizeof ts, 1, f) == 1 && ts == t;
-  char* buf = malloc(size + 1);
-  ok = ok && fread(buf, 1, size + 1, f) == (size_t)size;
-  for (long i = 0; ok && i < size; i++) ok = buf[i] == (char)((rank + i + t) % 256);
-  free(buf);
-  fclose(f);
   *t_out = t;
+  int ok = 1;
+  for (int k = 0; ok && k < files_of(rank); k++) {
+    char name[SCR_MAX_FILENAME], file[SCR_MAX_FILENAME];
+    file_name(name, sizeof name, t, k);
+    if (SCR_Route_file(name, file) != SCR_SUCCESS) return 0;
+    FILE* f = fopen(file, "r");
+    if (!f) return 0;
+    long len = payload(k, size);
+    char* buf = malloc(len + 2);
+    if (len < 0) {
+      ok = fread(buf, 1, 1, f) == 0;
+    } else {
+      long long ts = -1;
+      ok = fread(&ts, sizeof ts, 1, f) == 1 && ts == t;
+      ok = ok && fread(buf, 1, len + 1, f) == (size_t)len;
+      for (long i = 0; ok && i < len; i++) ok = buf[i] == (char)((rank + i + t) % 256);
+    }
+    free(buf);
+    fclose(f);
+  }
   return ok;
 }
 
@@ -57,6 +91,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  vary = getenv("TEST_API_VARY") != NULL && atoi(getenv("TEST_API_VARY")) != 0;
   long size = argc > 1 ? atol(argv[1]) : 1 << 20;
   int ckpts = argc > 2 ? atoi(argv[2]) : 3;
   int scr_on = SCR_Init() == SCR_SUCCESS;

@@ -11,6 +11,7 @@ mod comm;
 pub mod ffi;
 pub mod fortran;
 mod runtime;
+mod shuffle;
 
 pub use api::{Output, Restart};
 pub use runtime::{FLAG_CHECKPOINT, FLAG_OUTPUT, Scr};

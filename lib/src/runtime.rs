@@ -3,6 +3,9 @@
 //! restart from cache, finalize.
 
 use crate::comm;
+
+mod rebuild;
+mod redundancy;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 use scr::dataset::{Dataset, Origin as DatasetOrigin};
@@ -12,16 +15,20 @@ use scr::halt::HaltFile;
 use scr::hash::Hash;
 use scr::index::IndexFile;
 use scr::io::{self, LockedHashFile, PRIVATE_FILE, SHARED_FILE};
-use scr::meta::Meta;
+use scr::meta::{FileType, Meta};
 use scr::nodes::NodesFile;
 use scr::params::{Params, Sources};
 use scr::rank2file::{self, FileRecord, RankFiles};
 use scr::reddesc::{RedDesc, Scheme};
+use scr::redset::RedundancySets;
 use scr::summary::Summary;
 use scr::{Error, HashView, Result, layout};
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
+
+/// The filemap tag on a partner's copy, naming the node of the rank the files belong to.
+const PARTNER_TAG: &str = "PARTNER";
 
 /// `SCR_FLAG_CHECKPOINT`.
 pub const FLAG_CHECKPOINT: i32 = 1;
@@ -35,18 +42,32 @@ fn failure(what: impl Into<String>) -> Error {
     }
 }
 
-/// A checkpoint descriptor: which store a checkpoint goes to, and how often.
+/// A checkpoint descriptor: which store a checkpoint goes to, how often, and which
+/// redundancy scheme protects it.
 #[derive(Clone, Debug)]
 struct CkptDesc {
     interval: u64,
     store: String,
+    scheme: Scheme,
+    set_size: u64,
+    failures: u64,
+    hop: u64,
 }
 
 impl CkptDesc {
     /// From `CKPT=` (and 1.1-8 `CKPTDESC=`) lines, or the one SCR implies from
-    /// SCR_CACHE_BASE; one enabled descriptor must have INTERVAL=1.
+    /// SCR_CACHE_BASE and SCR_COPY_TYPE; one enabled descriptor must have INTERVAL=1.
     fn from_params(params: &Params) -> Result<Vec<CkptDesc>> {
         let base = params.get("SCR_CACHE_BASE").unwrap_or("/tmp").to_string();
+        let default_scheme = params
+            .get("SCR_COPY_TYPE")
+            .and_then(Scheme::parse)
+            .unwrap_or(Scheme::Xor);
+        let number = |text: Option<&str>, param: &str, fallback: u64| {
+            text.and_then(|t| t.parse().ok())
+                .or(params.count(param))
+                .unwrap_or(fallback)
+        };
         let mut out = Vec::new();
         for d in params
             .descriptors_of("CKPT")
@@ -55,18 +76,30 @@ impl CkptDesc {
             if d.attr("ENABLED") == Some("0") {
                 continue;
             }
-            let interval = d.attr("INTERVAL").and_then(|i| i.parse().ok()).unwrap_or(1);
-            let store = d
-                .attr("STORE")
-                .or(d.attr("BASE"))
-                .unwrap_or(&base)
-                .to_string();
-            out.push(CkptDesc { interval, store });
+            out.push(CkptDesc {
+                interval: d.attr("INTERVAL").and_then(|i| i.parse().ok()).unwrap_or(1),
+                store: d
+                    .attr("STORE")
+                    .or(d.attr("BASE"))
+                    .unwrap_or(&base)
+                    .to_string(),
+                scheme: d
+                    .attr("TYPE")
+                    .and_then(Scheme::parse)
+                    .unwrap_or(default_scheme),
+                set_size: number(d.attr("SET_SIZE"), "SCR_SET_SIZE", 8),
+                failures: number(d.attr("SET_FAILURES"), "SCR_SET_FAILURES", 2),
+                hop: number(d.attr("HOP_DISTANCE"), "SCR_HOP_DISTANCE", 1).max(1),
+            });
         }
         if out.is_empty() {
             out.push(CkptDesc {
                 interval: 1,
                 store: base,
+                scheme: default_scheme,
+                set_size: number(None, "SCR_SET_SIZE", 8),
+                failures: number(None, "SCR_SET_FAILURES", 2),
+                hop: number(None, "SCR_HOP_DISTANCE", 1).max(1),
             });
         }
         if !out.iter().any(|d| d.interval == 1) {
@@ -76,6 +109,39 @@ impl CkptDesc {
         }
         out.sort_by_key(|d| d.interval);
         Ok(out)
+    }
+
+    /// The redundancy sets of this descriptor over the nodes of `node_names` (one per
+    /// world rank). A scheme these nodes cannot satisfy falls back to SINGLE, and rank 0
+    /// says so (SCR 1.2 downgrades silently).
+    fn select_sets(&mut self, node_names: &[String], warn: bool) -> RedundancySets {
+        let mut scheme = self.scheme;
+        if scheme == Scheme::ReedSolomon {
+            if warn {
+                eprintln!(
+                    "SCR: WARNING: redundancy scheme RS is not implemented yet; XOR is used (it survives one lost node per set)"
+                );
+            }
+            scheme = Scheme::Xor;
+        }
+        match RedundancySets::select(scheme, node_names, self.set_size, self.failures) {
+            Ok(sets) => {
+                self.scheme = scheme;
+                sets
+            }
+            Err(why) => {
+                if warn {
+                    eprintln!(
+                        "SCR: WARNING: redundancy is disabled for checkpoints in {}: {why}. \
+                         They are cached with SINGLE: losing a node loses them until they are flushed.",
+                        self.store
+                    );
+                }
+                self.scheme = Scheme::Single;
+                RedundancySets::select(Scheme::Single, node_names, 1, 0)
+                    .expect("SINGLE always fits")
+            }
+        }
     }
 }
 
@@ -97,15 +163,25 @@ enum Phase {
 /// One process's SCR state.
 pub struct Scr {
     world: SimpleCommunicator,
+    node_name: String,
     rank: u64,
     ranks: u64,
     params: Params,
     prefix: PathBuf,
     /// Checkpoint descriptors, and how a store base becomes this node's cache directory.
     descriptors: Vec<CkptDesc>,
+    /// Each descriptor's redundancy sets, and the communicator of this rank's set (made
+    /// when first needed: creating it is collective).
+    sets: Vec<RedundancySets>,
+    set_comms: Vec<Option<SimpleCommunicator>>,
     node_dir: Option<String>,
     filemap_path: PathBuf,
     filemap: Filemap,
+    /// Node master only: cached files on this node of ranks that now run elsewhere, and
+    /// partners' copies (a file never exists in cache without a filemap entry).
+    held: Option<(PathBuf, Filemap)>,
+    /// Datasets whose files moved or were rebuilt in Init: redundancy is applied anew.
+    reprotect: Vec<u64>,
     user: String,
     jobid: String,
     dataset_id: u64,
@@ -242,25 +318,6 @@ impl Scr {
         if !params.bool("SCR_ENABLE") {
             return Err(failure("SCR is disabled (SCR_ENABLE=0)"));
         }
-        if rank == 0 {
-            let mut schemes: Vec<String> = params
-                .descriptors_of("CKPT")
-                .filter_map(|d| d.attr("TYPE").map(str::to_string))
-                .collect();
-            if schemes.is_empty() {
-                schemes.extend(params.get("SCR_COPY_TYPE").map(str::to_string));
-            }
-            if let Some(s) = schemes
-                .iter()
-                .find(|s| Scheme::parse(s) != Some(Scheme::Single))
-            {
-                eprintln!(
-                    "SCR: WARNING: redundancy scheme {s} is not implemented yet; datasets are cached with SINGLE \
-                     (no protection against losing a node). Set SCR_COPY_TYPE=SINGLE to silence this."
-                );
-            }
-        }
-
         // group ranks by node: the index of the first rank with the same node name
         let (name, emulated) = node_name();
         let names = comm::allgather_bytes(&world, name.as_bytes());
@@ -272,6 +329,10 @@ impl Scr {
             .split_by_color(Color::with_value(color))
             .expect("a color was given");
         let local_rank = node.rank() as u64;
+        let node_names: Vec<String> = names
+            .iter()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect();
         let nodes = names
             .iter()
             .enumerate()
@@ -301,10 +362,14 @@ impl Scr {
         };
         let cntl_dir = node_part(params.get("SCR_CNTL_BASE").unwrap_or("/tmp"));
         io::create_dirs(&cntl_dir, 0o700)?;
-        let descriptors = CkptDesc::from_params(&params)?;
+        let mut descriptors = CkptDesc::from_params(&params)?;
         for d in &descriptors {
             io::create_dirs(&node_part(&d.store), 0o700)?;
         }
+        let sets: Vec<RedundancySets> = descriptors
+            .iter_mut()
+            .map(|d| d.select_sets(&node_names, rank == 0))
+            .collect();
         if rank == 0 {
             io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)?;
         }
@@ -316,38 +381,46 @@ impl Scr {
         if let Ok(master) = MasterFilemap::read(&master_path) {
             for path in master.filemaps() {
                 if let Ok(map) = Filemap::read(Path::new(path)) {
-                    on_node.merge(&map);
+                    on_node.merge_preferring_untagged(&map, PARTNER_TAG);
                 }
             }
         }
-        let filemap = on_node.extract_rank(rank);
+        let mut filemap = on_node.extract_rank(rank);
+        // a partner's copy of this rank's files found where the rank now runs becomes its own
+        let mut reprotect = Vec::new();
+        for d in filemap.datasets() {
+            if filemap.tag(d, rank, PARTNER_TAG).is_some() {
+                filemap.unset_tag(d, rank, PARTNER_TAG);
+                reprotect.push(d);
+            }
+        }
         let here = comm::allgather_bytes(&node, &rank.to_le_bytes());
         node.barrier();
         let filemap_path = layout::rank_filemap(&cntl_dir, local_rank);
         filemap.write(&filemap_path)?;
         let mut local_paths =
             comm::allgather_bytes(&node, filemap_path.to_string_lossy().as_bytes());
+        let mut held = None;
         if local_rank == 0 {
-            // entries of ranks that no longer run here stay recorded (their files are still
-            // in cache: a file never exists there without a filemap entry)
             for r in here
                 .iter()
                 .filter_map(|b| Some(u64::from_le_bytes(b.as_slice().try_into().ok()?)))
             {
                 on_node.remove_rank(r);
             }
-            let held = cntl_dir.join("filemap_held.scrinfo");
+            let held_path = cntl_dir.join("filemap_held.scrinfo");
             if on_node.ranks().is_empty() {
-                io::remove_durably(&held)?;
+                io::remove_durably(&held_path)?;
             } else {
-                on_node.write(&held)?;
-                local_paths.push(held.to_string_lossy().into_owned().into_bytes());
+                on_node.write(&held_path)?;
+                local_paths.push(held_path.to_string_lossy().into_owned().into_bytes());
             }
             let mut master = MasterFilemap::new();
             for p in local_paths.drain(..) {
                 master.add(&String::from_utf8_lossy(&p));
             }
             master.write(&master_path)?;
+            held = Some((held_path, on_node));
         }
         if rank == 0 {
             NodesFile::with_nodes(nodes).write(&layout::nodes_file(&prefix))?;
@@ -355,14 +428,19 @@ impl Scr {
 
         let mut scr = Scr {
             world,
+            node_name: name.clone(),
             rank,
             ranks,
             params,
             prefix,
+            set_comms: descriptors.iter().map(|_| None).collect(),
             descriptors,
+            sets,
             node_dir: emulated.then(|| format!("node.{name}")),
             filemap_path,
             filemap,
+            held,
+            reprotect,
             user,
             jobid,
             dataset_id: 0,
@@ -375,56 +453,9 @@ impl Scr {
             deferred_eviction: None,
             checkpoint_cost: (0.0, 0),
         };
-        scr.find_cached_restart()?;
+        scr.restart_from_cache()?;
         scr.check_halt(false)?;
         Ok(scr)
-    }
-
-    /// Finds the newest dataset every rank has complete in cache, and continues numbering
-    /// after everything in cache and on the prefix.
-    fn find_cached_restart(&mut self) -> Result<()> {
-        let prefix_max = if self.rank == 0 {
-            IndexFile::read(&layout::index_file(&self.prefix))
-                .map(|i| i.entries().first().map_or(0, |e| e.id))
-                .unwrap_or(0)
-        } else {
-            0
-        };
-        let mine_max = self.filemap.latest_dataset().unwrap_or(0);
-        self.dataset_id = comm::max_u64(&self.world, prefix_max.max(mine_max));
-
-        let mut candidates: Vec<u64> = self
-            .filemap
-            .datasets()
-            .into_iter()
-            .filter(|&d| self.verify_cached(d))
-            .collect();
-        loop {
-            let mine = candidates.last().copied().unwrap_or(0);
-            let agreed = comm::min_u64(&self.world, mine);
-            if agreed == 0 {
-                return if self.params.bool("SCR_FETCH") {
-                    self.fetch(None)
-                } else {
-                    Ok(())
-                };
-            }
-            if comm::all_true(&self.world, candidates.contains(&agreed)) {
-                let desc = self.filemap.dataset(agreed, self.rank);
-                let name = desc
-                    .as_ref()
-                    .and_then(|d| d.name().map(str::to_string))
-                    .unwrap_or_else(|| layout::dataset_dir_name(agreed));
-                let ckpt = desc
-                    .as_ref()
-                    .and_then(Dataset::checkpoint_id)
-                    .unwrap_or(agreed);
-                self.checkpoint_id = comm::max_u64(&self.world, ckpt);
-                self.restart = Some((agreed, name));
-                return Ok(());
-            }
-            candidates.retain(|&d| d < agreed);
-        }
     }
 
     /// The fetch loop: copies the newest complete, not-failed dataset from the prefix into
@@ -600,27 +631,6 @@ impl Scr {
         self.filemap.write(&self.filemap_path)
     }
 
-    /// True when this rank has every file of `dset` in cache, complete and of the recorded size.
-    fn verify_cached(&self, dset: u64) -> bool {
-        let is_ckpt = self
-            .filemap
-            .dataset(dset, self.rank)
-            .is_some_and(|d| d.is_checkpoint() && d.is_complete());
-        is_ckpt
-            && self.filemap.has_all_files(dset, self.rank)
-            && self.filemap.files(dset, self.rank).iter().all(|f| {
-                let meta = self
-                    .filemap
-                    .meta(dset, self.rank, f)
-                    .expect("has_all_files checked meta");
-                let Ok(stat) = std::fs::metadata(f) else {
-                    return false;
-                };
-                let crc = meta.crc32().and_then(|_| file_crc(Path::new(f)).ok());
-                meta.verify(stat.len(), crc).is_ok()
-            })
-    }
-
     pub fn rank(&self) -> u64 {
         self.rank
     }
@@ -716,21 +726,23 @@ impl Scr {
     /// The descriptor for a checkpoint id: the enabled one with the largest INTERVAL that
     /// divides it (output-only datasets, `None`, use the INTERVAL=1 one).
     fn descriptor_for(&self, checkpoint_id: Option<u64>) -> &CkptDesc {
+        &self.descriptors[self.descriptor_index(checkpoint_id)]
+    }
+
+    fn descriptor_index(&self, checkpoint_id: Option<u64>) -> usize {
         let id = checkpoint_id.unwrap_or(1).max(1);
         self.descriptors
             .iter()
-            .filter(|d| id.is_multiple_of(d.interval))
-            .max_by_key(|d| d.interval)
+            .enumerate()
+            .filter(|(_, d)| id.is_multiple_of(d.interval))
+            .max_by_key(|(_, d)| d.interval)
+            .map(|(i, _)| i)
             .expect("an INTERVAL=1 descriptor exists (checked in init)")
     }
 
     /// This node's cache directory in a store.
     fn store_dir(&self, store: &str) -> PathBuf {
-        let d = layout::job_dir(Path::new(store), &self.user, &self.jobid);
-        match &self.node_dir {
-            Some(n) => d.join(n),
-            None => d,
-        }
+        rebuild::store_dir_of(store, &self.user, &self.jobid, self.node_dir.as_deref())
     }
 
     /// A cached dataset's directory, from the store its redundancy descriptor records.
@@ -754,24 +766,48 @@ impl Scr {
             .collect()
     }
 
+    /// This rank's files of a dataset the application wrote (not redundancy files), in
+    /// filemap order.
+    fn user_files(&self, id: u64) -> Vec<String> {
+        self.my_files(id)
+            .into_iter()
+            .filter(|f| {
+                self.filemap
+                    .meta(id, self.rank, f)
+                    .and_then(|m| m.filetype())
+                    .is_none_or(|t| t == FileType::User)
+            })
+            .collect()
+    }
+
     /// Records a dataset's descriptors and expected file count in this rank's filemap, on
     /// disk, before any of its files exists (filemap first).
     fn record_dataset(&mut self, id: u64, desc: &Dataset, expected_files: u64) -> Result<()> {
-        let ckpt = self.descriptor_for(desc.checkpoint_id()).clone();
-        let dir = self.store_dir(&ckpt.store);
-        let reddesc = RedDesc::create(
-            true,
-            ckpt.interval,
-            false,
-            &ckpt.store,
-            &dir.to_string_lossy(),
-            Scheme::Single,
-        );
+        let reddesc = self.reddesc_for(desc.checkpoint_id());
         self.filemap.set_dataset(id, self.rank, desc);
         self.filemap.set_reddesc(id, self.rank, &reddesc);
         self.filemap
             .set_expected_files(id, self.rank, expected_files);
         self.filemap.write(&self.filemap_path)
+    }
+
+    /// The redundancy descriptor of a checkpoint: its store, scheme and this rank's set.
+    fn reddesc_for(&self, checkpoint_id: Option<u64>) -> RedDesc {
+        let i = self.descriptor_index(checkpoint_id);
+        let ckpt = &self.descriptors[i];
+        let dir = self.store_dir(&ckpt.store);
+        let mut reddesc = RedDesc::create(
+            true,
+            ckpt.interval,
+            false,
+            &ckpt.store,
+            &dir.to_string_lossy(),
+            ckpt.scheme,
+        );
+        if ckpt.scheme != Scheme::Single {
+            reddesc.set_position(self.sets[i].position(self.rank));
+        }
+        reddesc
     }
 
     /// Deletes the oldest cached datasets so that a new one fits SCR_CACHE_SIZE.
@@ -836,21 +872,27 @@ impl Scr {
         Ok(comm::bcast_bool(&self.world, unflushed).then_some(newest))
     }
 
-    /// Deletes a dataset's files from cache, then its filemap entries.
+    /// Deletes a dataset's files from cache, then its filemap entries: this rank's, the
+    /// copies it keeps for partners, and (on the node master) the held ones.
     fn delete_cached(&mut self, dset: u64) -> Result<()> {
-        for f in self.filemap.files(dset, self.rank) {
-            match std::fs::remove_file(f) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(f, "remove", e)),
-            }
-        }
+        remove_dataset_files(&mut self.filemap, dset)?;
         let _ = std::fs::remove_dir_all(self.dataset_dir(dset));
         if self.restart.as_ref().is_some_and(|(id, _)| *id == dset) {
             self.restart = None;
         }
-        self.filemap.remove_dataset(dset);
-        self.filemap.write(&self.filemap_path)
+        self.filemap.write(&self.filemap_path)?;
+        self.drop_held(dset)
+    }
+
+    /// Node master: deletes held files of a dataset and their entries.
+    fn drop_held(&mut self, dset: u64) -> Result<()> {
+        if let Some((path, held)) = &mut self.held
+            && !held.ranks_by_dataset(dset).is_empty()
+        {
+            remove_dataset_files(held, dset)?;
+            held.write(path)?;
+        }
+        Ok(())
     }
 
     /// Where a name the application uses lives on the prefix: (absolute path, path relative to the prefix).
@@ -987,6 +1029,12 @@ impl Scr {
             return Ok(false);
         }
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
+        // as in SCR, a checkpoint its scheme could not protect is not a valid checkpoint
+        if is_ckpt && self.apply_redundancy(id).is_err() {
+            self.delete_cached(id)?;
+            self.deferred_eviction = None;
+            return Ok(false);
+        }
         if self.rank == 0 {
             update_flush_file(&self.prefix, |f| {
                 f.describe(
@@ -1115,7 +1163,7 @@ impl Scr {
     ) -> Result<()> {
         // the new directory entries must be durable too before the index says COMPLETE
         let mut dirs = std::collections::BTreeSet::new();
-        for f in self.my_files(id) {
+        for f in self.user_files(id) {
             let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
             let (Some(dir), Some(name), Some(orig)) =
                 (meta.orig_dir(), meta.orig_name(), meta.orig())
@@ -1271,6 +1319,21 @@ impl Scr {
         comm::relaxed_barrier(&self.world);
         Ok(())
     }
+}
+
+/// Deletes every file a filemap records for a dataset, then the entries.
+fn remove_dataset_files(map: &mut Filemap, dset: u64) -> Result<()> {
+    for rank in map.ranks_by_dataset(dset) {
+        for f in map.files(dset, rank) {
+            match std::fs::remove_file(f) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(f, "remove", e)),
+            }
+        }
+    }
+    map.remove_dataset(dset);
+    Ok(())
 }
 
 fn update_flush_file(prefix: &Path, f: impl FnOnce(&mut FlushFile)) -> Result<()> {

@@ -1,0 +1,639 @@
+//! Restart from cache (manual §11.4, reference §5.3): find the newest checkpoint every
+//! rank can get back, move each rank's files to where it runs now (from the node that
+//! holds them, own copy or a partner's), rebuild a lost XOR member from the rest of its
+//! set, and protect the result anew when anything moved. When a dataset cannot be
+//! recovered it is deleted and the next older one is tried, then the prefix.
+
+use super::redundancy::{copy_header, mark_complete, place_copy};
+use super::*;
+use crate::shuffle::{self, Incoming, Outgoing};
+use mpi::collective::SystemOperation;
+use mpi::topology::Color;
+use scr::xor::{self, LogicalFile, XorHeader};
+use std::os::unix::fs::FileExt;
+
+/// True when `map` holds every file of (dset, rank) complete, of the recorded size and
+/// CRC, for a checkpoint of a job of `ranks` ranks.
+pub(super) fn verify_copy(map: &Filemap, dset: u64, rank: u64, ranks: u64) -> bool {
+    let is_ckpt = map
+        .dataset(dset, rank)
+        .is_some_and(|d| d.is_checkpoint() && d.is_complete());
+    is_ckpt
+        && map.has_all_files(dset, rank)
+        && map.files(dset, rank).iter().all(|f| {
+            let meta = map.meta(dset, rank, f).expect("has_all_files checked meta");
+            if meta.ranks().is_some_and(|n| n != ranks) {
+                return false;
+            }
+            let Ok(stat) = std::fs::metadata(f) else {
+                return false;
+            };
+            let crc = meta.crc32().and_then(|_| file_crc(Path::new(f)).ok());
+            meta.verify(stat.len(), crc).is_ok()
+        })
+}
+
+/// A dataset's directory in `store` for a rank on this node.
+fn cache_dir_in(store_dir: &Path, id: u64) -> PathBuf {
+    layout::cache_dataset_dir(store_dir, id)
+}
+
+impl Scr {
+    /// Chooses the restart dataset: the newest checkpoint in any cache on any node that
+    /// can be recovered, else the fetch loop, else a clean start. Numbering continues
+    /// after everything in cache and on the prefix.
+    pub(super) fn restart_from_cache(&mut self) -> Result<()> {
+        let prefix_max = if self.rank == 0 {
+            IndexFile::read(&layout::index_file(&self.prefix))
+                .map(|i| i.entries().first().map_or(0, |e| e.id))
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let held_max = self
+            .held
+            .as_ref()
+            .and_then(|(_, h)| h.latest_dataset())
+            .unwrap_or(0);
+        let mine_max = self.filemap.latest_dataset().unwrap_or(0);
+        self.dataset_id = comm::max_u64(&self.world, prefix_max.max(mine_max).max(held_max));
+
+        let mut below = u64::MAX;
+        loop {
+            let d = comm::max_u64(&self.world, self.newest_cached_checkpoint(below));
+            if d == 0 {
+                self.drop_held_except(None)?;
+                return if self.params.bool("SCR_FETCH") {
+                    self.fetch(None)
+                } else {
+                    Ok(())
+                };
+            }
+            if self.recover(d)? {
+                self.drop_held_except(Some(d))?;
+                let desc = self.filemap.dataset(d, self.rank);
+                let name = desc
+                    .as_ref()
+                    .and_then(|x| x.name().map(str::to_string))
+                    .unwrap_or_else(|| layout::dataset_dir_name(d));
+                let ckpt = desc.as_ref().and_then(Dataset::checkpoint_id).unwrap_or(d);
+                self.checkpoint_id = comm::max_u64(&self.world, ckpt);
+                self.restart = Some((d, name));
+                return Ok(());
+            }
+            if self.rank == 0 {
+                eprintln!("SCR: dataset {d} cannot be recovered from cache; trying older ones");
+            }
+            self.delete_cached(d)?;
+            below = d;
+        }
+    }
+
+    /// The newest checkpoint below `below` this rank (or, on the node master, the node's
+    /// held copies) records.
+    fn newest_cached_checkpoint(&self, below: u64) -> u64 {
+        let newest = |map: &Filemap| {
+            map.ranks()
+                .into_iter()
+                .flat_map(|r| {
+                    map.datasets_of_rank(r)
+                        .into_iter()
+                        .filter(move |&d| map.dataset(d, r).is_some_and(|x| x.is_checkpoint()))
+                })
+                .filter(|&d| d < below)
+                .max()
+                .unwrap_or(0)
+        };
+        let held = self.held.as_ref().map_or(0, |(_, h)| newest(h));
+        newest(&self.filemap).max(held)
+    }
+
+    /// Node master: deletes held copies of every dataset but `keep`.
+    fn drop_held_except(&mut self, keep: Option<u64>) -> Result<()> {
+        let held: Vec<u64> = self
+            .held
+            .as_ref()
+            .map(|(_, h)| h.datasets())
+            .unwrap_or_default();
+        for d in held.into_iter().filter(|&d| Some(d) != keep) {
+            self.drop_held(d)?;
+        }
+        Ok(())
+    }
+
+    /// This rank's XOR file of `d`: its path, header and where the parity starts.
+    fn xor_header(&self, d: u64) -> Option<(PathBuf, XorHeader, u64)> {
+        xor_file_in(&self.filemap, d, self.rank)
+    }
+
+    /// Tries to give every rank its files of `d`; true when every rank has them, verified.
+    fn recover(&mut self, d: u64) -> Result<bool> {
+        // 1. what each rank has, and what each node holds for others
+        let own_ok = verify_cached_of(self, d);
+        let mut report = Hash::new();
+        report.set_value("OWN", u8::from(own_ok));
+        // XOR sets, as the headers of the XOR files at hand record them
+        let mut add_set = |header: XorHeader| {
+            let list: Vec<String> = header.group.iter().map(u64::to_string).collect();
+            report.child("SET").child(list.join(","));
+        };
+        if own_ok && let Some(header) = xor_header_in(&self.filemap, d, self.rank) {
+            add_set(header);
+        }
+        let mut held_ok = Vec::new();
+        if let Some((_, held)) = &self.held {
+            for r in held.ranks_by_dataset(d) {
+                if r < self.ranks && verify_copy(held, d, r, self.ranks) {
+                    held_ok.push(r);
+                    if let Some(header) = xor_header_in(held, d, r) {
+                        add_set(header);
+                    }
+                }
+            }
+        }
+        for r in held_ok {
+            report.child("HELD").child(r.to_string());
+        }
+        let reports = comm::gather_bytes(&self.world, 0, &report.pack());
+        let plan = if self.rank == 0 {
+            plan_recovery(self.ranks, &reports)
+        } else {
+            Hash::new()
+        };
+        let plan = comm::bcast_hash(&self.world, 0, &plan);
+        if plan.first_value("OK") != Some("1") {
+            if self.rank == 0
+                && let Some(why) = plan.first_value("WHY")
+            {
+                eprintln!("SCR: dataset {d}: {why}");
+            }
+            return Ok(false);
+        }
+
+        // 2. move copies to their owners, in one global order so no pair waits on another
+        let moves: Vec<(u64, u64)> = plan
+            .get("MOVE")
+            .into_iter()
+            .flat_map(Hash::iter)
+            .filter_map(|(r, h)| Some((r.parse().ok()?, h.keys().next()?.parse().ok()?)))
+            .collect();
+        let mut moved_ok = true;
+        for &(owner, holder) in &moves {
+            if self.rank == holder || self.rank == owner {
+                if let Err(e) = self.move_copy(d, owner, holder) {
+                    eprintln!(
+                        "SCR: rank {}: moving rank {owner}'s files of dataset {d}: {e}",
+                        self.rank
+                    );
+                    moved_ok = false;
+                }
+            }
+        }
+        if !comm::all_true(&self.world, moved_ok) {
+            return Ok(false);
+        }
+
+        // 3. rebuild the one lost member of each XOR set that lost one
+        let rebuilds: Vec<(Vec<u64>, u64)> = plan
+            .get("REBUILD")
+            .into_iter()
+            .flat_map(Hash::iter)
+            .filter_map(|(_, h)| {
+                let members = h
+                    .get("MEMBER")?
+                    .iter()
+                    .map(|(_, m)| m.keys().next()?.parse().ok())
+                    .collect::<Option<Vec<u64>>>()?;
+                Some((members, h.parsed("MISSING").ok().flatten()?))
+            })
+            .collect();
+        if !rebuilds.is_empty() {
+            let result = self.rebuild_xor(d, &rebuilds);
+            if let Err(e) = &result {
+                eprintln!(
+                    "SCR: rank {}: rebuilding dataset {d} from XOR: {e}",
+                    self.rank
+                );
+            }
+            if !comm::all_true(&self.world, result.is_ok()) {
+                return Ok(false);
+            }
+        }
+        if !comm::all_true(&self.world, verify_cached_of(self, d)) {
+            return Ok(false);
+        }
+
+        // 4. files moved or were rebuilt: protect the dataset where the ranks now run
+        let adopted = self.reprotect.contains(&d);
+        let changed = comm::bcast_bool(&self.world, !moves.is_empty() || !rebuilds.is_empty())
+            || !comm::all_true(&self.world, !adopted);
+        if changed {
+            self.reprotect(d)?;
+        }
+        Ok(true)
+    }
+
+    /// One move: the node master `holder` sends rank `owner`'s copy, `owner` stores it in
+    /// its own cache directory.
+    fn move_copy(&mut self, d: u64, owner: u64, holder: u64) -> Result<()> {
+        let buf = self.mpi_buf_size();
+        if self.rank == holder {
+            let (_, held) = self.held.as_ref().expect("only node masters hold copies");
+            let files: Vec<(PathBuf, u64, Meta)> = held
+                .files(d, owner)
+                .into_iter()
+                .map(|f| {
+                    let meta = held.meta(d, owner, f).unwrap_or_default();
+                    (PathBuf::from(f), meta.size().unwrap_or(0), meta)
+                })
+                .collect();
+            let header = copy_header(held, d, owner, &self.node_name, &files);
+            return shuffle::exchange(
+                &self.world,
+                Some(Outgoing {
+                    to: owner as i32,
+                    header,
+                    files: files.into_iter().map(|(p, s, _)| (p, s)).collect(),
+                }),
+                None,
+                buf,
+            );
+        }
+        let (user, jobid, node_dir) =
+            (self.user.clone(), self.jobid.clone(), self.node_dir.clone());
+        let (filemap, filemap_path) = (&mut self.filemap, &self.filemap_path);
+        let mut placed_paths = Vec::new();
+        let mut place = |h: &Hash| -> Result<Vec<(PathBuf, u64)>> {
+            let store = h
+                .get_path(&[&"ENTRY", &"REDDESC"])
+                .and_then(|r| RedDesc::wrap(r.clone()).store().map(str::to_string))
+                .ok_or_else(|| failure("the copy has no redundancy descriptor"))?;
+            let store_dir = store_dir_of(&store, &user, &jobid, node_dir.as_deref());
+            let base = cache_dir_in(&store_dir, d);
+            let (owner, placed) = place_copy(filemap, d, h, |_, rel| base.join(rel))?;
+            if let Some(mut rd) = filemap.reddesc(d, owner) {
+                rd.set_directory(&store_dir.to_string_lossy());
+                filemap.set_reddesc(d, owner, &rd);
+            }
+            filemap.write(filemap_path)?;
+            placed_paths = placed
+                .iter()
+                .map(|(p, _)| p.to_string_lossy().into_owned())
+                .collect();
+            Ok(placed)
+        };
+        shuffle::exchange(
+            &self.world,
+            None,
+            Some(Incoming {
+                from: holder as i32,
+                place: &mut place,
+            }),
+            buf,
+        )?;
+        mark_complete(&mut self.filemap, d, owner, &placed_paths);
+        self.filemap.write(&self.filemap_path)
+    }
+
+    /// Rebuilds the missing member of each listed XOR set by a pipelined XOR reduction of
+    /// the survivors' chunks and parities to it (every surviving byte read once).
+    fn rebuild_xor(&mut self, d: u64, sets: &[(Vec<u64>, u64)]) -> Result<()> {
+        let mine = sets
+            .iter()
+            .enumerate()
+            .find(|(_, (members, _))| members.contains(&self.rank));
+        let color = mine.map_or(Color::undefined(), |(i, _)| Color::with_value(i as i32));
+        let key = mine.map_or(0, |(_, (m, _))| {
+            m.iter().position(|&r| r == self.rank).unwrap_or(0) as i32
+        });
+        let comm = self.world.split_by_color_with_key(color, key);
+        let (Some(comm), Some((_, (members, missing)))) = (comm, mine) else {
+            return Ok(());
+        };
+        let n = members.len();
+        let me = comm.rank() as usize;
+        let lost = members.iter().position(|r| r == missing).expect("listed") as usize;
+        let (right_of_lost, left_of_lost) = ((lost + 1) % n, (lost + n - 1) % n);
+
+        // what the lost member needs: its file list (its right neighbour's PARTNER section),
+        // the chunk, the dataset; its left neighbour's files for its own header
+        let survivor = if me == lost {
+            None
+        } else {
+            Some(
+                self.xor_header(d)
+                    .ok_or_else(|| failure("no XOR file in cache"))?,
+            )
+        };
+        let describe = |s: &Option<(PathBuf, XorHeader, u64)>, reddesc: Option<RedDesc>| {
+            let mut h = Hash::new();
+            if let Some((path, header, _)) = s {
+                h.set("HEADER", header.to_hash());
+                h.set_value(
+                    "NAME",
+                    path.file_name().unwrap_or_default().to_string_lossy(),
+                );
+            }
+            if let Some(rd) = reddesc {
+                h.set("REDDESC", rd.into_hash());
+            }
+            h
+        };
+        let mine_desc = describe(&survivor, self.filemap.reddesc(d, self.rank));
+        let from_right = comm::bcast_hash(&comm, right_of_lost as i32, &mine_desc);
+        let from_left = comm::bcast_hash(&comm, left_of_lost as i32, &mine_desc);
+        let header_of = |h: &Hash| {
+            h.get("HEADER")
+                .ok_or_else(|| failure("a neighbour sent no XOR header"))
+                .and_then(|x| XorHeader::from_hash(x).map_err(failure))
+        };
+        let right_header = header_of(&from_right)?;
+        let chunk = right_header.chunk;
+        let buf_len = self.mpi_buf_size().min(chunk as usize).max(1);
+
+        // the lost member records its files (incomplete) before creating them
+        let mut target: Option<(LogicalFile, std::fs::File, u64, PathBuf, Vec<String>)> = None;
+        let mut source: Option<(LogicalFile, std::fs::File, u64)> = None;
+        if me == lost {
+            let left_header = header_of(&from_left)?;
+            let mut reddesc = from_right
+                .get("REDDESC")
+                .map(|h| RedDesc::wrap(h.clone()))
+                .ok_or_else(|| failure("the right neighbour sent no redundancy descriptor"))?;
+            let mut pos = reddesc
+                .position()
+                .ok_or_else(|| failure("no set position"))?;
+            pos.group_rank = lost as u64;
+            reddesc.set_position(pos);
+            let store_dir = self.store_dir(reddesc.store().unwrap_or("/tmp"));
+            reddesc.set_directory(&store_dir.to_string_lossy());
+            let base = cache_dir_in(&store_dir, d);
+            let dataset = right_header.dataset.clone();
+            self.filemap.set_dataset(d, self.rank, &dataset);
+            self.filemap.set_reddesc(d, self.rank, &reddesc);
+            let metas = right_header.partner.files.clone();
+            let mut files = Vec::new();
+            let mut keys = Vec::new();
+            for meta in &metas {
+                let rel = meta
+                    .orig()
+                    .or(meta.filename())
+                    .unwrap_or("unnamed")
+                    .to_string();
+                rank2file::check_relative(&rel).map_err(failure)?;
+                let path = base.join(&rel);
+                let key = path.to_string_lossy().into_owned();
+                let mut m = meta.clone();
+                m.set_complete(false);
+                self.filemap.add_file(d, self.rank, &key);
+                self.filemap.set_meta(d, self.rank, &key, &m);
+                files.push((path, meta.size().unwrap_or(0)));
+                keys.push(key);
+            }
+            let header = XorHeader {
+                chunk,
+                ranks: self.ranks,
+                group: members.clone(),
+                dataset,
+                current: xor::MemberFiles {
+                    rank: self.rank,
+                    files: metas,
+                },
+                partner: left_header.current.clone(),
+            }
+            .to_hash()
+            .to_file_bytes();
+            let name = layout::xor_file_name(pos.group_id, lost as u64, n as u64);
+            let xor_path = base.join(".scr").join(&name);
+            let xor_key = xor_path.to_string_lossy().into_owned();
+            let mut meta = Meta::new();
+            meta.set_filename(&name);
+            meta.set_filetype(FileType::Xor);
+            meta.set_size(header.len() as u64 + chunk);
+            meta.set_ranks(self.ranks);
+            meta.set_complete(false);
+            self.filemap.add_file(d, self.rank, &xor_key);
+            self.filemap.set_meta(d, self.rank, &xor_key, &meta);
+            self.filemap
+                .set_expected_files(d, self.rank, files.len() as u64 + 1);
+            self.filemap.write(&self.filemap_path)?;
+            io::create_dirs(&base.join(".scr"), 0o700)?;
+            let out = LogicalFile::create(&files)?;
+            let parity =
+                std::fs::File::create(&xor_path).map_err(|e| Error::io(&xor_path, "create", e))?;
+            parity
+                .write_all_at(&header, 0)
+                .map_err(|e| Error::io(&xor_path, "write", e))?;
+            keys.push(xor_key);
+            target = Some((out, parity, header.len() as u64, xor_path, keys));
+        } else if let Some((path, _, offset)) = &survivor {
+            let files: Vec<(PathBuf, u64)> = self
+                .user_files_with_meta(d)
+                .into_iter()
+                .map(|(p, s, _)| (p, s))
+                .collect();
+            let parity = std::fs::File::open(path).map_err(|e| Error::io(path, "open", e))?;
+            source = Some((LogicalFile::open(&files)?, parity, *offset));
+        }
+
+        // one reduction per target and piece; the lost member contributes zeros
+        let mut send = vec![0u8; buf_len];
+        let mut recv = vec![0u8; buf_len];
+        let root = comm.process_at_rank(lost as i32);
+        let mut failed: Option<Error> = None;
+        for t in 0..n {
+            let mut offset = 0u64;
+            while offset < chunk {
+                let len = (chunk - offset).min(buf_len as u64) as usize;
+                send[..len].fill(0);
+                if let Some((data, parity, header_len)) = &source {
+                    let read = if t == me {
+                        parity
+                            .read_exact_at(&mut send[..len], header_len + offset)
+                            .map_err(|e| Error::io("XOR file", "read", e))
+                    } else {
+                        data.read_at(
+                            xor::chunk_for(me, t) as u64 * chunk + offset,
+                            &mut send[..len],
+                        )
+                    };
+                    if let Err(e) = read {
+                        failed.get_or_insert(e);
+                    }
+                }
+                if me == lost {
+                    root.reduce_into_root(
+                        &send[..len],
+                        &mut recv[..len],
+                        SystemOperation::bitwise_xor(),
+                    );
+                    let (data, parity, header_len, xor_path, _) =
+                        target.as_ref().expect("the lost member rebuilds");
+                    let written = if t == lost {
+                        parity
+                            .write_all_at(&recv[..len], header_len + offset)
+                            .map_err(|e| Error::io(xor_path, "write", e))
+                    } else {
+                        data.write_at(
+                            xor::chunk_for(lost, t) as u64 * chunk + offset,
+                            &recv[..len],
+                        )
+                    };
+                    if let Err(e) = written {
+                        failed.get_or_insert(e);
+                    }
+                } else {
+                    root.reduce_into(&send[..len], SystemOperation::bitwise_xor());
+                }
+                offset += len as u64;
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if let Some((data, parity, _, xor_path, keys)) = target {
+            data.sync()?;
+            parity
+                .sync_all()
+                .map_err(|e| Error::io(&xor_path, "fsync", e))?;
+            mark_complete(&mut self.filemap, d, self.rank, &keys);
+            self.filemap.write(&self.filemap_path)?;
+        }
+        Ok(())
+    }
+
+    /// Drops a dataset's old redundancy data (XOR files, partners' copies held on this
+    /// node) and applies the scheme again for where the ranks run now.
+    fn reprotect(&mut self, d: u64) -> Result<()> {
+        let old: Vec<String> = self
+            .my_files(d)
+            .into_iter()
+            .filter(|f| {
+                self.filemap
+                    .meta(d, self.rank, f)
+                    .and_then(|m| m.filetype())
+                    .is_some_and(|t| t != FileType::User)
+            })
+            .collect();
+        for f in &old {
+            match std::fs::remove_file(f) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(f, "remove", e)),
+            }
+            self.filemap.remove_file(d, self.rank, f);
+        }
+        let expected = self.filemap.expected_files(d, self.rank).unwrap_or(0);
+        self.filemap
+            .set_expected_files(d, self.rank, expected.saturating_sub(old.len() as u64));
+        self.filemap.write(&self.filemap_path)?;
+        self.drop_held(d)?;
+        self.reprotect.retain(|&x| x != d);
+        if self.apply_redundancy(d).is_err() && self.rank == 0 {
+            eprintln!(
+                "SCR: WARNING: dataset {d} was recovered but could not be protected again; \
+                 it is safe only once flushed"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The XOR file recorded for (d, rank) in `map`: path, header, parity offset.
+fn xor_file_in(map: &Filemap, d: u64, rank: u64) -> Option<(PathBuf, XorHeader, u64)> {
+    map.files(d, rank).into_iter().find_map(|f| {
+        let meta = map.meta(d, rank, f)?;
+        (meta.filetype() == Some(FileType::Xor)).then_some(())?;
+        let (h, offset) = XorHeader::read(Path::new(f)).ok()?;
+        Some((PathBuf::from(f), h, offset))
+    })
+}
+
+fn xor_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHeader> {
+    xor_file_in(map, d, rank).map(|(_, h, _)| h)
+}
+
+fn verify_cached_of(scr: &Scr, d: u64) -> bool {
+    verify_copy(&scr.filemap, d, scr.rank, scr.ranks)
+}
+
+/// A cache store's directory for this node: `<store>/<user>/scr.<jobid>[/node.<name>]`.
+pub(super) fn store_dir_of(
+    store: &str,
+    user: &str,
+    jobid: &str,
+    node_dir: Option<&str>,
+) -> PathBuf {
+    let d = layout::job_dir(Path::new(store), user, jobid);
+    match node_dir {
+        Some(n) => d.join(n),
+        None => d,
+    }
+}
+
+/// Rank 0: from every rank's report, who sends whose files where, which XOR sets rebuild
+/// which member, or why the dataset cannot be recovered.
+fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
+    let reports: Vec<Hash> = reports
+        .iter()
+        .map(|b| Hash::unpack(b).unwrap_or_default())
+        .collect();
+    let mut plan = Hash::new();
+    let mut sets: Vec<Vec<u64>> = Vec::new();
+    for r in &reports {
+        for (list, _) in r.get("SET").into_iter().flat_map(Hash::iter) {
+            let members: Option<Vec<u64>> = list.split(',').map(|x| x.parse().ok()).collect();
+            if let Some(m) = members
+                && !sets.contains(&m)
+            {
+                sets.push(m);
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    for r in 0..ranks {
+        let own = reports[r as usize].first_value("OWN") == Some("1");
+        if own {
+            continue;
+        }
+        let holder = reports
+            .iter()
+            .position(|h| h.get("HELD").is_some_and(|x| x.contains(&r.to_string())));
+        match holder {
+            Some(h) => {
+                plan.child("MOVE").child(r.to_string()).child(h.to_string());
+            }
+            None => missing.push(r),
+        }
+    }
+    let mut rebuild: Vec<(usize, u64)> = Vec::new();
+    for &m in &missing {
+        let Some(s) = sets.iter().position(|s| s.contains(&m)) else {
+            plan.set_value(
+                "WHY",
+                format!("rank {m}'s files are on no surviving node and no redundancy set can rebuild them"),
+            );
+            return plan;
+        };
+        if let Some((_, other)) = rebuild.iter().find(|(x, _)| *x == s) {
+            plan.set_value(
+                "WHY",
+                format!(
+                    "ranks {other} and {m} of one XOR set are both lost; XOR rebuilds only one"
+                ),
+            );
+            return plan;
+        }
+        rebuild.push((s, m));
+    }
+    for (i, (s, m)) in rebuild.iter().enumerate() {
+        let h = plan.child("REBUILD").child(i.to_string());
+        h.set_value("MISSING", m);
+        let list = h.child("MEMBER");
+        for (j, r) in sets[*s].iter().enumerate() {
+            list.child(j.to_string()).child(r.to_string());
+        }
+    }
+    plan.set_value("OK", 1);
+    plan
+}
