@@ -579,6 +579,10 @@ impl Scr {
     /// Copies this rank's files of a dataset from the prefix into cache, checking sizes and
     /// CRCs, recording each file in the filemap before it is created.
     fn fetch_files(&mut self, id: u64, desc: &Dataset, files: &[FileRecord]) -> Result<()> {
+        // what a failed recovery left in cache of this dataset is replaced by the fetched copy
+        if self.filemap.have_rank_by_dataset(id, self.rank) {
+            self.delete_cached(id)?;
+        }
         self.record_dataset(id, desc, files.len() as u64)?;
         let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
         for rec in files {
@@ -846,6 +850,21 @@ impl Scr {
                 continue;
             }
             self.delete_cached(victim)?;
+        }
+        // copies held for ranks that moved away go with the datasets of their age
+        let keep_from = self
+            .deferred_eviction
+            .into_iter()
+            .chain(cached.first().copied())
+            .min()
+            .unwrap_or(self.dataset_id);
+        let held: Vec<u64> = self
+            .held
+            .as_ref()
+            .map(|(_, h)| h.datasets())
+            .unwrap_or_default();
+        for d in held.into_iter().filter(|&d| d < keep_from) {
+            self.drop_held(d)?;
         }
         Ok(())
     }

@@ -62,7 +62,6 @@ impl Scr {
         loop {
             let d = comm::max_u64(&self.world, self.newest_cached_checkpoint(below));
             if d == 0 {
-                self.drop_held_except(None)?;
                 return if self.params.bool("SCR_FETCH") {
                     self.fetch(None)
                 } else {
@@ -70,7 +69,6 @@ impl Scr {
                 };
             }
             if self.recover(d)? {
-                self.drop_held_except(Some(d))?;
                 let desc = self.filemap.dataset(d, self.rank);
                 let name = desc
                     .as_ref()
@@ -81,10 +79,11 @@ impl Scr {
                 self.restart = Some((d, name));
                 return Ok(());
             }
+            // what is left of it stays in cache (the drain may see more nodes than this run)
+            // until it ages out like any dataset
             if self.rank == 0 {
                 eprintln!("SCR: dataset {d} cannot be recovered from cache; trying older ones");
             }
-            self.delete_cached(d)?;
             below = d;
         }
     }
@@ -106,19 +105,6 @@ impl Scr {
         };
         let held = self.held.as_ref().map_or(0, |(_, h)| newest(h));
         newest(&self.filemap).max(held)
-    }
-
-    /// Node master: deletes held copies of every dataset but `keep`.
-    fn drop_held_except(&mut self, keep: Option<u64>) -> Result<()> {
-        let held: Vec<u64> = self
-            .held
-            .as_ref()
-            .map(|(_, h)| h.datasets())
-            .unwrap_or_default();
-        for d in held.into_iter().filter(|&d| Some(d) != keep) {
-            self.drop_held(d)?;
-        }
-        Ok(())
     }
 
     /// This rank's XOR file of `d`: its path, header and where the parity starts.

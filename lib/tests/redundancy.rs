@@ -1,0 +1,282 @@
+//! PARTNER and XOR over emulated nodes (real `mpiexec`, hydra's fork launcher, one cache
+//! and control directory per node name): losing a node's cache, restarting in another
+//! node order, losing too much, and the XOR files themselves.
+
+mod common;
+
+use common::*;
+use scr::HashView;
+use std::path::{Path, PathBuf};
+
+const JOB_ID: &str = "4242";
+
+fn user() -> String {
+    std::env::var("USER").unwrap_or_else(|_| "unknown".into())
+}
+
+/// A node's cache and control directories, as the library names emulated nodes.
+fn node_dirs(job: &Job, node: &str) -> [PathBuf; 2] {
+    ["cache", "cntl"].map(|d| {
+        job.dir
+            .path()
+            .join(format!("{d}/{}/scr.{JOB_ID}/node.{node}", user()))
+    })
+}
+
+/// Loses a node: everything in its cache and control directory is gone.
+fn lose_node(job: &Job, node: &str) {
+    for d in node_dirs(job, node) {
+        assert!(d.is_dir(), "{} should exist before losing it", d.display());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
+
+fn hosts(nodes: usize, per_node: usize) -> String {
+    (1..=nodes)
+        .map(|n| {
+            if per_node > 1 {
+                format!("n{n}:{per_node}")
+            } else {
+                format!("n{n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn run_ok_on(job: &Job, hosts: &str, ranks: u32, args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = job.run_on(Some(hosts), ranks, args, env);
+    let t = text(&out);
+    assert!(out.status.success(), "{hosts}: {t}");
+    t
+}
+
+/// Writes two checkpoints with ranks of differing file counts and sizes (some none, some
+/// empty files), loses one node, and restarts with fetching off: the data can only come
+/// back through the scheme.
+fn lose_one_node_and_rebuild(scheme: &str) {
+    for (ranks, per_node) in [(4u32, 1usize), (4, 2), (8, 1), (8, 2)] {
+        let job = Job::new();
+        let nodes = ranks as usize / per_node;
+        let h = hosts(nodes, per_node);
+        let env = [
+            ("SCR_COPY_TYPE", scheme),
+            ("TEST_API_VARY", "1"),
+            ("SCR_FLUSH", "0"),
+            ("SCR_FETCH", "0"),
+        ];
+        run_ok_on(&job, &h, ranks, &["3000", "2"], &env);
+        lose_node(&job, "n2");
+        let out = run_ok_on(&job, &h, ranks, &["3000", "1"], &env);
+        assert!(
+            out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+            "{scheme} {ranks} ranks {per_node} per node: {out}"
+        );
+        assert!(!out.contains("WARNING"), "{out}");
+    }
+}
+
+#[test]
+fn partner_rebuilds_a_lost_node_at_one_and_two_ranks_per_node() {
+    lose_one_node_and_rebuild("PARTNER");
+}
+
+#[test]
+fn xor_rebuilds_a_lost_node_at_one_and_two_ranks_per_node() {
+    lose_one_node_and_rebuild("XOR");
+}
+
+#[test]
+fn ranks_restarted_in_another_node_order_get_their_files_back() {
+    for scheme in ["XOR", "PARTNER"] {
+        let job = Job::new();
+        let env = [
+            ("SCR_COPY_TYPE", scheme),
+            ("TEST_API_VARY", "1"),
+            ("SCR_FLUSH", "0"),
+            ("SCR_FETCH", "0"),
+        ];
+        run_ok_on(&job, "n1,n2,n3,n4", 8, &["2000", "1"], &env);
+        // every rank lands on another node: files move, nothing is lost
+        let out = run_ok_on(&job, "n2,n3,n4,n1", 8, &["2000", "0"], &env);
+        assert!(out.contains("restarted from ckpt.1"), "{scheme}: {out}");
+        // lose a node, and restart in yet another order: moves and a rebuild at once
+        lose_node(&job, "n3");
+        let out = run_ok_on(&job, "n4,n3,n2,n1", 8, &["2000", "0"], &env);
+        assert!(out.contains("restarted from ckpt.1"), "{scheme}: {out}");
+        // the restart protected the dataset again where ranks now run: another loss is survived
+        lose_node(&job, "n1");
+        let out = run_ok_on(&job, "n1,n2,n3,n4", 8, &["2000", "1"], &env);
+        assert!(
+            out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+            "{scheme}: {out}"
+        );
+        // no copy is left behind: each rank's files once, plus one redundancy copy
+        let cached = walk(&job.dir.path().join("cache"));
+        let user_files = cached
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "ckpt"));
+        let expected = match scheme {
+            "XOR" => 7, // r % 3 files for r in 0..8; XOR files are .scr
+            _ => 14,    // and a partner's copy of each
+        };
+        assert_eq!(user_files.count(), expected, "{scheme}: {cached:#?}");
+    }
+}
+
+#[test]
+fn two_lost_members_of_one_xor_set_fall_back_to_the_flushed_checkpoint() {
+    let job = Job::new();
+    let env = [("SCR_COPY_TYPE", "XOR"), ("SCR_FLUSH", "2")];
+    // ckpt.2 is flushed; ckpt.3 only cached when the job ends without SCR_Finalize
+    run_ok_on(
+        &job,
+        "n1,n2,n3,n4",
+        4,
+        &["5000", "3"],
+        &[env[0], env[1], ("TEST_API_NO_FINALIZE", "1")],
+    );
+    assert!(job.prefix().join("ckpt.2").is_dir());
+    assert!(!job.prefix().join("ckpt.3").exists());
+    lose_node(&job, "n1");
+    lose_node(&job, "n2");
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["5000", "1"], &env);
+    assert!(
+        out.contains("ranks 0 and 1 of one XOR set are both lost"),
+        "{out}"
+    );
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+    assert_eq!(
+        job.index_entry("ckpt.2").fetched.len(),
+        1,
+        "came from the prefix"
+    );
+    assert!(
+        job.index_entry("ckpt.3").complete,
+        "the new ckpt.3 replaced the lost one"
+    );
+}
+
+#[test]
+fn schemes_the_nodes_cannot_satisfy_are_disabled_with_a_warning() {
+    let job = Job::new();
+    // every rank on one node: no set can span nodes
+    let out = job.run_ok(2, &["1000", "1"], &[("SCR_COPY_TYPE", "XOR")]);
+    assert!(out.contains("redundancy is disabled"), "{out}");
+    assert!(out.contains("2 ranks on 1 node"), "{out}");
+    assert!(out.contains("SINGLE"), "{out}");
+    let out = run_ok_on(
+        &job,
+        "n1,n2,n3",
+        3,
+        &["1000", "1"],
+        &[("SCR_COPY_TYPE", "RS")],
+    );
+    assert!(
+        out.contains("RS is not implemented yet; XOR is used"),
+        "{out}"
+    );
+    // uneven ranks per node: the third rank of n1 has no partner on another node
+    let out = run_ok_on(
+        &job,
+        "n1:3,n2:2",
+        5,
+        &["1000", "1"],
+        &[("SCR_COPY_TYPE", "PARTNER")],
+    );
+    assert!(out.contains("redundancy is disabled"), "{out}");
+}
+
+fn cached_dataset_dir(job: &Job, node: &str, id: u64) -> PathBuf {
+    node_dirs(job, node)[0].join(format!("scr.dataset.{id}"))
+}
+
+#[test]
+fn xor_files_have_scr_layout_and_correct_parity() {
+    let job = Job::new();
+    let env = [
+        ("SCR_COPY_TYPE", "XOR"),
+        ("TEST_API_VARY", "1"),
+        ("SCR_FLUSH", "0"),
+        ("SCR_MPI_BUF_SIZE", "1000"), // several pieces per chunk
+    ];
+    run_ok_on(&job, "n1,n2,n3,n4", 4, &["7000", "1"], &env);
+    let n = 4usize;
+    let mut logical: Vec<Vec<u8>> = Vec::new();
+    let mut parity: Vec<Vec<u8>> = Vec::new();
+    let mut chunk = 0u64;
+    for (pos, node) in ["n1", "n2", "n3", "n4"].iter().enumerate() {
+        let dir = cached_dataset_dir(&job, node, 1);
+        let xor = dir.join(format!(".scr/xor.0_{}_of_4.scr", pos + 1));
+        let (header, offset) = scr::xor::XorHeader::read(&xor).unwrap();
+        assert_eq!(header.group, [0, 1, 2, 3]);
+        assert_eq!(header.current.rank, pos as u64);
+        assert_eq!(header.partner.rank, ((pos + n - 1) % n) as u64);
+        assert_eq!(header.ranks, 4);
+        assert_eq!(header.dataset.name(), Some("ckpt.1"));
+        chunk = header.chunk;
+        let bytes = std::fs::read(&xor).unwrap();
+        assert_eq!(bytes.len() as u64, offset + chunk);
+        parity.push(bytes[offset as usize..].to_vec());
+        // the logical file: this rank's files in header order
+        let mut data = Vec::new();
+        for meta in &header.current.files {
+            let f = dir.join(meta.orig().unwrap());
+            let content = std::fs::read(&f).unwrap();
+            assert_eq!(content.len() as u64, meta.size().unwrap());
+            data.extend(content);
+        }
+        logical.push(data);
+    }
+    let max = logical.iter().map(Vec::len).max().unwrap() as u64;
+    assert_eq!(chunk, max.div_ceil(3), "SCR's chunk rule");
+    for l in &mut logical {
+        l.resize(3 * chunk as usize, 0);
+    }
+    for t in 0..n {
+        let mut expect = vec![0u8; chunk as usize];
+        for m in (0..n).filter(|&m| m != t) {
+            let c = scr::xor::chunk_for(m, t) * chunk as usize;
+            scr::xor::xor_into(&mut expect, &logical[m][c..c + chunk as usize]);
+        }
+        assert_eq!(parity[t], expect, "parity of member {t}");
+    }
+    // the filemap records the XOR file and the set
+    let map =
+        scr::filemap::Filemap::read(&node_dirs(&job, "n2")[1].join("filemap_0.scrinfo")).unwrap();
+    let reddesc = map.reddesc(1, 1).unwrap();
+    assert_eq!(reddesc.scheme(), Some(scr::reddesc::Scheme::Xor));
+    let pos = reddesc.position().unwrap();
+    assert_eq!((pos.group_id, pos.group_size, pos.group_rank), (0, 4, 1));
+    assert_eq!(
+        map.files(1, 1).len() as u64,
+        map.expected_files(1, 1).unwrap()
+    );
+}
+
+#[test]
+fn partner_copies_name_the_owner_node_and_are_not_flushed() {
+    let job = Job::new();
+    let env = [("SCR_COPY_TYPE", "PARTNER"), ("SCR_FLUSH", "1")];
+    run_ok_on(&job, "n1,n2,n3,n4", 4, &["3000", "1"], &env);
+    // rank 0 (on n1) has its copy on n2, recorded under rank 0 with the owner's node
+    let map =
+        scr::filemap::Filemap::read(&node_dirs(&job, "n2")[1].join("filemap_0.scrinfo")).unwrap();
+    assert_eq!(map.tag(1, 0, "PARTNER"), Some("n1"));
+    let copy = map.files(1, 0);
+    assert_eq!(copy.len(), 1);
+    assert!(
+        Path::new(copy[0]).ends_with(".scr/partner.0/ckpt.1/rank_0.ckpt"),
+        "{copy:?}"
+    );
+    assert_eq!(
+        std::fs::read(copy[0]).unwrap(),
+        std::fs::read(job.prefix().join("ckpt.1/rank_0.ckpt")).unwrap()
+    );
+    // the flush wrote each rank's file once, and nothing of the scheme
+    let flushed: Vec<PathBuf> = walk(&job.prefix().join("ckpt.1"));
+    assert_eq!(flushed.len(), 4, "{flushed:?}");
+}
