@@ -23,11 +23,9 @@ pub struct RedundancySets {
 pub fn balanced_set_id(index: u64, n: u64, min: u64) -> u64 {
     let min = min.max(1);
     let groups = n / min;
-    let size = if groups > 0 {
-        min + (n - groups * min) / groups
-    } else {
-        n
-    };
+    let size = (n - groups * min)
+        .checked_div(groups)
+        .map_or(n, |spread| min + spread);
     if size == 0 {
         return 0;
     }

@@ -24,11 +24,14 @@ pub struct Outgoing {
     pub files: Vec<(PathBuf, u64)>,
 }
 
+/// Given a received header, the files to write and their sizes.
+pub type Placement<'a> = &'a mut dyn FnMut(&Hash) -> Result<Vec<(PathBuf, u64)>>;
+
 /// Where a received copy goes: given the header, the paths and sizes to write (the callback
 /// records them in the filemap before they are created).
 pub struct Incoming<'a> {
     pub from: i32,
-    pub place: &'a mut dyn FnMut(&Hash) -> Result<Vec<(PathBuf, u64)>>,
+    pub place: Placement<'a>,
 }
 
 /// A byte stream of a packed header followed by a logical file.

@@ -236,13 +236,13 @@ fn xor_files_have_scr_layout_and_correct_parity() {
     for l in &mut logical {
         l.resize(3 * chunk as usize, 0);
     }
-    for t in 0..n {
+    for (t, got) in parity.iter().enumerate() {
         let mut expect = vec![0u8; chunk as usize];
         for m in (0..n).filter(|&m| m != t) {
             let c = scr::xor::chunk_for(m, t) * chunk as usize;
             scr::xor::xor_into(&mut expect, &logical[m][c..c + chunk as usize]);
         }
-        assert_eq!(parity[t], expect, "parity of member {t}");
+        assert_eq!(got, &expect, "parity of member {t}");
     }
     // the filemap records the XOR file and the set
     let map =

@@ -165,14 +165,14 @@ impl Scr {
             .collect();
         let mut moved_ok = true;
         for &(owner, holder) in &moves {
-            if self.rank == holder || self.rank == owner {
-                if let Err(e) = self.move_copy(d, owner, holder) {
-                    eprintln!(
-                        "SCR: rank {}: moving rank {owner}'s files of dataset {d}: {e}",
-                        self.rank
-                    );
-                    moved_ok = false;
-                }
+            if (self.rank == holder || self.rank == owner)
+                && let Err(e) = self.move_copy(d, owner, holder)
+            {
+                eprintln!(
+                    "SCR: rank {}: moving rank {owner}'s files of dataset {d}: {e}",
+                    self.rank
+                );
+                moved_ok = false;
             }
         }
         if !comm::all_true(&self.world, moved_ok) {
@@ -298,7 +298,7 @@ impl Scr {
         };
         let n = members.len();
         let me = comm.rank() as usize;
-        let lost = members.iter().position(|r| r == missing).expect("listed") as usize;
+        let lost = members.iter().position(|r| r == missing).expect("listed");
         let (right_of_lost, left_of_lost) = ((lost + 1) % n, (lost + n - 1) % n);
 
         // what the lost member needs: its file list (its right neighbour's PARTNER section),
