@@ -15,6 +15,21 @@ pub const PRIVATE_FILE: u32 = 0o600;
 /// Mode of the halt file: anyone may halt a job (SCR writes it 0666 so administrators can).
 pub const SHARED_FILE: u32 = 0o666;
 
+/// CRC32 of a whole file.
+pub fn file_crc32(path: &Path) -> Result<u32> {
+    use std::io::Read;
+    let mut f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut crc = crc32fast::Hasher::new();
+    loop {
+        let n = f.read(&mut buf).map_err(|e| Error::io(path, "read", e))?;
+        if n == 0 {
+            return Ok(crc.finalize());
+        }
+        crc.update(&buf[..n]);
+    }
+}
+
 /// Reads a hash file. Bytes after the size its header records are ignored (an XOR file
 /// keeps its parity there).
 pub fn read_hash_file(path: &Path) -> Result<Hash> {

@@ -31,6 +31,7 @@ enum Command {
     FlushFile(commands::state_files::FlushFileArgs),
     RetriesHalt(commands::state_files::RetriesHaltArgs),
     NodesFile(commands::state_files::NodesFileArgs),
+    RebuildXor(commands::rebuild::Args),
 }
 
 /// SCR's command names and the subcommand each one means.
@@ -45,6 +46,7 @@ const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_flush_file", "flush-file"),
     ("scr_retries_halt", "retries-halt"),
     ("scr_nodes_file", "nodes-file"),
+    ("scr_rebuild_xor", "rebuild-xor"),
 ];
 
 /// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         Command::FlushFile(args) => commands::state_files::flush_file(args),
         Command::RetriesHalt(args) => commands::state_files::retries_halt(args),
         Command::NodesFile(args) => commands::state_files::nodes_file(args),
+        Command::RebuildXor(args) => commands::rebuild::run(args),
     };
     match result {
         Ok(code) => code,

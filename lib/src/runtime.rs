@@ -271,19 +271,6 @@ fn copy_file(
     Ok((total, want_crc.then(|| crc.finalize())))
 }
 
-fn file_crc(path: &Path) -> Result<u32> {
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, "open", e))?;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut crc = crc32fast::Hasher::new();
-    loop {
-        let n = f.read(&mut buf).map_err(|e| Error::io(path, "read", e))?;
-        if n == 0 {
-            return Ok(crc.finalize());
-        }
-        crc.update(&buf[..n]);
-    }
-}
-
 impl Scr {
     /// `SCR_Init`. MPI must already be initialized (by the application).
     pub fn init() -> Result<Scr> {
@@ -1027,7 +1014,7 @@ impl Scr {
             ok &= complete;
             meta.set_size(*size.as_ref().unwrap_or(&0));
             if crc_on_copy && complete {
-                meta.set_crc32(file_crc(Path::new(&f))?);
+                meta.set_crc32(io::file_crc32(Path::new(&f))?);
             }
             meta.set_complete(complete);
             self.filemap.set_meta(id, self.rank, &f, &meta);

@@ -280,3 +280,78 @@ fn partner_copies_name_the_owner_node_and_are_not_flushed() {
     let flushed: Vec<PathBuf> = walk(&job.prefix().join("ckpt.1"));
     assert_eq!(flushed.len(), 4, "{flushed:?}");
 }
+
+#[test]
+fn scr_rebuild_xor_restores_a_member_after_the_files_reach_the_prefix() {
+    let job = Job::new();
+    let env = [
+        ("SCR_COPY_TYPE", "XOR"),
+        ("TEST_API_VARY", "1"),
+        ("SCR_FLUSH", "0"),
+    ];
+    run_ok_on(
+        &job,
+        "n1,n2,n3,n4",
+        4,
+        &["20000", "1"],
+        &[env[0], env[1], env[2], ("TEST_API_NO_FINALIZE", "1")],
+    );
+    // what a drain gathers: every node's user files under the prefix by their ORIG names,
+    // the XOR files under .scr/scr.dataset.1/
+    let drained = tempfile::tempdir().unwrap();
+    let meta_dir = drained.path().join(".scr/scr.dataset.1");
+    std::fs::create_dir_all(&meta_dir).unwrap();
+    for node in ["n1", "n2", "n3", "n4"] {
+        let dir = cached_dataset_dir(&job, node, 1);
+        for f in walk(&dir) {
+            let rel = f.strip_prefix(&dir).unwrap();
+            let dst = if rel.starts_with(".scr") {
+                meta_dir.join(rel.file_name().unwrap())
+            } else {
+                drained.path().join(rel)
+            };
+            std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+            std::fs::copy(&f, &dst).unwrap();
+        }
+    }
+    // rank 2 (two files, one of them empty) is lost
+    let lost: Vec<PathBuf> = walk(drained.path())
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("rank_2.") || name == "xor.0_3_of_4.scr"
+        })
+        .collect();
+    assert_eq!(lost.len(), 3, "{lost:?}");
+    let originals: Vec<Vec<u8>> = lost.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    for p in &lost {
+        std::fs::remove_file(p).unwrap();
+    }
+    let xor = |i: usize| meta_dir.join(format!("xor.0_{i}_of_4.scr"));
+    let out = std::process::Command::new(scr_command())
+        .args(["rebuild-xor", "4", "2"])
+        .arg(xor(3))
+        .args([xor(1), xor(2), xor(4)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    for (p, bytes) in lost.iter().zip(&originals) {
+        assert_eq!(&std::fs::read(p).unwrap(), bytes, "{} rebuilt", p.display());
+    }
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+    // SCR's name and a wrong member order: a clear failure, exit 1
+    let link = drained.path().join("scr_rebuild_xor");
+    std::os::unix::fs::symlink(scr_command(), &link).unwrap();
+    let out = std::process::Command::new(&link)
+        .args(["4", "2"])
+        .arg(xor(3))
+        .args([xor(1), xor(2)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("3 remaining XOR files"),
+        "{}",
+        text(&out)
+    );
+}

@@ -6,4 +6,5 @@ pub mod halt;
 pub mod index;
 pub mod links;
 pub mod print;
+pub mod rebuild;
 pub mod state_files;

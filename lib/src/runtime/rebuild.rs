@@ -28,7 +28,7 @@ pub(super) fn verify_copy(map: &Filemap, dset: u64, rank: u64, ranks: u64) -> bo
             let Ok(stat) = std::fs::metadata(f) else {
                 return false;
             };
-            let crc = meta.crc32().and_then(|_| file_crc(Path::new(f)).ok());
+            let crc = meta.crc32().and_then(|_| io::file_crc32(Path::new(f)).ok());
             meta.verify(stat.len(), crc).is_ok()
         })
 }

@@ -43,6 +43,33 @@ pub fn library(file: &str) -> PathBuf {
         .join(file)
 }
 
+/// The `scr` command, built first (it belongs to another package of the workspace).
+pub fn scr_command() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    let release = !cfg!(debug_assertions);
+    BUILT.call_once(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", "scr-launcher"])
+            .current_dir(workspace());
+        if release {
+            cmd.arg("--release");
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "building scr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"));
+    target
+        .join(if release { "release" } else { "debug" })
+        .join("scr")
+}
+
 pub fn build_c(dir: &Path, source: &Path, exe: &str) -> PathBuf {
     build_with("mpicc", dir, source, exe)
 }
