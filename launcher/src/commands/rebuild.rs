@@ -54,7 +54,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         Some(p) => p,
         None => prefix_of(&args.missing)
             .map(Ok)
-            .unwrap_or_else(|| std::env::current_dir())
+            .unwrap_or_else(std::env::current_dir)
             .map_err(|e| scr::Error::io(".", "read the working directory", e))?,
     };
     let written = scr::xor::rebuild_member(
