@@ -26,7 +26,7 @@ impl Scr {
     }
 
     pub(super) fn mpi_buf_size(&self) -> usize {
-        self.params.bytes("SCR_MPI_BUF_SIZE").unwrap_or(128 << 10) as usize
+        self.params.bytes("SCR_MPI_BUF_SIZE").unwrap_or(4 << 20) as usize
     }
 
     /// This rank's user files of a dataset with the sizes and meta the filemap records.
