@@ -89,6 +89,11 @@ pub fn xor_file_name(group_id: u64, group_rank: u64, group_size: u64) -> String 
     format!("xor.{group_id}_{}_of_{group_size}.scr", group_rank + 1)
 }
 
+/// Reed–Solomon parity file name, in the XOR file's pattern: `rs.<gid>_<r+1>_of_<n>.scr`.
+pub fn rs_file_name(group_id: u64, group_rank: u64, group_size: u64) -> String {
+    format!("rs.{group_id}_{}_of_{group_size}.scr", group_rank + 1)
+}
+
 /// Parses an XOR file name in the current or the 1.1-8 form (`<r+1>_of_<n>_in_<gid>.xor`)
 /// into (group id, rank in set, set size).
 pub fn parse_xor_file_name(name: &str) -> Option<(u64, u64, u64)> {

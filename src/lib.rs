@@ -7,14 +7,16 @@
 //!   SCR v1.2/v2.0;
 //! - typed views of every SCR file: [`filemap`], [`meta`], [`dataset`], [`reddesc`],
 //!   [`index`], [`summary`], [`rank2file`], [`flush`], [`halt`], [`nodes`], [`transfer`];
-//! - redundancy: [`redset`] (which ranks protect each other) and [`xor`] (the XOR
-//!   scheme's chunk rule and files);
+//! - redundancy: [`redset`] (which ranks protect each other), [`xor`] (the XOR
+//!   scheme's chunk rule and files) and [`erasure`] (XOR and Reed–Solomon as one code,
+//!   and the serial rebuild);
 //! - [`params`] and [`config`]: SCR's parameters, defaults and configuration syntax;
 //! - [`layout`]: where control, cache and prefix files live;
 //! - [`io`]: atomic replacement, locked read-modify-write and private directories.
 
 pub mod config;
 pub mod dataset;
+pub mod erasure;
 pub mod error;
 pub mod filemap;
 pub mod flush;

@@ -24,9 +24,12 @@ use std::path::{Path, PathBuf};
 
 /// Bytes per chunk: the largest logical file spread over `n-1` chunks, at least one byte.
 pub fn chunk_size(max_logical_bytes: u64, set_size: u64) -> u64 {
-    max_logical_bytes
-        .div_ceil(set_size.saturating_sub(1).max(1))
-        .max(1)
+    chunk_size_over(max_logical_bytes, set_size.saturating_sub(1))
+}
+
+/// Bytes per chunk when each logical file is cut into `data_chunks` chunks.
+pub fn chunk_size_over(max_logical_bytes: u64, data_chunks: u64) -> u64 {
+    max_logical_bytes.div_ceil(data_chunks.max(1)).max(1)
 }
 
 /// Which of `member`'s chunks goes into `target`'s parity (`member != target`).
@@ -97,9 +100,24 @@ pub struct XorHeader {
     pub dataset: Dataset,
     pub current: MemberFiles,
     pub partner: MemberFiles,
+    /// Reed–Solomon only: how many lost members the set survives (XOR survives one and
+    /// writes no such key).
+    pub failures: Option<u64>,
+    /// Reed–Solomon only: the file lists of the left neighbours 2, 3, … `failures` steps
+    /// away, so any lost member's list survives on some member to its right.
+    pub far_partners: Vec<MemberFiles>,
 }
 
 impl XorHeader {
+    /// The file list of the member `steps` places left (1 = the PARTNER section).
+    pub fn partner_at(&self, steps: usize) -> Option<&MemberFiles> {
+        match steps {
+            0 => Some(&self.current),
+            1 => Some(&self.partner),
+            s => self.far_partners.get(s - 2),
+        }
+    }
+
     pub fn to_hash(&self) -> Hash {
         let mut h = Hash::new();
         h.set_value("CHUNK", self.chunk);
@@ -112,6 +130,13 @@ impl XorHeader {
         let list = g.child("RANK");
         for (i, r) in self.group.iter().enumerate() {
             list.child(i.to_string()).child(r.to_string());
+        }
+        if let Some(k) = self.failures {
+            h.set_value("FAILURES", k);
+            let far = h.child("PARTNERS");
+            for (i, m) in self.far_partners.iter().enumerate() {
+                far.set((i + 2).to_string(), m.to_hash(true));
+            }
         }
         h
     }
@@ -146,6 +171,18 @@ impl XorHeader {
             dataset: Dataset::wrap(h.get("DSET").cloned().unwrap_or_default()),
             current: section("CURRENT")?,
             partner: section("PARTNER")?,
+            failures: h.parsed::<u64>("FAILURES").ok().flatten(),
+            far_partners: {
+                let far = h.get("PARTNERS");
+                let count = far.map_or(0, Hash::len);
+                (0..count)
+                    .map(|i| {
+                        far.and_then(|f| f.get(&(i + 2).to_string()))
+                            .ok_or_else(|| format!("RS header: PARTNERS {} missing", i + 2))
+                            .and_then(|m| MemberFiles::from_hash(m, "PARTNERS"))
+                    })
+                    .collect::<std::result::Result<_, _>>()?
+            },
         })
     }
 
@@ -234,182 +271,6 @@ impl LogicalFile {
         }
         Ok(())
     }
-}
-
-/// Where a member's files live outside the cache: user files under `root` by their name
-/// relative to the prefix (`ORIG`), else by file name next to the XOR files.
-fn member_paths(files: &[Meta], root: &Path, xor_dir: &Path) -> Result<Vec<(PathBuf, u64)>> {
-    files
-        .iter()
-        .map(|m| {
-            let path = match m.orig() {
-                Some(orig) => {
-                    crate::rank2file::check_relative(orig)
-                        .map_err(|e| Error::invalid(xor_dir, e))?;
-                    root.join(orig)
-                }
-                None => {
-                    let name = m.filename().unwrap_or_default();
-                    if name.is_empty() || name.contains('/') {
-                        return Err(Error::invalid(
-                            xor_dir,
-                            format!("file name {name:?} in an XOR header is not a plain name"),
-                        ));
-                    }
-                    xor_dir.join(name)
-                }
-            };
-            Ok((path, m.size().unwrap_or(0)))
-        })
-        .collect()
-}
-
-/// Rebuilds the member at position `lost` of an XOR set of `size` from the other members'
-/// XOR files (`remaining`, in set order) and their files, without MPI: the serial rebuild
-/// the drain runs (SCR's `scr_rebuild_xor`). User files are found and written under `root`
-/// (the prefix) by their `ORIG` names; the rebuilt XOR file goes to `missing`. Returns the
-/// paths written.
-pub fn rebuild_member(
-    size: usize,
-    lost: usize,
-    missing: &Path,
-    remaining: &[PathBuf],
-    root: &Path,
-    buf_size: usize,
-) -> Result<Vec<PathBuf>> {
-    if size < 2 || lost >= size || remaining.len() != size - 1 {
-        return Err(Error::invalid(
-            missing,
-            format!(
-                "an XOR set of {size} needs the lost member's position below {size} and {} \
-                 remaining XOR files, got position {lost} and {} files",
-                size.saturating_sub(1),
-                remaining.len()
-            ),
-        ));
-    }
-    let xor_dir = missing.parent().unwrap_or(Path::new("."));
-    // member position -> (header, parity offset, xor file)
-    let mut members: Vec<Option<(XorHeader, u64, &PathBuf)>> = vec![None; size];
-    for (j, path) in remaining.iter().enumerate() {
-        let pos = if j < lost { j } else { j + 1 };
-        let (header, offset) = XorHeader::read(path)?;
-        if header.group.len() != size {
-            return Err(Error::invalid(
-                path,
-                format!("belongs to a set of {}, not {size}", header.group.len()),
-            ));
-        }
-        members[pos] = Some((header, offset, path));
-    }
-    let first = members
-        .iter()
-        .flatten()
-        .next()
-        .expect("size >= 2")
-        .0
-        .clone();
-    let chunk = first.chunk;
-    for (header, _, path) in members.iter().flatten() {
-        if header.chunk != chunk || header.group != first.group {
-            return Err(Error::invalid(
-                path,
-                "its set or chunk size differs from the other XOR files; list the files of one set",
-            ));
-        }
-    }
-    let right = &members[(lost + 1) % size].as_ref().expect("a survivor").0;
-    let left = &members[(lost + size - 1) % size]
-        .as_ref()
-        .expect("a survivor")
-        .0;
-    let lost_files = right.partner.clone();
-    let header = XorHeader {
-        chunk,
-        ranks: right.ranks,
-        group: first.group.clone(),
-        dataset: right.dataset.clone(),
-        current: lost_files.clone(),
-        partner: left.current.clone(),
-    }
-    .to_hash()
-    .to_file_bytes();
-
-    let mut inputs: Vec<Option<(LogicalFile, File, u64)>> = Vec::with_capacity(size);
-    for m in &members {
-        inputs.push(match m {
-            Some((h, offset, path)) => {
-                let data = LogicalFile::open(&member_paths(&h.current.files, root, xor_dir)?)?;
-                let parity = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-                Some((data, parity, *offset))
-            }
-            None => None,
-        });
-    }
-    let outputs = member_paths(&lost_files.files, root, xor_dir)?;
-    let data_out = LogicalFile::create(&outputs)?;
-    let parity_out = File::create(missing).map_err(|e| Error::io(missing, "create", e))?;
-    parity_out
-        .write_all_at(&header, 0)
-        .map_err(|e| Error::io(missing, "write", e))?;
-
-    let buf_len = buf_size.clamp(1, chunk.max(1) as usize);
-    let mut acc = vec![0u8; buf_len];
-    let mut piece = vec![0u8; buf_len];
-    for target in 0..size {
-        let mut offset = 0u64;
-        while offset < chunk {
-            let len = (chunk - offset).min(buf_len as u64) as usize;
-            acc[..len].fill(0);
-            for (i, input) in inputs.iter().enumerate() {
-                let Some((data, parity, header_len)) = input else {
-                    continue;
-                };
-                if i == target {
-                    parity
-                        .read_exact_at(&mut piece[..len], header_len + offset)
-                        .map_err(|e| Error::io(remaining[0].as_path(), "read parity", e))?;
-                } else {
-                    data.read_at(
-                        chunk_for(i, target) as u64 * chunk + offset,
-                        &mut piece[..len],
-                    )?;
-                }
-                xor_into(&mut acc[..len], &piece[..len]);
-            }
-            if target == lost {
-                parity_out
-                    .write_all_at(&acc[..len], header.len() as u64 + offset)
-                    .map_err(|e| Error::io(missing, "write", e))?;
-            } else {
-                data_out.write_at(chunk_for(lost, target) as u64 * chunk + offset, &acc[..len])?;
-            }
-            offset += len as u64;
-        }
-    }
-    data_out.sync()?;
-    parity_out
-        .sync_all()
-        .map_err(|e| Error::io(missing, "fsync", e))?;
-    // a rebuilt file must match the CRC its owner recorded
-    for ((path, _), meta) in outputs.iter().zip(&lost_files.files) {
-        if let Some(want) = meta.crc32() {
-            let got = crate::io::file_crc32(path)?;
-            if got != want {
-                return Err(Error::invalid(
-                    path,
-                    format!(
-                        "rebuilt with CRC32 {}, its owner recorded {}: an input file is damaged",
-                        crate::hash::format_crc32(got),
-                        crate::hash::format_crc32(want)
-                    ),
-                ));
-            }
-        }
-    }
-    let mut written: Vec<PathBuf> = outputs.into_iter().map(|(p, _)| p).collect();
-    written.push(missing.to_path_buf());
-    Ok(written)
 }
 
 /// XORs `src` into `dst`.
@@ -516,145 +377,5 @@ mod tests {
             raw.to_file_bytes(),
             "our header encodes as SCR wrote it"
         );
-    }
-
-    /// Writes a set of `n` members (member m has files of sizes `sizes[m]`) under `root`
-    /// as a drain leaves it: user files by ORIG, XOR files in `.scr/`.
-    fn write_set(root: &Path, sizes: &[Vec<usize>]) -> Vec<PathBuf> {
-        let n = sizes.len();
-        let xor_dir = root.join(".scr");
-        std::fs::create_dir_all(&xor_dir).unwrap();
-        let mut members = Vec::new();
-        let mut logical = Vec::new();
-        for (m, files) in sizes.iter().enumerate() {
-            let mut metas = Vec::new();
-            let mut data = Vec::new();
-            for (k, &size) in files.iter().enumerate() {
-                let orig = format!("ckpt/rank_{m}.{k}");
-                let bytes: Vec<u8> = (0..size).map(|i| (i * 7 + m * 13 + k) as u8).collect();
-                std::fs::create_dir_all(root.join("ckpt")).unwrap();
-                std::fs::write(root.join(&orig), &bytes).unwrap();
-                let mut meta =
-                    Meta::for_user_file(&format!("rank_{m}.{k}"), n as u64, &orig, "/p", "x");
-                meta.set_size(size as u64);
-                meta.set_crc32(crc32fast::hash(&bytes));
-                meta.set_complete(true);
-                metas.push(meta);
-                data.extend(bytes);
-            }
-            members.push(MemberFiles {
-                rank: m as u64,
-                files: metas,
-            });
-            logical.push(data);
-        }
-        let max = logical.iter().map(Vec::len).max().unwrap() as u64;
-        let chunk = chunk_size(max, n as u64);
-        for l in &mut logical {
-            l.resize((n - 1) * chunk as usize, 0);
-        }
-        (0..n)
-            .map(|t| {
-                let mut parity = vec![0u8; chunk as usize];
-                for m in (0..n).filter(|&m| m != t) {
-                    let c = chunk_for(m, t) * chunk as usize;
-                    xor_into(&mut parity, &logical[m][c..c + chunk as usize]);
-                }
-                let header = XorHeader {
-                    chunk,
-                    ranks: n as u64,
-                    group: (0..n as u64).collect(),
-                    dataset: Dataset::new(),
-                    current: members[t].clone(),
-                    partner: members[(t + n - 1) % n].clone(),
-                };
-                let mut bytes = header.to_hash().to_file_bytes();
-                bytes.extend(parity);
-                let path = xor_dir.join(crate::layout::xor_file_name(0, t as u64, n as u64));
-                std::fs::write(&path, bytes).unwrap();
-                path
-            })
-            .collect()
-    }
-
-    #[test]
-    fn serial_rebuild_restores_any_lost_member_byte_for_byte() {
-        // members with differing counts and sizes, one with no files, one empty file
-        let sizes = vec![vec![1000, 0], vec![], vec![2500], vec![10, 20, 30]];
-        for lost in 0..sizes.len() {
-            let dir = tempfile::tempdir().unwrap();
-            let xor_files = write_set(dir.path(), &sizes);
-            let before: Vec<Vec<u8>> = (0..sizes[lost].len())
-                .map(|k| std::fs::read(dir.path().join(format!("ckpt/rank_{lost}.{k}"))).unwrap())
-                .collect();
-            let parity_before = std::fs::read(&xor_files[lost]).unwrap();
-            for k in 0..sizes[lost].len() {
-                std::fs::remove_file(dir.path().join(format!("ckpt/rank_{lost}.{k}"))).unwrap();
-            }
-            std::fs::remove_file(&xor_files[lost]).unwrap();
-            let remaining: Vec<PathBuf> = xor_files
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| *i != lost)
-                .map(|(_, p)| p.clone())
-                .collect();
-            let written = rebuild_member(
-                sizes.len(),
-                lost,
-                &xor_files[lost],
-                &remaining,
-                dir.path(),
-                333,
-            )
-            .unwrap();
-            assert_eq!(written.len(), sizes[lost].len() + 1);
-            for (k, bytes) in before.iter().enumerate() {
-                let path = dir.path().join(format!("ckpt/rank_{lost}.{k}"));
-                assert_eq!(
-                    &std::fs::read(path).unwrap(),
-                    bytes,
-                    "member {lost} file {k}"
-                );
-            }
-            assert_eq!(std::fs::read(&xor_files[lost]).unwrap(), parity_before);
-        }
-    }
-
-    #[test]
-    fn serial_rebuild_refuses_bad_input_clearly() {
-        let dir = tempfile::tempdir().unwrap();
-        let xor_files = write_set(dir.path(), &[vec![300], vec![200], vec![100]]);
-        let err = rebuild_member(3, 0, &xor_files[0], &xor_files[1..2], dir.path(), 64)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("2 remaining XOR files"), "{err}");
-        // a damaged survivor: the rebuilt file fails its owner's CRC
-        let victim = dir.path().join("ckpt/rank_1.0");
-        let mut bytes = std::fs::read(&victim).unwrap();
-        bytes[160] ^= 0xff; // in the chunk that rebuilds part of member 0
-        std::fs::write(&victim, bytes).unwrap();
-        let err = rebuild_member(3, 0, &xor_files[0], &xor_files[1..], dir.path(), 64)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("an input file is damaged"), "{err}");
-        // a path escaping the root is refused
-        let (mut header, offset) = XorHeader::read(&xor_files[2]).unwrap();
-        let mut evil = Meta::for_user_file("passwd", 3, "../../etc/passwd", "/p", "x");
-        evil.set_size(200);
-        header.partner.files[0] = evil;
-        let mut bytes = header.to_hash().to_file_bytes();
-        bytes.extend(&std::fs::read(&xor_files[2]).unwrap()[offset as usize..]);
-        std::fs::write(&xor_files[2], bytes).unwrap();
-        let err = rebuild_member(
-            3,
-            1,
-            &xor_files[1],
-            &[xor_files[0].clone(), xor_files[2].clone()],
-            dir.path(),
-            64,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(err.contains(".."), "{err}");
     }
 }

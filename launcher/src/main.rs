@@ -32,6 +32,7 @@ enum Command {
     RetriesHalt(commands::state_files::RetriesHaltArgs),
     NodesFile(commands::state_files::NodesFileArgs),
     RebuildXor(commands::rebuild::Args),
+    RebuildRs(commands::rebuild::RsArgs),
 }
 
 /// SCR's command names and the subcommand each one means.
@@ -47,6 +48,7 @@ const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_retries_halt", "retries-halt"),
     ("scr_nodes_file", "nodes-file"),
     ("scr_rebuild_xor", "rebuild-xor"),
+    ("scr_rebuild_rs", "rebuild-rs"),
 ];
 
 /// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
@@ -91,6 +93,7 @@ fn main() -> ExitCode {
         Command::RetriesHalt(args) => commands::state_files::retries_halt(args),
         Command::NodesFile(args) => commands::state_files::nodes_file(args),
         Command::RebuildXor(args) => commands::rebuild::run(args),
+        Command::RebuildRs(args) => commands::rebuild::run_rs(args),
     };
     match result {
         Ok(code) => code,

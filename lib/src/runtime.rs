@@ -115,15 +115,7 @@ impl CkptDesc {
     /// world rank). A scheme these nodes cannot satisfy falls back to SINGLE, and rank 0
     /// says so (SCR 1.2 downgrades silently).
     fn select_sets(&mut self, node_names: &[String], warn: bool) -> RedundancySets {
-        let mut scheme = self.scheme;
-        if scheme == Scheme::ReedSolomon {
-            if warn {
-                eprintln!(
-                    "SCR: WARNING: redundancy scheme RS is not implemented yet; XOR is used (it survives one lost node per set)"
-                );
-            }
-            scheme = Scheme::Xor;
-        }
+        let scheme = self.scheme;
         match RedundancySets::select(scheme, node_names, self.set_size, self.failures) {
             Ok(sets) => {
                 self.scheme = scheme;

@@ -59,8 +59,11 @@ fn lose_one_node_and_rebuild(scheme: &str) {
         let job = Job::new();
         let nodes = ranks as usize / per_node;
         let h = hosts(nodes, per_node);
+        // RS tolerates 2 lost members where sets are big enough (2 nodes: sets of 2)
+        let failures = (nodes - 1).min(2).to_string();
         let env = [
             ("SCR_COPY_TYPE", scheme),
+            ("SCR_SET_FAILURES", failures.as_str()),
             ("TEST_API_VARY", "1"),
             ("SCR_FLUSH", "0"),
             ("SCR_FETCH", "0"),
@@ -87,8 +90,54 @@ fn xor_rebuilds_a_lost_node_at_one_and_two_ranks_per_node() {
 }
 
 #[test]
+fn reed_solomon_rebuilds_a_lost_node_at_one_and_two_ranks_per_node() {
+    lose_one_node_and_rebuild("RS");
+}
+
+#[test]
+fn reed_solomon_with_two_failures_tolerated_survives_two_lost_nodes() {
+    for (ranks, h) in [
+        (4u32, "n1,n2,n3,n4"),
+        (8, "n1:2,n2:2,n3:2,n4:2"),
+        (8, "n1,n2,n3,n4,n5,n6,n7,n8"),
+    ] {
+        let job = Job::new();
+        let env = [
+            ("SCR_COPY_TYPE", "RS"),
+            ("SCR_SET_FAILURES", "2"),
+            ("TEST_API_VARY", "1"),
+            ("SCR_FLUSH", "0"),
+            ("SCR_FETCH", "0"),
+        ];
+        run_ok_on(&job, h, ranks, &["3000", "2"], &env);
+        lose_node(&job, "n1");
+        lose_node(&job, "n3");
+        let out = run_ok_on(&job, h, ranks, &["3000", "1"], &env);
+        assert!(
+            out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+            "{ranks} ranks on {h}: {out}"
+        );
+        // three lost members of a set of four are too many: a clean start (fetch is off)
+        if ranks == 4 {
+            lose_node(&job, "n1");
+            lose_node(&job, "n2");
+            lose_node(&job, "n3");
+            let out = run_ok_on(&job, h, ranks, &["3000", "1"], &env);
+            assert!(
+                out.contains("its Reed–Solomon code rebuilds at most 2"),
+                "{out}"
+            );
+            assert!(
+                out.contains("no checkpoint, starting from the beginning"),
+                "{out}"
+            );
+        }
+    }
+}
+
+#[test]
 fn ranks_restarted_in_another_node_order_get_their_files_back() {
-    for scheme in ["XOR", "PARTNER"] {
+    for scheme in ["XOR", "PARTNER", "RS"] {
         let job = Job::new();
         let env = [
             ("SCR_COPY_TYPE", scheme),
@@ -117,8 +166,8 @@ fn ranks_restarted_in_another_node_order_get_their_files_back() {
             .iter()
             .filter(|p| p.extension().is_some_and(|e| e == "ckpt"));
         let expected = match scheme {
-            "XOR" => 7, // r % 3 files for r in 0..8; XOR files are .scr
-            _ => 14,    // and a partner's copy of each
+            "PARTNER" => 14, // r % 3 files for r in 0..8, and a partner's copy of each
+            _ => 7,          // parity files are .scr
         };
         assert_eq!(user_files.count(), expected, "{scheme}: {cached:#?}");
     }
@@ -142,7 +191,7 @@ fn two_lost_members_of_one_xor_set_fall_back_to_the_flushed_checkpoint() {
     lose_node(&job, "n2");
     let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["5000", "1"], &env);
     assert!(
-        out.contains("ranks 0 and 1 of one XOR set are both lost"),
+        out.contains("ranks 0, 1 of one redundancy set are all lost; XOR rebuilds at most 1"),
         "{out}"
     );
     assert!(
@@ -168,17 +217,9 @@ fn schemes_the_nodes_cannot_satisfy_are_disabled_with_a_warning() {
     assert!(out.contains("redundancy is disabled"), "{out}");
     assert!(out.contains("2 ranks on 1 node"), "{out}");
     assert!(out.contains("SINGLE"), "{out}");
-    let out = run_ok_on(
-        &job,
-        "n1,n2,n3",
-        3,
-        &["1000", "1"],
-        &[("SCR_COPY_TYPE", "RS")],
-    );
-    assert!(
-        out.contains("RS is not implemented yet; XOR is used"),
-        "{out}"
-    );
+    // RS surviving 2 failures needs sets of at least 3
+    let out = run_ok_on(&job, "n1,n2", 2, &["1000", "1"], &[("SCR_COPY_TYPE", "RS")]);
+    assert!(out.contains("RS needs sets of at least 3 ranks"), "{out}");
     // uneven ranks per node: the third rank of n1 has no partner on another node
     let out = run_ok_on(
         &job,
@@ -296,24 +337,8 @@ fn scr_rebuild_xor_restores_a_member_after_the_files_reach_the_prefix() {
         &["20000", "1"],
         &[env[0], env[1], env[2], ("TEST_API_NO_FINALIZE", "1")],
     );
-    // what a drain gathers: every node's user files under the prefix by their ORIG names,
-    // the XOR files under .scr/scr.dataset.1/
-    let drained = tempfile::tempdir().unwrap();
+    let drained = drain_caches(&job, 4);
     let meta_dir = drained.path().join(".scr/scr.dataset.1");
-    std::fs::create_dir_all(&meta_dir).unwrap();
-    for node in ["n1", "n2", "n3", "n4"] {
-        let dir = cached_dataset_dir(&job, node, 1);
-        for f in walk(&dir) {
-            let rel = f.strip_prefix(&dir).unwrap();
-            let dst = if rel.starts_with(".scr") {
-                meta_dir.join(rel.file_name().unwrap())
-            } else {
-                drained.path().join(rel)
-            };
-            std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
-            std::fs::copy(&f, &dst).unwrap();
-        }
-    }
     // rank 2 (two files, one of them empty) is lost
     let lost: Vec<PathBuf> = walk(drained.path())
         .into_iter()
@@ -354,4 +379,87 @@ fn scr_rebuild_xor_restores_a_member_after_the_files_reach_the_prefix() {
         "{}",
         text(&out)
     );
+}
+
+/// What a drain gathers from the nodes' caches: every user file under a prefix by its ORIG
+/// name, the parity files under `.scr/scr.dataset.1/`.
+fn drain_caches(job: &Job, nodes: usize) -> tempfile::TempDir {
+    let drained = tempfile::tempdir().unwrap();
+    let meta_dir = drained.path().join(".scr/scr.dataset.1");
+    std::fs::create_dir_all(&meta_dir).unwrap();
+    for node in (1..=nodes).map(|n| format!("n{n}")) {
+        let dir = cached_dataset_dir(job, &node, 1);
+        for f in walk(&dir) {
+            let rel = f.strip_prefix(&dir).unwrap();
+            let dst = if rel.starts_with(".scr") {
+                meta_dir.join(rel.file_name().unwrap())
+            } else {
+                drained.path().join(rel)
+            };
+            std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+            std::fs::copy(&f, &dst).unwrap();
+        }
+    }
+    drained
+}
+
+/// Deletes the drained files of the given ranks and their parity files; returns what
+/// they held.
+fn delete_members(drained: &Path, ranks: &[usize], parity: &[PathBuf]) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut gone = Vec::new();
+    for p in walk(drained) {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let is_member = ranks
+            .iter()
+            .any(|r| name.starts_with(&format!("rank_{r}.")))
+            || parity.contains(&p);
+        if is_member {
+            gone.push((p.clone(), std::fs::read(&p).unwrap()));
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    gone
+}
+
+#[test]
+fn scr_rebuild_rs_restores_two_members_after_the_files_reach_the_prefix() {
+    let job = Job::new();
+    let env = [
+        ("SCR_COPY_TYPE", "RS"),
+        ("SCR_SET_FAILURES", "2"),
+        ("TEST_API_VARY", "1"),
+        ("SCR_FLUSH", "0"),
+        ("TEST_API_NO_FINALIZE", "1"),
+    ];
+    run_ok_on(&job, "n1,n2,n3,n4", 4, &["20000", "1"], &env);
+    let drained = drain_caches(&job, 4);
+    let rs = |i: usize| {
+        drained
+            .path()
+            .join(format!(".scr/scr.dataset.1/rs.0_{i}_of_4.scr"))
+    };
+    let gone = delete_members(drained.path(), &[1, 2], &[rs(2), rs(3)]);
+    assert_eq!(
+        gone.len(),
+        2 + 3,
+        "rank 1: one file, rank 2: two; two RS files"
+    );
+    let out = std::process::Command::new(scr_command())
+        .args(["rebuild-rs", "2"])
+        .args([rs(1), rs(2), rs(3), rs(4)])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    for (p, bytes) in &gone {
+        assert_eq!(&std::fs::read(p).unwrap(), bytes, "{} rebuilt", p.display());
+    }
+    // three missing of four is beyond the code: a clear failure, exit 1
+    delete_members(drained.path(), &[0, 1, 2], &[rs(1), rs(2), rs(3)]);
+    let out = std::process::Command::new(scr_command())
+        .args(["rebuild-rs", "2"])
+        .args([rs(1), rs(2), rs(3), rs(4)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("survives 2"), "{}", text(&out));
 }

@@ -4,11 +4,12 @@
 //! set, and protect the result anew when anything moved. When a dataset cannot be
 //! recovered it is deleted and the next older one is tried, then the prefix.
 
-use super::redundancy::{copy_header, mark_complete, place_copy};
+use super::redundancy::{copy_header, create_with_header, mark_complete, place_copy};
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
 use mpi::collective::SystemOperation;
 use mpi::topology::Color;
+use scr::erasure::{self, StripeCode};
 use scr::xor::{self, LogicalFile, XorHeader};
 use std::os::unix::fs::FileExt;
 
@@ -107,7 +108,7 @@ impl Scr {
         newest(&self.filemap).max(held)
     }
 
-    /// This rank's XOR file of `d`: its path, header and where the parity starts.
+    /// This rank's parity file of `d`: its path, header and where the parity starts.
     fn xor_header(&self, d: u64) -> Option<(PathBuf, XorHeader, u64)> {
         xor_file_in(&self.filemap, d, self.rank)
     }
@@ -119,9 +120,11 @@ impl Scr {
         let mut report = Hash::new();
         report.set_value("OWN", u8::from(own_ok));
         // XOR sets, as the headers of the XOR files at hand record them
+        // "<failures tolerated>:<members>", RS headers say how many; XOR survives one
         let mut add_set = |header: XorHeader| {
             let list: Vec<String> = header.group.iter().map(u64::to_string).collect();
-            report.child("SET").child(list.join(","));
+            let k = header.failures.unwrap_or(1);
+            report.child("SET").child(format!("{k}:{}", list.join(",")));
         };
         if own_ok && let Some(header) = xor_header_in(&self.filemap, d, self.rank) {
             add_set(header);
@@ -179,27 +182,30 @@ impl Scr {
             return Ok(false);
         }
 
-        // 3. rebuild the one lost member of each XOR set that lost one
-        let rebuilds: Vec<(Vec<u64>, u64)> = plan
+        // 3. rebuild the lost members of each set that lost some
+        let rebuilds: Vec<SetRebuild> = plan
             .get("REBUILD")
             .into_iter()
             .flat_map(Hash::iter)
             .filter_map(|(_, h)| {
-                let members = h
-                    .get("MEMBER")?
-                    .iter()
-                    .map(|(_, m)| m.keys().next()?.parse().ok())
-                    .collect::<Option<Vec<u64>>>()?;
-                Some((members, h.parsed("MISSING").ok().flatten()?))
+                let ranks = |key: &str| -> Option<Vec<u64>> {
+                    h.get(key)?.keys().map(|m| m.parse().ok()).collect()
+                };
+                Some(SetRebuild {
+                    members: h
+                        .first_value("MEMBERS")?
+                        .split(',')
+                        .map(|x| x.parse().ok())
+                        .collect::<Option<_>>()?,
+                    lost: ranks("LOST")?,
+                    failures: h.parsed("FAILURES").ok().flatten()?,
+                })
             })
             .collect();
         if !rebuilds.is_empty() {
-            let result = self.rebuild_xor(d, &rebuilds);
+            let result = self.rebuild_sets(d, &rebuilds);
             if let Err(e) = &result {
-                eprintln!(
-                    "SCR: rank {}: rebuilding dataset {d} from XOR: {e}",
-                    self.rank
-                );
+                eprintln!("SCR: rank {}: rebuilding dataset {d}: {e}", self.rank);
             }
             if !comm::all_true(&self.world, result.is_ok()) {
                 return Ok(false);
@@ -281,86 +287,97 @@ impl Scr {
         self.filemap.write(&self.filemap_path)
     }
 
-    /// Rebuilds the missing member of each listed XOR set by a pipelined XOR reduction of
-    /// the survivors' chunks and parities to it (every surviving byte read once).
-    fn rebuild_xor(&mut self, d: u64, sets: &[(Vec<u64>, u64)]) -> Result<()> {
+    /// Rebuilds the lost members of each listed set: every stripe element a lost member
+    /// had is an XOR-reduction, to it, of survivors' elements pre-multiplied by the code's
+    /// weights ([`scr::erasure`]); every surviving byte is read once per lost member.
+    fn rebuild_sets(&mut self, d: u64, sets: &[SetRebuild]) -> Result<()> {
         let mine = sets
             .iter()
             .enumerate()
-            .find(|(_, (members, _))| members.contains(&self.rank));
+            .find(|(_, s)| s.members.contains(&self.rank));
         let color = mine.map_or(Color::undefined(), |(i, _)| Color::with_value(i as i32));
-        let key = mine.map_or(0, |(_, (m, _))| {
-            m.iter().position(|&r| r == self.rank).unwrap_or(0) as i32
+        let key = mine.map_or(0, |(_, s)| {
+            s.members.iter().position(|&r| r == self.rank).unwrap_or(0) as i32
         });
         let comm = self.world.split_by_color_with_key(color, key);
-        let (Some(comm), Some((_, (members, missing)))) = (comm, mine) else {
+        let (Some(comm), Some((_, set))) = (comm, mine) else {
             return Ok(());
         };
-        let n = members.len();
+        let n = set.members.len();
         let me = comm.rank() as usize;
-        let lost = members.iter().position(|r| r == missing).expect("listed");
-        let (right_of_lost, left_of_lost) = ((lost + 1) % n, (lost + n - 1) % n);
+        let lost: Vec<usize> = set
+            .lost
+            .iter()
+            .filter_map(|l| set.members.iter().position(|r| r == l))
+            .collect();
+        let code = if set.failures > 1 {
+            StripeCode::reed_solomon(n, set.failures as usize)
+        } else {
+            StripeCode::xor(n)
+        };
+        let am_lost = lost.contains(&me);
 
-        // what the lost member needs: its file list (its right neighbour's PARTNER section),
-        // the chunk, the dataset; its left neighbour's files for its own header
-        let survivor = if me == lost {
+        // every member's parity header (the lost send none) and redundancy descriptor
+        let survivor = if am_lost {
             None
         } else {
             Some(
                 self.xor_header(d)
-                    .ok_or_else(|| failure("no XOR file in cache"))?,
+                    .ok_or_else(|| failure("no parity file in cache"))?,
             )
         };
-        let describe = |s: &Option<(PathBuf, XorHeader, u64)>, reddesc: Option<RedDesc>| {
-            let mut h = Hash::new();
-            if let Some((path, header, _)) = s {
-                h.set("HEADER", header.to_hash());
-                h.set_value(
-                    "NAME",
-                    path.file_name().unwrap_or_default().to_string_lossy(),
-                );
-            }
-            if let Some(rd) = reddesc {
-                h.set("REDDESC", rd.into_hash());
-            }
-            h
-        };
-        let mine_desc = describe(&survivor, self.filemap.reddesc(d, self.rank));
-        let from_right = comm::bcast_hash(&comm, right_of_lost as i32, &mine_desc);
-        let from_left = comm::bcast_hash(&comm, left_of_lost as i32, &mine_desc);
-        let header_of = |h: &Hash| {
-            h.get("HEADER")
-                .ok_or_else(|| failure("a neighbour sent no XOR header"))
-                .and_then(|x| XorHeader::from_hash(x).map_err(failure))
-        };
-        let right_header = header_of(&from_right)?;
-        let chunk = right_header.chunk;
-        let buf_len = self.mpi_buf_size().min(chunk as usize).max(1);
+        let mut mine_desc = Hash::new();
+        if let Some((_, header, _)) = &survivor {
+            mine_desc.set("HEADER", header.to_hash());
+        }
+        if let Some(rd) = self.filemap.reddesc(d, self.rank) {
+            mine_desc.set("REDDESC", rd.into_hash());
+        }
+        let all = comm::allgather_bytes(&comm, &mine_desc.pack());
+        let described: Vec<Hash> = all
+            .iter()
+            .map(|b| Hash::unpack(b).unwrap_or_default())
+            .collect();
+        let headers: Vec<Option<XorHeader>> = described
+            .iter()
+            .map(|h| h.get("HEADER").and_then(|x| XorHeader::from_hash(x).ok()))
+            .collect();
+        let template = headers
+            .iter()
+            .flatten()
+            .next()
+            .ok_or_else(|| failure("no surviving member sent its parity header"))?
+            .clone();
+        let chunk = template.chunk;
+        let lists: Vec<xor::MemberFiles> = (0..n)
+            .map(|pos| {
+                erasure::member_files(&headers, pos, code.k).ok_or_else(|| {
+                    failure(format!("no surviving header records member {pos}'s files"))
+                })
+            })
+            .collect::<Result<_>>()?;
 
-        // the lost member records its files (incomplete) before creating them
-        let mut target: Option<(LogicalFile, std::fs::File, u64, PathBuf, Vec<String>)> = None;
-        let mut source: Option<(LogicalFile, std::fs::File, u64)> = None;
-        if me == lost {
-            let left_header = header_of(&from_left)?;
-            let mut reddesc = from_right
-                .get("REDDESC")
+        // my data and parity: read (a survivor) or created (a lost member, recorded first)
+        let (data, parity, parity_offset, keys) = if am_lost {
+            let model = described
+                .iter()
+                .find_map(|h| h.get("REDDESC"))
                 .map(|h| RedDesc::wrap(h.clone()))
-                .ok_or_else(|| failure("the right neighbour sent no redundancy descriptor"))?;
+                .ok_or_else(|| failure("no member sent its redundancy descriptor"))?;
+            let mut reddesc = model;
             let mut pos = reddesc
                 .position()
                 .ok_or_else(|| failure("no set position"))?;
-            pos.group_rank = lost as u64;
+            pos.group_rank = me as u64;
             reddesc.set_position(pos);
             let store_dir = self.store_dir(reddesc.store().unwrap_or("/tmp"));
             reddesc.set_directory(&store_dir.to_string_lossy());
             let base = cache_dir_in(&store_dir, d);
-            let dataset = right_header.dataset.clone();
-            self.filemap.set_dataset(d, self.rank, &dataset);
+            self.filemap.set_dataset(d, self.rank, &template.dataset);
             self.filemap.set_reddesc(d, self.rank, &reddesc);
-            let metas = right_header.partner.files.clone();
             let mut files = Vec::new();
             let mut keys = Vec::new();
-            for meta in &metas {
+            for meta in &lists[me].files {
                 let rel = meta
                     .orig()
                     .or(meta.filename())
@@ -376,112 +393,111 @@ impl Scr {
                 files.push((path, meta.size().unwrap_or(0)));
                 keys.push(key);
             }
-            let header = XorHeader {
-                chunk,
-                ranks: self.ranks,
-                group: members.clone(),
-                dataset,
-                current: xor::MemberFiles {
-                    rank: self.rank,
-                    files: metas,
-                },
-                partner: left_header.current.clone(),
-            }
-            .to_hash()
-            .to_file_bytes();
-            let name = layout::xor_file_name(pos.group_id, lost as u64, n as u64);
-            let xor_path = base.join(".scr").join(&name);
-            let xor_key = xor_path.to_string_lossy().into_owned();
+            let header = erasure::header_for(code, me, &lists, &template)
+                .to_hash()
+                .to_file_bytes();
+            let (name, filetype) = match code.kind {
+                erasure::CodeKind::Xor => (
+                    layout::xor_file_name(pos.group_id, me as u64, n as u64),
+                    FileType::Xor,
+                ),
+                erasure::CodeKind::ReedSolomon => (
+                    layout::rs_file_name(pos.group_id, me as u64, n as u64),
+                    FileType::ReedSolomon,
+                ),
+            };
+            let parity_path = base.join(".scr").join(&name);
+            let parity_key = parity_path.to_string_lossy().into_owned();
             let mut meta = Meta::new();
             meta.set_filename(&name);
-            meta.set_filetype(FileType::Xor);
-            meta.set_size(header.len() as u64 + chunk);
+            meta.set_filetype(filetype);
+            meta.set_size(header.len() as u64 + code.k as u64 * chunk);
             meta.set_ranks(self.ranks);
             meta.set_complete(false);
-            self.filemap.add_file(d, self.rank, &xor_key);
-            self.filemap.set_meta(d, self.rank, &xor_key, &meta);
+            self.filemap.add_file(d, self.rank, &parity_key);
+            self.filemap.set_meta(d, self.rank, &parity_key, &meta);
             self.filemap
                 .set_expected_files(d, self.rank, files.len() as u64 + 1);
             self.filemap.write(&self.filemap_path)?;
-            io::create_dirs(&base.join(".scr"), 0o700)?;
-            let out = LogicalFile::create(&files)?;
-            let parity =
-                std::fs::File::create(&xor_path).map_err(|e| Error::io(&xor_path, "create", e))?;
-            parity
-                .write_all_at(&header, 0)
-                .map_err(|e| Error::io(&xor_path, "write", e))?;
-            keys.push(xor_key);
-            target = Some((out, parity, header.len() as u64, xor_path, keys));
-        } else if let Some((path, _, offset)) = &survivor {
+            let data = LogicalFile::create(&files)?;
+            let parity = create_with_header(&parity_path, &header)?;
+            keys.push(parity_key);
+            (data, parity, header.len() as u64, keys)
+        } else {
+            let (path, _, offset) = survivor.expect("a survivor");
             let files: Vec<(PathBuf, u64)> = self
                 .user_files_with_meta(d)
                 .into_iter()
                 .map(|(p, s, _)| (p, s))
                 .collect();
-            let parity = std::fs::File::open(path).map_err(|e| Error::io(path, "open", e))?;
-            source = Some((LogicalFile::open(&files)?, parity, *offset));
-        }
+            let parity = std::fs::File::open(&path).map_err(|e| Error::io(&path, "open", e))?;
+            (LogicalFile::open(&files)?, parity, offset, Vec::new())
+        };
 
-        // one reduction per target and piece; the lost member contributes zeros
+        let buf_len = self.mpi_buf_size().min(chunk as usize).max(1);
+        let mut piece = vec![0u8; buf_len];
         let mut send = vec![0u8; buf_len];
         let mut recv = vec![0u8; buf_len];
-        let root = comm.process_at_rank(lost as i32);
         let mut failed: Option<Error> = None;
-        for t in 0..n {
-            let mut offset = 0u64;
-            while offset < chunk {
-                let len = (chunk - offset).min(buf_len as u64) as usize;
-                send[..len].fill(0);
-                if let Some((data, parity, header_len)) = &source {
-                    let read = if t == me {
-                        parity
-                            .read_exact_at(&mut send[..len], header_len + offset)
-                            .map_err(|e| Error::io("XOR file", "read", e))
-                    } else {
-                        data.read_at(
-                            xor::chunk_for(me, t) as u64 * chunk + offset,
-                            &mut send[..len],
-                        )
-                    };
-                    if let Err(e) = read {
-                        failed.get_or_insert(e);
-                    }
+        for stripe in 0..n {
+            let weights = code.rebuild_weights(stripe, &lost).map_err(failure)?;
+            let at = |offset: u64| match code.role(me, stripe) {
+                erasure::Role::Data { chunk: c, .. } => (false, c as u64 * chunk + offset),
+                erasure::Role::Parity { slot } => {
+                    (true, parity_offset + slot as u64 * chunk + offset)
                 }
-                if me == lost {
-                    root.reduce_into_root(
-                        &send[..len],
-                        &mut recv[..len],
-                        SystemOperation::bitwise_xor(),
-                    );
-                    let (data, parity, header_len, xor_path, _) =
-                        target.as_ref().expect("the lost member rebuilds");
-                    let written = if t == lost {
-                        parity
-                            .write_all_at(&recv[..len], header_len + offset)
-                            .map_err(|e| Error::io(xor_path, "write", e))
-                    } else {
-                        data.write_at(
-                            xor::chunk_for(lost, t) as u64 * chunk + offset,
-                            &recv[..len],
-                        )
-                    };
-                    if let Err(e) = written {
-                        failed.get_or_insert(e);
+            };
+            for (l, from) in &weights {
+                let weight = from.iter().find(|(m, _)| *m == me).map(|(_, w)| *w);
+                let root = comm.process_at_rank(*l as i32);
+                let mut offset = 0u64;
+                while offset < chunk {
+                    let len = (chunk - offset).min(buf_len as u64) as usize;
+                    send[..len].fill(0);
+                    if let Some(w) = weight {
+                        let read = match at(offset) {
+                            (true, pos) => parity
+                                .read_exact_at(&mut piece[..len], pos)
+                                .map_err(|e| Error::io("parity file", "read", e)),
+                            (false, pos) => data.read_at(pos, &mut piece[..len]),
+                        };
+                        match read {
+                            Ok(()) => erasure::gf::mul_add(&mut send[..len], &piece[..len], w),
+                            Err(e) => {
+                                failed.get_or_insert(e);
+                            }
+                        }
                     }
-                } else {
-                    root.reduce_into(&send[..len], SystemOperation::bitwise_xor());
+                    if *l == me {
+                        root.reduce_into_root(
+                            &send[..len],
+                            &mut recv[..len],
+                            SystemOperation::bitwise_xor(),
+                        );
+                        let written = match at(offset) {
+                            (true, pos) => parity
+                                .write_all_at(&recv[..len], pos)
+                                .map_err(|e| Error::io("parity file", "write", e)),
+                            (false, pos) => data.write_at(pos, &recv[..len]),
+                        };
+                        if let Err(e) = written {
+                            failed.get_or_insert(e);
+                        }
+                    } else {
+                        root.reduce_into(&send[..len], SystemOperation::bitwise_xor());
+                    }
+                    offset += len as u64;
                 }
-                offset += len as u64;
             }
         }
         if let Some(e) = failed {
             return Err(e);
         }
-        if let Some((data, parity, _, xor_path, keys)) = target {
+        if am_lost {
             data.sync()?;
             parity
                 .sync_all()
-                .map_err(|e| Error::io(&xor_path, "fsync", e))?;
+                .map_err(|e| Error::io("parity file", "fsync", e))?;
             mark_complete(&mut self.filemap, d, self.rank, &keys);
             self.filemap.write(&self.filemap_path)?;
         }
@@ -525,14 +541,21 @@ impl Scr {
     }
 }
 
-/// The XOR file recorded for (d, rank) in `map`: path, header, parity offset.
+/// The parity file (XOR or RS) recorded for (d, rank) in `map`: path, header, parity offset.
 fn xor_file_in(map: &Filemap, d: u64, rank: u64) -> Option<(PathBuf, XorHeader, u64)> {
     map.files(d, rank).into_iter().find_map(|f| {
         let meta = map.meta(d, rank, f)?;
-        (meta.filetype() == Some(FileType::Xor)).then_some(())?;
+        matches!(meta.filetype(), Some(FileType::Xor | FileType::ReedSolomon)).then_some(())?;
         let (h, offset) = XorHeader::read(Path::new(f)).ok()?;
         Some((PathBuf::from(f), h, offset))
     })
+}
+
+/// One set's rebuild as rank 0 planned it.
+struct SetRebuild {
+    members: Vec<u64>,
+    lost: Vec<u64>,
+    failures: u64,
 }
 
 fn xor_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHeader> {
@@ -565,14 +588,18 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
         .map(|b| Hash::unpack(b).unwrap_or_default())
         .collect();
     let mut plan = Hash::new();
-    let mut sets: Vec<Vec<u64>> = Vec::new();
+    // (failures tolerated, members) of every set some header described
+    let mut sets: Vec<(u64, Vec<u64>)> = Vec::new();
     for r in &reports {
-        for (list, _) in r.get("SET").into_iter().flat_map(Hash::iter) {
+        for (text, _) in r.get("SET").into_iter().flat_map(Hash::iter) {
+            let Some((k, list)) = text.split_once(':') else {
+                continue;
+            };
             let members: Option<Vec<u64>> = list.split(',').map(|x| x.parse().ok()).collect();
-            if let Some(m) = members
-                && !sets.contains(&m)
+            if let (Ok(k), Some(m)) = (k.parse::<u64>(), members)
+                && !sets.iter().any(|(_, s)| *s == m)
             {
-                sets.push(m);
+                sets.push((k, m));
             }
         }
     }
@@ -592,32 +619,47 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
             None => missing.push(r),
         }
     }
-    let mut rebuild: Vec<(usize, u64)> = Vec::new();
+    let mut rebuild: Vec<(usize, Vec<u64>)> = Vec::new();
     for &m in &missing {
-        let Some(s) = sets.iter().position(|s| s.contains(&m)) else {
+        let Some(s) = sets.iter().position(|(_, s)| s.contains(&m)) else {
             plan.set_value(
                 "WHY",
                 format!("rank {m}'s files are on no surviving node and no redundancy set can rebuild them"),
             );
             return plan;
         };
-        if let Some((_, other)) = rebuild.iter().find(|(x, _)| *x == s) {
+        match rebuild.iter_mut().find(|(x, _)| *x == s) {
+            Some((_, lost)) => lost.push(m),
+            None => rebuild.push((s, vec![m])),
+        }
+    }
+    for (s, lost) in &rebuild {
+        let k = sets[*s].0;
+        if lost.len() as u64 > k {
+            let names: Vec<String> = lost.iter().map(u64::to_string).collect();
+            let scheme = if k > 1 {
+                "its Reed–Solomon code"
+            } else {
+                "XOR"
+            };
             plan.set_value(
                 "WHY",
                 format!(
-                    "ranks {other} and {m} of one XOR set are both lost; XOR rebuilds only one"
+                    "ranks {} of one redundancy set are all lost; {scheme} rebuilds at most {k}",
+                    names.join(", ")
                 ),
             );
             return plan;
         }
-        rebuild.push((s, m));
     }
-    for (i, (s, m)) in rebuild.iter().enumerate() {
+    for (i, (s, lost)) in rebuild.iter().enumerate() {
+        let (k, members) = &sets[*s];
         let h = plan.child("REBUILD").child(i.to_string());
-        h.set_value("MISSING", m);
-        let list = h.child("MEMBER");
-        for (j, r) in sets[*s].iter().enumerate() {
-            list.child(j.to_string()).child(r.to_string());
+        let list: Vec<String> = members.iter().map(u64::to_string).collect();
+        h.set_value("MEMBERS", list.join(","));
+        h.set_value("FAILURES", k);
+        for l in lost {
+            h.child("LOST").child(l.to_string());
         }
     }
     plan.set_value("OK", 1);

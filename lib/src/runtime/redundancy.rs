@@ -5,7 +5,9 @@
 
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
+use mpi::collective::SystemOperation;
 use mpi::topology::Color;
+use scr::erasure::{self, StripeCode};
 use scr::xor::{self, LogicalFile, MemberFiles, XorHeader};
 use std::os::unix::fs::FileExt;
 
@@ -53,7 +55,8 @@ impl Scr {
         let result = match self.descriptors[i].scheme {
             Scheme::Single => Ok(()),
             Scheme::Partner => self.apply_partner(id, i),
-            Scheme::Xor | Scheme::ReedSolomon => self.apply_xor(id, i),
+            Scheme::Xor => self.apply_xor(id, i),
+            Scheme::ReedSolomon => self.apply_rs(id, i),
         };
         if let Err(e) = &result {
             eprintln!(
@@ -152,6 +155,8 @@ impl Scr {
             dataset: self.filemap.dataset(id, self.rank).unwrap_or_default(),
             current: mine,
             partner,
+            failures: None,
+            far_partners: Vec::new(),
         }
         .to_hash()
         .to_file_bytes();
@@ -179,13 +184,7 @@ impl Scr {
                 .map(|(p, s, _)| (p.clone(), *s))
                 .collect::<Vec<_>>(),
         );
-        let output = io::create_dirs(path.parent().expect("in .scr"), 0o700)
-            .and_then(|()| std::fs::File::create(&path).map_err(|e| Error::io(&path, "create", e)))
-            .and_then(|f| {
-                f.write_all_at(&header, 0)
-                    .map_err(|e| Error::io(&path, "write", e))?;
-                Ok(f)
-            });
+        let output = create_with_header(&path, &header);
         let (input, output) = match (input, output) {
             (Ok(i), Ok(o)) => (Some(i), Some(o)),
             (i, o) => {
@@ -241,6 +240,160 @@ impl Scr {
         self.filemap.set_meta(id, self.rank, &key, &meta);
         self.filemap.write(&self.filemap_path)
     }
+
+    /// Reed–Solomon: `k` parity chunks per member over GF(2^8) ([`scr::erasure`]), each
+    /// computed by an XOR-reduction of the contributors' pre-multiplied chunks to the
+    /// member that holds it, piece by piece.
+    fn apply_rs(&mut self, id: u64, i: usize) -> Result<()> {
+        self.ensure_set_comm(i);
+        let comm = self.set_comms[i].as_ref().expect("made above");
+        let n = comm.size() as usize;
+        let me = comm.rank() as usize;
+        let code =
+            StripeCode::reed_solomon(n, (self.descriptors[i].failures as usize).clamp(1, n - 1));
+        let files = self.user_files_with_meta(id);
+        let logical: u64 = files.iter().map(|(_, s, _)| s).sum();
+        let chunk = xor::chunk_size_over(comm::max_u64(comm, logical), code.data_chunks() as u64);
+        let mine = MemberFiles {
+            rank: self.rank,
+            files: files.iter().map(|(_, _, m)| m.clone()).collect(),
+        };
+        // every member's file list, so each header can carry its k left neighbours'
+        let lists = comm::allgather_bytes(comm, &mine.to_hash(true).pack())
+            .into_iter()
+            .map(|b| {
+                Hash::unpack(&b)
+                    .map_err(|e| failure(format!("a member's file list: {e}")))
+                    .and_then(|h| MemberFiles::from_hash(&h, "member file list").map_err(failure))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let template = XorHeader {
+            chunk,
+            ranks: self.ranks,
+            group: self.sets[i].members(self.rank).to_vec(),
+            dataset: self.filemap.dataset(id, self.rank).unwrap_or_default(),
+            current: mine,
+            partner: MemberFiles {
+                rank: 0,
+                files: vec![],
+            },
+            failures: None,
+            far_partners: Vec::new(),
+        };
+        let header = erasure::header_for(code, me, &lists, &template)
+            .to_hash()
+            .to_file_bytes();
+        let pos = self.sets[i].position(self.rank);
+        let name = layout::rs_file_name(pos.group_id, pos.group_rank, pos.group_size);
+        let path = self.dataset_dir(id).join(".scr").join(&name);
+        let key = path.to_string_lossy().into_owned();
+        let mut meta = Meta::new();
+        meta.set_filename(&name);
+        meta.set_filetype(FileType::ReedSolomon);
+        meta.set_size(header.len() as u64 + code.k as u64 * chunk);
+        meta.set_ranks(self.ranks);
+        meta.set_complete(false);
+        let expected = self.filemap.expected_files(id, self.rank).unwrap_or(0);
+        self.filemap.add_file(id, self.rank, &key);
+        self.filemap.set_meta(id, self.rank, &key, &meta);
+        self.filemap.set_expected_files(id, self.rank, expected + 1);
+        self.filemap.write(&self.filemap_path)?;
+
+        let mut failed: Option<Error> = None;
+        let input = LogicalFile::open(
+            &files
+                .iter()
+                .map(|(p, s, _)| (p.clone(), *s))
+                .collect::<Vec<_>>(),
+        );
+        let output = create_with_header(&path, &header);
+        let (input, output) = match (input, output) {
+            (Ok(i), Ok(o)) => (Some(i), Some(o)),
+            (i, o) => {
+                failed = i.err().or(o.err());
+                (None, None)
+            }
+        };
+        let buf = self.mpi_buf_size().min(chunk as usize).max(1);
+        let mut data = vec![0u8; buf];
+        let mut send = vec![0u8; buf];
+        let mut recv = vec![0u8; buf];
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&header);
+        let mut parity = vec![0u8; code.k * chunk as usize];
+        let mut offset = 0u64;
+        // keep the reductions going after a local failure, so no member hangs
+        while offset < chunk {
+            let len = (chunk - offset).min(buf as u64) as usize;
+            for stripe in 0..n {
+                let role = code.role(me, stripe);
+                if let (erasure::Role::Data { chunk: c, .. }, Some(input)) = (role, &input)
+                    && let Err(e) = input.read_at(c as u64 * chunk + offset, &mut data[..len])
+                {
+                    failed.get_or_insert(e);
+                }
+                for slot in 0..code.k {
+                    let holder = (0..n)
+                        .find(|&m| code.role(m, stripe) == erasure::Role::Parity { slot })
+                        .expect("every stripe has k holders");
+                    send[..len].fill(0);
+                    if let erasure::Role::Data { index, .. } = role {
+                        erasure::gf::mul_add(
+                            &mut send[..len],
+                            &data[..len],
+                            code.coefficient(slot, index),
+                        );
+                    }
+                    let root = comm.process_at_rank(holder as i32);
+                    if holder == me {
+                        root.reduce_into_root(
+                            &send[..len],
+                            &mut recv[..len],
+                            SystemOperation::bitwise_xor(),
+                        );
+                        let at = slot * chunk as usize + offset as usize;
+                        parity[at..at + len].copy_from_slice(&recv[..len]);
+                    } else {
+                        root.reduce_into(&send[..len], SystemOperation::bitwise_xor());
+                    }
+                }
+            }
+            offset += len as u64;
+        }
+        for slot in 0..code.k {
+            let at = slot * chunk as usize;
+            let bytes = &parity[at..at + chunk as usize];
+            crc.update(bytes);
+            if let Some(out) = &output
+                && let Err(e) = out.write_all_at(bytes, header.len() as u64 + at as u64)
+            {
+                failed.get_or_insert(Error::io(&path, "write", e));
+            }
+        }
+        if let Some(out) = &output
+            && let Err(e) = out.sync_all()
+        {
+            failed.get_or_insert(Error::io(&path, "fsync", e));
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if self.params.bool("SCR_CRC_ON_COPY") {
+            meta.set_crc32(crc.finalize());
+        }
+        meta.set_complete(true);
+        self.filemap.set_meta(id, self.rank, &key, &meta);
+        self.filemap.write(&self.filemap_path)
+    }
+}
+
+/// Creates a parity file (and its `.scr` directory) holding just its header.
+pub(super) fn create_with_header(path: &Path, header: &[u8]) -> Result<std::fs::File> {
+    io::create_dirs(path.parent().expect("in .scr"), 0o700)?;
+    let f = std::fs::File::create(path).map_err(|e| Error::io(path, "create", e))?;
+    f.write_all_at(header, 0)
+        .map_err(|e| Error::io(path, "write", e))?;
+    Ok(f)
 }
 
 /// What a copy of (id, rank) carries: its filemap entry, its owner and node, and the order
