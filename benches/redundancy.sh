@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Redundancy benchmark (issue 5): 4 ranks on 4 emulated nodes, cache on tmpfs, SCR_SET_SIZE=4,
 # no flush. Median seconds per checkpoint (write + Complete_checkpoint) for raw write+fsync,
-# SINGLE, PARTNER and XOR, the redundancy cost over SINGLE, and the ratio to real SCR v2.0.0's
+# SINGLE, PARTNER, XOR and RS (2 failures), then the time SCR_Init takes to rebuild a lost node, the redundancy cost over SINGLE, and the ratio to real SCR v2.0.0's
 # redundancy step measured on this machine kind (../shared/reference/perf-anchors.md, 4 MiB
 # MPI chunks: PARTNER 0.356/1.142 s, XOR 0.404/1.327 s at 64/256 MiB per rank).
 # Run: ./benches/redundancy.sh [SIZES_MIB...]   (default: 64 256)
@@ -30,6 +30,13 @@ run_raw() { # size -> median seconds
   local d="$work/raw"; rm -rf "$d"; mkdir -p "$d"
   "${launch[@]}" "$work/bench_ckpt" raw "$1" "$count" "$d" | awk '/median_seconds/ {print $2}'
 }
+rebuild_time() { # size scheme -> seconds of SCR_Init after losing node n2 of the last run
+  local d="$work/run"
+  rm -rf "$d"/cache/*/scr.bench/node.n2 "$d"/cntl/*/scr.bench/node.n2
+  (cd "$d/prefix" && env SCR_SYSTEM_CONF_FILE="$d/scr.conf" SCR_CACHE_BASE="$d/cache" SCR_PREFIX="$d/prefix" \
+     SCR_JOB_ID=bench SCR_FLUSH=0 SCR_FETCH=0 SCR_COPY_TYPE="$2" SCR_SET_SIZE=4 \
+     "${launch[@]}" "$work/bench_ckpt" scr "$1" 0) | awk '/init_seconds/ {print $2}'
+}
 anchor() { # scheme size -> real SCR's redundancy seconds
   case "$1:$2" in
     PARTNER:64) echo 0.356;; PARTNER:256) echo 1.142;; XOR:64) echo 0.404;; XOR:256) echo 1.327;; *) echo "";;
@@ -42,7 +49,7 @@ for size in "${sizes[@]}"; do
   printf '%-8s %-24s %9.3f %10s\n' "$size" "raw write+fsync" "$raw" "1.00"
   single=$(run_scr "$size" SINGLE default)
   printf '%-8s %-24s %9.3f %9.2fx\n' "$size" "SINGLE" "$single" "$(echo "$single / $raw" | bc -l)"
-  for scheme in PARTNER XOR; do
+  for scheme in PARTNER XOR RS; do
     for buf in "${bufs[@]}"; do
       t=$(run_scr "$size" "$scheme" "$buf")
       extra=$(echo "$t - $single" | bc -l)
@@ -51,5 +58,6 @@ for size in "${sizes[@]}"; do
       label="$scheme buf=$buf"
       printf '%-8s %-24s %9.3f %9.2fx %14.3f %16s\n' "$size" "$label" "$t" "$(echo "$t / $raw" | bc -l)" "$extra" "$ratio"
     done
+    printf '%-8s %-24s %9.3f s   (SCR_Init after losing node n2, fetch off)\n' "$size" "  $scheme rebuild" "$(rebuild_time "$size" "$scheme")"
   done
 done

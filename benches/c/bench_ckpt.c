@@ -2,6 +2,7 @@
  * close), either through SCR or straight to a directory. Rank 0 prints the median seconds
  * per checkpoint over COUNT timed checkpoints (after one warm-up).
  * Usage: bench_ckpt MODE SIZE_MIB COUNT [RAW_DIR]   MODE = scr | raw
+ * Rank 0 also prints SCR_Init's seconds (which include any rebuild of a lost node's cache).
  * BENCH_PHASES=1 makes rank 0 print the time of Start, write and Complete of each SCR checkpoint. */
 #include <mpi.h>
 #include <fcntl.h>
@@ -39,7 +40,11 @@ int main(int argc, char** argv) {
   int count = atoi(argv[3]);
   char* buf = malloc(n);
   for (size_t i = 0; i < n; i++) buf[i] = (char)(i * 7 + rank);
+  MPI_Barrier(MPI_COMM_WORLD);
+  double init0 = MPI_Wtime();
   if (scr && SCR_Init() != SCR_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 3);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0 && scr) printf("init_seconds %.4f\n", MPI_Wtime() - init0);
   double* t = malloc(sizeof(double) * (count + 1));
   for (int c = 0; c <= count; c++) {
     char name[SCR_MAX_FILENAME], path[SCR_MAX_FILENAME];

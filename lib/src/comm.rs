@@ -128,23 +128,3 @@ pub fn relaxed_barrier(comm: &SimpleCommunicator) {
         pause = (pause * 2).min(std::time::Duration::from_millis(2));
     }
 }
-
-/// Sends `mine` to `right` while receiving what `left` sends (a ring shift).
-pub fn ring_exchange_hash(comm: &SimpleCommunicator, right: i32, left: i32, mine: &Hash) -> Hash {
-    let out = mine.pack();
-    let mut len = 0u64;
-    mpi::point_to_point::send_receive_into(
-        &(out.len() as u64),
-        &comm.process_at_rank(right),
-        &mut len,
-        &comm.process_at_rank(left),
-    );
-    let mut buf = vec![0u8; len as usize];
-    mpi::point_to_point::send_receive_into(
-        &out[..],
-        &comm.process_at_rank(right),
-        &mut buf[..],
-        &comm.process_at_rank(left),
-    );
-    Hash::unpack(&buf).expect("a hash packed by this library")
-}

@@ -4,7 +4,9 @@
 //! set, and protect the result anew when anything moved. When a dataset cannot be
 //! recovered it is deleted and the next older one is tried, then the prefix.
 
-use super::redundancy::{copy_header, create_with_header, mark_complete, place_copy};
+use super::redundancy::{
+    copy_header, create_with_header, mark_complete, parity_file_name, place_copy,
+};
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
 use mpi::collective::SystemOperation;
@@ -396,16 +398,7 @@ impl Scr {
             let header = erasure::header_for(code, me, &lists, &template)
                 .to_hash()
                 .to_file_bytes();
-            let (name, filetype) = match code.kind {
-                erasure::CodeKind::Xor => (
-                    layout::xor_file_name(pos.group_id, me as u64, n as u64),
-                    FileType::Xor,
-                ),
-                erasure::CodeKind::ReedSolomon => (
-                    layout::rs_file_name(pos.group_id, me as u64, n as u64),
-                    FileType::ReedSolomon,
-                ),
-            };
+            let (name, filetype) = parity_file_name(code, pos.group_id, me as u64);
             let parity_path = base.join(".scr").join(&name);
             let parity_key = parity_path.to_string_lossy().into_owned();
             let mut meta = Meta::new();

@@ -5,7 +5,6 @@
 
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
-use mpi::collective::SystemOperation;
 use mpi::topology::Color;
 use scr::erasure::{self, StripeCode};
 use scr::xor::{self, LogicalFile, MemberFiles, XorHeader};
@@ -55,8 +54,7 @@ impl Scr {
         let result = match self.descriptors[i].scheme {
             Scheme::Single => Ok(()),
             Scheme::Partner => self.apply_partner(id, i),
-            Scheme::Xor => self.apply_xor(id, i),
-            Scheme::ReedSolomon => self.apply_rs(id, i),
+            Scheme::Xor | Scheme::ReedSolomon => self.apply_parity(id, i),
         };
         if let Err(e) = &result {
             eprintln!(
@@ -128,129 +126,24 @@ impl Scr {
         self.filemap.write(&self.filemap_path)
     }
 
-    /// XOR: this rank's parity file `.scr/xor.<set>_<pos+1>_of_<n>.scr`, computed with
-    /// the ring of the manual: in n-1 steps each member adds its chunk for a target to what
-    /// its left neighbour sent and passes it right; what arrives last is its own parity.
-    fn apply_xor(&mut self, id: u64, i: usize) -> Result<()> {
+    /// XOR and Reed–Solomon: this rank's parity file (`.scr/xor.<set>_<pos+1>_of_<n>.scr`,
+    /// `.scr/rs.…`) holds its `k` parity chunks ([`scr::erasure`]). Each slot is computed by
+    /// the pipelined ring of the manual: in n-1 steps every member adds its (pre-multiplied)
+    /// chunk for a target to what its left neighbour sent and passes it right, so what
+    /// arrives last is its own parity; data moves in SCR_MPI_BUF_SIZE pieces and only
+    /// between neighbours.
+    fn apply_parity(&mut self, id: u64, i: usize) -> Result<()> {
         self.ensure_set_comm(i);
         let comm = self.set_comms[i].as_ref().expect("made above");
         let n = comm.size() as usize;
         let me = comm.rank() as usize;
+        let code = match self.descriptors[i].scheme {
+            Scheme::ReedSolomon => {
+                StripeCode::reed_solomon(n, (self.descriptors[i].failures as usize).clamp(1, n - 1))
+            }
+            _ => StripeCode::xor(n),
+        };
         let (left, right) = ((me + n - 1) % n, (me + 1) % n);
-        let files = self.user_files_with_meta(id);
-        let logical: u64 = files.iter().map(|(_, s, _)| s).sum();
-        let chunk = xor::chunk_size(comm::max_u64(comm, logical), n as u64);
-        let mine = MemberFiles {
-            rank: self.rank,
-            files: files.iter().map(|(_, _, m)| m.clone()).collect(),
-        };
-        let left_files =
-            comm::ring_exchange_hash(comm, right as i32, left as i32, &mine.to_hash(true));
-        let partner =
-            MemberFiles::from_hash(&left_files, "left neighbour's file list").map_err(failure)?;
-        let header = XorHeader {
-            chunk,
-            ranks: self.ranks,
-            group: self.sets[i].members(self.rank).to_vec(),
-            dataset: self.filemap.dataset(id, self.rank).unwrap_or_default(),
-            current: mine,
-            partner,
-            failures: None,
-            far_partners: Vec::new(),
-        }
-        .to_hash()
-        .to_file_bytes();
-        let pos = self.sets[i].position(self.rank);
-        let name = layout::xor_file_name(pos.group_id, pos.group_rank, pos.group_size);
-        let path = self.dataset_dir(id).join(".scr").join(&name);
-        let key = path.to_string_lossy().into_owned();
-        let mut meta = Meta::new();
-        meta.set_filename(&name);
-        meta.set_filetype(FileType::Xor);
-        meta.set_size(header.len() as u64 + chunk);
-        meta.set_ranks(self.ranks);
-        meta.set_complete(false);
-        let expected = self.filemap.expected_files(id, self.rank).unwrap_or(0);
-        self.filemap.add_file(id, self.rank, &key);
-        self.filemap.set_meta(id, self.rank, &key, &meta);
-        self.filemap.set_expected_files(id, self.rank, expected + 1);
-        self.filemap.write(&self.filemap_path)?;
-
-        let buf = self.mpi_buf_size().min(chunk as usize).max(1);
-        let mut failed: Option<Error> = None;
-        let input = LogicalFile::open(
-            &files
-                .iter()
-                .map(|(p, s, _)| (p.clone(), *s))
-                .collect::<Vec<_>>(),
-        );
-        let output = create_with_header(&path, &header);
-        let (input, output) = match (input, output) {
-            (Ok(i), Ok(o)) => (Some(i), Some(o)),
-            (i, o) => {
-                failed = i.err().or(o.err());
-                (None, None)
-            }
-        };
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(&header);
-        let mut send = vec![0u8; buf];
-        let mut recv = vec![0u8; buf];
-        let mut offset = 0u64;
-        // keep the ring turning after a local failure, so no member hangs
-        while offset < chunk {
-            let len = (chunk - offset).min(buf as u64) as usize;
-            recv[..len].fill(0);
-            for step in 0..n - 1 {
-                let target = (me + n - 1 - step) % n;
-                let at = xor::chunk_for(me, target) as u64 * chunk + offset;
-                if let Some(input) = &input
-                    && let Err(e) = input.read_at(at, &mut send[..len])
-                {
-                    failed.get_or_insert(e);
-                }
-                xor::xor_into(&mut send[..len], &recv[..len]);
-                mpi::point_to_point::send_receive_into(
-                    &send[..len],
-                    &comm.process_at_rank(right as i32),
-                    &mut recv[..len],
-                    &comm.process_at_rank(left as i32),
-                );
-            }
-            crc.update(&recv[..len]);
-            if let Some(out) = &output
-                && let Err(e) = out.write_all_at(&recv[..len], header.len() as u64 + offset)
-            {
-                failed.get_or_insert(Error::io(&path, "write", e));
-            }
-            offset += len as u64;
-        }
-        if let Some(out) = &output
-            && let Err(e) = out.sync_all()
-        {
-            failed.get_or_insert(Error::io(&path, "fsync", e));
-        }
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        if self.params.bool("SCR_CRC_ON_COPY") {
-            meta.set_crc32(crc.finalize());
-        }
-        meta.set_complete(true);
-        self.filemap.set_meta(id, self.rank, &key, &meta);
-        self.filemap.write(&self.filemap_path)
-    }
-
-    /// Reed–Solomon: `k` parity chunks per member over GF(2^8) ([`scr::erasure`]), each
-    /// computed by an XOR-reduction of the contributors' pre-multiplied chunks to the
-    /// member that holds it, piece by piece.
-    fn apply_rs(&mut self, id: u64, i: usize) -> Result<()> {
-        self.ensure_set_comm(i);
-        let comm = self.set_comms[i].as_ref().expect("made above");
-        let n = comm.size() as usize;
-        let me = comm.rank() as usize;
-        let code =
-            StripeCode::reed_solomon(n, (self.descriptors[i].failures as usize).clamp(1, n - 1));
         let files = self.user_files_with_meta(id);
         let logical: u64 = files.iter().map(|(_, s, _)| s).sum();
         let chunk = xor::chunk_size_over(comm::max_u64(comm, logical), code.data_chunks() as u64);
@@ -258,7 +151,7 @@ impl Scr {
             rank: self.rank,
             files: files.iter().map(|(_, _, m)| m.clone()).collect(),
         };
-        // every member's file list, so each header can carry its k left neighbours'
+        // every member's file list: each header carries its k left neighbours'
         let lists = comm::allgather_bytes(comm, &mine.to_hash(true).pack())
             .into_iter()
             .map(|b| {
@@ -272,11 +165,8 @@ impl Scr {
             ranks: self.ranks,
             group: self.sets[i].members(self.rank).to_vec(),
             dataset: self.filemap.dataset(id, self.rank).unwrap_or_default(),
-            current: mine,
-            partner: MemberFiles {
-                rank: 0,
-                files: vec![],
-            },
+            current: mine.clone(),
+            partner: mine,
             failures: None,
             far_partners: Vec::new(),
         };
@@ -284,12 +174,12 @@ impl Scr {
             .to_hash()
             .to_file_bytes();
         let pos = self.sets[i].position(self.rank);
-        let name = layout::rs_file_name(pos.group_id, pos.group_rank, pos.group_size);
+        let (name, filetype) = parity_file_name(code, pos.group_id, pos.group_rank);
         let path = self.dataset_dir(id).join(".scr").join(&name);
         let key = path.to_string_lossy().into_owned();
         let mut meta = Meta::new();
         meta.set_filename(&name);
-        meta.set_filetype(FileType::ReedSolomon);
+        meta.set_filetype(filetype);
         meta.set_size(header.len() as u64 + code.k as u64 * chunk);
         meta.set_ranks(self.ranks);
         meta.set_complete(false);
@@ -320,54 +210,48 @@ impl Scr {
         let mut recv = vec![0u8; buf];
         let mut crc = crc32fast::Hasher::new();
         crc.update(&header);
-        let mut parity = vec![0u8; code.k * chunk as usize];
-        let mut offset = 0u64;
-        // keep the reductions going after a local failure, so no member hangs
-        while offset < chunk {
-            let len = (chunk - offset).min(buf as u64) as usize;
-            for stripe in 0..n {
-                let role = code.role(me, stripe);
-                if let (erasure::Role::Data { chunk: c, .. }, Some(input)) = (role, &input)
-                    && let Err(e) = input.read_at(c as u64 * chunk + offset, &mut data[..len])
-                {
-                    failed.get_or_insert(e);
-                }
-                for slot in 0..code.k {
-                    let holder = (0..n)
-                        .find(|&m| code.role(m, stripe) == erasure::Role::Parity { slot })
-                        .expect("every stripe has k holders");
-                    send[..len].fill(0);
-                    if let erasure::Role::Data { index, .. } = role {
-                        erasure::gf::mul_add(
-                            &mut send[..len],
-                            &data[..len],
-                            code.coefficient(slot, index),
-                        );
-                    }
-                    let root = comm.process_at_rank(holder as i32);
-                    if holder == me {
-                        root.reduce_into_root(
-                            &send[..len],
-                            &mut recv[..len],
-                            SystemOperation::bitwise_xor(),
-                        );
-                        let at = slot * chunk as usize + offset as usize;
-                        parity[at..at + len].copy_from_slice(&recv[..len]);
-                    } else {
-                        root.reduce_into(&send[..len], SystemOperation::bitwise_xor());
-                    }
-                }
-            }
-            offset += len as u64;
-        }
+        // keep the ring turning after a local failure, so no member hangs
         for slot in 0..code.k {
-            let at = slot * chunk as usize;
-            let bytes = &parity[at..at + chunk as usize];
-            crc.update(bytes);
-            if let Some(out) = &output
-                && let Err(e) = out.write_all_at(bytes, header.len() as u64 + at as u64)
-            {
-                failed.get_or_insert(Error::io(&path, "write", e));
+            let mut offset = 0u64;
+            while offset < chunk {
+                let len = (chunk - offset).min(buf as u64) as usize;
+                recv[..len].fill(0);
+                for step in 0..n - 1 {
+                    // the member whose parity this buffer becomes after the remaining steps
+                    let holder = (me + n - 1 - step) % n;
+                    let stripe = code.stripe_held(holder, slot);
+                    send[..len].copy_from_slice(&recv[..len]);
+                    if let erasure::Role::Data { chunk: c, index } = code.role(me, stripe) {
+                        match input
+                            .as_ref()
+                            .map(|f| f.read_at(c as u64 * chunk + offset, &mut data[..len]))
+                        {
+                            Some(Ok(())) => erasure::gf::mul_add(
+                                &mut send[..len],
+                                &data[..len],
+                                code.coefficient(slot, index),
+                            ),
+                            Some(Err(e)) => {
+                                failed.get_or_insert(e);
+                            }
+                            None => {}
+                        }
+                    }
+                    mpi::point_to_point::send_receive_into(
+                        &send[..len],
+                        &comm.process_at_rank(right as i32),
+                        &mut recv[..len],
+                        &comm.process_at_rank(left as i32),
+                    );
+                }
+                crc.update(&recv[..len]);
+                let at = header.len() as u64 + slot as u64 * chunk + offset;
+                if let Some(out) = &output
+                    && let Err(e) = out.write_all_at(&recv[..len], at)
+                {
+                    failed.get_or_insert(Error::io(&path, "write", e));
+                }
+                offset += len as u64;
             }
         }
         if let Some(out) = &output
@@ -384,6 +268,20 @@ impl Scr {
         meta.set_complete(true);
         self.filemap.set_meta(id, self.rank, &key, &meta);
         self.filemap.write(&self.filemap_path)
+    }
+}
+
+/// A parity file's name and type for set `group_id`, member `pos`.
+pub(super) fn parity_file_name(code: StripeCode, group_id: u64, pos: u64) -> (String, FileType) {
+    match code.kind {
+        erasure::CodeKind::Xor => (
+            layout::xor_file_name(group_id, pos, code.n as u64),
+            FileType::Xor,
+        ),
+        erasure::CodeKind::ReedSolomon => (
+            layout::rs_file_name(group_id, pos, code.n as u64),
+            FileType::ReedSolomon,
+        ),
     }
 }
 
