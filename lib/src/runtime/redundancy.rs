@@ -130,8 +130,8 @@ impl Scr {
     /// `.scr/rs.…`) holds its `k` parity chunks ([`scr::erasure`]). Each slot is computed by
     /// the pipelined ring of the manual: in n-1 steps every member adds its (pre-multiplied)
     /// chunk for a target to what its left neighbour sent and passes it right, so what
-    /// arrives last is its own parity; data moves in SCR_MPI_BUF_SIZE pieces and only
-    /// between neighbours.
+    /// arrives last is its own parity; data moves in SCR_MPI_BUF_SIZE pieces, only between
+    /// neighbours, nonblocking, while the next piece is read (double buffering).
     fn apply_parity(&mut self, id: u64, i: usize) -> Result<()> {
         self.ensure_set_comm(i);
         let comm = self.set_comms[i].as_ref().expect("made above");
@@ -205,45 +205,68 @@ impl Scr {
             }
         };
         let buf = self.mpi_buf_size().min(chunk as usize).max(1);
-        let mut data = vec![0u8; buf];
-        let mut send = vec![0u8; buf];
-        let mut recv = vec![0u8; buf];
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(&header);
-        // keep the ring turning after a local failure, so no member hangs
+        // the ring's steps in order: (slot, offset in the chunk, piece length, step)
+        let mut ops = Vec::new();
         for slot in 0..code.k {
             let mut offset = 0u64;
             while offset < chunk {
                 let len = (chunk - offset).min(buf as u64) as usize;
-                recv[..len].fill(0);
-                for step in 0..n - 1 {
-                    // the member whose parity this buffer becomes after the remaining steps
-                    let holder = (me + n - 1 - step) % n;
-                    let stripe = code.stripe_held(holder, slot);
-                    send[..len].copy_from_slice(&recv[..len]);
-                    if let erasure::Role::Data { chunk: c, index } = code.role(me, stripe) {
-                        match input
-                            .as_ref()
-                            .map(|f| f.read_at(c as u64 * chunk + offset, &mut data[..len]))
-                        {
-                            Some(Ok(())) => erasure::gf::mul_add(
-                                &mut send[..len],
-                                &data[..len],
-                                code.coefficient(slot, index),
-                            ),
-                            Some(Err(e)) => {
-                                failed.get_or_insert(e);
-                            }
-                            None => {}
-                        }
-                    }
-                    mpi::point_to_point::send_receive_into(
-                        &send[..len],
-                        &comm.process_at_rank(right as i32),
-                        &mut recv[..len],
-                        &comm.process_at_rank(left as i32),
-                    );
+                ops.extend((0..n - 1).map(|step| (slot, offset, len, step)));
+                offset += len as u64;
+            }
+        }
+        // what this member adds at a step: its chunk for the buffer's eventual holder
+        let contribution = |&(slot, offset, _, step): &(usize, u64, usize, usize)| {
+            let holder = (me + n - 1 - step) % n;
+            match code.role(me, code.stripe_held(holder, slot)) {
+                erasure::Role::Data { chunk: c, index } => {
+                    Some((c as u64 * chunk + offset, code.coefficient(slot, index)))
                 }
+                erasure::Role::Parity { .. } => None,
+            }
+        };
+        let read = |at: u64, into: &mut [u8]| input.as_ref().map(|f| f.read_at(at, into));
+        let mut data = vec![0u8; buf];
+        let mut next = vec![0u8; buf];
+        let mut send = vec![0u8; buf];
+        let mut recv = vec![0u8; buf];
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&header);
+        if let Some(op) = ops.first()
+            && let Some((at, _)) = contribution(op)
+            && let Some(Err(e)) = read(at, &mut data[..op.2])
+        {
+            failed.get_or_insert(e);
+        }
+        // keep the ring turning after a local failure, so no member hangs; the next step's
+        // chunk is read while this step's piece travels
+        for (t, op) in ops.iter().enumerate() {
+            let &(slot, offset, len, step) = op;
+            if step == 0 {
+                recv[..len].fill(0);
+            }
+            send[..len].copy_from_slice(&recv[..len]);
+            if let Some((_, coefficient)) = contribution(op) {
+                erasure::gf::mul_add(&mut send[..len], &data[..len], coefficient);
+            }
+            let prefetch = ops.get(t + 1).and_then(|o| Some((contribution(o)?.0, o.2)));
+            let read_result = mpi::request::scope(|scope| {
+                let sent = comm
+                    .process_at_rank(right as i32)
+                    .immediate_send(scope, &send[..len]);
+                let received = comm
+                    .process_at_rank(left as i32)
+                    .immediate_receive_into(scope, &mut recv[..len]);
+                let result = prefetch.and_then(|(at, l)| read(at, &mut next[..l]));
+                received.wait();
+                sent.wait();
+                result
+            });
+            if let Some(Err(e)) = read_result {
+                failed.get_or_insert(e);
+            }
+            std::mem::swap(&mut data, &mut next);
+            if step == n - 2 {
                 crc.update(&recv[..len]);
                 let at = header.len() as u64 + slot as u64 * chunk + offset;
                 if let Some(out) = &output
@@ -251,7 +274,6 @@ impl Scr {
                 {
                     failed.get_or_insert(Error::io(&path, "write", e));
                 }
-                offset += len as u64;
             }
         }
         if let Some(out) = &output
