@@ -9,7 +9,6 @@ use super::redundancy::{
 };
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
-use mpi::collective::SystemOperation;
 use mpi::topology::Color;
 use scr::erasure::{self, StripeCode};
 use scr::xor::{self, LogicalFile, XorHeader};
@@ -290,8 +289,9 @@ impl Scr {
     }
 
     /// Rebuilds the lost members of each listed set: every stripe element a lost member
-    /// had is an XOR-reduction, to it, of survivors' elements pre-multiplied by the code's
-    /// weights ([`scr::erasure`]); every surviving byte is read once per lost member.
+    /// had is the XOR of survivors' elements pre-multiplied by the code's weights
+    /// ([`scr::erasure`]), summed along a pipelined chain that ends at the lost member;
+    /// every surviving byte is read once per lost member.
     fn rebuild_sets(&mut self, d: u64, sets: &[SetRebuild]) -> Result<()> {
         let mine = sets
             .iter()
@@ -427,10 +427,13 @@ impl Scr {
             (LogicalFile::open(&files)?, parity, offset, Vec::new())
         };
 
+        // each lost element is summed along a chain: the survivors that contribute, in set
+        // order starting after the lost member, each adding its weighted element to what
+        // its predecessor sent, the last sending to the lost member; pieces pipeline along
+        // the chain, so every link carries the data once
         let buf_len = self.mpi_buf_size().min(chunk as usize).max(1);
         let mut piece = vec![0u8; buf_len];
-        let mut send = vec![0u8; buf_len];
-        let mut recv = vec![0u8; buf_len];
+        let mut acc = vec![0u8; buf_len];
         let mut failed: Option<Error> = None;
         for stripe in 0..n {
             let weights = code.rebuild_weights(stripe, &lost).map_err(failure)?;
@@ -441,12 +444,30 @@ impl Scr {
                 }
             };
             for (l, from) in &weights {
+                let chain: Vec<usize> = (1..n)
+                    .map(|step| (l + step) % n)
+                    .filter(|m| from.iter().any(|(x, w)| x == m && *w != 0))
+                    .chain(std::iter::once(*l))
+                    .collect();
+                let Some(place) = chain.iter().position(|&m| m == me) else {
+                    continue;
+                };
                 let weight = from.iter().find(|(m, _)| *m == me).map(|(_, w)| *w);
-                let root = comm.process_at_rank(*l as i32);
+                let previous = place
+                    .checked_sub(1)
+                    .map(|p| comm.process_at_rank(chain[p] as i32));
+                let following = chain
+                    .get(place + 1)
+                    .map(|&m| comm.process_at_rank(m as i32));
                 let mut offset = 0u64;
                 while offset < chunk {
                     let len = (chunk - offset).min(buf_len as u64) as usize;
-                    send[..len].fill(0);
+                    match &previous {
+                        Some(p) => {
+                            p.receive_into(&mut acc[..len]);
+                        }
+                        None => acc[..len].fill(0),
+                    }
                     if let Some(w) = weight {
                         let read = match at(offset) {
                             (true, pos) => parity
@@ -455,29 +476,25 @@ impl Scr {
                             (false, pos) => data.read_at(pos, &mut piece[..len]),
                         };
                         match read {
-                            Ok(()) => erasure::gf::mul_add(&mut send[..len], &piece[..len], w),
+                            Ok(()) => erasure::gf::mul_add(&mut acc[..len], &piece[..len], w),
                             Err(e) => {
                                 failed.get_or_insert(e);
                             }
                         }
                     }
-                    if *l == me {
-                        root.reduce_into_root(
-                            &send[..len],
-                            &mut recv[..len],
-                            SystemOperation::bitwise_xor(),
-                        );
-                        let written = match at(offset) {
-                            (true, pos) => parity
-                                .write_all_at(&recv[..len], pos)
-                                .map_err(|e| Error::io("parity file", "write", e)),
-                            (false, pos) => data.write_at(pos, &recv[..len]),
-                        };
-                        if let Err(e) = written {
-                            failed.get_or_insert(e);
+                    match &following {
+                        Some(f) => f.send(&acc[..len]),
+                        None => {
+                            let written = match at(offset) {
+                                (true, pos) => parity
+                                    .write_all_at(&acc[..len], pos)
+                                    .map_err(|e| Error::io("parity file", "write", e)),
+                                (false, pos) => data.write_at(pos, &acc[..len]),
+                            };
+                            if let Err(e) = written {
+                                failed.get_or_insert(e);
+                            }
                         }
-                    } else {
-                        root.reduce_into(&send[..len], SystemOperation::bitwise_xor());
                     }
                     offset += len as u64;
                 }
