@@ -94,6 +94,7 @@ params! {
     "SCR_CONF_FILE", None, Text, "user configuration file (default <prefix>/.scrconf)";
     "SCR_RUNS", None, Int, "runs scr-run makes (-1 unlimited; default SCR_RETRIES+1)";
     "SCR_RETRIES", Some("0"), Count, "legacy: runs = retries + 1";
+    "SCR_RUN_DELAY", Some("60"), Count, "seconds scr-run waits between runs (SCR's scr_srun sleeps 60)";
     "SCR_MIN_NODES", None, Count, "nodes a run needs (default: the nodes file, else all)";
     "SCR_EXCLUDE_NODES", None, Text, "nodes never to use (a host list)";
     "SCR_NODELIST", None, Text, "nodes of the allocation (default from the resource manager)";

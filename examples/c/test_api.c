@@ -121,8 +121,15 @@ int main(int argc, char** argv) {
     if (need && write_ckpt(t, size)) { rc = 1; if (rank == 0) printf("test_api: checkpoint %d failed\n", t); }
   }
   /* TEST_API_NO_FINALIZE=1 ends as a job killed after its last checkpoint would: without
-   * SCR_Finalize, so nothing more is flushed */
+   * SCR_Finalize, so nothing more is flushed. TEST_API_FAIL_FIRST=1 does that, with exit
+   * code 3, only when the run started from the beginning (a first run that fails). */
   const char* no_finalize = getenv("TEST_API_NO_FINALIZE");
+  const char* fail_first = getenv("TEST_API_FAIL_FIRST");
+  if (scr_on && fail_first && atoi(fail_first) && start == 0) {
+    if (rank == 0) printf("test_api: failing on purpose (TEST_API_FAIL_FIRST)\n");
+    MPI_Finalize();
+    return 3;
+  }
   if (scr_on && !(no_finalize && atoi(no_finalize))) SCR_Finalize();
   if (rank == 0 && rc == 0) printf("test_api: done\n");
   MPI_Finalize();

@@ -7,4 +7,5 @@ pub mod index;
 pub mod links;
 pub mod print;
 pub mod rebuild;
+pub mod run;
 pub mod state_files;

@@ -1,0 +1,349 @@
+//! `scr-run <launcher> [args] <app> [args]` (`scr run`; SCR's `scr_srun` is `scr-run
+//! srun`): runs an MPI job under SCR, relaunching it around failed nodes until it finishes,
+//! halts, or runs out of runs or nodes. Returns the application's exit status.
+
+use crate::job::{
+    self, DownNode, DownNodeQuery, Ending, Event, JobOps, Launcher, LoopConfig, NodeCheck,
+    ResourceManager,
+};
+use hostlist::HostSet;
+use scr::halt::HaltFile;
+use scr::nodes::NodesFile;
+use scr::params::{Params, Sources};
+use scr::{HashView, layout};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+#[command(
+    about = "Run an MPI job under SCR: relaunch it around failed nodes (scr-run, scr_srun)",
+    long_about = "Run an MPI job under SCR. Give the launcher and its arguments as you would run \
+                  them: `scr-run srun -N4 ./app`, `scr-run mpiexec -n 8 ./app`. scr-run finds the \
+                  allocation (SLURM, or this machine; SCR_NODELIST overrides), then runs the job; \
+                  when a run ends it checks the halt file, SCR_RUNS (or SCR_RETRIES+1) and the \
+                  nodes left, and relaunches without the nodes found down (once down, always \
+                  down), after SCR_RUN_DELAY seconds (SCR's 60). SIGTERM or SIGINT stops the \
+                  current run and the loop. SCR_ENABLE=0 runs the command once, unchanged.\n\n\
+                  Exit status: the last run's (1 when no run finished)."
+)]
+pub struct Args {
+    /// Print one JSON object per event (for batch tooling) instead of text lines
+    #[arg(long)]
+    json: bool,
+    /// The launcher (srun, mpiexec, mpirun) or program, and its arguments
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    command: Vec<String>,
+}
+
+/// How scr-run talks: text lines on stderr, or JSON lines on stdout.
+struct Reporter {
+    json: bool,
+}
+
+impl Reporter {
+    fn say(&self, event: &str, text: &str, fields: serde_json::Value) {
+        let now = chrono::Local::now();
+        if self.json {
+            let mut obj = serde_json::json!({
+                "time": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+                "event": event,
+                "message": text,
+            });
+            if let (Some(o), serde_json::Value::Object(f)) = (obj.as_object_mut(), fields) {
+                o.extend(f);
+            }
+            println!("{obj}");
+        } else {
+            eprintln!("scr-run: {} {text}", now.format("%Y-%m-%dT%H:%M:%S"));
+        }
+    }
+}
+
+/// The real world for the loop: processes, the halt file, the nodes file, signals.
+struct Live<'a> {
+    command: Vec<String>,
+    launcher: Launcher,
+    nodes: HostSet,
+    prefix: PathBuf,
+    rm: &'a dyn ResourceManager,
+    exclude: HostSet,
+    node_check: NodeCheck,
+    stop: Arc<AtomicBool>,
+    reporter: &'a Reporter,
+}
+
+impl JobOps for Live<'_> {
+    fn down_nodes(&mut self, known: &HostSet, first: bool) -> Vec<DownNode> {
+        let mut check = self.node_check.clone();
+        check.free = first;
+        job::list_down_nodes(&DownNodeQuery {
+            resource_manager: self.rm,
+            nodes: self.nodes.clone(),
+            known_down: known.clone(),
+            exclude: self.exclude.clone(),
+            node_check: Some(check),
+        })
+    }
+
+    fn nodes_of_last_run(&mut self) -> Option<u64> {
+        NodesFile::read(&layout::nodes_file(&self.prefix))
+            .ok()?
+            .nodes()
+    }
+
+    fn launch(&mut self, _attempt: u32, exclude: &HostSet) -> Result<Option<i32>, String> {
+        let argv = self.launcher.command(&self.command, &self.nodes, exclude);
+        let mut cmd = std::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        // its own process group: a stop reaches every process of the run
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("could not start {}: {e}", argv[0]))?;
+        let pid = child.id() as i32;
+        let mut stopping: Option<Instant> = None;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return Ok(status.code()),
+                Ok(None) => {}
+                Err(e) => return Err(format!("waiting for {}: {e}", argv[0])),
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                match stopping {
+                    None => {
+                        self.reporter.say(
+                            "stopping",
+                            "stopping the run (SIGTERM to its processes)",
+                            serde_json::json!({}),
+                        );
+                        // SAFETY: signals the process group this run created
+                        unsafe { libc::kill(-pid, libc::SIGTERM) };
+                        stopping = Some(Instant::now());
+                    }
+                    Some(t) if t.elapsed() > Duration::from_secs(10) => {
+                        // SAFETY: as above
+                        unsafe { libc::kill(-pid, libc::SIGKILL) };
+                    }
+                    Some(_) => {}
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn halt_condition(&mut self) -> Option<String> {
+        let halt = HaltFile::read(&layout::halt_file(&self.prefix)).ok()?;
+        let now = chrono::Utc::now().timestamp();
+        let end = std::env::var("SCR_END_TIME")
+            .ok()
+            .and_then(|v| v.parse::<i64>().ok())
+            .filter(|&t| t > 0);
+        halt.decision(now, end.map(|t| t - now))
+            .map(|cause| cause.to_string())
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    fn sleep(&mut self, how_long: Duration) {
+        let until = Instant::now() + how_long;
+        while Instant::now() < until && !self.stop_requested() {
+            std::thread::sleep(Duration::from_millis(100).min(until - Instant::now()));
+        }
+    }
+
+    fn report(&mut self, event: Event) {
+        let r = self.reporter;
+        match event {
+            Event::NodesDown { attempt, down } => {
+                for d in &down {
+                    r.say(
+                        "node_down",
+                        &format!("attempt {attempt}: {} is down: {}", d.node, d.reason),
+                        serde_json::json!({"attempt": attempt, "node": d.node, "reason": d.reason}),
+                    );
+                }
+            }
+            Event::Launch {
+                attempt,
+                nodes,
+                exclude,
+            } => {
+                let without = if exclude.is_empty() {
+                    String::new()
+                } else {
+                    format!(", excluding {exclude}")
+                };
+                r.say(
+                    "launch",
+                    &format!("attempt {attempt}: launching on {nodes} node(s){without}"),
+                    serde_json::json!({"attempt": attempt, "nodes": nodes, "exclude": exclude}),
+                );
+            }
+            Event::RunEnded {
+                attempt,
+                exit_code,
+                error,
+            } => {
+                let how = match (&error, exit_code) {
+                    (Some(e), _) => e.clone(),
+                    (None, Some(c)) => format!("exit code {c}"),
+                    (None, None) => "killed by a signal".into(),
+                };
+                r.say(
+                    "run_ended",
+                    &format!("attempt {attempt}: run ended: {how}"),
+                    serde_json::json!({"attempt": attempt, "exit_code": exit_code, "error": error}),
+                );
+            }
+            Event::Sleeping { seconds } => r.say(
+                "sleeping",
+                &format!("next attempt in {seconds} s (SCR_RUN_DELAY)"),
+                serde_json::json!({"seconds": seconds}),
+            ),
+            Event::Finished { ending } => r.say(
+                "finished",
+                &ending.to_string(),
+                serde_json::json!({"ending": format!("{ending:?}")}),
+            ),
+        }
+    }
+}
+
+/// SCR's prerun: a new job starts without the last job's flush and nodes files, and with
+/// no "finalize called" halt reason (which would end the loop after a failed first run).
+pub fn prerun(prefix: &Path) -> scr::Result<()> {
+    scr::io::create_dirs(&layout::prefix_hidden_dir(prefix), 0o755)?;
+    scr::io::remove_durably(&layout::flush_file(prefix))?;
+    scr::io::remove_durably(&layout::nodes_file(prefix))?;
+    let halt_path = layout::halt_file(prefix);
+    if halt_path.exists() {
+        HaltFile::update(&halt_path, scr::io::SHARED_FILE, |h| {
+            if h.exit_reason() == Some(scr::halt::reasons::FINALIZE_CALLED) {
+                h.unset("ExitReason");
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+fn fail(text: impl std::fmt::Display) -> scr::Error {
+    scr::Error::Config {
+        origin: "scr-run".into(),
+        what: text.to_string(),
+    }
+}
+
+pub fn run(args: Args) -> scr::Result<ExitCode> {
+    let reporter = Reporter { json: args.json };
+    let params = Params::load(&Sources::from_process())?;
+    if !params.bool("SCR_ENABLE") {
+        let status = std::process::Command::new(&args.command[0])
+            .args(&args.command[1..])
+            .status()
+            .map_err(|e| fail(format!("could not start {}: {e}", args.command[0])))?;
+        return Ok(ExitCode::from(
+            status.code().unwrap_or(1).clamp(0, 255) as u8
+        ));
+    }
+    let rm = job::detect_resource_manager();
+    let nodes = rm.nodes().map_err(fail)?;
+    let job_id = rm.job_id();
+    // every run of this job must find the same cache and control directories
+    // SAFETY (set_var): scr-run is single-threaded here; children inherit the variables
+    unsafe {
+        std::env::set_var("SCR_JOB_ID", &job_id);
+        if std::env::var_os("SCR_END_TIME").is_none()
+            && let Some(end) = rm.end_time()
+        {
+            std::env::set_var("SCR_END_TIME", end.to_string());
+        }
+    }
+    let prefix = match params.get("SCR_PREFIX") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::current_dir()
+            .map_err(|e| scr::Error::io(".", "read the working directory", e))?,
+    };
+    let runs = match params.get("SCR_RUNS").map(str::parse::<i64>) {
+        Some(Ok(n)) if n < 0 => None,
+        Some(Ok(n)) => Some(n.max(1) as u32),
+        Some(Err(_)) => return Err(fail("SCR_RUNS must be an integer (-1 for unlimited)")),
+        None => Some(params.count("SCR_RETRIES").unwrap_or(0) as u32 + 1),
+    };
+    let exclude = match params.get("SCR_EXCLUDE_NODES") {
+        Some(text) => text
+            .parse::<HostSet>()
+            .map_err(|e| fail(format!("SCR_EXCLUDE_NODES={text:?}: {e}")))?,
+        None => HostSet::new(),
+    };
+    let node_check = NodeCheck {
+        dirs: [
+            params.get("SCR_CNTL_BASE").unwrap_or("/tmp"),
+            params.get("SCR_CACHE_BASE").unwrap_or("/tmp"),
+        ]
+        .iter()
+        .map(|b| (PathBuf::from(b), None))
+        .collect(),
+        free: false,
+    };
+    let launch_node = rm
+        .nodes_are_hosts()
+        .then(job::local_host_name)
+        .filter(|h| nodes.contains(h));
+    let cfg = LoopConfig {
+        nodes: nodes.clone(),
+        runs,
+        min_nodes: params.count("SCR_MIN_NODES"),
+        launch_node,
+        delay: Duration::from_secs(params.count("SCR_RUN_DELAY").unwrap_or(60)),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .map_err(|e| fail(format!("could not install a signal handler: {e}")))?;
+    }
+    reporter.say(
+        "started",
+        &format!(
+            "job {job_id} ({}) on {} node(s) {nodes}, prefix {}",
+            rm.name(),
+            nodes.count(),
+            prefix.display()
+        ),
+        serde_json::json!({"job_id": job_id, "resource_manager": rm.name(), "nodes": nodes.to_string(), "prefix": prefix.display().to_string()}),
+    );
+    prerun(&prefix)?;
+    let mut live = Live {
+        launcher: Launcher::of(&args.command[0]),
+        command: args.command,
+        nodes,
+        prefix,
+        rm: rm.as_ref(),
+        exclude,
+        node_check,
+        stop,
+        reporter: &reporter,
+    };
+    let outcome = job::run_loop(&mut live, &cfg);
+    reporter.say(
+        "postrun",
+        "the post-run drain (scr postrun) is not implemented yet: datasets only in cache stay there",
+        serde_json::json!({}),
+    );
+    let code = match (&outcome.ending, outcome.last_exit) {
+        (_, Some(c)) => c,
+        (Ending::StopRequested, None) => 143,
+        _ => 1,
+    };
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}

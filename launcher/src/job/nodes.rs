@@ -1,0 +1,183 @@
+//! Down-node detection (SCR's `scr_list_down_nodes`) and the node test (`scr_check_node`).
+//! A node is down when the resource manager says so, when it does not answer a ping (all
+//! nodes pinged at once; SCR pings one after another), when SCR_EXCLUDE_NODES or the
+//! caller names it, or when its control or cache directory fails the node test.
+
+use super::{DownNode, ResourceManager};
+use hostlist::HostSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Which directories a node must offer, with the capacity each must have.
+#[derive(Clone, Debug, Default)]
+pub struct NodeCheck {
+    pub dirs: Vec<(PathBuf, Option<u64>)>,
+    /// Compare free space instead of capacity (SCR checks free space on the first run).
+    pub free: bool,
+}
+
+/// Runs the node test here; the failures in SCR's wording.
+pub fn check_node(check: &NodeCheck) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (dir, bytes) in &check.dirs {
+        if std::fs::read_dir(dir).is_err() {
+            failures.push(format!(
+                "FAIL: Could not access directory: {}",
+                dir.display()
+            ));
+            continue;
+        }
+        if let Some(bytes) = bytes {
+            let expected_kb = bytes / 1024;
+            match space_kb(dir, check.free) {
+                Some(found_kb) if found_kb >= expected_kb => {}
+                Some(found_kb) => failures.push(format!(
+                    "FAIL: Insufficient space in directory: {}, expected {expected_kb} KB, found {found_kb} KB",
+                    dir.display()
+                )),
+                None => failures.push(format!(
+                    "FAIL: Could not determine space in directory: {}",
+                    dir.display()
+                )),
+            }
+        }
+        let probe = dir.join(format!("testfile.{}.txt", std::process::id()));
+        if std::fs::write(&probe, b"").is_err() {
+            failures.push(format!(
+                "FAIL: Could not touch test file: {}",
+                probe.display()
+            ));
+        } else if std::fs::remove_file(&probe).is_err() {
+            failures.push(format!("FAIL: Could not rm test file: {}", probe.display()));
+        }
+    }
+    failures
+}
+
+/// Capacity (or free space) of the file system holding `dir`, in KB.
+fn space_kb(dir: &Path, free: bool) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: path is a valid C string and st a properly sized out-parameter
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let blocks = if free { st.f_bavail } else { st.f_blocks };
+    Some(blocks as u64 * st.f_frsize as u64 / 1024)
+}
+
+/// What to test when listing down nodes.
+pub struct DownNodeQuery<'a> {
+    pub resource_manager: &'a dyn ResourceManager,
+    pub nodes: HostSet,
+    /// Nodes already known down (`--down`): once down, always down.
+    pub known_down: HostSet,
+    /// SCR_EXCLUDE_NODES.
+    pub exclude: HostSet,
+    /// The node test to run on each node still up (None: skip it).
+    pub node_check: Option<NodeCheck>,
+}
+
+/// Every down node with the first reason found, in node order.
+pub fn list_down_nodes(q: &DownNodeQuery) -> Vec<DownNode> {
+    let mut down: Vec<DownNode> = Vec::new();
+    let add = |down: &mut Vec<DownNode>, node: String, reason: &str| {
+        if !down.iter().any(|d| d.node == node) {
+            down.push(DownNode {
+                node,
+                reason: reason.to_string(),
+            });
+        }
+    };
+    for d in q.resource_manager.down_nodes(&q.nodes) {
+        add(&mut down, d.node, &d.reason);
+    }
+    if q.resource_manager.nodes_are_hosts() {
+        let candidates: Vec<String> = q
+            .nodes
+            .iter()
+            .filter(|n| !down.iter().any(|d| &d.node == n))
+            .collect();
+        for node in unreachable(&candidates) {
+            add(&mut down, node, "Failed to ping");
+        }
+    }
+    for node in q.nodes.intersection(&q.exclude).iter() {
+        add(&mut down, node, "User excluded via SCR_EXCLUDE_NODES");
+    }
+    for node in q.nodes.intersection(&q.known_down).iter() {
+        add(&mut down, node, "Specified on command line");
+    }
+    if let Some(check) = &q.node_check {
+        let up: Vec<String> = q
+            .nodes
+            .iter()
+            .filter(|n| !down.iter().any(|d| &d.node == n))
+            .collect();
+        if !q.resource_manager.nodes_are_hosts() {
+            // every node is this machine: one test speaks for all
+            if let Some(first) = check_node(check).into_iter().next() {
+                for node in up {
+                    add(&mut down, node, &first);
+                }
+            }
+        }
+    }
+    let order: Vec<String> = q.nodes.iter().collect();
+    down.sort_by_key(|d| order.iter().position(|n| *n == d.node));
+    down
+}
+
+/// Nodes that do not answer one ping within 2 s; all pinged at once, in waves of 256.
+fn unreachable(nodes: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for wave in nodes.chunks(256) {
+        let children: Vec<(String, Option<std::process::Child>)> = wave
+            .iter()
+            .map(|n| {
+                let child = Command::new("ping")
+                    .args(["-c", "1", "-W", "2", n])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .ok();
+                (n.clone(), child)
+            })
+            .collect();
+        for (node, child) in children {
+            let ok = child.is_some_and(|mut c| c.wait().is_ok_and(|s| s.success()));
+            if !ok {
+                out.push(node);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_test_reports_missing_directories_and_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let check = NodeCheck {
+            dirs: vec![(dir.path().to_path_buf(), Some(1024))],
+            free: true,
+        };
+        assert!(check_node(&check).is_empty());
+        let check = NodeCheck {
+            dirs: vec![
+                (dir.path().join("missing"), None),
+                (dir.path().to_path_buf(), Some(u64::MAX / 2)),
+            ],
+            free: false,
+        };
+        let failures = check_node(&check);
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures[0].starts_with("FAIL: Could not access directory: "));
+        assert!(failures[1].starts_with("FAIL: Insufficient space in directory: "));
+    }
+}

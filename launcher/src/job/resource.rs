@@ -1,0 +1,137 @@
+//! Resource managers: who owns the allocation, which nodes it has, which of them the
+//! manager itself reports down, and when it ends. SLURM, and the local machine when no
+//! resource manager is present; another (LSF, Flux) is one more implementation.
+
+use super::DownNode;
+use hostlist::HostSet;
+use std::process::Command;
+
+pub trait ResourceManager {
+    fn name(&self) -> &'static str;
+    /// The job id (SCR's library names its directories after it).
+    fn job_id(&self) -> String;
+    /// The allocation's nodes. SCR_NODELIST, when set, overrides.
+    fn nodes(&self) -> Result<HostSet, String>;
+    /// Nodes of `nodes` the manager reports down or drained.
+    fn down_nodes(&self, nodes: &HostSet) -> Vec<DownNode>;
+    /// When the allocation ends, in seconds since the epoch.
+    fn end_time(&self) -> Option<i64>;
+    /// Whether node names are real hosts one can ping and reach.
+    fn nodes_are_hosts(&self) -> bool;
+}
+
+fn nodelist_override() -> Option<Result<HostSet, String>> {
+    let text = std::env::var("SCR_NODELIST")
+        .ok()
+        .filter(|s| !s.is_empty())?;
+    Some(
+        text.parse::<HostSet>()
+            .map_err(|e| format!("SCR_NODELIST={text:?} is not a host list: {e}")),
+    )
+}
+
+/// The resource manager of this environment: SLURM inside a SLURM allocation, else the
+/// local machine.
+pub fn detect() -> Box<dyn ResourceManager> {
+    match std::env::var("SLURM_JOBID").or_else(|_| std::env::var("SLURM_JOB_ID")) {
+        Ok(id) if !id.is_empty() => Box::new(Slurm { job_id: id }),
+        _ => Box::new(Local),
+    }
+}
+
+pub struct Slurm {
+    job_id: String,
+}
+
+impl ResourceManager for Slurm {
+    fn name(&self) -> &'static str {
+        "SLURM"
+    }
+    fn job_id(&self) -> String {
+        self.job_id.clone()
+    }
+    fn nodes(&self) -> Result<HostSet, String> {
+        if let Some(o) = nodelist_override() {
+            return o;
+        }
+        let list = std::env::var("SLURM_JOB_NODELIST")
+            .or_else(|_| std::env::var("SLURM_NODELIST"))
+            .map_err(|_| {
+                "SLURM_NODELIST is not set: could not identify the allocation's nodes".to_string()
+            })?;
+        list.parse::<HostSet>()
+            .map_err(|e| format!("SLURM_NODELIST={list:?}: {e}"))
+    }
+    fn down_nodes(&self, nodes: &HostSet) -> Vec<DownNode> {
+        // down, drained and failing nodes are all unusable
+        let out = Command::new("sinfo")
+            .args(["-h", "-o", "%N", "-t", "down,drain,drng,fail,failg", "-n"])
+            .arg(nodes.to_string())
+            .output();
+        let Some(out) = out.ok().filter(|o| o.status.success()) else {
+            return Vec::new();
+        };
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|l| l.parse::<HostSet>().ok())
+            .flat_map(|s| s.iter().collect::<Vec<_>>())
+            .filter(|n| nodes.contains(n))
+            .map(|node| DownNode {
+                node,
+                reason: "Reported down by resource manager".into(),
+            })
+            .collect()
+    }
+    fn end_time(&self) -> Option<i64> {
+        let out = Command::new("scontrol")
+            .args(["show", "job", &self.job_id])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let end = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("EndTime="))?;
+        let naive = chrono::NaiveDateTime::parse_from_str(end, "%Y-%m-%dT%H:%M:%S").ok()?;
+        naive
+            .and_local_timezone(chrono::Local)
+            .single()
+            .map(|t| t.timestamp())
+    }
+    fn nodes_are_hosts(&self) -> bool {
+        true
+    }
+}
+
+/// No resource manager: this machine. SCR_NODELIST may name emulated nodes (MPICH's
+/// `-hosts` names them, the library keeps their caches apart).
+pub struct Local;
+
+impl ResourceManager for Local {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+    fn job_id(&self) -> String {
+        std::env::var("SCR_JOB_ID")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| format!("local.{}", std::process::id()))
+    }
+    fn nodes(&self) -> Result<HostSet, String> {
+        nodelist_override().unwrap_or_else(|| Ok(HostSet::from_names([local_host_name().as_str()])))
+    }
+    fn down_nodes(&self, _nodes: &HostSet) -> Vec<DownNode> {
+        Vec::new()
+    }
+    fn end_time(&self) -> Option<i64> {
+        None
+    }
+    fn nodes_are_hosts(&self) -> bool {
+        false
+    }
+}
+
+pub fn local_host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}

@@ -1,0 +1,115 @@
+//! The `scr` and `scr-run` commands: SCR's job and file commands as subcommands of one
+//! program. Installed under SCR's own names (`scr_print_hash_file`, `scr_srun` …) it
+//! behaves as that command, so existing batch scripts keep working.
+
+pub mod commands;
+pub mod job;
+
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "scr",
+    version,
+    about = "Scalable Checkpoint/Restart: job and file commands"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Print(commands::print::Args),
+    GlobHosts(commands::glob_hosts::Args),
+    Index(commands::index::Args),
+    Halt(commands::halt::Args),
+    Prefix(commands::dirs::PrefixArgs),
+    ListDir(commands::dirs::ListDirArgs),
+    InstallLinks(commands::links::Args),
+    FlushFile(commands::state_files::FlushFileArgs),
+    RetriesHalt(commands::state_files::RetriesHaltArgs),
+    NodesFile(commands::state_files::NodesFileArgs),
+    RebuildXor(commands::rebuild::Args),
+    RebuildRs(commands::rebuild::RsArgs),
+    Run(commands::run::Args),
+}
+
+/// SCR's command names and the subcommand (with leading arguments) each one means.
+const COMPAT_NAMES: &[(&str, &str)] = &[
+    ("scr-run", "run"),
+    ("scr_run", "run"),
+    ("scr-srun", "run srun"),
+    ("scr_srun", "run srun"),
+    ("scr_print_hash_file", "print"),
+    ("scr_glob_hosts", "glob-hosts"),
+    ("scr_index", "index"),
+    ("scr_halt", "halt"),
+    ("scr_prefix", "prefix"),
+    ("scr_list_dir", "list-dir"),
+    ("scr_cntl_dir", "list-dir"),
+    ("scr_flush_file", "flush-file"),
+    ("scr_retries_halt", "retries-halt"),
+    ("scr_nodes_file", "nodes-file"),
+    ("scr_rebuild_xor", "rebuild-xor"),
+    ("scr_rebuild_rs", "rebuild-rs"),
+];
+
+/// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
+fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
+    let invoked = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some((_, sub)) = COMPAT_NAMES.iter().find(|(name, _)| *name == invoked) {
+        args[0] = "scr".into();
+        for (i, word) in sub.split(' ').enumerate() {
+            args.insert(1 + i, word.into());
+        }
+    }
+    args
+}
+
+/// Runs the command line `args` (argv[0] first) and returns the exit status.
+pub fn main_with(args: Vec<OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(normalize_args(args)) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // SCR's commands exit 1 on a usage error.
+            return if e.use_stderr() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Print(args) => commands::print::run(args),
+        Command::GlobHosts(args) => commands::glob_hosts::run(args),
+        Command::Index(args) => commands::index::run(args),
+        Command::Halt(args) => commands::halt::run(args),
+        Command::Prefix(args) => commands::dirs::prefix(args),
+        Command::ListDir(args) => commands::dirs::list_dir(args),
+        Command::InstallLinks(args) => {
+            let names: Vec<&str> = COMPAT_NAMES.iter().map(|(name, _)| *name).collect();
+            commands::links::run(args, &names)
+        }
+        Command::FlushFile(args) => commands::state_files::flush_file(args),
+        Command::RetriesHalt(args) => commands::state_files::retries_halt(args),
+        Command::NodesFile(args) => commands::state_files::nodes_file(args),
+        Command::RebuildXor(args) => commands::rebuild::run(args),
+        Command::RebuildRs(args) => commands::rebuild::run_rs(args),
+        Command::Run(args) => commands::run::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("scr: ERROR: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

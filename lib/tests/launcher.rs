@@ -1,0 +1,197 @@
+//! `scr-run` around real processes: a real `mpiexec` job (emulated nodes via SCR_NODELIST)
+//! that fails its first run and succeeds on the second, runs exhausted, a halt file, too few
+//! nodes, SCR_ENABLE=0, SIGTERM, and the JSON event stream.
+
+mod common;
+
+use common::*;
+use scr::HashView;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn scr_run() -> std::path::PathBuf {
+    scr_command().with_file_name("scr-run")
+}
+
+/// scr-run with the job's directories and no pause between runs.
+fn scr_run_in(job: &Job, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(scr_run());
+    cmd.args(args)
+        .current_dir(job.prefix())
+        .env("MPIEXEC_TIMEOUT", "120")
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+        .env("SCR_PREFIX", job.prefix())
+        .env("SCR_JOB_ID", "5151")
+        .env("SCR_RUN_DELAY", "0")
+        .env_remove("SCR_CONF_FILE")
+        .env_remove("SLURM_JOBID")
+        .env_remove("SLURM_JOB_ID");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn output(mut cmd: Command) -> (Output, String) {
+    let out = cmd.output().expect("scr-run runs");
+    let t = text(&out);
+    (out, t)
+}
+
+#[test]
+fn a_run_that_fails_is_relaunched_and_restarts_from_its_checkpoint() {
+    let job = Job::new();
+    let app = job.app.to_string_lossy().into_owned();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["mpiexec", "-launcher", "fork", "-n", "4", &app, "2000", "2"],
+        &[
+            ("SCR_NODELIST", "n[1-4]"),
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_FLUSH", "0"),
+            ("SCR_RUNS", "3"),
+            ("TEST_API_FAIL_FIRST", "1"),
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(t.contains("failing on purpose"), "{t}");
+    assert!(t.contains("attempt 1: run ended: exit code 3"), "{t}");
+    assert!(t.contains("attempt 2: launching on 4 node(s)"), "{t}");
+    assert!(
+        t.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{t}"
+    );
+    assert!(
+        t.contains("Halt condition detected (Reason: SCR_FINALIZE_CALLED.)"),
+        "the finished run ends the loop: {t}"
+    );
+    assert!(!t.contains("attempt 3"), "{t}");
+    // both runs used the same job id, so the second found the first's cache
+    assert!(job.dir.path().join("cntl").read_dir().unwrap().count() > 0);
+}
+
+#[test]
+fn runs_exhausted_returns_the_applications_exit_status() {
+    let job = Job::new();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "echo run; exit 7"],
+        &[("SCR_RUNS", "2")],
+    ));
+    assert_eq!(out.status.code(), Some(7), "{t}");
+    assert_eq!(t.matches("run\n").count(), 2, "{t}");
+    assert!(t.contains("2 run(s) exhausted, ending run."), "{t}");
+    // SCR_RETRIES is the legacy spelling of runs - 1
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "echo run; exit 5"],
+        &[("SCR_RETRIES", "2")],
+    ));
+    assert_eq!(out.status.code(), Some(5), "{t}");
+    assert_eq!(t.matches("run\n").count(), 3, "{t}");
+}
+
+#[test]
+fn a_halt_file_stops_the_loop_after_the_current_run() {
+    let job = Job::new();
+    let halt = scr::layout::halt_file(&job.prefix());
+    std::fs::create_dir_all(halt.parent().unwrap()).unwrap();
+    let mut h = scr::halt::HaltFile::new();
+    h.set_exit_reason("JOB_HALTED");
+    h.write(&halt).unwrap();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "exit 1"],
+        &[("SCR_RUNS", "5")],
+    ));
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("Halt condition detected (Reason: JOB_HALTED.)"),
+        "{t}"
+    );
+    assert_eq!(t.matches("launching").count(), 1, "{t}");
+}
+
+#[test]
+fn too_few_nodes_left_ends_the_job_without_launching() {
+    let job = Job::new();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "echo should-not-run"],
+        &[
+            ("SCR_NODELIST", "n[1-4]"),
+            ("SCR_EXCLUDE_NODES", "n3"),
+            ("SCR_MIN_NODES", "4"),
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("n3 is down: User excluded via SCR_EXCLUDE_NODES"),
+        "{t}"
+    );
+    assert!(
+        t.contains("(Nodes remaining=3) < (Nodes needed=4), ending run."),
+        "{t}"
+    );
+    assert!(!t.contains("should-not-run"), "{t}");
+}
+
+#[test]
+fn scr_enable_0_runs_the_command_once_unchanged() {
+    let job = Job::new();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "echo plain; exit 4"],
+        &[("SCR_ENABLE", "0"), ("SCR_RUNS", "3")],
+    ));
+    assert_eq!(out.status.code(), Some(4), "{t}");
+    assert_eq!(t.matches("plain").count(), 1, "{t}");
+    assert!(!t.contains("scr-run:"), "{t}");
+}
+
+#[test]
+fn sigterm_stops_the_run_and_the_loop() {
+    let job = Job::new();
+    let mut cmd = scr_run_in(&job, &["sh", "-c", "sleep 30"], &[("SCR_RUNS", "-1")]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let started = Instant::now();
+    // SAFETY: signals the scr-run process this test started
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert!(started.elapsed() < Duration::from_secs(10), "{t}");
+    assert!(t.contains("stopping the run"), "{t}");
+    assert!(t.contains("asked to stop, ending run."), "{t}");
+    assert_ne!(out.status.code(), Some(0), "{t}");
+}
+
+#[test]
+fn json_event_stream_for_batch_tooling() {
+    let job = Job::new();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["--json", "sh", "-c", "exit 0"],
+        &[("SCR_RUNS", "1")],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[0], "started");
+    assert!(
+        names.contains(&"launch") && names.contains(&"run_ended"),
+        "{names:?}"
+    );
+    let ended = events.iter().find(|e| e["event"] == "run_ended").unwrap();
+    assert_eq!(ended["exit_code"], 0);
+    assert!(events.iter().all(|e| e["time"].is_string()));
+}
