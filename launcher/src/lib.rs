@@ -35,6 +35,11 @@ enum Command {
     RebuildXor(commands::rebuild::Args),
     RebuildRs(commands::rebuild::RsArgs),
     Run(commands::run::Args),
+    ListDownNodes(commands::nodes::ListDownArgs),
+    CheckNode(commands::nodes::CheckNodeArgs),
+    Env(commands::nodes::EnvArgs),
+    Prerun(commands::nodes::PrerunArgs),
+    TestRuntime(commands::nodes::TestRuntimeArgs),
 }
 
 /// SCR's command names and the subcommand (with leading arguments) each one means.
@@ -55,6 +60,11 @@ const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_nodes_file", "nodes-file"),
     ("scr_rebuild_xor", "rebuild-xor"),
     ("scr_rebuild_rs", "rebuild-rs"),
+    ("scr_list_down_nodes", "list-down-nodes"),
+    ("scr_check_node", "check-node"),
+    ("scr_env", "env"),
+    ("scr_prerun", "prerun"),
+    ("scr_test_runtime", "test-runtime"),
 ];
 
 /// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
@@ -104,6 +114,11 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
         Command::RebuildXor(args) => commands::rebuild::run(args),
         Command::RebuildRs(args) => commands::rebuild::run_rs(args),
         Command::Run(args) => commands::run::run(args),
+        Command::ListDownNodes(args) => commands::nodes::list_down_nodes(args),
+        Command::CheckNode(args) => commands::nodes::check_node(args),
+        Command::Env(args) => commands::nodes::env(args),
+        Command::Prerun(args) => commands::nodes::prerun(args),
+        Command::TestRuntime(args) => commands::nodes::test_runtime(args),
     };
     match result {
         Ok(code) => code,

@@ -5,6 +5,7 @@ pub mod glob_hosts;
 pub mod halt;
 pub mod index;
 pub mod links;
+pub mod nodes;
 pub mod print;
 pub mod rebuild;
 pub mod run;

@@ -286,16 +286,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             .map_err(|e| fail(format!("SCR_EXCLUDE_NODES={text:?}: {e}")))?,
         None => HostSet::new(),
     };
-    let node_check = NodeCheck {
-        dirs: [
-            params.get("SCR_CNTL_BASE").unwrap_or("/tmp"),
-            params.get("SCR_CACHE_BASE").unwrap_or("/tmp"),
-        ]
-        .iter()
-        .map(|b| (PathBuf::from(b), None))
-        .collect(),
-        free: false,
-    };
+    let node_check = super::nodes::configured_node_check(&params, false);
     let launch_node = rm
         .nodes_are_hosts()
         .then(job::local_host_name)

@@ -3,6 +3,7 @@
 //! detection, and the relaunch loop over them.
 
 mod nodes;
+pub mod remote;
 mod resource;
 mod run_loop;
 

@@ -16,6 +16,30 @@ pub struct NodeCheck {
     pub free: bool,
 }
 
+impl NodeCheck {
+    /// The `scr check-node` arguments that run this test on another node.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.free {
+            args.push("--free".to_string());
+        }
+        if !self.dirs.is_empty() {
+            args.push("--cntl".into());
+            args.push(
+                self.dirs
+                    .iter()
+                    .map(|(d, b)| match b {
+                        Some(b) => format!("{}:{b}", d.display()),
+                        None => d.display().to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
+        }
+        args
+    }
+}
+
 /// Runs the node test here; the failures in SCR's wording.
 pub fn check_node(check: &NodeCheck) -> Vec<String> {
     let mut failures = Vec::new();
@@ -122,11 +146,50 @@ pub fn list_down_nodes(q: &DownNodeQuery) -> Vec<DownNode> {
                     add(&mut down, node, &first);
                 }
             }
+        } else if !up.is_empty() {
+            let scr = std::env::current_exe()
+                .ok()
+                .and_then(|p| Some(p.with_file_name("scr").to_str()?.to_string()))
+                .unwrap_or_else(|| "scr".into());
+            let quoted: Vec<String> = check.to_args().iter().map(|a| shell_quote(a)).collect();
+            let command = format!("{} check-node {}", shell_quote(&scr), quoted.join(" "));
+            let up_set = HostSet::from_names(up.iter().map(String::as_str));
+            for r in super::remote::run_on_nodes(&up_set, &command, 256) {
+                match r.code {
+                    Some(0) => {}
+                    Some(_) => {
+                        let why = r
+                            .stdout
+                            .lines()
+                            .find(|l| l.starts_with("FAIL"))
+                            .unwrap_or("FAIL: node test failed")
+                            .to_string();
+                        add(&mut down, r.node, &why);
+                    }
+                    None => add(
+                        &mut down,
+                        r.node,
+                        &format!("Could not run the node test: {}", r.stderr.trim()),
+                    ),
+                }
+            }
         }
     }
     let order: Vec<String> = q.nodes.iter().collect();
     down.sort_by_key(|d| order.iter().position(|n| *n == d.node));
     down
+}
+
+/// Quotes a word for a POSIX shell.
+fn shell_quote(word: &str) -> String {
+    if word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./:,=".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// Nodes that do not answer one ping within 2 s; all pinged at once, in waves of 256.

@@ -1,0 +1,162 @@
+//! `scr list-down-nodes`, `scr check-node`, `scr env` and `scr prerun`: SCR's flags, output
+//! and exit codes, on this machine (no resource manager; SCR_NODELIST names the nodes).
+
+use scr::HashView;
+use std::process::{Command, Output};
+
+fn scr(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scr"));
+    cmd.args(args)
+        .env_remove("SLURM_JOBID")
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("SCR_EXCLUDE_NODES")
+        .env_remove("SCR_CONF_FILE")
+        .env("SCR_SYSTEM_CONF_FILE", "/nonexistent/scr.conf");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn check_node_passes_or_names_each_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let o = scr(
+        &["check-node", "--cntl", &d, "--cache", &format!("{d}:1MB")],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "PASS\n");
+    let o = scr(
+        &[
+            "check-node",
+            "--free",
+            "--cntl",
+            &format!("{d}/gone"),
+            "--cache",
+            &format!("{d}:1000PB"),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!("FAIL: Could not access directory: {d}/gone")),
+        "{text}"
+    );
+    assert!(
+        text.contains("FAIL: Insufficient space in directory: "),
+        "{text}"
+    );
+    // SCR's name works too
+    let o = scr(&["check-node", "--cntl", "bad:size"], &[]);
+    assert_eq!(o.status.code(), Some(1), "a bad size is a usage error");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bad:size"));
+}
+
+#[test]
+fn list_down_nodes_reasons_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().display().to_string();
+    let env = [
+        ("SCR_NODELIST", "n[1-5]"),
+        ("SCR_CNTL_BASE", base.as_str()),
+        ("SCR_CACHE_BASE", base.as_str()),
+    ];
+    let o = scr(&["list-down-nodes"], &env);
+    assert_eq!(o.status.code(), Some(0), "all up: exit 0, no output");
+    assert_eq!(stdout(&o), "");
+    let mut with_exclude = env.to_vec();
+    with_exclude.push(("SCR_EXCLUDE_NODES", "n2"));
+    let o = scr(&["list-down-nodes", "--down", "n4"], &with_exclude);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "n[2,4]\n");
+    let o = scr(
+        &["list-down-nodes", "--reason", "--down", "n4"],
+        &with_exclude,
+    );
+    assert_eq!(
+        stdout(&o),
+        "n2: User excluded via SCR_EXCLUDE_NODES\nn4: Specified on command line\n"
+    );
+    // an explicit nodeset, and a node test that fails on this machine fails every node
+    let o = scr(
+        &["list-down-nodes", "n[1-2]"],
+        &[("SCR_CACHE_BASE", "/nonexistent/cache")],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), "n[1-2]\n");
+    let o = scr(
+        &["list-down-nodes", "--reason", "n1"],
+        &[("SCR_CACHE_BASE", "/nonexistent/cache")],
+    );
+    assert_eq!(
+        stdout(&o),
+        "n1: FAIL: Could not access directory: /nonexistent/cache\n"
+    );
+    let o = scr(&["list-down-nodes", "n[1-"], &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("n[1-"));
+}
+
+#[test]
+fn env_answers_like_scr_env() {
+    let o = scr(&["env", "--nodes"], &[("SCR_NODELIST", "n[1-3],m1")]);
+    assert_eq!(stdout(&o), "m1,n[1-3]\n");
+    let o = scr(&["env", "--jobid"], &[("SCR_JOB_ID", "77")]);
+    assert_eq!(stdout(&o), "77\n");
+    let o = scr(&["env", "--endtime"], &[("SCR_END_TIME", "1800000000")]);
+    assert_eq!(stdout(&o), "1800000000\n");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let o = scr(&["env", "--runnodes", "--prefix", &d], &[]);
+    assert_eq!((o.status.code(), stdout(&o)), (Some(1), "0\n".to_string()));
+    std::fs::create_dir_all(dir.path().join(".scr")).unwrap();
+    scr::nodes::NodesFile::with_nodes(3)
+        .write(&scr::layout::nodes_file(dir.path()))
+        .unwrap();
+    let o = scr(&["env", "--runnodes", "--prefix", &d], &[]);
+    assert_eq!((o.status.code(), stdout(&o)), (Some(0), "3\n".to_string()));
+}
+
+#[test]
+fn prerun_clears_the_last_jobs_state_but_keeps_a_user_halt() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join(".scr")).unwrap();
+    scr::nodes::NodesFile::with_nodes(4)
+        .write(&scr::layout::nodes_file(p))
+        .unwrap();
+    let mut flush = scr::flush::FlushFile::new();
+    flush.set_location(3, scr::flush::Location::Cache);
+    flush.write(&scr::layout::flush_file(p)).unwrap();
+    let mut halt = scr::halt::HaltFile::new();
+    halt.set_exit_reason("SCR_FINALIZE_CALLED");
+    halt.set_checkpoints_left(5);
+    halt.write(&scr::layout::halt_file(p)).unwrap();
+    let o = scr(&["prerun", "-p", &p.display().to_string()], &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!scr::layout::nodes_file(p).exists());
+    assert!(!scr::layout::flush_file(p).exists());
+    let halt = scr::halt::HaltFile::read(&scr::layout::halt_file(p)).unwrap();
+    assert_eq!(
+        halt.exit_reason(),
+        None,
+        "the finished job's reason is gone"
+    );
+    assert_eq!(
+        halt.checkpoints_left(),
+        Some(5),
+        "the user's condition stays"
+    );
+}
