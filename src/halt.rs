@@ -19,6 +19,9 @@ pub const HALT_SECONDS: &str = "HaltSeconds";
 pub const EXIT_BEFORE: &str = "ExitBefore";
 pub const EXIT_AFTER: &str = "ExitAfter";
 pub const CHECKPOINTS_LEFT: &str = "CheckpointsLeft";
+/// `scr halt --immediate` (which SCR never implemented): the launcher stops the running
+/// job now instead of after its next checkpoint. SCR's tools ignore the key.
+pub const EXIT_NOW: &str = "ExitNow";
 
 /// Reasons the library writes.
 pub mod reasons {
@@ -144,6 +147,12 @@ impl HaltFile {
     }
     pub fn set_checkpoints_left(&mut self, n: i64) {
         self.0.set_value(CHECKPOINTS_LEFT, n);
+    }
+    pub fn exit_now(&self) -> bool {
+        self.int(EXIT_NOW).is_some_and(|v| v != 0)
+    }
+    pub fn set_exit_now(&mut self) {
+        self.0.set_value(EXIT_NOW, 1);
     }
     /// Removes one condition (`scr halt --unset-…`); `key` is one of this module's key names.
     pub fn unset(&mut self, key: &str) {

@@ -195,3 +195,77 @@ fn json_event_stream_for_batch_tooling() {
     assert_eq!(ended["exit_code"], 0);
     assert!(events.iter().all(|e| e["time"].is_string()));
 }
+
+#[test]
+fn scr_halt_immediate_stops_the_running_job_now() {
+    let job = Job::new();
+    let mut cmd = scr_run_in(&job, &["sh", "-c", "sleep 30"], &[("SCR_RUNS", "3")]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let started = Instant::now();
+    let child = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let halt = Command::new(scr_command())
+        .args(["halt", "--immediate"])
+        .arg(job.prefix())
+        .output()
+        .unwrap();
+    assert!(halt.status.success(), "{}", text(&halt));
+    assert!(text(&halt).contains("ExitNow"), "{}", text(&halt));
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert!(started.elapsed() < Duration::from_secs(15), "{t}");
+    assert!(
+        t.contains("halted immediately (scr halt --immediate)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("Halt condition detected (Reason: JOB_HALTED.)"),
+        "{t}"
+    );
+    assert_eq!(t.matches("launching").count(), 1, "{t}");
+    // the next job starts afresh: prerun clears the immediate stop (not the reason)
+    let halt = scr::halt::HaltFile::read(&scr::layout::halt_file(&job.prefix())).unwrap();
+    assert!(halt.exit_now());
+    let (_, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "exit 0"],
+        &[("SCR_RUNS", "1")],
+    ));
+    assert!(t.contains("run ended: exit code 0"), "{t}");
+}
+
+#[test]
+fn the_watchdog_kills_a_run_that_makes_no_progress() {
+    let job = Job::new();
+    let started = Instant::now();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "sleep 60"],
+        &[
+            ("SCR_RUNS", "2"),
+            ("SCR_WATCHDOG", "1"),
+            ("SCR_WATCHDOG_TIMEOUT", "2"),
+        ],
+    ));
+    assert!(started.elapsed() < Duration::from_secs(20), "{t}");
+    assert_eq!(
+        t.matches("watchdog: no checkpoint or flush progress for 2 s (SCR_WATCHDOG_TIMEOUT)")
+            .count(),
+        2,
+        "{t}"
+    );
+    assert!(t.contains("2 run(s) exhausted"), "{t}");
+    assert_ne!(out.status.code(), Some(0));
+    // without a timeout the watchdog cannot work: a clear error before anything runs
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "exit 0"],
+        &[("SCR_WATCHDOG", "1")],
+    ));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        t.contains("SCR_WATCHDOG=1 needs SCR_WATCHDOG_TIMEOUT"),
+        "{t}"
+    );
+}

@@ -3,7 +3,8 @@
 
 use chrono::{DateTime, Duration, Local, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use scr::halt::{
-    CHECKPOINTS_LEFT, EXIT_AFTER, EXIT_BEFORE, EXIT_REASON, HALT_SECONDS, HaltFile, reasons,
+    CHECKPOINTS_LEFT, EXIT_AFTER, EXIT_BEFORE, EXIT_NOW, EXIT_REASON, HALT_SECONDS, HaltFile,
+    reasons,
 };
 use scr::io::SHARED_FILE;
 use scr::{Error, HashView, layout};
@@ -15,7 +16,7 @@ use std::process::ExitCode;
     about = "Stop a job after its next checkpoint, or at a time; list or remove halt conditions",
     long_about = "Update <prefix>/.scr/halt.scr of each PREFIX (default: SCR_PREFIX, else the working \
                   directory). Without a condition the job halts after its next checkpoint (ExitReason \
-                  JOB_HALTED). TIME is '3pm', '3pm tomorrow', '15:30', '2026-12-01 08:00', '+30m' (s, m, h, d), \
+                  JOB_HALTED); with --immediate scr-run stops it at once. TIME is '3pm', '3pm tomorrow', '15:30', '2026-12-01 08:00', '+30m' (s, m, h, d), \
                   or '@EPOCH'.\n\nExit code: 1 if any halt file could not be updated.",
     disable_help_flag = true
 )]
@@ -32,6 +33,10 @@ pub struct Args {
     /// Seconds before the allocation end (or --before) to halt
     #[arg(short = 's', long, value_name = "N")]
     seconds: Option<i64>,
+    /// Stop the running job now, not after its next checkpoint (scr-run kills the run and
+    /// does not relaunch; the drain still runs)
+    #[arg(short = 'i', long)]
+    immediate: bool,
     /// Only list the conditions
     #[arg(short = 'l', long)]
     list: bool,
@@ -142,6 +147,9 @@ fn show(halt: &HaltFile) -> String {
     if let Some(s) = halt.halt_seconds() {
         out += &format!("  HaltSeconds:     {s}\n");
     }
+    if halt.exit_now() {
+        out += "  ExitNow:         yes (scr-run stops the running job)\n";
+    }
     if out.is_empty() {
         "  (no halt conditions)\n".into()
     } else {
@@ -207,6 +215,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
                     (args.unset_after, EXIT_AFTER),
                     (args.unset_seconds, HALT_SECONDS),
                     (args.unset_reason, EXIT_REASON),
+                    (args.unset_reason, EXIT_NOW),
                 ] {
                     if flag {
                         halt.unset(key);
@@ -224,8 +233,11 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
                 if let Some(s) = args.seconds {
                     halt.set_halt_seconds(s);
                 }
-                if !sets_something && !unsets {
+                if (!sets_something && !unsets) || args.immediate {
                     halt.set_exit_reason(reasons::JOB_HALTED);
+                }
+                if args.immediate {
+                    halt.set_exit_now();
                 }
                 Ok(show(halt))
             })?;

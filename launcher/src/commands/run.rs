@@ -78,6 +78,59 @@ struct Live<'a> {
     node_check: NodeCheck,
     stop: Arc<AtomicBool>,
     reporter: &'a Reporter,
+    /// SCR_WATCHDOG: how long a run may go without flush progress (while computing, and
+    /// while flushing to the prefix).
+    watchdog: Option<(Duration, Duration)>,
+}
+
+/// What the launcher watches while a run goes on: the halt file's immediate stop, and the
+/// flush file's progress for the watchdog.
+struct Watch {
+    last_poll: Instant,
+    progress: Option<(Option<u64>, String)>,
+    since: Instant,
+}
+
+impl Live<'_> {
+    /// Why the running job must be stopped now, if it must (checked about once a second).
+    fn must_stop_run(&self, watch: &mut Watch) -> Option<String> {
+        if watch.last_poll.elapsed() < Duration::from_secs(1) {
+            return None;
+        }
+        watch.last_poll = Instant::now();
+        if HaltFile::read(&layout::halt_file(&self.prefix)).is_ok_and(|h| h.exit_now()) {
+            return Some("halted immediately (scr halt --immediate)".into());
+        }
+        let (compute, pfs) = self.watchdog?;
+        let flush = scr::flush::FlushFile::read(&layout::flush_file(&self.prefix)).ok();
+        let latest = flush.as_ref().and_then(|f| f.latest());
+        let location = match (&flush, latest) {
+            (Some(f), Some(id)) => f
+                .locations(id)
+                .first()
+                .map(|l| l.to_string())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        let now = (latest, location);
+        if watch.progress.as_ref() != Some(&now) {
+            watch.progress = Some(now);
+            watch.since = Instant::now();
+            return None;
+        }
+        let flushing = watch
+            .progress
+            .as_ref()
+            .is_some_and(|(_, l)| l.contains("FLUSHING"));
+        let limit = if flushing { pfs } else { compute };
+        (watch.since.elapsed() >= limit).then(|| {
+            format!(
+                "watchdog: no checkpoint or flush progress for {} s (SCR_WATCHDOG_TIMEOUT{})",
+                limit.as_secs(),
+                if flushing { "_PFS" } else { "" }
+            )
+        })
+    }
 }
 
 impl JobOps for Live<'_> {
@@ -110,19 +163,32 @@ impl JobOps for Live<'_> {
             .map_err(|e| format!("could not start {}: {e}", argv[0]))?;
         let pid = child.id() as i32;
         let mut stopping: Option<Instant> = None;
+        let mut why: Option<String> = None;
+        let mut watch = Watch {
+            last_poll: Instant::now(),
+            progress: None,
+            since: Instant::now(),
+        };
         loop {
             match child.try_wait() {
                 Ok(Some(status)) => return Ok(status.code()),
                 Ok(None) => {}
                 Err(e) => return Err(format!("waiting for {}: {e}", argv[0])),
             }
-            if self.stop.load(Ordering::SeqCst) {
+            if why.is_none() {
+                why = if self.stop.load(Ordering::SeqCst) {
+                    Some("asked to stop".into())
+                } else {
+                    self.must_stop_run(&mut watch)
+                };
+            }
+            if let Some(reason) = &why {
                 match stopping {
                     None => {
                         self.reporter.say(
                             "stopping",
-                            "stopping the run (SIGTERM to its processes)",
-                            serde_json::json!({}),
+                            &format!("stopping the run (SIGTERM to its processes): {reason}"),
+                            serde_json::json!({"reason": reason}),
                         );
                         // SAFETY: signals the process group this run created
                         unsafe { libc::kill(-pid, libc::SIGTERM) };
@@ -229,8 +295,10 @@ pub fn prerun(prefix: &Path) -> scr::Result<()> {
     if halt_path.exists() {
         HaltFile::update(&halt_path, scr::io::SHARED_FILE, |h| {
             if h.exit_reason() == Some(scr::halt::reasons::FINALIZE_CALLED) {
-                h.unset("ExitReason");
+                h.unset(scr::halt::EXIT_REASON);
             }
+            // an immediate stop was for the last job
+            h.unset(scr::halt::EXIT_NOW);
             Ok(())
         })?;
     }
@@ -298,6 +366,17 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         launch_node,
         delay: Duration::from_secs(params.count("SCR_RUN_DELAY").unwrap_or(60)),
     };
+    let watchdog = if params.bool("SCR_WATCHDOG") {
+        let compute = params.count("SCR_WATCHDOG_TIMEOUT").ok_or_else(|| {
+            fail(
+                "SCR_WATCHDOG=1 needs SCR_WATCHDOG_TIMEOUT (seconds a run may go without progress)",
+            )
+        })?;
+        let pfs = params.count("SCR_WATCHDOG_TIMEOUT_PFS").unwrap_or(compute);
+        Some((Duration::from_secs(compute), Duration::from_secs(pfs)))
+    } else {
+        None
+    };
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -324,6 +403,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         node_check,
         stop,
         reporter: &reporter,
+        watchdog,
     };
     let outcome = job::run_loop(&mut live, &cfg);
     reporter.say(
