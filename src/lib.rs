@@ -10,8 +10,10 @@
 //! - redundancy: [`redset`] (which ranks protect each other), [`xor`] (the XOR
 //!   scheme's chunk rule and files) and [`erasure`] (XOR and Reed–Solomon as one code,
 //!   and the serial rebuild);
+//! - the drain: [`scavenge`] (copy a node's cache to the prefix, check, rebuild, index);
 //! - [`params`] and [`config`]: SCR's parameters, defaults and configuration syntax;
-//! - [`layout`]: where control, cache and prefix files live;
+//! - [`layout`]: where control, cache and prefix files live; [`prefix`]: publishing a
+//!   dataset there (rank2file, summary, index, `scr.current`, flush location);
 //! - [`io`]: atomic replacement, locked read-modify-write and private directories.
 
 pub mod config;
@@ -28,9 +30,11 @@ pub mod layout;
 pub mod meta;
 pub mod nodes;
 pub mod params;
+pub mod prefix;
 pub mod rank2file;
 pub mod reddesc;
 pub mod redset;
+pub mod scavenge;
 pub mod summary;
 pub mod transfer;
 pub mod units;

@@ -40,6 +40,9 @@ enum Command {
     Env(commands::nodes::EnvArgs),
     Prerun(commands::nodes::PrerunArgs),
     TestRuntime(commands::nodes::TestRuntimeArgs),
+    Copy(commands::drain::CopyArgs),
+    Scavenge(commands::drain::ScavengeArgs),
+    Postrun(commands::drain::PostrunArgs),
 }
 
 /// SCR's command names and the subcommand (with leading arguments) each one means.
@@ -65,6 +68,9 @@ const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_env", "env"),
     ("scr_prerun", "prerun"),
     ("scr_test_runtime", "test-runtime"),
+    ("scr_copy", "copy"),
+    ("scr_scavenge", "scavenge"),
+    ("scr_postrun", "postrun"),
 ];
 
 /// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
@@ -119,6 +125,9 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
         Command::Env(args) => commands::nodes::env(args),
         Command::Prerun(args) => commands::nodes::prerun(args),
         Command::TestRuntime(args) => commands::nodes::test_runtime(args),
+        Command::Copy(args) => commands::drain::copy(args),
+        Command::Scavenge(args) => commands::drain::scavenge_cmd(args),
+        Command::Postrun(args) => commands::drain::postrun(args),
     };
     match result {
         Ok(code) => code,

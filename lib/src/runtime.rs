@@ -14,10 +14,11 @@ use scr::flush::{FlushFile, Location};
 use scr::halt::HaltFile;
 use scr::hash::Hash;
 use scr::index::IndexFile;
-use scr::io::{self, LockedHashFile, PRIVATE_FILE, SHARED_FILE};
+use scr::io::{self, LockedHashFile, SHARED_FILE};
 use scr::meta::{FileType, Meta};
 use scr::nodes::NodesFile;
 use scr::params::{Params, Sources};
+use scr::prefix::{update_flush_file, update_index};
 use scr::rank2file::{self, FileRecord, RankFiles};
 use scr::reddesc::{RedDesc, Scheme};
 use scr::redset::RedundancySets;
@@ -879,6 +880,15 @@ impl Scr {
             self.restart = None;
         }
         self.filemap.write(&self.filemap_path)?;
+        if self.rank == 0 {
+            // the drain must not look for it in cache any more
+            update_flush_file(&self.prefix, |f| {
+                f.unset_location(dset, Location::Cache);
+                if f.locations(dset).is_empty() {
+                    f.remove(dset);
+                }
+            })?;
+        }
         self.drop_held(dset)
     }
 
@@ -1118,25 +1128,7 @@ impl Scr {
                     rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
                 }
                 let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
-                let name = desc.name().unwrap_or_default().to_string();
-                io::create_dirs(&layout::dataset_meta_dir(&self.prefix, id), 0o755)?;
-                rank2file::write_tree(
-                    &self.prefix,
-                    &layout::dataset_meta_rel(id),
-                    self.ranks,
-                    &map,
-                )?;
-                Summary::create(&desc, true).write(&layout::summary_file(&self.prefix, id))?;
-                update_index(&self.prefix, |idx| {
-                    idx.add(&desc, &name, true);
-                    idx.set_flushed(id, &name, chrono::Local::now());
-                    idx.set_current(&name).map_err(failure)
-                })?;
-                update_current_link(&self.prefix, &name)?;
-                update_flush_file(&self.prefix, |f| {
-                    f.unset_location(id, Location::Flushing);
-                    f.set_location(id, Location::Pfs);
-                })?;
+                scr::prefix::publish(&self.prefix, id, &desc, self.ranks, &map, true)?;
             } else {
                 update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))?;
             }
@@ -1332,25 +1324,4 @@ fn remove_dataset_files(map: &mut Filemap, dset: u64) -> Result<()> {
     }
     map.remove_dataset(dset);
     Ok(())
-}
-
-fn update_flush_file(prefix: &Path, f: impl FnOnce(&mut FlushFile)) -> Result<()> {
-    FlushFile::update(&layout::flush_file(prefix), PRIVATE_FILE, |flush| {
-        f(flush);
-        Ok(())
-    })
-}
-
-fn update_index(prefix: &Path, f: impl FnOnce(&mut IndexFile) -> Result<()>) -> Result<()> {
-    IndexFile::update(&layout::index_file(prefix), 0o644, f)
-}
-
-/// Points `<prefix>/scr.current` at a dataset directory, replacing the link atomically.
-fn update_current_link(prefix: &Path, name: &str) -> Result<()> {
-    let link = layout::current_link(prefix);
-    let tmp = prefix.join(format!(".scr.current.tmp.{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    std::os::unix::fs::symlink(name, &tmp).map_err(|e| Error::io(&tmp, "create symlink", e))?;
-    std::fs::rename(&tmp, &link).map_err(|e| Error::io(&link, "replace symlink", e))?;
-    io::sync_dir(prefix)
 }

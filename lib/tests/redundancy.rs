@@ -8,29 +8,6 @@ use common::*;
 use scr::HashView;
 use std::path::{Path, PathBuf};
 
-const JOB_ID: &str = "4242";
-
-fn user() -> String {
-    std::env::var("USER").unwrap_or_else(|_| "unknown".into())
-}
-
-/// A node's cache and control directories, as the library names emulated nodes.
-fn node_dirs(job: &Job, node: &str) -> [PathBuf; 2] {
-    ["cache", "cntl"].map(|d| {
-        job.dir
-            .path()
-            .join(format!("{d}/{}/scr.{JOB_ID}/node.{node}", user()))
-    })
-}
-
-/// Loses a node: everything in its cache and control directory is gone.
-fn lose_node(job: &Job, node: &str) {
-    for d in node_dirs(job, node) {
-        assert!(d.is_dir(), "{} should exist before losing it", d.display());
-        std::fs::remove_dir_all(&d).unwrap();
-    }
-}
-
 fn hosts(nodes: usize, per_node: usize) -> String {
     (1..=nodes)
         .map(|n| {
@@ -42,13 +19,6 @@ fn hosts(nodes: usize, per_node: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
-}
-
-fn run_ok_on(job: &Job, hosts: &str, ranks: u32, args: &[&str], env: &[(&str, &str)]) -> String {
-    let out = job.run_on(Some(hosts), ranks, args, env);
-    let t = text(&out);
-    assert!(out.status.success(), "{hosts}: {t}");
-    t
 }
 
 /// Writes two checkpoints with ranks of differing file counts and sizes (some none, some

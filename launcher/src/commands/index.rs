@@ -1,6 +1,6 @@
 //! `scr index` (SCR's `scr_index`): list the datasets in a prefix directory's index, choose
-//! the one a restart starts from, or drop entries. (`--add`/`--build`, which scan, rebuild
-//! and index a scavenged dataset, arrive with the drain.)
+//! the one a restart starts from, drop entries, or check, rebuild and index a scavenged
+//! dataset (`--build ID`, `--add NAME`).
 
 use scr::index::IndexFile;
 use scr::{Error, HashView, layout};
@@ -34,6 +34,72 @@ pub struct Args {
     /// Print the list as JSON
     #[arg(long)]
     json: bool,
+    /// Check scavenged dataset ID (its per-rank filemaps in .scr/scr.dataset.ID/), rebuild
+    /// lost members from parity, write its summary and rank2file map, and index it
+    #[arg(short = 'b', long, value_name = "ID")]
+    build: Option<u64>,
+    /// The same for the scavenged dataset named NAME
+    #[arg(short = 'a', long, value_name = "NAME")]
+    add: Option<String>,
+}
+
+/// The id of the scavenged dataset named `name` (from its per-rank filemaps).
+fn scavenged_id(prefix: &std::path::Path, name: &str) -> scr::Result<u64> {
+    let hidden = layout::prefix_hidden_dir(prefix);
+    let dirs = std::fs::read_dir(&hidden).map_err(|e| Error::io(&hidden, "read directory", e))?;
+    for d in dirs.flatten() {
+        let Some(id) = d
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix("scr.dataset."))
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let Ok(files) = std::fs::read_dir(d.path()) else {
+            continue;
+        };
+        for f in files.flatten() {
+            if !f.file_name().to_string_lossy().starts_with("fmap.") {
+                continue;
+            }
+            let named = scr::filemap::Filemap::read(&f.path())
+                .ok()
+                .is_some_and(|m| {
+                    m.ranks()
+                        .iter()
+                        .any(|&r| m.dataset(id, r).is_some_and(|d| d.name() == Some(name)))
+                });
+            if named {
+                return Ok(id);
+            }
+            break;
+        }
+    }
+    Err(Error::invalid(
+        &hidden,
+        format!("no scavenged dataset named {name}; `scr scavenge` copies one there first"),
+    ))
+}
+
+fn build(prefix: &std::path::Path, id: u64) -> scr::Result<ExitCode> {
+    let report = scr::scavenge::index_dataset(prefix, id, 1 << 20)?;
+    if !report.rebuilt.is_empty() {
+        println!(
+            "Rebuilt ranks {:?} of `{}' from parity",
+            report.rebuilt, report.name
+        );
+    }
+    if report.complete {
+        println!("Added `{}' to index (complete, current)", report.name);
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!(
+            "Added `{}' to index as incomplete: ranks {:?} are missing",
+            report.name, report.missing
+        );
+        Ok(ExitCode::from(1))
+    }
 }
 
 pub fn run(args: Args) -> scr::Result<ExitCode> {
@@ -43,6 +109,12 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?
         }
     };
+    if let Some(id) = args.build {
+        return build(&prefix, id);
+    }
+    if let Some(name) = &args.add {
+        return build(&prefix, scavenged_id(&prefix, name)?);
+    }
     let path = layout::index_file(&prefix);
     if args.current.is_some() || args.drop.is_some() || args.drop_after.is_some() {
         // an index must exist to be changed (locking would create an empty one)

@@ -406,11 +406,24 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         watchdog,
     };
     let outcome = job::run_loop(&mut live, &cfg);
-    reporter.say(
-        "postrun",
-        "the post-run drain (scr postrun) is not implemented yet: datasets only in cache stay there",
-        serde_json::json!({}),
-    );
+    // the drain: whatever the last run left only in cache goes to the prefix
+    let known_down = outcome.down.clone();
+    let drained = super::drain::postrun_with(&params, &live.prefix, &known_down, &mut |line| {
+        reporter.say("postrun", line, serde_json::json!({}))
+    });
+    match drained {
+        Ok(true) => {}
+        Ok(false) => reporter.say(
+            "postrun",
+            "no dataset could be drained complete; the prefix keeps the last one flushed",
+            serde_json::json!({"drained": false}),
+        ),
+        Err(e) => reporter.say(
+            "postrun",
+            &format!("drain failed: {e}"),
+            serde_json::json!({"error": e.to_string()}),
+        ),
+    }
     let code = match (&outcome.ending, outcome.last_exit) {
         (_, Some(c)) => c,
         (Ending::StopRequested, None) => 143,

@@ -112,13 +112,15 @@ pub struct Outcome {
     pub ending: Ending,
     pub attempts: u32,
     pub last_exit: Option<i32>,
+    /// Every node found down (the drain must not wait for them).
+    pub down: HostSet,
 }
 
 pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
     let mut down = HostSet::new();
     let mut attempt = 0u32;
     let mut last_exit = None;
-    let finish = |ops: &mut dyn JobOps, ending: Ending, attempts, last_exit| {
+    let finish = |ops: &mut dyn JobOps, ending: Ending, attempts, last_exit, down: &HostSet| {
         ops.report(Event::Finished {
             ending: ending.clone(),
         });
@@ -126,11 +128,12 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
             ending,
             attempts,
             last_exit,
+            down: down.clone(),
         }
     };
     loop {
         if ops.stop_requested() {
-            return finish(ops, Ending::StopRequested, attempt, last_exit);
+            return finish(ops, Ending::StopRequested, attempt, last_exit, &down);
         }
         attempt += 1;
         let now_down = ops.down_nodes(&down, attempt == 1);
@@ -159,6 +162,7 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
                 Ending::TooFewNodes { left, needed },
                 attempt - 1,
                 last_exit,
+                &down,
             );
         }
         if let Some(node) = cfg.launch_node.as_ref().filter(|n| down.contains(n)) {
@@ -167,6 +171,7 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
                 Ending::LaunchNodeDown { node: node.clone() },
                 attempt - 1,
                 last_exit,
+                &down,
             );
         }
         ops.report(Event::Launch {
@@ -185,15 +190,21 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
             error,
         });
         if ops.stop_requested() {
-            return finish(ops, Ending::StopRequested, attempt, last_exit);
+            return finish(ops, Ending::StopRequested, attempt, last_exit, &down);
         }
         if let Some(runs) = cfg.runs
             && attempt >= runs
         {
-            return finish(ops, Ending::RunsExhausted { runs }, attempt, last_exit);
+            return finish(
+                ops,
+                Ending::RunsExhausted { runs },
+                attempt,
+                last_exit,
+                &down,
+            );
         }
         if let Some(reason) = ops.halt_condition() {
-            return finish(ops, Ending::Halted { reason }, attempt, last_exit);
+            return finish(ops, Ending::Halted { reason }, attempt, last_exit, &down);
         }
         if !cfg.delay.is_zero() {
             ops.report(Event::Sleeping {
@@ -202,7 +213,7 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
             ops.sleep(cfg.delay);
             // a halt may arrive while sleeping (SCR checks again too)
             if let Some(reason) = ops.halt_condition() {
-                return finish(ops, Ending::Halted { reason }, attempt, last_exit);
+                return finish(ops, Ending::Halted { reason }, attempt, last_exit, &down);
             }
         }
     }
@@ -301,7 +312,8 @@ mod tests {
                     reason: "SCR_FINALIZE_CALLED".into()
                 },
                 attempts: 3,
-                last_exit: Some(0)
+                last_exit: Some(0),
+                down: "node3".parse().unwrap(),
             }
         );
         assert_eq!(s.slept, 2);

@@ -231,3 +231,41 @@ pub fn delete_caches(job: &Job) {
         std::fs::create_dir(job.dir.path().join(d)).unwrap();
     }
 }
+
+/// The job id `Job::run` gives the library.
+pub const JOB_ID: &str = "4242";
+
+pub fn user() -> String {
+    std::env::var("USER").unwrap_or_else(|_| "unknown".into())
+}
+
+/// A node's cache and control directories, as the library names emulated nodes.
+pub fn node_dirs(job: &Job, node: &str) -> [PathBuf; 2] {
+    ["cache", "cntl"].map(|d| {
+        job.dir
+            .path()
+            .join(format!("{d}/{}/scr.{JOB_ID}/node.{node}", user()))
+    })
+}
+
+/// Loses a node: everything in its cache and control directory is gone.
+pub fn lose_node(job: &Job, node: &str) {
+    for d in node_dirs(job, node) {
+        assert!(d.is_dir(), "{} should exist before losing it", d.display());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
+
+/// Runs on emulated nodes and asserts success.
+pub fn run_ok_on(
+    job: &Job,
+    hosts: &str,
+    ranks: u32,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> String {
+    let out = job.run_on(Some(hosts), ranks, args, env);
+    let t = text(&out);
+    assert!(out.status.success(), "{hosts}: {t}");
+    t
+}

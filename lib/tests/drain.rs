@@ -1,0 +1,194 @@
+//! The post-run drain on emulated nodes: a checkpoint left only in cache (SCR_FLUSH=0, the
+//! job killed after it) is scavenged to the prefix by `scr postrun`, lost nodes are rebuilt
+//! from XOR or copied from their partners at index time, a dataset that cannot be completed
+//! is indexed as incomplete and the older one stays current, CRC and path checks refuse bad
+//! files — and a new job restarts from what was drained, verifying every byte.
+
+mod common;
+
+use common::*;
+use scr::HashView;
+use std::process::Command;
+
+const HOSTS: &str = "n1,n2,n3,n4";
+
+/// `scr postrun` for the job's prefix, with `down` nodes excluded.
+fn postrun(job: &Job, down: Option<&str>) -> (Option<i32>, String) {
+    let mut cmd = Command::new(scr_command());
+    cmd.args(["postrun", "-p"])
+        .arg(job.prefix())
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+        .env("SCR_JOB_ID", JOB_ID)
+        .env("SCR_NODELIST", "n[1-4]")
+        .env_remove("SCR_CONF_FILE")
+        .env_remove("SLURM_JOBID")
+        .env_remove("SCR_EXCLUDE_NODES");
+    if let Some(d) = down {
+        cmd.env("SCR_EXCLUDE_NODES", d);
+    }
+    let out = cmd.output().unwrap();
+    (out.status.code(), text(&out))
+}
+
+/// A job that writes `ckpts` checkpoints and dies without SCR_Finalize.
+fn killed_job(scheme: &str, ckpts: &str, extra: &[(&str, &str)]) -> Job {
+    let job = Job::new();
+    let mut env = vec![
+        ("SCR_COPY_TYPE", scheme),
+        ("TEST_API_VARY", "1"),
+        ("TEST_API_NO_FINALIZE", "1"),
+        ("SCR_FLUSH", "0"),
+    ];
+    env.extend_from_slice(extra);
+    run_ok_on(&job, HOSTS, 8, &["4000", ckpts], &env);
+    job
+}
+
+/// A new job (fresh caches) restarts from the prefix and verifies the data.
+fn restarts_from_prefix(job: &Job, name: &str, timestep: u32) {
+    for d in ["cache", "cntl"] {
+        std::fs::remove_dir_all(job.dir.path().join(d)).unwrap();
+        std::fs::create_dir(job.dir.path().join(d)).unwrap();
+    }
+    let out = run_ok_on(job, HOSTS, 8, &["4000", "0"], &[("TEST_API_VARY", "1")]);
+    assert!(
+        out.contains(&format!(
+            "restarted from {name} (timestep {timestep}), data verified"
+        )),
+        "{out}"
+    );
+    assert_eq!(job.index_entry(name).fetched.len(), 1, "from the prefix");
+}
+
+#[test]
+fn postrun_drains_a_checkpoint_left_only_in_cache() {
+    let job = killed_job("XOR", "2", &[]);
+    assert!(!job.prefix().join("ckpt.2").exists());
+    let (code, out) = postrun(&job, None);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("dataset 2 (ckpt.2) drained and current"),
+        "{out}"
+    );
+    let e = job.index_entry("ckpt.2");
+    assert!(e.complete && e.is_current, "{e:?}");
+    let summary =
+        scr::summary::Summary::read(&scr::layout::summary_file(&job.prefix(), 2)).unwrap();
+    assert!(summary.is_complete());
+    assert_eq!(
+        std::fs::read_link(job.prefix().join("scr.current")).unwrap(),
+        std::path::Path::new("ckpt.2")
+    );
+    // running postrun again finds nothing to do
+    let (code, out) = postrun(&job, None);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("nothing to drain"), "{out}");
+    restarts_from_prefix(&job, "ckpt.2", 2);
+}
+
+#[test]
+fn a_lost_node_is_rebuilt_from_xor_at_index_time() {
+    for scheme in ["XOR", "RS"] {
+        let job = killed_job(scheme, "1", &[]);
+        lose_node(&job, "n3");
+        let (code, out) = postrun(&job, Some("n3"));
+        assert_eq!(code, Some(0), "{scheme}: {out}");
+        assert!(out.contains("(n3 down)"), "{out}");
+        // n3 ran ranks 2 and 6 (round robin over 4 hosts)
+        assert!(
+            out.contains("ranks [2, 6] rebuilt from parity"),
+            "{scheme}: {out}"
+        );
+        restarts_from_prefix(&job, "ckpt.1", 1);
+    }
+}
+
+#[test]
+fn a_dead_nodes_files_are_copied_from_its_partner() {
+    let job = killed_job("PARTNER", "1", &[]);
+    lose_node(&job, "n2");
+    let (code, out) = postrun(&job, Some("n2"));
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("rebuilt"), "copies, not parity: {out}");
+    restarts_from_prefix(&job, "ckpt.1", 1);
+}
+
+#[test]
+fn two_lost_members_of_one_xor_set_leave_the_older_checkpoint_current() {
+    // ckpt.2 is flushed by SCR_FLUSH=2; ckpt.3 exists only in cache
+    let job = Job::new();
+    run_ok_on(
+        &job,
+        HOSTS,
+        8,
+        &["4000", "3"],
+        &[
+            ("SCR_COPY_TYPE", "XOR"),
+            ("TEST_API_VARY", "1"),
+            ("TEST_API_NO_FINALIZE", "1"),
+            ("SCR_FLUSH", "2"),
+        ],
+    );
+    lose_node(&job, "n1");
+    lose_node(&job, "n2");
+    let (code, out) = postrun(&job, Some("n[1-2]"));
+    assert_eq!(code, Some(1), "nothing could be completed: {out}");
+    assert!(
+        out.contains("dataset 3 (ckpt.3) cannot be completed"),
+        "{out}"
+    );
+    let e3 = job.index_entry("ckpt.3");
+    assert!(
+        !e3.complete && !e3.is_current,
+        "indexed as incomplete: {e3:?}"
+    );
+    let summary =
+        scr::summary::Summary::read(&scr::layout::summary_file(&job.prefix(), 3)).unwrap();
+    assert!(!summary.is_complete());
+    assert!(job.index_entry("ckpt.2").is_current);
+    restarts_from_prefix(&job, "ckpt.2", 2);
+}
+
+#[test]
+fn a_corrupted_cached_file_is_caught_by_its_crc_and_rebuilt() {
+    let job = killed_job("XOR", "1", &[("SCR_CRC_ON_COPY", "1")]);
+    // same size, different bytes: only the CRC can tell
+    let victim = job
+        .cached("rank_1.0.ckpt")
+        .into_iter()
+        .next()
+        .expect("rank 1's file in cache");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[100] ^= 0x55;
+    std::fs::write(&victim, bytes).unwrap();
+    let (code, out) = postrun(&job, None);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("CRC"), "the mismatch is reported: {out}");
+    assert!(out.contains("ranks [1] rebuilt from parity"), "{out}");
+    restarts_from_prefix(&job, "ckpt.1", 1);
+}
+
+#[test]
+fn a_filemap_path_escaping_the_prefix_is_refused() {
+    let job = killed_job("SINGLE", "1", &[]);
+    // a tampered filemap on n2: rank 1's file claims to belong two levels above the prefix
+    let fm_path = node_dirs(&job, "n2")[1].join("filemap_0.scrinfo");
+    let mut map = scr::filemap::Filemap::read(&fm_path).unwrap();
+    let file = map.files(1, 1)[0].to_string();
+    let meta = map.meta(1, 1, &file).unwrap();
+    let evil = scr::meta::Meta::from_hash({
+        let mut h = meta.hash().clone();
+        h.set_value("ORIG", "../../escaped.ckpt");
+        h
+    })
+    .unwrap();
+    map.set_meta(1, 1, &file, &evil);
+    map.write(&fm_path).unwrap();
+    let (code, out) = postrun(&job, None);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("..") && out.contains("copy failed"), "{out}");
+    assert!(!job.dir.path().join("escaped.ckpt").exists());
+    assert!(!job.prefix().join("../escaped.ckpt").exists());
+    assert!(!job.index_entry("ckpt.1").complete);
+}

@@ -1,0 +1,411 @@
+//! The post-run drain without MPI (the scavenge seed; manual §9.1–9.2, §11.10):
+//! [`copy_node`] copies what one node's cache holds of a dataset to the prefix (SCR's
+//! `scr_copy`), and [`index_dataset`] checks what arrived from all nodes, rebuilds lost
+//! members from XOR or Reed–Solomon parity, and publishes the dataset (SCR's
+//! `scr_index --add`).
+//!
+//! A scavenged dataset on the prefix: user files at `<prefix>/<ORIG>`, redundancy files
+//! and one filemap per rank (`fmap.<rank>.scr`, file names relative to the prefix) in
+//! `<prefix>/.scr/scr.dataset.<id>/`.
+
+use crate::dataset::Dataset;
+use crate::erasure::{self, StripeCode};
+use crate::filemap::{Filemap, MasterFilemap};
+use crate::meta::{FileType, Meta};
+use crate::rank2file::{self, FileRecord, RankFiles};
+use crate::view::HashView;
+use crate::xor::XorHeader;
+use crate::{Error, Result, io, layout};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The filemap tag on a partner's copy (the owner's node).
+pub const PARTNER_TAG: &str = "PARTNER";
+
+/// The per-rank filemap a scavenge leaves for the indexer.
+pub fn fmap_path(prefix: &Path, id: u64, rank: u64) -> PathBuf {
+    layout::dataset_meta_dir(prefix, id).join(format!("fmap.{rank}.scr"))
+}
+
+/// What one node's copy did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CopyReport {
+    /// Owner nodes whose partner copies this node holds.
+    pub partners: Vec<String>,
+    pub ranks: Vec<u64>,
+    pub files: u64,
+    pub bytes: u64,
+    /// Problems, each naming the file; the copy goes on with the other ranks.
+    pub errors: Vec<String>,
+}
+
+/// Options of [`copy_node`].
+#[derive(Clone, Debug)]
+pub struct CopyOptions {
+    pub buf_size: usize,
+    /// Also copy partners' copies of these failed owner nodes (second scavenge round).
+    pub failed_owners: Vec<String>,
+}
+
+/// Copies file `src` to `dst` (fsynced), returning its size and CRC32.
+fn copy_with_crc(src: &Path, dst: &Path, buf_size: usize) -> Result<(u64, u32)> {
+    let mut input = std::fs::File::open(src).map_err(|e| Error::io(src, "open", e))?;
+    if let Some(dir) = dst.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+    }
+    let mut output = std::fs::File::create(dst).map_err(|e| Error::io(dst, "create", e))?;
+    let mut buf = vec![0u8; buf_size.max(4096)];
+    let mut crc = crc32fast::Hasher::new();
+    let mut total = 0u64;
+    loop {
+        let n = input
+            .read(&mut buf)
+            .map_err(|e| Error::io(src, "read", e))?;
+        if n == 0 {
+            break;
+        }
+        crc.update(&buf[..n]);
+        output
+            .write_all(&buf[..n])
+            .map_err(|e| Error::io(dst, "write", e))?;
+        total += n as u64;
+    }
+    output.sync_all().map_err(|e| Error::io(dst, "fsync", e))?;
+    Ok((total, crc.finalize()))
+}
+
+/// Where a cached file goes on the prefix, relative to it: user files by their ORIG name
+/// (refused if it would escape the prefix), redundancy files into the dataset's `.scr`.
+fn destination(meta: &Meta, id: u64) -> std::result::Result<String, String> {
+    match meta.filetype() {
+        Some(FileType::User) | None => {
+            let orig = meta
+                .orig()
+                .ok_or("a user file's meta data has no ORIG name")?;
+            rank2file::check_relative(orig)?;
+            Ok(orig.to_string())
+        }
+        Some(_) => {
+            let name = meta
+                .filename()
+                .ok_or("a redundancy file has no FILE name")?;
+            if name.is_empty() || name.contains('/') || name == ".." {
+                return Err(format!("redundancy file name {name:?} is not a plain name"));
+            }
+            Ok(format!("{}/{name}", layout::dataset_meta_rel(id)))
+        }
+    }
+}
+
+/// Copies everything the node whose control directory is `cntl_dir` holds of dataset
+/// `id` to `prefix`: each rank's own files, and partners' copies of `failed_owners`.
+/// Each copied file is checked against the size and CRC its meta records, and each rank's
+/// filemap is written to the prefix once its files are there.
+pub fn copy_node(
+    cntl_dir: &Path,
+    id: u64,
+    prefix: &Path,
+    opts: &CopyOptions,
+) -> Result<CopyReport> {
+    let master = MasterFilemap::read(&layout::master_filemap(cntl_dir))?;
+    let mut report = CopyReport::default();
+    io::create_dirs(&layout::dataset_meta_dir(prefix, id), 0o755)?;
+    for path in master.filemaps() {
+        let map = match Filemap::read(Path::new(path)) {
+            Ok(m) => m,
+            Err(e) => {
+                report.errors.push(e.to_string());
+                continue;
+            }
+        };
+        for rank in map.ranks_by_dataset(id) {
+            let owner = map.tag(id, rank, PARTNER_TAG).map(str::to_string);
+            if let Some(o) = &owner {
+                if !report.partners.contains(o) {
+                    report.partners.push(o.clone());
+                }
+                if !opts.failed_owners.contains(o) {
+                    continue; // its owner copies its own files
+                }
+            }
+            let mut fmap = Filemap::new();
+            let mut entry = map.entry_hash(id, rank).cloned().unwrap_or_default();
+            entry.unset("FILE");
+            entry.unset(PARTNER_TAG);
+            fmap.set_entry(id, rank, entry);
+            let mut ok = true;
+            for f in map.files(id, rank) {
+                let meta = map.meta(id, rank, f).unwrap_or_default();
+                let rel = match destination(&meta, id) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        report.errors.push(format!("{f}: {e}"));
+                        ok = false;
+                        continue;
+                    }
+                };
+                let mut copied = meta.clone();
+                match copy_with_crc(Path::new(f), &prefix.join(&rel), opts.buf_size) {
+                    Ok((size, crc)) => {
+                        if let Err(e) = meta.verify(size, meta.crc32().map(|_| crc)) {
+                            report.errors.push(format!("{f}: {e}"));
+                            copied.set_complete(false);
+                            ok = false;
+                        } else {
+                            copied.set_crc32(crc);
+                            report.files += 1;
+                            report.bytes += size;
+                        }
+                    }
+                    Err(e) => {
+                        report.errors.push(e.to_string());
+                        copied.set_complete(false);
+                        ok = false;
+                    }
+                }
+                fmap.add_file(id, rank, &rel);
+                fmap.set_meta(id, rank, &rel, &copied);
+            }
+            fmap.write(&fmap_path(prefix, id, rank))?;
+            if ok {
+                report.ranks.push(rank);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// What indexing a scavenged dataset found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexReport {
+    pub name: String,
+    pub complete: bool,
+    /// Ranks whose files were rebuilt from parity.
+    pub rebuilt: Vec<u64>,
+    /// Ranks still missing (when incomplete).
+    pub missing: Vec<u64>,
+}
+
+/// A rank's scavenged files are all there: every expected file complete, of its size.
+fn rank_complete(map: &Filemap, id: u64, rank: u64, prefix: &Path) -> bool {
+    map.has_all_files(id, rank)
+        && map.files(id, rank).iter().all(|f| {
+            let meta = map.meta(id, rank, f).unwrap_or_default();
+            std::fs::metadata(prefix.join(f)).is_ok_and(|m| Some(m.len()) == meta.size())
+        })
+}
+
+/// Checks, rebuilds and publishes dataset `id` scavenged to `prefix`.
+pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexReport> {
+    let dir = layout::dataset_meta_dir(prefix, id);
+    let mut maps: BTreeMap<u64, Filemap> = BTreeMap::new();
+    let mut parity: Vec<PathBuf> = Vec::new();
+    let entries = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, "read directory", e))?;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(rank) = name
+            .strip_prefix("fmap.")
+            .and_then(|r| r.strip_suffix(".scr"))
+            .and_then(|r| r.parse::<u64>().ok())
+        {
+            maps.insert(rank, Filemap::read(&e.path())?);
+        } else if name.starts_with("xor.") || name.starts_with("rs.") {
+            parity.push(e.path());
+        }
+    }
+    let desc: Dataset = maps
+        .iter()
+        .find_map(|(r, m)| m.dataset(id, *r))
+        .ok_or_else(|| {
+            Error::invalid(
+                &dir,
+                "no rank's filemap describes the dataset; nothing was scavenged",
+            )
+        })?;
+    let name = desc
+        .name()
+        .map(str::to_string)
+        .unwrap_or_else(|| layout::dataset_dir_name(id));
+    let ranks = maps
+        .iter()
+        .flat_map(|(r, m)| {
+            m.files(id, *r)
+                .into_iter()
+                .filter_map(move |f| m.meta(id, *r, f)?.ranks())
+        })
+        .max()
+        .or_else(|| maps.keys().max().map(|r| r + 1))
+        .unwrap_or(0);
+    let mut missing: Vec<u64> = (0..ranks)
+        .filter(|r| {
+            !maps
+                .get(r)
+                .is_some_and(|m| rank_complete(m, id, *r, prefix))
+        })
+        .collect();
+
+    // rebuild the lost members of each parity set that lost no more than it survives
+    let mut rebuilt = Vec::new();
+    let mut sets: Vec<(Vec<u64>, XorHeader, Vec<Option<PathBuf>>)> = Vec::new();
+    for p in &parity {
+        let Ok((h, _)) = XorHeader::read(p) else {
+            continue;
+        };
+        let Some(pos) = h.group.iter().position(|&r| r == h.current.rank) else {
+            continue;
+        };
+        let i = match sets.iter().position(|(g, _, _)| *g == h.group) {
+            Some(i) => i,
+            None => {
+                let n = h.group.len();
+                sets.push((h.group.clone(), h.clone(), vec![None; n]));
+                sets.len() - 1
+            }
+        };
+        sets[i].2[pos] = Some(p.clone());
+    }
+    for (group, header, files) in &sets {
+        let lost: Vec<usize> = group
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| missing.contains(r))
+            .map(|(i, _)| i)
+            .collect();
+        if lost.is_empty() {
+            continue;
+        }
+        let n = group.len();
+        let code = match header.failures {
+            Some(k) => StripeCode::reed_solomon(n, k as usize),
+            None => StripeCode::xor(n),
+        };
+        if lost.len() > code.k {
+            continue; // stays missing
+        }
+        // the lost members' parity files are named like the survivors'
+        let Some(template) = files.iter().flatten().next() else {
+            continue;
+        };
+        let template_name = template
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let (kind, gid) = parity_name_parts(&template_name).ok_or_else(|| {
+            Error::invalid(
+                template,
+                "parity file name is not <xor|rs>.<set>_<i>_of_<n>.scr",
+            )
+        })?;
+        let missing_paths: Vec<PathBuf> = lost
+            .iter()
+            .map(|&p| dir.join(format!("{kind}.{gid}_{}_of_{n}.scr", p + 1)))
+            .collect();
+        let given: Vec<Option<PathBuf>> = (0..n)
+            .map(|p| {
+                if lost.contains(&p) {
+                    None
+                } else {
+                    files[p].clone()
+                }
+            })
+            .collect();
+        if given.iter().flatten().count() < n - lost.len() {
+            continue; // a survivor's parity file did not arrive either
+        }
+        erasure::rebuild_serial(code, &lost, &missing_paths, &given, prefix, buf_size)?;
+        // the rebuilt ranks' filemaps, from the file lists in the parity headers
+        let headers: Vec<Option<XorHeader>> = (0..n)
+            .map(|p| {
+                let path = if lost.contains(&p) {
+                    Some(&missing_paths[lost.iter().position(|&l| l == p).expect("lost")])
+                } else {
+                    files[p].as_ref()
+                };
+                path.and_then(|f| XorHeader::read(f).ok().map(|(h, _)| h))
+            })
+            .collect();
+        for (&p, parity_path) in lost.iter().zip(&missing_paths) {
+            let rank = group[p];
+            let list = erasure::member_files(&headers, p, code.k).ok_or_else(|| {
+                Error::invalid(&dir, format!("no header records rank {rank}'s files"))
+            })?;
+            let mut fmap = Filemap::new();
+            fmap.set_dataset(id, rank, &desc);
+            for meta in &list.files {
+                let rel = destination(meta, id).map_err(|e| Error::invalid(&dir, e))?;
+                fmap.add_file(id, rank, &rel);
+                fmap.set_meta(id, rank, &rel, meta);
+            }
+            let pname = parity_path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let mut pmeta = Meta::new();
+            pmeta.set_filename(&pname);
+            pmeta.set_filetype(if code.kind == erasure::CodeKind::Xor {
+                FileType::Xor
+            } else {
+                FileType::ReedSolomon
+            });
+            pmeta.set_size(std::fs::metadata(parity_path).map_or(0, |m| m.len()));
+            pmeta.set_ranks(ranks);
+            pmeta.set_complete(true);
+            let prel = format!("{}/{pname}", layout::dataset_meta_rel(id));
+            fmap.add_file(id, rank, &prel);
+            fmap.set_meta(id, rank, &prel, &pmeta);
+            fmap.set_expected_files(id, rank, list.files.len() as u64 + 1);
+            fmap.write(&fmap_path(prefix, id, rank))?;
+            maps.insert(rank, fmap);
+            rebuilt.push(rank);
+        }
+        missing.retain(|r| !rebuilt.contains(r));
+    }
+
+    rebuilt.sort_unstable();
+    let complete = missing.is_empty() && ranks > 0;
+    let mut files = RankFiles::new();
+    for (rank, map) in &maps {
+        let records = map
+            .files(id, *rank)
+            .into_iter()
+            .filter_map(|f| {
+                let meta = map.meta(id, *rank, f)?;
+                matches!(meta.filetype(), Some(FileType::User) | None).then(|| FileRecord {
+                    name: f.to_string(),
+                    size: meta.size().unwrap_or(0),
+                    crc: meta.crc32(),
+                    segments: vec![],
+                })
+            })
+            .collect();
+        files.insert(*rank, records);
+    }
+    let mut desc = desc;
+    if !complete {
+        let (f, b) = files
+            .values()
+            .flatten()
+            .fold((0, 0), |(f, b), r| (f + 1, b + r.size));
+        desc.set_totals(f, b, false);
+    }
+    crate::prefix::publish(prefix, id, &desc, ranks, &files, complete)?;
+    Ok(IndexReport {
+        name,
+        complete,
+        rebuilt,
+        missing,
+    })
+}
+
+/// `xor.3_2_of_4.scr` → ("xor", 3).
+fn parity_name_parts(name: &str) -> Option<(&str, u64)> {
+    let (kind, rest) = name.split_once('.')?;
+    if kind != "xor" && kind != "rs" {
+        return None;
+    }
+    let gid = rest.split_once('_')?.0.parse().ok()?;
+    Some((kind, gid))
+}
