@@ -15,6 +15,35 @@ pub const PRIVATE_FILE: u32 = 0o600;
 /// Mode of the halt file: anyone may halt a job (SCR writes it 0666 so administrators can).
 pub const SHARED_FILE: u32 = 0o666;
 
+/// Copies file `src` to `dst` (fsynced), returning its size and CRC32. The source is
+/// mapped, not read: each piece is checksummed and written straight from the page cache,
+/// one copy where a read/write loop makes two.
+pub fn copy_file_with_crc(src: &Path, dst: &Path, buf_size: usize) -> Result<(u64, u32)> {
+    let input = std::fs::File::open(src).map_err(|e| Error::io(src, "open", e))?;
+    if let Some(dir) = dst.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+    }
+    let mut output = std::fs::File::create(dst).map_err(|e| Error::io(dst, "create", e))?;
+    let len = input
+        .metadata()
+        .map_err(|e| Error::io(src, "stat", e))?
+        .len();
+    let mut crc = crc32fast::Hasher::new();
+    if len > 0 {
+        // SAFETY: the cache file is not modified while the drain runs (the job has ended);
+        // should it shrink anyway, the size check against the meta data catches it
+        let map = unsafe { memmap2::Mmap::map(&input) }.map_err(|e| Error::io(src, "map", e))?;
+        for piece in map.chunks(buf_size.max(1 << 16)) {
+            crc.update(piece);
+            output
+                .write_all(piece)
+                .map_err(|e| Error::io(dst, "write", e))?;
+        }
+    }
+    output.sync_all().map_err(|e| Error::io(dst, "fsync", e))?;
+    Ok((len, crc.finalize()))
+}
+
 /// CRC32 of a whole file.
 pub fn file_crc32(path: &Path) -> Result<u32> {
     use std::io::Read;

@@ -17,7 +17,6 @@ use crate::view::HashView;
 use crate::xor::XorHeader;
 use crate::{Error, Result, io, layout};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The filemap tag on a partner's copy (the owner's node).
@@ -46,33 +45,6 @@ pub struct CopyOptions {
     pub buf_size: usize,
     /// Also copy partners' copies of these failed owner nodes (second scavenge round).
     pub failed_owners: Vec<String>,
-}
-
-/// Copies file `src` to `dst` (fsynced), returning its size and CRC32.
-fn copy_with_crc(src: &Path, dst: &Path, buf_size: usize) -> Result<(u64, u32)> {
-    let mut input = std::fs::File::open(src).map_err(|e| Error::io(src, "open", e))?;
-    if let Some(dir) = dst.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-    }
-    let mut output = std::fs::File::create(dst).map_err(|e| Error::io(dst, "create", e))?;
-    let mut buf = vec![0u8; buf_size.max(4096)];
-    let mut crc = crc32fast::Hasher::new();
-    let mut total = 0u64;
-    loop {
-        let n = input
-            .read(&mut buf)
-            .map_err(|e| Error::io(src, "read", e))?;
-        if n == 0 {
-            break;
-        }
-        crc.update(&buf[..n]);
-        output
-            .write_all(&buf[..n])
-            .map_err(|e| Error::io(dst, "write", e))?;
-        total += n as u64;
-    }
-    output.sync_all().map_err(|e| Error::io(dst, "fsync", e))?;
-    Ok((total, crc.finalize()))
 }
 
 /// Where a cached file goes on the prefix, relative to it: user files by their ORIG name
@@ -146,7 +118,7 @@ pub fn copy_node(
                     }
                 };
                 let mut copied = meta.clone();
-                match copy_with_crc(Path::new(f), &prefix.join(&rel), opts.buf_size) {
+                match io::copy_file_with_crc(Path::new(f), &prefix.join(&rel), opts.buf_size) {
                     Ok((size, crc)) => {
                         if let Err(e) = meta.verify(size, meta.crc32().map(|_| crc)) {
                             report.errors.push(format!("{f}: {e}"));

@@ -675,3 +675,14 @@ fn a_failed_checkpoint_never_costs_the_last_good_one() {
     );
     assert_eq!(job.cached("rank_0.ckpt").len(), 1);
 }
+
+#[test]
+fn a_prefix_reached_through_a_symbolic_link_works() {
+    // SCR_PREFIX names a link; the working directory comes back resolved
+    let job = Job::new();
+    let link = job.dir.path().join("prefix-link");
+    std::os::unix::fs::symlink(job.prefix(), &link).unwrap();
+    let out = job.run_ok(2, &["3000", "1"], &[("SCR_PREFIX", link.to_str().unwrap())]);
+    assert!(out.contains("test_api: done"), "{out}");
+    check_file(&job.prefix().join("ckpt.1/rank_1.ckpt"), 1, 1, 3000);
+}
