@@ -3,19 +3,22 @@
 //! rank's copy to its right neighbour while receiving its left neighbour's; the restart
 //! moves copies from the node that holds them to the rank that now owns them.
 //!
-//! A sender and its receiver walk the same sequence of pieces in lockstep (both know both
-//! lengths after the first message), each piece sent nonblocking while the next is
-//! received, so a ring of exchanges never deadlocks and reading, sending and writing overlap.
+//! A sender and its receiver first trade the lengths and the header, then walk the same
+//! sequence of data pieces in lockstep, each piece sent nonblocking while the next is
+//! received, so a ring of exchanges never deadlocks. The sender's files are mapped: a piece
+//! inside one file is sent straight from its page cache, a copy fewer than read-then-send.
 
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use scr::Hash;
 use scr::xor::LogicalFile;
 use scr::{Error, Result};
+use std::fs::File;
 use std::path::PathBuf;
 
 const TAG_SIZES: i32 = 7101;
-const TAG_DATA: i32 = 7102;
+const TAG_HEADER: i32 = 7102;
+const TAG_DATA: i32 = 7103;
 
 /// What one process sends: the description and the files it describes, with their sizes.
 pub struct Outgoing {
@@ -34,27 +37,72 @@ pub struct Incoming<'a> {
     pub place: Placement<'a>,
 }
 
-/// A byte stream of a packed header followed by a logical file.
-struct Stream {
-    header: Vec<u8>,
-    data: Option<LogicalFile>,
-    total: u64,
+/// The sender's files seen as one logical byte range through read-only mappings (empty
+/// files unmapped).
+struct Mapped<M> {
+    /// (logical start, length, mapping, file, path)
+    parts: Vec<(u64, u64, Option<M>, File, PathBuf)>,
 }
 
-impl Stream {
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let h = self.header.len() as u64;
-        let mut done = 0usize;
-        if offset < h {
-            let n = ((h - offset) as usize).min(buf.len());
-            buf[..n].copy_from_slice(&self.header[offset as usize..offset as usize + n]);
-            done = n;
+impl<M: std::ops::Deref<Target = [u8]>> Mapped<M> {
+    /// The part holding `[offset, offset + len)` whole, and where in it.
+    fn part_of(&self, offset: u64, len: usize) -> Option<(usize, usize)> {
+        let i = self
+            .parts
+            .iter()
+            .position(|(start, size, _, _, _)| offset >= *start && offset < start + size)?;
+        let (start, size, map, _, _) = &self.parts[i];
+        (map.is_some() && offset + len as u64 <= start + size)
+            .then(|| (i, (offset - start) as usize))
+    }
+
+    fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let (i, at) = self.part_of(offset, len)?;
+        Some(&self.parts[i].2.as_ref()?[at..at + len])
+    }
+
+    /// Copies `[offset, offset + buf.len())` across parts.
+    fn read_at(&self, mut offset: u64, buf: &mut [u8]) {
+        let mut done = 0;
+        for (start, size, map, _, _) in &self.parts {
+            if done == buf.len() {
+                break;
+            }
+            let Some(map) = map else { continue };
+            if offset >= start + size || offset < *start {
+                continue;
+            }
+            let at = (offset - start) as usize;
+            let n = (*size as usize - at).min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&map[at..at + n]);
+            done += n;
+            offset += n as u64;
         }
-        if done < buf.len() {
-            let data = self.data.as_ref().expect("the sender opened its files");
-            data.read_at(offset + done as u64 - h, &mut buf[done..])?;
+    }
+}
+
+impl Mapped<memmap2::Mmap> {
+    fn open(files: &[(PathBuf, u64)]) -> Result<Self> {
+        let mut parts = Vec::with_capacity(files.len());
+        let mut start = 0;
+        for (path, size) in files {
+            let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+            let actual = f.metadata().map_err(|e| Error::io(path, "stat", e))?.len();
+            if actual != *size {
+                return Err(Error::invalid(
+                    path,
+                    format!("{actual} bytes, the filemap records {size}"),
+                ));
+            }
+            // SAFETY: cached files are not changed while the job runs SCR calls
+            let map = (*size > 0)
+                .then(|| unsafe { memmap2::Mmap::map(&f) })
+                .transpose()
+                .map_err(|e| Error::io(path, "map", e))?;
+            parts.push((start, *size, map, f, path.clone()));
+            start += size;
         }
-        Ok(())
+        Ok(Mapped { parts })
     }
 }
 
@@ -67,131 +115,117 @@ pub fn exchange(
     buf_size: usize,
 ) -> Result<()> {
     let buf_size = buf_size.max(4096) as u64;
-    // the sender's header and total length
     let mut failure: Option<Error> = None;
-    let out = match send {
-        Some(o) => {
-            let header = o.header.pack();
-            let data_len: u64 = o.files.iter().map(|(_, s)| s).sum();
-            let data = match LogicalFile::open(&o.files) {
-                Ok(d) => Some(d),
-                Err(e) => {
-                    failure = Some(e);
-                    None
-                }
-            };
-            // a sender that cannot read its files sends an empty header instead, which the
-            // receiver's placement refuses
-            let header = if data.is_some() {
-                header
-            } else {
-                Hash::new().pack()
-            };
-            let total = header.len() as u64 + if data.is_some() { data_len } else { 0 };
-            Some((
-                o.to,
-                Stream {
-                    header,
-                    data,
-                    total,
-                },
-            ))
-        }
-        None => None,
+    // a sender that cannot read its files sends an empty header, which placement refuses
+    let (to, header, source) = match send {
+        Some(o) => match Mapped::open(&o.files) {
+            Ok(m) => (Some(o.to), o.header.pack(), Some(m)),
+            Err(e) => {
+                failure = Some(e);
+                (Some(o.to), Hash::new().pack(), None)
+            }
+        },
+        None => (None, Vec::new(), None),
     };
-    let mut sizes_in = [0u64; 2];
-    let sizes_out = out
+    let send_data: u64 = source
         .as_ref()
-        .map(|(_, s)| [s.header.len() as u64, s.total])
-        .unwrap_or([0, 0]);
+        .map_or(0, |m| m.parts.iter().map(|p| p.1).sum());
+    let from = recv.as_ref().map(|r| r.from);
+
+    // lengths, then the header
+    let sizes_out = [header.len() as u64, send_data];
+    let mut sizes_in = [0u64; 2];
     mpi::request::scope(|scope| {
-        let req = out.as_ref().map(|(to, _)| {
-            comm.process_at_rank(*to)
+        let sent = to.map(|t| {
+            comm.process_at_rank(t)
                 .immediate_send_with_tag(scope, &sizes_out, TAG_SIZES)
         });
-        if let Some(r) = &recv {
-            comm.process_at_rank(r.from)
+        if let Some(f) = from {
+            comm.process_at_rank(f)
                 .receive_into_with_tag(&mut sizes_in, TAG_SIZES);
         }
-        if let Some(req) = req {
-            req.wait();
+        if let Some(r) = sent {
+            r.wait();
         }
     });
-    let send_total = out.as_ref().map_or(0, |(_, s)| s.total);
-    let recv_total = if recv.is_some() { sizes_in[1] } else { 0 };
-    let header_len = sizes_in[0];
-    let steps = send_total.max(recv_total).div_ceil(buf_size);
-
-    let mut recv_header = Vec::with_capacity(header_len as usize);
+    let mut header_in = vec![0u8; sizes_in[0] as usize];
+    mpi::request::scope(|scope| {
+        let sent = to.map(|t| {
+            comm.process_at_rank(t)
+                .immediate_send_with_tag(scope, &header[..], TAG_HEADER)
+        });
+        if let Some(f) = from {
+            comm.process_at_rank(f)
+                .receive_into_with_tag(&mut header_in[..], TAG_HEADER);
+        }
+        if let Some(r) = sent {
+            r.wait();
+        }
+    });
+    let recv_data = if from.is_some() { sizes_in[1] } else { 0 };
     let mut sink: Option<LogicalFile> = None;
-    let mut sink_failed = false;
-    let mut out_buf = vec![0u8; buf_size as usize];
-    let mut in_buf = vec![0u8; buf_size as usize];
-    let mut recv = recv;
-    for step in 0..steps {
-        let offset = step * buf_size;
-        let send_len = send_total.saturating_sub(offset).min(buf_size) as usize;
-        let recv_len = recv_total.saturating_sub(offset).min(buf_size) as usize;
-        if send_len > 0 {
-            let (_, stream) = out.as_ref().expect("sending");
-            if let Err(e) = stream.read(offset, &mut out_buf[..send_len]) {
+    if let Some(r) = recv {
+        let placed = Hash::unpack(&header_in)
+            .map_err(|e| Error::invalid("received copy", e.to_string()))
+            .and_then(|h| (r.place)(&h))
+            .and_then(|files| {
+                let total: u64 = files.iter().map(|(_, s)| s).sum();
+                if total != recv_data {
+                    return Err(Error::invalid(
+                        "received copy",
+                        format!("{recv_data} bytes announced, the file list sums to {total}"),
+                    ));
+                }
+                LogicalFile::create(&files)
+            });
+        match placed {
+            Ok(m) => sink = Some(m),
+            Err(e) => {
                 failure.get_or_insert(e);
             }
         }
+    }
+
+    // the data, piece by piece; pieces inside one file go straight from and to the mappings
+    let mut out_buf = vec![0u8; buf_size as usize];
+    let mut in_buf = vec![0u8; buf_size as usize];
+    let steps = send_data.max(recv_data).div_ceil(buf_size);
+    for step in 0..steps {
+        let offset = step * buf_size;
+        let send_len = send_data.saturating_sub(offset).min(buf_size) as usize;
+        let recv_len = recv_data.saturating_sub(offset).min(buf_size) as usize;
+        let direct_out = source.as_ref().and_then(|s| s.slice(offset, send_len));
+        if send_len > 0
+            && direct_out.is_none()
+            && let Some(s) = &source
+        {
+            s.read_at(offset, &mut out_buf[..send_len]);
+        }
         mpi::request::scope(|scope| {
-            let req = (send_len > 0).then(|| {
-                let (to, _) = out.as_ref().expect("sending");
-                comm.process_at_rank(*to).immediate_send_with_tag(
-                    scope,
-                    &out_buf[..send_len],
-                    TAG_DATA,
-                )
+            let sent = (send_len > 0).then(|| {
+                let piece = direct_out.unwrap_or(&out_buf[..send_len]);
+                comm.process_at_rank(to.expect("sending"))
+                    .immediate_send_with_tag(scope, piece, TAG_DATA)
             });
             if recv_len > 0 {
-                let from = recv.as_ref().expect("receiving").from;
-                comm.process_at_rank(from)
+                comm.process_at_rank(from.expect("receiving"))
                     .receive_into_with_tag(&mut in_buf[..recv_len], TAG_DATA);
             }
-            if let Some(req) = req {
-                req.wait();
+            if let Some(r) = sent {
+                r.wait();
             }
         });
-        if recv_len == 0 || sink_failed {
-            continue;
-        }
-        // the received piece: header bytes first, then file data
-        let mut piece = &in_buf[..recv_len];
-        let mut at = offset;
-        if at < header_len {
-            let n = ((header_len - at) as usize).min(piece.len());
-            recv_header.extend_from_slice(&piece[..n]);
-            piece = &piece[n..];
-            at += n as u64;
-        }
-        if sink.is_none() && recv_header.len() as u64 == header_len {
-            let placed = Hash::unpack(&recv_header)
-                .map_err(|e| Error::invalid("received copy", e.to_string()))
-                .and_then(|h| (recv.as_mut().expect("receiving").place)(&h))
-                .and_then(|files| LogicalFile::create(&files));
-            match placed {
-                Ok(f) => sink = Some(f),
-                Err(e) => {
-                    failure.get_or_insert(e);
-                    sink_failed = true;
-                    continue;
-                }
-            }
-        }
-        if !piece.is_empty()
-            && let Some(f) = &sink
-            && let Err(e) = f.write_at(at - header_len, piece)
+        // written with pwrite: receiving straight into a fresh mapping faults on every page
+        if recv_len > 0
+            && let Some(s) = &sink
+            && let Err(e) = s.write_at(offset, &in_buf[..recv_len])
         {
             failure.get_or_insert(e);
-            sink_failed = true;
+            sink = None;
         }
     }
-    if let Some(f) = &sink
-        && let Err(e) = f.sync()
+    if let Some(s) = &sink
+        && let Err(e) = s.sync()
     {
         failure.get_or_insert(e);
     }
