@@ -12,6 +12,7 @@ command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 command -v scontrol >/dev/null || need_apt+=(slurm-client)
 command -v nodeset >/dev/null || need_apt+=(clustershell)
 command -v bc >/dev/null || need_apt+=(bc)   # benches/hostlist.sh
+command -v ping >/dev/null || need_apt+=(iputils-ping)   # scr-run's down-node detection
 # MPI: MPICH, and libclang for the mpi crate's bindings
 command -v mpiexec >/dev/null || need_apt+=(mpich)
 [ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || [ -e /usr/include/mpich/mpi.h ] || need_apt+=(libmpich-dev)
