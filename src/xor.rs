@@ -224,43 +224,46 @@ impl LogicalFile {
         Ok(LogicalFile { parts })
     }
 
-    /// Fills `buf` from logical offset `offset`; bytes past the end read as zero.
-    pub fn read_at(&self, mut offset: u64, buf: &mut [u8]) -> Result<()> {
+    /// The pieces of `[offset, offset + len)` inside the files: (part, offset in its file,
+    /// start in the caller's buffer, length). What lies past the last file is not covered.
+    fn pieces(&self, mut offset: u64, len: usize) -> Vec<(usize, u64, usize, usize)> {
+        let mut out = Vec::new();
         let mut done = 0;
-        for (path, f, size) in &self.parts {
-            if done == buf.len() {
+        for (i, (_, _, size)) in self.parts.iter().enumerate() {
+            if done == len {
                 break;
             }
             if offset >= *size {
                 offset -= size;
                 continue;
             }
-            let n = ((size - offset) as usize).min(buf.len() - done);
-            f.read_exact_at(&mut buf[done..done + n], offset)
-                .map_err(|e| Error::io(path, "read", e))?;
+            let n = ((size - offset) as usize).min(len - done);
+            out.push((i, offset, done, n));
             done += n;
             offset = 0;
         }
-        buf[done..].fill(0);
+        out
+    }
+
+    /// Fills `buf` from logical offset `offset`; bytes past the end read as zero.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let mut filled = 0;
+        for (i, at, start, n) in self.pieces(offset, buf.len()) {
+            let (path, f, _) = &self.parts[i];
+            f.read_exact_at(&mut buf[start..start + n], at)
+                .map_err(|e| Error::io(path, "read", e))?;
+            filled = start + n;
+        }
+        buf[filled..].fill(0);
         Ok(())
     }
 
     /// Writes `buf` at logical offset `offset`, dropping what falls in the padding.
-    pub fn write_at(&self, mut offset: u64, buf: &[u8]) -> Result<()> {
-        let mut done = 0;
-        for (path, f, size) in &self.parts {
-            if done == buf.len() {
-                break;
-            }
-            if offset >= *size {
-                offset -= size;
-                continue;
-            }
-            let n = ((size - offset) as usize).min(buf.len() - done);
-            f.write_all_at(&buf[done..done + n], offset)
+    pub fn write_at(&self, offset: u64, buf: &[u8]) -> Result<()> {
+        for (i, at, start, n) in self.pieces(offset, buf.len()) {
+            let (path, f, _) = &self.parts[i];
+            f.write_all_at(&buf[start..start + n], at)
                 .map_err(|e| Error::io(path, "write", e))?;
-            done += n;
-            offset = 0;
         }
         Ok(())
     }

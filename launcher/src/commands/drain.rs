@@ -281,14 +281,7 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
     if !params.bool("SCR_ENABLE") {
         return Ok(ExitCode::SUCCESS);
     }
-    let prefix = match args
-        .prefix
-        .or_else(|| params.get("SCR_PREFIX").map(PathBuf::from))
-    {
-        Some(p) => p,
-        None => std::env::current_dir()
-            .map_err(|e| scr::Error::io(".", "read the working directory", e))?,
-    };
+    let prefix = super::prefix_dir(args.prefix, &params)?;
     let down = match &args.down {
         Some(t) => nodeset(t, "--down")?,
         None => HostSet::new(),

@@ -11,3 +11,16 @@ pub mod print;
 pub mod rebuild;
 pub mod run;
 pub mod state_files;
+
+/// The prefix directory a command works on: the one given, else SCR_PREFIX, else the
+/// working directory.
+pub fn prefix_dir(
+    given: Option<std::path::PathBuf>,
+    params: &scr::params::Params,
+) -> scr::Result<std::path::PathBuf> {
+    match given.or_else(|| params.get("SCR_PREFIX").map(std::path::PathBuf::from)) {
+        Some(p) => Ok(p),
+        None => std::env::current_dir()
+            .map_err(|e| scr::Error::io(".", "read the working directory", e)),
+    }
+}

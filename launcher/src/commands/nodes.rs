@@ -285,14 +285,7 @@ pub fn prerun(args: PrerunArgs) -> scr::Result<ExitCode> {
     if !params.bool("SCR_ENABLE") {
         return Ok(ExitCode::SUCCESS);
     }
-    let prefix = match args
-        .prefix
-        .or_else(|| params.get("SCR_PREFIX").map(PathBuf::from))
-    {
-        Some(p) => p,
-        None => std::env::current_dir()
-            .map_err(|e| scr::Error::io(".", "read the working directory", e))?,
-    };
+    let prefix = super::prefix_dir(args.prefix, &params)?;
     super::run::prerun(&prefix)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -337,11 +337,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             std::env::set_var("SCR_END_TIME", end.to_string());
         }
     }
-    let prefix = match params.get("SCR_PREFIX") {
-        Some(p) => PathBuf::from(p),
-        None => std::env::current_dir()
-            .map_err(|e| scr::Error::io(".", "read the working directory", e))?,
-    };
+    let prefix = super::prefix_dir(None, &params)?;
     let runs = match params.get("SCR_RUNS").map(str::parse::<i64>) {
         Some(Ok(n)) if n < 0 => None,
         Some(Ok(n)) => Some(n.max(1) as u32),

@@ -5,7 +5,7 @@
 //! recovered it is deleted and the next older one is tried, then the prefix.
 
 use super::redundancy::{
-    copy_header, create_with_header, mark_complete, parity_file_name, place_copy,
+    copy_header, create_with_header, mark_complete, parity_file_name, parity_meta, place_copy,
 };
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
@@ -401,12 +401,12 @@ impl Scr {
             let (name, filetype) = parity_file_name(code, pos.group_id, me as u64);
             let parity_path = base.join(".scr").join(&name);
             let parity_key = parity_path.to_string_lossy().into_owned();
-            let mut meta = Meta::new();
-            meta.set_filename(&name);
-            meta.set_filetype(filetype);
-            meta.set_size(header.len() as u64 + code.k as u64 * chunk);
-            meta.set_ranks(self.ranks);
-            meta.set_complete(false);
+            let meta = parity_meta(
+                &name,
+                filetype,
+                header.len() as u64 + code.k as u64 * chunk,
+                self.ranks,
+            );
             self.filemap.add_file(d, self.rank, &parity_key);
             self.filemap.set_meta(d, self.rank, &parity_key, &meta);
             self.filemap

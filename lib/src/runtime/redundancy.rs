@@ -177,12 +177,12 @@ impl Scr {
         let (name, filetype) = parity_file_name(code, pos.group_id, pos.group_rank);
         let path = self.dataset_dir(id).join(".scr").join(&name);
         let key = path.to_string_lossy().into_owned();
-        let mut meta = Meta::new();
-        meta.set_filename(&name);
-        meta.set_filetype(filetype);
-        meta.set_size(header.len() as u64 + code.k as u64 * chunk);
-        meta.set_ranks(self.ranks);
-        meta.set_complete(false);
+        let mut meta = parity_meta(
+            &name,
+            filetype,
+            header.len() as u64 + code.k as u64 * chunk,
+            self.ranks,
+        );
         let expected = self.filemap.expected_files(id, self.rank).unwrap_or(0);
         self.filemap.add_file(id, self.rank, &key);
         self.filemap.set_meta(id, self.rank, &key, &meta);
@@ -291,6 +291,17 @@ impl Scr {
         self.filemap.set_meta(id, self.rank, &key, &meta);
         self.filemap.write(&self.filemap_path)
     }
+}
+
+/// The meta data of a parity file not yet written (marked incomplete).
+pub(super) fn parity_meta(name: &str, filetype: FileType, size: u64, ranks: u64) -> Meta {
+    let mut meta = Meta::new();
+    meta.set_filename(name);
+    meta.set_filetype(filetype);
+    meta.set_size(size);
+    meta.set_ranks(ranks);
+    meta.set_complete(false);
+    meta
 }
 
 /// A parity file's name and type for set `group_id`, member `pos`.

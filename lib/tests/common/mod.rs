@@ -19,11 +19,24 @@ pub fn build_app(dir: &Path) -> PathBuf {
 /// but not the shared and static libraries C programs link.
 pub fn library(file: &str) -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
+    built(&BUILT, &["-p", "scr-runtime", "--lib"], file)
+}
+
+/// The `scr` command, built first (it belongs to another package of the workspace).
+pub fn scr_command() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    built(&BUILT, &["-p", "scr-launcher"], "scr")
+}
+
+/// Runs `cargo build <what>` once per test process (in the profile the tests run in) and
+/// returns the path of `file` among its outputs.
+fn built(once: &std::sync::Once, what: &[&str], file: &str) -> PathBuf {
     let release = !cfg!(debug_assertions);
-    BUILT.call_once(|| {
+    once.call_once(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "-p", "scr-runtime", "--lib"])
+        cmd.args(["build", "--quiet"])
+            .args(what)
             .current_dir(workspace());
         if release {
             cmd.arg("--release");
@@ -31,7 +44,8 @@ pub fn library(file: &str) -> PathBuf {
         let out = cmd.output().unwrap();
         assert!(
             out.status.success(),
-            "building libscr: {}",
+            "cargo build {}: {}",
+            what.join(" "),
             String::from_utf8_lossy(&out.stderr)
         );
     });
@@ -41,33 +55,6 @@ pub fn library(file: &str) -> PathBuf {
     target
         .join(if release { "release" } else { "debug" })
         .join(file)
-}
-
-/// The `scr` command, built first (it belongs to another package of the workspace).
-pub fn scr_command() -> PathBuf {
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    let release = !cfg!(debug_assertions);
-    BUILT.call_once(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--quiet", "-p", "scr-launcher"])
-            .current_dir(workspace());
-        if release {
-            cmd.arg("--release");
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "building scr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"));
-    target
-        .join(if release { "release" } else { "debug" })
-        .join("scr")
 }
 
 pub fn build_c(dir: &Path, source: &Path, exe: &str) -> PathBuf {
