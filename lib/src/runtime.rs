@@ -52,6 +52,10 @@ struct CkptDesc {
     set_size: u64,
     failures: u64,
     hop: u64,
+    /// PARTNER: how many right neighbours hold a copy (SCR 3's REPLICAS).
+    replicas: u64,
+    /// The failure group sets span: NODE (the default), WORLD, or a name from GROUPS= lines.
+    group: String,
 }
 
 impl CkptDesc {
@@ -90,6 +94,16 @@ impl CkptDesc {
                 set_size: number(d.attr("SET_SIZE"), "SCR_SET_SIZE", 8),
                 failures: number(d.attr("SET_FAILURES"), "SCR_SET_FAILURES", 2),
                 hop: number(d.attr("HOP_DISTANCE"), "SCR_HOP_DISTANCE", 1).max(1),
+                replicas: d
+                    .attr("REPLICAS")
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or(1)
+                    .max(1),
+                group: d
+                    .attr("GROUP")
+                    .or(params.get("SCR_GROUP"))
+                    .unwrap_or("NODE")
+                    .to_ascii_uppercase(),
             });
         }
         if out.is_empty() {
@@ -100,6 +114,11 @@ impl CkptDesc {
                 set_size: number(None, "SCR_SET_SIZE", 8),
                 failures: number(None, "SCR_SET_FAILURES", 2),
                 hop: number(None, "SCR_HOP_DISTANCE", 1).max(1),
+                replicas: 1,
+                group: params
+                    .get("SCR_GROUP")
+                    .unwrap_or("NODE")
+                    .to_ascii_uppercase(),
             });
         }
         if !out.iter().any(|d| d.interval == 1) {
@@ -111,12 +130,43 @@ impl CkptDesc {
         Ok(out)
     }
 
-    /// The redundancy sets of this descriptor over the nodes of `node_names` (one per
-    /// world rank). A scheme these nodes cannot satisfy falls back to SINGLE, and rank 0
-    /// says so (SCR 1.2 downgrades silently).
-    fn select_sets(&mut self, node_names: &[String], warn: bool) -> RedundancySets {
+    /// Each world rank's failure group under this descriptor: its node (NODE), one group
+    /// for all (WORLD), or the value GROUPS= lines give its node for the group's name
+    /// (`GROUPS=host1 POWER=pdu1`); a node no line names is a group of its own.
+    fn failure_groups(&self, params: &Params, node_names: &[String]) -> Vec<String> {
+        match self.group.as_str() {
+            "NODE" => node_names.to_vec(),
+            "WORLD" => vec!["WORLD".into(); node_names.len()],
+            name => node_names
+                .iter()
+                .map(|node| {
+                    params
+                        .descriptors_of("GROUPS")
+                        .filter(|d| d.name == *node)
+                        .find_map(|d| {
+                            d.attrs
+                                .iter()
+                                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                                .map(|(_, v)| format!("{name}={v}"))
+                        })
+                        .unwrap_or_else(|| format!("node {node}"))
+                })
+                .collect(),
+        }
+    }
+
+    /// The redundancy sets of this descriptor over the failure groups of the ranks, whose
+    /// nodes are `node_names` (one per world rank). A scheme the groups cannot satisfy
+    /// falls back to SINGLE, and rank 0 says so (SCR 1.2 downgrades silently).
+    fn select_sets(
+        &mut self,
+        params: &Params,
+        node_names: &[String],
+        warn: bool,
+    ) -> RedundancySets {
         let scheme = self.scheme;
-        match RedundancySets::select(scheme, node_names, self.set_size, self.failures) {
+        let groups = self.failure_groups(params, node_names);
+        match RedundancySets::select(scheme, &groups, self.set_size, self.failures) {
             Ok(sets) => {
                 self.scheme = scheme;
                 sets
@@ -319,7 +369,7 @@ impl Scr {
         }
         let sets: Vec<RedundancySets> = descriptors
             .iter_mut()
-            .map(|d| d.select_sets(&node_names, rank == 0))
+            .map(|d| d.select_sets(&params, &node_names, rank == 0))
             .collect();
         if rank == 0 {
             io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)?;

@@ -433,3 +433,63 @@ fn scr_rebuild_rs_restores_two_members_after_the_files_reach_the_prefix() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("survives 2"), "{}", text(&out));
 }
+
+/// Appends lines to the job's system configuration.
+fn configure(job: &Job, lines: &str) {
+    let path = job.dir.path().join("scr.conf");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(lines);
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn failure_groups_from_the_configuration_keep_a_set_out_of_one_rack() {
+    let racks = "GROUPS=n1 RACK=a\nGROUPS=n2 RACK=a\nGROUPS=n3 RACK=b\nGROUPS=n4 RACK=b\n";
+    for (group, survives) in [("RACK", true), ("NODE", false)] {
+        let job = Job::new();
+        configure(
+            &job,
+            &format!("{racks}CKPT=0 INTERVAL=1 TYPE=XOR SET_SIZE=2 GROUP={group}\n"),
+        );
+        let env = [("SCR_FLUSH", "0"), ("SCR_FETCH", "0")];
+        run_ok_on(&job, "n1,n2,n3,n4", 4, &["3000", "1"], &env);
+        // rack a fails: nodes n1 and n2
+        lose_node(&job, "n1");
+        lose_node(&job, "n2");
+        let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["3000", "0"], &env);
+        assert_eq!(
+            out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+            survives,
+            "GROUP={group}: {out}"
+        );
+    }
+}
+
+#[test]
+fn partner_replicas_survive_two_neighbouring_lost_nodes() {
+    let job = Job::new();
+    configure(&job, "CKPT=0 INTERVAL=1 TYPE=PARTNER REPLICAS=2\n");
+    let env = [
+        ("SCR_FLUSH", "0"),
+        ("SCR_FETCH", "0"),
+        ("TEST_API_VARY", "1"),
+    ];
+    run_ok_on(&job, "n1,n2,n3,n4", 4, &["3000", "1"], &env);
+    // every rank's files are on its node and the next two
+    let copies = walk(&job.dir.path().join("cache"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("/partner."))
+        .count();
+    assert_eq!(
+        copies,
+        2 * 3,
+        "ranks 1 and 2 (one and two files) × 2 replicas: {copies}"
+    );
+    lose_node(&job, "n2");
+    lose_node(&job, "n3");
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["3000", "0"], &env);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+}

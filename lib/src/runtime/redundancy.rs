@@ -72,12 +72,23 @@ impl Scr {
         }
     }
 
-    /// PARTNER: send this rank's files to the right neighbour (stored under
-    /// `.scr/partner.<owner rank>/` in its cache, tagged with the owner's node) while
-    /// receiving the left neighbour's.
+    /// PARTNER: send this rank's files to the right neighbour (and, with REPLICAS=r, to the
+    /// r nearest on the right; stored under `.scr/partner.<owner rank>/` in their caches,
+    /// tagged with the owner's node) while receiving the left neighbours'.
     fn apply_partner(&mut self, id: u64, i: usize) -> Result<()> {
         self.ensure_set_comm(i);
-        let hop = self.descriptors[i].hop;
+        let set_size = self.sets[i].members(self.rank).len() as u64;
+        let replicas = self.descriptors[i]
+            .replicas
+            .clamp(1, set_size.saturating_sub(1).max(1));
+        for replica in 1..=replicas {
+            self.send_partner_copy(id, i, self.descriptors[i].hop * replica)?;
+        }
+        Ok(())
+    }
+
+    /// One PARTNER copy: to the member `hop` places right, from the one `hop` places left.
+    fn send_partner_copy(&mut self, id: u64, i: usize, hop: u64) -> Result<()> {
         let (left, right) = self.sets[i].neighbours(self.rank, hop);
         let (left_pos, right_pos) = (
             self.sets[i].position(left).group_rank as i32,
@@ -87,7 +98,7 @@ impl Scr {
         let header = copy_header(&self.filemap, id, self.rank, &self.node_name, &files);
         let hidden = self.dataset_dir(id).join(".scr");
         let buf = self.mpi_buf_size();
-        let comm = self.set_comms[i].as_ref().expect("made above");
+        let comm = self.set_comms[i].as_ref().expect("made by apply_partner");
         let (filemap, filemap_path) = (&mut self.filemap, &self.filemap_path);
         let mut received: Option<(u64, Vec<String>)> = None;
         let mut place = |h: &Hash| -> Result<Vec<(PathBuf, u64)>> {
@@ -106,7 +117,7 @@ impl Scr {
             ));
             Ok(placed)
         };
-        let result = shuffle::exchange(
+        shuffle::exchange(
             comm,
             Some(Outgoing {
                 to: right_pos,
@@ -118,8 +129,7 @@ impl Scr {
                 place: &mut place,
             }),
             buf,
-        );
-        result?;
+        )?;
         let (owner, paths) =
             received.ok_or_else(|| failure("no copy arrived from the left neighbour"))?;
         mark_complete(&mut self.filemap, id, owner, &paths);
