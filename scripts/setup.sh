@@ -18,6 +18,14 @@ command -v mpiexec >/dev/null || need_apt+=(mpich)
 [ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || [ -e /usr/include/mpich/mpi.h ] || need_apt+=(libmpich-dev)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
 command -v gfortran >/dev/null || need_apt+=(gfortran)   # Fortran bindings and example
+# the SLURM cluster of the end-to-end tests (tests/cluster/cluster.sh)
+command -v slurmctld >/dev/null || need_apt+=(slurm-wlm)
+command -v munged >/dev/null || need_apt+=(munge)
+command -v pdsh >/dev/null || need_apt+=(pdsh)
+command -v sshd >/dev/null && [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+command -v ssh >/dev/null || need_apt+=(openssh-client)
+command -v ip >/dev/null || need_apt+=(iproute2)
+command -v nsenter >/dev/null || need_apt+=(util-linux)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: need root to install: ${need_apt[*]}" >&2; exit 1

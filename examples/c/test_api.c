@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "scr.h"
 
 static int rank, ranks;
@@ -119,6 +120,9 @@ int main(int argc, char** argv) {
     int need = 0;
     SCR_Need_checkpoint(&need);
     if (need && write_ckpt(t, size)) { rc = 1; if (rank == 0) printf("test_api: checkpoint %d failed\n", t); }
+    /* TEST_API_SLEEP_MS=n: compute for n ms per timestep (so a test can kill a node mid-run) */
+    const char* sleep_ms = getenv("TEST_API_SLEEP_MS");
+    if (sleep_ms) usleep(1000 * atol(sleep_ms));
   }
   /* TEST_API_NO_FINALIZE=1 ends as a job killed after its last checkpoint would: without
    * SCR_Finalize, so nothing more is flushed. TEST_API_FAIL_FIRST=1 does that, with exit

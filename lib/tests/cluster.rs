@@ -1,0 +1,311 @@
+//! End-to-end scenarios on a real SLURM cluster of network/UTS/mount namespaces on this
+//! machine (tests/cluster/cluster.sh): real slurmctld, slurmd, munge, srun, sinfo, pdsh over
+//! ssh, MPICH over PMI2. Each test brings up its own cluster and tears it down; they run one
+//! at a time (.config/nextest.toml). Without root or network namespaces they fail saying
+//! what is missing.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const STATE: &str = "/var/lib/scr-cluster";
+
+fn harness() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cluster/cluster.sh")
+}
+
+fn scr_run_bin() -> PathBuf {
+    scr_command().with_file_name("scr-run")
+}
+
+/// A running cluster; torn down when dropped.
+struct Cluster {
+    /// Shared "parallel file system" for this test: the prefix and the application.
+    dir: PathBuf,
+    app: PathBuf,
+}
+
+impl Cluster {
+    fn up(nodes: u32, name: &str) -> Cluster {
+        let out = Command::new(harness())
+            .args(["up", &nodes.to_string()])
+            .output()
+            .expect("tests/cluster/cluster.sh runs");
+        assert!(out.status.success(), "cluster up: {}", text(&out));
+        // the prefix and the binaries must be outside /tmp, which every node has its own of
+        let dir = Path::new(STATE).join("jobs").join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("prefix")).unwrap();
+        let app = build_c(&dir, &workspace().join("examples/c/test_api.c"), "test_api");
+        Cluster { dir, app }
+    }
+
+    fn prefix(&self) -> PathBuf {
+        self.dir.join("prefix")
+    }
+
+    fn cmd(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(self.prefix())
+            .env("SLURM_CONF", Path::new(STATE).join("slurm.conf"))
+            .env("PDSH_RCMD_TYPE", "ssh")
+            .env("USER", "root")
+            .env("SCR_PREFIX", self.prefix())
+            .env("SCR_RUN_DELAY", "0")
+            .env_remove("SCR_CONF_FILE")
+            .env_remove("SCR_NODELIST")
+            .env_remove("SCR_JOB_ID")
+            .env_remove("SLURM_JOBID")
+            .env_remove("SLURM_JOB_ID")
+            .env_remove("SCR_SYSTEM_CONF_FILE");
+        cmd
+    }
+
+    /// `salloc --no-kill -N<nodes> scr-run srun -N<ranks> -n<ranks> test_api <args>`.
+    fn scr_run(&self, alloc: u32, ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut cmd = self.cmd(Path::new("timeout"));
+        cmd.args(["300", "salloc", "--no-kill", &format!("-N{alloc}")])
+            .arg(scr_run_bin())
+            .args(["srun", &format!("-N{ranks}"), &format!("-n{ranks}")])
+            .arg(&self.app)
+            .args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    fn control(&self, args: &[&str]) {
+        let out = Command::new(harness()).args(args).output().unwrap();
+        assert!(out.status.success(), "cluster {args:?}: {}", text(&out));
+    }
+
+    fn index_entry(&self, name: &str) -> scr::index::IndexEntry {
+        use scr::HashView;
+        scr::index::IndexFile::read(&scr::layout::index_file(&self.prefix()))
+            .unwrap()
+            .entries()
+            .into_iter()
+            .find(|e| e.name == name)
+            .unwrap_or_else(|| panic!("{name} not in the index"))
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(harness()).arg("down").output();
+    }
+}
+
+fn run(mut cmd: Command) -> (Output, String) {
+    let out = cmd.output().unwrap();
+    let t = text(&out);
+    (out, t)
+}
+
+/// Kills node `i` once the application has written `after` checkpoints.
+fn kill_node_after_checkpoint(
+    cluster: &Cluster,
+    i: u32,
+    after: u32,
+) -> std::thread::JoinHandle<()> {
+    let harness = harness();
+    let flush = scr::layout::flush_file(&cluster.prefix());
+    std::thread::spawn(move || {
+        use scr::HashView;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            let latest = scr::flush::FlushFile::read(&flush)
+                .ok()
+                .and_then(|f| f.latest())
+                .unwrap_or(0);
+            if latest >= after as u64 {
+                let _ = Command::new(&harness)
+                    .args(["kill-node", &i.to_string()])
+                    .output();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the application never reached checkpoint {after}");
+    })
+}
+
+#[test]
+fn four_nodes_checkpoint_flush_every_second_and_finish() {
+    let started = Instant::now();
+    let c = Cluster::up(4, "scenario1");
+    let (out, t) = run(c.scr_run(4, 4, &["200000", "4"], &[("SCR_FLUSH", "2")]));
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("no checkpoint, starting from the beginning"),
+        "{t}"
+    );
+    assert!(t.contains("attempt 1: run ended: exit code 0"), "{t}");
+    assert!(!t.contains("attempt 2"), "{t}");
+    for name in ["ckpt.2", "ckpt.4"] {
+        let e = c.index_entry(name);
+        assert!(e.complete, "{e:?}");
+    }
+    assert!(c.index_entry("ckpt.4").is_current);
+    // scr index --list shows them; a second job restarts from the prefix and verifies
+    let (out, t) = run({
+        let mut cmd = c.cmd(&scr_command());
+        cmd.args(["index", "--list"]);
+        cmd
+    });
+    assert!(
+        out.status.success() && t.contains("ckpt.4") && t.contains("ckpt.2"),
+        "{t}"
+    );
+    let (out, t) = run(c.scr_run(4, 4, &["200000", "1"], &[]));
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("restarted from ckpt.4 (timestep 4), data verified"),
+        "{t}"
+    );
+    eprintln!(
+        "scenario 1 wall time: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_node_dying_mid_run_is_excluded_and_the_spare_takes_over_from_the_xor_rebuild() {
+    let started = Instant::now();
+    let c = Cluster::up(5, "scenario2");
+    let killer = kill_node_after_checkpoint(&c, 3, 4);
+    let (out, t) = run(c.scr_run(
+        5,
+        4,
+        &["200000", "10"],
+        &[
+            ("SCR_FLUSH", "0"),
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_RUNS", "3"),
+            ("SCR_MIN_NODES", "4"),
+            ("TEST_API_SLEEP_MS", "400"),
+        ],
+    ));
+    killer.join().unwrap();
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("node3 is down"), "{t}");
+    assert!(
+        t.contains("attempt 2: launching on 4 node(s), excluding node3"),
+        "{t}"
+    );
+    // restarted from a checkpoint that was never flushed: the cache, rebuilt from XOR
+    let restarted = t
+        .lines()
+        .find_map(|l| l.strip_prefix("test_api: restarted from "))
+        .unwrap_or_else(|| panic!("no restart: {t}"));
+    let name = restarted.split_whitespace().next().unwrap().to_string();
+    assert!(restarted.contains("data verified"), "{t}");
+    assert!(
+        !c.prefix().join(&name).exists(),
+        "{name} was never flushed, so the restart came from cache: {t}"
+    );
+    eprintln!(
+        "scenario 2 wall time: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_node_dying_in_the_last_run_is_rebuilt_by_the_drain() {
+    let started = Instant::now();
+    let c = Cluster::up(4, "scenario3");
+    let killer = kill_node_after_checkpoint(&c, 3, 3);
+    let (_, t) = run(c.scr_run(
+        4,
+        4,
+        &["200000", "30"],
+        &[
+            ("SCR_FLUSH", "0"),
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_RUNS", "1"),
+            ("TEST_API_SLEEP_MS", "400"),
+        ],
+    ));
+    killer.join().unwrap();
+    assert!(t.contains("1 run(s) exhausted"), "{t}");
+    assert!(
+        t.contains("rebuilt from parity"),
+        "the drain rebuilt node3's rank: {t}"
+    );
+    let drained = t
+        .lines()
+        .find_map(|l| {
+            l.split("dataset ")
+                .nth(1)
+                .filter(|r| r.contains("drained and current"))
+        })
+        .unwrap_or_else(|| panic!("nothing drained: {t}"))
+        .to_string();
+    // a new job (node3 revived, its cache gone) restarts from the prefix
+    c.control(&["revive", "3"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let (out, t) = run(c.scr_run(4, 4, &["200000", "1"], &[("SCR_COPY_TYPE", "XOR")]));
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("data verified"), "{t}");
+    eprintln!(
+        "scenario 3 wall time: {:.1} s (drained {drained})",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn scr_halt_stops_the_job_after_its_next_checkpoint_without_relaunch() {
+    let started = Instant::now();
+    let c = Cluster::up(4, "scenario4");
+    let flush = scr::layout::flush_file(&c.prefix());
+    let mut halt = c.cmd(&scr_command());
+    halt.arg("halt").arg(c.prefix());
+    let halter = std::thread::spawn(move || {
+        use scr::HashView;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            if scr::flush::FlushFile::read(&flush)
+                .ok()
+                .and_then(|f| f.latest())
+                .is_some_and(|l| l >= 2)
+            {
+                return halt.output().unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the application never reached checkpoint 2");
+    });
+    let (out, t) = run(c.scr_run(
+        4,
+        4,
+        &["200000", "30"],
+        &[
+            ("SCR_RUNS", "3"),
+            ("SCR_FLUSH", "0"),
+            ("TEST_API_SLEEP_MS", "300"),
+        ],
+    ));
+    let halted = halter.join().unwrap();
+    assert!(halted.status.success(), "{}", text(&halted));
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("Halt condition detected (Reason: JOB_HALTED.)"),
+        "{t}"
+    );
+    assert!(!t.contains("attempt 2"), "no relaunch: {t}");
+    assert!(!t.contains("test_api: done"), "stopped early: {t}");
+    // the halt flushed the checkpoint it stopped after
+    use scr::HashView;
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&c.prefix())).unwrap();
+    let current = index.current().expect("a current checkpoint").to_string();
+    let step: u32 = current.trim_start_matches("ckpt.").parse().unwrap();
+    assert!((2..30).contains(&step), "{current}");
+    eprintln!(
+        "scenario 4 wall time: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
