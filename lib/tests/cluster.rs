@@ -394,3 +394,143 @@ fn partner_and_reed_solomon_survive_node_loss_in_cache() {
         started.elapsed().as_secs_f64()
     );
 }
+
+#[test]
+fn a_batch_script_written_for_scr_runs_unchanged_under_sbatch() {
+    let started = Instant::now();
+    let c = Cluster::up(4, "scenario8");
+    // SCR's command names, as a site installs them
+    let bin = c.dir.join("scr-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let out = Command::new(scr_command())
+        .arg("install-links")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let script = c.dir.join("job.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/bash
+#SBATCH -N 4
+#SBATCH --no-kill
+# a batch script as SCR's users write them
+export SCR_FLUSH=2
+export SCR_COPY_TYPE=XOR
+export SCR_RUNS=2
+scr_srun -N4 -n4 {app} 200000 4
+rc=$?
+scr_postrun -p $SCR_PREFIX
+scr_index --list --prefix $SCR_PREFIX
+scr_halt --list $SCR_PREFIX
+exit $rc
+"#,
+            app = c.app.display()
+        ),
+    )
+    .unwrap();
+    let output = c.dir.join("job.out");
+    let mut cmd = c.cmd(Path::new("timeout"));
+    cmd.args(["300", "sbatch", "--wait", "-o"])
+        .arg(&output)
+        .arg(&script)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        );
+    let (out, t) = run(cmd);
+    let log = std::fs::read_to_string(&output).unwrap_or_default();
+    assert!(out.status.success(), "{t}\n{log}");
+    assert!(log.contains("test_api: done"), "{log}");
+    assert!(log.contains("ckpt.4"), "scr_index lists it: {log}");
+    assert!(log.contains("Halt conditions for"), "{log}");
+    assert!(c.index_entry("ckpt.4").is_current, "{log}");
+    eprintln!(
+        "scenario 8 wall time: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Every SCR hash file under the prefix's `.scr` reads back (nothing torn).
+fn no_torn_state_files(prefix: &Path) {
+    for f in walk(&prefix.join(".scr")) {
+        if f.extension().is_some_and(|e| e == "scr") {
+            scr::io::read_hash_file(&f).unwrap_or_else(|e| panic!("torn: {}: {e}", f.display()));
+        }
+    }
+}
+
+#[test]
+fn kill_9_at_random_moments_never_loses_the_newest_complete_checkpoint() {
+    let started = Instant::now();
+    let c = Cluster::up(4, "scenario6");
+    let scr = scr_command();
+    let harness = harness();
+    // seeded moments: odd seeds kill the application on a node, even seeds kill scr-run
+    // itself and then the drain that follows, each after a seeded delay
+    for seed in 1u64..=4 {
+        let delay_ms = 1500 + (seed * 7919) % 3000;
+        let kill_run = if seed % 2 == 1 {
+            format!(
+                "{} exec {} pkill -9 test_api",
+                harness.display(),
+                1 + seed % 4
+            )
+        } else {
+            "kill -9 $run".to_string()
+        };
+        let _ = std::fs::remove_dir_all(c.prefix());
+        std::fs::create_dir_all(c.prefix()).unwrap();
+        // the whole story in one allocation: a run (flush every 3rd, no finalize), a kill -9
+        // at the seeded moment, the drain killed -9 after a seeded moment, the drain again
+        let script = format!(
+            r#"
+{scr_run} srun -N4 -n4 {app} 200000 12 &
+run=$!
+sleep {secs}; {kill_run}; wait $run
+while pgrep -x srun >/dev/null; do sleep 0.2; done
+{scr} postrun -p $SCR_PREFIX & drain=$!
+sleep 0.{short}; kill -9 $drain; wait $drain
+{scr} postrun -p $SCR_PREFIX
+"#,
+            scr_run = scr_run_bin().display(),
+            app = c.app.display(),
+            scr = scr.display(),
+            short = delay_ms % 10,
+            secs = delay_ms as f64 / 1000.0,
+        );
+        let mut cmd = c.cmd(Path::new("timeout"));
+        cmd.args(["300", "salloc", "--no-kill", "-N4", "bash", "-c", &script])
+            .env("SCR_FLUSH", "3")
+            .env("SCR_COPY_TYPE", "XOR")
+            .env("SCR_RUNS", "1")
+            .env("TEST_API_NO_FINALIZE", "1")
+            .env("TEST_API_SLEEP_MS", "300");
+        let (_, t) = run(cmd);
+        no_torn_state_files(&c.prefix());
+        // the newest complete checkpoint restarts and verifies
+        use scr::HashView;
+        let index = scr::index::IndexFile::read(&scr::layout::index_file(&c.prefix()))
+            .unwrap_or_else(|e| panic!("seed {seed}: no index: {e}\n{t}"));
+        let current = index
+            .current()
+            .unwrap_or_else(|| panic!("seed {seed}: nothing current\n{t}"))
+            .to_string();
+        assert!(c.index_entry(&current).complete, "seed {seed}");
+        let (out, t2) = run(c.scr_run(4, 4, &["200000", "1"], &[("SCR_COPY_TYPE", "XOR")]));
+        assert!(out.status.success(), "seed {seed}: {t}\n{t2}");
+        assert!(
+            t2.contains(&format!("restarted from {current} ")) && t2.contains("data verified"),
+            "seed {seed}: expected a restart from {current}\n{t}\n{t2}"
+        );
+    }
+    eprintln!(
+        "scenario 6 wall time: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}

@@ -47,8 +47,12 @@ impl ResourceManager for Slurm {
     fn name(&self) -> &'static str {
         "SLURM"
     }
+    /// SCR_JOB_ID when set (the library prefers it too), else SLURM's.
     fn job_id(&self) -> String {
-        self.job_id.clone()
+        std::env::var("SCR_JOB_ID")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| self.job_id.clone())
     }
     fn nodes(&self) -> Result<HostSet, String> {
         if let Some(o) = nodelist_override() {
