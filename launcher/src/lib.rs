@@ -43,6 +43,7 @@ enum Command {
     Copy(commands::drain::CopyArgs),
     Scavenge(commands::drain::ScavengeArgs),
     Postrun(commands::drain::PostrunArgs),
+    HaltCntl(commands::halt::CntlArgs),
 }
 
 /// SCR's command names and the subcommand (with leading arguments) each one means.
@@ -71,6 +72,7 @@ const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_copy", "copy"),
     ("scr_scavenge", "scavenge"),
     ("scr_postrun", "postrun"),
+    ("scr_halt_cntl", "halt-cntl"),
 ];
 
 /// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
@@ -128,6 +130,7 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
         Command::Copy(args) => commands::drain::copy(args),
         Command::Scavenge(args) => commands::drain::scavenge_cmd(args),
         Command::Postrun(args) => commands::drain::postrun(args),
+        Command::HaltCntl(args) => commands::halt::cntl(args),
     };
     match result {
         Ok(code) => code,

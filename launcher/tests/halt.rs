@@ -92,3 +92,42 @@ fn bad_times_are_rejected_before_anything_is_written() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read time \"whenever\""));
     assert!(!scr::layout::halt_file(d.path()).exists());
 }
+
+#[test]
+fn halt_cntl_takes_scr_s_own_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("halt.scr");
+    let f = file.to_str().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_scr"))
+            .arg("halt-cntl")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["-f", f, "-c", "3", "-s", "600", "-r", "MAINTENANCE"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let h = scr::halt::HaltFile::read(&file).unwrap();
+    assert_eq!(
+        (h.checkpoints_left(), h.halt_seconds(), h.exit_reason()),
+        (Some(3), Some(600), Some("MAINTENANCE"))
+    );
+    // -xc is one flag: unset CheckpointsLeft
+    let o = run(&["-f", f, "-xc", "-xr"]);
+    assert!(o.status.success());
+    let h = scr::halt::HaltFile::read(&file).unwrap();
+    assert_eq!(
+        (h.checkpoints_left(), h.exit_reason(), h.halt_seconds()),
+        (None, None, Some(600))
+    );
+    let o = run(&["-f", f, "-l"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("HaltSeconds:     600"));
+    for bad in [
+        &["-c", "3"][..],
+        &["-f", f, "-c", "three"],
+        &["-f", f, "-q"],
+    ] {
+        let o = run(bad);
+        assert_eq!(o.status.code(), Some(1), "{bad:?}");
+    }
+}

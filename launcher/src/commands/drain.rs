@@ -125,6 +125,9 @@ pub struct ScavengeArgs {
     /// Print each node's result
     #[arg(short = 'v', long)]
     verbose: bool,
+    /// How many nodes copy at once (pdsh's -f)
+    #[arg(long, default_value_t = 256)]
+    fanout: usize,
 }
 
 fn nodeset(text: &str, what: &str) -> scr::Result<HostSet> {
@@ -160,7 +163,7 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
         id: args.id,
         buf_size: params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize,
         local: !rm.nodes_are_hosts(),
-        fanout: 256,
+        fanout: args.fanout,
     };
     for r in run.run(&up, &down) {
         if args.verbose || !r.ok {

@@ -287,3 +287,90 @@ mod tests {
         }
     }
 }
+
+#[derive(clap::Args)]
+#[command(
+    about = "Change one halt file directly (SCR's scr_halt_cntl: -xc/-xb/-xa/-xs/-xr unset)",
+    long_about = "Change the halt file FILE under its lock, as SCR's scr_halt_cntl does: -c N \
+                  checkpoints left, -b EPOCH exit before, -a EPOCH exit after, -s N halt seconds, \
+                  -r REASON exit reason; -xc, -xb, -xa, -xs, -xr unset them; -l lists. Exit 1 on \
+                  failure.",
+    disable_help_flag = true
+)]
+pub struct CntlArgs {
+    /// SCR's flags, in its spelling (-f FILE, -c N, -xc …)
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "FLAGS"
+    )]
+    flags: Vec<String>,
+}
+
+/// `scr halt-cntl -f FILE …` with SCR's hand-written flags (`-xc` is one flag, not two).
+pub fn cntl(args: CntlArgs) -> scr::Result<ExitCode> {
+    let usage = |what: String| Error::Config {
+        origin: "scr halt-cntl".into(),
+        what: format!(
+            "{what}; usage: scr halt-cntl -f FILE [-l] [-c N] [-b EPOCH] [-a EPOCH] [-s N] [-r REASON] [-xc|-xb|-xa|-xs|-xr]"
+        ),
+    };
+    let mut file: Option<PathBuf> = None;
+    let mut list = false;
+    let mut changes: Vec<(&str, Option<String>)> = Vec::new();
+    let mut it = args.flags.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| usage(format!("{flag} needs a value")))
+        };
+        match flag.as_str() {
+            "-f" => file = Some(PathBuf::from(value()?)),
+            "-l" => list = true,
+            "-c" => changes.push((CHECKPOINTS_LEFT, Some(value()?))),
+            "-b" => changes.push((EXIT_BEFORE, Some(value()?))),
+            "-a" => changes.push((EXIT_AFTER, Some(value()?))),
+            "-s" => changes.push((HALT_SECONDS, Some(value()?))),
+            "-r" => changes.push((EXIT_REASON, Some(value()?))),
+            "-xc" => changes.push((CHECKPOINTS_LEFT, None)),
+            "-xb" => changes.push((EXIT_BEFORE, None)),
+            "-xa" => changes.push((EXIT_AFTER, None)),
+            "-xs" => changes.push((HALT_SECONDS, None)),
+            "-xr" => changes.push((EXIT_REASON, None)),
+            "-h" | "--help" => {
+                println!("{}", usage(String::from("help")));
+                return Ok(ExitCode::SUCCESS);
+            }
+            other => return Err(usage(format!("unknown flag {other}"))),
+        }
+    }
+    let file = file.ok_or_else(|| usage("-f FILE is required".into()))?;
+    for (key, value) in &changes {
+        if let Some(v) = value
+            && *key != EXIT_REASON
+            && v.parse::<i64>().is_err()
+        {
+            return Err(usage(format!("{v:?} is not a number")));
+        }
+    }
+    let shown = HaltFile::update(&file, SHARED_FILE, |halt| {
+        for (key, value) in &changes {
+            match (key, value) {
+                (_, None) => halt.unset(key),
+                (&EXIT_REASON, Some(r)) => halt.set_exit_reason(r),
+                (&CHECKPOINTS_LEFT, Some(n)) => {
+                    halt.set_checkpoints_left(n.parse().expect("checked"))
+                }
+                (&EXIT_BEFORE, Some(n)) => halt.set_exit_before(n.parse().expect("checked")),
+                (&EXIT_AFTER, Some(n)) => halt.set_exit_after(n.parse().expect("checked")),
+                (_, Some(n)) => halt.set_halt_seconds(n.parse().expect("checked")),
+            }
+        }
+        Ok(show(halt))
+    })?;
+    if list || !changes.is_empty() {
+        print!("{shown}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -192,7 +192,7 @@ fn shell_quote(word: &str) -> String {
     }
 }
 
-/// Nodes that do not answer one ping within 2 s; all pinged at once, in waves of 256.
+/// Nodes that do not answer one ping within 1 s; all pinged at once, in waves of 256.
 fn unreachable(nodes: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for wave in nodes.chunks(256) {
@@ -200,7 +200,7 @@ fn unreachable(nodes: &[String]) -> Vec<String> {
             .iter()
             .map(|n| {
                 let child = Command::new("ping")
-                    .args(["-c", "1", "-W", "2", n])
+                    .args(["-c", "1", "-W", "1", n])
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
