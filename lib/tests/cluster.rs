@@ -17,10 +17,6 @@ fn harness() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cluster/cluster.sh")
 }
 
-fn scr_run_bin() -> PathBuf {
-    scr_command().with_file_name("scr-run")
-}
-
 /// A running cluster; torn down when dropped.
 struct Cluster {
     /// Shared "parallel file system" for this test: the prefix and the application.
@@ -39,8 +35,23 @@ impl Cluster {
         let dir = Path::new(STATE).join("jobs").join(name);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("prefix")).unwrap();
+        // real copies, not links into the build tree: it may live under /tmp too
+        std::fs::copy(library("libscr_runtime.so"), dir.join("libscr.so")).unwrap();
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        for exe in ["scr", "scr-run"] {
+            std::fs::copy(scr_command().with_file_name(exe), dir.join("bin").join(exe)).unwrap();
+        }
         let app = build_c(&dir, &workspace().join("examples/c/test_api.c"), "test_api");
         Cluster { dir, app }
+    }
+
+    /// The `scr` command in the shared directory, where every node sees it.
+    fn scr(&self) -> PathBuf {
+        self.dir.join("bin/scr")
+    }
+
+    fn scr_run_bin(&self) -> PathBuf {
+        self.dir.join("bin/scr-run")
     }
 
     fn prefix(&self) -> PathBuf {
@@ -68,7 +79,7 @@ impl Cluster {
     fn scr_run(&self, alloc: u32, ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut cmd = self.cmd(Path::new("timeout"));
         cmd.args(["300", "salloc", "--no-kill", &format!("-N{alloc}")])
-            .arg(scr_run_bin())
+            .arg(self.scr_run_bin())
             .args(["srun", &format!("-N{ranks}"), &format!("-n{ranks}")])
             .arg(&self.app)
             .args(args);
@@ -165,7 +176,7 @@ fn four_nodes_checkpoint_flush_every_second_and_finish() {
     assert!(c.index_entry("ckpt.4").is_current);
     // scr index --list shows them; a second job restarts from the prefix and verifies
     let (out, t) = run({
-        let mut cmd = c.cmd(&scr_command());
+        let mut cmd = c.cmd(&c.scr());
         cmd.args(["index", "--list"]);
         cmd
     });
@@ -274,7 +285,7 @@ fn scr_halt_stops_the_job_after_its_next_checkpoint_without_relaunch() {
     let started = Instant::now();
     let c = Cluster::up(4, "scenario4");
     let flush = scr::layout::flush_file(&c.prefix());
-    let mut halt = c.cmd(&scr_command());
+    let mut halt = c.cmd(&c.scr());
     halt.arg("halt").arg(c.prefix());
     let halter = std::thread::spawn(move || {
         use scr::HashView;
@@ -402,7 +413,7 @@ fn a_batch_script_written_for_scr_runs_unchanged_under_sbatch() {
     // SCR's command names, as a site installs them
     let bin = c.dir.join("scr-bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let out = Command::new(scr_command())
+    let out = Command::new(c.scr())
         .arg("install-links")
         .arg(&bin)
         .output()
@@ -469,7 +480,7 @@ fn no_torn_state_files(prefix: &Path) {
 fn kill_9_at_random_moments_never_loses_the_newest_complete_checkpoint() {
     let started = Instant::now();
     let c = Cluster::up(4, "scenario6");
-    let scr = scr_command();
+    let scr = c.scr();
     let harness = harness();
     // seeded moments: odd seeds kill the application on a node, even seeds kill scr-run
     // itself and then the drain that follows, each after a seeded delay
@@ -498,7 +509,7 @@ while pgrep -x srun >/dev/null; do sleep 0.2; done
 sleep 0.{short}; kill -9 $drain; wait $drain
 {scr} postrun -p $SCR_PREFIX
 "#,
-            scr_run = scr_run_bin().display(),
+            scr_run = c.scr_run_bin().display(),
             app = c.app.display(),
             scr = scr.display(),
             short = delay_ms % 10,
