@@ -485,7 +485,7 @@ fn kill_9_at_random_moments_never_loses_the_newest_complete_checkpoint() {
     // seeded moments: odd seeds kill the application on a node, even seeds kill scr-run
     // itself and then the drain that follows, each after a seeded delay
     for seed in 1u64..=4 {
-        let delay_ms = 1500 + (seed * 7919) % 3000;
+        let delay_ms = 300 + (seed * 7919) % 3000; // after the first checkpoint
         let kill_run = if seed % 2 == 1 {
             format!(
                 "{} exec {} pkill -9 test_api",
@@ -503,6 +503,7 @@ fn kill_9_at_random_moments_never_loses_the_newest_complete_checkpoint() {
             r#"
 {scr_run} srun -N4 -n4 {app} 200000 12 &
 run=$!
+while [ ! -e $SCR_PREFIX/.scr/flush.scr ]; do sleep 0.1; done
 sleep {secs}; {kill_run}; wait $run
 while pgrep -x srun >/dev/null; do sleep 0.2; done
 {scr} postrun -p $SCR_PREFIX & drain=$!
@@ -523,6 +524,10 @@ sleep 0.{short}; kill -9 $drain; wait $drain
             .env("TEST_API_NO_FINALIZE", "1")
             .env("TEST_API_SLEEP_MS", "300");
         let (_, t) = run(cmd);
+        assert!(
+            c.prefix().join(".scr").is_dir(),
+            "seed {seed}: the job never started\n{t}"
+        );
         no_torn_state_files(&c.prefix());
         // the newest complete checkpoint restarts and verifies
         use scr::HashView;

@@ -11,7 +11,9 @@
 #   tests/cluster/cluster.sh partition I  cut node I's network (processes keep running)
 #   tests/cluster/cluster.sh wipe-cache I empty node I's /tmp and /dev/shm
 #   tests/cluster/cluster.sh revive I     bring node I back (keeps /tmp, loses /dev/shm)
-#   tests/cluster/cluster.sh exec I CMD…  run a command on node I
+#   tests/cluster/cluster.sh kill-app I NAME  kill -9 the processes named NAME on node I only
+#   tests/cluster/cluster.sh exec I CMD…  run a command on node I (nodes share the PID
+#                                         namespace: pkill there reaches every node)
 #
 # Everything it starts is recorded under $SCR_CLUSTER_STATE (default /var/lib/scr-cluster):
 # PIDs in pids/, config blocks it adds to /etc/hosts and /root/.ssh marked with
@@ -213,6 +215,7 @@ case "$cmd" in
   partition) ip link set "scrv$1" down ;;
   wipe-cache) rm -rf "$STATE/nodes/node$1/tmp/"* && on_node "$1" sh -c 'rm -rf /dev/shm/*' ;;
   revive) node_kill "$1"; node_up "$1" ;;
+  kill-app) pkill -9 --ns "$(holder_pid "$1")" --nslist net -x "$2" || true ;;
   exec) i=$1; shift; on_node "$i" "$@" ;;
   *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 1 ;;
 esac
