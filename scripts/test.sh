@@ -3,10 +3,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-# doc tests first (nextest does not run them), so the run ends on the full test summary
+# doc tests first (nextest does not run them)
 cargo test --workspace --doc --quiet
+# The SLURM cluster scenarios run on their own, after everything else: while they ran next to
+# the other MPI jobs of the suite, those jobs' processes were killed now and then (the
+# cluster's nodes share this machine's PID namespace; see lib/tests/cluster.rs).
 if command -v cargo-nextest >/dev/null; then
-  cargo nextest run --workspace --no-fail-fast
+  status=0
+  cargo nextest run --workspace --no-fail-fast -E 'not binary(cluster)' || status=$?
+  cargo nextest run -p scr-runtime --no-fail-fast -E 'binary(cluster)' || status=$?
+  exit $status
 else
-  cargo test --workspace --no-fail-fast
+  cargo test --workspace --no-fail-fast -- --skip cluster::
+  cargo test -p scr-runtime --test cluster -- --test-threads=1
 fi

@@ -1,8 +1,11 @@
 //! End-to-end scenarios on a real SLURM cluster of network/UTS/mount namespaces on this
 //! machine (tests/cluster/cluster.sh): real slurmctld, slurmd, munge, srun, sinfo, pdsh over
 //! ssh, MPICH over PMI2. Each test brings up its own cluster and tears it down; they run one
-//! at a time (.config/nextest.toml). Without root or network namespaces they fail saying
-//! what is missing.
+//! at a time (.config/nextest.toml), and scripts/test.sh runs them after the rest of the
+//! suite: while they ran next to other MPI tests, those tests' processes were sometimes
+//! SIGKILLed (the nodes share the machine's PID namespace; the culprit is not pinned down —
+//! kill-app and kill-node are confined to a node's namespaces). Without root or network
+//! namespaces they fail saying what is missing.
 
 mod common;
 
