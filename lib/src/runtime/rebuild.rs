@@ -212,7 +212,8 @@ impl Scr {
                 return Ok(false);
             }
         }
-        if !comm::all_true(&self.world, verify_cached_of(self, d)) {
+        // only ranks whose files arrived or were rebuilt need checking again
+        if !comm::all_true(&self.world, own_ok || verify_cached_of(self, d)) {
             return Ok(false);
         }
 

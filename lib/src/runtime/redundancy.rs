@@ -52,7 +52,8 @@ impl Scr {
         let reddesc = self.reddesc_for(ckpt);
         self.filemap.set_reddesc(id, self.rank, &reddesc);
         let result = match self.descriptors[i].scheme {
-            Scheme::Single => Ok(()),
+            // every rank has the same scheme: nothing to agree on
+            Scheme::Single => return Ok(()),
             Scheme::Partner => self.apply_partner(id, i),
             Scheme::Xor | Scheme::ReedSolomon => self.apply_parity(id, i),
         };
