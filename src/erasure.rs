@@ -10,6 +10,7 @@
 //! surviving elements into lost ones. Parity files are the XOR header followed by the `k`
 //! parity chunks in slot order.
 
+use crate::meta::FileType;
 use crate::xor::{self, LogicalFile, MemberFiles, XorHeader};
 use crate::{Error, Result};
 use std::fs::File;
@@ -194,6 +195,22 @@ impl StripeCode {
             kind: CodeKind::ReedSolomon,
             n,
             k,
+        }
+    }
+
+    /// The parity file of member `pos` of set `group_id` (`xor.…` or `rs.…`).
+    pub fn file_name(&self, group_id: u64, pos: u64) -> String {
+        match self.kind {
+            CodeKind::Xor => crate::layout::xor_file_name(group_id, pos, self.n as u64),
+            CodeKind::ReedSolomon => crate::layout::rs_file_name(group_id, pos, self.n as u64),
+        }
+    }
+
+    /// The meta data type of its parity files.
+    pub fn file_type(&self) -> FileType {
+        match self.kind {
+            CodeKind::Xor => FileType::Xor,
+            CodeKind::ReedSolomon => FileType::ReedSolomon,
         }
     }
 
@@ -743,11 +760,7 @@ mod tests {
                     .to_hash()
                     .to_file_bytes();
                 bytes.extend(parity);
-                let name = match code.kind {
-                    CodeKind::Xor => crate::layout::xor_file_name(0, p as u64, n as u64),
-                    CodeKind::ReedSolomon => format!("rs.0_{}_of_{n}.scr", p + 1),
-                };
-                let path = dir.join(name);
+                let path = dir.join(code.file_name(0, p as u64));
                 std::fs::write(&path, bytes).unwrap();
                 path
             })

@@ -97,19 +97,32 @@ pub fn rs_file_name(group_id: u64, group_rank: u64, group_size: u64) -> String {
 /// Parses an XOR file name in the current or the 1.1-8 form (`<r+1>_of_<n>_in_<gid>.xor`)
 /// into (group id, rank in set, set size).
 pub fn parse_xor_file_name(name: &str) -> Option<(u64, u64, u64)> {
-    let (gid, r, n) = if let Some(rest) = name
-        .strip_prefix("xor.")
-        .and_then(|s| s.strip_suffix(".scr"))
-    {
-        let (gid, rest) = rest.split_once('_')?;
-        let (r, n) = rest.split_once("_of_")?;
-        (gid, r, n)
-    } else {
+    parse_set_file_name(name, "xor").or_else(|| {
         let rest = name.strip_suffix(".xor")?;
         let (r, rest) = rest.split_once("_of_")?;
         let (n, gid) = rest.split_once("_in_")?;
-        (gid, r, n)
-    };
+        set_position(gid, r, n)
+    })
+}
+
+/// Parses a Reed–Solomon parity file name (`rs.<gid>_<r+1>_of_<n>.scr`) into (group id,
+/// rank in set, set size).
+pub fn parse_rs_file_name(name: &str) -> Option<(u64, u64, u64)> {
+    parse_set_file_name(name, "rs")
+}
+
+/// `<kind>.<gid>_<r+1>_of_<n>.scr`.
+fn parse_set_file_name(name: &str, kind: &str) -> Option<(u64, u64, u64)> {
+    let rest = name
+        .strip_prefix(kind)?
+        .strip_prefix('.')?
+        .strip_suffix(".scr")?;
+    let (gid, rest) = rest.split_once('_')?;
+    let (r, n) = rest.split_once("_of_")?;
+    set_position(gid, r, n)
+}
+
+fn set_position(gid: &str, r: &str, n: &str) -> Option<(u64, u64, u64)> {
     let (gid, r, n): (u64, u64, u64) = (gid.parse().ok()?, r.parse().ok()?, n.parse().ok()?);
     (r >= 1 && r <= n).then(|| (gid, r - 1, n))
 }
@@ -129,6 +142,8 @@ mod tests {
         assert_eq!(parse_xor_file_name("3_of_8_in_16.xor"), Some((16, 2, 8)));
         assert_eq!(parse_xor_file_name("xor.0_0_of_4.scr"), None);
         assert_eq!(parse_xor_file_name("xor.0_5_of_4.scr"), None);
+        assert_eq!(parse_rs_file_name(&rs_file_name(3, 1, 5)), Some((3, 1, 5)));
+        assert_eq!(parse_rs_file_name("xor.3_2_of_5.scr"), None);
         assert_eq!(
             rank2file_root(Path::new("/p"), 3),
             Path::new("/p/.scr/scr.dataset.3/rank2file.scr")

@@ -82,6 +82,18 @@ impl Meta {
         meta
     }
 
+    /// Meta for a redundancy file (XOR or RS parity) about to be written: marked
+    /// incomplete until it is.
+    pub fn for_parity_file(file: &str, filetype: FileType, size: u64, ranks: u64) -> Self {
+        let mut meta = Meta::new();
+        meta.set_filename(file);
+        meta.set_filetype(filetype);
+        meta.set_size(size);
+        meta.set_ranks(ranks);
+        meta.set_complete(false);
+        meta
+    }
+
     pub fn filename(&self) -> Option<&str> {
         self.0.first_value(FILE)
     }

@@ -264,15 +264,17 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
-        let (kind, gid) = parity_name_parts(&template_name).ok_or_else(|| {
-            Error::invalid(
-                template,
-                "parity file name is not <xor|rs>.<set>_<i>_of_<n>.scr",
-            )
-        })?;
+        let (gid, _, _) = layout::parse_xor_file_name(&template_name)
+            .or_else(|| layout::parse_rs_file_name(&template_name))
+            .ok_or_else(|| {
+                Error::invalid(
+                    template,
+                    "parity file name is not <xor|rs>.<set>_<i>_of_<n>.scr",
+                )
+            })?;
         let missing_paths: Vec<PathBuf> = lost
             .iter()
-            .map(|&p| dir.join(format!("{kind}.{gid}_{}_of_{n}.scr", p + 1)))
+            .map(|&p| dir.join(code.file_name(gid, p as u64)))
             .collect();
         let given: Vec<Option<PathBuf>> = (0..n)
             .map(|p| {
@@ -315,15 +317,12 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
                 .unwrap_or_default()
                 .to_string_lossy()
                 .into_owned();
-            let mut pmeta = Meta::new();
-            pmeta.set_filename(&pname);
-            pmeta.set_filetype(if code.kind == erasure::CodeKind::Xor {
-                FileType::Xor
-            } else {
-                FileType::ReedSolomon
-            });
-            pmeta.set_size(std::fs::metadata(parity_path).map_or(0, |m| m.len()));
-            pmeta.set_ranks(ranks);
+            let mut pmeta = Meta::for_parity_file(
+                &pname,
+                code.file_type(),
+                std::fs::metadata(parity_path).map_or(0, |m| m.len()),
+                ranks,
+            );
             pmeta.set_complete(true);
             let prel = format!("{}/{pname}", layout::dataset_meta_rel(id));
             fmap.add_file(id, rank, &prel);
@@ -370,14 +369,4 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
         rebuilt,
         missing,
     })
-}
-
-/// `xor.3_2_of_4.scr` → ("xor", 3).
-fn parity_name_parts(name: &str) -> Option<(&str, u64)> {
-    let (kind, rest) = name.split_once('.')?;
-    if kind != "xor" && kind != "rs" {
-        return None;
-    }
-    let gid = rest.split_once('_')?.0.parse().ok()?;
-    Some((kind, gid))
 }

@@ -4,9 +4,7 @@
 //! set, and protect the result anew when anything moved. When a dataset cannot be
 //! recovered it is deleted and the next older one is tried, then the prefix.
 
-use super::redundancy::{
-    copy_header, create_with_header, mark_complete, parity_file_name, parity_meta, place_copy,
-};
+use super::redundancy::{copy_header, create_with_header, mark_complete, place_copy};
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
 use mpi::topology::Color;
@@ -399,12 +397,12 @@ impl Scr {
             let header = erasure::header_for(code, me, &lists, &template)
                 .to_hash()
                 .to_file_bytes();
-            let (name, filetype) = parity_file_name(code, pos.group_id, me as u64);
+            let name = code.file_name(pos.group_id, me as u64);
             let parity_path = base.join(".scr").join(&name);
             let parity_key = parity_path.to_string_lossy().into_owned();
-            let meta = parity_meta(
+            let meta = Meta::for_parity_file(
                 &name,
-                filetype,
+                code.file_type(),
                 header.len() as u64 + code.k as u64 * chunk,
                 self.ranks,
             );

@@ -185,12 +185,12 @@ impl Scr {
             .to_hash()
             .to_file_bytes();
         let pos = self.sets[i].position(self.rank);
-        let (name, filetype) = parity_file_name(code, pos.group_id, pos.group_rank);
+        let name = code.file_name(pos.group_id, pos.group_rank);
         let path = self.dataset_dir(id).join(".scr").join(&name);
         let key = path.to_string_lossy().into_owned();
-        let mut meta = parity_meta(
+        let mut meta = Meta::for_parity_file(
             &name,
-            filetype,
+            code.file_type(),
             header.len() as u64 + code.k as u64 * chunk,
             self.ranks,
         );
@@ -301,31 +301,6 @@ impl Scr {
         meta.set_complete(true);
         self.filemap.set_meta(id, self.rank, &key, &meta);
         self.filemap.write(&self.filemap_path)
-    }
-}
-
-/// The meta data of a parity file not yet written (marked incomplete).
-pub(super) fn parity_meta(name: &str, filetype: FileType, size: u64, ranks: u64) -> Meta {
-    let mut meta = Meta::new();
-    meta.set_filename(name);
-    meta.set_filetype(filetype);
-    meta.set_size(size);
-    meta.set_ranks(ranks);
-    meta.set_complete(false);
-    meta
-}
-
-/// A parity file's name and type for set `group_id`, member `pos`.
-pub(super) fn parity_file_name(code: StripeCode, group_id: u64, pos: u64) -> (String, FileType) {
-    match code.kind {
-        erasure::CodeKind::Xor => (
-            layout::xor_file_name(group_id, pos, code.n as u64),
-            FileType::Xor,
-        ),
-        erasure::CodeKind::ReedSolomon => (
-            layout::rs_file_name(group_id, pos, code.n as u64),
-            FileType::ReedSolomon,
-        ),
     }
 }
 
