@@ -379,6 +379,107 @@ pub fn header_for(
     }
 }
 
+/// One member's files under a stripe code: its logical file and its parity file, whose
+/// parity chunks start after the header at `parity_start`.
+pub struct MemberStore {
+    pub data: LogicalFile,
+    pub parity: File,
+    pub parity_path: PathBuf,
+    pub parity_start: u64,
+}
+
+impl MemberStore {
+    /// Opens a surviving member's files.
+    pub fn open(data: &[(PathBuf, u64)], parity_path: &Path, parity_start: u64) -> Result<Self> {
+        Ok(MemberStore {
+            data: LogicalFile::open(data)?,
+            parity: File::open(parity_path).map_err(|e| Error::io(parity_path, "open", e))?,
+            parity_path: parity_path.to_path_buf(),
+            parity_start,
+        })
+    }
+
+    /// Creates a lost member's files: its data files at their sizes, and its parity file
+    /// holding `header`.
+    pub fn create(data: &[(PathBuf, u64)], parity_path: &Path, header: &[u8]) -> Result<Self> {
+        if let Some(dir) = parity_path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+        }
+        let parity = File::create(parity_path).map_err(|e| Error::io(parity_path, "create", e))?;
+        parity
+            .write_all_at(header, 0)
+            .map_err(|e| Error::io(parity_path, "write", e))?;
+        Ok(MemberStore {
+            data: LogicalFile::create(data)?,
+            parity,
+            parity_path: parity_path.to_path_buf(),
+            parity_start: header.len() as u64,
+        })
+    }
+
+    /// Where `member`'s element of `stripe` lies, `offset` bytes in: in the parity file
+    /// (true) or the logical file (false), and at which byte.
+    fn place(
+        &self,
+        code: StripeCode,
+        member: usize,
+        stripe: usize,
+        chunk: u64,
+        offset: u64,
+    ) -> (bool, u64) {
+        match code.role(member, stripe) {
+            Role::Data { chunk: c, .. } => (false, c as u64 * chunk + offset),
+            Role::Parity { slot } => (true, self.parity_start + slot as u64 * chunk + offset),
+        }
+    }
+
+    /// Reads this member's (`member`'s) element of `stripe` at `offset` into `buf`.
+    pub fn read_element(
+        &self,
+        code: StripeCode,
+        member: usize,
+        stripe: usize,
+        chunk: u64,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<()> {
+        match self.place(code, member, stripe, chunk, offset) {
+            (true, at) => self
+                .parity
+                .read_exact_at(buf, at)
+                .map_err(|e| Error::io(&self.parity_path, "read", e)),
+            (false, at) => self.data.read_at(at, buf),
+        }
+    }
+
+    /// Writes this member's element of `stripe` at `offset`.
+    pub fn write_element(
+        &self,
+        code: StripeCode,
+        member: usize,
+        stripe: usize,
+        chunk: u64,
+        offset: u64,
+        buf: &[u8],
+    ) -> Result<()> {
+        match self.place(code, member, stripe, chunk, offset) {
+            (true, at) => self
+                .parity
+                .write_all_at(buf, at)
+                .map_err(|e| Error::io(&self.parity_path, "write", e)),
+            (false, at) => self.data.write_at(at, buf),
+        }
+    }
+
+    /// Makes both files durable.
+    pub fn sync(&self) -> Result<()> {
+        self.data.sync()?;
+        self.parity
+            .sync_all()
+            .map_err(|e| Error::io(&self.parity_path, "fsync", e))
+    }
+}
+
 /// Rebuilds the lost members of a set serially, without MPI, from the other members'
 /// parity files (`parity[pos]`, None for the lost) and files: the drain's rebuild (SCR's
 /// `scr_rebuild_xor`, and the same for RS). User files are read and written under `root`
@@ -458,31 +559,20 @@ pub fn rebuild_serial(
         })
         .collect::<Result<_>>()?;
 
-    let mut data: Vec<Option<LogicalFile>> = Vec::with_capacity(n);
-    let mut parity_files: Vec<Option<File>> = Vec::with_capacity(n);
-    let mut parity_offsets = offsets.clone();
+    let mut stores: Vec<MemberStore> = Vec::with_capacity(n);
     let mut outputs = Vec::new();
     for pos in 0..n {
         let paths = member_paths(&lists[pos], root, &parity_dir)?;
         match lost.iter().position(|&l| l == pos) {
             None => {
-                data.push(Some(LogicalFile::open(&paths)?));
                 let path = parity[pos].as_ref().expect("a survivor's parity file");
-                parity_files.push(Some(
-                    File::open(path).map_err(|e| Error::io(path, "open", e))?,
-                ));
+                stores.push(MemberStore::open(&paths, path, offsets[pos])?);
             }
             Some(i) => {
-                data.push(Some(LogicalFile::create(&paths)?));
                 let header = header_for(code, pos, &lists, &first)
                     .to_hash()
                     .to_file_bytes();
-                let path = &missing[i];
-                let f = File::create(path).map_err(|e| Error::io(path, "create", e))?;
-                f.write_all_at(&header, 0)
-                    .map_err(|e| Error::io(path, "write", e))?;
-                parity_offsets[pos] = header.len() as u64;
-                parity_files.push(Some(f));
+                stores.push(MemberStore::create(&paths, &missing[i], &header)?);
                 outputs.extend(
                     paths
                         .into_iter()
@@ -496,11 +586,6 @@ pub fn rebuild_serial(
     let buf_len = buf_size.clamp(1, chunk.max(1) as usize);
     let mut acc = vec![0u8; buf_len];
     let mut piece = vec![0u8; buf_len];
-    // where a member's element of a stripe lives: (parity file?, byte offset)
-    let locate = |pos: usize, stripe: usize, offset: u64| match code.role(pos, stripe) {
-        Role::Data { chunk: c, .. } => (false, c as u64 * chunk + offset),
-        Role::Parity { slot } => (true, parity_offsets[pos] + slot as u64 * chunk + offset),
-    };
     for stripe in 0..n {
         let weights = code
             .rebuild_weights(stripe, lost)
@@ -511,47 +596,16 @@ pub fn rebuild_serial(
             for (l, from) in &weights {
                 acc[..len].fill(0);
                 for &(m, w) in from {
-                    match locate(m, stripe, offset) {
-                        (true, at) => parity_files[m]
-                            .as_ref()
-                            .expect("survivor")
-                            .read_exact_at(&mut piece[..len], at)
-                            .map_err(|e| {
-                                Error::io(parity[m].as_ref().expect("survivor"), "read", e)
-                            })?,
-                        (false, at) => data[m]
-                            .as_ref()
-                            .expect("survivor")
-                            .read_at(at, &mut piece[..len])?,
-                    }
+                    stores[m].read_element(code, m, stripe, chunk, offset, &mut piece[..len])?;
                     gf::mul_add(&mut acc[..len], &piece[..len], w);
                 }
-                match locate(*l, stripe, offset) {
-                    (true, at) => {
-                        let i = lost.iter().position(|x| x == l).expect("lost");
-                        parity_files[*l]
-                            .as_ref()
-                            .expect("created")
-                            .write_all_at(&acc[..len], at)
-                            .map_err(|e| Error::io(&missing[i], "write", e))?
-                    }
-                    (false, at) => data[*l]
-                        .as_ref()
-                        .expect("created")
-                        .write_at(at, &acc[..len])?,
-                }
+                stores[*l].write_element(code, *l, stripe, chunk, offset, &acc[..len])?;
             }
             offset += len as u64;
         }
     }
     for &l in lost {
-        data[l].as_ref().expect("created").sync()?;
-        let i = lost.iter().position(|&x| x == l).expect("lost");
-        parity_files[l]
-            .as_ref()
-            .expect("created")
-            .sync_all()
-            .map_err(|e| Error::io(&missing[i], "fsync", e))?;
+        stores[l].sync()?;
     }
     // a rebuilt file must match the CRC its owner recorded
     let mut written = Vec::new();

@@ -4,13 +4,12 @@
 //! set, and protect the result anew when anything moved. When a dataset cannot be
 //! recovered it is deleted and the next older one is tried, then the prefix.
 
-use super::redundancy::{copy_header, create_with_header, mark_complete, place_copy};
+use super::redundancy::{copy_header, mark_complete, place_copy};
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
 use mpi::topology::Color;
-use scr::erasure::{self, StripeCode};
-use scr::xor::{self, LogicalFile, XorHeader};
-use std::os::unix::fs::FileExt;
+use scr::erasure::{self, MemberStore, StripeCode};
+use scr::xor::{self, XorHeader};
 
 /// True when `map` holds every file of (dset, rank) complete, of the recorded size and
 /// CRC, for a checkpoint of a job of `ranks` ranks.
@@ -359,7 +358,7 @@ impl Scr {
             .collect::<Result<_>>()?;
 
         // my data and parity: read (a survivor) or created (a lost member, recorded first)
-        let (data, parity, parity_offset, keys) = if am_lost {
+        let (store, keys) = if am_lost {
             let model = described
                 .iter()
                 .find_map(|h| h.get("REDDESC"))
@@ -411,10 +410,9 @@ impl Scr {
             self.filemap
                 .set_expected_files(d, self.rank, files.len() as u64 + 1);
             self.filemap.write(&self.filemap_path)?;
-            let data = LogicalFile::create(&files)?;
-            let parity = create_with_header(&parity_path, &header)?;
+            io::create_dirs(parity_path.parent().expect("in .scr"), 0o700)?;
             keys.push(parity_key);
-            (data, parity, header.len() as u64, keys)
+            (MemberStore::create(&files, &parity_path, &header)?, keys)
         } else {
             let (path, _, offset) = survivor.expect("a survivor");
             let files: Vec<(PathBuf, u64)> = self
@@ -422,8 +420,7 @@ impl Scr {
                 .into_iter()
                 .map(|(p, s, _)| (p, s))
                 .collect();
-            let parity = std::fs::File::open(&path).map_err(|e| Error::io(&path, "open", e))?;
-            (LogicalFile::open(&files)?, parity, offset, Vec::new())
+            (MemberStore::open(&files, &path, offset)?, Vec::new())
         };
 
         // each lost element is summed along a chain: the survivors that contribute, in set
@@ -436,12 +433,6 @@ impl Scr {
         let mut failed: Option<Error> = None;
         for stripe in 0..n {
             let weights = code.rebuild_weights(stripe, &lost).map_err(failure)?;
-            let at = |offset: u64| match code.role(me, stripe) {
-                erasure::Role::Data { chunk: c, .. } => (false, c as u64 * chunk + offset),
-                erasure::Role::Parity { slot } => {
-                    (true, parity_offset + slot as u64 * chunk + offset)
-                }
-            };
             for (l, from) in &weights {
                 let chain: Vec<usize> = (1..n)
                     .map(|step| (l + step) % n)
@@ -468,13 +459,8 @@ impl Scr {
                         None => acc[..len].fill(0),
                     }
                     if let Some(w) = weight {
-                        let read = match at(offset) {
-                            (true, pos) => parity
-                                .read_exact_at(&mut piece[..len], pos)
-                                .map_err(|e| Error::io("parity file", "read", e)),
-                            (false, pos) => data.read_at(pos, &mut piece[..len]),
-                        };
-                        match read {
+                        match store.read_element(code, me, stripe, chunk, offset, &mut piece[..len])
+                        {
                             Ok(()) => erasure::gf::mul_add(&mut acc[..len], &piece[..len], w),
                             Err(e) => {
                                 failed.get_or_insert(e);
@@ -484,13 +470,9 @@ impl Scr {
                     match &following {
                         Some(f) => f.send(&acc[..len]),
                         None => {
-                            let written = match at(offset) {
-                                (true, pos) => parity
-                                    .write_all_at(&acc[..len], pos)
-                                    .map_err(|e| Error::io("parity file", "write", e)),
-                                (false, pos) => data.write_at(pos, &acc[..len]),
-                            };
-                            if let Err(e) = written {
+                            if let Err(e) =
+                                store.write_element(code, me, stripe, chunk, offset, &acc[..len])
+                            {
                                 failed.get_or_insert(e);
                             }
                         }
@@ -503,10 +485,7 @@ impl Scr {
             return Err(e);
         }
         if am_lost {
-            data.sync()?;
-            parity
-                .sync_all()
-                .map_err(|e| Error::io("parity file", "fsync", e))?;
+            store.sync()?;
             mark_complete(&mut self.filemap, d, self.rank, &keys);
             self.filemap.write(&self.filemap_path)?;
         }

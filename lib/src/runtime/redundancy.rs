@@ -305,7 +305,7 @@ impl Scr {
 }
 
 /// Creates a parity file (and its `.scr` directory) holding just its header.
-pub(super) fn create_with_header(path: &Path, header: &[u8]) -> Result<std::fs::File> {
+fn create_with_header(path: &Path, header: &[u8]) -> Result<std::fs::File> {
     io::create_dirs(path.parent().expect("in .scr"), 0o700)?;
     let f = std::fs::File::create(path).map_err(|e| Error::io(path, "create", e))?;
     f.write_all_at(header, 0)
