@@ -38,50 +38,13 @@ pub struct Incoming<'a> {
 }
 
 /// The sender's files seen as one logical byte range through read-only mappings (empty
-/// files unmapped).
-struct Mapped<M> {
-    /// (logical start, length, mapping, file, path)
-    parts: Vec<(u64, u64, Option<M>, File, PathBuf)>,
+/// files unmapped; a mapping outlives the file handle it was made from).
+struct Mapped {
+    /// (logical start, length, mapping)
+    parts: Vec<(u64, u64, Option<memmap2::Mmap>)>,
 }
 
-impl<M: std::ops::Deref<Target = [u8]>> Mapped<M> {
-    /// The part holding `[offset, offset + len)` whole, and where in it.
-    fn part_of(&self, offset: u64, len: usize) -> Option<(usize, usize)> {
-        let i = self
-            .parts
-            .iter()
-            .position(|(start, size, _, _, _)| offset >= *start && offset < start + size)?;
-        let (start, size, map, _, _) = &self.parts[i];
-        (map.is_some() && offset + len as u64 <= start + size)
-            .then(|| (i, (offset - start) as usize))
-    }
-
-    fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
-        let (i, at) = self.part_of(offset, len)?;
-        Some(&self.parts[i].2.as_ref()?[at..at + len])
-    }
-
-    /// Copies `[offset, offset + buf.len())` across parts.
-    fn read_at(&self, mut offset: u64, buf: &mut [u8]) {
-        let mut done = 0;
-        for (start, size, map, _, _) in &self.parts {
-            if done == buf.len() {
-                break;
-            }
-            let Some(map) = map else { continue };
-            if offset >= start + size || offset < *start {
-                continue;
-            }
-            let at = (offset - start) as usize;
-            let n = (*size as usize - at).min(buf.len() - done);
-            buf[done..done + n].copy_from_slice(&map[at..at + n]);
-            done += n;
-            offset += n as u64;
-        }
-    }
-}
-
-impl Mapped<memmap2::Mmap> {
+impl Mapped {
     fn open(files: &[(PathBuf, u64)]) -> Result<Self> {
         let mut parts = Vec::with_capacity(files.len());
         let mut start = 0;
@@ -99,10 +62,42 @@ impl Mapped<memmap2::Mmap> {
                 .then(|| unsafe { memmap2::Mmap::map(&f) })
                 .transpose()
                 .map_err(|e| Error::io(path, "map", e))?;
-            parts.push((start, *size, map, f, path.clone()));
+            parts.push((start, *size, map));
             start += size;
         }
         Ok(Mapped { parts })
+    }
+
+    /// `[offset, offset + len)` when it lies inside one file.
+    fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let (start, size, map) = self
+            .parts
+            .iter()
+            .find(|(start, size, _)| offset >= *start && offset < start + size)?;
+        if offset + len as u64 > start + size {
+            return None;
+        }
+        let at = (offset - start) as usize;
+        Some(&map.as_ref()?[at..at + len])
+    }
+
+    /// Copies `[offset, offset + buf.len())` across files.
+    fn read_at(&self, mut offset: u64, buf: &mut [u8]) {
+        let mut done = 0;
+        for (start, size, map) in &self.parts {
+            if done == buf.len() {
+                break;
+            }
+            let Some(map) = map else { continue };
+            if offset >= start + size || offset < *start {
+                continue;
+            }
+            let at = (offset - start) as usize;
+            let n = (*size as usize - at).min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&map[at..at + n]);
+            done += n;
+            offset += n as u64;
+        }
     }
 }
 

@@ -1,10 +1,11 @@
 //! Restart from cache (manual §11.4, reference §5.3): find the newest checkpoint every
 //! rank can get back, move each rank's files to where it runs now (from the node that
-//! holds them, own copy or a partner's), rebuild a lost XOR member from the rest of its
-//! set, and protect the result anew when anything moved. When a dataset cannot be
-//! recovered it is deleted and the next older one is tried, then the prefix.
+//! holds them, own copy or a partner's), rebuild lost members from the rest of their XOR
+//! or RS set, and protect the result anew when anything moved. When a dataset cannot be
+//! recovered it stays in cache (for the drain) and the next older one is tried, then the
+//! prefix.
 
-use super::redundancy::{copy_header, mark_complete, place_copy};
+use super::redundancy::{cache_rel_path, copy_header, mark_complete, place_copy};
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
 use mpi::topology::Color;
@@ -30,11 +31,6 @@ pub(super) fn verify_copy(map: &Filemap, dset: u64, rank: u64, ranks: u64) -> bo
             let crc = meta.crc32().and_then(|_| io::file_crc32(Path::new(f)).ok());
             meta.verify(stat.len(), crc).is_ok()
         })
-}
-
-/// A dataset's directory in `store` for a rank on this node.
-fn cache_dir_in(store_dir: &Path, id: u64) -> PathBuf {
-    layout::cache_dataset_dir(store_dir, id)
 }
 
 impl Scr {
@@ -107,8 +103,8 @@ impl Scr {
     }
 
     /// This rank's parity file of `d`: its path, header and where the parity starts.
-    fn xor_header(&self, d: u64) -> Option<(PathBuf, XorHeader, u64)> {
-        xor_file_in(&self.filemap, d, self.rank)
+    fn parity_file(&self, d: u64) -> Option<(PathBuf, XorHeader, u64)> {
+        parity_file_in(&self.filemap, d, self.rank)
     }
 
     /// Tries to give every rank its files of `d`; true when every rank has them, verified.
@@ -117,14 +113,14 @@ impl Scr {
         let own_ok = verify_cached_of(self, d);
         let mut report = Hash::new();
         report.set_value("OWN", u8::from(own_ok));
-        // XOR sets, as the headers of the XOR files at hand record them
+        // the sets, as the headers of the parity files at hand record them:
         // "<failures tolerated>:<members>", RS headers say how many; XOR survives one
         let mut add_set = |header: XorHeader| {
             let list: Vec<String> = header.group.iter().map(u64::to_string).collect();
             let k = header.failures.unwrap_or(1);
             report.child("SET").child(format!("{k}:{}", list.join(",")));
         };
-        if own_ok && let Some(header) = xor_header_in(&self.filemap, d, self.rank) {
+        if own_ok && let Some(header) = parity_header_in(&self.filemap, d, self.rank) {
             add_set(header);
         }
         let mut held_ok = Vec::new();
@@ -132,7 +128,7 @@ impl Scr {
             for r in held.ranks_by_dataset(d) {
                 if r < self.ranks && verify_copy(held, d, r, self.ranks) {
                     held_ok.push(r);
-                    if let Some(header) = xor_header_in(held, d, r) {
+                    if let Some(header) = parity_header_in(held, d, r) {
                         add_set(header);
                     }
                 }
@@ -260,7 +256,7 @@ impl Scr {
                 .and_then(|r| RedDesc::wrap(r.clone()).store().map(str::to_string))
                 .ok_or_else(|| failure("the copy has no redundancy descriptor"))?;
             let store_dir = store_dir_of(&store, &user, &jobid, node_dir.as_deref());
-            let base = cache_dir_in(&store_dir, d);
+            let base = layout::cache_dataset_dir(&store_dir, d);
             let (owner, placed) = place_copy(filemap, d, h, |_, rel| base.join(rel))?;
             if let Some(mut rd) = filemap.reddesc(d, owner) {
                 rd.set_directory(&store_dir.to_string_lossy());
@@ -322,7 +318,7 @@ impl Scr {
             None
         } else {
             Some(
-                self.xor_header(d)
+                self.parity_file(d)
                     .ok_or_else(|| failure("no parity file in cache"))?,
             )
         };
@@ -372,19 +368,13 @@ impl Scr {
             reddesc.set_position(pos);
             let store_dir = self.store_dir(reddesc.store().unwrap_or("/tmp"));
             reddesc.set_directory(&store_dir.to_string_lossy());
-            let base = cache_dir_in(&store_dir, d);
+            let base = layout::cache_dataset_dir(&store_dir, d);
             self.filemap.set_dataset(d, self.rank, &template.dataset);
             self.filemap.set_reddesc(d, self.rank, &reddesc);
             let mut files = Vec::new();
             let mut keys = Vec::new();
             for meta in &lists[me].files {
-                let rel = meta
-                    .orig()
-                    .or(meta.filename())
-                    .unwrap_or("unnamed")
-                    .to_string();
-                rank2file::check_relative(&rel).map_err(failure)?;
-                let path = base.join(&rel);
+                let path = base.join(cache_rel_path(meta)?);
                 let key = path.to_string_lossy().into_owned();
                 let mut m = meta.clone();
                 m.set_complete(false);
@@ -530,7 +520,7 @@ impl Scr {
 }
 
 /// The parity file (XOR or RS) recorded for (d, rank) in `map`: path, header, parity offset.
-fn xor_file_in(map: &Filemap, d: u64, rank: u64) -> Option<(PathBuf, XorHeader, u64)> {
+fn parity_file_in(map: &Filemap, d: u64, rank: u64) -> Option<(PathBuf, XorHeader, u64)> {
     map.files(d, rank).into_iter().find_map(|f| {
         let meta = map.meta(d, rank, f)?;
         matches!(meta.filetype(), Some(FileType::Xor | FileType::ReedSolomon)).then_some(())?;
@@ -546,8 +536,8 @@ struct SetRebuild {
     failures: u64,
 }
 
-fn xor_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHeader> {
-    xor_file_in(map, d, rank).map(|(_, h, _)| h)
+fn parity_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHeader> {
+    parity_file_in(map, d, rank).map(|(_, h, _)| h)
 }
 
 fn verify_cached_of(scr: &Scr, d: u64) -> bool {

@@ -366,14 +366,7 @@ pub(super) fn place_copy(
         let mut meta = old
             .meta(id, owner, src)
             .ok_or_else(|| failure(format!("copy of rank {owner}: no meta data for {src}")))?;
-        let rel = match meta.filetype() {
-            Some(FileType::User) | None => meta.orig().or(meta.filename()),
-            _ => None,
-        }
-        .map(str::to_string)
-        .unwrap_or_else(|| format!(".scr/{}", meta.filename().unwrap_or("unnamed")));
-        rank2file::check_relative(&rel).map_err(failure)?;
-        let path = dest(owner, &rel);
+        let path = dest(owner, &cache_rel_path(&meta)?);
         let size = meta.size().unwrap_or(0);
         meta.set_complete(false);
         let key = path.to_string_lossy().into_owned();
@@ -384,6 +377,19 @@ pub(super) fn place_copy(
     filemap.remove_rank_by_dataset(id, owner);
     filemap.merge(&fresh);
     Ok((owner, placed))
+}
+
+/// Where a file goes in a dataset's cache directory: a user file by the name it has on
+/// the prefix, a redundancy file in `.scr/`. Refuses names that would escape.
+pub(super) fn cache_rel_path(meta: &Meta) -> Result<String> {
+    let rel = match meta.filetype() {
+        Some(FileType::User) | None => meta.orig().or(meta.filename()),
+        _ => None,
+    }
+    .map(str::to_string)
+    .unwrap_or_else(|| format!(".scr/{}", meta.filename().unwrap_or("unnamed")));
+    rank2file::check_relative(&rel).map_err(failure)?;
+    Ok(rel)
 }
 
 /// Marks received files complete.
