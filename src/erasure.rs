@@ -779,7 +779,7 @@ mod tests {
             logical.push(data);
         }
         let max = logical.iter().map(Vec::len).max().unwrap() as u64;
-        let chunk = xor::chunk_size_over(max, code.data_chunks() as u64) as usize;
+        let chunk = xor::chunk_size(max, code.data_chunks() as u64) as usize;
         for l in &mut logical {
             l.resize(code.data_chunks() * chunk, 0);
         }

@@ -22,13 +22,9 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-/// Bytes per chunk: the largest logical file spread over `n-1` chunks, at least one byte.
-pub fn chunk_size(max_logical_bytes: u64, set_size: u64) -> u64 {
-    chunk_size_over(max_logical_bytes, set_size.saturating_sub(1))
-}
-
-/// Bytes per chunk when each logical file is cut into `data_chunks` chunks.
-pub fn chunk_size_over(max_logical_bytes: u64, data_chunks: u64) -> u64 {
+/// Bytes per chunk: the largest logical file spread over `data_chunks` chunks (`n-1` for
+/// XOR, SCR's rule), at least one byte.
+pub fn chunk_size(max_logical_bytes: u64, data_chunks: u64) -> u64 {
     max_logical_bytes.div_ceil(data_chunks.max(1)).max(1)
 }
 
@@ -289,9 +285,9 @@ mod tests {
 
     #[test]
     fn chunk_rule() {
-        assert_eq!(chunk_size(65546, 4), 21849);
-        assert_eq!(chunk_size(0, 4), 1);
-        assert_eq!(chunk_size(10, 2), 10);
+        assert_eq!(chunk_size(65546, 3), 21849, "SCR's chunk for a set of 4");
+        assert_eq!(chunk_size(0, 3), 1);
+        assert_eq!(chunk_size(10, 1), 10);
         // every member contributes a distinct chunk to each other member's parity
         for n in 2..9 {
             for m in 0..n {

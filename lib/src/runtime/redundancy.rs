@@ -157,7 +157,7 @@ impl Scr {
         let (left, right) = ((me + n - 1) % n, (me + 1) % n);
         let files = self.user_files_with_meta(id);
         let logical: u64 = files.iter().map(|(_, s, _)| s).sum();
-        let chunk = xor::chunk_size_over(comm::max_u64(comm, logical), code.data_chunks() as u64);
+        let chunk = xor::chunk_size(comm::max_u64(comm, logical), code.data_chunks() as u64);
         let mine = MemberFiles {
             rank: self.rank,
             files: files.iter().map(|(_, _, m)| m.clone()).collect(),
