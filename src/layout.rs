@@ -84,6 +84,13 @@ pub fn current_link(prefix: &Path) -> PathBuf {
     prefix.join("scr.current")
 }
 
+/// The user name in directory names: SCR_USER_NAME, else USER (None when neither is set).
+pub fn user_name() -> Option<String> {
+    ["SCR_USER_NAME", "USER"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+}
+
 /// XOR redundancy file name (v1.1.8+): `xor.<gid>_<r+1>_of_<n>.scr`.
 pub fn xor_file_name(group_id: u64, group_rank: u64, group_size: u64) -> String {
     format!("xor.{group_id}_{}_of_{group_size}.scr", group_rank + 1)

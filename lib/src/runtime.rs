@@ -340,9 +340,7 @@ impl Scr {
             .filter(|(i, n)| names.iter().position(|m| m == *n) == Some(*i))
             .count() as u64;
 
-        let user = std::env::var("SCR_USER_NAME")
-            .or_else(|_| std::env::var("USER"))
-            .unwrap_or_else(|_| "unknown".into());
+        let user = layout::user_name().unwrap_or_else(|| "unknown".into());
         let jobid = params
             .get("SCR_JOB_ID")
             .map(str::to_string)

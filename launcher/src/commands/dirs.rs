@@ -62,10 +62,7 @@ pub fn list_dir(args: ListDirArgs) -> scr::Result<ExitCode> {
     });
     let params = Params::load(&Sources::from_process())?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let user = args
-        .user
-        .or_else(|| env("SCR_USER_NAME"))
-        .or_else(|| env("USER"));
+    let user = args.user.or_else(layout::user_name);
     let jobid = args
         .jobid
         .or_else(|| params.get("SCR_JOB_ID").map(str::to_string))

@@ -85,9 +85,7 @@ pub fn copy(args: CopyArgs) -> scr::Result<ExitCode> {
 
 /// The job's control directory: `<SCR_CNTL_BASE>/<user>/scr.<jobid>`.
 fn control_dir(params: &Params, job_id: &str) -> PathBuf {
-    let user = std::env::var("SCR_USER_NAME")
-        .or_else(|_| std::env::var("USER"))
-        .unwrap_or_else(|_| "unknown".into());
+    let user = layout::user_name().unwrap_or_else(|| "unknown".into());
     layout::job_dir(
         Path::new(params.get("SCR_CNTL_BASE").unwrap_or("/tmp")),
         &user,

@@ -223,9 +223,7 @@ pub struct EnvArgs {
 pub fn env(args: EnvArgs) -> scr::Result<ExitCode> {
     let rm = job::detect_resource_manager();
     let answer: Option<String> = if args.user {
-        std::env::var("SCR_USER_NAME")
-            .or_else(|_| std::env::var("USER"))
-            .ok()
+        layout::user_name()
     } else if args.jobid {
         Some(rm.job_id())
     } else if args.nodes {
@@ -297,10 +295,7 @@ pub fn prerun(args: PrerunArgs) -> scr::Result<ExitCode> {
 pub struct TestRuntimeArgs {}
 
 pub fn test_runtime(_args: TestRuntimeArgs) -> scr::Result<ExitCode> {
-    let on_path = |p: &str| {
-        std::env::var_os("PATH")
-            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(p).is_file()))
-    };
+    let on_path = job::remote::on_path;
     let mut missing = Vec::new();
     if !on_path("ping") {
         missing.push("ping (iputils-ping): down-node detection pings nodes");

@@ -73,16 +73,14 @@ impl Scavenge<'_> {
     }
 
     fn copy_remote(&self, nodes: &HostSet, failed: &[String]) -> Vec<NodeCopy> {
-        let scr = std::env::current_exe()
-            .ok()
-            .map(|p| p.with_file_name("scr"))
-            .unwrap_or_else(|| PathBuf::from("scr"));
+        let quote = |p: &Path| remote::shell_quote(&p.to_string_lossy());
+        let failed: Vec<String> = failed.iter().map(|f| remote::shell_quote(f)).collect();
         let command = format!(
             "{} copy --cntldir {} --id {} --dstdir {} --buf {} {}",
-            scr.display(),
-            self.cntl_dir.display(),
+            remote::scr_command_line(),
+            quote(self.cntl_dir),
             self.id,
-            self.prefix.display(),
+            quote(self.prefix),
             self.buf_size,
             failed.join(" ")
         );

@@ -3,6 +3,7 @@
 //! nodes pinged at once; SCR pings one after another), when SCR_EXCLUDE_NODES or the
 //! caller names it, or when its control or cache directory fails the node test.
 
+use super::remote::{scr_command_line, shell_quote};
 use super::{DownNode, ResourceManager};
 use hostlist::HostSet;
 use std::path::{Path, PathBuf};
@@ -147,12 +148,8 @@ pub fn list_down_nodes(q: &DownNodeQuery) -> Vec<DownNode> {
                 }
             }
         } else if !up.is_empty() {
-            let scr = std::env::current_exe()
-                .ok()
-                .and_then(|p| Some(p.with_file_name("scr").to_str()?.to_string()))
-                .unwrap_or_else(|| "scr".into());
             let quoted: Vec<String> = check.to_args().iter().map(|a| shell_quote(a)).collect();
-            let command = format!("{} check-node {}", shell_quote(&scr), quoted.join(" "));
+            let command = format!("{} check-node {}", scr_command_line(), quoted.join(" "));
             let up_set = HostSet::from_names(up.iter().map(String::as_str));
             for r in super::remote::run_on_nodes(&up_set, &command, 256) {
                 match r.code {
@@ -178,18 +175,6 @@ pub fn list_down_nodes(q: &DownNodeQuery) -> Vec<DownNode> {
     let order: Vec<String> = q.nodes.iter().collect();
     down.sort_by_key(|d| order.iter().position(|n| *n == d.node));
     down
-}
-
-/// Quotes a word for a POSIX shell.
-fn shell_quote(word: &str) -> String {
-    if word
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_./:,=".contains(c))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 /// Nodes that do not answer one ping within 1 s; all pinged at once, in waves of 256.

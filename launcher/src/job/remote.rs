@@ -18,9 +18,32 @@ pub struct NodeResult {
 
 const EXIT_MARKER: &str = "__SCR_EXIT_CODE=";
 
-fn on_path(program: &str) -> bool {
+/// Whether `program` is on the PATH.
+pub fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+/// The `scr` command beside the running program, which other nodes reach at the same path
+/// (a shared file system), quoted for their shell.
+pub fn scr_command_line() -> String {
+    let scr = std::env::current_exe()
+        .ok()
+        .and_then(|p| Some(p.with_file_name("scr").to_str()?.to_string()))
+        .unwrap_or_else(|| "scr".into());
+    shell_quote(&scr)
+}
+
+/// Quotes a word for a POSIX shell.
+pub fn shell_quote(word: &str) -> String {
+    if word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./:,=".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// Runs the shell command `command` on every node of `nodes`.

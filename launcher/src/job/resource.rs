@@ -20,6 +20,11 @@ pub trait ResourceManager {
     fn nodes_are_hosts(&self) -> bool;
 }
 
+/// SCR_JOB_ID, which names the job's directories for the library as for the launcher.
+fn job_id_override() -> Option<String> {
+    std::env::var("SCR_JOB_ID").ok().filter(|s| !s.is_empty())
+}
+
 fn nodelist_override() -> Option<Result<HostSet, String>> {
     let text = std::env::var("SCR_NODELIST")
         .ok()
@@ -49,10 +54,7 @@ impl ResourceManager for Slurm {
     }
     /// SCR_JOB_ID when set (the library prefers it too), else SLURM's.
     fn job_id(&self) -> String {
-        std::env::var("SCR_JOB_ID")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| self.job_id.clone())
+        job_id_override().unwrap_or_else(|| self.job_id.clone())
     }
     fn nodes(&self) -> Result<HostSet, String> {
         if let Some(o) = nodelist_override() {
@@ -115,10 +117,7 @@ impl ResourceManager for Local {
         "local"
     }
     fn job_id(&self) -> String {
-        std::env::var("SCR_JOB_ID")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| format!("local.{}", std::process::id()))
+        job_id_override().unwrap_or_else(|| format!("local.{}", std::process::id()))
     }
     fn nodes(&self) -> Result<HostSet, String> {
         nodelist_override().unwrap_or_else(|| Ok(HostSet::from_names([local_host_name().as_str()])))
