@@ -382,6 +382,10 @@ pub fn header_for(
 /// One member's files under a stripe code: its logical file and its parity file, whose
 /// parity chunks start after the header at `parity_start`.
 pub struct MemberStore {
+    /// The set's code, this member's position in it, and the chunk size.
+    pub code: StripeCode,
+    pub member: usize,
+    pub chunk: u64,
     pub data: LogicalFile,
     pub parity: File,
     pub parity_path: PathBuf,
@@ -390,8 +394,16 @@ pub struct MemberStore {
 
 impl MemberStore {
     /// Opens a surviving member's files.
-    pub fn open(data: &[(PathBuf, u64)], parity_path: &Path, parity_start: u64) -> Result<Self> {
+    pub fn open(
+        (code, member, chunk): (StripeCode, usize, u64),
+        data: &[(PathBuf, u64)],
+        parity_path: &Path,
+        parity_start: u64,
+    ) -> Result<Self> {
         Ok(MemberStore {
+            code,
+            member,
+            chunk,
             data: LogicalFile::open(data)?,
             parity: File::open(parity_path).map_err(|e| Error::io(parity_path, "open", e))?,
             parity_path: parity_path.to_path_buf(),
@@ -401,7 +413,12 @@ impl MemberStore {
 
     /// Creates a lost member's files: its data files at their sizes, and its parity file
     /// holding `header`.
-    pub fn create(data: &[(PathBuf, u64)], parity_path: &Path, header: &[u8]) -> Result<Self> {
+    pub fn create(
+        (code, member, chunk): (StripeCode, usize, u64),
+        data: &[(PathBuf, u64)],
+        parity_path: &Path,
+        header: &[u8],
+    ) -> Result<Self> {
         if let Some(dir) = parity_path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
         }
@@ -410,6 +427,9 @@ impl MemberStore {
             .write_all_at(header, 0)
             .map_err(|e| Error::io(parity_path, "write", e))?;
         Ok(MemberStore {
+            code,
+            member,
+            chunk,
             data: LogicalFile::create(data)?,
             parity,
             parity_path: parity_path.to_path_buf(),
@@ -417,33 +437,18 @@ impl MemberStore {
         })
     }
 
-    /// Where `member`'s element of `stripe` lies, `offset` bytes in: in the parity file
+    /// Where this member's element of `stripe` lies, `offset` bytes in: in the parity file
     /// (true) or the logical file (false), and at which byte.
-    fn place(
-        &self,
-        code: StripeCode,
-        member: usize,
-        stripe: usize,
-        chunk: u64,
-        offset: u64,
-    ) -> (bool, u64) {
-        match code.role(member, stripe) {
-            Role::Data { chunk: c, .. } => (false, c as u64 * chunk + offset),
-            Role::Parity { slot } => (true, self.parity_start + slot as u64 * chunk + offset),
+    fn place(&self, stripe: usize, offset: u64) -> (bool, u64) {
+        match self.code.role(self.member, stripe) {
+            Role::Data { chunk: c, .. } => (false, c as u64 * self.chunk + offset),
+            Role::Parity { slot } => (true, self.parity_start + slot as u64 * self.chunk + offset),
         }
     }
 
-    /// Reads this member's (`member`'s) element of `stripe` at `offset` into `buf`.
-    pub fn read_element(
-        &self,
-        code: StripeCode,
-        member: usize,
-        stripe: usize,
-        chunk: u64,
-        offset: u64,
-        buf: &mut [u8],
-    ) -> Result<()> {
-        match self.place(code, member, stripe, chunk, offset) {
+    /// Reads this member's element of `stripe` at `offset` into `buf`.
+    pub fn read_element(&self, stripe: usize, offset: u64, buf: &mut [u8]) -> Result<()> {
+        match self.place(stripe, offset) {
             (true, at) => self
                 .parity
                 .read_exact_at(buf, at)
@@ -453,16 +458,8 @@ impl MemberStore {
     }
 
     /// Writes this member's element of `stripe` at `offset`.
-    pub fn write_element(
-        &self,
-        code: StripeCode,
-        member: usize,
-        stripe: usize,
-        chunk: u64,
-        offset: u64,
-        buf: &[u8],
-    ) -> Result<()> {
-        match self.place(code, member, stripe, chunk, offset) {
+    pub fn write_element(&self, stripe: usize, offset: u64, buf: &[u8]) -> Result<()> {
+        match self.place(stripe, offset) {
             (true, at) => self
                 .parity
                 .write_all_at(buf, at)
@@ -566,13 +563,23 @@ pub fn rebuild_serial(
         match lost.iter().position(|&l| l == pos) {
             None => {
                 let path = parity[pos].as_ref().expect("a survivor's parity file");
-                stores.push(MemberStore::open(&paths, path, offsets[pos])?);
+                stores.push(MemberStore::open(
+                    (code, pos, chunk),
+                    &paths,
+                    path,
+                    offsets[pos],
+                )?);
             }
             Some(i) => {
                 let header = header_for(code, pos, &lists, &first)
                     .to_hash()
                     .to_file_bytes();
-                stores.push(MemberStore::create(&paths, &missing[i], &header)?);
+                stores.push(MemberStore::create(
+                    (code, pos, chunk),
+                    &paths,
+                    &missing[i],
+                    &header,
+                )?);
                 outputs.extend(
                     paths
                         .into_iter()
@@ -596,10 +603,10 @@ pub fn rebuild_serial(
             for (l, from) in &weights {
                 acc[..len].fill(0);
                 for &(m, w) in from {
-                    stores[m].read_element(code, m, stripe, chunk, offset, &mut piece[..len])?;
+                    stores[m].read_element(stripe, offset, &mut piece[..len])?;
                     gf::mul_add(&mut acc[..len], &piece[..len], w);
                 }
-                stores[*l].write_element(code, *l, stripe, chunk, offset, &acc[..len])?;
+                stores[*l].write_element(stripe, offset, &acc[..len])?;
             }
             offset += len as u64;
         }

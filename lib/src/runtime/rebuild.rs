@@ -402,7 +402,10 @@ impl Scr {
             self.filemap.write(&self.filemap_path)?;
             io::create_dirs(parity_path.parent().expect("in .scr"), 0o700)?;
             keys.push(parity_key);
-            (MemberStore::create(&files, &parity_path, &header)?, keys)
+            (
+                MemberStore::create((code, me, chunk), &files, &parity_path, &header)?,
+                keys,
+            )
         } else {
             let (path, _, offset) = survivor.expect("a survivor");
             let files: Vec<(PathBuf, u64)> = self
@@ -410,7 +413,10 @@ impl Scr {
                 .into_iter()
                 .map(|(p, s, _)| (p, s))
                 .collect();
-            (MemberStore::open(&files, &path, offset)?, Vec::new())
+            (
+                MemberStore::open((code, me, chunk), &files, &path, offset)?,
+                Vec::new(),
+            )
         };
 
         // each lost element is summed along a chain: the survivors that contribute, in set
@@ -449,8 +455,7 @@ impl Scr {
                         None => acc[..len].fill(0),
                     }
                     if let Some(w) = weight {
-                        match store.read_element(code, me, stripe, chunk, offset, &mut piece[..len])
-                        {
+                        match store.read_element(stripe, offset, &mut piece[..len]) {
                             Ok(()) => erasure::gf::mul_add(&mut acc[..len], &piece[..len], w),
                             Err(e) => {
                                 failed.get_or_insert(e);
@@ -460,9 +465,7 @@ impl Scr {
                     match &following {
                         Some(f) => f.send(&acc[..len]),
                         None => {
-                            if let Err(e) =
-                                store.write_element(code, me, stripe, chunk, offset, &acc[..len])
-                            {
+                            if let Err(e) = store.write_element(stripe, offset, &acc[..len]) {
                                 failed.get_or_insert(e);
                             }
                         }
