@@ -154,14 +154,17 @@ impl JobOps for Live<'_> {
 
     fn launch(&mut self, _attempt: u32, exclude: &HostSet) -> Result<Option<i32>, String> {
         let argv = self.launcher.command(&self.command, &self.nodes, exclude);
-        let mut cmd = std::process::Command::new(&argv[0]);
-        cmd.args(&argv[1..]);
-        // its own process group: a stop reaches every process of the run
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("could not start {}: {e}", argv[0]))?;
-        let pid = child.id() as i32;
+        let (app, line) = job::child::command(&argv[0], &argv[1..]);
+        let app = app
+            .unchecked()
+            // its own process group: a stop reaches every process of the run
+            .before_spawn(|cmd| {
+                std::os::unix::process::CommandExt::process_group(cmd, 0);
+                Ok(())
+            })
+            .start()
+            .map_err(|e| job::child::not_started(&line, &e).to_string())?;
+        let pid = app.pids()[0] as i32;
         let mut stopping: Option<Instant> = None;
         let mut why: Option<String> = None;
         let mut watch = Watch {
@@ -170,8 +173,8 @@ impl JobOps for Live<'_> {
             since: Instant::now(),
         };
         loop {
-            match child.try_wait() {
-                Ok(Some(status)) => return Ok(status.code()),
+            match app.try_wait() {
+                Ok(Some(out)) => return Ok(out.status.code()),
                 Ok(None) => {}
                 Err(e) => return Err(format!("waiting for {}: {e}", argv[0])),
             }
@@ -316,10 +319,12 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     let reporter = Reporter { json: args.json };
     let params = Params::load(&Sources::from_process())?;
     if !params.bool("SCR_ENABLE") {
-        let status = std::process::Command::new(&args.command[0])
-            .args(&args.command[1..])
-            .status()
-            .map_err(|e| fail(format!("could not start {}: {e}", args.command[0])))?;
+        let (app, line) = job::child::command(&args.command[0], &args.command[1..]);
+        let status = app
+            .unchecked()
+            .run()
+            .map_err(|e| fail(job::child::not_started(&line, &e)))?
+            .status;
         return Ok(ExitCode::from(
             status.code().unwrap_or(1).clamp(0, 255) as u8
         ));

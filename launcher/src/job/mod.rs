@@ -2,6 +2,7 @@
 //! owns the allocation, the launcher that starts the application on it, down-node
 //! detection, and the relaunch loop over them.
 
+pub mod child;
 pub mod drain;
 mod nodes;
 pub mod remote;

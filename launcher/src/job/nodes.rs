@@ -3,11 +3,11 @@
 //! nodes pinged at once; SCR pings one after another), when SCR_EXCLUDE_NODES or the
 //! caller names it, or when its control or cache directory fails the node test.
 
+use super::child;
 use super::remote::{scr_command_line, shell_quote};
 use super::{DownNode, ResourceManager};
 use hostlist::HostSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Which directories a node must offer, with the capacity each must have.
 #[derive(Clone, Debug, Default)]
@@ -181,22 +181,23 @@ pub fn list_down_nodes(q: &DownNodeQuery) -> Vec<DownNode> {
 fn unreachable(nodes: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for wave in nodes.chunks(256) {
-        let children: Vec<(String, Option<std::process::Child>)> = wave
+        let pings: Vec<_> = wave
             .iter()
             .map(|n| {
-                let child = Command::new("ping")
-                    .args(["-c", "1", "-W", "1", n])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
+                let (ping, _) = child::command("ping", ["-c", "1", "-W", "1", n.as_str()]);
+                let handle = ping
+                    .stdin_null()
+                    .stdout_null()
+                    .stderr_null()
+                    .unchecked()
+                    .start()
                     .ok();
-                (n.clone(), child)
+                (n.clone(), handle)
             })
             .collect();
-        for (node, child) in children {
-            let ok = child.is_some_and(|mut c| c.wait().is_ok_and(|s| s.success()));
-            if !ok {
+        for (node, handle) in pings {
+            let answered = handle.is_some_and(|h| h.wait().is_ok_and(|o| o.status.success()));
+            if !answered {
                 out.push(node);
             }
         }

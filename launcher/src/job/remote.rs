@@ -3,8 +3,8 @@
 //! PDSH_RCMD_TYPE, else ssh; the exit code travels as a marker line); without it, ssh
 //! processes run in parallel waves of `fanout`.
 
+use super::child;
 use hostlist::HostSet;
-use std::process::{Command, Stdio};
 
 /// What one node answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,18 +61,12 @@ pub fn run_on_nodes(nodes: &HostSet, command: &str, fanout: usize) -> Vec<NodeRe
 
 fn with_pdsh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> {
     let rcmd = std::env::var("PDSH_RCMD_TYPE").unwrap_or_else(|_| "ssh".into());
-    let out = Command::new("pdsh")
-        .args([
-            "-R",
-            &rcmd,
-            "-f",
-            &fanout.max(1).to_string(),
-            "-w",
-            &names.join(","),
-        ])
-        .arg(format!("{command}; echo {EXIT_MARKER}$?"))
-        .stdin(Stdio::null())
-        .output();
+    let fanout = fanout.max(1).to_string();
+    let marked = format!("{command}; echo {EXIT_MARKER}$?");
+    let out = child::capture(
+        "pdsh",
+        ["-R", &rcmd, "-f", &fanout, "-w", &names.join(","), &marked],
+    );
     let mut results: Vec<NodeResult> = names
         .iter()
         .map(|n| NodeResult {
@@ -82,13 +76,16 @@ fn with_pdsh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> 
             code: None,
         })
         .collect();
-    let Ok(out) = out else {
-        for r in &mut results {
-            r.stderr = "pdsh could not be started".into();
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            for r in &mut results {
+                r.stderr = e.to_string();
+            }
+            return results;
         }
-        return results;
     };
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
+    for line in out.stdout.lines() {
         let Some((node, text)) = line.split_once(": ") else {
             continue;
         };
@@ -103,7 +100,7 @@ fn with_pdsh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> 
         }
     }
     // pdsh reports its own failures as "pdsh@host: node: message"
-    for line in String::from_utf8_lossy(&out.stderr).lines() {
+    for line in out.stderr.lines() {
         let rest = line.split_once(": ").map_or(line, |(_, r)| r);
         if let Some((node, text)) = rest.split_once(": ")
             && let Some(r) = results.iter_mut().find(|r| r.node == node)
@@ -118,27 +115,34 @@ fn with_pdsh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> 
 fn with_ssh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> {
     let mut results = Vec::with_capacity(names.len());
     for wave in names.chunks(fanout.max(1)) {
-        let children: Vec<_> = wave
+        let sessions: Vec<_> = wave
             .iter()
             .map(|node| {
-                let child = Command::new("ssh")
-                    .args([
-                        "-o",
-                        "BatchMode=yes",
-                        "-o",
-                        "ConnectTimeout=5",
-                        node,
-                        command,
-                    ])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn();
-                (node.clone(), child)
+                let ssh_args = [
+                    "-o",
+                    "BatchMode=yes",
+                    "-o",
+                    "ConnectTimeout=5",
+                    node,
+                    command,
+                ];
+                let (ssh, line) = child::command("ssh", ssh_args);
+                let handle = ssh
+                    .stdin_null()
+                    .stdout_capture()
+                    .stderr_capture()
+                    .unchecked()
+                    .start();
+                (
+                    node.clone(),
+                    handle.map_err(|e| child::not_started(&line, &e)),
+                )
             })
             .collect();
-        for (node, child) in children {
-            results.push(match child.and_then(|c| c.wait_with_output()) {
+        for (node, handle) in sessions {
+            let waited =
+                handle.and_then(|h| h.into_output().map_err(|e| child::not_started("ssh", &e)));
+            results.push(match waited {
                 // ssh's own failures exit 255
                 Ok(out) => NodeResult {
                     node,
@@ -149,7 +153,7 @@ fn with_ssh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> {
                 Err(e) => NodeResult {
                     node,
                     stdout: String::new(),
-                    stderr: format!("ssh could not be started: {e}"),
+                    stderr: e.to_string(),
                     code: None,
                 },
             });

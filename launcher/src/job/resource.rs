@@ -3,8 +3,8 @@
 //! resource manager is present; another (LSF, Flux) is one more implementation.
 
 use super::DownNode;
+use super::child;
 use hostlist::HostSet;
-use std::process::Command;
 
 pub trait ResourceManager {
     fn name(&self) -> &'static str;
@@ -70,15 +70,25 @@ impl ResourceManager for Slurm {
     }
     fn down_nodes(&self, nodes: &HostSet) -> Vec<DownNode> {
         // down, drained and failing nodes are all unusable
-        let out = Command::new("sinfo")
-            .args(["-h", "-o", "%N", "-t", "down,drain,drng,fail,failg", "-n"])
-            .arg(nodes.to_string())
-            .output();
-        let Some(out) = out.ok().filter(|o| o.status.success()) else {
-            return Vec::new();
+        let list = nodes.to_string();
+        let states = [
+            "-h",
+            "-o",
+            "%N",
+            "-t",
+            "down,drain,drng,fail,failg",
+            "-n",
+            &list,
+        ];
+        let out = match child::read("sinfo", states) {
+            Ok(out) => out,
+            Err(e) => {
+                // the other node tests still run; say why this one could not
+                eprintln!("scr: could not ask SLURM which nodes are down: {e}");
+                return Vec::new();
+            }
         };
-        String::from_utf8_lossy(&out.stdout)
-            .split_whitespace()
+        out.split_whitespace()
             .filter_map(|l| l.parse::<HostSet>().ok())
             .flat_map(|s| s.iter().collect::<Vec<_>>())
             .filter(|n| nodes.contains(n))
@@ -89,11 +99,9 @@ impl ResourceManager for Slurm {
             .collect()
     }
     fn end_time(&self) -> Option<i64> {
-        let out = Command::new("scontrol")
-            .args(["show", "job", &self.job_id])
-            .output()
+        let text = child::read("scontrol", ["show", "job", &self.job_id])
+            .map_err(|e| eprintln!("scr: could not read the allocation's end time: {e}"))
             .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
         let end = text
             .split_whitespace()
             .find_map(|w| w.strip_prefix("EndTime="))?;
