@@ -219,6 +219,9 @@ fn a_node_dying_mid_run_is_excluded_and_the_spare_takes_over_from_the_xor_rebuil
     killer.join().unwrap();
     assert!(out.status.success(), "{t}");
     assert!(t.contains("node3 is down"), "{t}");
+    // every node test ran, SLURM's own included (a bad sinfo query once went unnoticed
+    // because the ping found the node anyway)
+    assert!(!t.contains("could not ask SLURM"), "{t}");
     assert!(
         t.contains("attempt 2: launching on 4 node(s), excluding node3"),
         "{t}"

@@ -53,7 +53,7 @@ impl Reporter {
         let now = chrono::Local::now();
         if self.json {
             let mut obj = serde_json::json!({
-                "time": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+                "time": now.to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
                 "event": event,
                 "message": text,
             });
@@ -395,7 +395,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     );
     prerun(&prefix)?;
     let mut live = Live {
-        launcher: Launcher::of(&args.command[0]),
+        launcher: Launcher::detect(&args.command[0]),
         command: args.command,
         nodes,
         prefix,

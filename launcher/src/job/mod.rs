@@ -18,8 +18,12 @@ use hostlist::HostSet;
 /// How the application is started, and how down nodes are kept out of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Launcher {
-    /// SLURM's `srun`: `--exclude=<down nodes>`.
-    Srun,
+    /// SLURM's `srun`: `--exclude=<down nodes>`, and `--overlap` where SLURM has it
+    /// (20.11 and later): a step left behind on a node that died holds its CPUs until
+    /// slurmctld gives up on it, and without sharing the next run waits behind it —
+    /// seen here for ten minutes, until the allocation expired. scr-run runs one step at a
+    /// time, so sharing takes nothing from anyone.
+    Srun { overlap: bool },
     /// MPICH hydra's `mpiexec`/`mpirun`: `-hosts <up nodes>`.
     Mpiexec,
     /// Anything else runs as given (one node, no exclusion possible).
@@ -33,9 +37,20 @@ impl Launcher {
             .and_then(|n| n.to_str())
             .unwrap_or(command)
         {
-            "srun" => Launcher::Srun,
+            "srun" => Launcher::Srun { overlap: false },
             "mpiexec" | "mpirun" | "mpiexec.hydra" | "mpiexec.mpich" => Launcher::Mpiexec,
             _ => Launcher::Direct,
+        }
+    }
+
+    /// [`Launcher::of`], asking the installed SLURM what its `srun` supports.
+    pub fn detect(command: &str) -> Launcher {
+        match Launcher::of(command) {
+            Launcher::Srun { .. } => Launcher::Srun {
+                overlap: child::read(command, ["--version"])
+                    .is_ok_and(|v| slurm_version_at_least(&v, (20, 11))),
+            },
+            other => other,
         }
     }
 
@@ -44,8 +59,13 @@ impl Launcher {
     pub fn command(&self, args: &[String], nodes: &HostSet, down: &HostSet) -> Vec<String> {
         let mut out = args.to_vec();
         match self {
-            Launcher::Srun if !down.is_empty() => {
-                out.insert(1, format!("--exclude={down}"));
+            Launcher::Srun { overlap } => {
+                if !down.is_empty() {
+                    out.insert(1, format!("--exclude={down}"));
+                }
+                if *overlap && !out.iter().any(|a| a == "--overlap") {
+                    out.insert(1, "--overlap".into());
+                }
             }
             Launcher::Mpiexec => {
                 let up = nodes.difference(down);
@@ -73,6 +93,20 @@ impl Launcher {
     }
 }
 
+/// Whether `srun --version` output ("slurm 22.05.8") is at least `want` (major, minor).
+fn slurm_version_at_least(version: &str, want: (u32, u32)) -> bool {
+    let mut numbers = version
+        .split_whitespace()
+        .last()
+        .unwrap_or("")
+        .split(['.', '-'])
+        .map(|n| n.parse::<u32>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= want,
+        _ => false,
+    }
+}
+
 /// Hydra takes plain comma-separated host names, not bracket ranges.
 fn comma_list(set: &HostSet) -> String {
     set.iter().collect::<Vec<_>>().join(",")
@@ -91,13 +125,23 @@ mod tests {
         let nodes: HostSet = "node[1-4]".parse().unwrap();
         let down: HostSet = "node3".parse().unwrap();
         let none = HostSet::new();
+        let srun = Launcher::Srun { overlap: false };
         assert_eq!(
-            Launcher::Srun.command(&args(&["srun", "-N3", "./app"]), &nodes, &down),
+            srun.command(&args(&["srun", "-N3", "./app"]), &nodes, &down),
             args(&["srun", "--exclude=node3", "-N3", "./app"])
         );
         assert_eq!(
-            Launcher::Srun.command(&args(&["srun", "./app"]), &nodes, &none),
+            srun.command(&args(&["srun", "./app"]), &nodes, &none),
             args(&["srun", "./app"])
+        );
+        let srun = Launcher::Srun { overlap: true };
+        assert_eq!(
+            srun.command(&args(&["srun", "-N3", "./app"]), &nodes, &down),
+            args(&["srun", "--overlap", "--exclude=node3", "-N3", "./app"])
+        );
+        assert_eq!(
+            srun.command(&args(&["srun", "--overlap", "./app"]), &nodes, &none),
+            args(&["srun", "--overlap", "./app"])
         );
         assert_eq!(
             Launcher::Mpiexec.command(&args(&["mpiexec", "-n", "3", "./app"]), &nodes, &down),
@@ -118,5 +162,14 @@ mod tests {
         );
         assert_eq!(Launcher::of("/usr/bin/mpirun"), Launcher::Mpiexec);
         assert_eq!(Launcher::of("./app"), Launcher::Direct);
+    }
+
+    #[test]
+    fn overlap_needs_slurm_20_11() {
+        assert!(slurm_version_at_least("slurm 22.05.8\n", (20, 11)));
+        assert!(slurm_version_at_least("slurm 20.11.0", (20, 11)));
+        assert!(slurm_version_at_least("slurm-wlm 23.02.1", (20, 11)));
+        assert!(!slurm_version_at_least("slurm 20.02.7", (20, 11)));
+        assert!(!slurm_version_at_least("garbage", (20, 11)));
     }
 }

@@ -69,14 +69,14 @@ impl ResourceManager for Slurm {
             .map_err(|e| format!("SLURM_NODELIST={list:?}: {e}"))
     }
     fn down_nodes(&self, nodes: &HostSet) -> Vec<DownNode> {
-        // down, drained and failing nodes are all unusable
+        // down, drained, failing and silent nodes are all unusable (SCR asks only for down)
         let list = nodes.to_string();
         let states = [
             "-h",
             "-o",
             "%N",
             "-t",
-            "down,drain,drng,fail,failg",
+            "down,drain,fail,no_respond",
             "-n",
             &list,
         ];
