@@ -17,8 +17,13 @@ pub const SHARED_FILE: u32 = 0o666;
 
 /// Copies file `src` to `dst` (fsynced), returning its size and CRC32. The source is
 /// mapped, not read: each piece is checksummed and written straight from the page cache,
-/// one copy where a read/write loop makes two.
-pub fn copy_file_with_crc(src: &Path, dst: &Path, buf_size: usize) -> Result<(u64, u32)> {
+/// one copy where a read/write loop makes two. `copied` hears of each piece written.
+pub fn copy_file_with_crc(
+    src: &Path,
+    dst: &Path,
+    buf_size: usize,
+    copied: &mut dyn FnMut(u64),
+) -> Result<(u64, u32)> {
     let input = std::fs::File::open(src).map_err(|e| Error::io(src, "open", e))?;
     if let Some(dir) = dst.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
@@ -38,6 +43,7 @@ pub fn copy_file_with_crc(src: &Path, dst: &Path, buf_size: usize) -> Result<(u6
             output
                 .write_all(piece)
                 .map_err(|e| Error::io(dst, "write", e))?;
+            copied(piece.len() as u64);
         }
     }
     output.sync_all().map_err(|e| Error::io(dst, "fsync", e))?;

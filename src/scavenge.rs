@@ -70,19 +70,31 @@ fn destination(meta: &Meta, id: u64) -> std::result::Result<String, String> {
     }
 }
 
+/// Bytes copied so far of what one node's copy will write in all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CopyProgress {
+    pub done: u64,
+    pub total: u64,
+}
+
 /// Copies everything the node whose control directory is `cntl_dir` holds of dataset
 /// `id` to `prefix`: each rank's own files, and partners' copies of `failed_owners`.
 /// Each copied file is checked against the size and CRC its meta records, and each rank's
-/// filemap is written to the prefix once its files are there.
+/// filemap is written to the prefix once its files are there. `progress` hears of every
+/// piece written, against the total the filemaps announce.
 pub fn copy_node(
     cntl_dir: &Path,
     id: u64,
     prefix: &Path,
     opts: &CopyOptions,
+    progress: &mut dyn FnMut(CopyProgress),
 ) -> Result<CopyReport> {
     let master = MasterFilemap::read(&layout::master_filemap(cntl_dir))?;
     let mut report = CopyReport::default();
     io::create_dirs(&layout::dataset_meta_dir(prefix, id), 0o755)?;
+    // which ranks this node copies, decided before any byte moves so the total is known
+    let mut to_copy: Vec<(Filemap, Vec<u64>)> = Vec::new();
+    let mut state = CopyProgress::default();
     for path in master.filemaps() {
         let map = match Filemap::read(Path::new(path)) {
             Ok(m) => m,
@@ -91,16 +103,28 @@ pub fn copy_node(
                 continue;
             }
         };
+        let mut ranks = Vec::new();
         for rank in map.ranks_by_dataset(id) {
-            let owner = map.tag(id, rank, PARTNER_TAG).map(str::to_string);
-            if let Some(o) = &owner {
-                if !report.partners.contains(o) {
-                    report.partners.push(o.clone());
+            if let Some(owner) = map.tag(id, rank, PARTNER_TAG) {
+                if !report.partners.iter().any(|p| p == owner) {
+                    report.partners.push(owner.to_string());
                 }
-                if !opts.failed_owners.contains(o) {
+                if !opts.failed_owners.iter().any(|f| f == owner) {
                     continue; // its owner copies its own files
                 }
             }
+            state.total += map
+                .files(id, rank)
+                .iter()
+                .filter_map(|f| map.meta(id, rank, f)?.size())
+                .sum::<u64>();
+            ranks.push(rank);
+        }
+        to_copy.push((map, ranks));
+    }
+    progress(state);
+    for (map, ranks) in &to_copy {
+        for &rank in ranks {
             let mut fmap = Filemap::new();
             let mut entry = map.entry_hash(id, rank).cloned().unwrap_or_default();
             entry.unset("FILE");
@@ -118,7 +142,12 @@ pub fn copy_node(
                     }
                 };
                 let mut copied = meta.clone();
-                match io::copy_file_with_crc(Path::new(f), &prefix.join(&rel), opts.buf_size) {
+                let mut piece_done = |n: u64| {
+                    state.done += n;
+                    progress(state);
+                };
+                let dst = prefix.join(&rel);
+                match io::copy_file_with_crc(Path::new(f), &dst, opts.buf_size, &mut piece_done) {
                     Ok((size, crc)) => {
                         if let Err(e) = meta.verify(size, meta.crc32().map(|_| crc)) {
                             report.errors.push(format!("{f}: {e}"));

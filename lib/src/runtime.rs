@@ -281,7 +281,7 @@ fn copy_file(
     buf_size: usize,
     want_crc: bool,
 ) -> Result<(u64, Option<u32>)> {
-    let (total, crc) = io::copy_file_with_crc(src, dst, buf_size)?;
+    let (total, crc) = io::copy_file_with_crc(src, dst, buf_size, &mut |_| {})?;
     Ok((total, want_crc.then_some(crc)))
 }
 

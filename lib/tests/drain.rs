@@ -14,7 +14,20 @@ const HOSTS: &str = "n1,n2,n3,n4";
 
 /// `scr postrun` for the job's prefix, with `down` nodes excluded.
 fn postrun(job: &Job, down: Option<&str>) -> (Option<i32>, String) {
+    postrun_with(job, down, Command::new(scr_command()))
+}
+
+/// `scr postrun` on a PATH where pdsh is missing: the drain starts its own shells.
+fn postrun_without_pdsh(job: &Job) -> (Option<i32>, String) {
+    let bin = job.dir.path().join("bin-without-pdsh");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("/bin/sh", bin.join("sh")).unwrap();
     let mut cmd = Command::new(scr_command());
+    cmd.env("PATH", &bin);
+    postrun_with(job, None, cmd)
+}
+
+fn postrun_with(job: &Job, down: Option<&str>, mut cmd: Command) -> (Option<i32>, String) {
     cmd.args(["postrun", "-p"])
         .arg(job.prefix())
         .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
@@ -71,6 +84,14 @@ fn postrun_drains_a_checkpoint_left_only_in_cache() {
         out.contains("dataset 2 (ckpt.2) drained and current"),
         "{out}"
     );
+    // pdsh's exec module ran `scr copy` for each emulated node, and each reported
+    for node in ["n1", "n2", "n3", "n4"] {
+        assert!(
+            out.contains(&format!("scr_postrun: {node}: copied ")),
+            "{out}"
+        );
+    }
+    assert!(out.contains(" from 4 of 4 node(s), "), "{out}");
     let e = job.index_entry("ckpt.2");
     assert!(e.complete && e.is_current, "{e:?}");
     let summary =
@@ -151,6 +172,19 @@ fn two_lost_members_of_one_xor_set_leave_the_older_checkpoint_current() {
 }
 
 #[test]
+fn without_pdsh_the_drain_starts_a_shell_per_node() {
+    let job = killed_job("XOR", "1", &[]);
+    let (code, out) = postrun_without_pdsh(&job);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("dataset 1 (ckpt.1) drained and current"),
+        "{out}"
+    );
+    assert!(out.contains("scr_postrun: n3: copied "), "{out}");
+    restarts_from_prefix(&job, "ckpt.1", 1);
+}
+
+#[test]
 fn a_corrupted_cached_file_is_caught_by_its_crc_and_rebuilt() {
     let job = killed_job("XOR", "1", &[("SCR_CRC_ON_COPY", "1")]);
     // same size, different bytes: only the CRC can tell
@@ -187,7 +221,10 @@ fn a_filemap_path_escaping_the_prefix_is_refused() {
     map.write(&fm_path).unwrap();
     let (code, out) = postrun(&job, None);
     assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("..") && out.contains("copy failed"), "{out}");
+    assert!(
+        out.contains("n2: FAILED") && out.contains("leaves the dataset directory"),
+        "{out}"
+    );
     assert!(!job.dir.path().join("escaped.ckpt").exists());
     assert!(!job.prefix().join("../escaped.ckpt").exists());
     assert!(!job.index_entry("ckpt.1").complete);

@@ -2,6 +2,8 @@
 //! all nodes) and `scr postrun` (`scr_postrun`: find the newest dataset not on the prefix,
 //! scavenge it, rebuild and index it, step back to older ones if it cannot be completed).
 
+use crate::job::progress::DrainProgress;
+use crate::job::remote::Rcmd;
 use crate::job::{self, DownNodeQuery, drain::Scavenge};
 use hostlist::HostSet;
 use scr::flush::FlushFile;
@@ -51,12 +53,24 @@ pub struct CopyArgs {
     /// Accepted for SCR's scripts; containers are not written by this implementation yet
     #[arg(long)]
     containers: bool,
+    /// Print `scr_copy: <host>: Progress: <bytes done> <bytes in all>` lines while copying
+    /// (a few per second), for the drain's progress display
+    #[arg(long)]
+    progress: bool,
     /// Owner nodes that failed: their partners' copies are copied too
     failed: Vec<String>,
 }
 
 pub fn copy(args: CopyArgs) -> scr::Result<ExitCode> {
     let host = job::local_host_name();
+    let mut last_said = None::<std::time::Instant>;
+    let mut say_progress = |p: scavenge::CopyProgress| {
+        let due = last_said.is_none_or(|t| t.elapsed().as_millis() >= 200) || p.done == p.total;
+        if args.progress && due {
+            last_said = Some(std::time::Instant::now());
+            println!("scr_copy: {host}: Progress: {} {}", p.done, p.total);
+        }
+    };
     let report = scavenge::copy_node(
         &args.cntldir,
         args.id,
@@ -65,6 +79,7 @@ pub fn copy(args: CopyArgs) -> scr::Result<ExitCode> {
             buf_size: args.buf,
             failed_owners: args.failed,
         },
+        &mut say_progress,
     );
     let (partners, rc) = match &report {
         Ok(r) => {
@@ -81,6 +96,15 @@ pub fn copy(args: CopyArgs) -> scr::Result<ExitCode> {
     println!("scr_copy: {host}: Partners: {partners}");
     println!("scr_copy: {host}: Return code: {rc}");
     Ok(ExitCode::from(rc as u8))
+}
+
+/// Real hosts are reached remotely; emulated nodes are this machine.
+fn rcmd_for(rm: &dyn job::ResourceManager) -> Rcmd {
+    if rm.nodes_are_hosts() {
+        Rcmd::Remote
+    } else {
+        Rcmd::Exec
+    }
 }
 
 /// The job's control directory: `<SCR_CNTL_BASE>/<user>/scr.<jobid>`.
@@ -160,10 +184,13 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
         prefix: &args.to,
         id: args.id,
         buf_size: params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize,
-        local: !rm.nodes_are_hosts(),
+        rcmd: rcmd_for(rm.as_ref()),
         fanout: args.fanout,
     };
-    for r in run.run(&up, &down) {
+    let mut progress = DrainProgress::new("scr_scavenge", up.count() as usize);
+    let results = run.run(&up, &down, &mut progress);
+    progress.finish();
+    for r in results {
         if args.verbose || !r.ok {
             let state = if r.ok { "copied" } else { "FAILED" };
             println!("scr_scavenge: {}: {state}: {}", r.node, r.detail);
@@ -248,12 +275,13 @@ pub fn postrun_with(
             prefix,
             id,
             buf_size,
-            local: !rm.nodes_are_hosts(),
+            rcmd: rcmd_for(rm.as_ref()),
             fanout: 256,
         };
-        for r in run.run(&up, &down).iter().filter(|r| !r.ok) {
-            say(&format!("{}: copy failed: {}", r.node, r.detail));
-        }
+        // the progress display names each node that failed, and why
+        let mut progress = DrainProgress::new("scr_postrun", up.count() as usize);
+        run.run(&up, &down, &mut progress);
+        progress.finish();
         match scavenge::index_dataset(prefix, id, buf_size) {
             Ok(report) if report.complete => {
                 let rebuilt = if report.rebuilt.is_empty() {

@@ -1,11 +1,11 @@
 //! The post-run drain across nodes (SCR's `scr_scavenge` and `scr_postrun`): run
-//! `scr copy` on every node still up — in this process for emulated nodes, else through
-//! remote execution — then a second round on the nodes holding partners' copies of the
+//! `scr copy` on every node still up through pdsh (ssh to real hosts, its exec module for
+//! emulated nodes), then a second round on the nodes holding partners' copies of the
 //! nodes that failed, then index (rebuilding from parity what is still missing).
 
-use super::remote;
+use super::progress::DrainProgress;
+use super::remote::{self, Rcmd};
 use hostlist::HostSet;
-use scr::scavenge::{self, CopyOptions, CopyReport};
 use std::path::{Path, PathBuf};
 
 /// What one node's `scr copy` reported.
@@ -24,111 +24,94 @@ pub struct Scavenge<'a> {
     pub prefix: &'a Path,
     pub id: u64,
     pub buf_size: usize,
-    /// Emulated nodes on this machine (their control directories are `node.<name>`
-    /// inside `cntl_dir`), or real hosts reached remotely.
-    pub local: bool,
+    /// Real hosts, or emulated nodes on this machine (their control directories are
+    /// `node.<name>` inside `cntl_dir`), reached through pdsh's exec module.
+    pub rcmd: Rcmd,
     /// Remote fan-out width.
     pub fanout: usize,
 }
 
 impl Scavenge<'_> {
-    fn node_cntl_dir(&self, node: &str) -> PathBuf {
-        let emulated = self.cntl_dir.join(format!("node.{node}"));
-        if emulated.is_dir() {
-            emulated
+    /// The control directory `scr copy` reads on each node (`%h`: the node, for pdsh exec).
+    fn node_cntl_dir(&self) -> PathBuf {
+        let emulated = std::fs::read_dir(self.cntl_dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("node."))
+        });
+        if self.rcmd == Rcmd::Exec && emulated {
+            self.cntl_dir.join("node.%h")
         } else {
             self.cntl_dir.to_path_buf()
         }
     }
 
-    fn copy_here(&self, node: &str, failed: &[String]) -> NodeCopy {
-        let opts = CopyOptions {
-            buf_size: self.buf_size,
-            failed_owners: failed.to_vec(),
-        };
-        match scavenge::copy_node(&self.node_cntl_dir(node), self.id, self.prefix, &opts) {
-            Ok(CopyReport {
-                partners,
-                errors,
-                files,
-                bytes,
-                ..
-            }) => NodeCopy {
-                node: node.to_string(),
-                ok: errors.is_empty(),
-                partners,
-                detail: if errors.is_empty() {
-                    format!("{files} file(s), {bytes} bytes")
-                } else {
-                    errors.join("; ")
-                },
-            },
-            Err(e) => NodeCopy {
-                node: node.to_string(),
-                ok: false,
-                partners: Vec::new(),
-                detail: e.to_string(),
-            },
-        }
-    }
-
-    fn copy_remote(&self, nodes: &HostSet, failed: &[String]) -> Vec<NodeCopy> {
+    fn copy_on(
+        &self,
+        nodes: &[String],
+        failed: &[String],
+        progress: &mut DrainProgress,
+    ) -> Vec<NodeCopy> {
         let quote = |p: &Path| remote::shell_quote(&p.to_string_lossy());
         let failed: Vec<String> = failed.iter().map(|f| remote::shell_quote(f)).collect();
         let command = format!(
-            "{} copy --cntldir {} --id {} --dstdir {} --buf {} {}",
+            "{} copy --progress --cntldir {} --id {} --dstdir {} --buf {} {}",
             remote::scr_command_line(),
-            quote(self.cntl_dir),
+            quote(&self.node_cntl_dir()),
             self.id,
             quote(self.prefix),
             self.buf_size,
             failed.join(" ")
         );
-        remote::run_on_nodes(nodes, &command, self.fanout)
+        let nodes = HostSet::from_names(nodes.iter().map(String::as_str));
+        let mut on_line = |node: &str, line: &str| {
+            let numbers = line.split(": Progress: ").nth(1).and_then(|p| {
+                let (done, total) = p.split_once(' ')?;
+                Some((done.trim().parse().ok()?, total.trim().parse().ok()?))
+            });
+            if let Some((done, total)) = numbers {
+                progress.update(node, done, total);
+            }
+        };
+        let results = remote::run_on_nodes(&nodes, &command, self.fanout, self.rcmd, &mut on_line);
+        results
             .into_iter()
             .map(|r| {
                 let mut copy = NodeCopy {
                     node: r.node.clone(),
                     ok: r.code == Some(0),
                     partners: Vec::new(),
-                    detail: r.stderr.trim().to_string(),
+                    // "scr_copy: <host>: ERROR: why" → "ERROR: why": the node is named already
+                    detail: r
+                        .stderr
+                        .lines()
+                        .map(|l| {
+                            l.strip_prefix("scr_copy: ")
+                                .and_then(|rest| rest.split_once(": "))
+                                .map_or(l, |(_, why)| why)
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; "),
                 };
                 for line in r.stdout.lines() {
                     if let Some(list) = line.split(": Partners: ").nth(1) {
                         copy.partners = list.split_whitespace().map(str::to_string).collect();
                     }
                 }
+                if copy.detail.is_empty() && !copy.ok {
+                    copy.detail = "no exit code: the node could not be reached".into();
+                }
+                progress.node_done(&copy.node, copy.ok, &copy.detail);
                 copy
             })
             .collect()
     }
 
-    fn copy_on(&self, nodes: &[String], failed: &[String]) -> Vec<NodeCopy> {
-        if self.local {
-            // emulated nodes share this machine; copy them side by side
-            std::thread::scope(|s| {
-                let handles: Vec<_> = nodes
-                    .iter()
-                    .map(|n| s.spawn(move || self.copy_here(n, failed)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("a copy thread panicked"))
-                    .collect()
-            })
-        } else {
-            self.copy_remote(
-                &HostSet::from_names(nodes.iter().map(String::as_str)),
-                failed,
-            )
-        }
-    }
-
     /// Copies from every node in `up`, then partners' copies of the nodes in `down` and of
     /// those whose copy failed. Returns what every node reported, both rounds.
-    pub fn run(&self, up: &HostSet, down: &HostSet) -> Vec<NodeCopy> {
+    pub fn run(&self, up: &HostSet, down: &HostSet, progress: &mut DrainProgress) -> Vec<NodeCopy> {
         let up_nodes: Vec<String> = up.iter().collect();
-        let mut results = self.copy_on(&up_nodes, &[]);
+        let mut results = self.copy_on(&up_nodes, &[], progress);
         let mut failed: Vec<String> = down.iter().collect();
         failed.extend(results.iter().filter(|r| !r.ok).map(|r| r.node.clone()));
         if failed.is_empty() {
@@ -140,7 +123,7 @@ impl Scavenge<'_> {
             .map(|r| r.node.clone())
             .collect();
         if !holders.is_empty() {
-            results.extend(self.copy_on(&holders, &failed));
+            results.extend(self.copy_on(&holders, &failed, progress));
         }
         results
     }

@@ -5,6 +5,7 @@
 pub mod child;
 pub mod drain;
 mod nodes;
+pub mod progress;
 pub mod remote;
 mod resource;
 mod run_loop;

@@ -4,7 +4,7 @@
 //! caller names it, or when its control or cache directory fails the node test.
 
 use super::child;
-use super::remote::{scr_command_line, shell_quote};
+use super::remote::{Rcmd, scr_command_line, shell_quote};
 use super::{DownNode, ResourceManager};
 use hostlist::HostSet;
 use std::path::{Path, PathBuf};
@@ -151,7 +151,9 @@ pub fn list_down_nodes(q: &DownNodeQuery) -> Vec<DownNode> {
             let quoted: Vec<String> = check.to_args().iter().map(|a| shell_quote(a)).collect();
             let command = format!("{} check-node {}", scr_command_line(), quoted.join(" "));
             let up_set = HostSet::from_names(up.iter().map(String::as_str));
-            for r in super::remote::run_on_nodes(&up_set, &command, 256) {
+            for r in
+                super::remote::run_on_nodes(&up_set, &command, 256, Rcmd::Remote, &mut |_, _| {})
+            {
                 match r.code {
                     Some(0) => {}
                     Some(_) => {

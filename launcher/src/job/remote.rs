@@ -1,10 +1,12 @@
 //! Remote execution on many nodes at once, keeping each node's output and exit code (SCR 3's
 //! pdsh wrapper loses the codes). With `pdsh` on the PATH it is used (rcmd from
-//! PDSH_RCMD_TYPE, else ssh; the exit code travels as a marker line); without it, ssh
-//! processes run in parallel waves of `fanout`.
+//! PDSH_RCMD_TYPE, else ssh; emulated nodes through its exec module; the exit code travels
+//! as a marker line); without it, ssh (or local shell) processes run in parallel waves of
+//! `fanout`.
 
 use super::child;
 use hostlist::HostSet;
+use std::io::{BufRead, BufReader};
 
 /// What one node answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,27 +48,62 @@ pub fn shell_quote(word: &str) -> String {
     }
 }
 
-/// Runs the shell command `command` on every node of `nodes`.
-pub fn run_on_nodes(nodes: &HostSet, command: &str, fanout: usize) -> Vec<NodeResult> {
+/// How a command reaches the nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rcmd {
+    /// Real hosts: pdsh with PDSH_RCMD_TYPE (default ssh), else ssh.
+    Remote,
+    /// Emulated nodes on this machine: the command runs here once per node with `%h`
+    /// replaced by the node's name (pdsh's exec module, else local shells).
+    Exec,
+}
+
+/// Runs the shell command `command` on every node of `nodes`, `fanout` at a time.
+/// `on_line(node, line)` hears each line a node prints on stdout as it arrives (through
+/// pdsh; without pdsh, when that node finishes).
+pub fn run_on_nodes(
+    nodes: &HostSet,
+    command: &str,
+    fanout: usize,
+    rcmd: Rcmd,
+    on_line: &mut dyn FnMut(&str, &str),
+) -> Vec<NodeResult> {
     let names: Vec<String> = nodes.iter().collect();
     if names.is_empty() {
         return Vec::new();
     }
     if on_path("pdsh") {
-        with_pdsh(&names, command, fanout)
+        with_pdsh(&names, command, fanout, rcmd, on_line)
     } else {
-        with_ssh(&names, command, fanout)
+        with_processes(&names, command, fanout, rcmd, on_line)
     }
 }
 
-fn with_pdsh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> {
-    let rcmd = std::env::var("PDSH_RCMD_TYPE").unwrap_or_else(|_| "ssh".into());
-    let fanout = fanout.max(1).to_string();
+fn with_pdsh(
+    names: &[String],
+    command: &str,
+    fanout: usize,
+    rcmd: Rcmd,
+    on_line: &mut dyn FnMut(&str, &str),
+) -> Vec<NodeResult> {
     let marked = format!("{command}; echo {EXIT_MARKER}$?");
-    let out = child::capture(
-        "pdsh",
-        ["-R", &rcmd, "-f", &fanout, "-w", &names.join(","), &marked],
-    );
+    let module = match rcmd {
+        Rcmd::Remote => std::env::var("PDSH_RCMD_TYPE").unwrap_or_else(|_| "ssh".into()),
+        Rcmd::Exec => "exec".into(),
+    };
+    let mut args = vec![
+        "-R".to_string(),
+        module,
+        "-f".into(),
+        fanout.max(1).to_string(),
+        "-w".into(),
+        names.join(","),
+    ];
+    if rcmd == Rcmd::Exec {
+        // exec runs its arguments as they are: the shell is ours to add
+        args.extend(["sh".into(), "-c".into()]);
+    }
+    args.push(marked);
     let mut results: Vec<NodeResult> = names
         .iter()
         .map(|n| NodeResult {
@@ -76,16 +113,18 @@ fn with_pdsh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> 
             code: None,
         })
         .collect();
-    let out = match out {
-        Ok(out) => out,
+    let (pdsh, line) = child::command("pdsh", &args);
+    let reader = match pdsh.stdin_null().stderr_capture().unchecked().reader() {
+        Ok(r) => r,
         Err(e) => {
+            let e = child::not_started(&line, &e);
             for r in &mut results {
                 r.stderr = e.to_string();
             }
             return results;
         }
     };
-    for line in out.stdout.lines() {
+    for line in BufReader::new(&reader).lines().map_while(|l| l.ok()) {
         let Some((node, text)) = line.split_once(": ") else {
             continue;
         };
@@ -93,15 +132,24 @@ fn with_pdsh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> 
             match text.strip_prefix(EXIT_MARKER) {
                 Some(code) => r.code = code.trim().parse().ok(),
                 None => {
+                    on_line(node, text);
                     r.stdout.push_str(text);
                     r.stdout.push('\n');
                 }
             }
         }
     }
-    // pdsh reports its own failures as "pdsh@host: node: message"
-    for line in out.stderr.lines() {
-        let rest = line.split_once(": ").map_or(line, |(_, r)| r);
+    let stderr = match reader.try_wait() {
+        Ok(Some(out)) => String::from_utf8_lossy(&out.stderr).into_owned(),
+        _ => String::new(),
+    };
+    // the nodes' own stderr comes as "node: text", pdsh's reports as "pdsh@host: node: text"
+    for line in stderr.lines() {
+        let rest = if line.starts_with("pdsh@") {
+            line.split_once(": ").map_or(line, |(_, r)| r)
+        } else {
+            line
+        };
         if let Some((node, text)) = rest.split_once(": ")
             && let Some(r) = results.iter_mut().find(|r| r.node == node)
         {
@@ -112,22 +160,38 @@ fn with_pdsh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> 
     results
 }
 
-fn with_ssh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> {
+/// Without pdsh: one process per node (ssh, or a local shell for emulated nodes), in
+/// parallel waves of `fanout`.
+fn with_processes(
+    names: &[String],
+    command: &str,
+    fanout: usize,
+    rcmd: Rcmd,
+    on_line: &mut dyn FnMut(&str, &str),
+) -> Vec<NodeResult> {
     let mut results = Vec::with_capacity(names.len());
     for wave in names.chunks(fanout.max(1)) {
         let sessions: Vec<_> = wave
             .iter()
             .map(|node| {
-                let ssh_args = [
-                    "-o",
-                    "BatchMode=yes",
-                    "-o",
-                    "ConnectTimeout=5",
-                    node,
-                    command,
-                ];
-                let (ssh, line) = child::command("ssh", ssh_args);
-                let handle = ssh
+                let (program, args): (&str, Vec<String>) = match rcmd {
+                    Rcmd::Remote => (
+                        "ssh",
+                        [
+                            "-o",
+                            "BatchMode=yes",
+                            "-o",
+                            "ConnectTimeout=5",
+                            node,
+                            command,
+                        ]
+                        .map(str::to_string)
+                        .to_vec(),
+                    ),
+                    Rcmd::Exec => ("sh", vec!["-c".into(), command.replace("%h", node)]),
+                };
+                let (expr, line) = child::command(program, &args);
+                let handle = expr
                     .stdin_null()
                     .stdout_capture()
                     .stderr_capture()
@@ -141,15 +205,24 @@ fn with_ssh(names: &[String], command: &str, fanout: usize) -> Vec<NodeResult> {
             .collect();
         for (node, handle) in sessions {
             let waited =
-                handle.and_then(|h| h.into_output().map_err(|e| child::not_started("ssh", &e)));
+                handle.and_then(|h| h.into_output().map_err(|e| child::not_started(&node, &e)));
             results.push(match waited {
-                // ssh's own failures exit 255
-                Ok(out) => NodeResult {
-                    node,
-                    stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                    stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-                    code: out.status.code().filter(|&c| c != 255),
-                },
+                Ok(out) => {
+                    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+                    for line in stdout.lines() {
+                        on_line(&node, line);
+                    }
+                    NodeResult {
+                        node,
+                        stdout,
+                        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+                        // ssh's own failures exit 255
+                        code: out
+                            .status
+                            .code()
+                            .filter(|&c| rcmd == Rcmd::Exec || c != 255),
+                    }
+                }
                 Err(e) => NodeResult {
                     node,
                     stdout: String::new(),

@@ -1,0 +1,217 @@
+//! Progress of a drain across nodes: bytes per node and in total, rate and time left.
+//! On a terminal, indicatif bars (one per node while there are few, else the total alone);
+//! otherwise plain lines a batch log can keep: one when a node finishes (while there are
+//! few; failures always), one for the total every few seconds and at the end.
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+/// More nodes than this show only the total bar.
+const MAX_NODE_BARS: usize = 16;
+/// How often the plain total line is repeated.
+const PLAIN_EVERY: Duration = Duration::from_secs(5);
+
+struct NodeState {
+    done: u64,
+    total: u64,
+    started: Instant,
+    bar: Option<ProgressBar>,
+}
+
+/// Watches the copies of one drain.
+pub struct DrainProgress {
+    label: String,
+    bars: Option<(MultiProgress, ProgressBar)>,
+    nodes: HashMap<String, NodeState>,
+    expected_nodes: usize,
+    started: Instant,
+    last_plain: Instant,
+}
+
+fn bytes_text(n: u64) -> String {
+    indicatif::BinaryBytes(n).to_string()
+}
+
+impl DrainProgress {
+    /// Progress of copying from `nodes` nodes; bars only when stderr is a terminal.
+    pub fn new(label: &str, nodes: usize) -> DrainProgress {
+        DrainProgress::with_terminal(label, nodes, std::io::stderr().is_terminal())
+    }
+
+    /// Plain lines, whatever stderr is.
+    pub fn plain(label: &str, nodes: usize) -> DrainProgress {
+        DrainProgress::with_terminal(label, nodes, false)
+    }
+
+    fn with_terminal(label: &str, nodes: usize, terminal: bool) -> DrainProgress {
+        let bars = terminal.then(|| {
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            let total = multi.add(ProgressBar::new(0));
+            total.set_style(
+                ProgressStyle::with_template(
+                    "{prefix:>12} [{bar:30}] {binary_bytes}/{binary_total_bytes} \
+                     {binary_bytes_per_sec} ETA {eta}",
+                )
+                .expect("a valid template")
+                .progress_chars("=> "),
+            );
+            total.set_prefix("total");
+            (multi, total)
+        });
+        let now = Instant::now();
+        DrainProgress {
+            label: label.to_string(),
+            bars,
+            nodes: HashMap::new(),
+            expected_nodes: nodes,
+            started: now,
+            last_plain: now,
+        }
+    }
+
+    /// `node` has copied `done` of its `total` bytes.
+    pub fn update(&mut self, node: &str, done: u64, total: u64) {
+        let per_node_bars = self.expected_nodes <= MAX_NODE_BARS;
+        let state = self.nodes.entry(node.to_string()).or_insert_with(|| {
+            let bar = match &self.bars {
+                Some((multi, _)) if per_node_bars => {
+                    let bar = multi.add(ProgressBar::new(total));
+                    bar.set_style(
+                        ProgressStyle::with_template(
+                            "{prefix:>12} [{bar:30}] {binary_bytes}/{binary_total_bytes} \
+                             {binary_bytes_per_sec}",
+                        )
+                        .expect("a valid template")
+                        .progress_chars("=> "),
+                    );
+                    bar.set_prefix(node.to_string());
+                    Some(bar)
+                }
+                _ => None,
+            };
+            NodeState {
+                done: 0,
+                total: 0,
+                started: Instant::now(),
+                bar,
+            }
+        });
+        state.done = done;
+        state.total = total;
+        if let Some(bar) = &state.bar {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+        let (all_done, all_total) = self.totals();
+        match &self.bars {
+            Some((_, bar)) => {
+                bar.set_length(all_total);
+                bar.set_position(all_done);
+            }
+            None if self.last_plain.elapsed() >= PLAIN_EVERY => {
+                self.last_plain = Instant::now();
+                eprintln!("{}", self.total_line());
+            }
+            None => {}
+        }
+    }
+
+    fn totals(&self) -> (u64, u64) {
+        self.nodes
+            .values()
+            .fold((0, 0), |(d, t), n| (d + n.done, t + n.total))
+    }
+
+    fn rate(bytes: u64, since: Instant) -> String {
+        let secs = since.elapsed().as_secs_f64().max(1e-3);
+        format!("{}/s", bytes_text((bytes as f64 / secs) as u64))
+    }
+
+    fn total_line(&self) -> String {
+        let (done, total) = self.totals();
+        let rate_now = done as f64 / self.started.elapsed().as_secs_f64().max(1e-3);
+        let eta = if rate_now > 0.0 && total > done {
+            format!(", about {:.0} s left", (total - done) as f64 / rate_now)
+        } else {
+            String::new()
+        };
+        format!(
+            "{}: {} of {} from {} of {} node(s), {}{eta}",
+            self.label,
+            bytes_text(done),
+            bytes_text(total),
+            self.nodes.len(),
+            self.expected_nodes,
+            Self::rate(done, self.started),
+        )
+    }
+
+    /// `node` has finished (`ok` or not); `detail` says what it did or what went wrong.
+    pub fn node_done(&mut self, node: &str, ok: bool, detail: &str) {
+        let line = match self.nodes.get(node) {
+            Some(n) => format!(
+                "{}: {node}: {} {} in {:.1} s ({}){}",
+                self.label,
+                if ok { "copied" } else { "FAILED after" },
+                bytes_text(n.done),
+                n.started.elapsed().as_secs_f64(),
+                Self::rate(n.done, n.started),
+                if ok {
+                    String::new()
+                } else {
+                    format!(": {detail}")
+                },
+            ),
+            None => format!(
+                "{}: {node}: {}: {detail}",
+                self.label,
+                if ok { "nothing to copy" } else { "FAILED" }
+            ),
+        };
+        // a line per node while there are few; failures always
+        let worth_a_line = !ok || self.expected_nodes <= MAX_NODE_BARS;
+        let bar = self.nodes.get(node).and_then(|n| n.bar.as_ref());
+        match (&self.bars, bar) {
+            (Some(_), Some(bar)) if ok => bar.finish(),
+            (Some((multi, _)), bar) => {
+                if let Some(bar) = bar {
+                    bar.abandon();
+                }
+                if worth_a_line {
+                    let _ = multi.println(&line);
+                }
+            }
+            (None, _) if worth_a_line => eprintln!("{line}"),
+            (None, _) => {}
+        }
+    }
+
+    /// Ends the display with the total.
+    pub fn finish(self) {
+        if let Some((_, bar)) = &self.bars {
+            bar.finish();
+        }
+        eprintln!("{}", self.total_line().replace(", about 0 s left", ""));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_add_up_over_nodes_and_updates() {
+        let mut p = DrainProgress::plain("drain", 3);
+        p.update("n1", 0, 100);
+        p.update("n2", 50, 200);
+        p.update("n1", 100, 100);
+        assert_eq!(p.totals(), (150, 300));
+        let line = p.total_line();
+        assert!(
+            line.starts_with("drain: 150 B of 300 B from 2 of 3 node(s), "),
+            "{line}"
+        );
+    }
+}
