@@ -3,6 +3,11 @@
 # (SCR_FLUSH=0, the job dies after its checkpoint); `scr postrun` copies it to the prefix,
 # CRC-checks and indexes it. Compared in the same run with 4 parallel `cp` of the same cached
 # files to the same file system, each followed by sync. Cache and prefix on tmpfs.
+#
+# Then whether the drain time follows the largest node or the sum over nodes: 8 ranks of
+# SIZE/4 MiB placed 5 on n1 and 1 on each of n2-n4. Compared with `cp` of n1's files alone and
+# of all files one after another (each with sync): nodes are copied side by side, so the drain
+# should take about as long as its largest node, not the sum.
 # Run: ./benches/drain.sh [SIZE_MIB]   (default: 256)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,3 +40,22 @@ for rep in 1 2 3; do
 done
 printf 'drain of 4 x %d MiB: scr postrun %.0f MB/s, cp %.0f MB/s: %.0f %% of cp (best of 3)\n' \
   "$size" "$best_drain" "$best_cp" "$(echo "100 * $best_drain / $best_cp" | bc -l)"
+
+# the largest node against the sum
+small=$((size / 4))
+rm -rf "$work/prefix" "$work/cache" "$work/cntl" "$work/cp"; mkdir -p "$work/prefix" "$work/cp"
+(cd "$work/prefix" && TEST_API_NO_FINALIZE=1 mpiexec -launcher fork -hosts n1:5,n2:1,n3:1,n4:1 -n 8 \
+   "$work/test_api" $((small << 20)) 1 >/dev/null)
+s=$(date +%s.%N)
+"$root/target/release/scr" postrun -p "$work/prefix" 2>"$work/postrun.log" || { cat "$work/postrun.log"; exit 1; }
+e=$(date +%s.%N)
+wall=$(echo "$e - $s" | bc -l)
+copy_all() { for f in "$@"; do cp "$f" "$work/cp/" && sync "$work/cp/$(basename "$f")"; done; }
+mapfile -t n1 < <(find "$work/cache" -path '*node.n1*' -name 'rank_*.ckpt')
+mapfile -t all < <(find "$work/cache" -name 'rank_*.ckpt')
+s=$(date +%s.%N); copy_all "${n1[@]}"; e=$(date +%s.%N); largest=$(echo "$e - $s" | bc -l)
+rm -rf "$work/cp"/*
+s=$(date +%s.%N); copy_all "${all[@]}"; e=$(date +%s.%N); sum=$(echo "$e - $s" | bc -l)
+grep -E ': n[1-4]: copied' "$work/postrun.log" | sed 's/^/  /'
+printf 'skewed drain (n1: 5 x %d MiB, n2-n4: 1 x %d MiB): scr postrun %.2f s; cp of n1 alone %.2f s, of every node in turn %.2f s: drain/largest %.2f, drain/sum %.2f\n' \
+  "$small" "$small" "$wall" "$largest" "$sum" "$(echo "$wall / $largest" | bc -l)" "$(echo "$wall / $sum" | bc -l)"

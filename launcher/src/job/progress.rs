@@ -17,6 +17,8 @@ struct NodeState {
     done: u64,
     total: u64,
     started: Instant,
+    /// When it last reported: once it has copied everything, when it finished.
+    last_heard: Instant,
     bar: Option<ProgressBar>,
 }
 
@@ -95,11 +97,13 @@ impl DrainProgress {
                 done: 0,
                 total: 0,
                 started: Instant::now(),
+                last_heard: Instant::now(),
                 bar,
             }
         });
         state.done = done;
         state.total = total;
+        state.last_heard = Instant::now();
         if let Some(bar) = &state.bar {
             bar.set_length(total);
             bar.set_position(done);
@@ -124,8 +128,8 @@ impl DrainProgress {
             .fold((0, 0), |(d, t), n| (d + n.done, t + n.total))
     }
 
-    fn rate(bytes: u64, since: Instant) -> String {
-        let secs = since.elapsed().as_secs_f64().max(1e-3);
+    fn rate(bytes: u64, secs: f64) -> String {
+        let secs = secs.max(1e-3);
         format!("{}/s", bytes_text((bytes as f64 / secs) as u64))
     }
 
@@ -144,26 +148,29 @@ impl DrainProgress {
             bytes_text(total),
             self.nodes.len(),
             self.expected_nodes,
-            Self::rate(done, self.started),
+            Self::rate(done, self.started.elapsed().as_secs_f64()),
         )
     }
 
     /// `node` has finished (`ok` or not); `detail` says what it did or what went wrong.
     pub fn node_done(&mut self, node: &str, ok: bool, detail: &str) {
         let line = match self.nodes.get(node) {
-            Some(n) => format!(
-                "{}: {node}: {} {} in {:.1} s ({}){}",
-                self.label,
-                if ok { "copied" } else { "FAILED after" },
-                bytes_text(n.done),
-                n.started.elapsed().as_secs_f64(),
-                Self::rate(n.done, n.started),
-                if ok {
-                    String::new()
-                } else {
-                    format!(": {detail}")
-                },
-            ),
+            Some(n) => {
+                let secs = (n.last_heard - n.started).as_secs_f64();
+                format!(
+                    "{}: {node}: {} {} in {:.1} s ({}){}",
+                    self.label,
+                    if ok { "copied" } else { "FAILED after" },
+                    bytes_text(n.done),
+                    secs,
+                    Self::rate(n.done, secs),
+                    if ok {
+                        String::new()
+                    } else {
+                        format!(": {detail}")
+                    },
+                )
+            }
             None => format!(
                 "{}: {node}: {}: {detail}",
                 self.label,
