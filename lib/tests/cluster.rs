@@ -244,10 +244,12 @@ fn a_node_dying_mid_run_is_excluded_and_the_spare_takes_over_from_the_xor_rebuil
 }
 
 #[test]
-fn a_node_dying_in_the_last_run_is_rebuilt_by_the_drain() {
+fn a_node_dying_in_the_last_run_is_rebuilt_by_the_drain_through_srun() {
     let started = Instant::now();
     let c = Cluster::up(4, "scenario3");
     let killer = kill_node_after_checkpoint(&c, 3, 3);
+    // a site where ssh to compute nodes is forbidden: the node tests and the drain reach
+    // the nodes through srun job steps (ssh would fail: pdsh appends a proxy that refuses)
     let (_, t) = run(c.scr_run(
         4,
         4,
@@ -257,10 +259,15 @@ fn a_node_dying_in_the_last_run_is_rebuilt_by_the_drain() {
             ("SCR_COPY_TYPE", "XOR"),
             ("SCR_RUNS", "1"),
             ("TEST_API_SLEEP_MS", "400"),
+            ("PDSH_RCMD_TYPE", "srun"),
+            ("PDSH_SSH_ARGS_APPEND", "-o ProxyCommand=false"),
         ],
     ));
     killer.join().unwrap();
     assert!(t.contains("1 run(s) exhausted"), "{t}");
+    for node in ["node1", "node2", "node4"] {
+        assert!(t.contains(&format!("scr_postrun: {node}: copied ")), "{t}");
+    }
     assert!(
         t.contains("rebuilt from parity"),
         "the drain rebuilt node3's rank: {t}"

@@ -48,8 +48,7 @@ impl Launcher {
     pub fn detect(command: &str) -> Launcher {
         match Launcher::of(command) {
             Launcher::Srun { .. } => Launcher::Srun {
-                overlap: child::read(command, ["--version"])
-                    .is_ok_and(|v| slurm_version_at_least(&v, (20, 11))),
+                overlap: srun_has_overlap(command),
             },
             other => other,
         }
@@ -92,6 +91,14 @@ impl Launcher {
         }
         out
     }
+}
+
+/// Whether this `srun` takes `--overlap` (SLURM 20.11 and later); asked once.
+pub fn srun_has_overlap(srun: &str) -> bool {
+    static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        child::read(srun, ["--version"]).is_ok_and(|v| slurm_version_at_least(&v, (20, 11)))
+    })
 }
 
 /// Whether `srun --version` output ("slurm 22.05.8") is at least `want` (major, minor).

@@ -51,7 +51,8 @@ pub fn shell_quote(word: &str) -> String {
 /// How a command reaches the nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rcmd {
-    /// Real hosts: pdsh with PDSH_RCMD_TYPE (default ssh), else ssh.
+    /// Real hosts: pdsh with PDSH_RCMD_TYPE (default ssh; `srun` for a job step on the
+    /// node where ssh to compute nodes is forbidden), else ssh (or srun) processes.
     Remote,
     /// Emulated nodes on this machine: the command runs here once per node with `%h`
     /// replaced by the node's name (pdsh's exec module, else local shells).
@@ -91,16 +92,26 @@ fn with_pdsh(
         Rcmd::Remote => std::env::var("PDSH_RCMD_TYPE").unwrap_or_else(|_| "ssh".into()),
         Rcmd::Exec => "exec".into(),
     };
+    // exec runs its arguments as they are: the shell (and srun) are ours to add
+    let prefix = match module.as_str() {
+        "srun" => Some(srun_step("%h")),
+        "exec" => Some(Vec::new()),
+        _ => None,
+    };
     let mut args = vec![
         "-R".to_string(),
-        module,
+        if prefix.is_some() {
+            "exec".into()
+        } else {
+            module
+        },
         "-f".into(),
         fanout.max(1).to_string(),
         "-w".into(),
         names.join(","),
     ];
-    if rcmd == Rcmd::Exec {
-        // exec runs its arguments as they are: the shell is ours to add
+    if let Some(prefix) = prefix {
+        args.extend(prefix);
         args.extend(["sh".into(), "-c".into()]);
     }
     args.push(marked);
@@ -160,6 +171,24 @@ fn with_pdsh(
     results
 }
 
+/// PDSH_RCMD_TYPE=srun: where ssh to compute nodes is forbidden, each node is reached by a
+/// one-task job step on it (SCR 3 does the same through pdsh's exec module).
+fn through_srun() -> bool {
+    std::env::var("PDSH_RCMD_TYPE").is_ok_and(|t| t == "srun")
+}
+
+/// `srun` running one task on `node` (sharing the allocation's CPUs with any step a dead
+/// node left behind, where SLURM allows).
+fn srun_step(node: &str) -> Vec<String> {
+    let mut argv: Vec<String> = ["srun", "-N1", "-n1", "-w", node]
+        .map(str::to_string)
+        .to_vec();
+    if super::srun_has_overlap("srun") {
+        argv.insert(1, "--overlap".into());
+    }
+    argv
+}
+
 /// Without pdsh: one process per node (ssh, or a local shell for emulated nodes), in
 /// parallel waves of `fanout`.
 fn with_processes(
@@ -174,23 +203,25 @@ fn with_processes(
         let sessions: Vec<_> = wave
             .iter()
             .map(|node| {
-                let (program, args): (&str, Vec<String>) = match rcmd {
-                    Rcmd::Remote => (
-                        "ssh",
-                        [
-                            "-o",
-                            "BatchMode=yes",
-                            "-o",
-                            "ConnectTimeout=5",
-                            node,
-                            command,
-                        ]
+                let shell = ["sh".to_string(), "-c".into()];
+                let argv: Vec<String> = match rcmd {
+                    Rcmd::Remote if through_srun() => srun_step(node)
+                        .into_iter()
+                        .chain(shell)
+                        .chain([command.to_string()])
+                        .collect(),
+                    Rcmd::Remote => ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
+                        .into_iter()
+                        .chain([node.as_str(), command])
                         .map(str::to_string)
-                        .to_vec(),
-                    ),
-                    Rcmd::Exec => ("sh", vec!["-c".into(), command.replace("%h", node)]),
+                        .collect(),
+                    Rcmd::Exec => shell
+                        .into_iter()
+                        .chain([command.replace("%h", node)])
+                        .collect(),
                 };
-                let (expr, line) = child::command(program, &args);
+                let (program, args) = argv.split_first().expect("a program");
+                let (expr, line) = child::command(program, args);
                 let handle = expr
                     .stdin_null()
                     .stdout_capture()
@@ -220,7 +251,7 @@ fn with_processes(
                         code: out
                             .status
                             .code()
-                            .filter(|&c| rcmd == Rcmd::Exec || c != 255),
+                            .filter(|&c| rcmd == Rcmd::Exec || through_srun() || c != 255),
                     }
                 }
                 Err(e) => NodeResult {
