@@ -101,6 +101,21 @@ pub fn min_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
     out
 }
 
+/// The sum of `x` over the ranks before this one (0 on rank 0).
+pub fn exclusive_sum_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
+    let mut out = 0u64;
+    comm.exclusive_scan_into(&x, &mut out, SystemOperation::sum());
+    // MPI leaves rank 0's result undefined
+    if comm.rank() == 0 { 0 } else { out }
+}
+
+/// `root`'s value of `x` on every rank.
+pub fn bcast_u64(comm: &SimpleCommunicator, root: i32, x: u64) -> u64 {
+    let mut v = x;
+    comm.process_at_rank(root).broadcast_into(&mut v);
+    v
+}
+
 /// True when every rank passes true.
 pub fn all_true(comm: &SimpleCommunicator, x: bool) -> bool {
     min_u64(comm, u64::from(x)) == 1

@@ -8,6 +8,7 @@ mod rebuild;
 mod redundancy;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
+use scr::container;
 use scr::dataset::{Dataset, Origin as DatasetOrigin};
 use scr::filemap::{Filemap, MasterFilemap};
 use scr::flush::{FlushFile, Location};
@@ -205,6 +206,10 @@ enum Phase {
 /// One process's SCR state.
 pub struct Scr {
     world: SimpleCommunicator,
+    /// The ranks on this node, and the ranks with this rank's place on their nodes (the
+    /// node masters' one orders nodes for container offsets).
+    node_comm: SimpleCommunicator,
+    across_comm: SimpleCommunicator,
     node_name: String,
     rank: u64,
     ranks: u64,
@@ -330,6 +335,9 @@ impl Scr {
             .split_by_color(Color::with_value(color))
             .expect("a color was given");
         let local_rank = node.rank() as u64;
+        let across = world
+            .split_by_color(Color::with_value(local_rank as i32))
+            .expect("a color was given");
         let node_names: Vec<String> = names
             .iter()
             .map(|n| String::from_utf8_lossy(n).into_owned())
@@ -427,6 +435,8 @@ impl Scr {
 
         let mut scr = Scr {
             world,
+            node_comm: node,
+            across_comm: across,
             node_name: name.clone(),
             rank,
             ranks,
@@ -586,12 +596,6 @@ impl Scr {
         let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
         for rec in files {
             rank2file::check_relative(&rec.name).map_err(failure)?;
-            if !rec.segments.is_empty() {
-                return Err(failure(format!(
-                    "{}: container segments are not supported yet",
-                    rec.name
-                )));
-            }
             let src = self.prefix.join(&rec.name);
             let dst = self.dataset_dir(id).join(&rec.name);
             let key = dst.to_string_lossy().into_owned();
@@ -608,7 +612,12 @@ impl Scr {
             self.filemap.add_file(id, self.rank, &key);
             self.filemap.set_meta(id, self.rank, &key, &meta);
             self.filemap.write(&self.filemap_path)?;
-            let (size, crc) = copy_file(&src, &dst, buf, rec.crc.is_some())?;
+            let (size, crc) = if rec.segments.is_empty() {
+                copy_file(&src, &dst, buf, rec.crc.is_some())?
+            } else {
+                let (size, crc) = container::read_file(&self.prefix, &rec.segments, &dst, buf)?;
+                (size, Some(crc))
+            };
             if size != rec.size {
                 return Err(failure(format!(
                     "{}: {size} bytes, the summary records {}",
@@ -1114,6 +1123,16 @@ impl Scr {
         // at most SCR_FLUSH_WIDTH ranks write to the prefix at once: ranks go in waves
         let width = self.params.count("SCR_FLUSH_WIDTH").unwrap_or(256).max(1);
         let waves = self.ranks.div_ceil(width);
+        let containers = self.params.bool("SCR_USE_CONTAINERS").then(|| {
+            let mine = self
+                .user_files(id)
+                .iter()
+                .filter_map(|f| std::fs::metadata(f).ok())
+                .map(|m| m.len())
+                .sum();
+            let size = self.params.bytes("SCR_CONTAINER_SIZE").unwrap_or(100 << 30);
+            (self.container_start(mine), size)
+        });
         let mut records = Vec::new();
         let mut result = Ok(());
         for wave in 0..waves {
@@ -1123,7 +1142,7 @@ impl Scr {
             if self.rank / width != wave {
                 continue;
             }
-            result = self.copy_to_prefix(id, want_crc, buf, &mut records);
+            result = self.copy_to_prefix(id, want_crc, buf, containers, &mut records);
         }
         if let Err(e) = &result {
             eprintln!("SCR: ERROR: rank {}: flush of dataset {id}: {e}", self.rank);
@@ -1166,16 +1185,33 @@ impl Scr {
         }
     }
 
-    /// Copies this rank's files of a dataset to their places under the prefix.
+    /// Where this rank's bytes start in the dataset's container stream: the node's total is
+    /// summed on the node, node masters scan across nodes, ranks scan within their node
+    /// (the containers seed), so each node's files lie together.
+    fn container_start(&self, my_bytes: u64) -> u64 {
+        let node_total = comm::sum_u64(&self.node_comm, my_bytes);
+        let node_start = if self.node_comm.rank() == 0 {
+            comm::exclusive_sum_u64(&self.across_comm, node_total)
+        } else {
+            0
+        };
+        comm::bcast_u64(&self.node_comm, 0, node_start)
+            + comm::exclusive_sum_u64(&self.node_comm, my_bytes)
+    }
+
+    /// Copies this rank's files of a dataset to their places under the prefix, or into
+    /// containers from stream position `start` (of containers of `size` bytes) when given.
     fn copy_to_prefix(
         &self,
         id: u64,
         want_crc: bool,
         buf: usize,
+        containers: Option<(u64, u64)>,
         records: &mut Vec<FileRecord>,
     ) -> Result<()> {
         // the new directory entries must be durable too before the index says COMPLETE
         let mut dirs = std::collections::BTreeSet::new();
+        let mut at = containers.map(|(start, _)| start);
         for f in self.user_files(id) {
             let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
             let (Some(dir), Some(name), Some(orig)) =
@@ -1183,14 +1219,30 @@ impl Scr {
             else {
                 return Err(failure(format!("{f}: meta data lacks PATH, NAME or ORIG")));
             };
-            let dst = Path::new(dir).join(name);
-            let (size, crc) = copy_file(Path::new(&f), &dst, buf, want_crc)?;
-            dirs.insert(PathBuf::from(dir));
+            let (size, crc, segments) = match (&mut at, containers) {
+                (Some(at), Some((_, container_size))) => {
+                    let len = std::fs::metadata(&f)
+                        .map_err(|e| Error::io(Path::new(&f), "stat", e))?
+                        .len();
+                    let segments = container::place(id, *at, len, container_size);
+                    *at += len;
+                    let (size, crc) =
+                        container::write_file(Path::new(&f), &self.prefix, &segments, &mut |_| {})?;
+                    dirs.insert(layout::dataset_meta_dir(&self.prefix, id));
+                    (size, want_crc.then_some(crc), segments)
+                }
+                _ => {
+                    let (size, crc) =
+                        copy_file(Path::new(&f), &Path::new(dir).join(name), buf, want_crc)?;
+                    dirs.insert(PathBuf::from(dir));
+                    (size, crc, vec![])
+                }
+            };
             records.push(FileRecord {
                 name: orig.to_string(),
                 size,
                 crc,
-                segments: vec![],
+                segments,
             });
         }
         dirs.iter().try_for_each(|d| io::sync_dir(d))
