@@ -73,3 +73,94 @@ pub fn publish(
     }
     Ok(())
 }
+
+/// A dataset already on the prefix, as its summary and rank2file map describe it.
+pub struct FlushedDataset {
+    pub id: u64,
+    pub desc: Dataset,
+    /// The summary says complete and every file (or container segment) is there.
+    pub complete: bool,
+    /// What is missing or short, each naming the file.
+    pub problems: Vec<String>,
+}
+
+/// Finds the flushed dataset named `name` (by the summaries under `.scr/`) and checks that
+/// every file its rank2file map lists is on the prefix with its size — plain files, or the
+/// container segments holding them.
+pub fn inspect_flushed(prefix: &Path, name: &str) -> Result<Option<FlushedDataset>> {
+    let hidden = layout::prefix_hidden_dir(prefix);
+    let Ok(dirs) = std::fs::read_dir(&hidden) else {
+        return Ok(None);
+    };
+    for d in dirs.flatten() {
+        let Some(id) = d
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix("scr.dataset."))
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let Ok(summary) = Summary::read(&layout::summary_file(prefix, id)) else {
+            continue;
+        };
+        let Some(desc) = summary.dataset().filter(|d| d.name() == Some(name)) else {
+            continue;
+        };
+        let files = match summary.embedded_rank2file() {
+            Some(map) => map,
+            None => rank2file::read_tree(prefix, &layout::rank2file_root(prefix, id))?,
+        };
+        let problems = missing_files(prefix, &files);
+        return Ok(Some(FlushedDataset {
+            id,
+            desc,
+            complete: summary.is_complete() && problems.is_empty(),
+            problems,
+        }));
+    }
+    Ok(None)
+}
+
+fn missing_files(prefix: &Path, files: &RankFiles) -> Vec<String> {
+    let mut problems = Vec::new();
+    let len_of = |rel: &str| std::fs::metadata(prefix.join(rel)).map(|m| m.len());
+    for (rank, recs) in files {
+        for rec in recs {
+            if rec.segments.is_empty() {
+                match len_of(&rec.name) {
+                    Ok(len) if len == rec.size => {}
+                    Ok(len) => problems.push(format!(
+                        "rank {rank}: {} has {len} bytes, the map records {}",
+                        rec.name, rec.size
+                    )),
+                    Err(e) => problems.push(format!("rank {rank}: {}: {e}", rec.name)),
+                }
+                continue;
+            }
+            let stored: u64 = rec.segments.iter().map(|s| s.length).sum();
+            if stored != rec.size {
+                problems.push(format!(
+                    "rank {rank}: {}: its segments hold {stored} bytes, the map records {}",
+                    rec.name, rec.size
+                ));
+            }
+            for seg in rec.segments.iter().filter(|s| s.length > 0) {
+                match len_of(&seg.container) {
+                    Ok(len) if len >= seg.offset + seg.length => {}
+                    Ok(len) => problems.push(format!(
+                        "rank {rank}: {}: container {} has {len} bytes, a segment ends at {}",
+                        rec.name,
+                        seg.container,
+                        seg.offset + seg.length
+                    )),
+                    Err(e) => problems.push(format!(
+                        "rank {rank}: {}: container {}: {e}",
+                        rec.name, seg.container
+                    )),
+                }
+            }
+        }
+    }
+    problems
+}

@@ -121,3 +121,45 @@ fn a_damaged_container_is_caught_and_the_older_checkpoint_is_used() {
     );
     assert_eq!(job.index_entry("ckpt.3").failed.len(), 1);
 }
+
+#[test]
+fn scr_index_add_checks_every_container_segment() {
+    let job = Job::new();
+    run_ok_on(&job, "n1:2,n2:2", 4, &["20000", "2"], &CONTAINERS);
+    let index = |args: &[&str]| {
+        let out = std::process::Command::new(scr_command())
+            .arg("index")
+            .args(args)
+            .arg("-p")
+            .arg(job.prefix())
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out))
+    };
+    let (code, out) = index(&["--drop", "ckpt.2"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = index(&["--add", "ckpt.2"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("Added `ckpt.2' to index (complete)"), "{out}");
+    assert!(job.index_entry("ckpt.2").complete);
+    // the last container cut short: the dataset is indexed, but as incomplete
+    let ctrs = containers_of(&job, 2);
+    let last = ctrs.last().unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(last)
+        .unwrap()
+        .set_len(1)
+        .unwrap();
+    let (code, out) = index(&["--add", "ckpt.2"]);
+    assert_eq!(code, Some(1), "{out}");
+    let last_name = last.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        out.contains(&last_name) && out.contains("a segment ends at"),
+        "{out}"
+    );
+    assert!(!job.index_entry("ckpt.2").complete);
+    let (code, out) = index(&["--add", "ckpt.9"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("no dataset named ckpt.9"), "{out}");
+}

@@ -50,7 +50,7 @@ pub struct CopyArgs {
     /// Copy partners' copies (of the FAILED_HOSTs)
     #[arg(long)]
     partner: bool,
-    /// Accepted for SCR's scripts; containers are not written by this implementation yet
+    /// Accepted for SCR's scripts: a drain writes plain files (only the flush packs containers)
     #[arg(long)]
     containers: bool,
     /// Print `scr_copy: <host>: Progress: <bytes done> <bytes in all>` lines while copying

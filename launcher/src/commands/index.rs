@@ -38,7 +38,9 @@ pub struct Args {
     /// lost members from parity, write its summary and rank2file map, and index it
     #[arg(short = 'b', long, value_name = "ID")]
     build: Option<u64>,
-    /// The same for the scavenged dataset named NAME
+    /// The same for the scavenged dataset named NAME; for a dataset already flushed to the
+    /// prefix, check that every file (or container segment) its map lists is there and
+    /// index it, complete only if all are
     #[arg(short = 'a', long, value_name = "NAME")]
     add: Option<String>,
 }
@@ -78,8 +80,36 @@ fn scavenged_id(prefix: &std::path::Path, name: &str) -> scr::Result<u64> {
     }
     Err(Error::invalid(
         &hidden,
-        format!("no scavenged dataset named {name}; `scr scavenge` copies one there first"),
+        format!(
+            "no dataset named {name} on the prefix (neither scavenged nor flushed); \
+             `scr scavenge` copies one from the nodes' caches first"
+        ),
     ))
+}
+
+/// `--add` of a dataset already on the prefix (flushed, say, and dropped from the index
+/// since): every file of its rank2file map — plain or in container segments — is checked,
+/// and it is indexed complete only when all are there. `Err(None)`: no such dataset.
+fn add_flushed(prefix: &std::path::Path, name: &str) -> Result<ExitCode, Option<Error>> {
+    let found = scr::prefix::inspect_flushed(prefix, name).map_err(Some)?;
+    let Some(found) = found else {
+        return Err(None);
+    };
+    for p in &found.problems {
+        println!("{name}: {p}");
+    }
+    scr::prefix::update_index(prefix, |idx| {
+        idx.add(&found.desc, name, found.complete);
+        Ok(())
+    })
+    .map_err(Some)?;
+    if found.complete {
+        println!("Added `{name}' to index (complete)");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("Added `{name}' to index as incomplete");
+        Ok(ExitCode::from(1))
+    }
 }
 
 fn build(prefix: &std::path::Path, id: u64) -> scr::Result<ExitCode> {
@@ -113,7 +143,13 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         return build(&prefix, id);
     }
     if let Some(name) = &args.add {
-        return build(&prefix, scavenged_id(&prefix, name)?);
+        return match scavenged_id(&prefix, name) {
+            Ok(id) => build(&prefix, id),
+            Err(not_scavenged) => add_flushed(&prefix, name).map_err(|e| match e {
+                None => not_scavenged,
+                Some(e) => e,
+            }),
+        };
     }
     let path = layout::index_file(&prefix);
     if args.current.is_some() || args.drop.is_some() || args.drop_after.is_some() {
