@@ -2,21 +2,26 @@
 
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
+use mpi::request::{Request, Scope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use scr::hash::Hash;
 
 /// Broadcasts `bytes` from `root` (other ranks' input is ignored).
 pub fn bcast_bytes(comm: &SimpleCommunicator, root: i32, bytes: Vec<u8>) -> Vec<u8> {
-    let mut len = bytes.len() as u64;
-    comm.process_at_rank(root).broadcast_into(&mut len);
+    let len = bcast_u64(comm, root, bytes.len() as u64);
     let mut buf = if comm.rank() == root {
         bytes
     } else {
         vec![0u8; len as usize]
     };
     if len > 0 {
-        comm.process_at_rank(root).broadcast_into(&mut buf[..]);
+        mpi::request::scope(|scope| {
+            wait_relaxed(
+                comm.process_at_rank(root)
+                    .immediate_broadcast_into(scope, &mut buf[..]),
+            )
+        });
     }
     buf
 }
@@ -83,22 +88,38 @@ pub fn gather_bytes(comm: &SimpleCommunicator, root: i32, mine: &[u8]) -> Vec<Ve
     })
 }
 
+/// Element-wise sums of `x` over all ranks: one collective for several counts.
+pub fn sums_u64<const N: usize>(comm: &SimpleCommunicator, x: [u64; N]) -> [u64; N] {
+    let mut out = [0u64; N];
+    mpi::request::scope(|scope| {
+        wait_relaxed(comm.immediate_all_reduce_into(
+            scope,
+            &x[..],
+            &mut out[..],
+            SystemOperation::sum(),
+        ))
+    });
+    out
+}
+
 pub fn sum_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
+    sums_u64(comm, [x])[0]
+}
+
+fn reduce_u64(comm: &SimpleCommunicator, x: u64, op: SystemOperation) -> u64 {
     let mut out = 0u64;
-    comm.all_reduce_into(&x, &mut out, SystemOperation::sum());
+    mpi::request::scope(|scope| {
+        wait_relaxed(comm.immediate_all_reduce_into(scope, &x, &mut out, op))
+    });
     out
 }
 
 pub fn max_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
-    let mut out = 0u64;
-    comm.all_reduce_into(&x, &mut out, SystemOperation::max());
-    out
+    reduce_u64(comm, x, SystemOperation::max())
 }
 
 pub fn min_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
-    let mut out = 0u64;
-    comm.all_reduce_into(&x, &mut out, SystemOperation::min());
-    out
+    reduce_u64(comm, x, SystemOperation::min())
 }
 
 /// The sum of `x` over the ranks before this one (0 on rank 0).
@@ -112,7 +133,12 @@ pub fn exclusive_sum_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
 /// `root`'s value of `x` on every rank.
 pub fn bcast_u64(comm: &SimpleCommunicator, root: i32, x: u64) -> u64 {
     let mut v = x;
-    comm.process_at_rank(root).broadcast_into(&mut v);
+    mpi::request::scope(|scope| {
+        wait_relaxed(
+            comm.process_at_rank(root)
+                .immediate_broadcast_into(scope, &mut v),
+        )
+    });
     v
 }
 
@@ -123,16 +149,19 @@ pub fn all_true(comm: &SimpleCommunicator, x: bool) -> bool {
 
 /// Rank 0's value of a flag on every rank.
 pub fn bcast_bool(comm: &SimpleCommunicator, x: bool) -> bool {
-    let mut v = u8::from(x);
-    comm.process_at_rank(0).broadcast_into(&mut v);
-    v == 1
+    bcast_u64(comm, 0, u64::from(x)) == 1
 }
 
-/// A barrier that sleeps while it waits. After long I/O some ranks finish early; MPICH
-/// busy-polls in a blocking barrier, and on a node with more ranks than cores those
-/// pollers take the CPU from the ranks still copying.
+/// A barrier that sleeps while it waits.
 pub fn relaxed_barrier(comm: &SimpleCommunicator) {
-    let mut request = comm.immediate_barrier();
+    wait_relaxed(comm.immediate_barrier());
+}
+
+/// Waits for a nonblocking collective, sleeping between tests (50 µs, doubling up to 2 ms).
+/// MPICH busy-polls in blocking collectives; with more ranks than cores on a node (common
+/// in tests, and with hyperthreads) the pollers take the CPU from the ranks that still have
+/// work, and a run of small collectives cost 10-20 ms each here instead of microseconds.
+fn wait_relaxed<'a, R: ?Sized, S: Scope<'a>>(mut request: Request<'a, R, S>) {
     let mut pause = std::time::Duration::from_micros(50);
     loop {
         match request.test() {

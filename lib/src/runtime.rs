@@ -244,6 +244,7 @@ pub struct Scr {
     /// A dataset kept past SCR_CACHE_SIZE until the open checkpoint completes.
     deferred_eviction: Option<u64>,
     checkpoint_cost: (f64, u64),
+    discards: Discards,
 }
 
 /// This process's node: `SCR_NODE_NAME` if set, else the name MPICH's hydra gave the
@@ -371,7 +372,12 @@ impl Scr {
         io::create_dirs(&cntl_dir, 0o700)?;
         let mut descriptors = CkptDesc::from_params(&params)?;
         for d in &descriptors {
-            io::create_dirs(&node_part(&d.store), 0o700)?;
+            let store = node_part(&d.store);
+            io::create_dirs(&store, 0o700)?;
+            if local_rank == 0 {
+                // files a previous run discarded but did not get to delete
+                let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));
+            }
         }
         let sets: Vec<RedundancySets> = descriptors
             .iter_mut()
@@ -461,6 +467,7 @@ impl Scr {
             checkpoint_started: None,
             deferred_eviction: None,
             checkpoint_cost: (0.0, 0),
+            discards: Discards::default(),
         };
         scr.restart_from_cache()?;
         scr.check_halt(false)?;
@@ -692,7 +699,7 @@ impl Scr {
                 "dataset name {n:?} must be non-empty, without '/', shorter than 1024 bytes"
             )));
         }
-        comm::relaxed_barrier(&self.world);
+        // collective without a barrier: the dataset rank 0 describes below reaches every rank
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
         if is_ckpt {
             self.checkpoint_started = Some(Instant::now());
@@ -902,21 +909,21 @@ impl Scr {
     /// Deletes a dataset's files from cache, then its filemap entries: this rank's, the
     /// copies it keeps for partners, and (on the node master) the held ones.
     fn delete_cached(&mut self, dset: u64) -> Result<()> {
-        remove_dataset_files(&mut self.filemap, dset)?;
+        self.discard_cached(dset)?;
+        if self.rank == 0 {
+            update_flush_file(&self.prefix, |f| forget_cached(f, dset))?;
+        }
+        Ok(())
+    }
+
+    /// [`Scr::delete_cached`] but for the flush file, which the caller updates.
+    fn discard_cached(&mut self, dset: u64) -> Result<()> {
+        remove_dataset_files(&mut self.filemap, dset, &mut self.discards)?;
         let _ = std::fs::remove_dir_all(self.dataset_dir(dset));
         if self.restart.as_ref().is_some_and(|(id, _)| *id == dset) {
             self.restart = None;
         }
         self.filemap.write(&self.filemap_path)?;
-        if self.rank == 0 {
-            // the drain must not look for it in cache any more
-            update_flush_file(&self.prefix, |f| {
-                f.unset_location(dset, Location::Cache);
-                if f.locations(dset).is_empty() {
-                    f.remove(dset);
-                }
-            })?;
-        }
         self.drop_held(dset)
     }
 
@@ -925,7 +932,7 @@ impl Scr {
         if let Some((path, held)) = &mut self.held
             && !held.ranks_by_dataset(dset).is_empty()
         {
-            remove_dataset_files(held, dset)?;
+            remove_dataset_files(held, dset, &mut self.discards)?;
             held.write(path)?;
         }
         Ok(())
@@ -1039,7 +1046,7 @@ impl Scr {
         };
         self.phase = Phase::Idle;
         let crc_on_copy = self.params.bool("SCR_CRC_ON_COPY");
-        comm::relaxed_barrier(&self.world);
+        // no barrier first: the sums below wait for every rank, sleeping as they do
         let (mut files, mut bytes, mut ok) = (0u64, 0u64, valid);
         for f in self.my_files(id) {
             let mut meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
@@ -1056,9 +1063,9 @@ impl Scr {
             bytes += size.unwrap_or(0);
         }
         self.filemap.set_expected_files(id, self.rank, files);
-        let total_files = comm::sum_u64(&self.world, files);
-        let total_bytes = comm::sum_u64(&self.world, bytes);
-        let all_ok = comm::all_true(&self.world, ok);
+        let [total_files, total_bytes, failed] =
+            comm::sums_u64(&self.world, [files, bytes, u64::from(!ok)]);
+        let all_ok = failed == 0;
         let mut desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
         desc.set_totals(total_files, total_bytes, all_ok);
         self.filemap.set_dataset(id, self.rank, &desc);
@@ -1075,6 +1082,16 @@ impl Scr {
             self.deferred_eviction = None;
             return Ok(false);
         }
+        // the checkpoint kept until this one completed goes now, recorded in the same
+        // flush-file update (each one is a locked, fsynced write on the prefix)
+        let evicted = if is_ckpt {
+            self.deferred_eviction.take()
+        } else {
+            None
+        };
+        if let Some(old) = evicted {
+            self.discard_cached(old)?;
+        }
         if self.rank == 0 {
             update_flush_file(&self.prefix, |f| {
                 f.describe(
@@ -1084,6 +1101,9 @@ impl Scr {
                     None,
                 );
                 f.set_location(id, Location::Cache);
+                if let Some(old) = evicted {
+                    forget_cached(f, old);
+                }
             })?;
         }
         let every = self.params.count("SCR_FLUSH").unwrap_or(10);
@@ -1096,18 +1116,17 @@ impl Scr {
             self.delete_cached(id)?;
         }
         if is_ckpt {
-            if let Some(old) = self.deferred_eviction.take() {
-                self.delete_cached(old)?;
-            }
             self.restart = None; // a new checkpoint supersedes the one restarted from
             self.last_checkpoint_end = Instant::now();
             if let Some(started) = self.checkpoint_started.take() {
                 self.checkpoint_cost.0 += started.elapsed().as_secs_f64();
                 self.checkpoint_cost.1 += 1;
             }
+            // the halt decision rank 0 sends is the last step every rank waits for
             self.check_halt(true)?;
+        } else {
+            comm::relaxed_barrier(&self.world);
         }
-        comm::relaxed_barrier(&self.world);
         Ok(true)
     }
 
@@ -1381,22 +1400,98 @@ impl Scr {
                 Ok(())
             })?;
         }
+        self.discards.wait();
         comm::relaxed_barrier(&self.world);
         Ok(())
     }
 }
 
-/// Deletes every file a filemap records for a dataset, then the entries.
-fn remove_dataset_files(map: &mut Filemap, dset: u64) -> Result<()> {
-    for rank in map.ranks_by_dataset(dset) {
-        for f in map.files(dset, rank) {
-            match std::fs::remove_file(f) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(f, "remove", e)),
-            }
-        }
+/// The flush file's record that a dataset is no longer in cache: the drain must not look
+/// for it there.
+fn forget_cached(f: &mut FlushFile, dset: u64) {
+    f.unset_location(dset, Location::Cache);
+    if f.locations(dset).is_empty() {
+        f.remove(dset);
     }
+}
+
+/// Takes every file a filemap records for a dataset out of cache, then the entries.
+fn remove_dataset_files(map: &mut Filemap, dset: u64, discards: &mut Discards) -> Result<()> {
+    let files = map
+        .ranks_by_dataset(dset)
+        .into_iter()
+        .flat_map(|rank| {
+            map.files(dset, rank)
+                .into_iter()
+                .map(PathBuf::from)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    discards.discard(files)?;
     map.remove_dataset(dset);
     Ok(())
 }
+
+/// Cache files on their way out. Freeing a large file's pages is slow (a 64 MiB file on
+/// tmpfs takes 10-20 ms to unlink), and evicting the previous checkpoint was most of what
+/// SCR_Complete_checkpoint cost on top of writing. Each file is renamed into the store's
+/// `.trash/` at once — out of the dataset, so a crash leaves nothing the filemap does not
+/// know — and unlinked by a background thread; Init empties `.trash/` of a job that died.
+#[derive(Default)]
+struct Discards {
+    threads: Vec<std::thread::JoinHandle<()>>,
+    renamed: u64,
+}
+
+impl Discards {
+    fn discard(&mut self, files: Vec<PathBuf>) -> Result<()> {
+        let mut later = Vec::new();
+        for f in files {
+            let moved = trash_dir_for(&f).and_then(|trash| {
+                std::fs::create_dir_all(&trash).ok()?;
+                self.renamed += 1;
+                let to = trash.join(format!("{}.{}", std::process::id(), self.renamed));
+                std::fs::rename(&f, &to).ok().map(|()| to)
+            });
+            match moved {
+                Some(to) => later.push(to),
+                None => match std::fs::remove_file(&f) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io(&f, "remove", e)),
+                },
+            }
+        }
+        self.threads.retain(|t| !t.is_finished());
+        if !later.is_empty() {
+            self.threads.push(std::thread::spawn(move || {
+                for f in later {
+                    let _ = std::fs::remove_file(f);
+                }
+            }));
+        }
+        Ok(())
+    }
+
+    /// Waits until every discarded file is gone.
+    fn wait(&mut self) {
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `<store>/.trash` for a cached file: the directory above its `scr.dataset.<id>`, which is
+/// on the same file system, so moving the file there is a rename.
+fn trash_dir_for(file: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .find(|a| {
+            a.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("scr.dataset."))
+        })
+        .and_then(Path::parent)
+        .map(|store| store.join(TRASH_DIR))
+}
+
+/// Where discarded cache files wait for their deletion, in each store directory.
+const TRASH_DIR: &str = ".trash";
