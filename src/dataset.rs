@@ -102,6 +102,10 @@ impl Dataset {
     pub fn created_us(&self) -> Option<u64> {
         self.0.parsed(CREATED).ok().flatten()
     }
+
+    pub fn set_created_us(&mut self, us: u64) {
+        self.0.set_value(CREATED, us);
+    }
     pub fn user(&self) -> Option<&str> {
         self.0.first_value(USER)
     }

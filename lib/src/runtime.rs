@@ -714,27 +714,25 @@ impl Scr {
             .store
             .clone();
         self.evict_for(&store)?;
-        let desc = if self.rank == 0 {
-            let origin = DatasetOrigin {
-                user: Some(self.user.clone()),
-                jobname: self.params.get("SCR_JOB_NAME").map(str::to_string),
-                jobid: Some(self.jobid.clone()),
-                cluster: self.params.get("SCR_CLUSTER_NAME").map(str::to_string),
-                created_us: chrono::Utc::now().timestamp_micros().max(0) as u64,
-            };
-            let default_name = format!("scr.dataset.{id}");
-            Dataset::create(
-                id,
-                name.unwrap_or(&default_name),
-                is_ckpt,
-                flags & FLAG_OUTPUT != 0,
-                &origin,
-                is_ckpt.then_some(self.checkpoint_id),
-            )
-        } else {
-            Dataset::new()
+        // every rank describes the dataset alike (the name and the parameters are the same
+        // everywhere); only the creation time differs, and Complete replaces it with rank
+        // 0's, which it learns in the collective it needs anyway: Start communicates nothing
+        let origin = DatasetOrigin {
+            user: Some(self.user.clone()),
+            jobname: self.params.get("SCR_JOB_NAME").map(str::to_string),
+            jobid: Some(self.jobid.clone()),
+            cluster: self.params.get("SCR_CLUSTER_NAME").map(str::to_string),
+            created_us: chrono::Utc::now().timestamp_micros().max(0) as u64,
         };
-        let desc = Dataset::wrap(comm::bcast_hash(&self.world, 0, desc.hash()));
+        let default_name = format!("scr.dataset.{id}");
+        let desc = Dataset::create(
+            id,
+            name.unwrap_or(&default_name),
+            is_ckpt,
+            flags & FLAG_OUTPUT != 0,
+            &origin,
+            is_ckpt.then_some(self.checkpoint_id),
+        );
         // record the dataset before its directory exists (filemap first)
         self.record_dataset(id, &desc, 0)?;
         io::create_dirs(&self.dataset_dir(id), 0o700)?;
@@ -1063,11 +1061,17 @@ impl Scr {
             bytes += size.unwrap_or(0);
         }
         self.filemap.set_expected_files(id, self.rank, files);
-        let [total_files, total_bytes, failed] =
-            comm::sums_u64(&self.world, [files, bytes, u64::from(!ok)]);
-        let all_ok = failed == 0;
         let mut desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
+        let created_here = if self.rank == 0 {
+            desc.created_us().unwrap_or(0)
+        } else {
+            0
+        };
+        let [total_files, total_bytes, failed, created] =
+            comm::sums_u64(&self.world, [files, bytes, u64::from(!ok), created_here]);
+        let all_ok = failed == 0;
         desc.set_totals(total_files, total_bytes, all_ok);
+        desc.set_created_us(created);
         self.filemap.set_dataset(id, self.rank, &desc);
         self.filemap.write(&self.filemap_path)?;
         if !all_ok {
