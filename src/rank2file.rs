@@ -248,13 +248,110 @@ fn group_by_size(entries: &[(u64, Hash)], budget: usize) -> Vec<&[(u64, Hash)]> 
     groups
 }
 
-/// Reads the whole tree serially (for the commands; the library scatters it). Every
-/// step reads at most [`MAX_FILE_BYTES`]; pointers must stay inside the prefix.
+/// One tree file for a reader to read: where (relative to the prefix, with the offset of its
+/// hash), and the level of the file that pointed to it (levels must descend).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeTask {
+    pub file: String,
+    pub offset: u64,
+    pub parent_level: u64,
+}
+
+impl TreeTask {
+    /// The root of a dataset's tree, `<dset_rel>/rank2file.scr`.
+    pub fn root(dset_rel: &str) -> TreeTask {
+        TreeTask {
+            file: format!("{dset_rel}/rank2file.scr"),
+            offset: 0,
+            parent_level: u64::MAX,
+        }
+    }
+}
+
+/// What reading one tree file hands on: a lower file for the rank that reads it, or a
+/// rank's own file list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    Read { reader: u64, task: TreeTask },
+    Files { rank: u64, files: Vec<FileRecord> },
+}
+
+/// One step of the scatter the seed describes: read one tree file (at most
+/// [`MAX_FILE_BYTES`]) and say what goes to whom. Rank 0 starts with the root; each file's
+/// `RANK` entries name the rank that reads the next level, and a leaf's name the ranks whose
+/// files it lists. A restart so never has one process read the whole map.
+pub fn scatter_step(prefix: &Path, task: &TreeTask) -> Result<Vec<Delivery>> {
+    let path = prefix.join(&task.file);
+    check_relative(&task.file).map_err(|e| Error::invalid(&path, e))?;
+    let h = read_at(&path, task.offset)?;
+    let level: u64 = h
+        .parsed(LEVEL)
+        .map_err(|e| Error::invalid(&path, e.to_string()))?
+        .unwrap_or(0);
+    if level >= task.parent_level {
+        return Err(Error::invalid(
+            &path,
+            format!(
+                "rank2file level {level} does not descend from level {}",
+                task.parent_level
+            ),
+        ));
+    }
+    if level == 0 {
+        let mut map = RankFiles::new();
+        parse_leaf(h.get(EMBEDDED).unwrap_or(&h), &mut map)
+            .map_err(|e| Error::invalid(&path, e))?;
+        return Ok(map
+            .into_iter()
+            .map(|(rank, files)| Delivery::Files { rank, files })
+            .collect());
+    }
+    let mut out = Vec::new();
+    for (reader, p) in h.get(RANK).into_iter().flat_map(Hash::iter) {
+        let bad =
+            |what: String| Error::invalid(&path, format!("entry for reader {reader}: {what}"));
+        let reader: u64 = reader.parse().map_err(|_| bad("not a rank".into()))?;
+        let file = p.first_value(FILE).ok_or_else(|| bad("no FILE".into()))?;
+        check_relative(file).map_err(bad)?;
+        let offset = p
+            .parsed::<u64>(OFFSET)
+            .map_err(|e| bad(e.to_string()))?
+            .unwrap_or(0);
+        out.push(Delivery::Read {
+            reader,
+            task: TreeTask {
+                file: file.to_string(),
+                offset,
+                parent_level: level,
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// The `RANKS` a tree's root records: how many ranks wrote the dataset.
+pub fn tree_ranks(prefix: &Path, root: &TreeTask) -> Result<u64> {
+    let path = prefix.join(&root.file);
+    read_at(&path, root.offset)?
+        .parsed(RANKS)
+        .map_err(|e| Error::invalid(&path, e.to_string()))?
+        .ok_or_else(|| Error::invalid(&path, "rank2file root without RANKS"))
+}
+
+/// Reads the whole tree in this process, step by step as the scatter would (for the
+/// commands; the library scatters it across ranks).
 pub fn read_tree(prefix: &Path, root: &Path) -> Result<RankFiles> {
+    let rel = root
+        .strip_prefix(prefix)
+        .map_err(|_| Error::invalid(root, "rank2file root outside the prefix"))?;
     let mut out = RankFiles::new();
-    let mut queue = vec![(root.to_path_buf(), 0u64, u64::MAX)];
+    let mut queue = vec![TreeTask {
+        file: rel.to_string_lossy().into_owned(),
+        offset: 0,
+        parent_level: u64::MAX,
+    }];
     let mut steps = 0usize;
-    while let Some((path, offset, parent_level)) = queue.pop() {
+    while let Some(task) = queue.pop() {
         steps += 1;
         if steps > 1_000_000 {
             return Err(Error::invalid(
@@ -262,32 +359,11 @@ pub fn read_tree(prefix: &Path, root: &Path) -> Result<RankFiles> {
                 "rank2file tree has more than a million files; it loops or is corrupt",
             ));
         }
-        let h = read_at(&path, offset)?;
-        let level: u64 = h
-            .parsed(LEVEL)
-            .map_err(|e| Error::invalid(&path, e.to_string()))?
-            .unwrap_or(0);
-        if level >= parent_level {
-            return Err(Error::invalid(
-                &path,
-                format!("rank2file level {level} does not descend from level {parent_level}"),
-            ));
-        }
-        if level == 0 {
-            let leaf = h.get(EMBEDDED).unwrap_or(&h);
-            parse_leaf(leaf, &mut out).map_err(|e| Error::invalid(&path, e))?;
-            continue;
-        }
-        for (reader, p) in h.get(RANK).into_iter().flat_map(Hash::iter) {
-            let bad =
-                |what: String| Error::invalid(&path, format!("entry for reader {reader}: {what}"));
-            let rel = p.first_value(FILE).ok_or_else(|| bad("no FILE".into()))?;
-            check_relative(rel).map_err(bad)?;
-            let off = p
-                .parsed::<u64>(OFFSET)
-                .map_err(|e| bad(e.to_string()))?
-                .unwrap_or(0);
-            queue.push((prefix.join(rel), off, level));
+        for d in scatter_step(prefix, &task)? {
+            match d {
+                Delivery::Read { task, .. } => queue.push(task),
+                Delivery::Files { rank, files } => out.entry(rank).or_default().extend(files),
+            }
         }
     }
     Ok(out)
@@ -364,6 +440,53 @@ mod tests {
         }
         assert!(n > 2, "the map needed several leaves");
         assert_eq!(read_tree(dir.path(), &root).unwrap(), map);
+    }
+
+    #[test]
+    fn a_scatter_over_ten_thousand_simulated_ranks_reads_at_most_a_megabyte_per_step() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".scr/scr.dataset.1")).unwrap();
+        let ranks = 10_000u64;
+        let map = files(ranks, 3);
+        write_tree(dir.path(), ".scr/scr.dataset.1", ranks, &map).unwrap();
+        let root = TreeTask::root(".scr/scr.dataset.1");
+        assert_eq!(tree_ranks(dir.path(), &root).unwrap(), ranks);
+        // each simulated rank's tasks for the coming step, and what it ends up with
+        let mut tasks: BTreeMap<u64, Vec<TreeTask>> = BTreeMap::from([(0, vec![root])]);
+        let mut got: BTreeMap<u64, Vec<FileRecord>> = BTreeMap::new();
+        let mut steps = 0;
+        while !tasks.is_empty() {
+            steps += 1;
+            let mut next: BTreeMap<u64, Vec<TreeTask>> = BTreeMap::new();
+            for (rank, mine) in std::mem::take(&mut tasks) {
+                let mut read = 0u64;
+                for task in mine {
+                    read += std::fs::metadata(dir.path().join(&task.file))
+                        .unwrap()
+                        .len();
+                    for d in scatter_step(dir.path(), &task).unwrap() {
+                        match d {
+                            Delivery::Read { reader, task } => {
+                                next.entry(reader).or_default().push(task)
+                            }
+                            Delivery::Files { rank, files } => {
+                                assert!(
+                                    got.insert(rank, files).is_none(),
+                                    "rank {rank} served twice"
+                                )
+                            }
+                        }
+                    }
+                }
+                assert!(
+                    read <= MAX_FILE_BYTES as u64,
+                    "rank {rank} read {read} bytes in step {steps}"
+                );
+            }
+            tasks = next;
+        }
+        assert!(steps >= 2, "a root and its leaves at least");
+        assert_eq!(got, map, "every rank got exactly its own files");
     }
 
     #[test]

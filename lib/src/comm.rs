@@ -1,11 +1,12 @@
 //! The few collectives SCR needs, over byte buffers and hashes.
 
 use mpi::collective::SystemOperation;
-use mpi::datatype::PartitionMut;
+use mpi::datatype::{Partition, PartitionMut};
 use mpi::request::{Request, Scope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use scr::hash::Hash;
+use std::collections::BTreeMap;
 
 /// Broadcasts `bytes` from `root` (other ranks' input is ignored).
 pub fn bcast_bytes(comm: &SimpleCommunicator, root: i32, bytes: Vec<u8>) -> Vec<u8> {
@@ -64,6 +65,36 @@ fn gather_parts(
         .zip(&displs)
         .map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec())
         .collect()
+}
+
+/// Sends each rank in `outgoing` its message and returns the messages sent to this rank
+/// (by sender, empty ones left out). Collective; ranks may send to any subset.
+pub fn exchange(comm: &SimpleCommunicator, outgoing: &BTreeMap<u64, Vec<u8>>) -> Vec<Vec<u8>> {
+    let size = comm.size() as usize;
+    let mut send_counts = vec![0i32; size];
+    for (&to, msg) in outgoing {
+        send_counts[to as usize] = msg.len() as i32;
+    }
+    let mut recv_counts = vec![0i32; size];
+    comm.all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+    let send: Vec<u8> = (0..size as u64)
+        .flat_map(|r| {
+            outgoing
+                .get(&r)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+                .iter()
+                .copied()
+        })
+        .collect();
+    let (send_displs, _) = layout(&send_counts);
+    let sent = Partition::new(&send[..], &send_counts[..], &send_displs[..]);
+    gather_parts(&recv_counts, |part| {
+        comm.all_to_all_varcount_into(&sent, part)
+    })
+    .into_iter()
+    .filter(|m| !m.is_empty())
+    .collect()
 }
 
 /// Gathers every rank's bytes on every rank, in rank order.

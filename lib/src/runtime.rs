@@ -20,11 +20,12 @@ use scr::meta::{FileType, Meta};
 use scr::nodes::NodesFile;
 use scr::params::{Params, Sources};
 use scr::prefix::{update_flush_file, update_index};
-use scr::rank2file::{self, FileRecord, RankFiles};
+use scr::rank2file::{self, Delivery, FileRecord, RankFiles, TreeTask};
 use scr::reddesc::{RedDesc, Scheme};
 use scr::redset::RedundancySets;
 use scr::summary::Summary;
 use scr::{Error, HashView, Result, layout};
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
@@ -201,6 +202,13 @@ enum Phase {
     Restart {
         id: u64,
     },
+}
+
+/// Where rank 0 found a dataset's file lists: a whole map (SCR 1.1-8 summaries embed it), or
+/// a rank2file tree to scatter.
+enum FileList {
+    Embedded(RankFiles),
+    Tree(TreeTask),
 }
 
 /// One process's SCR state.
@@ -483,13 +491,20 @@ impl Scr {
         loop {
             // rank 0 picks the candidate and reads its file list
             let mut pick = Hash::new();
+            let mut root = None;
             if self.rank == 0
-                && let Some((id, name, desc, map)) = self.next_fetch_candidate(below, &failed)
+                && let Some((id, name, desc, files)) = self.next_fetch_candidate(below, &failed)
             {
                 pick.set_value("ID", id);
                 pick.set_value("NAME", &name);
                 pick.set("DSET", desc.into_hash());
-                pick.set("MAP", rank2file::leaf_hash(&map));
+                match files {
+                    // a 1.1-8 summary holds the whole (small) map: it goes to every rank
+                    FileList::Embedded(map) => {
+                        pick.set("MAP", rank2file::leaf_hash(&map));
+                    }
+                    FileList::Tree(task) => root = Some(task),
+                }
             }
             let pick = comm::bcast_hash(&self.world, 0, &pick);
             let (Some(id), Some(name)) = (
@@ -499,12 +514,18 @@ impl Scr {
                 return Ok(()); // nothing (more) to fetch: a clean start
             };
             let desc = Dataset::wrap(pick.get("DSET").cloned().unwrap_or_default());
-            let mut map = RankFiles::new();
-            let parsed = pick.get("MAP").map(|m| rank2file::parse_leaf(m, &mut map));
-            let mine = map.remove(&self.rank).unwrap_or_default();
-            let result = match parsed {
-                Some(Ok(())) => self.fetch_files(id, &desc, &mine),
-                _ => Err(failure(format!("{name}: file list is unreadable"))),
+            let mine = match pick.get("MAP") {
+                Some(m) => {
+                    let mut map = RankFiles::new();
+                    rank2file::parse_leaf(m, &mut map)
+                        .map_err(|e| failure(format!("{name}: file list: {e}")))
+                        .map(|()| map.remove(&self.rank).unwrap_or_default())
+                }
+                None => self.scatter_rank2file(root),
+            };
+            let result = match mine {
+                Ok(mine) => self.fetch_files(id, &desc, &mine),
+                Err(e) => Err(failure(format!("{name}: file list: {e}"))),
             };
             if let Err(e) = &result {
                 eprintln!("SCR: rank {}: fetch of {name} failed: {e}", self.rank);
@@ -536,12 +557,93 @@ impl Scr {
         }
     }
 
-    /// Rank 0: the next dataset to try, with its descriptor and every rank's files.
+    /// The rank2file tree scattered as the seed describes: rank 0 reads the root and sends
+    /// each reader its part, readers read theirs (at most 1 MB each step) and pass on, until
+    /// every rank holds its own file list. Collective; `root` is rank 0's.
+    fn scatter_rank2file(&self, root: Option<TreeTask>) -> Result<Vec<FileRecord>> {
+        let mut tasks: Vec<TreeTask> = root.into_iter().collect();
+        let mut mine: Option<Vec<FileRecord>> = None;
+        let mut problem: Option<String> = None;
+        loop {
+            let mut outgoing: BTreeMap<u64, Hash> = BTreeMap::new();
+            for task in tasks.drain(..) {
+                let deliveries = match rank2file::scatter_step(&self.prefix, &task) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        problem = Some(e.to_string());
+                        continue;
+                    }
+                };
+                for d in deliveries {
+                    let to = match &d {
+                        Delivery::Read { reader, .. } => *reader,
+                        Delivery::Files { rank, .. } => *rank,
+                    };
+                    if to >= self.ranks {
+                        problem = Some(format!(
+                            "{}: names rank {to}, this job has {}",
+                            task.file, self.ranks
+                        ));
+                        continue;
+                    }
+                    let msg = outgoing.entry(to).or_default();
+                    match d {
+                        Delivery::Read { task, .. } => {
+                            let n = msg.get("TASK").map_or(0, |t| t.iter().count());
+                            let t = msg.set_kv("TASK", n);
+                            t.set_value("FILE", &task.file);
+                            t.set_value("OFFSET", task.offset);
+                            t.set_value("LEVEL", task.parent_level);
+                        }
+                        Delivery::Files { rank, files } => {
+                            msg.set("MINE", rank2file::leaf_hash([(&rank, &files)]));
+                        }
+                    }
+                }
+            }
+            if comm::sum_u64(&self.world, outgoing.len() as u64) == 0 {
+                break;
+            }
+            let packed = outgoing.into_iter().map(|(r, h)| (r, h.pack())).collect();
+            for bytes in comm::exchange(&self.world, &packed) {
+                let h =
+                    Hash::unpack(&bytes).map_err(|e| failure(format!("rank2file message: {e}")))?;
+                for (_, t) in h.get("TASK").into_iter().flat_map(Hash::iter) {
+                    tasks.push(TreeTask {
+                        file: t.first_value("FILE").unwrap_or_default().to_string(),
+                        offset: t.parsed("OFFSET").ok().flatten().unwrap_or(0),
+                        parent_level: t.parsed("LEVEL").ok().flatten().unwrap_or(0),
+                    });
+                }
+                if let Some(leaf) = h.get("MINE") {
+                    let mut map = RankFiles::new();
+                    match rank2file::parse_leaf(leaf, &mut map) {
+                        Ok(()) => mine = map.remove(&self.rank),
+                        Err(e) => problem = Some(e),
+                    }
+                }
+            }
+        }
+        if mine.is_none() && problem.is_none() {
+            problem = Some(format!(
+                "the rank2file map lists nothing for rank {}",
+                self.rank
+            ));
+        }
+        let everywhere = comm::all_true(&self.world, problem.is_none());
+        match (problem, mine) {
+            (Some(p), _) => Err(failure(p)),
+            (None, _) if !everywhere => Err(failure("another rank could not read its file list")),
+            (None, mine) => Ok(mine.unwrap_or_default()),
+        }
+    }
+
+    /// Rank 0: the next dataset to try, with its descriptor and where its file lists are.
     fn next_fetch_candidate(
         &self,
         below: Option<u64>,
         failed: &[String],
-    ) -> Option<(u64, String, Dataset, RankFiles)> {
+    ) -> Option<(u64, String, Dataset, FileList)> {
         let index = IndexFile::read(&layout::index_file(&self.prefix)).ok()?;
         let link = std::fs::read_link(layout::current_link(&self.prefix)).ok();
         let start = link
@@ -553,22 +655,28 @@ impl Scr {
             if below.is_some_and(|b| entry.id >= b) || failed.contains(&entry.name) {
                 continue;
             }
-            let loaded = (|| -> Result<(Dataset, RankFiles)> {
+            let loaded = (|| -> Result<(Dataset, FileList)> {
                 let summary = Summary::read(&layout::summary_file(&self.prefix, entry.id))?;
                 if !summary.is_complete() {
                     return Err(failure("summary says incomplete"));
                 }
-                let map = match summary.embedded_rank2file() {
-                    Some(map) => map,
-                    None => rank2file::read_tree(
-                        &self.prefix,
-                        &layout::rank2file_root(&self.prefix, entry.id),
-                    )?,
+                let (files, written_by) = match summary.embedded_rank2file() {
+                    Some(map) => {
+                        let n = map.len() as u64;
+                        if map.keys().any(|&r| r >= self.ranks) {
+                            return Err(failure("its map names ranks this job does not have"));
+                        }
+                        (FileList::Embedded(map), n)
+                    }
+                    None => {
+                        let root = TreeTask::root(&layout::dataset_meta_rel(entry.id));
+                        let n = rank2file::tree_ranks(&self.prefix, &root)?;
+                        (FileList::Tree(root), n)
+                    }
                 };
-                if map.keys().any(|&r| r >= self.ranks) || map.len() as u64 != self.ranks {
+                if written_by != self.ranks {
                     return Err(failure(format!(
-                        "written by {} ranks, this job has {}",
-                        map.len(),
+                        "written by {written_by} ranks, this job has {}",
                         self.ranks
                     )));
                 }
@@ -576,10 +684,10 @@ impl Scr {
                     .dataset()
                     .or_else(|| index.dataset(entry.id, &entry.name))
                     .unwrap_or_default();
-                Ok((desc, map))
+                Ok((desc, files))
             })();
             match loaded {
-                Ok((desc, map)) => return Some((entry.id, entry.name, desc, map)),
+                Ok((desc, files)) => return Some((entry.id, entry.name, desc, files)),
                 Err(e) => {
                     eprintln!("SCR: cannot fetch {}: {e}", entry.name);
                     let _ = update_index(&self.prefix, |idx| {
