@@ -19,12 +19,13 @@ mpicc -O2 benches/c/bench_ckpt.c -I lib/include -L"$work" -lscr -Wl,-rpath,"$wor
 count=3
 launch=(mpiexec -launcher fork -hosts n1,n2,n3,n4 -n 4)
 
-run_scr() { # size flush crc_copy crc_flush [count] -> median seconds
+run_scr() { # size flush crc_copy crc_flush [count] -> median seconds (env: ASYNC, COMPUTE_MS)
   local d="$work/run"; rm -rf "$d" "$pfs/prefix"; mkdir -p "$pfs/prefix" "$d/cntl" "$d/cache"
   ln -s "$pfs/prefix" "$d/prefix"
   echo "SCR_CNTL_BASE=$d/cntl" > "$d/scr.conf"
   (cd "$d/prefix" && SCR_SYSTEM_CONF_FILE="$d/scr.conf" SCR_CACHE_BASE="$d/cache" SCR_PREFIX="$d/prefix" \
      SCR_JOB_ID=bench SCR_FLUSH="$2" SCR_CRC_ON_COPY="$3" SCR_CRC_ON_FLUSH="$4" SCR_COPY_TYPE=SINGLE \
+     SCR_FLUSH_ASYNC="${ASYNC:-0}" BENCH_COMPUTE_MS="${COMPUTE_MS:-0}" \
      "${launch[@]}" "$work/bench_ckpt" scr "$1" "${5:-$count}") | awk '/median_seconds/ {print $2}'
 }
 run_raw() { # size [count] -> median seconds
@@ -81,4 +82,15 @@ for size in "${sizes[@]}"; do
       printf '%-8s %-34s %10s %12s\n' "" "  flush: $(printf '%.0f' "$rate") MB/s, cp: $cp MB/s" "" "$(printf '%.0f%% of cp' "$(echo "100 * $rate / $cp" | bc -l)")"
     fi
   done
+done
+
+# Asynchronous against synchronous flush, every checkpoint, the application computing 1 s
+# between checkpoints: the checkpoint time the application sees (SCR_FLUSH_ASYNC_BW at its
+# default, 200 MiB/s per node).
+printf '\n%-8s %-44s %10s\n' "MiB/rank" "flush every checkpoint, 1 s compute between" "s/ckpt"
+for size in "${sizes[@]}"; do
+  sync_t=$(COMPUTE_MS=1000 run_scr "$size" 1 0 1)
+  async_t=$(ASYNC=1 COMPUTE_MS=1000 run_scr "$size" 1 0 1)
+  printf '%-8s %-44s %10.3f\n' "$size" "synchronous flush" "$sync_t"
+  printf '%-8s %-44s %10.3f %s\n' "$size" "asynchronous flush" "$async_t" "($(printf '%.2f' "$(echo "$async_t / $sync_t" | bc -l)")x of synchronous)"
 done

@@ -100,6 +100,16 @@ impl TransferFile {
         }
     }
 
+    /// Forgets one file (its flush is over).
+    pub fn remove_file(&mut self, source: &str) {
+        if let Some(files) = self.0.get_mut(FILES) {
+            files.unset(source);
+        }
+        if self.0.get(FILES).is_some_and(|f| f.iter().next().is_none()) {
+            self.0.unset(FILES);
+        }
+    }
+
     pub fn clear_files(&mut self) {
         self.0.unset(FILES);
     }

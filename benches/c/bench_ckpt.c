@@ -3,7 +3,8 @@
  * per checkpoint over COUNT timed checkpoints (after one warm-up).
  * Usage: bench_ckpt MODE SIZE_MIB COUNT [RAW_DIR]   MODE = scr | raw
  * Rank 0 also prints SCR_Init's seconds (which include any rebuild of a lost node's cache).
- * BENCH_PHASES=1 makes rank 0 print the time of Start, write and Complete of each SCR checkpoint. */
+ * BENCH_PHASES=1 makes rank 0 print the time of Start, write and Complete of each SCR checkpoint;
+ * BENCH_COMPUTE_MS=n sleeps n ms between checkpoints (untimed). */
 #include <mpi.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -68,6 +69,9 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     t[c] = MPI_Wtime() - t0;
     if (!ok) MPI_Abort(MPI_COMM_WORLD, 4);
+    /* BENCH_COMPUTE_MS=n: the application computes n ms between checkpoints (not timed),
+     * time an asynchronous flush can use */
+    if (getenv("BENCH_COMPUTE_MS")) usleep(1000 * atol(getenv("BENCH_COMPUTE_MS")));
   }
   qsort(t + 1, count, sizeof(double), cmp);
   if (rank == 0) printf("median_seconds %.4f\n", t[1 + count / 2]);

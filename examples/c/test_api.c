@@ -119,7 +119,11 @@ int main(int argc, char** argv) {
   for (int t = start + 1; scr_on && t <= start + ckpts; t++) {
     int need = 0;
     SCR_Need_checkpoint(&need);
+    double began = MPI_Wtime();
     if (need && write_ckpt(t, size)) { rc = 1; if (rank == 0) printf("test_api: checkpoint %d failed\n", t); }
+    /* TEST_API_TIMES=1: how long each checkpoint kept the application from computing */
+    if (need && rank == 0 && getenv("TEST_API_TIMES"))
+      printf("test_api: checkpoint %d took %.3f s\n", t, MPI_Wtime() - began);
     /* TEST_API_SLEEP_MS=n: compute for n ms per timestep (so a test can kill a node mid-run) */
     const char* sleep_ms = getenv("TEST_API_SLEEP_MS");
     if (sleep_ms) usleep(1000 * atol(sleep_ms));

@@ -4,6 +4,7 @@
 
 use crate::comm;
 
+mod async_flush;
 mod rebuild;
 mod redundancy;
 use mpi::topology::{Color, SimpleCommunicator};
@@ -253,6 +254,10 @@ pub struct Scr {
     deferred_eviction: Option<u64>,
     checkpoint_cost: (f64, u64),
     discards: Discards,
+    /// Flushes running in the background, oldest first.
+    async_flushes: Vec<async_flush::AsyncFlush>,
+    /// How many nodes this run has.
+    nodes: u64,
 }
 
 /// This process's node: `SCR_NODE_NAME` if set, else the name MPICH's hydra gave the
@@ -476,6 +481,8 @@ impl Scr {
             deferred_eviction: None,
             checkpoint_cost: (0.0, 0),
             discards: Discards::default(),
+            async_flushes: Vec::new(),
+            nodes,
         };
         scr.restart_from_cache()?;
         scr.check_halt(false)?;
@@ -764,6 +771,7 @@ impl Scr {
 
     /// `SCR_Need_checkpoint`.
     pub fn need_checkpoint(&mut self) -> Result<bool> {
+        self.poll_async_flushes(None)?;
         self.need_calls += 1;
         let decide = || {
             let interval = self.params.count("SCR_CHECKPOINT_INTERVAL").unwrap_or(0);
@@ -807,7 +815,7 @@ impl Scr {
                 "dataset name {n:?} must be non-empty, without '/', shorter than 1024 bytes"
             )));
         }
-        // collective without a barrier: the dataset rank 0 describes below reaches every rank
+        self.poll_async_flushes(None)?;
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
         if is_ckpt {
             self.checkpoint_started = Some(Instant::now());
@@ -824,7 +832,7 @@ impl Scr {
         self.evict_for(&store)?;
         // every rank describes the dataset alike (the name and the parameters are the same
         // everywhere); only the creation time differs, and Complete replaces it with rank
-        // 0's, which it learns in the collective it needs anyway: Start communicates nothing
+        // 0's, which it learns in the collective it needs anyway, so Start broadcasts nothing
         let origin = DatasetOrigin {
             user: Some(self.user.clone()),
             jobname: self.params.get("SCR_JOB_NAME").map(str::to_string),
@@ -969,6 +977,10 @@ impl Scr {
             if Some(victim) == protected {
                 self.deferred_eviction = Some(victim);
                 continue;
+            }
+            if self.flushing_async(victim) {
+                // the only wait an asynchronous flush imposes: its files must stay until copied
+                self.poll_async_flushes(Some(victim))?;
             }
             self.delete_cached(victim)?;
         }
@@ -1202,6 +1214,9 @@ impl Scr {
             None
         };
         if let Some(old) = evicted {
+            if self.flushing_async(old) {
+                self.poll_async_flushes(Some(old))?;
+            }
             self.discard_cached(old)?;
         }
         if self.rank == 0 {
@@ -1221,7 +1236,12 @@ impl Scr {
         let every = self.params.count("SCR_FLUSH").unwrap_or(10);
         let due = flags & FLAG_OUTPUT != 0
             || (is_ckpt && every > 0 && self.checkpoint_id.is_multiple_of(every));
-        if due {
+        // output datasets leave the cache once flushed: they go synchronously
+        let in_background =
+            is_ckpt && flags & FLAG_OUTPUT == 0 && self.params.bool("SCR_FLUSH_ASYNC");
+        if due && in_background {
+            self.start_async_flush(id)?;
+        } else if due {
             self.flush(id)?;
         }
         if flags & FLAG_OUTPUT != 0 && !is_ckpt {
@@ -1436,6 +1456,8 @@ impl Scr {
 
     /// Flushes the newest complete checkpoint when the flush file says it is not on the prefix.
     fn flush_latest_if_needed(&mut self) -> Result<()> {
+        // a background flush finishes first; what it covers needs no second copy
+        self.poll_async_flushes(Some(u64::MAX))?;
         match self.newest_unflushed_checkpoint()? {
             Some(latest) => self.flush(latest),
             None => Ok(()),

@@ -172,6 +172,40 @@ fn two_lost_members_of_one_xor_set_leave_the_older_checkpoint_current() {
 }
 
 #[test]
+fn an_asynchronous_flush_cut_short_is_completed_by_the_drain() {
+    // 2 x 4000 bytes per node at 2000 bytes/s: the job is gone long before the flush is
+    let job = killed_job(
+        "XOR",
+        "1",
+        &[
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            ("SCR_FLUSH_ASYNC_BW", "2000"),
+        ],
+    );
+    let flush = scr::flush::FlushFile::read(&scr::layout::flush_file(&job.prefix())).unwrap();
+    assert!(
+        flush.needs_flush(1),
+        "the flush did not finish: {:?}",
+        flush.locations(1)
+    );
+    assert!(
+        flush.locations(1).contains(&"FLUSHING"),
+        "{:?}",
+        flush.locations(1)
+    );
+    let (code, out) = postrun(&job, None);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("dataset 1 (ckpt.1) drained and current"),
+        "{out}"
+    );
+    let e = job.index_entry("ckpt.1");
+    assert!(e.complete && e.is_current, "{e:?}");
+    restarts_from_prefix(&job, "ckpt.1", 1);
+}
+
+#[test]
 fn without_pdsh_the_drain_starts_a_shell_per_node() {
     let job = killed_job("XOR", "1", &[]);
     let (code, out) = postrun_without_pdsh(&job);

@@ -1,0 +1,111 @@
+//! Asynchronous flush (SCR_FLUSH_ASYNC): Complete_checkpoint returns while a background
+//! thread on each rank copies the checkpoint to the prefix at the configured bandwidth; the
+//! dataset is published (summary, index, current) once every rank is done; a job killed
+//! during the flush is completed by the post-run drain (see drain.rs).
+
+mod common;
+
+use common::*;
+use scr::HashView;
+
+/// The seconds each checkpoint took, from test_api's TEST_API_TIMES lines.
+fn checkpoint_seconds(out: &str) -> Vec<f64> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("test_api: checkpoint "))
+        .filter_map(|l| l.split(" took ").nth(1)?.strip_suffix(" s")?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn the_application_computes_while_the_flush_runs_at_the_capped_bandwidth() {
+    let job = Job::new();
+    const MIB: u64 = 1 << 20;
+    let cap = 8 * MIB; // per node: two nodes of two ranks, 4 MiB each: about 2 s of flushing
+    let out = run_ok_on(
+        &job,
+        "n1:2,n2:2",
+        4,
+        &[&(4 * MIB).to_string(), "1"],
+        &[
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            ("SCR_FLUSH_ASYNC_BW", &cap.to_string()),
+            ("SCR_DEBUG", "1"),
+            ("TEST_API_TIMES", "1"),
+            ("TEST_API_SLEEP_MS", "3000"),
+        ],
+    );
+    let took = checkpoint_seconds(&out);
+    assert_eq!(took.len(), 1, "{out}");
+    assert!(
+        took[0] < 1.0,
+        "the checkpoint waited for the 2 s flush: {out}"
+    );
+    let done = out
+        .lines()
+        .find_map(|l| l.split("asynchronous flush of dataset 1 done: ").nth(1))
+        .unwrap_or_else(|| panic!("no flush report: {out}"));
+    let per_node: f64 = done
+        .split(", ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{done}"));
+    let ratio = per_node / cap as f64;
+    eprintln!(
+        "async flush: {per_node:.0} bytes/s per node, {ratio:.3} of the cap; checkpoint took {:.3} s",
+        took[0]
+    );
+    assert!(
+        (0.9..=1.1).contains(&ratio),
+        "{per_node:.0} bytes/s per node against a cap of {cap}: {done}"
+    );
+    let e = job.index_entry("ckpt.1");
+    assert!(e.complete && e.is_current, "{e:?}");
+    // the transfer files say every file was written, and nothing is left to do
+    for node in ["n1", "n2"] {
+        let cntl = node_dirs(&job, node)[1].clone();
+        let t = scr::transfer::TransferFile::read(&scr::layout::transfer_file(&cntl)).unwrap();
+        assert!(
+            t.files().is_empty() && t.is_done(),
+            "{node}: {:?}",
+            t.files()
+        );
+    }
+    delete_caches(&job);
+    let out = run_ok_on(&job, "n1:2,n2:2", 4, &[&(4 * MIB).to_string(), "0"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+}
+
+#[test]
+fn several_flushes_may_be_outstanding_and_finalize_completes_them() {
+    let job = Job::new();
+    let out = run_ok_on(
+        &job,
+        "n1,n2",
+        2,
+        &["1000000", "3"],
+        &[
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            // 1 MB at 1 MB/s per node: each flush outlasts the 200 ms between checkpoints
+            ("SCR_FLUSH_ASYNC_BW", "1000000"),
+            ("SCR_CACHE_SIZE", "3"),
+            ("TEST_API_TIMES", "1"),
+            ("TEST_API_SLEEP_MS", "200"),
+        ],
+    );
+    let took = checkpoint_seconds(&out);
+    assert_eq!(took.len(), 3, "{out}");
+    assert!(
+        took.iter().all(|&t| t < 0.5),
+        "no checkpoint waited for a flush: {took:?}"
+    );
+    for name in ["ckpt.1", "ckpt.2", "ckpt.3"] {
+        assert!(job.index_entry(name).complete, "{name}: {out}");
+    }
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    assert_eq!(index.current(), Some("ckpt.3"));
+}
