@@ -37,6 +37,19 @@ pub fn dataset_dir_name(id: u64) -> String {
     format!("scr.dataset.{id}")
 }
 
+/// The id in a `scr.dataset.<id>` name.
+pub fn parse_dataset_dir_name(name: &str) -> Option<u64> {
+    name.strip_prefix("scr.dataset.")?.parse().ok()
+}
+
+/// The ids of the datasets with a directory under `<prefix>/.scr/`, in no order.
+pub fn prefix_dataset_ids(prefix: &Path) -> std::io::Result<Vec<u64>> {
+    Ok(std::fs::read_dir(prefix_hidden_dir(prefix))?
+        .flatten()
+        .filter_map(|d| parse_dataset_dir_name(d.file_name().to_str()?))
+        .collect())
+}
+
 /// A dataset's directory in a cache directory.
 pub fn cache_dataset_dir(cache_dir: &Path, id: u64) -> PathBuf {
     cache_dir.join(dataset_dir_name(id))

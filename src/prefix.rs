@@ -88,19 +88,7 @@ pub struct FlushedDataset {
 /// every file its rank2file map lists is on the prefix with its size — plain files, or the
 /// container segments holding them.
 pub fn inspect_flushed(prefix: &Path, name: &str) -> Result<Option<FlushedDataset>> {
-    let hidden = layout::prefix_hidden_dir(prefix);
-    let Ok(dirs) = std::fs::read_dir(&hidden) else {
-        return Ok(None);
-    };
-    for d in dirs.flatten() {
-        let Some(id) = d
-            .file_name()
-            .to_str()
-            .and_then(|n| n.strip_prefix("scr.dataset."))
-            .and_then(|n| n.parse::<u64>().ok())
-        else {
-            continue;
-        };
+    for id in layout::prefix_dataset_ids(prefix).unwrap_or_default() {
         let Ok(summary) = Summary::read(&layout::summary_file(prefix, id)) else {
             continue;
         };

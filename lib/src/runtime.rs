@@ -205,6 +205,13 @@ enum Phase {
     },
 }
 
+/// A file to flush: its cache path, its prefix path, its name relative to the prefix.
+struct FlushTarget {
+    src: PathBuf,
+    dst: PathBuf,
+    orig: String,
+}
+
 /// Where rank 0 found a dataset's file lists: a whole map (SCR 1.1-8 summaries embed it), or
 /// a rank2file tree to scatter.
 enum FileList {
@@ -1298,33 +1305,16 @@ impl Scr {
         if let Err(e) = &result {
             eprintln!("SCR: ERROR: rank {}: flush of dataset {id}: {e}", self.rank);
         }
-        comm::relaxed_barrier(&self.world);
-        let mut mine = RankFiles::new();
-        mine.insert(self.rank, records);
-        let leaf = rank2file::leaf_hash(&mine).pack();
-        let all = comm::gather_bytes(&self.world, 0, &leaf);
         let copy_secs = started.elapsed().as_secs_f64();
-        let copied = comm::all_true(&self.world, result.is_ok());
+        // ranks done early wait sleeping, not in the gather's busy-poll
+        comm::relaxed_barrier(&self.world);
+        let copied = self.publish_flushed(id, records, result.is_ok())?;
         if self.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
             eprintln!(
                 "SCR: rank {}: flush of dataset {id}: copied in {copy_secs:.3} s, all ranks done after {:.3} s",
                 self.rank,
                 started.elapsed().as_secs_f64()
             );
-        }
-        if self.rank == 0 {
-            if copied {
-                let mut map = RankFiles::new();
-                for bytes in all {
-                    let h = Hash::unpack(&bytes)
-                        .map_err(|e| failure(format!("rank file list: {e}")))?;
-                    rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
-                }
-                let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
-                scr::prefix::publish(&self.prefix, id, &desc, self.ranks, &map, true)?;
-            } else {
-                update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))?;
-            }
         }
         comm::relaxed_barrier(&self.world);
         if copied {
@@ -1350,6 +1340,57 @@ impl Scr {
             + comm::exclusive_sum_u64(&self.node_comm, my_bytes)
     }
 
+    /// Where each of this rank's user files of dataset `id` goes on the prefix.
+    fn flush_targets(&self, id: u64) -> Result<Vec<FlushTarget>> {
+        self.user_files(id)
+            .into_iter()
+            .map(|f| {
+                let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
+                let (Some(dir), Some(name), Some(orig)) =
+                    (meta.orig_dir(), meta.orig_name(), meta.orig())
+                else {
+                    return Err(failure(format!("{f}: meta data lacks PATH, NAME or ORIG")));
+                };
+                Ok(FlushTarget {
+                    dst: Path::new(dir).join(name),
+                    orig: orig.to_string(),
+                    src: PathBuf::from(f),
+                })
+            })
+            .collect()
+    }
+
+    /// The end of every flush, synchronous or not: rank 0 gathers each rank's file list and,
+    /// when every rank copied its files (`copied_here` on each), publishes the dataset;
+    /// otherwise the flush file stops saying FLUSHING. Collective; returns whether published.
+    fn publish_flushed(
+        &mut self,
+        id: u64,
+        records: Vec<FileRecord>,
+        copied_here: bool,
+    ) -> Result<bool> {
+        let mut mine = RankFiles::new();
+        mine.insert(self.rank, records);
+        let leaf = rank2file::leaf_hash(&mine).pack();
+        let all = comm::gather_bytes(&self.world, 0, &leaf);
+        let copied = comm::all_true(&self.world, copied_here);
+        if self.rank == 0 {
+            if copied {
+                let mut map = RankFiles::new();
+                for bytes in all {
+                    let h = Hash::unpack(&bytes)
+                        .map_err(|e| failure(format!("rank file list: {e}")))?;
+                    rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
+                }
+                let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
+                scr::prefix::publish(&self.prefix, id, &desc, self.ranks, &map, true)?;
+            } else {
+                update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))?;
+            }
+        }
+        Ok(copied)
+    }
+
     /// Copies this rank's files of a dataset to their places under the prefix, or into
     /// containers from stream position `start` (of containers of `size` bytes) when given.
     fn copy_to_prefix(
@@ -1363,34 +1404,29 @@ impl Scr {
         // the new directory entries must be durable too before the index says COMPLETE
         let mut dirs = std::collections::BTreeSet::new();
         let mut at = containers.map(|(start, _)| start);
-        for f in self.user_files(id) {
-            let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
-            let (Some(dir), Some(name), Some(orig)) =
-                (meta.orig_dir(), meta.orig_name(), meta.orig())
-            else {
-                return Err(failure(format!("{f}: meta data lacks PATH, NAME or ORIG")));
-            };
+        for FlushTarget { src, dst, orig } in self.flush_targets(id)? {
             let (size, crc, segments) = match (&mut at, containers) {
                 (Some(at), Some((_, container_size))) => {
-                    let len = std::fs::metadata(&f)
-                        .map_err(|e| Error::io(Path::new(&f), "stat", e))?
+                    let len = std::fs::metadata(&src)
+                        .map_err(|e| Error::io(&src, "stat", e))?
                         .len();
                     let segments = container::place(id, *at, len, container_size);
                     *at += len;
                     let (size, crc) =
-                        container::write_file(Path::new(&f), &self.prefix, &segments, &mut |_| {})?;
+                        container::write_file(&src, &self.prefix, &segments, &mut |_| {})?;
                     dirs.insert(layout::dataset_meta_dir(&self.prefix, id));
                     (size, want_crc.then_some(crc), segments)
                 }
                 _ => {
-                    let (size, crc) =
-                        copy_file(Path::new(&f), &Path::new(dir).join(name), buf, want_crc)?;
-                    dirs.insert(PathBuf::from(dir));
+                    let (size, crc) = copy_file(&src, &dst, buf, want_crc)?;
+                    if let Some(dir) = dst.parent() {
+                        dirs.insert(dir.to_path_buf());
+                    }
                     (size, crc, vec![])
                 }
             };
             records.push(FileRecord {
-                name: orig.to_string(),
+                name: orig,
                 size,
                 crc,
                 segments,

@@ -48,17 +48,10 @@ pub struct Args {
 /// The id of the scavenged dataset named `name` (from its per-rank filemaps).
 fn scavenged_id(prefix: &std::path::Path, name: &str) -> scr::Result<u64> {
     let hidden = layout::prefix_hidden_dir(prefix);
-    let dirs = std::fs::read_dir(&hidden).map_err(|e| Error::io(&hidden, "read directory", e))?;
-    for d in dirs.flatten() {
-        let Some(id) = d
-            .file_name()
-            .to_str()
-            .and_then(|n| n.strip_prefix("scr.dataset."))
-            .and_then(|n| n.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        let Ok(files) = std::fs::read_dir(d.path()) else {
+    let ids =
+        layout::prefix_dataset_ids(prefix).map_err(|e| Error::io(&hidden, "read directory", e))?;
+    for id in ids {
+        let Ok(files) = std::fs::read_dir(layout::dataset_meta_dir(prefix, id)) else {
             continue;
         };
         for f in files.flatten() {

@@ -3,6 +3,7 @@
 //! as the drain does after scavenging a set that lost nodes.
 
 use scr::erasure::StripeCode;
+use scr::layout;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -41,12 +42,7 @@ pub struct Args {
 fn prefix_of(xor_file: &Path) -> Option<PathBuf> {
     let dataset_dir = xor_file.parent()?;
     let hidden = dataset_dir.parent()?;
-    let is_dataset = dataset_dir
-        .file_name()?
-        .to_str()?
-        .strip_prefix("scr.dataset.")?
-        .parse::<u64>()
-        .is_ok();
+    let is_dataset = layout::parse_dataset_dir_name(dataset_dir.file_name()?.to_str()?).is_some();
     (is_dataset && hidden.file_name()? == ".scr").then(|| hidden.parent().map(Path::to_path_buf))?
 }
 

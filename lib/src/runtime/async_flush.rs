@@ -10,12 +10,10 @@
 //! A flush cut short (the job killed) leaves the flush file saying FLUSHING with the
 //! dataset still in cache; the post-run drain then copies it from the caches (SCR loses it).
 
-use super::{FileRecord, Scr, comm, failure, update_flush_file};
+use super::{FileRecord, FlushTarget, Scr, comm, update_flush_file};
 use mpi::traits::Communicator;
 use scr::flush::Location;
-use scr::hash::Hash;
 use scr::io::{self, PRIVATE_FILE};
-use scr::rank2file::{self, RankFiles};
 use scr::transfer::TransferFile;
 use scr::{HashView, Result, layout};
 use std::path::{Path, PathBuf};
@@ -33,13 +31,6 @@ pub(super) struct AsyncFlush {
 struct Copied {
     records: std::result::Result<Vec<FileRecord>, String>,
     finished: Instant,
-}
-
-/// A file to copy: cache path, prefix path, name relative to the prefix.
-struct Job {
-    src: PathBuf,
-    dst: PathBuf,
-    orig: String,
 }
 
 /// Paces a copy: at most `bytes_per_sec`, and busy at most `percent` of the time.
@@ -92,20 +83,7 @@ impl Scr {
         if self.rank == 0 {
             update_flush_file(&self.prefix, |f| f.set_location(id, Location::Flushing))?;
         }
-        let mut jobs = Vec::new();
-        for f in self.user_files(id) {
-            let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
-            let (Some(dir), Some(name), Some(orig)) =
-                (meta.orig_dir(), meta.orig_name(), meta.orig())
-            else {
-                return Err(failure(format!("{f}: meta data lacks PATH, NAME or ORIG")));
-            };
-            jobs.push(Job {
-                src: PathBuf::from(&f),
-                dst: Path::new(dir).join(name),
-                orig: orig.to_string(),
-            });
-        }
+        let jobs = self.flush_targets(id)?;
         // the node's limit is shared by its ranks
         let node_ranks = self.node_comm.size().max(1) as f64;
         let bytes_per_sec =
@@ -186,11 +164,6 @@ impl Scr {
             );
         }
         let bytes: u64 = records.iter().map(|r| r.size).sum();
-        let mut mine = RankFiles::new();
-        mine.insert(self.rank, records);
-        let leaf = rank2file::leaf_hash(&mine).pack();
-        let all = comm::gather_bytes(&self.world, 0, &leaf);
-        let copied_everywhere = comm::all_true(&self.world, problem.is_none());
         let total = comm::sum_u64(&self.world, bytes);
         let slowest = comm::max_u64(&self.world, (secs * 1e6) as u64) as f64 / 1e6;
         // the transfer file forgets this dataset's files
@@ -202,26 +175,13 @@ impl Scr {
             t.set_done(t.files().is_empty());
             Ok(())
         })?;
-        if self.rank == 0 {
-            if copied_everywhere {
-                let mut map = RankFiles::new();
-                for bytes in all {
-                    let h = Hash::unpack(&bytes)
-                        .map_err(|e| failure(format!("rank file list: {e}")))?;
-                    rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
-                }
-                let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
-                scr::prefix::publish(&self.prefix, id, &desc, self.ranks, &map, true)?;
-                if self.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
-                    let nodes = self.nodes.max(1) as f64;
-                    eprintln!(
-                        "SCR: asynchronous flush of dataset {id} done: {total} bytes in {slowest:.3} s, {:.0} bytes/s per node",
-                        total as f64 / slowest.max(1e-9) / nodes
-                    );
-                }
-            } else {
-                update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))?;
-            }
+        let published = self.publish_flushed(id, records, problem.is_none())?;
+        if published && self.rank == 0 && self.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
+            let nodes = self.nodes.max(1) as f64;
+            eprintln!(
+                "SCR: asynchronous flush of dataset {id} done: {total} bytes in {slowest:.3} s, {:.0} bytes/s per node",
+                total as f64 / slowest.max(1e-9) / nodes
+            );
         }
         Ok(())
     }
@@ -230,7 +190,7 @@ impl Scr {
 /// The thread's work: copy each file (paced), fsync it and its directory, record it as
 /// WRITTEN in the node's transfer file.
 fn copy_in_background(
-    jobs: &[Job],
+    jobs: &[FlushTarget],
     transfer: &Path,
     want_crc: bool,
     buf: usize,
