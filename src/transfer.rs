@@ -2,12 +2,20 @@
 //! library and the per-node asynchronous flush agent.
 //!
 //! ```text
-//! FILES <src> {DESTINATION <dst>, SIZE <n>, WRITTEN <n>}
+//! FILES <src> {DESTINATION <dst>, SIZE <n>, WRITTEN <n>, CRC <crc32>}
 //! BW <bytes/s>  PERCENT <cpu share>  COMMAND RUN|STOP|EXIT  STATE RUNNING|STOPPED|EXITING  FLAG DONE
+//! PID <agent process>
 //! ```
+//!
+//! `CRC` (of a written file) and `PID` (so the library can tell a live agent from a dead
+//! one) are this implementation's additions. [`copy_entry`] is the copy both the agent and
+//! the library's own background thread make: paced by a [`Throttle`], fsynced, recorded.
 
-use crate::hash::Hash;
-use crate::view::{check_value, hash_view};
+use crate::hash::{Hash, format_crc32};
+use crate::view::{HashView, check_value, hash_view};
+use crate::{Result, io};
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 hash_view!(
     /// The transfer file.
@@ -24,6 +32,8 @@ const COMMAND: &str = "COMMAND";
 const STATE: &str = "STATE";
 const FLAG: &str = "FLAG";
 const DONE: &str = "DONE";
+const CRC: &str = "CRC";
+const PID: &str = "PID";
 
 fn validate(h: &Hash) -> Result<(), String> {
     check_value::<f64>(h, BW, "transfer file")?;
@@ -69,6 +79,7 @@ pub struct TransferEntry {
     pub destination: String,
     pub size: u64,
     pub written: u64,
+    pub crc: Option<u32>,
 }
 
 impl TransferFile {
@@ -89,14 +100,39 @@ impl TransferFile {
                 destination: f.first_value(DESTINATION).unwrap_or_default().to_string(),
                 size: f.parsed(SIZE).ok().flatten().unwrap_or(0),
                 written: f.parsed(WRITTEN).ok().flatten().unwrap_or(0),
+                crc: f.crc32(CRC).ok().flatten(),
             })
             .collect()
     }
 
-    /// Records bytes written and fsynced for one file.
-    pub fn set_written(&mut self, source: &str, written: u64) {
+    /// Records bytes written and fsynced for one file, and their CRC32.
+    pub fn set_written(&mut self, source: &str, written: u64, crc: Option<u32>) {
         if let Some(f) = self.0.get_kv_mut(FILES, source) {
             f.set_value(WRITTEN, written);
+            if let Some(crc) = crc {
+                f.set_value(CRC, format_crc32(crc));
+            }
+        }
+    }
+
+    /// The files not yet written in full.
+    pub fn pending(&self) -> Vec<TransferEntry> {
+        self.files()
+            .into_iter()
+            .filter(|f| f.written < f.size || (f.size == 0 && f.crc.is_none()))
+            .collect()
+    }
+
+    /// The agent's process id.
+    pub fn agent_pid(&self) -> Option<u32> {
+        self.0.parsed(PID).ok().flatten()
+    }
+    pub fn set_agent_pid(&mut self, pid: Option<u32>) {
+        match pid {
+            Some(p) => self.0.set_value(PID, p),
+            None => {
+                self.0.unset(PID);
+            }
         }
     }
 
@@ -150,6 +186,71 @@ impl TransferFile {
     }
 }
 
+/// Paces a copy: at most `bytes_per_sec` (0: no cap), and busy at most `percent` of the
+/// time (0 or 100: no cap).
+pub struct Throttle {
+    started: Instant,
+    bytes: u64,
+    bytes_per_sec: f64,
+    percent: f64,
+    busy_since: Instant,
+}
+
+impl Throttle {
+    pub fn new(bytes_per_sec: f64, percent: f64) -> Throttle {
+        let now = Instant::now();
+        Throttle {
+            started: now,
+            bytes: 0,
+            bytes_per_sec,
+            percent,
+            busy_since: now,
+        }
+    }
+
+    /// `n` more bytes were written: sleeps as long as the limits ask.
+    pub fn account(&mut self, n: u64) {
+        self.bytes += n;
+        let mut pause = Duration::ZERO;
+        if self.percent > 0.0 && self.percent < 100.0 {
+            pause = self
+                .busy_since
+                .elapsed()
+                .mul_f64(100.0 / self.percent - 1.0);
+        }
+        if self.bytes_per_sec > 0.0 {
+            let due = Duration::from_secs_f64(self.bytes as f64 / self.bytes_per_sec);
+            pause = pause.max(due.saturating_sub(self.started.elapsed()));
+        }
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+        self.busy_since = Instant::now();
+    }
+}
+
+/// Copies one listed file to its destination (paced by `throttle`), fsyncs it and its
+/// directory, and records it WRITTEN, with its CRC32, in the transfer file at `transfer`.
+pub fn copy_entry(
+    transfer: &Path,
+    entry: &TransferEntry,
+    buf_size: usize,
+    throttle: &mut Throttle,
+) -> Result<(u64, u32)> {
+    let dst = Path::new(&entry.destination);
+    let (size, crc) = io::copy_file_with_crc(Path::new(&entry.source), dst, buf_size, &mut |n| {
+        throttle.account(n)
+    })?;
+    if let Some(dir) = dst.parent() {
+        io::sync_dir(dir)?;
+    }
+    TransferFile::update(transfer, io::PRIVATE_FILE, |t| {
+        t.set_written(&entry.source, size, Some(crc));
+        Ok(())
+    })?;
+    Ok((size, crc))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,10 +262,12 @@ mod tests {
         t.add_file("/c/rank_0.ckpt", "/p/ckpt.1/rank_0.ckpt", 524294);
         t.set_limits(52428800.0, 0.0);
         t.set_command(Command::Run);
-        t.set_written("/c/rank_0.ckpt", 524294);
+        t.set_written("/c/rank_0.ckpt", 524294, Some(7));
         t.set_done(true);
         let back = TransferFile::from_hash(t.hash().clone()).unwrap();
         assert_eq!(back.files()[0].written, 524294);
+        assert_eq!(back.files()[0].crc, Some(7));
+        assert!(back.pending().is_empty());
         assert_eq!(back.command(), Some(Command::Run));
         assert_eq!(back.bandwidth(), Some(52428800.0));
         assert!(back.is_done());

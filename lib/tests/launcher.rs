@@ -269,3 +269,48 @@ fn the_watchdog_kills_a_run_that_makes_no_progress() {
         "{t}"
     );
 }
+
+#[test]
+fn with_async_flush_scr_run_starts_a_transfer_agent_per_node_that_does_the_copying() {
+    let job = Job::new();
+    let app = job.app.to_string_lossy().into_owned();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &[
+            "mpiexec",
+            "-launcher",
+            "fork",
+            "-n",
+            "4",
+            &app,
+            "200000",
+            "2",
+        ],
+        &[
+            ("SCR_NODELIST", "n[1-2]"),
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            ("SCR_DEBUG", "1"),
+            ("SCR_RUNS", "1"),
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    // (the ranks' lines may interleave, so they are counted, not matched whole)
+    assert!(
+        t.matches("flushes through the node's transfer agent")
+            .count()
+            >= 4,
+        "{t}"
+    );
+    assert!(!t.contains("through a background thread"), "{t}");
+    let e = job.index_entry("ckpt.2");
+    assert!(e.complete && e.is_current, "{e:?}");
+    // scr-run told both agents to exit at the end
+    for node in ["n1", "n2"] {
+        let cntl = scr::layout::job_dir(&job.dir.path().join("cntl"), &user(), "5151")
+            .join(format!("node.{node}"));
+        let tf = scr::transfer::TransferFile::read(&scr::layout::transfer_file(&cntl)).unwrap();
+        assert_eq!(tf.state(), Some(scr::transfer::State::Exiting), "{node}");
+        assert!(tf.files().is_empty() && tf.agent_pid().is_none(), "{node}");
+    }
+}

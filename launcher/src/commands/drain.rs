@@ -108,7 +108,7 @@ fn rcmd_for(rm: &dyn job::ResourceManager) -> Rcmd {
 }
 
 /// The job's control directory: `<SCR_CNTL_BASE>/<user>/scr.<jobid>`.
-fn control_dir(params: &Params, job_id: &str) -> PathBuf {
+pub(crate) fn control_dir(params: &Params, job_id: &str) -> PathBuf {
     let user = layout::user_name().unwrap_or_else(|| "unknown".into());
     layout::job_dir(
         Path::new(params.get("SCR_CNTL_BASE").unwrap_or("/tmp")),

@@ -11,6 +11,7 @@ pub mod print;
 pub mod rebuild;
 pub mod run;
 pub mod state_files;
+pub mod transfer;
 
 /// The prefix directory a command works on: the one given, else SCR_PREFIX, else the
 /// working directory.

@@ -394,6 +394,17 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         serde_json::json!({"job_id": job_id, "resource_manager": rm.name(), "nodes": nodes.to_string(), "prefix": prefix.display().to_string()}),
     );
     prerun(&prefix)?;
+    let agents = if params.bool("SCR_FLUSH_ASYNC") {
+        Some(Agents::start(
+            &params,
+            rm.as_ref(),
+            &nodes,
+            &job_id,
+            &reporter,
+        ))
+    } else {
+        None
+    };
     let mut live = Live {
         launcher: Launcher::detect(&args.command[0]),
         command: args.command,
@@ -407,6 +418,10 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         watchdog,
     };
     let outcome = job::run_loop(&mut live, &cfg);
+    if let Some(agents) = agents {
+        // what they did not finish, the drain copies from the caches
+        agents.stop();
+    }
     // the drain: whatever the last run left only in cache goes to the prefix
     let known_down = outcome.down.clone();
     let drained = super::drain::postrun_with(&params, &live.prefix, &known_down, &mut |line| {
@@ -431,4 +446,119 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         _ => 1,
     };
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// SCR_FLUSH_ASYNC: one `scr transfer` agent per node for the whole job (SCR's scr_srun
+/// starts `scr_transfer` the same way). Emulated nodes get local processes; real hosts
+/// one started through remote execution, detached. Where nodes are reached only through
+/// srun job steps (PDSH_RCMD_TYPE=srun) none is started: a step ends its processes, and the
+/// library's own background thread flushes instead.
+struct Agents {
+    local: Vec<(PathBuf, duct::Handle)>,
+    remote: Option<(HostSet, PathBuf)>,
+}
+
+impl Agents {
+    fn start(
+        params: &Params,
+        rm: &dyn job::ResourceManager,
+        nodes: &HostSet,
+        job_id: &str,
+        reporter: &Reporter,
+    ) -> Agents {
+        let cntl = super::drain::control_dir(params, job_id);
+        let mut agents = Agents {
+            local: Vec::new(),
+            remote: None,
+        };
+        if rm.nodes_are_hosts() {
+            if std::env::var("PDSH_RCMD_TYPE").is_ok_and(|t| t == "srun") {
+                return agents;
+            }
+            let command = format!(
+                "nohup {} transfer --cntldir {} >/dev/null 2>&1 </dev/null &",
+                job::remote::scr_command_line(),
+                job::remote::shell_quote(&cntl.to_string_lossy())
+            );
+            for r in job::remote::run_on_nodes(
+                nodes,
+                &command,
+                256,
+                job::remote::Rcmd::Remote,
+                &mut |_, _| {},
+            ) {
+                if r.code != Some(0) {
+                    reporter.say(
+                        "transfer_agent",
+                        &format!(
+                            "{}: no transfer agent ({}); the library flushes itself",
+                            r.node,
+                            r.stderr.trim()
+                        ),
+                        serde_json::json!({"node": r.node, "error": r.stderr.trim()}),
+                    );
+                }
+            }
+            agents.remote = Some((nodes.clone(), cntl));
+            return agents;
+        }
+        let scr = std::env::current_exe()
+            .map(|p| p.with_file_name("scr"))
+            .unwrap_or_else(|_| PathBuf::from("scr"));
+        let host = job::local_host_name();
+        for node in nodes.iter() {
+            // the library's rule: an emulated node keeps its directories apart by name
+            let dir = if node == host {
+                cntl.clone()
+            } else {
+                cntl.join(format!("node.{node}"))
+            };
+            let dir_text = dir.to_string_lossy().into_owned();
+            let (agent, line) = job::child::command(
+                &scr.to_string_lossy(),
+                ["transfer", "--cntldir", dir_text.as_str()],
+            );
+            match agent.stdin_null().stdout_null().unchecked().start() {
+                Ok(handle) => agents.local.push((dir, handle)),
+                Err(e) => reporter.say(
+                    "transfer_agent",
+                    &format!("{node}: {}", job::child::not_started(&line, &e)),
+                    serde_json::json!({"node": node}),
+                ),
+            }
+        }
+        agents
+    }
+
+    /// Tells every agent to exit; waits a little for the local ones, then ends them.
+    fn stop(self) {
+        for (dir, handle) in &self.local {
+            let asked = scr::transfer::TransferFile::update(
+                &layout::transfer_file(dir),
+                scr::io::PRIVATE_FILE,
+                |t| {
+                    t.set_command(scr::transfer::Command::Exit);
+                    Ok(())
+                },
+            );
+            if asked.is_err() || !matches!(handle.wait_timeout(Duration::from_secs(5)), Ok(Some(_)))
+            {
+                let _ = handle.kill();
+            }
+        }
+        if let Some((nodes, cntl)) = self.remote {
+            let command = format!(
+                "{} transfer --cntldir {} --exit",
+                job::remote::scr_command_line(),
+                job::remote::shell_quote(&cntl.to_string_lossy())
+            );
+            job::remote::run_on_nodes(
+                &nodes,
+                &command,
+                256,
+                job::remote::Rcmd::Remote,
+                &mut |_, _| {},
+            );
+        }
+    }
 }

@@ -7,14 +7,18 @@
 //! every rank is done and publish the dataset — summary, rank2file, index — as a
 //! synchronous flush does. Several flushes may be outstanding at once.
 //!
+//! With `scr transfer` running on the node (scr-run starts one per node), the thread only
+//! watches the transfer file while the agent copies, and copies what is left itself
+//! should the agent go away.
+//!
 //! A flush cut short (the job killed) leaves the flush file saying FLUSHING with the
 //! dataset still in cache; the post-run drain then copies it from the caches (SCR loses it).
 
 use super::{FileRecord, FlushTarget, Scr, comm, update_flush_file};
 use mpi::traits::Communicator;
 use scr::flush::Location;
-use scr::io::{self, PRIVATE_FILE};
-use scr::transfer::TransferFile;
+use scr::io::PRIVATE_FILE;
+use scr::transfer::{self, Command, State, Throttle, TransferEntry, TransferFile};
 use scr::{HashView, Result, layout};
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
@@ -31,46 +35,6 @@ pub(super) struct AsyncFlush {
 struct Copied {
     records: std::result::Result<Vec<FileRecord>, String>,
     finished: Instant,
-}
-
-/// Paces a copy: at most `bytes_per_sec`, and busy at most `percent` of the time.
-struct Throttle {
-    started: Instant,
-    bytes: u64,
-    bytes_per_sec: f64,
-    percent: f64,
-    busy_since: Instant,
-}
-
-impl Throttle {
-    fn new(bytes_per_sec: f64, percent: f64) -> Throttle {
-        let now = Instant::now();
-        Throttle {
-            started: now,
-            bytes: 0,
-            bytes_per_sec,
-            percent,
-            busy_since: now,
-        }
-    }
-
-    /// `n` more bytes were written: sleep as long as the limits ask.
-    fn account(&mut self, n: u64) {
-        self.bytes += n;
-        let mut pause = Duration::ZERO;
-        if self.percent > 0.0 && self.percent < 100.0 {
-            let busy = self.busy_since.elapsed();
-            pause = busy.mul_f64(100.0 / self.percent - 1.0);
-        }
-        if self.bytes_per_sec > 0.0 {
-            let due = Duration::from_secs_f64(self.bytes as f64 / self.bytes_per_sec);
-            pause = pause.max(due.saturating_sub(self.started.elapsed()));
-        }
-        if !pause.is_zero() {
-            std::thread::sleep(pause);
-        }
-        self.busy_since = Instant::now();
-    }
 }
 
 impl Scr {
@@ -96,15 +60,41 @@ impl Scr {
                 t.add_file(&j.src.to_string_lossy(), &j.dst.to_string_lossy(), size);
             }
             t.set_limits(bytes_per_sec * node_ranks, percent);
+            t.set_command(Command::Run);
             t.set_done(false);
             Ok(())
         })?;
+        if self.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
+            let through = match TransferFile::read(&transfer) {
+                Ok(t) if agent_alive(&t) => {
+                    format!(
+                        "the node's transfer agent (pid {})",
+                        t.agent_pid().unwrap_or(0)
+                    )
+                }
+                _ => "a background thread".into(),
+            };
+            eprintln!(
+                "SCR: rank {}: dataset {id} flushes through {through}",
+                self.rank
+            );
+        }
         let want_crc = self.params.bool("SCR_CRC_ON_FLUSH");
         let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
         let worker = std::thread::spawn(move || {
-            let records =
-                copy_in_background(&jobs, &transfer, want_crc, buf, bytes_per_sec, percent)
-                    .map_err(|e| e.to_string());
+            let records = copy_or_watch(&jobs, &transfer, buf, bytes_per_sec, percent)
+                .map(|written| {
+                    written
+                        .into_iter()
+                        .map(|(orig, size, crc)| FileRecord {
+                            name: orig,
+                            size,
+                            crc: crc.filter(|_| want_crc),
+                            segments: vec![],
+                        })
+                        .collect()
+                })
+                .map_err(|e| e.to_string());
             Copied {
                 records,
                 finished: Instant::now(),
@@ -187,34 +177,60 @@ impl Scr {
     }
 }
 
-/// The thread's work: copy each file (paced), fsync it and its directory, record it as
-/// WRITTEN in the node's transfer file.
-fn copy_in_background(
+/// The thread's work. With a live transfer agent on the node (`scr transfer`, which scr-run
+/// starts) it watches the transfer file until the agent has written this rank's files;
+/// without one, or once the agent is gone, it copies what is left itself (paced alike).
+/// Returns each file's name relative to the prefix, size and CRC32.
+fn copy_or_watch(
     jobs: &[FlushTarget],
     transfer: &Path,
-    want_crc: bool,
     buf: usize,
     bytes_per_sec: f64,
     percent: f64,
-) -> Result<Vec<FileRecord>> {
+) -> Result<Vec<(String, u64, Option<u32>)>> {
     let mut throttle = Throttle::new(bytes_per_sec, percent);
-    let mut records = Vec::new();
-    for j in jobs {
-        let (size, crc) =
-            io::copy_file_with_crc(&j.src, &j.dst, buf, &mut |n| throttle.account(n))?;
-        if let Some(dir) = j.dst.parent() {
-            io::sync_dir(dir)?;
+    let sources: Vec<String> = jobs
+        .iter()
+        .map(|j| j.src.to_string_lossy().into_owned())
+        .collect();
+    loop {
+        let t = TransferFile::read(transfer)?;
+        let mine: Vec<TransferEntry> = t
+            .files()
+            .into_iter()
+            .filter(|e| sources.contains(&e.source))
+            .collect();
+        let pending: Vec<&TransferEntry> = mine
+            .iter()
+            .filter(|e| e.written < e.size || e.crc.is_none())
+            .collect();
+        if pending.is_empty() {
+            return Ok(jobs
+                .iter()
+                .zip(&sources)
+                .map(|(j, src)| {
+                    let e = mine.iter().find(|e| &e.source == src);
+                    (
+                        j.orig.clone(),
+                        e.map_or(0, |e| e.written),
+                        e.and_then(|e| e.crc),
+                    )
+                })
+                .collect());
         }
-        TransferFile::update(transfer, PRIVATE_FILE, |t| {
-            t.set_written(&j.src.to_string_lossy(), size);
-            Ok(())
-        })?;
-        records.push(FileRecord {
-            name: j.orig.clone(),
-            size,
-            crc: want_crc.then_some(crc),
-            segments: vec![],
-        });
+        if agent_alive(&t) {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        for e in pending {
+            transfer::copy_entry(transfer, e, buf, &mut throttle)?;
+        }
     }
-    Ok(records)
+}
+
+/// Whether the node's transfer agent says it runs and its process is there.
+fn agent_alive(t: &TransferFile) -> bool {
+    t.state() == Some(State::Running)
+        && t.agent_pid()
+            .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists())
 }
