@@ -18,6 +18,22 @@ pub fn job_dir(base: &Path, user: &str, jobid: &str) -> PathBuf {
     base.join(user).join(format!("scr.{jobid}"))
 }
 
+/// Where an emulated node's directories go inside a job directory, `<dir>/node.<name>`:
+/// emulated nodes share one machine's file systems and keep apart by name.
+pub fn emulated_node_dir(dir: &Path, node: &str) -> PathBuf {
+    dir.join(format!("node.{node}"))
+}
+
+/// A node's job directory: [`job_dir`], and inside it [`emulated_node_dir`] when the node
+/// is an emulated one (`emulated_node` is its name).
+pub fn node_job_dir(base: &Path, user: &str, jobid: &str, emulated_node: Option<&str>) -> PathBuf {
+    let d = job_dir(base, user, jobid);
+    match emulated_node {
+        Some(node) => emulated_node_dir(&d, node),
+        None => d,
+    }
+}
+
 /// Master filemap in a control directory.
 pub fn master_filemap(cntl_dir: &Path) -> PathBuf {
     cntl_dir.join("filemap.scrinfo")

@@ -82,6 +82,14 @@ pub struct TransferEntry {
     pub crc: Option<u32>,
 }
 
+impl TransferEntry {
+    /// Whether the file is copied: all its bytes written, and (as every copy records one)
+    /// its CRC, which also tells a copied empty file from one not yet looked at.
+    pub fn is_written(&self) -> bool {
+        self.written >= self.size && self.crc.is_some()
+    }
+}
+
 impl TransferFile {
     pub fn add_file(&mut self, source: &str, destination: &str, size: u64) {
         let f = self.0.set_kv(FILES, source);
@@ -106,12 +114,10 @@ impl TransferFile {
     }
 
     /// Records bytes written and fsynced for one file, and their CRC32.
-    pub fn set_written(&mut self, source: &str, written: u64, crc: Option<u32>) {
+    pub fn set_written(&mut self, source: &str, written: u64, crc: u32) {
         if let Some(f) = self.0.get_kv_mut(FILES, source) {
             f.set_value(WRITTEN, written);
-            if let Some(crc) = crc {
-                f.set_value(CRC, format_crc32(crc));
-            }
+            f.set_value(CRC, format_crc32(crc));
         }
     }
 
@@ -119,7 +125,7 @@ impl TransferFile {
     pub fn pending(&self) -> Vec<TransferEntry> {
         self.files()
             .into_iter()
-            .filter(|f| f.written < f.size || (f.size == 0 && f.crc.is_none()))
+            .filter(|f| !f.is_written())
             .collect()
     }
 
@@ -245,7 +251,7 @@ pub fn copy_entry(
         io::sync_dir(dir)?;
     }
     TransferFile::update(transfer, io::PRIVATE_FILE, |t| {
-        t.set_written(&entry.source, size, Some(crc));
+        t.set_written(&entry.source, size, crc);
         Ok(())
     })?;
     Ok((size, crc))
@@ -262,7 +268,7 @@ mod tests {
         t.add_file("/c/rank_0.ckpt", "/p/ckpt.1/rank_0.ckpt", 524294);
         t.set_limits(52428800.0, 0.0);
         t.set_command(Command::Run);
-        t.set_written("/c/rank_0.ckpt", 524294, Some(7));
+        t.set_written("/c/rank_0.ckpt", 524294, 7);
         t.set_done(true);
         let back = TransferFile::from_hash(t.hash().clone()).unwrap();
         assert_eq!(back.files()[0].written, 524294);

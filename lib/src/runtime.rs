@@ -237,7 +237,8 @@ pub struct Scr {
     /// when first needed: creating it is collective).
     sets: Vec<RedundancySets>,
     set_comms: Vec<Option<SimpleCommunicator>>,
-    node_dir: Option<String>,
+    /// This node's name when it is an emulated one (its directories are kept apart).
+    emulated_node: Option<String>,
     filemap_path: PathBuf,
     filemap: Filemap,
     /// Node master only: cached files on this node of ranks that now run elsewhere, and
@@ -380,13 +381,9 @@ impl Scr {
             .map(PathBuf::from)
             .or_else(|| std::env::current_dir().ok())
             .ok_or_else(|| failure("SCR_PREFIX must be set (or the working directory readable)"))?;
-        // emulated nodes share one file system: keep their directories apart by name
+        let emulated_node = emulated.then(|| name.clone());
         let node_part = |base: &str| {
-            let mut d = layout::job_dir(Path::new(base), &user, &jobid);
-            if emulated {
-                d = d.join(format!("node.{name}"));
-            }
-            d
+            layout::node_job_dir(Path::new(base), &user, &jobid, emulated_node.as_deref())
         };
         let cntl_dir = node_part(params.get("SCR_CNTL_BASE").unwrap_or("/tmp"));
         io::create_dirs(&cntl_dir, 0o700)?;
@@ -471,7 +468,7 @@ impl Scr {
             set_comms: descriptors.iter().map(|_| None).collect(),
             descriptors,
             sets,
-            node_dir: emulated.then(|| format!("node.{name}")),
+            emulated_node,
             filemap_path,
             filemap,
             held,
@@ -882,7 +879,12 @@ impl Scr {
 
     /// This node's cache directory in a store.
     fn store_dir(&self, store: &str) -> PathBuf {
-        rebuild::store_dir_of(store, &self.user, &self.jobid, self.node_dir.as_deref())
+        layout::node_job_dir(
+            Path::new(store),
+            &self.user,
+            &self.jobid,
+            self.emulated_node.as_deref(),
+        )
     }
 
     /// A cached dataset's directory, from the store its redundancy descriptor records.

@@ -472,7 +472,7 @@ impl Agents {
             remote: None,
         };
         if rm.nodes_are_hosts() {
-            if std::env::var("PDSH_RCMD_TYPE").is_ok_and(|t| t == "srun") {
+            if job::remote::through_srun() {
                 return agents;
             }
             let command = format!(
@@ -505,14 +505,8 @@ impl Agents {
         let scr = std::env::current_exe()
             .map(|p| p.with_file_name("scr"))
             .unwrap_or_else(|_| PathBuf::from("scr"));
-        let host = job::local_host_name();
         for node in nodes.iter() {
-            // the library's rule: an emulated node keeps its directories apart by name
-            let dir = if node == host {
-                cntl.clone()
-            } else {
-                cntl.join(format!("node.{node}"))
-            };
+            let dir = job::local_node_cntl_dir(&cntl, &node);
             let dir_text = dir.to_string_lossy().into_owned();
             let (agent, line) = job::child::command(
                 &scr.to_string_lossy(),

@@ -51,6 +51,8 @@ where
 
 /// What a finished child printed and how it ended.
 pub struct Captured {
+    /// Its command line, for messages.
+    pub command: String,
     pub stdout: String,
     pub stderr: String,
     pub code: Option<i32>,
@@ -72,6 +74,7 @@ where
         .run()
         .map_err(|e| not_started(&line, &e))?;
     Ok(Captured {
+        command: line,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         code: out.status.code(),
@@ -85,12 +88,11 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<str>,
 {
-    let args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_string()).collect();
-    let out = capture(program, &args)?;
+    let out = capture(program, args)?;
     match out.code {
         Some(0) => Ok(out.stdout),
         code => Err(ChildError {
-            command: command(program, &args).1,
+            command: out.command,
             code,
             detail: if code.is_none() {
                 format!("killed by a signal; {}", out.stderr)

@@ -6,6 +6,7 @@
 use super::progress::DrainProgress;
 use super::remote::{self, Rcmd};
 use hostlist::HostSet;
+use scr::layout;
 use std::path::{Path, PathBuf};
 
 /// What one node's `scr copy` reported.
@@ -32,15 +33,13 @@ pub struct Scavenge<'a> {
 }
 
 impl Scavenge<'_> {
-    /// The control directory `scr copy` reads on each node (`%h`: the node, for pdsh exec).
-    fn node_cntl_dir(&self) -> PathBuf {
-        let emulated = std::fs::read_dir(self.cntl_dir).is_ok_and(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with("node."))
-        });
+    /// The control directory `scr copy` reads on each node: on real hosts the job's; on
+    /// this machine the library's rule ([`super::local_node_cntl_dir`]) applies, `%h`
+    /// standing for the node in the one command pdsh's exec module runs for all.
+    fn node_cntl_dir(&self, nodes: &[String]) -> PathBuf {
+        let emulated = nodes.iter().any(|n| *n != super::local_host_name());
         if self.rcmd == Rcmd::Exec && emulated {
-            self.cntl_dir.join("node.%h")
+            layout::emulated_node_dir(self.cntl_dir, "%h")
         } else {
             self.cntl_dir.to_path_buf()
         }
@@ -57,7 +56,7 @@ impl Scavenge<'_> {
         let command = format!(
             "{} copy --progress --cntldir {} --id {} --dstdir {} --buf {} {}",
             remote::scr_command_line(),
-            quote(&self.node_cntl_dir()),
+            quote(&self.node_cntl_dir(nodes)),
             self.id,
             quote(self.prefix),
             self.buf_size,

@@ -27,9 +27,22 @@ pub struct DrainProgress {
     label: String,
     bars: Option<(MultiProgress, ProgressBar)>,
     nodes: HashMap<String, NodeState>,
+    /// Bytes done and announced over all nodes, kept as nodes report (thousands of nodes
+    /// each report a few times a second).
+    done: u64,
+    total: u64,
     expected_nodes: usize,
     started: Instant,
     last_plain: Instant,
+}
+
+/// A bar: `{prefix} [====>   ] bytes/total rate`, then `tail`.
+fn bar_style(tail: &str) -> ProgressStyle {
+    ProgressStyle::with_template(&format!(
+        "{{prefix:>12}} [{{bar:30}}] {{binary_bytes}}/{{binary_total_bytes}} {{binary_bytes_per_sec}}{tail}"
+    ))
+    .expect("a valid template")
+    .progress_chars("=> ")
 }
 
 fn bytes_text(n: u64) -> String {
@@ -51,14 +64,7 @@ impl DrainProgress {
         let bars = terminal.then(|| {
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
             let total = multi.add(ProgressBar::new(0));
-            total.set_style(
-                ProgressStyle::with_template(
-                    "{prefix:>12} [{bar:30}] {binary_bytes}/{binary_total_bytes} \
-                     {binary_bytes_per_sec} ETA {eta}",
-                )
-                .expect("a valid template")
-                .progress_chars("=> "),
-            );
+            total.set_style(bar_style(" ETA {eta}"));
             total.set_prefix("total");
             (multi, total)
         });
@@ -67,6 +73,8 @@ impl DrainProgress {
             label: label.to_string(),
             bars,
             nodes: HashMap::new(),
+            done: 0,
+            total: 0,
             expected_nodes: nodes,
             started: now,
             last_plain: now,
@@ -80,14 +88,7 @@ impl DrainProgress {
             let bar = match &self.bars {
                 Some((multi, _)) if per_node_bars => {
                     let bar = multi.add(ProgressBar::new(total));
-                    bar.set_style(
-                        ProgressStyle::with_template(
-                            "{prefix:>12} [{bar:30}] {binary_bytes}/{binary_total_bytes} \
-                             {binary_bytes_per_sec}",
-                        )
-                        .expect("a valid template")
-                        .progress_chars("=> "),
-                    );
+                    bar.set_style(bar_style(""));
                     bar.set_prefix(node.to_string());
                     Some(bar)
                 }
@@ -101,6 +102,8 @@ impl DrainProgress {
                 bar,
             }
         });
+        self.done = self.done - state.done + done;
+        self.total = self.total - state.total + total;
         state.done = done;
         state.total = total;
         state.last_heard = Instant::now();
@@ -108,11 +111,10 @@ impl DrainProgress {
             bar.set_length(total);
             bar.set_position(done);
         }
-        let (all_done, all_total) = self.totals();
         match &self.bars {
             Some((_, bar)) => {
-                bar.set_length(all_total);
-                bar.set_position(all_done);
+                bar.set_length(self.total);
+                bar.set_position(self.done);
             }
             None if self.last_plain.elapsed() >= PLAIN_EVERY => {
                 self.last_plain = Instant::now();
@@ -122,19 +124,13 @@ impl DrainProgress {
         }
     }
 
-    fn totals(&self) -> (u64, u64) {
-        self.nodes
-            .values()
-            .fold((0, 0), |(d, t), n| (d + n.done, t + n.total))
-    }
-
     fn rate(bytes: u64, secs: f64) -> String {
         let secs = secs.max(1e-3);
         format!("{}/s", bytes_text((bytes as f64 / secs) as u64))
     }
 
     fn total_line(&self) -> String {
-        let (done, total) = self.totals();
+        let (done, total) = (self.done, self.total);
         let rate_now = done as f64 / self.started.elapsed().as_secs_f64().max(1e-3);
         let eta = if rate_now > 0.0 && total > done {
             format!(", about {:.0} s left", (total - done) as f64 / rate_now)
@@ -214,7 +210,7 @@ mod tests {
         p.update("n1", 0, 100);
         p.update("n2", 50, 200);
         p.update("n1", 100, 100);
-        assert_eq!(p.totals(), (150, 300));
+        assert_eq!((p.done, p.total), (150, 300));
         let line = p.total_line();
         assert!(
             line.starts_with("drain: 150 B of 300 B from 2 of 3 node(s), "),

@@ -89,7 +89,7 @@ fn with_pdsh(
 ) -> Vec<NodeResult> {
     let marked = format!("{command}; echo {EXIT_MARKER}$?");
     let module = match rcmd {
-        Rcmd::Remote => std::env::var("PDSH_RCMD_TYPE").unwrap_or_else(|_| "ssh".into()),
+        Rcmd::Remote => rcmd_type(),
         Rcmd::Exec => "exec".into(),
     };
     // exec runs its arguments as they are: the shell (and srun) are ours to add
@@ -171,10 +171,15 @@ fn with_pdsh(
     results
 }
 
+/// How real hosts are reached: PDSH_RCMD_TYPE, else ssh.
+fn rcmd_type() -> String {
+    std::env::var("PDSH_RCMD_TYPE").unwrap_or_else(|_| "ssh".into())
+}
+
 /// PDSH_RCMD_TYPE=srun: where ssh to compute nodes is forbidden, each node is reached by a
 /// one-task job step on it (SCR 3 does the same through pdsh's exec module).
-fn through_srun() -> bool {
-    std::env::var("PDSH_RCMD_TYPE").is_ok_and(|t| t == "srun")
+pub fn through_srun() -> bool {
+    rcmd_type() == "srun"
 }
 
 /// `srun` running one task on `node` (sharing the allocation's CPUs with any step a dead

@@ -5,6 +5,8 @@
 use super::DownNode;
 use super::child;
 use hostlist::HostSet;
+use scr::layout;
+use std::path::{Path, PathBuf};
 
 pub trait ResourceManager {
     fn name(&self) -> &'static str;
@@ -145,4 +147,15 @@ pub fn local_host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())
+}
+
+/// A node's control directory inside the job's, for nodes on this machine: the library's
+/// rule is that a node named other than the host is an emulated one, whose directories
+/// are kept apart by name.
+pub fn local_node_cntl_dir(cntl: &Path, node: &str) -> PathBuf {
+    if node == local_host_name() {
+        cntl.to_path_buf()
+    } else {
+        layout::emulated_node_dir(cntl, node)
+    }
 }

@@ -82,18 +82,7 @@ impl Scr {
         let want_crc = self.params.bool("SCR_CRC_ON_FLUSH");
         let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
         let worker = std::thread::spawn(move || {
-            let records = copy_or_watch(&jobs, &transfer, buf, bytes_per_sec, percent)
-                .map(|written| {
-                    written
-                        .into_iter()
-                        .map(|(orig, size, crc)| FileRecord {
-                            name: orig,
-                            size,
-                            crc: crc.filter(|_| want_crc),
-                            segments: vec![],
-                        })
-                        .collect()
-                })
+            let records = copy_or_watch(&jobs, &transfer, want_crc, buf, bytes_per_sec, percent)
                 .map_err(|e| e.to_string());
             Copied {
                 records,
@@ -180,14 +169,15 @@ impl Scr {
 /// The thread's work. With a live transfer agent on the node (`scr transfer`, which scr-run
 /// starts) it watches the transfer file until the agent has written this rank's files;
 /// without one, or once the agent is gone, it copies what is left itself (paced alike).
-/// Returns each file's name relative to the prefix, size and CRC32.
+/// Returns what the rank2file map records of each file.
 fn copy_or_watch(
     jobs: &[FlushTarget],
     transfer: &Path,
+    want_crc: bool,
     buf: usize,
     bytes_per_sec: f64,
     percent: f64,
-) -> Result<Vec<(String, u64, Option<u32>)>> {
+) -> Result<Vec<FileRecord>> {
     let mut throttle = Throttle::new(bytes_per_sec, percent);
     let sources: Vec<String> = jobs
         .iter()
@@ -200,21 +190,19 @@ fn copy_or_watch(
             .into_iter()
             .filter(|e| sources.contains(&e.source))
             .collect();
-        let pending: Vec<&TransferEntry> = mine
-            .iter()
-            .filter(|e| e.written < e.size || e.crc.is_none())
-            .collect();
+        let pending: Vec<&TransferEntry> = mine.iter().filter(|e| !e.is_written()).collect();
         if pending.is_empty() {
             return Ok(jobs
                 .iter()
                 .zip(&sources)
                 .map(|(j, src)| {
                     let e = mine.iter().find(|e| &e.source == src);
-                    (
-                        j.orig.clone(),
-                        e.map_or(0, |e| e.written),
-                        e.and_then(|e| e.crc),
-                    )
+                    FileRecord {
+                        name: j.orig.clone(),
+                        size: e.map_or(0, |e| e.written),
+                        crc: e.and_then(|e| e.crc).filter(|_| want_crc),
+                        segments: vec![],
+                    }
                 })
                 .collect());
         }

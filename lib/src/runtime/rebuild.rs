@@ -246,8 +246,11 @@ impl Scr {
                 buf,
             );
         }
-        let (user, jobid, node_dir) =
-            (self.user.clone(), self.jobid.clone(), self.node_dir.clone());
+        let (user, jobid, emulated_node) = (
+            self.user.clone(),
+            self.jobid.clone(),
+            self.emulated_node.clone(),
+        );
         let (filemap, filemap_path) = (&mut self.filemap, &self.filemap_path);
         let mut placed_paths = Vec::new();
         let mut place = |h: &Hash| -> Result<Vec<(PathBuf, u64)>> {
@@ -255,7 +258,8 @@ impl Scr {
                 .get_path(&[&"ENTRY", &"REDDESC"])
                 .and_then(|r| RedDesc::wrap(r.clone()).store().map(str::to_string))
                 .ok_or_else(|| failure("the copy has no redundancy descriptor"))?;
-            let store_dir = store_dir_of(&store, &user, &jobid, node_dir.as_deref());
+            let store_dir =
+                layout::node_job_dir(Path::new(&store), &user, &jobid, emulated_node.as_deref());
             let base = layout::cache_dataset_dir(&store_dir, d);
             let (owner, placed) = place_copy(filemap, d, h, |_, rel| base.join(rel))?;
             if let Some(mut rd) = filemap.reddesc(d, owner) {
@@ -545,20 +549,6 @@ fn parity_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHeader> {
 
 fn verify_cached_of(scr: &Scr, d: u64) -> bool {
     verify_copy(&scr.filemap, d, scr.rank, scr.ranks)
-}
-
-/// A cache store's directory for this node: `<store>/<user>/scr.<jobid>[/node.<name>]`.
-pub(super) fn store_dir_of(
-    store: &str,
-    user: &str,
-    jobid: &str,
-    node_dir: Option<&str>,
-) -> PathBuf {
-    let d = layout::job_dir(Path::new(store), user, jobid);
-    match node_dir {
-        Some(n) => d.join(n),
-        None => d,
-    }
 }
 
 /// Rank 0: from every rank's report, who sends whose files where, which XOR sets rebuild
