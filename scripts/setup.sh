@@ -1,38 +1,149 @@
 #!/usr/bin/env bash
 # Installs what building and testing SCR needs on a fresh Debian machine, then builds.
 # Safe to run again: it installs only what is missing.
+#
+#   scripts/setup.sh            install what is missing, make MPICH the default MPI, build
+#   scripts/setup.sh --check    print the Debian packages that are missing, one a line; change nothing
+#   scripts/setup.sh --proofs   print "package<TAB>path" for each dependency found
+#
+# Each dependency is detected by the very file or command that uses it, never by a
+# look-alike: bindgen (through clang-sys) loads `libclang.so` or `libclang-N.so[.M]`, and
+# parses headers with clang's own `stddef.h`; the image's `libclang-cpp.so.14` is neither.
+# SCR_SETUP_ROOT (default /) makes every look-up relative to another root: the tests run
+# the detection against fake roots that lack one package each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=${SCR_SETUP_ROOT:-}
+root=${root%/}
 
-# Tests compare against the real tools: SLURM's scontrol (hostlist expansion) and
-# ClusterShell's nodeset (compression and set operations).
-need_apt=()
-command -v cc >/dev/null || need_apt+=(gcc)
-command -v pkg-config >/dev/null || need_apt+=(pkg-config)
-command -v scontrol >/dev/null || need_apt+=(slurm-client)
-command -v nodeset >/dev/null || need_apt+=(clustershell)
-command -v bc >/dev/null || need_apt+=(bc)   # benches/hostlist.sh
-command -v ping >/dev/null || need_apt+=(iputils-ping)   # scr-run's down-node detection
-# MPI: MPICH, and libclang for the mpi crate's bindings
-command -v mpiexec >/dev/null || need_apt+=(mpich)
-[ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || [ -e /usr/include/mpich/mpi.h ] || need_apt+=(libmpich-dev)
-ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
-command -v gfortran >/dev/null || need_apt+=(gfortran)   # Fortran bindings and example
-# the SLURM cluster of the end-to-end tests (tests/cluster/cluster.sh)
-command -v slurmctld >/dev/null || need_apt+=(slurm-wlm)
-command -v munged >/dev/null || need_apt+=(munge)
-command -v pdsh >/dev/null || need_apt+=(pdsh)
-command -v sshd >/dev/null && [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
-command -v ssh >/dev/null || need_apt+=(openssh-client)
-command -v ip >/dev/null || need_apt+=(iproute2)
-command -v nsenter >/dev/null || need_apt+=(util-linux)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "setup: need root to install: ${need_apt[*]}" >&2; exit 1
+# A command as the shell would find it on PATH, under the root.
+find_command() {
+  local dir
+  local IFS=:
+  for dir in $PATH /usr/sbin /sbin; do
+    [ -n "$dir" ] && [ -x "$root$dir/$1" ] && [ ! -d "$root$dir/$1" ] && { echo "$dir/$1"; return 0; }
+  done
+  return 1
+}
+
+# The first existing path matching a glob (relative to the root), optionally filtered by
+# an extended regular expression on the file name.
+find_file() {
+  local pattern=$1 name_regex=${2:-} path
+  shopt -s nullglob
+  for path in $root$pattern; do
+    [ -e "$path" ] || continue   # a pattern without wildcards stands for itself
+    if [ -z "$name_regex" ] || [[ "$(basename "$path")" =~ $name_regex ]]; then
+      shopt -u nullglob; echo "${path#"$root"}"; return 0
+    fi
+  done
+  shopt -u nullglob
+  return 1
+}
+
+# The library bindgen loads: clang-sys searches these directories for `libclang.so`,
+# `libclang-N.so` and their versioned names (not `libclang-cpp`).
+find_libclang() {
+  local dir
+  for dir in '/usr/lib/llvm-*/lib' /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib /usr/local/lib; do
+    find_file "$dir/libclang*.so*" '^libclang(-[0-9]+(\.[0-9]+)*)?\.so(\.[0-9]+)*$' && return 0
+  done
+  return 1
+}
+
+# dependency table: package, how it is proven, what proves it
+# kinds: cmd (a command on PATH), file (a glob under the root), libclang, clangheaders
+deps=(
+  # the C compiler the cc crate, mpicc and the tests' examples run
+  "gcc cmd cc"
+  "pkg-config cmd pkg-config"
+  # tests compare hostlists with SLURM's scontrol and ClusterShell's nodeset
+  "slurm-client cmd scontrol"
+  "clustershell cmd nodeset"
+  "bc cmd bc"
+  "iputils-ping cmd ping"
+  # MPICH: hydra's launcher and the compiler wrapper the mpi crate's build probes
+  "mpich cmd mpiexec.mpich"
+  "libmpich-dev cmd mpicc.mpich"
+  "libmpich-dev file /usr/include/x86_64-linux-gnu/mpich/mpi.h"
+  # bindgen's libclang and clang's own headers
+  "libclang-dev libclang -"
+  "libclang-dev file /usr/lib/llvm-*/lib/clang/*/include/stddef.h"
+  # Fortran bindings and examples (mpif90 calls gfortran)
+  "gfortran cmd gfortran"
+  # Open MPI, the second MPI libscr builds against
+  "openmpi-bin cmd mpirun.openmpi"
+  "libopenmpi-dev cmd mpicc.openmpi"
+  "libopenmpi-dev file /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h"
+  # the install tests: CMake's find_package, man -l
+  "cmake cmd cmake"
+  "man-db cmd man"
+  # the SLURM cluster of the end-to-end tests (tests/cluster/cluster.sh)
+  "slurm-wlm cmd slurmctld"
+  "slurm-wlm cmd slurmd"
+  "munge cmd munged"
+  "pdsh cmd pdsh"
+  "openssh-server file /usr/sbin/sshd"
+  "openssh-client cmd ssh"
+  "iproute2 cmd ip"
+  "util-linux cmd nsenter"
+)
+
+prove() {
+  local kind=$1 what=$2
+  case $kind in
+    cmd) find_command "$what" ;;
+    file) find_file "$what" ;;
+    libclang) find_libclang ;;
+    *) echo "setup: unknown proof kind $kind" >&2; exit 2 ;;
+  esac
+}
+
+missing=()
+proofs=()
+for row in "${deps[@]}"; do
+  read -r pkg kind what <<<"$row"
+  if found=$(prove "$kind" "$what"); then
+    proofs+=("$pkg	$found")
+  else
+    case " ${missing[*]:-} " in *" $pkg "*) ;; *) missing+=("$pkg") ;; esac
   fi
+done
+
+case ${1:-} in
+  --check) [ ${#missing[@]} -eq 0 ] || printf '%s\n' "${missing[@]}"; exit 0 ;;
+  --proofs) [ ${#proofs[@]} -eq 0 ] || printf '%s\n' "${proofs[@]}"; exit 0 ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--check | --proofs]" >&2; exit 2 ;;
+esac
+[ -z "$root" ] || { echo "setup: SCR_SETUP_ROOT is only for --check and --proofs" >&2; exit 2; }
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: need root to install: ${missing[*]} (run: sudo apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq "${need_apt[@]}"
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+  still=$("$0" --check)
+  if [ -n "$still" ]; then
+    echo "setup: installed, but still not found: $still" >&2; exit 1
+  fi
+fi
+
+# With Open MPI installed beside MPICH, Debian's alternatives may point mpicc/mpiexec at
+# Open MPI; MPICH stays the default (hydra's -launcher fork emulates nodes in the tests).
+if [ "$(id -u)" -eq 0 ]; then
+  [ "$(readlink -f /usr/bin/mpicc)" = "$(readlink -f /usr/bin/mpicc.mpich)" ] ||
+    update-alternatives --quiet --set mpi /usr/bin/mpicc.mpich
+  [ "$(readlink -f /usr/bin/mpirun)" = "$(readlink -f /usr/bin/mpirun.mpich)" ] ||
+    update-alternatives --quiet --set mpirun /usr/bin/mpirun.mpich
+fi
+if [ "$(readlink -f "$(command -v mpiexec)")" != "$(readlink -f "$(command -v mpiexec.mpich)")" ]; then
+  echo "setup: mpiexec is not MPICH's; as root: update-alternatives --set mpirun /usr/bin/mpirun.mpich" >&2
+  exit 1
 fi
 
 if ! command -v cargo >/dev/null; then

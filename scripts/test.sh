@@ -8,12 +8,20 @@ cargo test --workspace --doc --quiet
 # The SLURM cluster scenarios run on their own, after everything else: while they ran next to
 # the other MPI jobs of the suite, those jobs' processes were killed now and then (the
 # cluster's nodes share this machine's PID namespace; see lib/tests/cluster.rs).
+# The runtime's MPI suite runs again with libscr built against Open MPI (its own target
+# directory; MPICC tells the mpi crate's build which MPI to bind).
+openmpi_suite='binary(mpi_single) | binary(redundancy) | binary(containers) | binary(async_flush)'
+openmpi_env=(env SCR_TEST_MPI=openmpi MPICC=mpicc.openmpi CARGO_TARGET_DIR="$(pwd)/target/openmpi")
 if command -v cargo-nextest >/dev/null; then
   status=0
   cargo nextest run --workspace --no-fail-fast -E 'not binary(cluster)' || status=$?
+  "${openmpi_env[@]}" cargo nextest run -p scr-runtime --no-fail-fast -E "$openmpi_suite" || status=$?
   cargo nextest run -p scr-runtime --no-fail-fast -E 'binary(cluster)' || status=$?
   exit $status
 else
   cargo test --workspace --no-fail-fast -- --skip cluster::
+  for t in mpi_single redundancy containers async_flush; do
+    "${openmpi_env[@]}" cargo test -p scr-runtime --test $t
+  done
   cargo test -p scr-runtime --test cluster -- --test-threads=1
 fi

@@ -5,7 +5,7 @@
 pub mod commands;
 pub mod job;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -45,6 +45,8 @@ enum Command {
     Scavenge(commands::drain::ScavengeArgs),
     Postrun(commands::drain::PostrunArgs),
     HaltCntl(commands::halt::CntlArgs),
+    #[command(hide = true)]
+    GenerateDocs(commands::docs::Args),
 }
 
 /// SCR's command names and the subcommand (with leading arguments) each one means.
@@ -134,6 +136,7 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
         Command::Scavenge(args) => commands::drain::scavenge_cmd(args),
         Command::Postrun(args) => commands::drain::postrun(args),
         Command::HaltCntl(args) => commands::halt::cntl(args),
+        Command::GenerateDocs(args) => commands::docs::run(args, Cli::command(), COMPAT_NAMES),
     };
     match result {
         Ok(code) => code,

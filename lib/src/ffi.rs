@@ -11,13 +11,20 @@ pub const SCR_SUCCESS: c_int = 0;
 pub const SCR_FAILURE: c_int = 1;
 pub const SCR_MAX_FILENAME: usize = 1024;
 
-static STATE: Mutex<Option<Scr>> = Mutex::new(None);
+static STATE: Mutex<Process> = Mutex::new(Process(None));
+
+/// The process's SCR state. Open MPI's handles are pointers, so `Scr` is not `Send` there
+/// (MPICH's are integers); the state lives in one static behind a mutex, and MPI handles
+/// are process-wide, valid from any thread once MPI is initialized.
+struct Process(Option<Scr>);
+// SAFETY: every access goes through STATE's mutex; MPI handles are not tied to a thread.
+unsafe impl Send for Process {}
 
 /// Runs `f` on the state, turning errors and panics into SCR_FAILURE with one message.
 fn with_state(call: &str, f: impl FnOnce(&mut Option<Scr>) -> scr::Result<c_int>) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let mut guard = STATE.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut guard)
+        f(&mut guard.0)
     }));
     match result {
         Ok(Ok(rc)) => rc,

@@ -200,11 +200,9 @@ fn a_prefix_written_by_real_scr_2_0_0_restarts() {
         &workspace().join("lib/tests/c/golden_restart.c"),
         "golden_restart",
     );
-    let out = Command::new("mpiexec")
-        .args(["-n", "4"])
-        .arg(&app)
+    let out = Mpi::current()
+        .launch(None, 4, 60, &app, &[])
         .current_dir(job.prefix())
-        .env("MPIEXEC_TIMEOUT", "60")
         .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
         .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
         .env("SCR_PREFIX", job.prefix())
@@ -313,7 +311,7 @@ fn eight_ranks() {
 fn fortran_program_checkpoints_and_restarts() {
     let job = Job::new();
     let app = build_with(
-        "mpif90",
+        Mpi::current().fortran(),
         job.dir.path(),
         &workspace().join("examples/fortran/test_ckpt.F90"),
         "test_ckpt",
@@ -343,7 +341,7 @@ fn static_library_and_cplusplus_header() {
     let job = Job::new();
     let archive = library("libscr_runtime.a");
     let app = job.dir.path().join("test_api_static");
-    let out = Command::new("mpicc")
+    let out = Command::new(Mpi::current().cc())
         .arg(workspace().join("examples/c/test_api.c"))
         .arg("-I")
         .arg(workspace().join("lib/include"))
@@ -371,7 +369,11 @@ fn static_library_and_cplusplus_header() {
 
     let cpp = job.dir.path().join("t.cpp");
     std::fs::write(&cpp, "#include <mpi.h>\n#include \"scr.h\"\nint main(){ int f; return SCR_Need_checkpoint(&f) == SCR_SUCCESS && SCR_FLAG_OUTPUT == 2 ? 0 : 1; }\n").unwrap();
-    let out = Command::new("mpicxx")
+    let cxx = match Mpi::current() {
+        Mpi::Mpich => "mpicxx",
+        Mpi::OpenMpi => "mpicxx.openmpi",
+    };
+    let out = Command::new(cxx)
         .arg(&cpp)
         .arg("-I")
         .arg(workspace().join("lib/include"))
@@ -390,12 +392,8 @@ fn static_library_and_cplusplus_header() {
 #[test]
 fn emulated_nodes_get_their_own_directories() {
     let job = Job::new();
-    let mut cmd = Command::new("mpiexec");
-    cmd.args(["-launcher", "fork", "-hosts", "n1,n2,n3,n4", "-n", "4"])
-        .arg(&job.app)
-        .args(["4000", "2"])
-        .current_dir(job.prefix())
-        .env("MPIEXEC_TIMEOUT", "60")
+    let mut cmd = Mpi::current().launch(Some("n1,n2,n3,n4"), 4, 60, &job.app, &["4000", "2"]);
+    cmd.current_dir(job.prefix())
         .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
         .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
         .env("SCR_PREFIX", job.prefix())

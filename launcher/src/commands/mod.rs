@@ -1,6 +1,7 @@
 //! One module per subcommand; each has clap `Args` and a `run` function.
 
 pub mod dirs;
+pub mod docs;
 pub mod drain;
 pub mod glob_hosts;
 pub mod halt;

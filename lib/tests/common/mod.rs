@@ -58,7 +58,114 @@ fn built(once: &std::sync::Once, what: &[&str], file: &str) -> PathBuf {
 }
 
 pub fn build_c(dir: &Path, source: &Path, exe: &str) -> PathBuf {
-    build_with("mpicc", dir, source, exe)
+    build_with(Mpi::current().cc(), dir, source, exe)
+}
+
+/// The MPI the tests run under: MPICH (hydra's `mpiexec`), the default, or Open MPI with
+/// `SCR_TEST_MPI=openmpi` (then the test run also sets `MPICC=mpicc.openmpi` and its own
+/// `CARGO_TARGET_DIR`, so libscr is built against Open MPI; see scripts/test.sh).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mpi {
+    Mpich,
+    OpenMpi,
+}
+
+impl Mpi {
+    pub fn current() -> Mpi {
+        match std::env::var("SCR_TEST_MPI").as_deref() {
+            Ok("openmpi") => Mpi::OpenMpi,
+            Ok("mpich") | Err(_) => Mpi::Mpich,
+            Ok(other) => panic!("SCR_TEST_MPI={other}: expected mpich or openmpi"),
+        }
+    }
+
+    /// The C compiler wrapper.
+    pub fn cc(self) -> &'static str {
+        match self {
+            Mpi::Mpich => "mpicc",
+            Mpi::OpenMpi => "mpicc.openmpi",
+        }
+    }
+
+    /// The Fortran compiler wrapper.
+    pub fn fortran(self) -> &'static str {
+        match self {
+            Mpi::Mpich => "mpif90",
+            Mpi::OpenMpi => "mpif90.openmpi",
+        }
+    }
+
+    /// A job of `ranks` ranks of `app args`, killed after `timeout` seconds. `hosts` names
+    /// emulated nodes as hydra takes them (`n1,n2` places ranks round robin, `n1:2,n2:2`
+    /// two consecutive ranks per node): hydra's fork launcher under MPICH; under Open MPI,
+    /// one application context per run of ranks on a node, each told its node through
+    /// SCR_NODE_NAME (Open MPI would try to reach a named host).
+    pub fn launch(
+        self,
+        hosts: Option<&str>,
+        ranks: u32,
+        timeout: u32,
+        app: &Path,
+        args: &[&str],
+    ) -> Command {
+        match self {
+            Mpi::Mpich => {
+                let mut cmd = Command::new("mpiexec");
+                if let Some(h) = hosts {
+                    cmd.args(["-launcher", "fork", "-hosts", h]);
+                }
+                cmd.args(["-n", &ranks.to_string()])
+                    .arg(app)
+                    .args(args)
+                    .env("MPIEXEC_TIMEOUT", timeout.to_string());
+                cmd
+            }
+            Mpi::OpenMpi => {
+                let mut cmd = Command::new("mpirun.openmpi");
+                cmd.args(["--oversubscribe", "--timeout", &timeout.to_string()])
+                    // containers forbid the cross-memory attach shared memory uses by default
+                    .args(["--mca", "btl_vader_single_copy_mechanism", "none"])
+                    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+                match hosts {
+                    None => {
+                        cmd.args(["-np", &ranks.to_string()]).arg(app).args(args);
+                    }
+                    Some(h) => {
+                        let nodes = rank_nodes(h, ranks);
+                        let mut i = 0;
+                        while i < nodes.len() {
+                            let run = nodes[i..].iter().take_while(|n| **n == nodes[i]).count();
+                            if i > 0 {
+                                cmd.arg(":");
+                            }
+                            cmd.args(["-np", &run.to_string()])
+                                .args(["-x", &format!("SCR_NODE_NAME={}", nodes[i])])
+                                .arg(app)
+                                .args(args);
+                            i += run;
+                        }
+                    }
+                }
+                cmd
+            }
+        }
+    }
+}
+
+/// The node of each rank for a hydra host list: `n1,n2` one slot each, `n1:2` two; ranks
+/// fill the slots in order and wrap around.
+pub fn rank_nodes(hosts: &str, ranks: u32) -> Vec<String> {
+    let slots: Vec<String> = hosts
+        .split(',')
+        .flat_map(|h| {
+            let (name, count) = h.split_once(':').unwrap_or((h, "1"));
+            std::iter::repeat_n(name.to_string(), count.parse().expect("host:count"))
+        })
+        .collect();
+    (0..ranks as usize)
+        .map(|r| slots[r % slots.len()].clone())
+        .collect()
 }
 
 /// Compiles and links `source` with an MPI compiler wrapper against libscr.
@@ -154,15 +261,8 @@ impl Job {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Output {
-        let mut cmd = Command::new("mpiexec");
-        if let Some(h) = hosts {
-            cmd.args(["-launcher", "fork", "-hosts", h]);
-        }
-        cmd.args(["-n", &ranks.to_string()])
-            .arg(&self.app)
-            .args(args)
-            .current_dir(self.prefix())
-            .env("MPIEXEC_TIMEOUT", "120")
+        let mut cmd = Mpi::current().launch(hosts, ranks, 120, &self.app, args);
+        cmd.current_dir(self.prefix())
             .env("SCR_SYSTEM_CONF_FILE", self.dir.path().join("scr.conf"))
             .env("SCR_CACHE_BASE", self.dir.path().join("cache"))
             .env("SCR_PREFIX", self.prefix())
@@ -173,7 +273,7 @@ impl Job {
         }
 
         cmd.output()
-            .expect("mpiexec must be installed (scripts/setup.sh installs mpich)")
+            .expect("the MPI launcher must be installed (scripts/setup.sh installs it)")
     }
 }
 

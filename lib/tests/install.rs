@@ -1,0 +1,299 @@
+//! `scripts/install.sh` as a user meets it: install to a fresh prefix, then build the example
+//! against the installed SCR the three ways HPC users do (pkg-config, CMake's
+//! `find_package(scr)`, plain `mpicc -I -L -lscr`) plus Fortran with `-lscrf -lscr` through
+//! the installed examples' Makefile, and run each checkpoint → restart under real MPI; the
+//! same against an Open MPI install under Open MPI's `mpirun`; every man page renders; the
+//! uninstall removes exactly what was installed.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn must(out: Output, what: &str) -> String {
+    let t = text(&out);
+    assert!(out.status.success(), "{what}: {t}");
+    t
+}
+
+fn install(prefix: &Path, mpi: &str) {
+    let out = Command::new(workspace().join("scripts/install.sh"))
+        .arg("--prefix")
+        .arg(prefix)
+        .args(["--mpi", mpi])
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("MPICC")
+        .output()
+        .unwrap();
+    must(out, "install.sh");
+}
+
+fn uninstall(prefix: &Path) {
+    let out = Command::new(workspace().join("scripts/install.sh"))
+        .arg("--prefix")
+        .arg(prefix)
+        .arg("--uninstall")
+        .output()
+        .unwrap();
+    must(out, "install.sh --uninstall");
+}
+
+/// Runs `app` twice on 2 ranks in a job directory of its own: the first run writes two
+/// checkpoints, the second must restart from the newest and verify it.
+fn checkpoint_then_restart(mpi: Mpi, app: &Path, args: &[&str], restarted: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix");
+    std::fs::create_dir(&prefix).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = mpi.launch(None, 2, 120, app, args);
+        cmd.current_dir(&prefix)
+            .env("SCR_PREFIX", &prefix)
+            .env("SCR_CACHE_BASE", dir.path().join("cache"))
+            .env("SCR_JOB_ID", "install")
+            .env("SCR_FLUSH", "1")
+            .env_remove("SCR_CONF_FILE");
+        must(cmd.output().unwrap(), &format!("{}", app.display()))
+    };
+    let first = run(args);
+    assert!(first.contains("no checkpoint, starting from the beginning"), "{first}");
+    let second = run(args);
+    assert!(second.contains(restarted), "{}: {second}", app.display());
+}
+
+fn copy_example(prefix: &Path, dir: &Path, file: &str) -> PathBuf {
+    let to = dir.join(file);
+    std::fs::copy(prefix.join("share/scr/examples").join(file), &to).unwrap();
+    to
+}
+
+#[test]
+fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
+    let top = tempfile::tempdir().unwrap();
+    let prefix = top.path().join("scr");
+    install(&prefix, "mpich");
+
+    // the layout
+    for f in [
+        "bin/scr",
+        "bin/scr-run",
+        "lib/libscr.so",
+        "lib/libscr.a",
+        "lib/libscrf.so",
+        "lib/libscrf.a",
+        "include/scr.h",
+        "include/scrf.h",
+        "lib/pkgconfig/scr.pc",
+        "share/scr/cmake/scrConfig.cmake",
+        "share/scr/cmake/scrConfigVersion.cmake",
+        "share/bash-completion/completions/scr",
+        "share/zsh/site-functions/_scr",
+        "etc/scr.conf.example",
+        "share/scr/examples/Makefile",
+    ] {
+        let meta = std::fs::symlink_metadata(prefix.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(meta.is_file(), "{f} is a real file");
+    }
+    for name in ["scr_srun", "scr_index", "scr_halt", "scr_glob_hosts", "scr_postrun"] {
+        let link = prefix.join("bin").join(name);
+        assert_eq!(std::fs::read_link(&link).unwrap(), Path::new("scr"), "{name}");
+    }
+    // SCR's command names work from the installed links
+    let hosts = must(
+        Command::new(prefix.join("bin/scr_glob_hosts"))
+            .args(["-c", "-h", "n[1-3]"])
+            .output()
+            .unwrap(),
+        "scr_glob_hosts",
+    );
+    assert_eq!(hosts.trim(), "3");
+    let dynamic = must(
+        Command::new("readelf").arg("-d").arg(prefix.join("lib/libscr.so")).output().unwrap(),
+        "readelf",
+    );
+    assert!(dynamic.contains("Library soname: [libscr.so]"), "{dynamic}");
+
+    // every man page renders, and every command has one under each of its names
+    let man = prefix.join("share/man/man1");
+    let pages: Vec<PathBuf> = std::fs::read_dir(&man)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    for page in ["scr", "scr-run", "scr_srun", "scr_index", "scr-index", "scr_halt", "scr_postrun"] {
+        assert!(man.join(format!("{page}.1")).is_file(), "no man page {page}.1");
+    }
+    for page in &pages {
+        let out = Command::new("man")
+            .arg("-l")
+            .arg(page)
+            .env("MANWIDTH", "80")
+            .env("MAN_KEEP_STDERR", "1")
+            .output()
+            .unwrap();
+        let t = must(out, &format!("man -l {}", page.display()));
+        let name = page.file_stem().unwrap().to_str().unwrap();
+        assert!(t.contains("NAME") && t.contains(name), "{}: {t}", page.display());
+    }
+    // man finds the pages by name through MANPATH
+    let out = Command::new("man")
+        .args(["-w", "scr_index"])
+        .env("MANPATH", prefix.join("share/man"))
+        .output()
+        .unwrap();
+    assert!(must(out, "man -w").contains("scr_index.1"));
+
+    let mpi = Mpi::Mpich;
+    let work = top.path().join("apps");
+    std::fs::create_dir(&work).unwrap();
+    let source = copy_example(&prefix, &work, "test_api.c");
+    let restarted = "restarted from ckpt.2 (timestep 2), data verified";
+
+    // 1. pkg-config
+    let pc = must(
+        Command::new("pkg-config")
+            .args(["--cflags", "--libs", "scr"])
+            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+            .output()
+            .unwrap(),
+        "pkg-config",
+    );
+    assert!(pc.contains(&format!("-I{}/include", prefix.display())), "{pc}");
+    let app = work.join("app_pkgconfig");
+    must(
+        Command::new("mpicc")
+            .arg(&source)
+            .args(pc.split_whitespace())
+            .arg("-o")
+            .arg(&app)
+            .output()
+            .unwrap(),
+        "mpicc with pkg-config",
+    );
+    checkpoint_then_restart(mpi, &app, &["4000", "2"], restarted);
+
+    // 2. CMake: find_package(scr), scr::scr and scr::scr-static
+    let project = work.join("cmake");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::copy(&source, project.join("test_api.c")).unwrap();
+    std::fs::write(
+        project.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.14)\nproject(app C)\nfind_package(scr 0.1 REQUIRED)\n\
+         add_executable(app test_api.c)\ntarget_link_libraries(app scr::scr)\n\
+         add_executable(app_static test_api.c)\ntarget_link_libraries(app_static scr::scr-static)\n",
+    )
+    .unwrap();
+    let build = project.join("build");
+    must(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(&project)
+            .arg("-B")
+            .arg(&build)
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+            .output()
+            .unwrap(),
+        "cmake configure",
+    );
+    must(
+        Command::new("cmake").arg("--build").arg(&build).output().unwrap(),
+        "cmake --build",
+    );
+    checkpoint_then_restart(mpi, &build.join("app"), &["4000", "2"], restarted);
+    let linked = must(
+        Command::new("readelf").arg("-d").arg(build.join("app_static")).output().unwrap(),
+        "readelf",
+    );
+    assert!(!linked.contains("[libscr.so]"), "app_static links libscr.a: {linked}");
+    checkpoint_then_restart(mpi, &build.join("app_static"), &["4000", "2"], restarted);
+
+    // 3. plain mpicc -I -L -lscr (the run finds libscr through LD_LIBRARY_PATH)
+    let app = work.join("app_plain");
+    must(
+        Command::new("mpicc")
+            .arg(&source)
+            .arg(format!("-I{}/include", prefix.display()))
+            .arg(format!("-L{}/lib", prefix.display()))
+            .arg("-lscr")
+            .arg("-o")
+            .arg(&app)
+            .output()
+            .unwrap(),
+        "mpicc -lscr",
+    );
+    // SAFETY of the test: nothing else in this process reads the environment meanwhile
+    unsafe { std::env::set_var("LD_LIBRARY_PATH", prefix.join("lib")) };
+    checkpoint_then_restart(mpi, &app, &["4000", "2"], restarted);
+    unsafe { std::env::remove_var("LD_LIBRARY_PATH") };
+
+    // Fortran through the installed examples' Makefile: -lscrf -lscr
+    let examples = work.join("examples");
+    std::fs::create_dir(&examples).unwrap();
+    for f in ["Makefile", "test_api.c", "test_ckpt.F90"] {
+        copy_example(&prefix, &examples, f);
+    }
+    must(
+        Command::new("make").arg("-C").arg(&examples).output().unwrap(),
+        "make in the installed examples",
+    );
+    checkpoint_then_restart(
+        mpi,
+        &examples.join("test_ckpt"),
+        &[],
+        "restarted from ckpt.2, data verified",
+    );
+
+    // uninstall: exactly what was installed goes; a file of the user's stays
+    let mine = prefix.join("etc/site.conf");
+    std::fs::write(&mine, "SCR_FLUSH=1\n").unwrap();
+    uninstall(&prefix);
+    let left: Vec<PathBuf> = walk(&prefix);
+    assert_eq!(left, vec![mine.clone()], "only the user's file is left");
+    std::fs::remove_file(&mine).unwrap();
+    std::fs::remove_dir(prefix.join("etc")).unwrap();
+    std::fs::remove_dir(&prefix).unwrap();
+
+    // installed again into an empty prefix and uninstalled: nothing at all is left
+    install(&prefix, "mpich");
+    uninstall(&prefix);
+    assert!(!prefix.exists() || walk(&prefix).is_empty(), "{:?}", walk(&prefix));
+}
+
+#[test]
+fn an_open_mpi_install_restarts_under_open_mpi() {
+    let top = tempfile::tempdir().unwrap();
+    let prefix = top.path().join("scr-openmpi");
+    install(&prefix, "openmpi");
+    let pc = must(
+        Command::new("pkg-config")
+            .args(["--cflags", "--libs", "scr"])
+            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+            .output()
+            .unwrap(),
+        "pkg-config",
+    );
+    assert!(pc.contains("openmpi"), "scr.pc requires Open MPI's flags: {pc}");
+    let dynamic = must(
+        Command::new("readelf").arg("-d").arg(prefix.join("lib/libscr.so")).output().unwrap(),
+        "readelf",
+    );
+    assert!(dynamic.contains("libmpi.so.40"), "libscr links Open MPI: {dynamic}");
+    let app = top.path().join("app");
+    must(
+        Command::new("mpicc.openmpi")
+            .arg(prefix.join("share/scr/examples/test_api.c"))
+            .args(pc.split_whitespace())
+            .arg("-o")
+            .arg(&app)
+            .output()
+            .unwrap(),
+        "mpicc.openmpi",
+    );
+    checkpoint_then_restart(
+        Mpi::OpenMpi,
+        &app,
+        &["4000", "2"],
+        "restarted from ckpt.2 (timestep 2), data verified",
+    );
+    uninstall(&prefix);
+    assert!(!prefix.exists(), "{:?}", walk(&prefix));
+}

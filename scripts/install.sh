@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# Builds SCR in release mode and installs it under a prefix, as an HPC library is installed:
+#
+#   scripts/install.sh --prefix DIR [--mpi mpich|openmpi]   build and install
+#   scripts/install.sh --prefix DIR --uninstall             remove exactly what was installed
+#
+# Layout under DIR:
+#   bin/                 scr, scr-run, and SCR's command names (scr_srun, scr_index, …) as links
+#   lib/                 libscr.so (soname libscr.so), libscr.a, libscrf.so/.a (for -lscrf -lscr),
+#                        pkgconfig/scr.pc
+#   include/             scr.h, scrf.h
+#   share/scr/cmake/     scrConfig.cmake, scrConfigVersion.cmake (targets scr::scr, scr::scr-static)
+#   share/man/man1/      a page per command; share/bash-completion, share/zsh: completions
+#   share/scr/examples/  the C and Fortran examples with a Makefile for this prefix
+#   share/scr/python/    the Python module (PYTHONPATH=DIR/share/scr/python, then import scr)
+#   etc/scr.conf.example
+# Every file, link and directory created is listed in DIR/share/scr/install-manifest.txt,
+# which --uninstall reads. MPICH is the default MPI; --mpi openmpi builds libscr against
+# Open MPI (Debian's openmpi-bin and libopenmpi-dev) in its own target directory.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$(pwd)
+
+usage() { echo "usage: scripts/install.sh --prefix DIR [--mpi mpich|openmpi] [--uninstall]" >&2; exit 2; }
+prefix="" mpi=mpich uninstall=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
+    --prefix=*) prefix=${1#--prefix=}; shift ;;
+    --mpi) [ $# -ge 2 ] || usage; mpi=$2; shift 2 ;;
+    --mpi=*) mpi=${1#--mpi=}; shift ;;
+    --uninstall) uninstall=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+[ -n "$prefix" ] || { echo "install: --prefix DIR is required" >&2; usage; }
+case $prefix in /*) ;; *) prefix=$(pwd)/$prefix ;; esac
+prefix=${prefix%/}
+manifest=$prefix/share/scr/install-manifest.txt
+
+if [ $uninstall -eq 1 ]; then
+  [ -f "$manifest" ] || { echo "install: no $manifest: nothing installed there by this script" >&2; exit 1; }
+  mapfile -t lines < "$manifest"
+  for line in "${lines[@]}"; do
+    case ${line#*$'\t'} in "$prefix"|"$prefix"/*) ;; *) echo "install: manifest entry outside $prefix: $line" >&2; exit 1 ;; esac
+  done
+  rm -f -- "$manifest"
+  # files and links first, then directories deepest first, each only if empty: a user's
+  # own files in them are kept
+  for line in "${lines[@]}"; do
+    [ "${line%%$'\t'*}" = dir ] || rm -f -- "${line#*$'\t'}"
+  done
+  printf '%s\n' "${lines[@]}" | grep $'^dir\t' | cut -f2 | sort -r | while read -r dir; do
+    rmdir -- "$dir" 2>/dev/null || echo "install: kept $dir: it holds files not installed by SCR" >&2
+  done
+  echo "uninstalled SCR from $prefix"
+  exit 0
+fi
+
+case $mpi in
+  mpich) mpicc=mpicc.mpich mpif90=mpif90.mpich pc_requires=mpich target=$src/target ;;
+  openmpi) mpicc=mpicc.openmpi mpif90=mpif90.openmpi pc_requires=ompi-c target=$src/target/openmpi ;;
+  *) echo "install: --mpi must be mpich or openmpi, not '$mpi'" >&2; exit 2 ;;
+esac
+command -v "$mpicc" >/dev/null || {
+  echo "install: $mpicc not found: run scripts/setup.sh (it installs MPICH and Open MPI)" >&2; exit 1; }
+command -v cargo >/dev/null || [ ! -x "$HOME/.cargo/bin/cargo" ] || export PATH="$HOME/.cargo/bin:$PATH"
+command -v cargo >/dev/null || { echo "install: no Rust toolchain (cargo) found" >&2; exit 1; }
+if [ -e "$manifest" ]; then
+  echo "install: $prefix already holds an SCR install; run with --uninstall first" >&2; exit 1
+fi
+
+echo "install: building (release, $mpi)"
+# the library links MPI: it gets a target directory per MPI; the commands do not link MPI
+MPICC=$mpicc CARGO_TARGET_DIR=$target cargo build --release --quiet -p scr-runtime --lib
+CARGO_TARGET_DIR=$src/target cargo build --release --quiet -p scr-launcher
+libdir=$target/release bindir=$src/target/release
+
+entries=()
+mkdirs() {
+  local d
+  for d in "$@"; do
+    local missing=() p=$d
+    while [ ! -d "$p" ]; do missing=("$p" "${missing[@]}"); p=$(dirname "$p"); done
+    for p in "${missing[@]}"; do mkdir -- "$p"; entries+=("dir	$p"); done
+  done
+}
+put() { # put MODE SOURCE DEST
+  mkdirs "$(dirname "$3")"
+  [ ! -e "$3" ] && [ ! -L "$3" ] || { echo "install: $3 exists already; not overwriting it" >&2; exit 1; }
+  install -m "$1" -- "$2" "$3"
+  entries+=("file	$3")
+}
+link() { # link TARGET DEST
+  mkdirs "$(dirname "$2")"
+  [ ! -e "$2" ] && [ ! -L "$2" ] || { echo "install: $2 exists already; not overwriting it" >&2; exit 1; }
+  ln -s -- "$1" "$2"
+  entries+=("link	$2")
+}
+write() { # write MODE DEST < text
+  local tmp; tmp=$(mktemp); cat > "$tmp"; put "$1" "$tmp" "$2"; rm -f "$tmp"
+}
+save_manifest() {
+  mkdirs "$(dirname "$manifest")"
+  printf '%s\n' "${entries[@]}" > "$manifest"
+}
+trap 'save_manifest; echo "install: failed; what was installed so far is in $manifest (--uninstall removes it)" >&2' ERR
+
+mkdirs "$prefix"
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+
+# commands: scr and scr-run, SCR's names as links to scr
+put 755 "$bindir/scr" "$prefix/bin/scr"
+put 755 "$bindir/scr-run" "$prefix/bin/scr-run"
+links=$(mktemp -d)
+"$bindir/scr" install-links "$links" >/dev/null
+for name in $(ls "$links"); do
+  [ -e "$prefix/bin/$name" ] || link scr "$prefix/bin/$name"
+done
+rm -rf "$links"
+
+# libraries: libscr.so is the real file (its soname is libscr.so); libscrf carries no code
+# of its own, the Fortran symbols are in libscr, so `-lscrf -lscr` links as with SCR
+put 755 "$libdir/libscr_runtime.so" "$prefix/lib/libscr.so"
+put 644 "$libdir/libscr_runtime.a" "$prefix/lib/libscr.a"
+scrf=$(mktemp -d)
+echo '/* The Fortran interface (scr_init, …) lives in libscr; this library keeps -lscrf -lscr working. */' > "$scrf/scrf.c"
+cc -fPIC -c "$scrf/scrf.c" -o "$scrf/scrf.o"
+cc -shared -o "$scrf/libscrf.so" -Wl,-soname,libscrf.so "$scrf/scrf.o" \
+  -L"$prefix/lib" -Wl,--no-as-needed -lscr -Wl,-rpath,"$prefix/lib"
+ar rcs "$scrf/libscrf.a" "$scrf/scrf.o"
+put 755 "$scrf/libscrf.so" "$prefix/lib/libscrf.so"
+put 644 "$scrf/libscrf.a" "$prefix/lib/libscrf.a"
+rm -rf "$scrf"
+put 644 lib/include/scr.h "$prefix/include/scr.h"
+put 644 lib/include/scrf.h "$prefix/include/scrf.h"
+
+# what a static link of libscr.a needs besides MPI (rustc --print native-static-libs)
+static_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
+
+write 644 "$prefix/lib/pkgconfig/scr.pc" <<EOF
+prefix=$prefix
+exec_prefix=\${prefix}
+libdir=\${exec_prefix}/lib
+includedir=\${prefix}/include
+
+Name: scr
+Description: Scalable Checkpoint/Restart for MPI applications (built against $mpi)
+Version: $version
+URL: https://github.com/LLNL/scr
+Requires: $pc_requires
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lscr
+Libs.private: $static_libs
+EOF
+
+mpicc_path=$(command -v "$mpicc")
+write 644 "$prefix/share/scr/cmake/scrConfig.cmake" <<EOF
+# CMake package for SCR (find_package(scr)): imported targets scr::scr (shared) and
+# scr::scr-static, with MPI::MPI_C from the MPI libscr was built against ($mpi).
+include(CMakeFindDependencyMacro)
+get_filename_component(_scr_prefix "\${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT MPI_C_COMPILER)
+  set(MPI_C_COMPILER "$mpicc_path")
+endif()
+find_dependency(MPI COMPONENTS C)
+set(scr_INCLUDE_DIRS "\${_scr_prefix}/include")
+set(scr_LIBRARIES scr::scr)
+if(NOT TARGET scr::scr)
+  add_library(scr::scr SHARED IMPORTED)
+  set_target_properties(scr::scr PROPERTIES
+    IMPORTED_LOCATION "\${_scr_prefix}/lib/libscr.so"
+    IMPORTED_SONAME "libscr.so"
+    INTERFACE_INCLUDE_DIRECTORIES "\${_scr_prefix}/include"
+    INTERFACE_LINK_LIBRARIES "MPI::MPI_C")
+endif()
+if(NOT TARGET scr::scr-static)
+  add_library(scr::scr-static STATIC IMPORTED)
+  set_target_properties(scr::scr-static PROPERTIES
+    IMPORTED_LOCATION "\${_scr_prefix}/lib/libscr.a"
+    INTERFACE_INCLUDE_DIRECTORIES "\${_scr_prefix}/include"
+    INTERFACE_LINK_LIBRARIES "MPI::MPI_C;$(echo $static_libs | sed 's/-l//g; s/ /;/g')")
+endif()
+set(scr_FOUND TRUE)
+unset(_scr_prefix)
+EOF
+write 644 "$prefix/share/scr/cmake/scrConfigVersion.cmake" <<EOF
+# Compatible when the requested version is not newer than $version and has the same major.
+set(PACKAGE_VERSION "$version")
+if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  string(REGEX MATCH "^[0-9]+" _have_major "\${PACKAGE_VERSION}")
+  if("\${PACKAGE_FIND_VERSION_MAJOR}" STREQUAL "" OR "\${PACKAGE_FIND_VERSION_MAJOR}" STREQUAL _have_major)
+    set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  else()
+    set(PACKAGE_VERSION_COMPATIBLE FALSE)
+  endif()
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+if(NOT CMAKE_SIZEOF_VOID_P STREQUAL "8")
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+  set(PACKAGE_VERSION_UNSUITABLE TRUE)
+endif()
+EOF
+
+# man pages and completions, generated from the commands' own clap definitions
+docs=$(mktemp -d)
+"$bindir/scr" generate-docs --man "$docs/man1" --completions "$docs/completions" >/dev/null
+for page in "$docs"/man1/*.1; do put 644 "$page" "$prefix/share/man/man1/$(basename "$page")"; done
+for f in scr scr-run; do
+  put 644 "$docs/completions/bash/$f" "$prefix/share/bash-completion/completions/$f"
+  put 644 "$docs/completions/zsh/_$f" "$prefix/share/zsh/site-functions/_$f"
+done
+rm -rf "$docs"
+
+# configuration example, examples, Python module
+put 644 conf/scr.conf "$prefix/etc/scr.conf.example"
+put 644 examples/c/test_api.c "$prefix/share/scr/examples/test_api.c"
+put 644 examples/fortran/test_ckpt.F90 "$prefix/share/scr/examples/test_ckpt.F90"
+write 644 "$prefix/share/scr/examples/Makefile" <<EOF
+# Builds the examples against this SCR install ($mpi): make; then e.g. mpiexec -n 4 ./test_api
+SCR_PREFIX_DIR ?= $prefix
+MPICC ?= $mpicc
+MPIF90 ?= $mpif90
+CPPFLAGS = -I\$(SCR_PREFIX_DIR)/include
+LDLIBS = -L\$(SCR_PREFIX_DIR)/lib -Wl,-rpath,\$(SCR_PREFIX_DIR)/lib -lscr
+
+all: test_api test_ckpt
+
+test_api: test_api.c
+	\$(MPICC) \$(CPPFLAGS) -O2 -o \$@ \$< \$(LDLIBS)
+
+test_ckpt: test_ckpt.F90
+	\$(MPIF90) \$(CPPFLAGS) -O2 -o \$@ \$< -L\$(SCR_PREFIX_DIR)/lib -Wl,-rpath,\$(SCR_PREFIX_DIR)/lib -lscrf -lscr
+
+clean:
+	rm -f test_api test_ckpt
+
+.PHONY: all clean
+EOF
+if [ -f python/scr.py ]; then
+  put 644 python/scr.py "$prefix/share/scr/python/scr.py"
+fi
+
+save_manifest
+trap - ERR
+echo "installed SCR $version ($mpi) in $prefix"
+echo "  PATH=$prefix/bin:\$PATH  MANPATH=$prefix/share/man:  PKG_CONFIG_PATH=$prefix/lib/pkgconfig  CMAKE_PREFIX_PATH=$prefix"
