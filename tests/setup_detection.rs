@@ -75,7 +75,14 @@ fn setup_asks_for_each_missing_package_and_nothing_else() {
         "run scripts/setup.sh first: it reports {:?} missing",
         setup("--check", None)
     );
-    for pkg in ["libclang-dev", "libmpich-dev", "mpich", "gfortran", "cmake", "slurm-wlm"] {
+    for pkg in [
+        "libclang-dev",
+        "libmpich-dev",
+        "mpich",
+        "gfortran",
+        "cmake",
+        "slurm-wlm",
+    ] {
         assert!(proofs.contains_key(pkg), "no proof for {pkg}: {proofs:?}");
     }
 
@@ -100,7 +107,11 @@ fn setup_asks_for_each_missing_package_and_nothing_else() {
 /// its name before /usr was merged (dpkg records /bin/ip, found as /usr/bin/ip).
 fn owner(path: &str) -> Option<String> {
     let resolved = std::fs::canonicalize(path).unwrap();
-    let unmerged = |p: &Path| p.strip_prefix("/usr").ok().map(|rest| Path::new("/").join(rest));
+    let unmerged = |p: &Path| {
+        p.strip_prefix("/usr")
+            .ok()
+            .map(|rest| Path::new("/").join(rest))
+    };
     let candidates = [Some(Path::new(path).to_path_buf()), Some(resolved.clone())]
         .into_iter()
         .chain([unmerged(Path::new(path)), unmerged(&resolved)])

@@ -55,6 +55,7 @@ const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_run", "run"),
     ("scr-srun", "run srun"),
     ("scr_srun", "run srun"),
+    ("scr_mpirun", "run mpirun"),
     ("scr_print_hash_file", "print"),
     ("scr_glob_hosts", "glob-hosts"),
     ("scr_index", "index"),

@@ -50,15 +50,24 @@ fn layout(lens: &[i32]) -> (Vec<i32>, usize) {
     (displs, lens.iter().map(|&l| l as usize).sum())
 }
 
+/// A zero-length buffer at a real address. An empty `Vec<u8>`'s pointer is dangling
+/// (address 1), and Open MPI reads address 1 as `MPI_IN_PLACE`: an empty buffer handed to
+/// a collective then fails with MPI_ERR_ARG, or is taken as "in place".
+pub fn real_address(buf: &[u8]) -> &[u8] {
+    static NOTHING: [u8; 1] = [0];
+    if buf.is_empty() { &NOTHING[..0] } else { buf }
+}
+
 /// Runs a variable-count gather into one buffer and splits it per rank.
 fn gather_parts(
     lens: &[i32],
     gather: impl FnOnce(&mut PartitionMut<'_, [u8], &[i32], &[i32]>),
 ) -> Vec<Vec<u8>> {
     let (displs, total) = layout(lens);
-    let mut all = vec![0u8; total];
+    // never empty: see real_address
+    let mut all = vec![0u8; total.max(1)];
     {
-        let mut part = PartitionMut::new(&mut all[..], lens, &displs[..]);
+        let mut part = PartitionMut::new(&mut all[..total], lens, &displs[..]);
         gather(&mut part);
     }
     lens.iter()
@@ -88,7 +97,7 @@ pub fn exchange(comm: &SimpleCommunicator, outgoing: &BTreeMap<u64, Vec<u8>>) ->
         })
         .collect();
     let (send_displs, _) = layout(&send_counts);
-    let sent = Partition::new(&send[..], &send_counts[..], &send_displs[..]);
+    let sent = Partition::new(real_address(&send), &send_counts[..], &send_displs[..]);
     gather_parts(&recv_counts, |part| {
         comm.all_to_all_varcount_into(&sent, part)
     })
@@ -101,7 +110,9 @@ pub fn exchange(comm: &SimpleCommunicator, outgoing: &BTreeMap<u64, Vec<u8>>) ->
 pub fn allgather_bytes(comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
     let mut lens = vec![0i32; comm.size() as usize];
     comm.all_gather_into(&(mine.len() as i32), &mut lens[..]);
-    gather_parts(&lens, |part| comm.all_gather_varcount_into(mine, part))
+    gather_parts(&lens, |part| {
+        comm.all_gather_varcount_into(real_address(mine), part)
+    })
 }
 
 /// Gathers every rank's bytes on `root` only (other ranks get an empty list).
@@ -109,13 +120,13 @@ pub fn gather_bytes(comm: &SimpleCommunicator, root: i32, mine: &[u8]) -> Vec<Ve
     let root_proc = comm.process_at_rank(root);
     if comm.rank() != root {
         root_proc.gather_into(&(mine.len() as i32));
-        root_proc.gather_varcount_into(mine);
+        root_proc.gather_varcount_into(real_address(mine));
         return Vec::new();
     }
     let mut lens = vec![0i32; comm.size() as usize];
     root_proc.gather_into_root(&(mine.len() as i32), &mut lens[..]);
     gather_parts(&lens, |part| {
-        root_proc.gather_varcount_into_root(mine, part)
+        root_proc.gather_varcount_into_root(real_address(mine), part)
     })
 }
 

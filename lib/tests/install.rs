@@ -56,7 +56,10 @@ fn checkpoint_then_restart(mpi: Mpi, app: &Path, args: &[&str], restarted: &str)
         must(cmd.output().unwrap(), &format!("{}", app.display()))
     };
     let first = run(args);
-    assert!(first.contains("no checkpoint, starting from the beginning"), "{first}");
+    assert!(
+        first.contains("no checkpoint, starting from the beginning"),
+        "{first}"
+    );
     let second = run(args);
     assert!(second.contains(restarted), "{}: {second}", app.display());
 }
@@ -94,9 +97,19 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         let meta = std::fs::symlink_metadata(prefix.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(meta.is_file(), "{f} is a real file");
     }
-    for name in ["scr_srun", "scr_index", "scr_halt", "scr_glob_hosts", "scr_postrun"] {
+    for name in [
+        "scr_srun",
+        "scr_index",
+        "scr_halt",
+        "scr_glob_hosts",
+        "scr_postrun",
+    ] {
         let link = prefix.join("bin").join(name);
-        assert_eq!(std::fs::read_link(&link).unwrap(), Path::new("scr"), "{name}");
+        assert_eq!(
+            std::fs::read_link(&link).unwrap(),
+            Path::new("scr"),
+            "{name}"
+        );
     }
     // SCR's command names work from the installed links
     let hosts = must(
@@ -108,7 +121,11 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     );
     assert_eq!(hosts.trim(), "3");
     let dynamic = must(
-        Command::new("readelf").arg("-d").arg(prefix.join("lib/libscr.so")).output().unwrap(),
+        Command::new("readelf")
+            .arg("-d")
+            .arg(prefix.join("lib/libscr.so"))
+            .output()
+            .unwrap(),
         "readelf",
     );
     assert!(dynamic.contains("Library soname: [libscr.so]"), "{dynamic}");
@@ -119,8 +136,19 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    for page in ["scr", "scr-run", "scr_srun", "scr_index", "scr-index", "scr_halt", "scr_postrun"] {
-        assert!(man.join(format!("{page}.1")).is_file(), "no man page {page}.1");
+    for page in [
+        "scr",
+        "scr-run",
+        "scr_srun",
+        "scr_index",
+        "scr-index",
+        "scr_halt",
+        "scr_postrun",
+    ] {
+        assert!(
+            man.join(format!("{page}.1")).is_file(),
+            "no man page {page}.1"
+        );
     }
     for page in &pages {
         let out = Command::new("man")
@@ -132,7 +160,11 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
             .unwrap();
         let t = must(out, &format!("man -l {}", page.display()));
         let name = page.file_stem().unwrap().to_str().unwrap();
-        assert!(t.contains("NAME") && t.contains(name), "{}: {t}", page.display());
+        assert!(
+            t.contains("NAME") && t.contains(name),
+            "{}: {t}",
+            page.display()
+        );
     }
     // man finds the pages by name through MANPATH
     let out = Command::new("man")
@@ -157,7 +189,10 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
             .unwrap(),
         "pkg-config",
     );
-    assert!(pc.contains(&format!("-I{}/include", prefix.display())), "{pc}");
+    assert!(
+        pc.contains(&format!("-I{}/include", prefix.display())),
+        "{pc}"
+    );
     let app = work.join("app_pkgconfig");
     must(
         Command::new("mpicc")
@@ -195,15 +230,26 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         "cmake configure",
     );
     must(
-        Command::new("cmake").arg("--build").arg(&build).output().unwrap(),
+        Command::new("cmake")
+            .arg("--build")
+            .arg(&build)
+            .output()
+            .unwrap(),
         "cmake --build",
     );
     checkpoint_then_restart(mpi, &build.join("app"), &["4000", "2"], restarted);
     let linked = must(
-        Command::new("readelf").arg("-d").arg(build.join("app_static")).output().unwrap(),
+        Command::new("readelf")
+            .arg("-d")
+            .arg(build.join("app_static"))
+            .output()
+            .unwrap(),
         "readelf",
     );
-    assert!(!linked.contains("[libscr.so]"), "app_static links libscr.a: {linked}");
+    assert!(
+        !linked.contains("[libscr.so]"),
+        "app_static links libscr.a: {linked}"
+    );
     checkpoint_then_restart(mpi, &build.join("app_static"), &["4000", "2"], restarted);
 
     // 3. plain mpicc -I -L -lscr (the run finds libscr through LD_LIBRARY_PATH)
@@ -232,7 +278,11 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         copy_example(&prefix, &examples, f);
     }
     must(
-        Command::new("make").arg("-C").arg(&examples).output().unwrap(),
+        Command::new("make")
+            .arg("-C")
+            .arg(&examples)
+            .output()
+            .unwrap(),
         "make in the installed examples",
     );
     checkpoint_then_restart(
@@ -255,7 +305,11 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     // installed again into an empty prefix and uninstalled: nothing at all is left
     install(&prefix, "mpich");
     uninstall(&prefix);
-    assert!(!prefix.exists() || walk(&prefix).is_empty(), "{:?}", walk(&prefix));
+    assert!(
+        !prefix.exists() || walk(&prefix).is_empty(),
+        "{:?}",
+        walk(&prefix)
+    );
 }
 
 #[test]
@@ -271,12 +325,22 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
             .unwrap(),
         "pkg-config",
     );
-    assert!(pc.contains("openmpi"), "scr.pc requires Open MPI's flags: {pc}");
+    assert!(
+        pc.contains("openmpi"),
+        "scr.pc requires Open MPI's flags: {pc}"
+    );
     let dynamic = must(
-        Command::new("readelf").arg("-d").arg(prefix.join("lib/libscr.so")).output().unwrap(),
+        Command::new("readelf")
+            .arg("-d")
+            .arg(prefix.join("lib/libscr.so"))
+            .output()
+            .unwrap(),
         "readelf",
     );
-    assert!(dynamic.contains("libmpi.so.40"), "libscr links Open MPI: {dynamic}");
+    assert!(
+        dynamic.contains("libmpi.so.40"),
+        "libscr links Open MPI: {dynamic}"
+    );
     let app = top.path().join("app");
     must(
         Command::new("mpicc.openmpi")
@@ -294,6 +358,95 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
         &["4000", "2"],
         "restarted from ckpt.2 (timestep 2), data verified",
     );
+
+    // scr-run relaunches the Open MPI job around a down node: n1..n4 emulated through an
+    // rsh agent that starts each node's daemon here, telling it its node name; n3 is down
+    let work = top.path().join("job");
+    let cntl = top.path().join("cntl");
+    std::fs::create_dir_all(work.join("prefix")).unwrap();
+    std::fs::create_dir_all(&cntl).unwrap();
+    std::fs::create_dir_all(top.path().join("cache")).unwrap();
+    let agent = work.join("agent.sh");
+    let started = work.join("started");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\nwhile [ $# -gt 0 ]; do case $1 in -*) shift;; *) break;; esac; done\n\
+             echo \"$1\" >> '{}'\nexport SCR_NODE_NAME=$1\nshift\nexec sh -c \"$*\"\n",
+            started.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        work.join("scr.conf"),
+        format!("SCR_CNTL_BASE={}\n", cntl.display()),
+    )
+    .unwrap();
+    // `mpirun` is Open MPI's here (Debian's alternatives keep MPICH's as the default), so
+    // scr_mpirun must tell the two apart by asking it
+    let bin = work.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/mpirun.openmpi", bin.join("mpirun")).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let out = Command::new(prefix.join("bin/scr_mpirun"))
+        .args(["-np", "3"])
+        .arg(&app)
+        .args(["4000", "2"])
+        .current_dir(work.join("prefix"))
+        .env("PATH", path)
+        .env("OMPI_MCA_plm_rsh_agent", &agent)
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("SCR_SYSTEM_CONF_FILE", work.join("scr.conf"))
+        .env("SCR_PREFIX", work.join("prefix"))
+        .env("SCR_CACHE_BASE", top.path().join("cache"))
+        .env("SCR_JOB_ID", "ompi")
+        .env("SCR_NODELIST", "n[1-4]")
+        .env("SCR_EXCLUDE_NODES", "n3")
+        .env("SCR_MIN_NODES", "3")
+        .env("SCR_COPY_TYPE", "XOR")
+        .env("SCR_FLUSH", "0")
+        .env("SCR_RUNS", "3")
+        .env("SCR_RUN_DELAY", "0")
+        .env("TEST_API_FAIL_FIRST", "1")
+        .env_remove("SLURM_JOBID")
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("SCR_CONF_FILE")
+        .output()
+        .unwrap();
+    let t = must(out, "scr_mpirun");
+    assert!(
+        t.contains("n3 is down: User excluded via SCR_EXCLUDE_NODES"),
+        "{t}"
+    );
+    assert!(t.contains("failing on purpose"), "{t}");
+    assert!(t.contains("attempt 2: launching on 3 node(s)"), "{t}");
+    assert!(
+        t.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{t}"
+    );
+    let mut hosts: Vec<String> = std::fs::read_to_string(&started)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    assert_eq!(
+        hosts,
+        ["n1", "n2", "n4"],
+        "Open MPI started daemons only on the nodes up"
+    );
+    // XOR protected the checkpoint across the three nodes
+    let xor = walk(&top.path().join("cache"))
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("xor."))
+        .count();
+    assert!(xor >= 3, "an XOR file per rank");
+
     uninstall(&prefix);
     assert!(!prefix.exists(), "{:?}", walk(&prefix));
 }

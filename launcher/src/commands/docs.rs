@@ -21,7 +21,10 @@ pub struct Args {
 /// arguments) each one means, as argv[0] dispatch reads them.
 pub fn run(args: Args, root: clap::Command, compat: &[(&str, &str)]) -> scr::Result<ExitCode> {
     if args.man.is_none() && args.completions.is_none() {
-        return Err(Error::invalid("scr generate-docs", "give --man DIR and/or --completions DIR"));
+        return Err(Error::invalid(
+            "scr generate-docs",
+            "give --man DIR and/or --completions DIR",
+        ));
     }
     let mut root = root;
     root.build();

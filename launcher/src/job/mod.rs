@@ -29,19 +29,22 @@ pub enum Launcher {
     Srun { overlap: bool },
     /// MPICH hydra's `mpiexec`/`mpirun`: `-hosts <up nodes>`.
     Mpiexec,
+    /// Open MPI's `mpirun`/`mpiexec` (SCR 3's `scr_mpirun`): the user's `--host` list or
+    /// hostfile narrowed to the nodes still up, else `--host <up nodes>`. Inside a SLURM
+    /// allocation Open MPI takes the allocation and `--host` restricts it.
+    OpenMpi,
     /// Anything else runs as given (one node, no exclusion possible).
     Direct,
 }
 
 impl Launcher {
     pub fn of(command: &str) -> Launcher {
-        match std::path::Path::new(command)
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or(command)
-        {
+        match base_name(command) {
             "srun" => Launcher::Srun { overlap: false },
-            "mpiexec" | "mpirun" | "mpiexec.hydra" | "mpiexec.mpich" => Launcher::Mpiexec,
+            "mpiexec" | "mpirun" | "mpiexec.hydra" | "mpiexec.mpich" | "mpirun.mpich" => {
+                Launcher::Mpiexec
+            }
+            "mpirun.openmpi" | "mpiexec.openmpi" | "orterun" | "prterun" => Launcher::OpenMpi,
             _ => Launcher::Direct,
         }
     }
@@ -52,6 +55,13 @@ impl Launcher {
             Launcher::Srun { .. } => Launcher::Srun {
                 overlap: srun_has_overlap(command),
             },
+            // `mpirun` is MPICH's or Open MPI's, whichever the system's alternatives chose
+            Launcher::Mpiexec if matches!(base_name(command), "mpirun" | "mpiexec") => {
+                match child::read(command, ["--version"]) {
+                    Ok(v) if is_open_mpi(&v) => Launcher::OpenMpi,
+                    _ => Launcher::Mpiexec,
+                }
+            }
             other => other,
         }
     }
@@ -89,10 +99,78 @@ impl Launcher {
                     _ => {}
                 }
             }
+            Launcher::OpenMpi => open_mpi_hosts(&mut out, nodes, down),
             _ => {}
         }
         out
     }
+}
+
+fn base_name(command: &str) -> &str {
+    std::path::Path::new(command)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(command)
+}
+
+/// Whether `mpirun --version` came from Open MPI ("mpirun (Open MPI) 4.1.4", or
+/// "mpirun.openmpi (OpenRTE) 4.1.4" under Debian's name).
+fn is_open_mpi(version: &str) -> bool {
+    version.contains("Open MPI") || version.contains("OpenRTE")
+}
+
+/// Open MPI's host options, narrowed to the nodes still up: a `--host`/`-host`/`-H` list
+/// (entries `name` or `name:slots`) loses the down nodes; a hostfile becomes a `--host` list
+/// of its entries still up, slots kept (Open MPI has no exclude option); without either,
+/// `--host` lists the up nodes (one slot each: give `--host n1:2,…` or a hostfile to run
+/// several ranks per node).
+fn open_mpi_hosts(out: &mut Vec<String>, nodes: &HostSet, down: &HostSet) {
+    let is_down = |entry: &str| {
+        let name = entry.split(':').next().unwrap_or(entry);
+        down.contains(name)
+    };
+    let flag = |names: &[&str]| out.iter().position(|a| names.contains(&a.as_str()));
+    if let Some(i) = flag(&["--host", "-host", "-H"]).filter(|i| i + 1 < out.len()) {
+        let kept: Vec<&str> = out[i + 1].split(',').filter(|e| !is_down(e)).collect();
+        out[i + 1] = kept.join(",");
+        return;
+    }
+    let hostfile_flags = ["--hostfile", "-hostfile", "--machinefile", "-machinefile"];
+    if let Some(i) = flag(&hostfile_flags).filter(|i| i + 1 < out.len()) {
+        if down.is_empty() {
+            return;
+        }
+        if let Ok(text) = std::fs::read_to_string(&out[i + 1]) {
+            let kept: Vec<String> = hostfile_entries(&text)
+                .into_iter()
+                .filter(|e| !is_down(e))
+                .collect();
+            out.splice(i..i + 2, ["--host".to_string(), kept.join(",")]);
+        }
+        return;
+    }
+    if nodes.count() > 1 || !down.is_empty() {
+        out.insert(1, "--host".into());
+        out.insert(2, comma_list(&nodes.difference(down)));
+    }
+}
+
+/// The hosts of an Open MPI hostfile as `--host` entries: `node slots=2` → `node:2`;
+/// comments and blank lines skipped.
+fn hostfile_entries(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next().unwrap_or("");
+            let slots = words.find_map(|w| w.strip_prefix("slots="));
+            match slots {
+                Some(n) => format!("{name}:{n}"),
+                None => name.to_string(),
+            }
+        })
+        .collect()
 }
 
 /// Whether this `srun` takes `--overlap` (SLURM 20.11 and later); asked once.
@@ -128,6 +206,52 @@ mod tests {
 
     fn args(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn open_mpi_host_lists_and_hostfiles_lose_the_down_nodes() {
+        let nodes: HostSet = "n[1-4]".parse().unwrap();
+        let down: HostSet = "n3".parse().unwrap();
+        let ompi = Launcher::OpenMpi;
+        assert_eq!(
+            ompi.command(&args(&["mpirun", "-np", "3", "./app"]), &nodes, &down),
+            args(&["mpirun", "--host", "n1,n2,n4", "-np", "3", "./app"])
+        );
+        assert_eq!(
+            ompi.command(
+                &args(&["mpirun", "-H", "n1:2,n3:2,n4", "./app"]),
+                &nodes,
+                &down
+            ),
+            args(&["mpirun", "-H", "n1:2,n4", "./app"])
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let hostfile = dir.path().join("hosts");
+        std::fs::write(&hostfile, "# nodes\nn1 slots=2\nn3 slots=2  # bad\n\nn4\n").unwrap();
+        let hf = hostfile.to_str().unwrap();
+        assert_eq!(
+            ompi.command(
+                &args(&["mpirun", "--hostfile", hf, "-np", "3", "./app"]),
+                &nodes,
+                &down
+            ),
+            args(&["mpirun", "--host", "n1:2,n4", "-np", "3", "./app"])
+        );
+        // nothing down: the hostfile stays as given
+        assert_eq!(
+            ompi.command(
+                &args(&["mpirun", "--hostfile", hf, "./app"]),
+                &nodes,
+                &HostSet::new()
+            ),
+            args(&["mpirun", "--hostfile", hf, "./app"])
+        );
+        assert_eq!(Launcher::of("/usr/bin/mpirun.openmpi"), Launcher::OpenMpi);
+        assert!(is_open_mpi(
+            "mpirun.openmpi (OpenRTE) 4.1.4\n\nReport bugs to"
+        ));
+        assert!(is_open_mpi("mpirun (Open MPI) 5.0.3"));
+        assert!(!is_open_mpi("HYDRA build details:\n    Version: 4.0.2"));
     }
 
     #[test]
