@@ -3,7 +3,8 @@
 //! `find_package(scr)`, plain `mpicc -I -L -lscr`) plus Fortran with `-lscrf -lscr` through
 //! the installed examples' Makefile, and run each checkpoint → restart under real MPI; the
 //! same against an Open MPI install under Open MPI's `mpirun`; every man page renders; the
-//! uninstall removes exactly what was installed.
+//! uninstall removes exactly what was installed. Under Open MPI also: scr-run relaunches
+//! around a down node, and the installed Python module checkpoints, is killed, restarts.
 
 mod common;
 
@@ -93,6 +94,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         "share/zsh/site-functions/_scr",
         "etc/scr.conf.example",
         "share/scr/examples/Makefile",
+        "share/scr/python/scr.py",
     ] {
         let meta = std::fs::symlink_metadata(prefix.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(meta.is_file(), "{f} is a real file");
@@ -446,6 +448,41 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
         .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("xor."))
         .count();
     assert!(xor >= 3, "an XOR file per rank");
+
+    // Python: Debian's mpi4py (Open MPI) with the installed module checkpoints, is killed
+    // with SIGKILL, and the next run restarts from the checkpoint in cache
+    let py = top.path().join("py");
+    std::fs::create_dir_all(py.join("prefix")).unwrap();
+    let script = workspace().join("lib/tests/python/test_ckpt.py");
+    let run = |kill_after: &str| {
+        let mut cmd = Mpi::OpenMpi.launch(
+            None,
+            2,
+            120,
+            Path::new("/usr/bin/python3"),
+            &[script.to_str().unwrap(), "3"],
+        );
+        cmd.current_dir(py.join("prefix"))
+            .env("PYTHONPATH", prefix.join("share/scr/python"))
+            .env("KILL_AFTER", kill_after)
+            .env("SCR_PREFIX", py.join("prefix"))
+            .env("SCR_CACHE_BASE", py.join("cache"))
+            .env("SCR_JOB_ID", "python")
+            .env("SCR_FLUSH", "0")
+            .env_remove("SCR_CONF_FILE");
+        cmd.output().unwrap()
+    };
+    let killed = run("2");
+    let t = text(&killed);
+    assert!(!killed.status.success(), "{t}");
+    assert!(
+        t.contains("no checkpoint, starting from the beginning"),
+        "{t}"
+    );
+    assert!(t.contains("killed after ckpt.2"), "{t}");
+    let t = must(run("0"), "python restart");
+    assert!(t.contains("restarted from ckpt.2, data verified"), "{t}");
+    assert!(t.contains("test_ckpt.py: done"), "{t}");
 
     uninstall(&prefix);
     assert!(!prefix.exists(), "{:?}", walk(&prefix));

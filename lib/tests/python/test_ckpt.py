@@ -1,0 +1,53 @@
+"""An mpi4py program checkpointing through the scr module: restarts from the newest
+checkpoint if there is one (verifying every byte), then writes CKPTS checkpoints; with
+KILL_AFTER=t, rank 0 kills itself with SIGKILL right after checkpoint t completes."""
+import os
+import signal
+import sys
+
+from mpi4py import MPI
+import scr
+
+rank = MPI.COMM_WORLD.Get_rank()
+ckpts = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+
+
+def payload(t):
+    return bytes((rank + i + t) % 256 for i in range(4096))
+
+
+scr.init()
+start = 0
+name = scr.have_restart()
+if name:
+    restarted = scr.start_restart()
+    assert restarted == name, (restarted, name)
+    t = int(name.split(".")[1])
+    with open(scr.route_file(f"{name}/rank_{rank}.dat"), "rb") as f:
+        ok = f.read() == payload(t)
+    scr.complete_restart(ok)
+    if not ok:
+        sys.exit(f"rank {rank}: {name} failed verification")
+    start = t
+    if rank == 0:
+        print(f"test_ckpt.py: restarted from {name}, data verified", flush=True)
+elif rank == 0:
+    print("test_ckpt.py: no checkpoint, starting from the beginning", flush=True)
+
+kill_after = int(os.environ.get("KILL_AFTER", "0"))
+for t in range(start + 1, start + ckpts + 1):
+    if not scr.need_checkpoint():
+        continue
+    dset = f"ckpt.{t}"
+    scr.start_output(dset, scr.FLAG_CHECKPOINT)
+    with open(scr.route_file(f"{dset}/rank_{rank}.dat"), "wb") as f:
+        f.write(payload(t))
+    scr.complete_output(True)
+    if kill_after == t and rank == 0:
+        print(f"test_ckpt.py: killed after {dset}", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    if scr.should_exit():
+        break
+scr.finalize()
+if rank == 0:
+    print("test_ckpt.py: done", flush=True)
