@@ -30,6 +30,30 @@ fn install(prefix: &Path, mpi: &str) {
     must(out, "install.sh");
 }
 
+/// `pkg-config --cflags --libs scr` against the install's scr.pc.
+fn pkg_config(prefix: &Path) -> String {
+    must(
+        Command::new("pkg-config")
+            .args(["--cflags", "--libs", "scr"])
+            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+            .output()
+            .unwrap(),
+        "pkg-config",
+    )
+}
+
+/// What `readelf -d` says of an ELF file's dynamic section.
+fn dynamic_section(file: &Path) -> String {
+    must(
+        Command::new("readelf")
+            .arg("-d")
+            .arg(file)
+            .output()
+            .unwrap(),
+        "readelf -d",
+    )
+}
+
 fn uninstall(prefix: &Path) {
     let out = Command::new(workspace().join("scripts/install.sh"))
         .arg("--prefix")
@@ -122,14 +146,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         "scr_glob_hosts",
     );
     assert_eq!(hosts.trim(), "3");
-    let dynamic = must(
-        Command::new("readelf")
-            .arg("-d")
-            .arg(prefix.join("lib/libscr.so"))
-            .output()
-            .unwrap(),
-        "readelf",
-    );
+    let dynamic = dynamic_section(&prefix.join("lib/libscr.so"));
     assert!(dynamic.contains("Library soname: [libscr.so]"), "{dynamic}");
 
     // every man page renders, and every command has one under each of its names
@@ -183,14 +200,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     let restarted = "restarted from ckpt.2 (timestep 2), data verified";
 
     // 1. pkg-config
-    let pc = must(
-        Command::new("pkg-config")
-            .args(["--cflags", "--libs", "scr"])
-            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
-            .output()
-            .unwrap(),
-        "pkg-config",
-    );
+    let pc = pkg_config(&prefix);
     assert!(
         pc.contains(&format!("-I{}/include", prefix.display())),
         "{pc}"
@@ -240,14 +250,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         "cmake --build",
     );
     checkpoint_then_restart(mpi, &build.join("app"), &["4000", "2"], restarted);
-    let linked = must(
-        Command::new("readelf")
-            .arg("-d")
-            .arg(build.join("app_static"))
-            .output()
-            .unwrap(),
-        "readelf",
-    );
+    let linked = dynamic_section(&build.join("app_static"));
     assert!(
         !linked.contains("[libscr.so]"),
         "app_static links libscr.a: {linked}"
@@ -319,26 +322,12 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
     let top = tempfile::tempdir().unwrap();
     let prefix = top.path().join("scr-openmpi");
     install(&prefix, "openmpi");
-    let pc = must(
-        Command::new("pkg-config")
-            .args(["--cflags", "--libs", "scr"])
-            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
-            .output()
-            .unwrap(),
-        "pkg-config",
-    );
+    let pc = pkg_config(&prefix);
     assert!(
         pc.contains("openmpi"),
         "scr.pc requires Open MPI's flags: {pc}"
     );
-    let dynamic = must(
-        Command::new("readelf")
-            .arg("-d")
-            .arg(prefix.join("lib/libscr.so"))
-            .output()
-            .unwrap(),
-        "readelf",
-    );
+    let dynamic = dynamic_section(&prefix.join("lib/libscr.so"));
     assert!(
         dynamic.contains("libmpi.so.40"),
         "libscr links Open MPI: {dynamic}"
