@@ -29,6 +29,11 @@ struct Cluster {
 
 impl Cluster {
     fn up(nodes: u32, name: &str) -> Cluster {
+        Cluster::up_with(nodes, name, Mpi::Mpich)
+    }
+
+    /// A cluster whose application and libscr are built against `mpi`.
+    fn up_with(nodes: u32, name: &str, mpi: Mpi) -> Cluster {
         let out = Command::new(harness())
             .args(["up", &nodes.to_string()])
             .output()
@@ -39,12 +44,17 @@ impl Cluster {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("prefix")).unwrap();
         // real copies, not links into the build tree: it may live under /tmp too
-        std::fs::copy(library("libscr_runtime.so"), dir.join("libscr.so")).unwrap();
+        let lib = match mpi {
+            Mpi::Mpich => library("libscr_runtime.so"),
+            Mpi::OpenMpi => open_mpi_library("libscr_runtime.so"),
+        };
+        std::fs::copy(lib, dir.join("libscr.so")).unwrap();
         std::fs::create_dir_all(dir.join("bin")).unwrap();
         for exe in ["scr", "scr-run"] {
             std::fs::copy(scr_command().with_file_name(exe), dir.join("bin").join(exe)).unwrap();
         }
-        let app = build_c(&dir, &workspace().join("examples/c/test_api.c"), "test_api");
+        let source = workspace().join("examples/c/test_api.c");
+        let app = build_with(mpi.cc(), &dir, &source, "test_api");
         Cluster { dir, app }
     }
 
@@ -239,6 +249,49 @@ fn a_node_dying_mid_run_is_excluded_and_the_spare_takes_over_from_the_xor_rebuil
     );
     eprintln!(
         "scenario 2 wall time: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn an_open_mpi_job_is_relaunched_without_a_node_that_died_mid_run() {
+    let started = Instant::now();
+    let c = Cluster::up_with(5, "scenario9", Mpi::OpenMpi);
+    let killer = kill_node_after_checkpoint(&c, 3, 4);
+    let mut cmd = c.cmd(Path::new("timeout"));
+    cmd.args(["300", "salloc", "--no-kill", "-N5"])
+        .arg(c.scr_run_bin())
+        .args(["mpirun.openmpi", "-np", "4", "--map-by", "node"])
+        .arg(&c.app)
+        .args(["200000", "10"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("SCR_FLUSH", "0")
+        .env("SCR_COPY_TYPE", "XOR")
+        .env("SCR_RUNS", "3")
+        .env("SCR_MIN_NODES", "4")
+        .env("TEST_API_SLEEP_MS", "400");
+    let (out, t) = run(cmd);
+    killer.join().unwrap();
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("attempt 1: launching on 5 node(s)"), "{t}");
+    assert!(t.contains("node3 is down"), "{t}");
+    assert!(
+        t.contains("attempt 2: launching on 4 node(s), excluding node3"),
+        "{t}"
+    );
+    let restarted = t
+        .lines()
+        .find_map(|l| l.strip_prefix("test_api: restarted from "))
+        .unwrap_or_else(|| panic!("no restart: {t}"));
+    let name = restarted.split_whitespace().next().unwrap().to_string();
+    assert!(restarted.contains("data verified"), "{t}");
+    assert!(
+        !c.prefix().join(&name).exists(),
+        "{name} was never flushed, so the restart came from cache (XOR): {t}"
+    );
+    eprintln!(
+        "scenario 9 wall time: {:.1} s",
         started.elapsed().as_secs_f64()
     );
 }

@@ -31,8 +31,11 @@ pub enum Launcher {
     Mpiexec,
     /// Open MPI's `mpirun`/`mpiexec` (SCR 3's `scr_mpirun`): the user's `--host` list or
     /// hostfile narrowed to the nodes still up, else `--host <up nodes>`. Inside a SLURM
-    /// allocation Open MPI takes the allocation and `--host` restricts it.
-    OpenMpi,
+    /// allocation Open MPI takes the allocation and `--host` restricts it; it starts its
+    /// daemons with `srun`, whose step on a dead node would hold the next run back as
+    /// scr-run's own srun steps did, so `slurm_overlap` passes them `--overlap` too
+    /// (`--mca plm_slurm_args --overlap`).
+    OpenMpi { slurm_overlap: bool },
     /// Anything else runs as given (one node, no exclusion possible).
     Direct,
 }
@@ -44,7 +47,9 @@ impl Launcher {
             "mpiexec" | "mpirun" | "mpiexec.hydra" | "mpiexec.mpich" | "mpirun.mpich" => {
                 Launcher::Mpiexec
             }
-            "mpirun.openmpi" | "mpiexec.openmpi" | "orterun" | "prterun" => Launcher::OpenMpi,
+            "mpirun.openmpi" | "mpiexec.openmpi" | "orterun" | "prterun" => Launcher::OpenMpi {
+                slurm_overlap: false,
+            },
             _ => Launcher::Direct,
         }
     }
@@ -58,10 +63,15 @@ impl Launcher {
             // `mpirun` is MPICH's or Open MPI's, whichever the system's alternatives chose
             Launcher::Mpiexec if matches!(base_name(command), "mpirun" | "mpiexec") => {
                 match child::read(command, ["--version"]) {
-                    Ok(v) if is_open_mpi(&v) => Launcher::OpenMpi,
+                    Ok(v) if is_open_mpi(&v) => Launcher::OpenMpi {
+                        slurm_overlap: in_slurm_allocation() && srun_has_overlap("srun"),
+                    },
                     _ => Launcher::Mpiexec,
                 }
             }
+            Launcher::OpenMpi { .. } => Launcher::OpenMpi {
+                slurm_overlap: in_slurm_allocation() && srun_has_overlap("srun"),
+            },
             other => other,
         }
     }
@@ -99,11 +109,27 @@ impl Launcher {
                     _ => {}
                 }
             }
-            Launcher::OpenMpi => open_mpi_hosts(&mut out, nodes, down),
+            Launcher::OpenMpi { slurm_overlap } => {
+                open_mpi_hosts(&mut out, nodes, down);
+                let theirs = out.windows(2).any(|w| w[1] == "plm_slurm_args");
+                if *slurm_overlap && !theirs {
+                    out.splice(
+                        1..1,
+                        ["--mca", "plm_slurm_args", "--overlap"].map(String::from),
+                    );
+                }
+            }
             _ => {}
         }
         out
     }
+}
+
+/// Whether scr-run runs inside a SLURM allocation (Open MPI then takes its nodes from it).
+fn in_slurm_allocation() -> bool {
+    ["SLURM_JOB_ID", "SLURM_JOBID"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
 }
 
 fn base_name(command: &str) -> &str {
@@ -212,7 +238,9 @@ mod tests {
     fn open_mpi_host_lists_and_hostfiles_lose_the_down_nodes() {
         let nodes: HostSet = "n[1-4]".parse().unwrap();
         let down: HostSet = "n3".parse().unwrap();
-        let ompi = Launcher::OpenMpi;
+        let ompi = Launcher::OpenMpi {
+            slurm_overlap: false,
+        };
         assert_eq!(
             ompi.command(&args(&["mpirun", "-np", "3", "./app"]), &nodes, &down),
             args(&["mpirun", "--host", "n1,n2,n4", "-np", "3", "./app"])
@@ -246,7 +274,29 @@ mod tests {
             ),
             args(&["mpirun", "--hostfile", hf, "./app"])
         );
-        assert_eq!(Launcher::of("/usr/bin/mpirun.openmpi"), Launcher::OpenMpi);
+        assert_eq!(
+            Launcher::OpenMpi {
+                slurm_overlap: true
+            }
+            .command(&args(&["mpirun", "-np", "3", "./app"]), &nodes, &down),
+            args(&[
+                "mpirun",
+                "--mca",
+                "plm_slurm_args",
+                "--overlap",
+                "--host",
+                "n1,n2,n4",
+                "-np",
+                "3",
+                "./app"
+            ])
+        );
+        assert_eq!(
+            Launcher::of("/usr/bin/mpirun.openmpi"),
+            Launcher::OpenMpi {
+                slurm_overlap: false
+            }
+        );
         assert!(is_open_mpi(
             "mpirun.openmpi (OpenRTE) 4.1.4\n\nReport bugs to"
         ));

@@ -19,25 +19,48 @@ pub fn build_app(dir: &Path) -> PathBuf {
 /// but not the shared and static libraries C programs link.
 pub fn library(file: &str) -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
-    built(&BUILT, &["-p", "scr-runtime", "--lib"], file)
+    built(&BUILT, &["-p", "scr-runtime", "--lib"], file, None)
+}
+
+/// The library artifact built against Open MPI whatever this test run's MPI: in its own
+/// target directory (`target/openmpi`), binding the MPI that `mpicc.openmpi` wraps.
+pub fn open_mpi_library(file: &str) -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    let target = workspace().join("target/openmpi");
+    built(
+        &BUILT,
+        &["-p", "scr-runtime", "--lib"],
+        file,
+        Some(("mpicc.openmpi", &target)),
+    )
 }
 
 /// The `scr` command, built first (it belongs to another package of the workspace).
 pub fn scr_command() -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
-    built(&BUILT, &["-p", "scr-launcher"], "scr")
+    built(&BUILT, &["-p", "scr-launcher"], "scr", None)
 }
 
 /// Runs `cargo build <what>` once per test process (in the profile the tests run in) and
-/// returns the path of `file` among its outputs.
-fn built(once: &std::sync::Once, what: &[&str], file: &str) -> PathBuf {
+/// returns the path of `file` among its outputs; `mpi` names an MPI compiler wrapper and a
+/// target directory to build against another MPI than the run's.
+fn built(once: &std::sync::Once, what: &[&str], file: &str, mpi: Option<(&str, &Path)>) -> PathBuf {
     let release = !cfg!(debug_assertions);
+    let target = match mpi {
+        Some((_, dir)) => dir.to_path_buf(),
+        None => std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace().join("target")),
+    };
     once.call_once(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "--quiet"])
             .args(what)
             .current_dir(workspace());
+        if let Some((mpicc, dir)) = mpi {
+            cmd.env("MPICC", mpicc).env("CARGO_TARGET_DIR", dir);
+        }
         if release {
             cmd.arg("--release");
         }
@@ -49,9 +72,6 @@ fn built(once: &std::sync::Once, what: &[&str], file: &str) -> PathBuf {
             String::from_utf8_lossy(&out.stderr)
         );
     });
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"));
     target
         .join(if release { "release" } else { "debug" })
         .join(file)
