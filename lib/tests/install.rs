@@ -476,3 +476,35 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
     uninstall(&prefix);
     assert!(!prefix.exists(), "{:?}", walk(&prefix));
 }
+
+#[test]
+fn cargo_install_of_the_launcher_still_installs_the_commands_alone() {
+    let root = tempfile::tempdir().unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    must(
+        Command::new(cargo)
+            .args(["install", "--quiet", "--debug", "--path"])
+            .arg(workspace().join("launcher"))
+            .arg("--root")
+            .arg(root.path())
+            // the workspace's own build, so nothing is compiled twice
+            .env("CARGO_TARGET_DIR", workspace().join("target"))
+            .output()
+            .unwrap(),
+        "cargo install --path launcher",
+    );
+    let mut bins: Vec<String> = std::fs::read_dir(root.path().join("bin"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    bins.sort();
+    assert_eq!(bins, ["scr", "scr-run"]);
+    let version = must(
+        Command::new(root.path().join("bin/scr"))
+            .arg("--version")
+            .output()
+            .unwrap(),
+        "scr --version",
+    );
+    assert!(version.starts_with("scr "), "{version}");
+}
