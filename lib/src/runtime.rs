@@ -1125,14 +1125,19 @@ impl Scr {
                 Ok(cached)
             }
             Phase::Restart { id } => self.restart_file(id, name),
-            Phase::Idle => match self.restart.clone() {
-                // the v1.1 idiom: outside an output, a name means the cached restart file
-                Some((id, _)) => self.restart_file(id, name),
-                None => Err(failure(format!("no checkpoint to read {name} from"))),
-            },
+            // the v1.1 idiom: outside an output, a name of the restart checkpoint means its
+            // cached file; any other name comes back unchanged, as SCR v2.0 returns it
+            Phase::Idle => Ok(self
+                .restart
+                .clone()
+                .and_then(|(id, _)| self.restart_file(id, name).ok())
+                .unwrap_or_else(|| PathBuf::from(name))),
         }
     }
 
+    /// The cached file of restart dataset `id` that `name` means: the one whose path
+    /// relative to the prefix is `name`'s, else (as SCR v2.0, which keeps cache files flat
+    /// and routes by file name) the one file with `name`'s file name.
     fn restart_file(&self, id: u64, name: &str) -> Result<PathBuf> {
         let rel = self
             .prefix_path(name)
@@ -1141,26 +1146,51 @@ impl Scr {
         let base = Path::new(name)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
-        for f in self.filemap.files(id, self.rank) {
-            let Some(meta) = self.filemap.meta(id, self.rank, f) else {
-                continue;
-            };
-            let by_orig = rel.is_some() && meta.orig() == rel.as_deref();
-            if by_orig || (rel.is_none() && meta.orig_name().map(str::to_string) == base) {
-                let path = PathBuf::from(f);
-                return if std::fs::File::open(&path).is_ok() {
-                    Ok(path)
-                } else {
-                    Err(failure(format!(
-                        "restart file {} is not readable",
-                        path.display()
-                    )))
-                };
+        let files: Vec<(&str, Meta)> = self
+            .filemap
+            .files(id, self.rank)
+            .into_iter()
+            .filter_map(|f| Some((f, self.filemap.meta(id, self.rank, f)?)))
+            .collect();
+        let by_path = files
+            .iter()
+            .find(|(_, meta)| rel.is_some() && meta.orig() == rel.as_deref());
+        let found = match by_path {
+            Some((f, _)) => *f,
+            None => {
+                let same_name: Vec<&(&str, Meta)> = files
+                    .iter()
+                    .filter(|(_, meta)| base.is_some() && meta.orig_name() == base.as_deref())
+                    .collect();
+                match same_name.as_slice() {
+                    [] => {
+                        return Err(failure(format!(
+                            "{name} is not part of the restart dataset"
+                        )));
+                    }
+                    [(f, _)] => *f,
+                    several => {
+                        let paths: Vec<&str> =
+                            several.iter().filter_map(|(_, m)| m.orig()).collect();
+                        return Err(failure(format!(
+                            "{name} matches {} restart files of this rank ({}); route it by its \
+                             path relative to the prefix",
+                            paths.len(),
+                            paths.join(", ")
+                        )));
+                    }
+                }
             }
+        };
+        let path = PathBuf::from(found);
+        if std::fs::File::open(&path).is_ok() {
+            Ok(path)
+        } else {
+            Err(failure(format!(
+                "restart file {} is not readable",
+                path.display()
+            )))
         }
-        Err(failure(format!(
-            "{name} is not part of the restart dataset"
-        )))
     }
 
     /// `SCR_Complete_output`: records sizes, agrees on validity, flushes when due. Returns
@@ -1242,7 +1272,7 @@ impl Scr {
                 }
             })?;
         }
-        let every = self.params.count("SCR_FLUSH").unwrap_or(10);
+        let every = self.flush_every();
         let due = flags & FLAG_OUTPUT != 0
             || (is_ckpt && every > 0 && self.checkpoint_id.is_multiple_of(every));
         // output datasets leave the cache once flushed: they go synchronously
@@ -1492,10 +1522,20 @@ impl Scr {
         Ok(halt)
     }
 
+    /// SCR_FLUSH: flush every this many checkpoints; 0 never flushes.
+    fn flush_every(&self) -> u64 {
+        self.params.count("SCR_FLUSH").unwrap_or(10)
+    }
+
     /// Flushes the newest complete checkpoint when the flush file says it is not on the prefix.
     fn flush_latest_if_needed(&mut self) -> Result<()> {
         // a background flush finishes first; what it covers needs no second copy
         self.poll_async_flushes(Some(u64::MAX))?;
+        // SCR flushes at the end only when flushing is on at all (SCR_FLUSH > 0); with
+        // SCR_FLUSH=0 checkpoints stay in cache for the drain or the next run
+        if self.flush_every() == 0 {
+            return Ok(());
+        }
         match self.newest_unflushed_checkpoint()? {
             Some(latest) => self.flush(latest),
             None => Ok(()),

@@ -73,13 +73,13 @@ fn checkpoints_flush_and_restart_from_cache() {
 #[test]
 fn a_damaged_cache_is_not_used_and_the_prefix_copy_is_fetched() {
     let job = Job::new();
-    job.run_ok(2, &["5000", "1"], &[("SCR_FLUSH", "0")]);
+    job.run_ok(2, &["5000", "1"], &[("SCR_FLUSH", "1")]);
     // truncate one cached file: its size no longer matches the filemap
     let cached = job.cached("rank_1.ckpt");
     assert_eq!(cached.len(), 1, "{cached:?}");
     std::fs::write(&cached[0], b"short").unwrap();
     let out = job.run_ok(2, &["5000", "1"], &[]);
-    // SCR_Finalize flushed ckpt.1; the damaged cache copy is refused, the prefix copy fetched
+    // SCR_FLUSH=1 flushed ckpt.1; the damaged cache copy is refused, the prefix copy fetched
     assert!(
         out.contains("restarted from ckpt.1 (timestep 1), data verified"),
         "{out}"
@@ -654,16 +654,20 @@ fn a_failed_checkpoint_never_costs_the_last_good_one() {
     );
     let out = text(&run);
     assert!(out.contains("checkpoint 2 failed"), "{out}");
-    // SCR_Finalize flushed the newest complete checkpoint, which survived in cache
-    for r in 0..2 {
-        check_file(
-            &job.prefix().join(format!("ckpt.1/rank_{r}.ckpt")),
-            r,
-            1,
-            3000,
-        );
-    }
+    // the newest complete checkpoint survived in cache (SCR_FLUSH=0: SCR_Finalize flushes
+    // nothing, as SCR), and the next run restarts from it
+    assert!(!job.prefix().join("ckpt.1").exists());
     assert!(!job.prefix().join("ckpt.2").exists());
+    for r in 0..2 {
+        let cached = job.cached(&format!("ckpt.1/rank_{r}.ckpt"));
+        assert_eq!(cached.len(), 1, "{cached:?}");
+        check_file(&cached[0], r, 1, 3000);
+    }
+    let out = job.run_ok(2, &["3000", "1"], &[("SCR_FLUSH", "0")]);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
     // and once a newer checkpoint completes, the old one leaves the cache (SCR_CACHE_SIZE=1)
     let job = Job::new();
     job.run_ok(
@@ -683,4 +687,57 @@ fn a_prefix_reached_through_a_symbolic_link_works() {
     let out = job.run_ok(2, &["3000", "1"], &[("SCR_PREFIX", link.to_str().unwrap())]);
     assert!(out.contains("test_api: done"), "{out}");
     check_file(&job.prefix().join("ckpt.1/rank_1.ckpt"), 1, 1, 3000);
+}
+
+/// The v2.0-style program, built against our libscr.
+fn v2_bare_names_job() -> Job {
+    let job = Job::new();
+    let app = build_c(
+        job.dir.path(),
+        &workspace().join("lib/tests/c/v2_bare_names.c"),
+        "v2_bare_names",
+    );
+    Job { app, ..job }
+}
+
+#[test]
+fn a_v2_program_routing_bare_file_names_restarts_from_cache_and_from_the_prefix() {
+    // from cache, on emulated nodes with XOR (SCR_FLUSH=0: nothing reaches the prefix)
+    let job = v2_bare_names_job();
+    let env = [("SCR_FLUSH", "0"), ("SCR_COPY_TYPE", "XOR")];
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["2"], &env);
+    assert!(out.contains("v2_bare_names: no checkpoint"), "{out}");
+    assert!(!job.prefix().join("ckpt.2").exists());
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["1"], &env);
+    assert!(
+        out.contains("v2_bare_names: restarted from ckpt.2 at step 2"),
+        "{out}"
+    );
+
+    // from the prefix: flushed, then every cache lost
+    let job = v2_bare_names_job();
+    job.run_ok(2, &["2"], &[("SCR_FLUSH", "1")]);
+    std::fs::remove_dir_all(job.dir.path().join("cache")).unwrap();
+    std::fs::create_dir(job.dir.path().join("cache")).unwrap();
+    let out = job.run_ok(2, &["1"], &[]);
+    assert!(
+        out.contains("v2_bare_names: restarted from ckpt.2 at step 2"),
+        "{out}"
+    );
+    assert_eq!(job.index_entry("ckpt.2").fetched.len(), 1, "fetched: {out}");
+}
+
+#[test]
+fn a_bare_name_two_restart_files_share_is_an_error_naming_both() {
+    let job = v2_bare_names_job();
+    job.run_ok(2, &["1", "dup"], &[("SCR_FLUSH", "0")]);
+    let out = job.run_ok(2, &["1", "dup"], &[("SCR_FLUSH", "0")]);
+    assert!(
+        out.contains("v2_bare_names: restart from ckpt.1 failed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("rank_0.ckpt matches 2 restart files of this rank (ckpt.1/a/rank_0.ckpt, ckpt.1/b/rank_0.ckpt)"),
+        "{out}"
+    );
 }
