@@ -251,7 +251,12 @@ fn scr_flags_and_messages() {
         stdout(&scr(&["glob-hosts", "-n", "2", "-m", "n[1-5]:n2"])),
         "n3\n"
     );
-    assert_eq!(stdout(&scr(&["glob-hosts", "-h", "n3,n1,n2"])), "n[1-3]\n");
+    // alone, the list as written, expanded and comma-separated (SCR v1.2/v2.0)
+    assert_eq!(
+        stdout(&scr(&["glob-hosts", "-h", "n3,n1,n[2-3]"])),
+        "n3,n1,n2,n3\n"
+    );
+    assert_eq!(stdout(&scr(&["glob-hosts", "-C", "n3,n1,n2"])), "n[1-3]\n");
     let o = scr(&["glob-hosts", "-n", "0", "-h", "n[1-3]"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
@@ -295,7 +300,11 @@ fn lists_from_files_and_stdin() {
     let many: String = (0..40_000).map(|i| format!("node{i}\n")).collect(); // > 128 KiB
     std::fs::write(&file, many).unwrap();
     let at = format!("@{}", file.display());
-    assert_eq!(stdout(&scr(&["glob-hosts", "-h", &at])), "node[0-39999]\n");
+    assert_eq!(stdout(&scr(&["glob-hosts", "-C", &at])), "node[0-39999]\n");
+    // a list alone prints its hosts comma-separated, as SCR's scr_glob_hosts
+    let expanded = stdout(&scr(&["glob-hosts", "-h", &at]));
+    assert_eq!(expanded.trim_end().split(',').count(), 40_000);
+    assert!(expanded.starts_with("node0,node1,node2,"));
     assert_eq!(
         stdout(&scr(&[
             "glob-hosts",

@@ -38,8 +38,8 @@ pub struct CopyArgs {
     /// The dataset id
     #[arg(long)]
     id: u64,
-    /// The prefix directory
-    #[arg(long, value_name = "DIR")]
+    /// The prefix directory (`--prefix`, as SCR's drain scripts pass it, is the same)
+    #[arg(long, visible_alias = "prefix", value_name = "DIR")]
     dstdir: PathBuf,
     /// Bytes read and written at a time
     #[arg(long, default_value_t = 1 << 20)]

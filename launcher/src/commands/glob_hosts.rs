@@ -20,7 +20,7 @@ use std::process::ExitCode;
 )]
 #[command(group = clap::ArgGroup::new("input").required(true).args(["hosts", "minus", "intersection", "union", "xor", "compress"]))]
 pub struct Args {
-    /// Use this host list
+    /// Use this host list (alone: print its hosts comma-separated)
     #[arg(short = 'h', long, value_name = "LIST")]
     hosts: Option<String>,
     /// Hosts of A not in B
@@ -185,8 +185,10 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             result
         }
     } else {
+        // a list alone prints its hosts comma-separated, as SCR's scr_glob_hosts does (batch
+        // scripts split that); set results print compressed
         let text = match &hosts {
-            Hosts::List(l) => l.to_string(),
+            Hosts::List(l) => l.iter().collect::<Vec<_>>().join(","),
             Hosts::Set(s) => s.to_string(),
         };
         if args.json {
