@@ -16,6 +16,7 @@
 //!   dataset there (rank2file, summary, index, `scr.current`, flush location);
 //! - [`io`]: atomic replacement, locked read-modify-write and private directories.
 
+pub mod app_config;
 pub mod config;
 pub mod container;
 pub mod dataset;

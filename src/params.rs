@@ -59,6 +59,7 @@ params! {
     "SCR_CLUSTER_NAME", None, Text, "cluster name recorded with datasets";
     "SCR_NODE_NAME", None, Text, "this node's name instead of the host name (for emulated nodes)";
     "SCR_PREFIX", None, Text, "prefix directory on the parallel file system (default: working directory)";
+    "SCR_CURRENT", None, Text, "the checkpoint a restart loads (SCR v3.1; as SCR_Current after SCR_Init)";
     "SCR_CNTL_BASE", Some("/tmp"), Text, "base of the control directory (system config only)";
     "SCR_CACHE_BASE", Some("/tmp"), Text, "base of the cache directory";
     "SCR_CACHE_SIZE", Some("1"), Count, "datasets kept in each cache store";
@@ -218,6 +219,9 @@ pub struct Sources {
     pub system_config: Option<PathBuf>,
     /// Prefix directory, for `<prefix>/.scrconf`.
     pub prefix: Option<PathBuf>,
+    /// What the application set through `SCR_Config`: above the system file, below the
+    /// user's file and the environment (SCR v3.1's order).
+    pub app_config: Option<ConfigFile>,
 }
 
 impl Sources {
@@ -235,6 +239,7 @@ impl Sources {
             env: Box::new(env),
             system_config: Some(system),
             prefix,
+            app_config: None,
         }
     }
 }
@@ -256,6 +261,9 @@ impl Params {
         }
         if let Some(path) = sources.system_config.as_deref().filter(|p| p.exists()) {
             params.apply_file(&ConfigFile::read(path)?, false)?;
+        }
+        if let Some(app) = &sources.app_config {
+            params.apply_file(app, true)?;
         }
         let user = match (sources.env)("SCR_CONF_FILE") {
             Some(p) => {
@@ -581,6 +589,15 @@ mod tests {
     use std::collections::HashMap;
 
     fn load(env: &[(&str, &str)], system: Option<&str>, user: Option<&str>) -> Result<Params> {
+        load_with_app(env, system, user, None)
+    }
+
+    fn load_with_app(
+        env: &[(&str, &str)],
+        system: Option<&str>,
+        user: Option<&str>,
+        app: Option<&str>,
+    ) -> Result<Params> {
         let dir = tempfile::tempdir().unwrap();
         let sys = dir.path().join("scr.conf");
         if let Some(text) = system {
@@ -598,6 +615,7 @@ mod tests {
             env: Box::new(lookup),
             system_config: Some(sys),
             prefix: Some(dir.path().into()),
+            app_config: app.map(|text| ConfigFile::parse(text, "SCR_Config").unwrap()),
         })
     }
 
@@ -718,5 +736,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("/nonexistent/x.conf does not exist"), "{e}");
+    }
+
+    #[test]
+    fn scr_config_ranks_between_the_user_file_and_the_system_file() {
+        let system = Some("SCR_FLUSH=1\nSCR_CACHE_SIZE=3\nSCR_CHECKPOINT_INTERVAL=7\n");
+        let user = Some("SCR_CACHE_SIZE=4\n");
+        let app = Some("SCR_FLUSH=2\nSCR_CACHE_SIZE=5\nSCR_CHECKPOINT_INTERVAL=8\n");
+        let p = load_with_app(&[("SCR_CHECKPOINT_INTERVAL", "9")], system, user, app).unwrap();
+        assert_eq!(
+            p.get("SCR_FLUSH"),
+            Some("2"),
+            "SCR_Config over the system file"
+        );
+        assert_eq!(
+            p.get("SCR_CACHE_SIZE"),
+            Some("4"),
+            "the user file over SCR_Config"
+        );
+        assert_eq!(
+            p.get("SCR_CHECKPOINT_INTERVAL"),
+            Some("9"),
+            "the environment over all"
+        );
+        let err = load_with_app(&[], None, None, Some("SCR_FLUSH=often\n")).unwrap_err();
+        assert!(err.to_string().contains("SCR_Config"), "{err}");
     }
 }

@@ -152,3 +152,146 @@ fn missing_files(prefix: &Path, files: &RankFiles) -> Vec<String> {
     }
     problems
 }
+
+/// The checkpoint that becomes current when `gone` (id `gone_id`) leaves the index: the
+/// newest complete, never-failed one older than it, else the newest such one.
+fn next_current(index: &IndexFile, gone_id: u64) -> Option<String> {
+    let usable: Vec<_> = index
+        .entries()
+        .into_iter()
+        .filter(|e| e.complete && e.failed.is_empty())
+        .filter(|e| {
+            index
+                .dataset(e.id, &e.name)
+                .is_none_or(|d| d.is_checkpoint())
+        })
+        .collect();
+    usable
+        .iter()
+        .find(|e| e.id < gone_id)
+        .or(usable.first())
+        .map(|e| e.name.clone())
+}
+
+/// Forgets dataset `name` in the prefix's index (SCR_Drop): its files stay. When it was
+/// current, the next older complete checkpoint becomes current, in the index and in the
+/// `scr.current` link. Returns the id it had, or None when the index does not name it.
+pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<u64>> {
+    if !layout::index_file(prefix).exists() {
+        return Ok(None);
+    }
+    let mut dropped = None;
+    let mut successor = None;
+    update_index(prefix, |idx| {
+        let Some(id) = idx.id_of(name) else {
+            return Ok(());
+        };
+        let was_current = idx.current() == Some(name);
+        idx.remove(name);
+        dropped = Some(id);
+        if was_current && let Some(next) = next_current(idx, id) {
+            idx.set_current(&next)
+                .map_err(|what| Error::invalid(layout::index_file(prefix), what))?;
+            successor = Some(next);
+        }
+        Ok(())
+    })?;
+    let link = layout::current_link(prefix);
+    if dropped.is_some() && std::fs::read_link(&link).is_ok_and(|t| t == Path::new(name)) {
+        match &successor {
+            Some(next) => update_current_link(prefix, next)?,
+            None => {
+                std::fs::remove_file(&link).map_err(|e| Error::io(&link, "remove", e))?;
+                io::sync_dir(prefix)?;
+            }
+        }
+    }
+    Ok(dropped)
+}
+
+/// Deletes dataset `id`'s files from the prefix (SCR_Delete): every file its rank2file map
+/// lists, its `.scr/scr.dataset.<id>` directory, and the directories that leaves empty up
+/// to the prefix (the dataset's own `<prefix>/<name>/` among them). Paths come from the
+/// map, which refuses names that leave the prefix. Returns how many files it removed.
+pub fn delete_dataset_files(prefix: &Path, id: u64) -> Result<usize> {
+    let meta = layout::dataset_meta_dir(prefix, id);
+    let files = match Summary::read(&layout::summary_file(prefix, id)) {
+        Ok(summary) => match summary.embedded_rank2file() {
+            Some(map) => map,
+            None => rank2file::read_tree(prefix, &layout::rank2file_root(prefix, id))?,
+        },
+        Err(_) => RankFiles::new(),
+    };
+    let mut removed = 0;
+    let mut dirs = std::collections::BTreeSet::new();
+    for rec in files.values().flatten() {
+        let path = prefix.join(&rec.name);
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&path, "remove", e)),
+        }
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| *d != prefix && d.starts_with(prefix)) {
+            dirs.insert(d.to_path_buf());
+            dir = d.parent();
+        }
+    }
+    match std::fs::remove_dir_all(&meta) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(Error::io(&meta, "remove", e));
+        }
+        _ => {}
+    }
+    // deepest first; a directory still holding something of the user's stays
+    for dir in dirs.iter().rev() {
+        let _ = std::fs::remove_dir(dir);
+    }
+    io::sync_dir(prefix)?;
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod drop_tests {
+    use super::*;
+    use crate::dataset::Origin;
+
+    fn checkpoint(id: u64, name: &str) -> Dataset {
+        Dataset::create(id, name, true, false, &Origin::default(), Some(id))
+    }
+
+    #[test]
+    fn dropping_the_current_checkpoint_makes_the_next_older_one_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path();
+        io::create_dirs(&layout::prefix_hidden_dir(prefix), 0o700).unwrap();
+        update_index(prefix, |idx| {
+            for id in 1..=3 {
+                idx.add(
+                    &checkpoint(id, &format!("ckpt.{id}")),
+                    &format!("ckpt.{id}"),
+                    true,
+                );
+            }
+            idx.set_current("ckpt.3")
+                .map_err(|w| Error::invalid(prefix, w))
+        })
+        .unwrap();
+        update_current_link(prefix, "ckpt.3").unwrap();
+        assert_eq!(drop_dataset(prefix, "nothing").unwrap(), None);
+        assert_eq!(drop_dataset(prefix, "ckpt.3").unwrap(), Some(3));
+        let index = IndexFile::read(&layout::index_file(prefix)).unwrap();
+        assert_eq!(index.current(), Some("ckpt.2"));
+        assert_eq!(index.entries().len(), 2);
+        assert_eq!(
+            std::fs::read_link(layout::current_link(prefix)).unwrap(),
+            Path::new("ckpt.2")
+        );
+        // dropping one that is not current changes nothing else
+        assert_eq!(drop_dataset(prefix, "ckpt.1").unwrap(), Some(1));
+        let index = IndexFile::read(&layout::index_file(prefix)).unwrap();
+        assert_eq!(index.current(), Some("ckpt.2"));
+        assert_eq!(drop_dataset(prefix, "ckpt.2").unwrap(), Some(2));
+        assert!(layout::current_link(prefix).symlink_metadata().is_err());
+    }
+}

@@ -11,6 +11,7 @@ fn shipped_examples_load() {
         env: Box::new(move |k| (k == "SCR_CONF_FILE").then(|| user.clone())),
         system_config: Some(conf.join("scr.conf")),
         prefix: None,
+        app_config: None,
     })
     .unwrap();
     assert!(params.warnings.is_empty(), "{:?}", params.warnings);

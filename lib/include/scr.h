@@ -1,12 +1,12 @@
-/* SCR in Rust: the C API of SCR v1.2 / v2.0.0 (Scalable Checkpoint/Restart).
- * Programs written against SCR's scr.h compile and link against this one. */
+/* SCR in Rust: the C API of SCR v3.1 (Scalable Checkpoint/Restart), a superset of
+ * v1.2 / v2.0.0's. Programs written against SCR's scr.h compile and link against this one. */
 #ifndef SCR_H
 #define SCR_H
 
-#define SCR_MAJOR_VERSION "1"
-#define SCR_MINOR_VERSION "2"
+#define SCR_MAJOR_VERSION "3"
+#define SCR_MINOR_VERSION "1"
 #define SCR_PATCH_VERSION "0"
-#define SCR_VERSION "v1.2.0"
+#define SCR_VERSION "v3.1.0"
 
 #define SCR_SUCCESS (0)
 #define SCR_MAX_FILENAME 1024
@@ -39,8 +39,39 @@ char* SCR_Get_version(void);
 
 int SCR_Should_exit(int* flag);
 
+/* SCR v3.1: "KEY=VALUE" sets and "KEY=" unsets (before SCR_Init; NULL is returned),
+ * "KEY" or "KEY=NAME ATTR" queries: the value in a string the caller frees, or NULL. */
+const char* SCR_Config(const char* config);
+
+/* SCR v3.1: choose the checkpoint a restart loads; forget one in the index; delete one
+ * from cache, prefix and index. */
+int SCR_Current(const char* name);
+int SCR_Drop(const char* name);
+int SCR_Delete(const char* name);
+
 #ifdef __cplusplus
 }
 #endif
+
+/* SCR_Configf(format, ...) formats its line and calls SCR_Config. It is defined here, in
+ * the caller's code, because a Rust shared library cannot define a C variadic function;
+ * every program that includes this header gets it. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+static inline const char* SCR_Configf(const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  int n = vsnprintf(NULL, 0, format, args);
+  va_end(args);
+  char* line = n < 0 ? NULL : (char*) malloc((size_t) n + 1);
+  if (line) vsnprintf(line, (size_t) n + 1, format, again);
+  va_end(again);
+  if (!line) return NULL;
+  const char* value = SCR_Config(line);
+  free(line);
+  return value;
+}
 
 #endif /* SCR_H */

@@ -231,3 +231,105 @@ static VERSION: &CStr = c"SCR in Rust 0.1.0 (SCR v1.2 API)";
 pub extern "C" fn SCR_Get_version() -> *const c_char {
     VERSION.as_ptr()
 }
+
+/// `SCR_Config` (SCR v3.1): `KEY=VALUE` sets and `KEY=` unsets (before `SCR_Init` only;
+/// NULL is returned), `KEY` or `KEY=NAME ATTR` queries (before or after; the value in a
+/// string the caller frees with `free()`, or NULL when unset). An error prints one line
+/// and returns NULL.
+///
+/// # Safety
+/// `config` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Config(config: *const c_char) -> *mut c_char {
+    let line = match string_arg(config, "the SCR_Config argument") {
+        Ok(Some(line)) => line,
+        Ok(None) => {
+            eprintln!(
+                "SCR: ERROR: SCR_Config: called with NULL; pass \"KEY=VALUE\", \"KEY=\" or \"KEY\""
+            );
+            return std::ptr::null_mut();
+        }
+        Err(e) => {
+            eprintln!("SCR: ERROR: SCR_Config: {e}");
+            return std::ptr::null_mut();
+        }
+    };
+    match config_line(line) {
+        Ok(Some(value)) => malloc_string(&value),
+        _ => std::ptr::null_mut(),
+    }
+}
+
+/// One `SCR_Config` request (before SCR_Init a set, unset or query; after it a query);
+/// an error is printed once, here.
+pub(crate) fn config_line(line: &str) -> scr::Result<Option<String>> {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let guard = STATE.lock().unwrap_or_else(|p| p.into_inner());
+        match &guard.0 {
+            Some(scr) => crate::config_api::after_init(scr.params(), line),
+            None => crate::config_api::before_init(line),
+        }
+    }))
+    .unwrap_or_else(|_| {
+        Err(scr::Error::Config {
+            origin: "SCR_Config".into(),
+            what: "internal error (panic); the call failed".into(),
+        })
+    });
+    if let Err(e) = &result {
+        eprintln!("SCR: ERROR: SCR_Config: {e}");
+    }
+    result
+}
+
+/// A copy of `s` the C caller frees with `free()`.
+fn malloc_string(s: &str) -> *mut c_char {
+    let Ok(c) = std::ffi::CString::new(s) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: strdup copies a NUL-terminated string into memory from malloc
+    unsafe { libc::strdup(c.as_ptr()) }
+}
+
+/// Runs a call that takes a dataset name.
+fn with_name(
+    call: &str,
+    name: *const c_char,
+    f: impl FnOnce(&mut Scr, &str) -> scr::Result<()>,
+) -> c_int {
+    with_state(call, |state| {
+        let name = string_arg(name, "the dataset name")?.ok_or_else(|| scr::Error::Config {
+            origin: call.into(),
+            what: "called with a NULL name".into(),
+        })?;
+        f(enabled(state)?, name)?;
+        Ok(SCR_SUCCESS)
+    })
+}
+
+/// `SCR_Current` (SCR v3.1): the checkpoint `name` is the one a restart loads.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Current(name: *const c_char) -> c_int {
+    with_name("SCR_Current", name, Scr::set_current)
+}
+
+/// `SCR_Drop` (SCR v3.1): forgets dataset `name` in the index; its files stay.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Drop(name: *const c_char) -> c_int {
+    with_name("SCR_Drop", name, Scr::drop_dataset)
+}
+
+/// `SCR_Delete` (SCR v3.1): removes dataset `name` from cache, prefix and index.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Delete(name: *const c_char) -> c_int {
+    with_name("SCR_Delete", name, Scr::delete_dataset)
+}

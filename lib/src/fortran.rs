@@ -184,3 +184,73 @@ pub unsafe extern "C" fn scr_complete_restart_(valid: *const c_int, ierror: *mut
 pub unsafe extern "C" fn scr_should_exit_(flag: *mut c_int, ierror: *mut c_int) {
     unsafe { *ierror = ffi::SCR_Should_exit(flag) };
 }
+
+/// `SCR_CONFIG(CONFIG, VAL, IERROR)` (SCR v3.1): sets, unsets or queries as `SCR_Config`;
+/// VAL receives a query's value, blank-padded (all blanks when unset or for a set).
+///
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_config_(
+    config: *const c_char,
+    val: *mut c_char,
+    ierror: *mut c_int,
+    config_len: usize,
+    val_len: usize,
+) {
+    unsafe {
+        let Some(config) = from_fortran(config, config_len) else {
+            *ierror = SCR_FAILURE;
+            return;
+        };
+        *ierror = match config.to_str().map(ffi::config_line) {
+            Ok(Ok(answer)) => to_fortran(answer.unwrap_or_default().as_bytes(), val, val_len),
+            _ => SCR_FAILURE,
+        };
+    }
+}
+
+/// Runs a C call that takes one name, from a Fortran CHARACTER.
+///
+/// # Safety
+/// `name` points to `len` bytes; `ierror` is writable.
+unsafe fn with_fortran_name(
+    name: *const c_char,
+    len: usize,
+    ierror: *mut c_int,
+    call: unsafe extern "C" fn(*const c_char) -> c_int,
+) {
+    unsafe {
+        *ierror = match from_fortran(name, len) {
+            Some(name) => call(name.as_ptr()),
+            None => SCR_FAILURE,
+        };
+    }
+}
+
+/// `SCR_CURRENT(NAME, IERROR)` (SCR v3.1).
+///
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_current_(name: *const c_char, ierror: *mut c_int, len: usize) {
+    unsafe { with_fortran_name(name, len, ierror, ffi::SCR_Current) }
+}
+
+/// `SCR_DROP(NAME, IERROR)` (SCR v3.1).
+///
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_drop_(name: *const c_char, ierror: *mut c_int, len: usize) {
+    unsafe { with_fortran_name(name, len, ierror, ffi::SCR_Drop) }
+}
+
+/// `SCR_DELETE(NAME, IERROR)` (SCR v3.1).
+///
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_delete_(name: *const c_char, ierror: *mut c_int, len: usize) {
+    unsafe { with_fortran_name(name, len, ierror, ffi::SCR_Delete) }
+}

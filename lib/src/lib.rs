@@ -8,6 +8,7 @@
 
 mod api;
 mod comm;
+mod config_api;
 pub mod ffi;
 pub mod fortran;
 mod runtime;

@@ -5,6 +5,7 @@
 use crate::comm;
 
 mod async_flush;
+mod manage;
 mod rebuild;
 mod redundancy;
 use mpi::topology::{Color, SimpleCommunicator};
@@ -19,7 +20,7 @@ use scr::index::IndexFile;
 use scr::io::{self, LockedHashFile, SHARED_FILE};
 use scr::meta::{FileType, Meta};
 use scr::nodes::NodesFile;
-use scr::params::{Params, Sources};
+use scr::params::Params;
 use scr::prefix::{update_flush_file, update_index};
 use scr::rank2file::{self, Delivery, FileRecord, RankFiles, TreeTask};
 use scr::reddesc::{RedDesc, Scheme};
@@ -326,7 +327,7 @@ impl Scr {
 
         // rank 0 reads the configuration; every rank uses what it read
         let loaded = if rank == 0 {
-            Params::load(&Sources::from_process())
+            crate::config_api::sources().and_then(|sources| Params::load(&sources))
         } else {
             Ok(Params::default())
         };
@@ -402,6 +403,7 @@ impl Scr {
             .collect();
         if rank == 0 {
             io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)?;
+            crate::config_api::keep(&prefix)?;
         }
         node.barrier();
 
@@ -489,6 +491,9 @@ impl Scr {
             nodes,
         };
         scr.restart_from_cache()?;
+        if let Some(name) = scr.params.get("SCR_CURRENT").map(str::to_string) {
+            scr.set_current(&name)?;
+        }
         scr.check_halt(false)?;
         Ok(scr)
     }
@@ -767,6 +772,11 @@ impl Scr {
             self.filemap.set_meta(id, self.rank, &key, &meta);
         }
         self.filemap.write(&self.filemap_path)
+    }
+
+    /// The parameters this job runs with.
+    pub fn params(&self) -> &Params {
+        &self.params
     }
 
     pub fn rank(&self) -> u64 {

@@ -741,3 +741,113 @@ fn a_bare_name_two_restart_files_share_is_an_error_naming_both() {
         "{out}"
     );
 }
+
+#[test]
+fn a_v3_1_program_configures_chooses_drops_and_deletes_checkpoints() {
+    let job = Job::new();
+    let app = build_c(
+        job.dir.path(),
+        &workspace().join("lib/tests/c/v31_api.c"),
+        "v31_api",
+    );
+    let job = Job { app, ..job };
+    let prefix = job.prefix();
+    let out = job.run_ok(2, &["first"], &[]);
+    assert!(out.contains("v31: first run done"), "{out}");
+    assert!(
+        out.contains("SCR_FLUSH") && out.contains("often"),
+        "the refused value: {out}"
+    );
+    // what SCR_Config set is kept for later runs
+    let app_conf = std::fs::read_to_string(prefix.join(".scr/app.conf")).unwrap();
+    for line in [
+        "SCR_FLUSH=1",
+        "SCR_FLUSH_WIDTH=2",
+        "CKPT=0 INTERVAL=1 TYPE=SINGLE",
+    ] {
+        assert!(app_conf.lines().any(|l| l == line), "{line} in {app_conf}");
+    }
+    assert!(!app_conf.contains("SCR_CHECKPOINT_INTERVAL"), "{app_conf}");
+    for t in 1..=3 {
+        assert!(prefix.join(format!("ckpt.{t}/rank_1.dat")).exists());
+    }
+    assert_eq!(job.index_entry("ckpt.3").id, 3);
+
+    let out = job.run_ok(2, &["second"], &[]);
+    assert!(out.contains("v31: restarted from ckpt.2"), "{out}");
+    assert!(out.contains("v31: second run done"), "{out}");
+    assert!(
+        out.contains("SCR_Drop: no dataset no-such-dataset"),
+        "an unknown name warns: {out}"
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&prefix)).unwrap();
+    let names: Vec<(u64, String)> = index
+        .entries()
+        .into_iter()
+        .map(|e| (e.id, e.name))
+        .collect();
+    // ckpt.1 dropped (its files stay), the old ckpt.3 deleted, the new ckpt.3 takes a new id
+    assert_eq!(
+        names,
+        [(4, "ckpt.3".to_string()), (2, "ckpt.2".to_string())]
+    );
+    assert_eq!(index.current(), Some("ckpt.3"));
+    assert!(
+        prefix.join("ckpt.1/rank_0.dat").exists(),
+        "Drop keeps the files"
+    );
+    assert!(
+        !prefix.join(".scr/scr.dataset.3").exists(),
+        "Delete removes the metadata"
+    );
+    assert!(prefix.join(".scr/scr.dataset.4").exists());
+    let t = std::fs::read_to_string(prefix.join("ckpt.3/rank_1.dat")).unwrap();
+    assert_eq!(
+        t.trim(),
+        "1 3",
+        "ckpt.3 written anew after the restart from ckpt.2"
+    );
+}
+
+#[test]
+fn a_fortran_v3_1_program_links_with_lscrf_lscr_and_manages_checkpoints() {
+    let job = Job::new();
+    // -lscrf -lscr, as SCR documents for Fortran: libscrf carries no code of its own here
+    let dir = job.dir.path();
+    let scrf = dir.join("scrf.c");
+    std::fs::write(&scrf, "/* the Fortran symbols are in libscr */\n").unwrap();
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join("libscrf.so"))
+        .arg(&scrf)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built));
+    link_library_into(dir);
+    let exe = dir.join("v31_api_f");
+    let out = Command::new(Mpi::current().fortran())
+        .arg(workspace().join("lib/tests/fortran/v31_api.F90"))
+        .arg("-I")
+        .arg(workspace().join("lib/include"))
+        .arg(format!("-L{}", dir.display()))
+        .args(["-lscrf", "-lscr"])
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "-lscrf -lscr: {}", text(&out));
+    let job = Job { app: exe, ..job };
+    let out = job.run_ok(2, &["first"], &[]);
+    assert!(out.contains("v31f: first run done"), "{out}");
+    let out = job.run_ok(2, &["second"], &[]);
+    assert!(out.contains("v31f: restarted from ckpt.1"), "{out}");
+    assert!(out.contains("v31f: second run done"), "{out}");
+    assert!(
+        !job.prefix().join("ckpt.2").exists(),
+        "SCR_DELETE removed ckpt.2"
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    assert_eq!(index.id_of("ckpt.2"), None);
+    assert_eq!(index.current(), Some("ckpt.1"));
+}

@@ -85,7 +85,7 @@ impl Scr {
 
     /// The newest checkpoint below `below` this rank (or, on the node master, the node's
     /// held copies) records.
-    fn newest_cached_checkpoint(&self, below: u64) -> u64 {
+    pub(super) fn newest_cached_checkpoint(&self, below: u64) -> u64 {
         let newest = |map: &Filemap| {
             map.ranks()
                 .into_iter()
@@ -108,7 +108,7 @@ impl Scr {
     }
 
     /// Tries to give every rank its files of `d`; true when every rank has them, verified.
-    fn recover(&mut self, d: u64) -> Result<bool> {
+    pub(super) fn recover(&mut self, d: u64) -> Result<bool> {
         // 1. what each rank has, and what each node holds for others
         let own_ok = verify_cached_of(self, d);
         let mut report = Hash::new();

@@ -77,6 +77,19 @@ fn built(once: &std::sync::Once, what: &[&str], file: &str, mpi: Option<(&str, &
         .join(file)
 }
 
+/// Makes `dir/libscr.so` the freshly built library, so `-L dir -lscr` links it.
+pub fn link_library_into(dir: &Path) {
+    let lib = library("libscr_runtime.so");
+    assert!(
+        lib.exists(),
+        "{} missing: build the workspace first",
+        lib.display()
+    );
+    if !dir.join("libscr.so").exists() {
+        std::os::unix::fs::symlink(&lib, dir.join("libscr.so")).unwrap();
+    }
+}
+
 pub fn build_c(dir: &Path, source: &Path, exe: &str) -> PathBuf {
     build_with(Mpi::current().cc(), dir, source, exe)
 }
@@ -190,15 +203,7 @@ pub fn rank_nodes(hosts: &str, ranks: u32) -> Vec<String> {
 
 /// Compiles and links `source` with an MPI compiler wrapper against libscr.
 pub fn build_with(compiler: &str, dir: &Path, source: &Path, exe: &str) -> PathBuf {
-    let lib = library("libscr_runtime.so");
-    assert!(
-        lib.exists(),
-        "{} missing: build the workspace first",
-        lib.display()
-    );
-    if !dir.join("libscr.so").exists() {
-        std::os::unix::fs::symlink(&lib, dir.join("libscr.so")).unwrap();
-    }
+    link_library_into(dir);
     let app = dir.join(exe);
     let out = Command::new(compiler)
         .arg(source)
