@@ -53,6 +53,8 @@ def _load():
 
 _lib = _load()
 _lib.SCR_Get_version.restype = ctypes.c_char_p
+_lib.SCR_Config.restype = ctypes.c_void_p
+_libc = ctypes.CDLL(None)
 
 
 def _check(rc, function):
@@ -136,6 +138,34 @@ def should_exit():
     flag = ctypes.c_int(0)
     _check(_lib.SCR_Should_exit(ctypes.byref(flag)), "SCR_Should_exit")
     return bool(flag.value)
+
+
+def config(line):
+    """SCR_Config: before init(), ``"KEY=VALUE"`` sets and ``"KEY="`` unsets; ``"KEY"`` or
+    ``"CKPT=0 TYPE"`` returns the value in effect, or None. After init() only queries are
+    allowed. Sets return None; a refused one prints why on stderr (query to check)."""
+    answer = _lib.SCR_Config(os.fsencode(line))
+    if not answer:
+        return None
+    try:
+        return os.fsdecode(ctypes.string_at(answer))
+    finally:
+        _libc.free(ctypes.c_void_p(answer))
+
+
+def current(name):
+    """SCR_Current: make checkpoint ``name`` the one a restart loads."""
+    _check(_lib.SCR_Current(os.fsencode(name)), "SCR_Current")
+
+
+def drop(name):
+    """SCR_Drop: forget dataset ``name`` in the index; its files stay."""
+    _check(_lib.SCR_Drop(os.fsencode(name)), "SCR_Drop")
+
+
+def delete(name):
+    """SCR_Delete: remove dataset ``name`` from cache, prefix and index."""
+    _check(_lib.SCR_Delete(os.fsencode(name)), "SCR_Delete")
 
 
 def get_version():

@@ -9,6 +9,7 @@
 mod common;
 
 use common::*;
+use scr::HashView;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -457,7 +458,7 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
             .env("SCR_PREFIX", py.join("prefix"))
             .env("SCR_CACHE_BASE", py.join("cache"))
             .env("SCR_JOB_ID", "python")
-            .env("SCR_FLUSH", "0")
+            .env("SCR_FLUSH", "1")
             .env_remove("SCR_CONF_FILE");
         cmd.output().unwrap()
     };
@@ -472,6 +473,18 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
     let t = must(run("0"), "python restart");
     assert!(t.contains("restarted from ckpt.2, data verified"), "{t}");
     assert!(t.contains("test_ckpt.py: done"), "{t}");
+    // v3.1's calls from Python: ckpt.2 dropped from the index, ckpt.1 deleted
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&py.join("prefix"))).unwrap();
+    assert_eq!(index.id_of("ckpt.2"), None);
+    assert!(index.id_of("ckpt.5").is_some());
+    assert!(
+        py.join("prefix/ckpt.2").exists(),
+        "SCR_Drop keeps the files"
+    );
+    assert!(
+        !py.join("prefix/ckpt.1").exists(),
+        "SCR_Delete removed ckpt.1"
+    );
 
     uninstall(&prefix);
     assert!(!prefix.exists(), "{:?}", walk(&prefix));

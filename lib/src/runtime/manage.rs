@@ -52,7 +52,7 @@ impl Scr {
 
     /// `SCR_Drop`: forgets `name` in the prefix's index; its files stay. An unknown name
     /// changes nothing (a warning on rank 0), as in SCR v3.1.
-    pub(crate) fn drop_dataset(&mut self, name: &str) -> Result<()> {
+    pub fn drop_dataset(&mut self, name: &str) -> Result<()> {
         let dropped = if self.rank == 0 {
             prefix::drop_dataset(&self.prefix, name)?.is_some()
         } else {
@@ -66,7 +66,7 @@ impl Scr {
 
     /// `SCR_Delete`: removes `name`'s files from cache and prefix, its `.scr/scr.dataset.<id>`
     /// directories and its index entry.
-    pub(crate) fn delete_dataset(&mut self, name: &str) -> Result<()> {
+    pub fn delete_dataset(&mut self, name: &str) -> Result<()> {
         if self.phase != Phase::Idle {
             return Err(failure(
                 "SCR_Delete called while an output or restart is open",
@@ -92,7 +92,7 @@ impl Scr {
     /// `SCR_Current`: makes `name` the checkpoint a restart loads (and the index's
     /// current one). Newer checkpoints leave the cache, so later runs start from `name`
     /// too; it is rebuilt in cache if it is there, else fetched from the prefix.
-    pub(crate) fn set_current(&mut self, name: &str) -> Result<()> {
+    pub fn set_current(&mut self, name: &str) -> Result<()> {
         if self.phase != Phase::Idle {
             return Err(failure(
                 "SCR_Current called while an output or restart is open",

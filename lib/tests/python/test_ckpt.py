@@ -16,6 +16,9 @@ def payload(t):
     return bytes((rank + i + t) % 256 for i in range(4096))
 
 
+# SCR v3.1's configuration calls, before init
+scr.config("SCR_CHECKPOINT_INTERVAL=1")
+assert scr.config("SCR_CHECKPOINT_INTERVAL") == "1", scr.config("SCR_CHECKPOINT_INTERVAL")
 scr.init()
 start = 0
 name = scr.have_restart()
@@ -48,6 +51,10 @@ for t in range(start + 1, start + ckpts + 1):
         os.kill(os.getpid(), signal.SIGKILL)
     if scr.should_exit():
         break
+if start:
+    # the checkpoint restarted from is forgotten by name, the first one deleted
+    scr.drop(name)
+    scr.delete("ckpt.1")
 scr.finalize()
 if rank == 0:
     print("test_ckpt.py: done", flush=True)
