@@ -48,6 +48,6 @@ scr index -p "$work/prefix"
 echo "== nodes n1 and n2 are lost together: two members of each XOR set"
 lose n1 n2
 echo "== a new job: the cache cannot be rebuilt, so the drained ckpt.6 is fetched from the prefix"
-(cd "$work/prefix" && mpiexec -launcher fork -hosts n1,n2,n3,n4 -n 8 "$work/test_api" 1048576 1)
-echo "== the index records the fetch (ckpt.7 is current)"
+(cd "$work/prefix" && SCR_FLUSH=1 mpiexec -launcher fork -hosts n1,n2,n3,n4 -n 8 "$work/test_api" 1048576 1)
+echo "== the index records the fetch of ckpt.6, and ckpt.7 (flushed: SCR_FLUSH=1) is current"
 scr index -p "$work/prefix" --json

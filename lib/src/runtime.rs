@@ -1021,18 +1021,19 @@ impl Scr {
         Ok(())
     }
 
+    /// The datasets this rank's filemap records whose descriptor satisfies `keep`.
+    fn cached_datasets_where(&self, keep: impl Fn(&Dataset) -> bool) -> impl Iterator<Item = u64> {
+        self.filemap
+            .datasets()
+            .into_iter()
+            .filter(move |&d| self.filemap.dataset(d, self.rank).is_some_and(|x| keep(&x)))
+    }
+
     /// The newest checkpoint complete in every rank's cache, if the flush file says it is
     /// not on the prefix (the same answer on every rank).
     fn newest_unflushed_checkpoint(&self) -> Result<Option<u64>> {
         let newest = self
-            .filemap
-            .datasets()
-            .into_iter()
-            .filter(|&d| {
-                self.filemap
-                    .dataset(d, self.rank)
-                    .is_some_and(|x| x.is_checkpoint() && x.is_complete())
-            })
+            .cached_datasets_where(|x| x.is_checkpoint() && x.is_complete())
             .max()
             .unwrap_or(0);
         let newest = comm::min_u64(&self.world, newest);

@@ -130,6 +130,21 @@ fn run(mut cmd: Command) -> (Output, String) {
     (out, t)
 }
 
+/// Asserts the job's output shows a verified restart from a checkpoint that was never
+/// flushed: it came from the cache, rebuilt from XOR.
+fn restarted_from_cache(c: &Cluster, t: &str) {
+    let restarted = t
+        .lines()
+        .find_map(|l| l.strip_prefix("test_api: restarted from "))
+        .unwrap_or_else(|| panic!("no restart: {t}"));
+    let name = restarted.split_whitespace().next().unwrap();
+    assert!(restarted.contains("data verified"), "{t}");
+    assert!(
+        !c.prefix().join(name).exists(),
+        "{name} was never flushed, so the restart came from cache: {t}"
+    );
+}
+
 /// Kills node `i` once the application has written `after` checkpoints.
 fn kill_node_after_checkpoint(
     cluster: &Cluster,
@@ -236,17 +251,7 @@ fn a_node_dying_mid_run_is_excluded_and_the_spare_takes_over_from_the_xor_rebuil
         t.contains("attempt 2: launching on 4 node(s), excluding node3"),
         "{t}"
     );
-    // restarted from a checkpoint that was never flushed: the cache, rebuilt from XOR
-    let restarted = t
-        .lines()
-        .find_map(|l| l.strip_prefix("test_api: restarted from "))
-        .unwrap_or_else(|| panic!("no restart: {t}"));
-    let name = restarted.split_whitespace().next().unwrap().to_string();
-    assert!(restarted.contains("data verified"), "{t}");
-    assert!(
-        !c.prefix().join(&name).exists(),
-        "{name} was never flushed, so the restart came from cache: {t}"
-    );
+    restarted_from_cache(&c, &t);
     eprintln!(
         "scenario 2 wall time: {:.1} s",
         started.elapsed().as_secs_f64()
@@ -280,16 +285,7 @@ fn an_open_mpi_job_is_relaunched_without_a_node_that_died_mid_run() {
         t.contains("attempt 2: launching on 4 node(s), excluding node3"),
         "{t}"
     );
-    let restarted = t
-        .lines()
-        .find_map(|l| l.strip_prefix("test_api: restarted from "))
-        .unwrap_or_else(|| panic!("no restart: {t}"));
-    let name = restarted.split_whitespace().next().unwrap().to_string();
-    assert!(restarted.contains("data verified"), "{t}");
-    assert!(
-        !c.prefix().join(&name).exists(),
-        "{name} was never flushed, so the restart came from cache (XOR): {t}"
-    );
+    restarted_from_cache(&c, &t);
     eprintln!(
         "scenario 9 wall time: {:.1} s",
         started.elapsed().as_secs_f64()

@@ -65,6 +65,26 @@ fn uninstall(prefix: &Path) {
     must(out, "install.sh --uninstall");
 }
 
+/// Gives a job its own prefix, cache and control directories under `dir` (the control
+/// base comes from a system configuration file, as SCR allows no other way): jobs of
+/// tests running side by side must not see each other's filemaps.
+fn private_job(cmd: &mut Command, dir: &Path, prefix: &Path, jobid: &str) {
+    let conf = dir.join("scr.conf");
+    if !conf.exists() {
+        std::fs::write(
+            &conf,
+            format!("SCR_CNTL_BASE={}\n", dir.join("cntl").display()),
+        )
+        .unwrap();
+    }
+    cmd.current_dir(prefix)
+        .env("SCR_PREFIX", prefix)
+        .env("SCR_CACHE_BASE", dir.join("cache"))
+        .env("SCR_SYSTEM_CONF_FILE", &conf)
+        .env("SCR_JOB_ID", jobid)
+        .env_remove("SCR_CONF_FILE");
+}
+
 /// Runs `app` twice on 2 ranks in a job directory of its own: the first run writes two
 /// checkpoints, the second must restart from the newest and verify it.
 fn checkpoint_then_restart(mpi: Mpi, app: &Path, args: &[&str], restarted: &str) {
@@ -73,12 +93,8 @@ fn checkpoint_then_restart(mpi: Mpi, app: &Path, args: &[&str], restarted: &str)
     std::fs::create_dir(&prefix).unwrap();
     let run = |args: &[&str]| {
         let mut cmd = mpi.launch(None, 2, 120, app, args);
-        cmd.current_dir(&prefix)
-            .env("SCR_PREFIX", &prefix)
-            .env("SCR_CACHE_BASE", dir.path().join("cache"))
-            .env("SCR_JOB_ID", "install")
-            .env("SCR_FLUSH", "1")
-            .env_remove("SCR_CONF_FILE");
+        private_job(&mut cmd, dir.path(), &prefix, "install");
+        cmd.env("SCR_FLUSH", "1");
         must(cmd.output().unwrap(), &format!("{}", app.display()))
     };
     let first = run(args);
@@ -452,14 +468,10 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
             Path::new("/usr/bin/python3"),
             &[script.to_str().unwrap(), "3"],
         );
-        cmd.current_dir(py.join("prefix"))
-            .env("PYTHONPATH", prefix.join("share/scr/python"))
+        private_job(&mut cmd, &py, &py.join("prefix"), "python");
+        cmd.env("PYTHONPATH", prefix.join("share/scr/python"))
             .env("KILL_AFTER", kill_after)
-            .env("SCR_PREFIX", py.join("prefix"))
-            .env("SCR_CACHE_BASE", py.join("cache"))
-            .env("SCR_JOB_ID", "python")
-            .env("SCR_FLUSH", "1")
-            .env_remove("SCR_CONF_FILE");
+            .env("SCR_FLUSH", "1");
         cmd.output().unwrap()
     };
     let killed = run("2");

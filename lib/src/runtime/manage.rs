@@ -28,14 +28,7 @@ impl Scr {
             0
         };
         let cached = self
-            .filemap
-            .datasets()
-            .into_iter()
-            .filter(|&d| {
-                self.filemap
-                    .dataset(d, self.rank)
-                    .is_some_and(|x| x.name() == Some(name))
-            })
+            .cached_datasets_where(|x| x.name() == Some(name))
             .max()
             .unwrap_or(0);
         comm::max_u64(&self.world, indexed.max(cached))
