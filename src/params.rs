@@ -92,6 +92,10 @@ params! {
     "SCR_CHECKPOINT_OVERHEAD", Some("0"), Float, "Need_checkpoint keeps checkpoint cost under N percent";
     "SCR_HALT_SECONDS", Some("0"), Count, "halt when the allocation has N seconds left";
     "SCR_HALT_ENABLED", Some("1"), Bool, "exit the application when a halt condition is met";
+    "SCR_HALT_EXIT", None, Bool, "SCR v3.1's name for SCR_HALT_ENABLED: exit the job when a halt condition holds (v3.1 defaults to 0; unset here, SCR_HALT_ENABLED decides)";
+    "SCR_PREFIX_SIZE", Some("0"), Count, "keep at most this many checkpoints on the prefix, deleting older ones once a newer one is flushed (never the current one); 0 keeps all (SCR v3.1)";
+    "SCR_PREFIX_PURGE", Some("0"), Bool, "delete every dataset on the prefix in SCR_Init (SCR v3.1)";
+    "SCR_CACHE_PURGE", Some("0"), Bool, "delete every dataset in cache in SCR_Init, so a restart reads the prefix (SCR v3.1)";
     "SCR_CONF_FILE", None, Text, "user configuration file (default <prefix>/.scrconf)";
     "SCR_RUNS", None, Int, "runs scr-run makes (-1 unlimited; default SCR_RETRIES+1)";
     "SCR_RETRIES", Some("0"), Count, "legacy: runs = retries + 1";
@@ -307,6 +311,20 @@ impl Params {
                 );
             }
         }
+        if !params.descriptor_lines_apply()
+            && let Some(line) = params
+                .descriptors
+                .iter()
+                .find(|d| d.kind == "CKPT" || d.kind == "CKPTDESC")
+        {
+            let copy = params
+                .setting("SCR_COPY_TYPE")
+                .expect("set, or the lines apply");
+            params.warnings.push(format!(
+                "{}: the {} descriptor lines are ignored because SCR_COPY_TYPE={} ({}); set SCR_COPY_TYPE=FILE to use them",
+                line.origin, line.kind, copy.value, copy.origin
+            ));
+        }
         Ok(params)
     }
 
@@ -452,6 +470,26 @@ impl Params {
     pub fn float(&self, name: &str) -> Option<f64> {
         self.get(name)?.parse().ok()
     }
+    /// Whether the `CKPT=` (and 1.1-8 `CKPTDESC=`) lines decide the redundancy. SCR uses
+    /// them only with SCR_COPY_TYPE=FILE and otherwise implies one descriptor from
+    /// SCR_COPY_TYPE; here they also apply when SCR_COPY_TYPE is set nowhere, where SCR
+    /// would ignore them without a word.
+    pub fn descriptor_lines_apply(&self) -> bool {
+        match self.setting("SCR_COPY_TYPE") {
+            Some(s) if s.origin != Origin::Default => s.value.eq_ignore_ascii_case("FILE"),
+            _ => true,
+        }
+    }
+
+    /// Whether a halt condition exits the job (after flushing): SCR v3.1's SCR_HALT_EXIT
+    /// where it is set, else v1.2/v2.0's SCR_HALT_ENABLED (default 1, v2.0's behaviour).
+    pub fn halt_exits(&self) -> bool {
+        match self.setting("SCR_HALT_EXIT") {
+            Some(s) if s.origin != Origin::Default => s.value == "1",
+            _ => self.bool("SCR_HALT_ENABLED"),
+        }
+    }
+
     pub fn scheme(&self, name: &str) -> Option<Scheme> {
         Scheme::parse(self.get(name)?)
     }
@@ -556,7 +594,8 @@ fn check_value(spec: &ParamSpec, value: &str) -> std::result::Result<(), String>
         Kind::Float => value
             .parse::<f64>()
             .is_ok_and(|f| f.is_finite() && f >= 0.0),
-        Kind::Scheme => Scheme::parse(value).is_some(),
+        // FILE: take the redundancy from the CKPT descriptor lines
+        Kind::Scheme => Scheme::parse(value).is_some() || value.eq_ignore_ascii_case("FILE"),
         Kind::Text => true,
     };
     if ok {
@@ -567,7 +606,7 @@ fn check_value(spec: &ParamSpec, value: &str) -> std::result::Result<(), String>
         Kind::Count => "a non-negative integer",
         Kind::Int => "an integer",
         Kind::Float => "a non-negative number",
-        Kind::Scheme => "SINGLE, PARTNER, XOR or RS",
+        Kind::Scheme => "SINGLE, PARTNER, XOR, RS or FILE",
         Kind::Bytes | Kind::Text => unreachable!(),
     };
     Err(format!(
@@ -761,5 +800,34 @@ mod tests {
         );
         let err = load_with_app(&[], None, None, Some("SCR_FLUSH=often\n")).unwrap_err();
         assert!(err.to_string().contains("SCR_Config"), "{err}");
+    }
+
+    #[test]
+    fn ckpt_lines_apply_with_copy_type_file_or_when_it_is_set_nowhere() {
+        let lines = "CKPT=0 INTERVAL=1 TYPE=PARTNER\n";
+        let p = load(&[], Some(lines), None).unwrap();
+        assert!(p.descriptor_lines_apply() && p.warnings.is_empty());
+        let p = load(&[("SCR_COPY_TYPE", "FILE")], Some(lines), None).unwrap();
+        assert!(p.descriptor_lines_apply());
+        let p = load(&[("SCR_COPY_TYPE", "file")], Some(lines), None).unwrap();
+        assert!(p.descriptor_lines_apply());
+        let p = load(&[("SCR_COPY_TYPE", "XOR")], Some(lines), None).unwrap();
+        assert!(!p.descriptor_lines_apply());
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("ignored because SCR_COPY_TYPE=XOR")
+                    && w.contains("environment")),
+            "{:?}",
+            p.warnings
+        );
+        let p = load(
+            &[],
+            Some("SCR_COPY_TYPE=SINGLE\nCKPT=0 INTERVAL=1 TYPE=XOR\n"),
+            None,
+        )
+        .unwrap();
+        assert!(!p.descriptor_lines_apply());
+        assert!(load(&[("SCR_COPY_TYPE", "FILES")], None, None).is_err());
     }
 }

@@ -295,3 +295,90 @@ mod drop_tests {
         assert!(layout::current_link(prefix).symlink_metadata().is_err());
     }
 }
+
+/// The checkpoints SCR_PREFIX_SIZE=`keep` lets go: the complete checkpoints on the prefix
+/// beyond the newest `keep`, oldest last, never the current one (a user may have pointed a
+/// restart at an older checkpoint). `keep` = 0 keeps everything.
+pub fn beyond_window(index: &IndexFile, keep: u64) -> Vec<(u64, String)> {
+    if keep == 0 {
+        return Vec::new();
+    }
+    let current = index.current();
+    index
+        .entries()
+        .into_iter()
+        .filter(|e| e.complete && e.flushed.is_some())
+        .filter(|e| {
+            index
+                .dataset(e.id, &e.name)
+                .is_none_or(|d| d.is_checkpoint())
+        })
+        .skip(keep as usize)
+        .filter(|e| Some(e.name.as_str()) != current)
+        .map(|e| (e.id, e.name))
+        .collect()
+}
+
+/// Removes a dataset from the prefix: its files, its metadata and its index entry (the
+/// current checkpoint passes to the next older one). The flush file forgets it.
+pub fn delete_dataset(prefix: &Path, id: u64, name: &str) -> Result<()> {
+    delete_dataset_files(prefix, id)?;
+    drop_dataset(prefix, name)?;
+    update_flush_file(prefix, |f| f.unset_location(id, Location::Pfs))
+}
+
+/// Keeps a sliding window of `keep` checkpoints on the prefix (SCR_PREFIX_SIZE): deletes
+/// the older ones [`beyond_window`] names. Returns their names.
+pub fn enforce_window(prefix: &Path, keep: u64) -> Result<Vec<String>> {
+    let Ok(index) = IndexFile::read(&layout::index_file(prefix)) else {
+        return Ok(Vec::new());
+    };
+    let gone = beyond_window(&index, keep);
+    for (id, name) in &gone {
+        delete_dataset(prefix, *id, name)?;
+    }
+    Ok(gone.into_iter().map(|(_, n)| n).collect())
+}
+
+/// Deletes every dataset the prefix's index lists (SCR_PREFIX_PURGE). Returns their names.
+pub fn purge(prefix: &Path) -> Result<Vec<String>> {
+    let Ok(index) = IndexFile::read(&layout::index_file(prefix)) else {
+        return Ok(Vec::new());
+    };
+    let all: Vec<(u64, String)> = index
+        .entries()
+        .into_iter()
+        .map(|e| (e.id, e.name))
+        .collect();
+    for (id, name) in &all {
+        delete_dataset(prefix, *id, name)?;
+    }
+    Ok(all.into_iter().map(|(_, n)| n).collect())
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+    use crate::dataset::Origin;
+
+    #[test]
+    fn the_window_keeps_the_newest_and_never_the_current_one() {
+        let mut index = IndexFile::new();
+        let now = chrono::Local::now();
+        for id in 1..=5 {
+            let name = format!("ckpt.{id}");
+            let d = Dataset::create(id, &name, true, false, &Origin::default(), Some(id));
+            index.add(&d, &name, true);
+            index.set_flushed(id, &name, now);
+        }
+        let out = Dataset::create(6, "out.6", false, true, &Origin::default(), None);
+        index.add(&out, "out.6", true);
+        index.set_flushed(6, "out.6", now);
+        index.set_current("ckpt.2").unwrap();
+        let names = |v: Vec<(u64, String)>| v.into_iter().map(|(_, n)| n).collect::<Vec<_>>();
+        assert_eq!(names(beyond_window(&index, 2)), ["ckpt.3", "ckpt.1"]);
+        assert_eq!(names(beyond_window(&index, 4)), ["ckpt.1"]);
+        assert!(beyond_window(&index, 0).is_empty());
+        assert!(beyond_window(&index, 9).is_empty());
+    }
+}

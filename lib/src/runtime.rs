@@ -63,8 +63,9 @@ struct CkptDesc {
 }
 
 impl CkptDesc {
-    /// From `CKPT=` (and 1.1-8 `CKPTDESC=`) lines, or the one SCR implies from
-    /// SCR_CACHE_BASE and SCR_COPY_TYPE; one enabled descriptor must have INTERVAL=1.
+    /// From `CKPT=` (and 1.1-8 `CKPTDESC=`) lines where they apply
+    /// ([`Params::descriptor_lines_apply`]), else the one SCR implies from SCR_CACHE_BASE
+    /// and SCR_COPY_TYPE; one enabled descriptor must have INTERVAL=1.
     fn from_params(params: &Params) -> Result<Vec<CkptDesc>> {
         let base = params.get("SCR_CACHE_BASE").unwrap_or("/tmp").to_string();
         let default_scheme = params
@@ -77,10 +78,11 @@ impl CkptDesc {
                 .unwrap_or(fallback)
         };
         let mut out = Vec::new();
-        for d in params
+        let lines = params
             .descriptors_of("CKPT")
             .chain(params.descriptors_of("CKPTDESC"))
-        {
+            .filter(|_| params.descriptor_lines_apply());
+        for d in lines {
             if d.attr("ENABLED") == Some("0") {
                 continue;
             }
@@ -490,6 +492,7 @@ impl Scr {
             async_flushes: Vec::new(),
             nodes,
         };
+        scr.purge()?;
         scr.restart_from_cache()?;
         if let Some(name) = scr.params.get("SCR_CURRENT").map(str::to_string) {
             scr.set_current(&name)?;
@@ -1427,6 +1430,10 @@ impl Scr {
                 }
                 let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
                 scr::prefix::publish(&self.prefix, id, &desc, self.ranks, &map, true)?;
+                let keep = self.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
+                for gone in scr::prefix::enforce_window(&self.prefix, keep)? {
+                    eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_SIZE={keep})");
+                }
             } else {
                 update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))?;
             }
@@ -1517,11 +1524,12 @@ impl Scr {
         result.map(|()| halt_now)
     }
 
-    /// Checks for a halt condition; when one holds and SCR_HALT_ENABLED, flushes the newest
+    /// Checks for a halt condition; when one holds and halts exit (SCR_HALT_EXIT, else
+    /// SCR_HALT_ENABLED), flushes the newest
     /// checkpoint if it is only in cache, finalizes MPI and exits with status 0 (as SCR does).
     fn check_halt(&mut self, count_checkpoint: bool) -> Result<bool> {
         let halt = self.halt_decision(count_checkpoint)?;
-        if halt && self.params.bool("SCR_HALT_ENABLED") {
+        if halt && self.params.halt_exits() {
             self.flush_latest_if_needed()?;
             comm::relaxed_barrier(&self.world);
             // SAFETY: MPI is initialized (checked in init) and not finalized; the process exits next.

@@ -254,6 +254,20 @@ fn halt_after_checkpoints_left_runs_out_flushes_and_exits() {
 }
 
 #[test]
+fn with_scr_halt_exit_0_a_halt_leaves_the_application_in_control() {
+    // SCR v3.1's SCR_HALT_EXIT=0: the halt is recorded, Should_exit says so, nothing exits
+    let job = Job::new();
+    write_halt(&job, |h| h.set_checkpoints_left(2));
+    let out = job.run_ok(
+        2,
+        &["10000", "4"],
+        &[("SCR_HALT_EXIT", "0"), ("SCR_FLUSH", "1")],
+    );
+    assert!(out.contains("test_api: done"), "{out}");
+    assert!(job.prefix().join("ckpt.4/rank_0.ckpt").exists(), "{out}");
+}
+
+#[test]
 fn halt_by_exit_before_and_halt_seconds_stops_in_init() {
     let job = Job::new();
     let now = chrono::Utc::now().timestamp();
@@ -850,4 +864,54 @@ fn a_fortran_v3_1_program_links_with_lscrf_lscr_and_manages_checkpoints() {
     let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
     assert_eq!(index.id_of("ckpt.2"), None);
     assert_eq!(index.current(), Some("ckpt.1"));
+}
+
+#[test]
+fn prefix_size_keeps_a_window_and_the_purges_empty_prefix_and_cache() {
+    let job = Job::new();
+    let prefix = job.prefix();
+    let names = || -> Vec<String> {
+        scr::index::IndexFile::read(&scr::layout::index_file(&prefix))
+            .map(|i| i.entries().into_iter().map(|e| e.name).collect())
+            .unwrap_or_default()
+    };
+    let window = [("SCR_FLUSH", "1"), ("SCR_PREFIX_SIZE", "2")];
+    let out = job.run_ok(2, &["2000", "5"], &window);
+    assert!(
+        out.contains("deleted ckpt.3 from the prefix (SCR_PREFIX_SIZE=2)"),
+        "{out}"
+    );
+    assert_eq!(names(), ["ckpt.5", "ckpt.4"]);
+    for t in 1..=3 {
+        assert!(!prefix.join(format!("ckpt.{t}")).exists(), "ckpt.{t}");
+        assert!(
+            !prefix.join(format!(".scr/scr.dataset.{t}")).exists(),
+            "ckpt.{t}"
+        );
+    }
+    // SCR_CACHE_PURGE: the cache is emptied in SCR_Init, so the restart is fetched
+    let purge_cache = [("SCR_CACHE_PURGE", "1"), window[0], window[1]];
+    let out = job.run_ok(2, &["2000", "1"], &purge_cache);
+    assert!(
+        out.contains("restarted from ckpt.5 (timestep 5), data verified"),
+        "{out}"
+    );
+    assert_eq!(job.index_entry("ckpt.5").fetched.len(), 1, "{out}");
+    assert_eq!(names(), ["ckpt.6", "ckpt.5"]);
+    // SCR_PREFIX_PURGE (with the cache purged too): nothing left to restart from
+    let out = job.run_ok(
+        2,
+        &["2000", "1"],
+        &[
+            ("SCR_PREFIX_PURGE", "1"),
+            ("SCR_CACHE_PURGE", "1"),
+            ("SCR_FLUSH", "0"),
+        ],
+    );
+    assert!(
+        out.contains("no checkpoint, starting from the beginning"),
+        "{out}"
+    );
+    assert!(names().is_empty(), "{:?}", names());
+    assert!(!prefix.join("ckpt.5").exists() && !prefix.join("ckpt.6").exists());
 }

@@ -74,9 +74,42 @@ impl Scr {
         self.delete_cached(id)?;
         comm::relaxed_barrier(&self.world);
         if self.rank == 0 {
-            prefix::delete_dataset_files(&self.prefix, id)?;
-            prefix::drop_dataset(&self.prefix, name)?;
+            prefix::delete_dataset(&self.prefix, id, name)?;
             update_flush_file(&self.prefix, |f| f.remove(id))?;
+        }
+        comm::relaxed_barrier(&self.world);
+        Ok(())
+    }
+
+    /// SCR_CACHE_PURGE and SCR_PREFIX_PURGE, in SCR_Init: every cached dataset, and every
+    /// dataset on the prefix, deleted before the restart is chosen.
+    pub(super) fn purge(&mut self) -> Result<()> {
+        if self.params.bool("SCR_CACHE_PURGE") {
+            let mut cached = self.filemap.datasets();
+            if let Some((_, held)) = &self.held {
+                cached.extend(
+                    held.ranks()
+                        .into_iter()
+                        .flat_map(|r| held.datasets_of_rank(r)),
+                );
+            }
+            cached.sort_unstable();
+            cached.dedup();
+            for d in cached {
+                self.discard_cached(d)?;
+            }
+            if self.rank == 0 {
+                update_flush_file(&self.prefix, |f| {
+                    for d in f.datasets() {
+                        super::forget_cached(f, d);
+                    }
+                })?;
+            }
+        }
+        if self.params.bool("SCR_PREFIX_PURGE") && self.rank == 0 {
+            for gone in prefix::purge(&self.prefix)? {
+                eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_PURGE=1)");
+            }
         }
         comm::relaxed_barrier(&self.world);
         Ok(())
