@@ -22,6 +22,7 @@ pub mod container;
 pub mod dataset;
 pub mod erasure;
 pub mod error;
+pub mod event_log;
 pub mod filemap;
 pub mod flush;
 pub mod halt;

@@ -52,7 +52,12 @@ macro_rules! params {
 params! {
     "SCR_ENABLE", Some("1"), Bool, "0 disables SCR: calls return at once and scr-run runs the launcher once";
     "SCR_DEBUG", Some("0"), Count, "verbosity: 1 or 2 print more";
-    "SCR_LOG_ENABLE", Some("0"), Bool, "write events to the text log (SCR's MySQL logging is not provided)";
+    "SCR_LOG_ENABLE", Some("0"), Bool, "log events (job start and end, checkpoints, flushes, fetches, restarts, halts, failures) to the text log and syslog as enabled below (SCR's MySQL logging is not provided)";
+    "SCR_LOG_TXT_ENABLE", Some("1"), Bool, "with SCR_LOG_ENABLE: the text log <prefix>/.scr/log";
+    "SCR_LOG_SYSLOG_ENABLE", Some("1"), Bool, "with SCR_LOG_ENABLE: syslog";
+    "SCR_LOG_SYSLOG_FACILITY", Some("LOG_LOCAL7"), Text, "syslog facility (LOG_USER, LOG_DAEMON, LOG_LOCAL0 … LOG_LOCAL7)";
+    "SCR_LOG_SYSLOG_LEVEL", Some("LOG_INFO"), Text, "syslog level (LOG_EMERG … LOG_DEBUG)";
+    "SCR_LOG_SYSLOG_PREFIX", Some("SCR"), Text, "syslog identity of the messages";
     "SCR_USER_NAME", None, Text, "user name for directory names (default $USER)";
     "SCR_JOB_ID", None, Text, "job id for directory names (default from the resource manager)";
     "SCR_JOB_NAME", None, Text, "job name recorded with datasets";

@@ -45,6 +45,10 @@ enum Command {
     Scavenge(commands::drain::ScavengeArgs),
     Postrun(commands::drain::PostrunArgs),
     HaltCntl(commands::halt::CntlArgs),
+    ShouldExit(commands::jobs::ShouldExitArgs),
+    CkptInterval(commands::jobs::CkptIntervalArgs),
+    Inspect(commands::jobs::InspectArgs),
+    KillJobstep(commands::jobs::KillJobstepArgs),
     #[command(hide = true)]
     GenerateDocs(commands::docs::Args),
 }
@@ -78,6 +82,10 @@ const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_scavenge", "scavenge"),
     ("scr_postrun", "postrun"),
     ("scr_halt_cntl", "halt-cntl"),
+    ("scr_should_exit", "should-exit"),
+    ("scr_ckpt_interval", "ckpt-interval"),
+    ("scr_inspect", "inspect"),
+    ("scr_kill_jobstep", "kill-jobstep"),
 ];
 
 /// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
@@ -137,6 +145,10 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
         Command::Scavenge(args) => commands::drain::scavenge_cmd(args),
         Command::Postrun(args) => commands::drain::postrun(args),
         Command::HaltCntl(args) => commands::halt::cntl(args),
+        Command::ShouldExit(args) => commands::jobs::should_exit(args),
+        Command::CkptInterval(args) => commands::jobs::ckpt_interval(args),
+        Command::Inspect(args) => commands::jobs::inspect(args),
+        Command::KillJobstep(args) => commands::jobs::kill_jobstep(args),
         Command::GenerateDocs(args) => commands::docs::run(args, Cli::command(), COMPAT_NAMES),
     };
     match result {

@@ -7,6 +7,7 @@
 mod api;
 mod comm;
 mod config_api;
+mod event_log;
 pub mod ffi;
 pub mod fortran;
 mod runtime;

@@ -3,6 +3,8 @@
 //! restart from cache, finalize.
 
 use crate::comm;
+use crate::event_log;
+use scr::event_log::kinds;
 
 mod async_flush;
 mod manage;
@@ -264,6 +266,8 @@ pub struct Scr {
     /// A dataset kept past SCR_CACHE_SIZE until the open checkpoint completes.
     deferred_eviction: Option<u64>,
     checkpoint_cost: (f64, u64),
+    /// SCR_LOG_ENABLE's event log (writes on rank 0 only).
+    log: crate::event_log::EventLog,
     discards: Discards,
     /// Flushes running in the background, oldest first.
     async_flushes: Vec<async_flush::AsyncFlush>,
@@ -460,6 +464,7 @@ impl Scr {
             NodesFile::with_nodes(nodes).write(&layout::nodes_file(&prefix))?;
         }
 
+        let log = crate::event_log::EventLog::open(&params, &prefix, rank, &user, &jobid)?;
         let mut scr = Scr {
             world,
             node_comm: node,
@@ -488,6 +493,7 @@ impl Scr {
             checkpoint_started: None,
             deferred_eviction: None,
             checkpoint_cost: (0.0, 0),
+            log,
             discards: Discards::default(),
             async_flushes: Vec::new(),
             nodes,
@@ -496,6 +502,17 @@ impl Scr {
         scr.restart_from_cache()?;
         if let Some(name) = scr.params.get("SCR_CURRENT").map(str::to_string) {
             scr.set_current(&name)?;
+        }
+        scr.log.event(
+            kinds::START,
+            &[
+                ("ranks", ranks.to_string()),
+                ("nodes", scr.nodes.to_string()),
+            ],
+        );
+        if let Some((id, name)) = scr.restart.clone() {
+            scr.log
+                .event(kinds::RESTART, &[("name", name), ("dset", id.to_string())]);
         }
         scr.check_halt(false)?;
         Ok(scr)
@@ -533,6 +550,7 @@ impl Scr {
                 return Ok(()); // nothing (more) to fetch: a clean start
             };
             let desc = Dataset::wrap(pick.get("DSET").cloned().unwrap_or_default());
+            let fetch_started = Instant::now();
             let mine = match pick.get("MAP") {
                 Some(m) => {
                     let mut map = RankFiles::new();
@@ -550,6 +568,7 @@ impl Scr {
                 eprintln!("SCR: rank {}: fetch of {name} failed: {e}", self.rank);
             }
             if comm::all_true(&self.world, result.is_ok()) {
+                self.log_transfer(kinds::FETCH, id, fetch_started);
                 if self.rank == 0 {
                     update_index(&self.prefix, |idx| {
                         idx.mark_fetched(id, &name, chrono::Local::now());
@@ -565,6 +584,10 @@ impl Scr {
                 self.restart = Some((id, name));
                 return Ok(());
             }
+            self.log.event(
+                kinds::FETCH_FAILED,
+                &[("name", name.clone()), ("dset", id.to_string())],
+            );
             if self.rank == 0 {
                 update_index(&self.prefix, |idx| {
                     idx.mark_failed(id, &name, chrono::Local::now());
@@ -1247,7 +1270,16 @@ impl Scr {
         desc.set_created_us(created);
         self.filemap.set_dataset(id, self.rank, &desc);
         self.filemap.write(&self.filemap_path)?;
+        let name = desc.name().unwrap_or_default().to_string();
         if !all_ok {
+            self.log.event(
+                kinds::CHECKPOINT_FAILED,
+                &[
+                    ("name", name),
+                    ("dset", id.to_string()),
+                    ("failed_ranks", failed.to_string()),
+                ],
+            );
             self.delete_cached(id)?;
             self.deferred_eviction = None; // the older checkpoint is still the newest good one
             return Ok(false);
@@ -1300,6 +1332,21 @@ impl Scr {
         if flags & FLAG_OUTPUT != 0 && !is_ckpt {
             self.delete_cached(id)?;
         }
+        let secs = self
+            .checkpoint_started
+            .filter(|_| is_ckpt)
+            .map(|t| t.elapsed().as_secs_f64());
+        let mut fields = vec![("name", name), ("dset", id.to_string())];
+        match secs {
+            Some(secs) => fields.extend(event_log::timing(total_bytes, secs)),
+            None => fields.push(("bytes", total_bytes.to_string())),
+        }
+        let kind = if is_ckpt {
+            kinds::CHECKPOINT
+        } else {
+            kinds::OUTPUT
+        };
+        self.log.event(kind, &fields);
         if is_ckpt {
             self.restart = None; // a new checkpoint supersedes the one restarted from
             self.last_checkpoint_end = Instant::now();
@@ -1364,6 +1411,7 @@ impl Scr {
         }
         comm::relaxed_barrier(&self.world);
         if copied {
+            self.log_transfer(kinds::FLUSH, id, started);
             Ok(())
         } else {
             Err(failure(format!(
@@ -1529,6 +1577,12 @@ impl Scr {
     /// checkpoint if it is only in cache, finalizes MPI and exits with status 0 (as SCR does).
     fn check_halt(&mut self, count_checkpoint: bool) -> Result<bool> {
         let halt = self.halt_decision(count_checkpoint)?;
+        if halt {
+            self.log.event(
+                kinds::HALT,
+                &[("exits", self.params.halt_exits().to_string())],
+            );
+        }
         if halt && self.params.halt_exits() {
             self.flush_latest_if_needed()?;
             comm::relaxed_barrier(&self.world);
@@ -1539,6 +1593,19 @@ impl Scr {
             std::process::exit(0);
         }
         Ok(halt)
+    }
+
+    /// Logs a flush or fetch of dataset `id` that started at `started`: its size, time and
+    /// bandwidth.
+    fn log_transfer(&self, kind: &str, id: u64, started: Instant) {
+        let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
+        let mut fields = vec![
+            ("name", desc.name().unwrap_or_default().to_string()),
+            ("dset", id.to_string()),
+        ];
+        let bytes = desc.size().unwrap_or(0);
+        fields.extend(event_log::timing(bytes, started.elapsed().as_secs_f64()));
+        self.log.event(kind, &fields);
     }
 
     /// SCR_FLUSH: flush every this many checkpoints; 0 never flushes.
@@ -1633,6 +1700,7 @@ impl Scr {
         }
         self.discards.wait();
         comm::relaxed_barrier(&self.world);
+        self.log.event(kinds::END, &[]);
         Ok(())
     }
 }

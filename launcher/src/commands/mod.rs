@@ -6,6 +6,7 @@ pub mod drain;
 pub mod glob_hosts;
 pub mod halt;
 pub mod index;
+pub mod jobs;
 pub mod links;
 pub mod nodes;
 pub mod print;
@@ -24,5 +25,14 @@ pub fn prefix_dir(
         Some(p) => Ok(p),
         None => std::env::current_dir()
             .map_err(|e| scr::Error::io(".", "read the working directory", e)),
+    }
+}
+
+/// A state file, or an empty one when it does not exist (nothing recorded yet).
+pub fn read_or_empty<T: scr::HashView + Default>(path: &std::path::Path) -> scr::Result<T> {
+    match T::read(path) {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_not_found() => Ok(T::default()),
+        Err(e) => Err(e),
     }
 }

@@ -3,6 +3,7 @@
 //! `scr nodes-file` (`scr_nodes_file`). Their exit codes are SCR's, including its
 //! inverted "0 = yes" conventions that batch scripts test.
 
+use super::read_or_empty;
 use scr::flush::FlushFile;
 use scr::halt::HaltFile;
 use scr::nodes::NodesFile;
@@ -34,14 +35,6 @@ pub struct FlushFileArgs {
     /// Print the prefix subdirectory (or name) recorded for dataset ID
     #[arg(short = 's', long, value_name = "ID")]
     subdir: Option<u64>,
-}
-
-fn read_or_empty<T: HashView + Default>(path: &std::path::Path) -> scr::Result<T> {
-    match T::read(path) {
-        Ok(v) => Ok(v),
-        Err(e) if e.is_not_found() => Ok(T::default()),
-        Err(e) => Err(e),
-    }
 }
 
 pub fn flush_file(args: FlushFileArgs) -> scr::Result<ExitCode> {

@@ -1,0 +1,232 @@
+//! SCR v3.1's job commands (its `run.rst`): `scr should-exit` (`scr_should_exit`),
+//! `scr ckpt-interval` (`scr_ckpt_interval`), `scr inspect` (`scr_inspect`) and
+//! `scr kill-jobstep` (`scr_kill_jobstep`).
+
+use crate::job::child;
+use scr::event_log::{self, Event, Stats};
+use scr::flush::{FlushFile, Location};
+use scr::halt::HaltFile;
+use scr::index::IndexFile;
+use scr::params::{Params, Sources};
+use scr::{Error, layout};
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(
+    about = "Exit 0 when the job should stop (a halt condition, or too little time left), else 1",
+    long_about = "Decide, as the library does, whether the job should stop: the prefix's halt file \
+                  (scr halt's conditions, checkpoints left, a reason already recorded) and the time \
+                  left in the allocation (SCR_END_TIME, epoch seconds) against SCR_HALT_SECONDS. \
+                  For batch scripts between runs: `scr_should_exit || srun …`.\n\n\
+                  Exit codes: 0 the job should stop (the reason is printed), 1 it may go on."
+)]
+pub struct ShouldExitArgs {
+    /// The prefix directory (default: SCR_PREFIX, scr.conf, the working directory)
+    #[arg(short = 'p', long, alias = "dir", value_name = "DIR")]
+    prefix: Option<PathBuf>,
+}
+
+pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
+    let params = Params::load(&Sources::from_process())?;
+    let prefix = super::prefix_dir(args.prefix, &params)?;
+    let mut halt: HaltFile = super::read_or_empty(&layout::halt_file(&prefix))?;
+    // the library's own margin applies when the halt file does not set one
+    if halt.halt_seconds().is_none()
+        && let Some(secs) = params.int("SCR_HALT_SECONDS").filter(|&s| s > 0)
+    {
+        halt.set_halt_seconds(secs);
+    }
+    let now = chrono::Utc::now().timestamp();
+    let remaining = params
+        .int("SCR_END_TIME")
+        .filter(|&t| t > 0)
+        .map(|t| t - now);
+    match halt.decision(now, remaining) {
+        Some(cause) => {
+            println!("scr_should_exit: the job should stop: {cause}");
+            Ok(ExitCode::SUCCESS)
+        }
+        None => Ok(ExitCode::from(1)),
+    }
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "Compute the optimal checkpoint interval from the event log (Young or Daly)",
+    long_about = "Read <prefix>/.scr/log (written with SCR_LOG_ENABLE=1): the mean cost C of a \
+                  checkpoint, and the mean time between failures M (run time divided by the runs \
+                  that ended without SCR_Finalize and were started again). Print the interval in \
+                  seconds by Daly's formula (default) or Young's, sqrt(2CM).\n\n\
+                  Exit codes: 0 printed; 1 no log, no checkpoint or no failure in it to compute from."
+)]
+pub struct CkptIntervalArgs {
+    /// The prefix directory (default: SCR_PREFIX, scr.conf, the working directory)
+    #[arg(short = 'p', long, value_name = "DIR")]
+    prefix: Option<PathBuf>,
+    /// Young's first-order formula instead of Daly's
+    #[arg(long)]
+    young: bool,
+    /// Also print what the interval was computed from
+    #[arg(long)]
+    stats: bool,
+    /// Print the share of run time checkpointing takes at that interval, C / (interval + C)
+    #[arg(long)]
+    percent: bool,
+    /// Print JSON for scripts
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
+    let params = Params::load(&Sources::from_process())?;
+    let prefix = super::prefix_dir(args.prefix, &params)?;
+    let path = event_log::log_path(&prefix);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!(
+                "scr_ckpt_interval: {}: {e}; run the job with SCR_LOG_ENABLE=1 to record one",
+                path.display()
+            );
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let events: Vec<Event> = text.lines().filter_map(event_log::parse_line).collect();
+    let stats = Stats::from_events(&events);
+    let (Some(mtbf), true) = (stats.mtbf(), stats.checkpoints > 0) else {
+        eprintln!(
+            "scr_ckpt_interval: {} has {} checkpoint(s) and {} failure(s); both are needed",
+            path.display(),
+            stats.checkpoints,
+            stats.failures
+        );
+        return Ok(ExitCode::from(1));
+    };
+    let cost = stats.mean_checkpoint_seconds;
+    let (young, daly) = (event_log::young(cost, mtbf), event_log::daly(cost, mtbf));
+    let interval = if args.young { young } else { daly };
+    let percent = 100.0 * cost / (interval + cost);
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "interval_seconds": interval, "formula": if args.young { "young" } else { "daly" },
+                "young_seconds": young, "daly_seconds": daly, "percent_checkpointing": percent,
+                "runs": stats.runs, "failures": stats.failures, "run_seconds": stats.run_seconds,
+                "mtbf_seconds": mtbf, "checkpoints": stats.checkpoints,
+                "mean_checkpoint_seconds": cost,
+            })
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.stats {
+        println!("runs: {}", stats.runs);
+        println!("failures: {}", stats.failures);
+        println!("run time: {:.1} s", stats.run_seconds);
+        println!("mean time between failures: {mtbf:.1} s");
+        println!("checkpoints: {}", stats.checkpoints);
+        println!("mean checkpoint cost: {cost:.3} s");
+        println!("Young: {young:.1} s");
+        println!("Daly: {daly:.1} s");
+    }
+    if args.percent {
+        println!("{percent:.2} % of run time checkpointing at {interval:.0} s");
+    }
+    if !args.stats && !args.percent {
+        println!("{}", interval.round() as u64);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "List a prefix's datasets: complete on the prefix, or to be scavenged from cache",
+    long_about = "Report, from <prefix>/.scr/index.scr and flush.scr, each dataset: complete and \
+                  usable for a restart, incomplete or failed, or only in cache (the drain, \
+                  `scr postrun` or `scr scavenge`, must copy it before the allocation ends).\n\n\
+                  Exit codes: 0 listed; 1 the state files cannot be read."
+)]
+pub struct InspectArgs {
+    /// The prefix directory (default: SCR_PREFIX, scr.conf, the working directory)
+    #[arg(short = 'p', long, value_name = "DIR")]
+    prefix: Option<PathBuf>,
+    /// Print JSON for scripts
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn inspect(args: InspectArgs) -> scr::Result<ExitCode> {
+    let params = Params::load(&Sources::from_process())?;
+    let prefix = super::prefix_dir(args.prefix, &params)?;
+    let index: IndexFile = super::read_or_empty(&layout::index_file(&prefix))?;
+    let flush: FlushFile = super::read_or_empty(&layout::flush_file(&prefix))?;
+    let mut rows = Vec::new();
+    for e in index.entries() {
+        let state = if !e.failed.is_empty() {
+            "FAILED"
+        } else if e.complete {
+            "COMPLETE"
+        } else {
+            "INCOMPLETE"
+        };
+        rows.push((e.id, e.name, state));
+    }
+    for id in flush.datasets() {
+        if rows.iter().any(|(i, _, _)| *i == id) || !flush.has_location(id, Location::Cache) {
+            continue;
+        }
+        let name = flush.name(id).unwrap_or_default().to_string();
+        rows.push((id, name, "SCAVENGE"));
+    }
+    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+    if args.json {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(id, name, state)| json!({ "dset": id, "name": name, "state": state }))
+            .collect();
+        println!("{}", json!({ "prefix": prefix, "datasets": list }));
+    } else {
+        println!("DSET STATE      NAME");
+        for (id, name, state) in &rows {
+            println!("{id:>4} {state:<10} {name}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(clap::Args)]
+#[command(
+    about = "Kill a job step (SLURM: scancel), as SCR's scripts do to stop a hung run",
+    long_about = "Kill the job step JOBSTEP (`<jobid>.<step>`) with the resource manager's own \
+                  tool: SLURM's scancel.\n\nExit codes: 0 killed; 1 the step id is malformed or \
+                  scancel failed."
+)]
+pub struct KillJobstepArgs {
+    /// The job step id, e.g. 1234.5
+    #[arg(short = 'j', long = "jobstepid", value_name = "JOBSTEP")]
+    jobstep: String,
+}
+
+pub fn kill_jobstep(args: KillJobstepArgs) -> scr::Result<ExitCode> {
+    let valid = args.jobstep.split('.').count() <= 2
+        && args
+            .jobstep
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    if !valid {
+        return Err(Error::invalid(
+            "--jobstepid",
+            format!(
+                "{:?} is not a job step id (digits, or <job>.<step>)",
+                args.jobstep
+            ),
+        ));
+    }
+    child::read("scancel", [args.jobstep.as_str()]).map_err(|e| Error::Config {
+        origin: "scancel".into(),
+        what: e.to_string(),
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,147 @@
+//! Writing SCR's event log from a job: rank 0 appends one line per event to
+//! `<prefix>/.scr/log` (SCR_LOG_TXT_ENABLE) and sends it to syslog (SCR_LOG_SYSLOG_ENABLE,
+//! with SCR_LOG_SYSLOG_FACILITY, _LEVEL and _PREFIX), when SCR_LOG_ENABLE=1. A log that
+//! cannot be written costs a warning, never the checkpoint.
+
+use scr::event_log::{format_line, log_path};
+use scr::params::Params;
+use scr::{Error, Result};
+use std::ffi::{CString, c_int};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Default)]
+pub struct EventLog {
+    text: Option<PathBuf>,
+    /// syslog priority (facility | level); openlog was called with the identity
+    syslog: Option<c_int>,
+    /// user and job id, on every line
+    who: Vec<(&'static str, String)>,
+}
+
+fn facility(name: &str) -> Option<c_int> {
+    Some(match name.to_ascii_uppercase().trim_start_matches("LOG_") {
+        "USER" => libc::LOG_USER,
+        "DAEMON" => libc::LOG_DAEMON,
+        "LOCAL0" => libc::LOG_LOCAL0,
+        "LOCAL1" => libc::LOG_LOCAL1,
+        "LOCAL2" => libc::LOG_LOCAL2,
+        "LOCAL3" => libc::LOG_LOCAL3,
+        "LOCAL4" => libc::LOG_LOCAL4,
+        "LOCAL5" => libc::LOG_LOCAL5,
+        "LOCAL6" => libc::LOG_LOCAL6,
+        "LOCAL7" => libc::LOG_LOCAL7,
+        _ => return None,
+    })
+}
+
+fn level(name: &str) -> Option<c_int> {
+    Some(match name.to_ascii_uppercase().trim_start_matches("LOG_") {
+        "EMERG" => libc::LOG_EMERG,
+        "ALERT" => libc::LOG_ALERT,
+        "CRIT" => libc::LOG_CRIT,
+        "ERR" => libc::LOG_ERR,
+        "WARNING" => libc::LOG_WARNING,
+        "NOTICE" => libc::LOG_NOTICE,
+        "INFO" => libc::LOG_INFO,
+        "DEBUG" => libc::LOG_DEBUG,
+        _ => return None,
+    })
+}
+
+fn bad(param: &str, value: &str, expected: &str) -> Error {
+    Error::Config {
+        origin: param.into(),
+        what: format!("{param}={value:?} is not valid: expected {expected}"),
+    }
+}
+
+impl EventLog {
+    /// The log rank 0 writes (other ranks get one that writes nothing). Bad facility or
+    /// level names are errors naming the parameter.
+    pub fn open(
+        params: &Params,
+        prefix: &std::path::Path,
+        rank: u64,
+        user: &str,
+        jobid: &str,
+    ) -> Result<EventLog> {
+        if rank != 0 || !params.bool("SCR_LOG_ENABLE") {
+            return Ok(EventLog::default());
+        }
+        let text = params.bool("SCR_LOG_TXT_ENABLE").then(|| log_path(prefix));
+        let syslog = if params.bool("SCR_LOG_SYSLOG_ENABLE") {
+            let get = |p: &str, d: &'static str| params.get(p).unwrap_or(d).to_string();
+            let f = get("SCR_LOG_SYSLOG_FACILITY", "LOG_LOCAL7");
+            let l = get("SCR_LOG_SYSLOG_LEVEL", "LOG_INFO");
+            let fac = facility(&f).ok_or_else(|| {
+                bad(
+                    "SCR_LOG_SYSLOG_FACILITY",
+                    &f,
+                    "LOG_USER, LOG_DAEMON or LOG_LOCAL0 … LOG_LOCAL7",
+                )
+            })?;
+            let lev = level(&l)
+                .ok_or_else(|| bad("SCR_LOG_SYSLOG_LEVEL", &l, "LOG_EMERG … LOG_DEBUG"))?;
+            let ident = CString::new(get("SCR_LOG_SYSLOG_PREFIX", "SCR"))
+                .map_err(|_| bad("SCR_LOG_SYSLOG_PREFIX", "", "text without NUL"))?;
+            // openlog keeps the pointer: the identity lives as long as the process
+            let ident: &'static std::ffi::CStr = Box::leak(ident.into_boxed_c_str());
+            // SAFETY: ident is NUL-terminated and never freed
+            unsafe { libc::openlog(ident.as_ptr(), libc::LOG_PID, fac) };
+            Some(fac | lev)
+        } else {
+            None
+        };
+        Ok(EventLog {
+            text,
+            syslog,
+            who: vec![("user", user.to_string()), ("jobid", jobid.to_string())],
+        })
+    }
+
+    /// Records one event (on rank 0 with logging on; otherwise nothing).
+    pub fn event(&self, kind: &str, fields: &[(&str, String)]) {
+        if self.text.is_none() && self.syslog.is_none() {
+            return;
+        }
+        let mut all: Vec<(&str, String)> = fields.to_vec();
+        all.extend(self.who.iter().cloned());
+        let line = format_line(chrono::Local::now(), kind, &all);
+        if let Some(path) = &self.text {
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+            if let Err(e) = appended {
+                eprintln!(
+                    "SCR: WARNING: could not append to the event log {}: {e}",
+                    path.display()
+                );
+            }
+        }
+        if let Some(priority) = self.syslog {
+            // the time is syslog's own; the message starts at the event
+            let message = line.split_once(' ').map_or(line.as_str(), |(_, m)| m);
+            if let Ok(msg) = CString::new(message) {
+                // SAFETY: "%s" with one NUL-terminated string argument
+                unsafe { libc::syslog(priority, c"%s".as_ptr(), msg.as_ptr()) };
+            }
+        }
+    }
+}
+
+/// Seconds and the bandwidth they give for `bytes`, as event fields.
+pub fn timing(bytes: u64, secs: f64) -> [(&'static str, String); 3] {
+    let bw = if secs > 0.0 {
+        bytes as f64 / secs / (1 << 20) as f64
+    } else {
+        0.0
+    };
+    [
+        ("bytes", bytes.to_string()),
+        ("secs", format!("{secs:.3}")),
+        ("mb_per_s", format!("{bw:.1}")),
+    ]
+}
