@@ -66,11 +66,12 @@ impl EventLog {
         user: &str,
         jobid: &str,
     ) -> Result<EventLog> {
-        if rank != 0 || !params.bool("SCR_LOG_ENABLE") {
+        if !params.bool("SCR_LOG_ENABLE") {
             return Ok(EventLog::default());
         }
-        let text = params.bool("SCR_LOG_TXT_ENABLE").then(|| log_path(prefix));
-        let syslog = if params.bool("SCR_LOG_SYSLOG_ENABLE") {
+        // every rank checks the names (the parameters are the same everywhere), so a bad
+        // one fails SCR_Init on all ranks alike rather than leaving rank 0 alone
+        let priority = if params.bool("SCR_LOG_SYSLOG_ENABLE") {
             let get = |p: &str, d: &'static str| params.get(p).unwrap_or(d).to_string();
             let f = get("SCR_LOG_SYSLOG_FACILITY", "LOG_LOCAL7");
             let l = get("SCR_LOG_SYSLOG_LEVEL", "LOG_INFO");
@@ -85,16 +86,22 @@ impl EventLog {
                 .ok_or_else(|| bad("SCR_LOG_SYSLOG_LEVEL", &l, "LOG_EMERG … LOG_DEBUG"))?;
             let ident = CString::new(get("SCR_LOG_SYSLOG_PREFIX", "SCR"))
                 .map_err(|_| bad("SCR_LOG_SYSLOG_PREFIX", "", "text without NUL"))?;
+            Some((fac, lev, ident))
+        } else {
+            None
+        };
+        if rank != 0 {
+            return Ok(EventLog::default());
+        }
+        let syslog = priority.map(|(fac, lev, ident)| {
             // openlog keeps the pointer: the identity lives as long as the process
             let ident: &'static std::ffi::CStr = Box::leak(ident.into_boxed_c_str());
             // SAFETY: ident is NUL-terminated and never freed
             unsafe { libc::openlog(ident.as_ptr(), libc::LOG_PID, fac) };
-            Some(fac | lev)
-        } else {
-            None
-        };
+            fac | lev
+        });
         Ok(EventLog {
-            text,
+            text: params.bool("SCR_LOG_TXT_ENABLE").then(|| log_path(prefix)),
             syslog,
             who: vec![("user", user.to_string()), ("jobid", jobid.to_string())],
         })

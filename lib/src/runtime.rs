@@ -407,9 +407,21 @@ impl Scr {
             .iter_mut()
             .map(|d| d.select_sets(&params, &node_names, rank == 0))
             .collect();
-        if rank == 0 {
-            io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)?;
-            crate::config_api::keep(&prefix)?;
+        // rank 0 prepares the prefix; its failure fails SCR_Init on every rank
+        let prepared = if rank == 0 {
+            io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)
+                .and_then(|()| crate::config_api::keep(&prefix))
+        } else {
+            Ok(())
+        };
+        if let Err(e) = &prepared {
+            eprintln!("SCR: ERROR: {e}");
+        }
+        if !comm::all_true(&world, prepared.is_ok()) {
+            return Err(failure(format!(
+                "rank 0 could not prepare the prefix {}",
+                prefix.display()
+            )));
         }
         node.barrier();
 

@@ -155,6 +155,16 @@ impl Scr {
             Ok(())
         })?;
         let published = self.publish_flushed(id, records, problem.is_none())?;
+        if published {
+            let name = self
+                .filemap
+                .dataset(id, self.rank)
+                .and_then(|d| d.name().map(str::to_string));
+            let mut fields = vec![("name", name.unwrap_or_default()), ("dset", id.to_string())];
+            fields.extend(crate::event_log::timing(total, slowest));
+            fields.push(("async", "1".to_string()));
+            self.log.event(scr::event_log::kinds::FLUSH, &fields);
+        }
         if published && self.rank == 0 && self.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
             let nodes = self.nodes.max(1) as f64;
             eprintln!(
