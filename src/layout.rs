@@ -113,6 +113,24 @@ pub fn current_link(prefix: &Path) -> PathBuf {
     prefix.join("scr.current")
 }
 
+/// The resource manager's id for this job: SLURM's SLURM_JOBID, else SLURM_JOB_ID (newer
+/// SLURM sets only the latter in some contexts). `env` looks up a variable.
+pub fn resource_manager_job_id(env: impl Fn(&str) -> Option<String>) -> Option<String> {
+    ["SLURM_JOBID", "SLURM_JOB_ID"]
+        .iter()
+        .find_map(|k| env(k).filter(|v| !v.is_empty()))
+}
+
+/// The job id in directory names, SCR's rule for the library and every command alike: the
+/// SCR_JOB_ID parameter (`scr_job_id`: environment or configuration), else the resource
+/// manager's.
+pub fn job_id(scr_job_id: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+    scr_job_id
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+        .or_else(|| resource_manager_job_id(env))
+}
+
 /// The user name in directory names: SCR_USER_NAME, else USER (None when neither is set).
 pub fn user_name() -> Option<String> {
     ["SCR_USER_NAME", "USER"]
@@ -161,6 +179,31 @@ fn parse_set_file_name(name: &str, kind: &str) -> Option<(u64, u64, u64)> {
 fn set_position(gid: &str, r: &str, n: &str) -> Option<(u64, u64, u64)> {
     let (gid, r, n): (u64, u64, u64) = (gid.parse().ok()?, r.parse().ok()?, n.parse().ok()?);
     (r >= 1 && r <= n).then(|| (gid, r - 1, n))
+}
+
+#[cfg(test)]
+mod job_id_tests {
+    use super::*;
+
+    #[test]
+    fn scr_job_id_wins_then_slurm_jobid_then_slurm_job_id() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let both = env(&[("SLURM_JOBID", "1"), ("SLURM_JOB_ID", "2")]);
+        assert_eq!(job_id(Some("x"), &both), Some("x".into()));
+        assert_eq!(job_id(None, &both), Some("1".into()));
+        assert_eq!(
+            job_id(Some(""), env(&[("SLURM_JOB_ID", "2")])),
+            Some("2".into())
+        );
+        assert_eq!(job_id(None, env(&[("SLURM_JOBID", "")])), None);
+    }
 }
 
 #[cfg(test)]

@@ -378,10 +378,7 @@ impl Scr {
             .count() as u64;
 
         let user = layout::user_name().unwrap_or_else(|| "unknown".into());
-        let jobid = params
-            .get("SCR_JOB_ID")
-            .map(str::to_string)
-            .or_else(|| std::env::var("SLURM_JOBID").ok())
+        let jobid = layout::job_id(params.get("SCR_JOB_ID"), |k| std::env::var(k).ok())
             .unwrap_or_else(|| "defjobid".into());
         let prefix = params
             .get("SCR_PREFIX")

@@ -915,3 +915,40 @@ fn prefix_size_keeps_a_window_and_the_purges_empty_prefix_and_cache() {
     assert!(names().is_empty(), "{:?}", names());
     assert!(!prefix.join("ckpt.5").exists() && !prefix.join("ckpt.6").exists());
 }
+
+#[test]
+fn with_only_slurm_job_id_set_the_library_and_scr_list_dir_agree_on_the_control_directory() {
+    let job = Job::new();
+    let cntl = job.dir.path().join("cntl");
+    let mut cmd = Mpi::current().launch(None, 2, 60, &job.app, &["1000", "1"]);
+    cmd.current_dir(job.prefix())
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+        .env("SCR_PREFIX", job.prefix())
+        .env("SLURM_JOB_ID", "31337")
+        .env("SCR_USER_NAME", "tester")
+        .env_remove("SLURM_JOBID")
+        .env_remove("SCR_JOB_ID")
+        .env_remove("SCR_CONF_FILE");
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let used = cntl.join("tester").join("scr.31337");
+    assert!(
+        used.join("filemap.scrinfo").exists(),
+        "{} holds the filemaps",
+        used.display()
+    );
+    let listed = Command::new(scr_command())
+        .args(["list-dir", "control"])
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_USER_NAME", "tester")
+        .env("SLURM_JOB_ID", "31337")
+        .env_remove("SLURM_JOBID")
+        .env_remove("SCR_JOB_ID")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout).trim(),
+        used.to_str().unwrap()
+    );
+}

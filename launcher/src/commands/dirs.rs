@@ -41,7 +41,7 @@ pub struct ListDirArgs {
     /// User name (default: SCR_USER_NAME, else USER)
     #[arg(short = 'u', long)]
     user: Option<String>,
-    /// Job id (default: SCR_JOB_ID, else SLURM_JOBID)
+    /// Job id (default: SCR_JOB_ID, else SLURM_JOBID or SLURM_JOB_ID)
     #[arg(short = 'j', long)]
     jobid: Option<String>,
     /// Print only the base directories
@@ -65,8 +65,7 @@ pub fn list_dir(args: ListDirArgs) -> scr::Result<ExitCode> {
     let user = args.user.or_else(layout::user_name);
     let jobid = args
         .jobid
-        .or_else(|| params.get("SCR_JOB_ID").map(str::to_string))
-        .or_else(|| env("SLURM_JOBID"));
+        .or_else(|| layout::job_id(params.get("SCR_JOB_ID"), env));
     let bases: Vec<String> = match which {
         Which::Control => vec![params.get("SCR_CNTL_BASE").unwrap_or("/tmp").to_string()],
         Which::Cache => {

@@ -127,9 +127,7 @@ impl Launcher {
 
 /// Whether scr-run runs inside a SLURM allocation (Open MPI then takes its nodes from it).
 fn in_slurm_allocation() -> bool {
-    ["SLURM_JOB_ID", "SLURM_JOBID"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
+    scr::layout::resource_manager_job_id(|k| std::env::var(k).ok()).is_some()
 }
 
 fn base_name(command: &str) -> &str {

@@ -40,9 +40,9 @@ fn nodelist_override() -> Option<Result<HostSet, String>> {
 /// The resource manager of this environment: SLURM inside a SLURM allocation, else the
 /// local machine.
 pub fn detect() -> Box<dyn ResourceManager> {
-    match std::env::var("SLURM_JOBID").or_else(|_| std::env::var("SLURM_JOB_ID")) {
-        Ok(id) if !id.is_empty() => Box::new(Slurm { job_id: id }),
-        _ => Box::new(Local),
+    match scr::layout::resource_manager_job_id(|k| std::env::var(k).ok()) {
+        Some(id) => Box::new(Slurm { job_id: id }),
+        None => Box::new(Local),
     }
 }
 
