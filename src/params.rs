@@ -515,6 +515,10 @@ impl Params {
         let mut h = crate::hash::Hash::new();
         for (name, setting) in &self.settings {
             h.child("SETTING").set_value(name, &setting.value);
+            // which values nobody set: some rules ask (descriptor_lines_apply, halt_exits)
+            if setting.origin == Origin::Default {
+                h.child("DEFAULTED").child(name);
+            }
         }
         for (i, d) in self.descriptors.iter().enumerate() {
             let dh = h.set_kv("DESC", i);
@@ -528,7 +532,8 @@ impl Params {
         h
     }
 
-    /// Rebuilds what [`Params::to_hash`] wrote (values keep no origin but "rank 0").
+    /// Rebuilds what [`Params::to_hash`] wrote (values keep no origin but "rank 0", or
+    /// "built-in default").
     pub fn from_hash(h: &crate::hash::Hash) -> Params {
         let mut params = Params::default();
         for (name, v) in h
@@ -537,11 +542,16 @@ impl Params {
             .flat_map(crate::hash::Hash::iter)
         {
             if let Some(value) = v.first_value(name).or_else(|| v.keys().next()) {
+                let defaulted = h.get("DEFAULTED").is_some_and(|d| d.get(name).is_some());
                 params.settings.insert(
                     name.into(),
                     Setting {
                         value: value.into(),
-                        origin: Origin::File("rank 0".into()),
+                        origin: if defaulted {
+                            Origin::Default
+                        } else {
+                            Origin::File("rank 0".into())
+                        },
                     },
                 );
             }
@@ -834,5 +844,19 @@ mod tests {
         .unwrap();
         assert!(!p.descriptor_lines_apply());
         assert!(load(&[("SCR_COPY_TYPE", "FILES")], None, None).is_err());
+    }
+
+    #[test]
+    fn values_nobody_set_stay_defaults_through_the_broadcast_form() {
+        let p = load(
+            &[("SCR_FLUSH", "3")],
+            Some("CKPT=0 INTERVAL=1 TYPE=XOR\n"),
+            None,
+        )
+        .unwrap();
+        let q = Params::from_hash(&p.to_hash());
+        assert_eq!(q.setting("SCR_COPY_TYPE").unwrap().origin, Origin::Default);
+        assert_ne!(q.setting("SCR_FLUSH").unwrap().origin, Origin::Default);
+        assert!(q.descriptor_lines_apply());
     }
 }
