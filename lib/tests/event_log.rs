@@ -207,7 +207,7 @@ fn events_reach_a_real_syslog_daemon_with_the_configured_facility_level_and_iden
         ("SCR_FLUSH", "1"),
     ];
     let out = if taken {
-        let mut cmd = Mpi::current().launch(None, 2, 120, &job.app, &["1000", "2"]);
+        let cmd = Mpi::current().launch(None, 2, 120, &job.app, &["1000", "2"]);
         let program = cmd.get_program().to_owned();
         let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
         let mut wrapped = Command::new("unshare");

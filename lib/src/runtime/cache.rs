@@ -1,0 +1,262 @@
+//! The cache manager: where datasets live in cache, eviction, and deleting cached
+//! datasets (files go through `.trash/`, unlinked in the background).
+
+use super::*;
+
+impl Scr {
+    /// This node's cache directory in a store.
+    pub(super) fn store_dir(&self, store: &str) -> PathBuf {
+        layout::node_job_dir(
+            Path::new(store),
+            &self.user,
+            &self.jobid,
+            self.emulated_node.as_deref(),
+        )
+    }
+
+    /// A cached dataset's directory, from the store its redundancy descriptor records.
+    pub(super) fn dataset_dir(&self, id: u64) -> PathBuf {
+        let dir = self
+            .filemap
+            .reddesc(id, self.rank)
+            .and_then(|r| r.directory().map(PathBuf::from));
+        layout::cache_dataset_dir(
+            &dir.unwrap_or_else(|| self.store_dir(&self.descriptors[0].store)),
+            id,
+        )
+    }
+
+    /// This rank's cached files of a dataset (owned, so the filemap can change meanwhile).
+    pub(super) fn my_files(&self, id: u64) -> Vec<String> {
+        self.filemap
+            .files(id, self.rank)
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// This rank's files of a dataset the application wrote (not redundancy files), in
+    /// filemap order.
+    pub(super) fn user_files(&self, id: u64) -> Vec<String> {
+        self.my_files(id)
+            .into_iter()
+            .filter(|f| {
+                self.filemap
+                    .meta(id, self.rank, f)
+                    .and_then(|m| m.filetype())
+                    .is_none_or(|t| t == FileType::User)
+            })
+            .collect()
+    }
+
+    /// Deletes the oldest cached datasets so that a new one fits SCR_CACHE_SIZE.
+    pub(super) fn evict_for(&mut self, store: &str) -> Result<()> {
+        // a STORE line may give its store its own COUNT
+        let store_count = self
+            .params
+            .descriptors_of("STORE")
+            .filter(|d| Path::new(&d.name) == Path::new(store))
+            .filter_map(|d| d.attr("COUNT")?.parse::<u64>().ok())
+            .last();
+        let keep = store_count
+            .or(self.params.count("SCR_CACHE_SIZE"))
+            .unwrap_or(1)
+            .max(1) as usize;
+        let in_store = |d: &u64| {
+            let recorded = self
+                .filemap
+                .reddesc(*d, self.rank)
+                .and_then(|r| r.store().map(str::to_string));
+            recorded.is_none_or(|s| Path::new(&s) == Path::new(store))
+        };
+        let mut cached: Vec<u64> = self
+            .filemap
+            .datasets()
+            .into_iter()
+            .filter(in_store)
+            .collect();
+        // the newest complete checkpoint, when it is not on the prefix, is the only copy
+        // there is: it stays until the new dataset completes (see complete_output)
+        let protected = self.newest_unflushed_checkpoint()?;
+        while cached.len() >= keep {
+            let victim = cached.remove(0);
+            if Some(victim) == protected {
+                self.deferred_eviction = Some(victim);
+                continue;
+            }
+            if self.flushing_async(victim) {
+                // the only wait an asynchronous flush imposes: its files must stay until copied
+                self.poll_async_flushes(Some(victim))?;
+            }
+            self.delete_cached(victim)?;
+        }
+        // copies held for ranks that moved away go with the datasets of their age
+        let keep_from = self
+            .deferred_eviction
+            .into_iter()
+            .chain(cached.first().copied())
+            .min()
+            .unwrap_or(self.dataset_id);
+        let held: Vec<u64> = self
+            .held
+            .as_ref()
+            .map(|(_, h)| h.datasets())
+            .unwrap_or_default();
+        for d in held.into_iter().filter(|&d| d < keep_from) {
+            self.drop_held(d)?;
+        }
+        Ok(())
+    }
+
+    /// The datasets this rank's filemap records whose descriptor satisfies `keep`.
+    pub(super) fn cached_datasets_where(
+        &self,
+        keep: impl Fn(&Dataset) -> bool,
+    ) -> impl Iterator<Item = u64> {
+        self.filemap
+            .datasets()
+            .into_iter()
+            .filter(move |&d| self.filemap.dataset(d, self.rank).is_some_and(|x| keep(&x)))
+    }
+
+    /// The newest checkpoint complete in every rank's cache, if the flush file says it is
+    /// not on the prefix (the same answer on every rank).
+    pub(super) fn newest_unflushed_checkpoint(&self) -> Result<Option<u64>> {
+        let newest = self
+            .cached_datasets_where(|x| x.is_checkpoint() && x.is_complete())
+            .max()
+            .unwrap_or(0);
+        let newest = comm::min_u64(&self.world, newest);
+        let unflushed = self.rank == 0
+            && newest > 0
+            && FlushFile::read(&layout::flush_file(&self.prefix))
+                .map_or(true, |f| f.needs_flush(newest));
+        Ok(comm::bcast_bool(&self.world, unflushed).then_some(newest))
+    }
+
+    /// Deletes a dataset's files from cache, then its filemap entries: this rank's, the
+    /// copies it keeps for partners, and (on the node master) the held ones.
+    pub(super) fn delete_cached(&mut self, dset: u64) -> Result<()> {
+        self.discard_cached(dset)?;
+        if self.rank == 0 {
+            update_flush_file(&self.prefix, |f| forget_cached(f, dset))?;
+        }
+        Ok(())
+    }
+
+    /// [`Scr::delete_cached`] but for the flush file, which the caller updates.
+    pub(super) fn discard_cached(&mut self, dset: u64) -> Result<()> {
+        remove_dataset_files(&mut self.filemap, dset, &mut self.discards)?;
+        let _ = std::fs::remove_dir_all(self.dataset_dir(dset));
+        if self.restart.as_ref().is_some_and(|(id, _)| *id == dset) {
+            self.restart = None;
+        }
+        self.filemap.write(&self.filemap_path)?;
+        self.drop_held(dset)
+    }
+
+    /// Node master: deletes held files of a dataset and their entries.
+    pub(super) fn drop_held(&mut self, dset: u64) -> Result<()> {
+        if let Some((path, held)) = &mut self.held
+            && !held.ranks_by_dataset(dset).is_empty()
+        {
+            remove_dataset_files(held, dset, &mut self.discards)?;
+            held.write(path)?;
+        }
+        Ok(())
+    }
+}
+
+/// The flush file's record that a dataset is no longer in cache: the drain must not look
+/// for it there.
+pub(super) fn forget_cached(f: &mut FlushFile, dset: u64) {
+    f.unset_location(dset, Location::Cache);
+    if f.locations(dset).is_empty() {
+        f.remove(dset);
+    }
+}
+
+/// Takes every file a filemap records for a dataset out of cache, then the entries.
+pub(super) fn remove_dataset_files(
+    map: &mut Filemap,
+    dset: u64,
+    discards: &mut Discards,
+) -> Result<()> {
+    let files = map
+        .ranks_by_dataset(dset)
+        .into_iter()
+        .flat_map(|rank| {
+            map.files(dset, rank)
+                .into_iter()
+                .map(PathBuf::from)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    discards.discard(files)?;
+    map.remove_dataset(dset);
+    Ok(())
+}
+
+/// Cache files on their way out. Freeing a large file's pages is slow (a 64 MiB file on
+/// tmpfs takes 10-20 ms to unlink), and evicting the previous checkpoint was most of what
+/// SCR_Complete_checkpoint cost on top of writing. Each file is renamed into the store's
+/// `.trash/` at once — out of the dataset, so a crash leaves nothing the filemap does not
+/// know — and unlinked by a background thread; Init empties `.trash/` of a job that died.
+#[derive(Default)]
+pub(super) struct Discards {
+    pub(super) threads: Vec<std::thread::JoinHandle<()>>,
+    pub(super) renamed: u64,
+}
+
+impl Discards {
+    pub(super) fn discard(&mut self, files: Vec<PathBuf>) -> Result<()> {
+        let mut later = Vec::new();
+        for f in files {
+            let moved = trash_dir_for(&f).and_then(|trash| {
+                std::fs::create_dir_all(&trash).ok()?;
+                self.renamed += 1;
+                let to = trash.join(format!("{}.{}", std::process::id(), self.renamed));
+                std::fs::rename(&f, &to).ok().map(|()| to)
+            });
+            match moved {
+                Some(to) => later.push(to),
+                None => match std::fs::remove_file(&f) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io(&f, "remove", e)),
+                },
+            }
+        }
+        self.threads.retain(|t| !t.is_finished());
+        if !later.is_empty() {
+            self.threads.push(std::thread::spawn(move || {
+                for f in later {
+                    let _ = std::fs::remove_file(f);
+                }
+            }));
+        }
+        Ok(())
+    }
+
+    /// Waits until every discarded file is gone.
+    pub(super) fn wait(&mut self) {
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `<store>/.trash` for a cached file: the directory above its `scr.dataset.<id>`, which is
+/// on the same file system, so moving the file there is a rename.
+pub(super) fn trash_dir_for(file: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .find(|a| {
+            a.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("scr.dataset."))
+        })
+        .and_then(Path::parent)
+        .map(|store| store.join(TRASH_DIR))
+}
+
+/// Where discarded cache files wait for their deletion, in each store directory.
+pub(super) const TRASH_DIR: &str = ".trash";

@@ -1,0 +1,229 @@
+//! Synchronous flush: copying a cached dataset to the prefix and publishing it there.
+
+use super::*;
+
+impl Scr {
+    /// Synchronous flush of a cached dataset to the prefix.
+    pub(super) fn flush(&mut self, id: u64) -> Result<()> {
+        if self.rank == 0 {
+            update_flush_file(&self.prefix, |f| f.set_location(id, Location::Flushing))?;
+        }
+        comm::relaxed_barrier(&self.world);
+        let started = Instant::now();
+        let want_crc = self.params.bool("SCR_CRC_ON_FLUSH");
+        let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
+        // at most SCR_FLUSH_WIDTH ranks write to the prefix at once: ranks go in waves
+        let width = self.params.count("SCR_FLUSH_WIDTH").unwrap_or(256).max(1);
+        let waves = self.ranks.div_ceil(width);
+        let containers = self.params.bool("SCR_USE_CONTAINERS").then(|| {
+            let mine = self
+                .user_files(id)
+                .iter()
+                .filter_map(|f| std::fs::metadata(f).ok())
+                .map(|m| m.len())
+                .sum();
+            let size = self.params.bytes("SCR_CONTAINER_SIZE").unwrap_or(100 << 30);
+            (self.container_start(mine), size)
+        });
+        let mut records = Vec::new();
+        let mut result = Ok(());
+        for wave in 0..waves {
+            if wave > 0 {
+                comm::relaxed_barrier(&self.world);
+            }
+            if self.rank / width != wave {
+                continue;
+            }
+            result = self.copy_to_prefix(id, want_crc, buf, containers, &mut records);
+        }
+        if let Err(e) = &result {
+            eprintln!("SCR: ERROR: rank {}: flush of dataset {id}: {e}", self.rank);
+        }
+        let copy_secs = started.elapsed().as_secs_f64();
+        // ranks done early wait sleeping, not in the gather's busy-poll
+        comm::relaxed_barrier(&self.world);
+        let copied = self.publish_flushed(id, records, result.is_ok())?;
+        if self.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
+            eprintln!(
+                "SCR: rank {}: flush of dataset {id}: copied in {copy_secs:.3} s, all ranks done after {:.3} s",
+                self.rank,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        comm::relaxed_barrier(&self.world);
+        if copied {
+            self.log_transfer(kinds::FLUSH, id, started);
+            Ok(())
+        } else {
+            Err(failure(format!(
+                "flush of dataset {id} failed on at least one rank"
+            )))
+        }
+    }
+
+    /// Where this rank's bytes start in the dataset's container stream: the node's total is
+    /// summed on the node, node masters scan across nodes, ranks scan within their node
+    /// (the containers seed), so each node's files lie together.
+    pub(super) fn container_start(&self, my_bytes: u64) -> u64 {
+        let node_total = comm::sum_u64(&self.node_comm, my_bytes);
+        let node_start = if self.node_comm.rank() == 0 {
+            comm::exclusive_sum_u64(&self.across_comm, node_total)
+        } else {
+            0
+        };
+        comm::bcast_u64(&self.node_comm, 0, node_start)
+            + comm::exclusive_sum_u64(&self.node_comm, my_bytes)
+    }
+
+    /// Where each of this rank's user files of dataset `id` goes on the prefix.
+    pub(super) fn flush_targets(&self, id: u64) -> Result<Vec<FlushTarget>> {
+        self.user_files(id)
+            .into_iter()
+            .map(|f| {
+                let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
+                let (Some(dir), Some(name), Some(orig)) =
+                    (meta.orig_dir(), meta.orig_name(), meta.orig())
+                else {
+                    return Err(failure(format!("{f}: meta data lacks PATH, NAME or ORIG")));
+                };
+                Ok(FlushTarget {
+                    dst: Path::new(dir).join(name),
+                    orig: orig.to_string(),
+                    src: PathBuf::from(f),
+                })
+            })
+            .collect()
+    }
+
+    /// The end of every flush, synchronous or not: rank 0 gathers each rank's file list and,
+    /// when every rank copied its files (`copied_here` on each), publishes the dataset;
+    /// otherwise the flush file stops saying FLUSHING. Collective; returns whether published.
+    pub(super) fn publish_flushed(
+        &mut self,
+        id: u64,
+        records: Vec<FileRecord>,
+        copied_here: bool,
+    ) -> Result<bool> {
+        let mut mine = RankFiles::new();
+        mine.insert(self.rank, records);
+        let leaf = rank2file::leaf_hash(&mine).pack();
+        let all = comm::gather_bytes(&self.world, 0, &leaf);
+        let copied = comm::all_true(&self.world, copied_here);
+        if self.rank == 0 {
+            if copied {
+                let mut map = RankFiles::new();
+                for bytes in all {
+                    let h = Hash::unpack(&bytes)
+                        .map_err(|e| failure(format!("rank file list: {e}")))?;
+                    rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
+                }
+                let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
+                scr::prefix::publish(&self.prefix, id, &desc, self.ranks, &map, true)?;
+                let keep = self.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
+                for gone in scr::prefix::enforce_window(&self.prefix, keep)? {
+                    eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_SIZE={keep})");
+                }
+            } else {
+                update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))?;
+            }
+        }
+        Ok(copied)
+    }
+
+    /// Copies this rank's files of a dataset to their places under the prefix, or into
+    /// containers from stream position `start` (of containers of `size` bytes) when given.
+    pub(super) fn copy_to_prefix(
+        &self,
+        id: u64,
+        want_crc: bool,
+        buf: usize,
+        containers: Option<(u64, u64)>,
+        records: &mut Vec<FileRecord>,
+    ) -> Result<()> {
+        // the new directory entries must be durable too before the index says COMPLETE
+        let mut dirs = std::collections::BTreeSet::new();
+        let mut at = containers.map(|(start, _)| start);
+        for FlushTarget { src, dst, orig } in self.flush_targets(id)? {
+            let (size, crc, segments) = match (&mut at, containers) {
+                (Some(at), Some((_, container_size))) => {
+                    let len = std::fs::metadata(&src)
+                        .map_err(|e| Error::io(&src, "stat", e))?
+                        .len();
+                    let segments = container::place(id, *at, len, container_size);
+                    *at += len;
+                    let (size, crc) =
+                        container::write_file(&src, &self.prefix, &segments, &mut |_| {})?;
+                    dirs.insert(layout::dataset_meta_dir(&self.prefix, id));
+                    (size, want_crc.then_some(crc), segments)
+                }
+                _ => {
+                    let (size, crc) = copy_file(&src, &dst, buf, want_crc)?;
+                    if let Some(dir) = dst.parent() {
+                        dirs.insert(dir.to_path_buf());
+                    }
+                    (size, crc, vec![])
+                }
+            };
+            records.push(FileRecord {
+                name: orig,
+                size,
+                crc,
+                segments,
+            });
+        }
+        dirs.iter().try_for_each(|d| io::sync_dir(d))
+    }
+
+    /// Logs a flush or fetch of dataset `id` that started at `started`: its size, time and
+    /// bandwidth.
+    pub(super) fn log_transfer(&self, kind: &str, id: u64, started: Instant) {
+        let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
+        let mut fields = vec![
+            ("name", desc.name().unwrap_or_default().to_string()),
+            ("dset", id.to_string()),
+        ];
+        let bytes = desc.size().unwrap_or(0);
+        fields.extend(event_log::timing(bytes, started.elapsed().as_secs_f64()));
+        self.log.event(kind, &fields);
+    }
+
+    /// SCR_FLUSH: flush every this many checkpoints; 0 never flushes.
+    pub(super) fn flush_every(&self) -> u64 {
+        self.params.count("SCR_FLUSH").unwrap_or(10)
+    }
+
+    /// Flushes the newest complete checkpoint when the flush file says it is not on the prefix.
+    pub(super) fn flush_latest_if_needed(&mut self) -> Result<()> {
+        // a background flush finishes first; what it covers needs no second copy
+        self.poll_async_flushes(Some(u64::MAX))?;
+        // SCR flushes at the end only when flushing is on at all (SCR_FLUSH > 0); with
+        // SCR_FLUSH=0 checkpoints stay in cache for the drain or the next run
+        if self.flush_every() == 0 {
+            return Ok(());
+        }
+        match self.newest_unflushed_checkpoint()? {
+            Some(latest) => self.flush(latest),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A file to flush: its cache path, its prefix path, its name relative to the prefix.
+pub(super) struct FlushTarget {
+    pub(super) src: PathBuf,
+    pub(super) dst: PathBuf,
+    pub(super) orig: String,
+}
+
+/// Copies `src` to `dst` with an fsync, returning the CRC32 when asked for. Always through
+/// a mapping of the source: the kernel's file-to-file copy (copy_file_range) measured 3-7x
+/// slower than that on tmpfs caches (benches/runtime.sh), and the CRC costs little.
+pub(super) fn copy_file(
+    src: &Path,
+    dst: &Path,
+    buf_size: usize,
+    want_crc: bool,
+) -> Result<(u64, Option<u32>)> {
+    let (total, crc) = io::copy_file_with_crc(src, dst, buf_size, &mut |_| {})?;
+    Ok((total, want_crc.then_some(crc)))
+}

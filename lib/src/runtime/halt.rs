@@ -1,0 +1,72 @@
+//! Halt conditions: the halt file and the allocation's end, decided on rank 0 for all.
+
+use super::*;
+
+impl Scr {
+    /// Rank 0 reads the halt file (counting a completed checkpoint against CheckpointsLeft
+    /// when asked) and decides; every rank learns the decision. Rank 0 records the cause
+    /// as the ExitReason so the launcher stops too.
+    pub(super) fn halt_decision(&self, count_checkpoint: bool) -> Result<bool> {
+        let mut halt_now = false;
+        let mut result = Ok(());
+        if self.rank == 0 {
+            result = (|| {
+                let path = layout::halt_file(&self.prefix);
+                let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
+                let was = hash.clone();
+                let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
+                if count_checkpoint {
+                    halt.decrement_checkpoints();
+                }
+                let now = chrono::Utc::now().timestamp();
+                let remaining = self
+                    .params
+                    .int("SCR_END_TIME")
+                    .filter(|&t| t > 0)
+                    .map(|t| t - now);
+                if let Some(cause) = halt.library_decision(now, remaining) {
+                    eprintln!("SCR: Job exiting: {cause}");
+                    halt.set_exit_reason(cause.reason());
+                    halt_now = true;
+                }
+                // Need_checkpoint and Should_exit call this often: rewrite only what changed
+                // (an empty file the lock just created is written once, so it reads as a halt file)
+                let just_created = std::fs::metadata(&path).is_ok_and(|m| m.len() == 0);
+                if halt.hash() != &was || just_created {
+                    lock.write_and_unlock(halt.hash())?;
+                }
+                Ok(())
+            })();
+        }
+        let halt_now = comm::bcast_bool(&self.world, halt_now);
+        result.map(|()| halt_now)
+    }
+
+    /// Checks for a halt condition; when one holds and halts exit (SCR_HALT_EXIT, else
+    /// SCR_HALT_ENABLED), flushes the newest
+    /// checkpoint if it is only in cache, finalizes MPI and exits with status 0 (as SCR does).
+    pub(super) fn check_halt(&mut self, count_checkpoint: bool) -> Result<bool> {
+        let halt = self.halt_decision(count_checkpoint)?;
+        if halt {
+            self.log.event(
+                kinds::HALT,
+                &[("exits", self.params.halt_exits().to_string())],
+            );
+        }
+        if halt && self.params.halt_exits() {
+            self.flush_latest_if_needed()?;
+            comm::relaxed_barrier(&self.world);
+            // SAFETY: MPI is initialized (checked in init) and not finalized; the process exits next.
+            unsafe {
+                mpi::ffi::MPI_Finalize();
+            }
+            std::process::exit(0);
+        }
+        Ok(halt)
+    }
+
+    /// `SCR_Should_exit`.
+    pub fn should_exit(&self) -> Result<bool> {
+        self.halt_decision(false)
+    }
+}

@@ -1,0 +1,277 @@
+//! Output and checkpoint datasets: when to checkpoint (SCR_Need_checkpoint), starting one
+//! with its descriptor, and completing it (sizes, validity, redundancy, flush when due).
+
+use super::*;
+
+impl Scr {
+    /// `SCR_Need_checkpoint`.
+    pub fn need_checkpoint(&mut self) -> Result<bool> {
+        self.poll_async_flushes(None)?;
+        self.need_calls += 1;
+        let decide = || {
+            let interval = self.params.count("SCR_CHECKPOINT_INTERVAL").unwrap_or(0);
+            let seconds = self.params.count("SCR_CHECKPOINT_SECONDS").unwrap_or(0);
+            let overhead = self.params.float("SCR_CHECKPOINT_OVERHEAD").unwrap_or(0.0);
+            if interval == 0 && seconds == 0 && overhead == 0.0 {
+                return true;
+            }
+            (interval > 0 && self.need_calls.is_multiple_of(interval))
+                || (seconds > 0 && self.last_checkpoint_end.elapsed().as_secs() >= seconds)
+                || (overhead > 0.0 && self.overhead_allows_checkpoint(overhead))
+        };
+        let due = comm::bcast_bool(&self.world, self.rank == 0 && decide());
+        Ok(due || self.halt_decision(false)?)
+    }
+
+    /// SCR's overhead rule: checkpoint when the average checkpoint cost, as a share of the
+    /// time since the last checkpoint plus that cost, is below `percent` (always before the
+    /// first checkpoint).
+    pub(super) fn overhead_allows_checkpoint(&self, percent: f64) -> bool {
+        let (total, count) = self.checkpoint_cost;
+        if count == 0 {
+            return true;
+        }
+        let cost = total / count as f64;
+        let since = self.last_checkpoint_end.elapsed().as_secs_f64();
+        cost / (since + cost) * 100.0 < percent
+    }
+
+    /// `SCR_Start_output` (and `SCR_Start_checkpoint` with `FLAG_CHECKPOINT`).
+    pub(crate) fn start_output(&mut self, name: Option<&str>, flags: i32) -> Result<()> {
+        if self.phase != Phase::Idle {
+            return Err(failure(
+                "SCR_Start_output called while another output or restart is open; complete it first",
+            ));
+        }
+        if let Some(n) = name
+            && (n.is_empty() || n.contains('/') || n.len() >= 1024)
+        {
+            return Err(failure(format!(
+                "dataset name {n:?} must be non-empty, without '/', shorter than 1024 bytes"
+            )));
+        }
+        self.poll_async_flushes(None)?;
+        let is_ckpt = flags & FLAG_CHECKPOINT != 0;
+        if is_ckpt {
+            self.checkpoint_started = Some(Instant::now());
+        }
+        self.dataset_id += 1;
+        if is_ckpt {
+            self.checkpoint_id += 1;
+        }
+        let id = self.dataset_id;
+        let store = self
+            .descriptor_for(is_ckpt.then_some(self.checkpoint_id))
+            .store
+            .clone();
+        self.evict_for(&store)?;
+        // every rank describes the dataset alike (the name and the parameters are the same
+        // everywhere); only the creation time differs, and Complete replaces it with rank
+        // 0's, which it learns in the collective it needs anyway, so Start broadcasts nothing
+        let origin = DatasetOrigin {
+            user: Some(self.user.clone()),
+            jobname: self.params.get("SCR_JOB_NAME").map(str::to_string),
+            jobid: Some(self.jobid.clone()),
+            cluster: self.params.get("SCR_CLUSTER_NAME").map(str::to_string),
+            created_us: chrono::Utc::now().timestamp_micros().max(0) as u64,
+        };
+        let default_name = format!("scr.dataset.{id}");
+        let desc = Dataset::create(
+            id,
+            name.unwrap_or(&default_name),
+            is_ckpt,
+            flags & FLAG_OUTPUT != 0,
+            &origin,
+            is_ckpt.then_some(self.checkpoint_id),
+        );
+        // record the dataset before its directory exists (filemap first)
+        self.record_dataset(id, &desc, 0)?;
+        io::create_dirs(&self.dataset_dir(id), 0o700)?;
+        self.phase = Phase::Output { id, flags };
+        Ok(())
+    }
+
+    /// The descriptor for a checkpoint id: the enabled one with the largest INTERVAL that
+    /// divides it (output-only datasets, `None`, use the INTERVAL=1 one).
+    pub(super) fn descriptor_for(&self, checkpoint_id: Option<u64>) -> &CkptDesc {
+        &self.descriptors[self.descriptor_index(checkpoint_id)]
+    }
+
+    pub(super) fn descriptor_index(&self, checkpoint_id: Option<u64>) -> usize {
+        let id = checkpoint_id.unwrap_or(1).max(1);
+        self.descriptors
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| id.is_multiple_of(d.interval))
+            .max_by_key(|(_, d)| d.interval)
+            .map(|(i, _)| i)
+            .expect("an INTERVAL=1 descriptor exists (checked in init)")
+    }
+
+    /// Records a dataset's descriptors and expected file count in this rank's filemap, on
+    /// disk, before any of its files exists (filemap first).
+    pub(super) fn record_dataset(
+        &mut self,
+        id: u64,
+        desc: &Dataset,
+        expected_files: u64,
+    ) -> Result<()> {
+        let reddesc = self.reddesc_for(desc.checkpoint_id());
+        self.filemap.set_dataset(id, self.rank, desc);
+        self.filemap.set_reddesc(id, self.rank, &reddesc);
+        self.filemap
+            .set_expected_files(id, self.rank, expected_files);
+        self.filemap.write(&self.filemap_path)
+    }
+
+    /// The redundancy descriptor of a checkpoint: its store, scheme and this rank's set.
+    pub(super) fn reddesc_for(&self, checkpoint_id: Option<u64>) -> RedDesc {
+        let i = self.descriptor_index(checkpoint_id);
+        let ckpt = &self.descriptors[i];
+        let dir = self.store_dir(&ckpt.store);
+        let mut reddesc = RedDesc::create(
+            true,
+            ckpt.interval,
+            false,
+            &ckpt.store,
+            &dir.to_string_lossy(),
+            ckpt.scheme,
+        );
+        if ckpt.scheme != Scheme::Single {
+            reddesc.set_position(self.sets[i].position(self.rank));
+        }
+        reddesc
+    }
+
+    /// `SCR_Complete_output`: records sizes, agrees on validity, flushes when due. Returns
+    /// whether every rank's output was valid.
+    pub(crate) fn complete_output(&mut self, valid: bool) -> Result<bool> {
+        let Phase::Output { id, flags } = self.phase.clone() else {
+            return Err(failure(
+                "SCR_Complete_output called without SCR_Start_output",
+            ));
+        };
+        self.phase = Phase::Idle;
+        let crc_on_copy = self.params.bool("SCR_CRC_ON_COPY");
+        // no barrier first: the sums below wait for every rank, sleeping as they do
+        let (mut files, mut bytes, mut ok) = (0u64, 0u64, valid);
+        for f in self.my_files(id) {
+            let mut meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
+            let size = std::fs::metadata(&f).map(|m| m.len());
+            let complete = valid && size.is_ok();
+            ok &= complete;
+            meta.set_size(*size.as_ref().unwrap_or(&0));
+            if crc_on_copy && complete {
+                meta.set_crc32(io::file_crc32(Path::new(&f))?);
+            }
+            meta.set_complete(complete);
+            self.filemap.set_meta(id, self.rank, &f, &meta);
+            files += 1;
+            bytes += size.unwrap_or(0);
+        }
+        self.filemap.set_expected_files(id, self.rank, files);
+        let mut desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
+        let created_here = if self.rank == 0 {
+            desc.created_us().unwrap_or(0)
+        } else {
+            0
+        };
+        let [total_files, total_bytes, failed, created] =
+            comm::sums_u64(&self.world, [files, bytes, u64::from(!ok), created_here]);
+        let all_ok = failed == 0;
+        desc.set_totals(total_files, total_bytes, all_ok);
+        desc.set_created_us(created);
+        self.filemap.set_dataset(id, self.rank, &desc);
+        self.filemap.write(&self.filemap_path)?;
+        let name = desc.name().unwrap_or_default().to_string();
+        if !all_ok {
+            self.log.event(
+                kinds::CHECKPOINT_FAILED,
+                &[
+                    ("name", name),
+                    ("dset", id.to_string()),
+                    ("failed_ranks", failed.to_string()),
+                ],
+            );
+            self.delete_cached(id)?;
+            self.deferred_eviction = None; // the older checkpoint is still the newest good one
+            return Ok(false);
+        }
+        let is_ckpt = flags & FLAG_CHECKPOINT != 0;
+        // as in SCR, a checkpoint its scheme could not protect is not a valid checkpoint
+        if is_ckpt && self.apply_redundancy(id).is_err() {
+            self.delete_cached(id)?;
+            self.deferred_eviction = None;
+            return Ok(false);
+        }
+        // the checkpoint kept until this one completed goes now, recorded in the same
+        // flush-file update (each one is a locked, fsynced write on the prefix)
+        let evicted = if is_ckpt {
+            self.deferred_eviction.take()
+        } else {
+            None
+        };
+        if let Some(old) = evicted {
+            if self.flushing_async(old) {
+                self.poll_async_flushes(Some(old))?;
+            }
+            self.discard_cached(old)?;
+        }
+        if self.rank == 0 {
+            update_flush_file(&self.prefix, |f| {
+                f.describe(
+                    id,
+                    desc.name().unwrap_or_default(),
+                    desc.checkpoint_id(),
+                    None,
+                );
+                f.set_location(id, Location::Cache);
+                if let Some(old) = evicted {
+                    forget_cached(f, old);
+                }
+            })?;
+        }
+        let every = self.flush_every();
+        let due = flags & FLAG_OUTPUT != 0
+            || (is_ckpt && every > 0 && self.checkpoint_id.is_multiple_of(every));
+        // output datasets leave the cache once flushed: they go synchronously
+        let in_background =
+            is_ckpt && flags & FLAG_OUTPUT == 0 && self.params.bool("SCR_FLUSH_ASYNC");
+        if due && in_background {
+            self.start_async_flush(id)?;
+        } else if due {
+            self.flush(id)?;
+        }
+        if flags & FLAG_OUTPUT != 0 && !is_ckpt {
+            self.delete_cached(id)?;
+        }
+        let secs = self
+            .checkpoint_started
+            .filter(|_| is_ckpt)
+            .map(|t| t.elapsed().as_secs_f64());
+        let mut fields = vec![("name", name), ("dset", id.to_string())];
+        match secs {
+            Some(secs) => fields.extend(event_log::timing(total_bytes, secs)),
+            None => fields.push(("bytes", total_bytes.to_string())),
+        }
+        let kind = if is_ckpt {
+            kinds::CHECKPOINT
+        } else {
+            kinds::OUTPUT
+        };
+        self.log.event(kind, &fields);
+        if is_ckpt {
+            self.restart = None; // a new checkpoint supersedes the one restarted from
+            self.last_checkpoint_end = Instant::now();
+            if let Some(started) = self.checkpoint_started.take() {
+                self.checkpoint_cost.0 += started.elapsed().as_secs_f64();
+                self.checkpoint_cost.1 += 1;
+            }
+            // the halt decision rank 0 sends is the last step every rank waits for
+            self.check_halt(true)?;
+        } else {
+            comm::relaxed_barrier(&self.world);
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,182 @@
+//! Routing names to files and the restart phase (SCR_Route_file, Have/Start/Complete_restart).
+
+use super::*;
+
+impl Scr {
+    /// Where a name the application uses lives on the prefix: (absolute path, path relative to the prefix).
+    pub(super) fn prefix_path(&self, name: &str) -> Result<(PathBuf, PathBuf)> {
+        let cwd =
+            std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
+        let abs = normalize(&cwd.join(name));
+        // the prefix as given, or as the file system resolves it: the working directory
+        // comes back resolved when SCR_PREFIX goes through a symbolic link
+        let resolved = std::fs::canonicalize(&self.prefix).ok();
+        let rel = [Some(normalize(&self.prefix)), resolved]
+            .into_iter()
+            .flatten()
+            .find_map(|p| abs.strip_prefix(p).ok().map(Path::to_path_buf))
+            .ok_or_else(|| {
+                failure(format!(
+                    "{name} is outside the prefix directory {}; write it under SCR_PREFIX",
+                    self.prefix.display()
+                ))
+            })?;
+        if rel.as_os_str().is_empty() {
+            return Err(failure(format!(
+                "{name} names the prefix directory itself, not a file"
+            )));
+        }
+        Ok((abs, rel))
+    }
+
+    /// `SCR_Route_file`: where to write (during an output) or read (during a restart) `name`.
+    pub(crate) fn route_file(&mut self, name: &str) -> Result<PathBuf> {
+        if name.is_empty() || name.len() >= 1024 {
+            return Err(failure(format!(
+                "file name {name:?} must be non-empty and shorter than 1024 bytes"
+            )));
+        }
+        match self.phase.clone() {
+            Phase::Output { id, .. } => {
+                let (abs, rel) = self.prefix_path(name)?;
+                let cached = self.dataset_dir(id).join(&rel);
+                let key = cached.to_string_lossy().into_owned();
+                if !self.filemap.files(id, self.rank).contains(&key.as_str()) {
+                    let dir = abs
+                        .parent()
+                        .unwrap_or(&self.prefix)
+                        .to_string_lossy()
+                        .into_owned();
+                    let base = abs
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let meta =
+                        Meta::for_user_file(&base, self.ranks, &rel.to_string_lossy(), &dir, &base);
+                    self.filemap.add_file(id, self.rank, &key);
+                    self.filemap.set_meta(id, self.rank, &key, &meta);
+                    self.filemap.write(&self.filemap_path)?;
+                }
+                if let Some(parent) = cached.parent() {
+                    io::create_dirs(parent, 0o700)?;
+                }
+                Ok(cached)
+            }
+            Phase::Restart { id } => self.restart_file(id, name),
+            // the v1.1 idiom: outside an output, a name of the restart checkpoint means its
+            // cached file; any other name comes back unchanged, as SCR v2.0 returns it
+            Phase::Idle => Ok(self
+                .restart
+                .clone()
+                .and_then(|(id, _)| self.restart_file(id, name).ok())
+                .unwrap_or_else(|| PathBuf::from(name))),
+        }
+    }
+
+    /// The cached file of restart dataset `id` that `name` means: the one whose path
+    /// relative to the prefix is `name`'s, else (as SCR v2.0, which keeps cache files flat
+    /// and routes by file name) the one file with `name`'s file name.
+    pub(super) fn restart_file(&self, id: u64, name: &str) -> Result<PathBuf> {
+        let rel = self
+            .prefix_path(name)
+            .map(|(_, rel)| rel.to_string_lossy().into_owned())
+            .ok();
+        let base = Path::new(name)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let files: Vec<(&str, Meta)> = self
+            .filemap
+            .files(id, self.rank)
+            .into_iter()
+            .filter_map(|f| Some((f, self.filemap.meta(id, self.rank, f)?)))
+            .collect();
+        let by_path = files
+            .iter()
+            .find(|(_, meta)| rel.is_some() && meta.orig() == rel.as_deref());
+        let found = match by_path {
+            Some((f, _)) => *f,
+            None => {
+                let same_name: Vec<&(&str, Meta)> = files
+                    .iter()
+                    .filter(|(_, meta)| base.is_some() && meta.orig_name() == base.as_deref())
+                    .collect();
+                match same_name.as_slice() {
+                    [] => {
+                        return Err(failure(format!(
+                            "{name} is not part of the restart dataset"
+                        )));
+                    }
+                    [(f, _)] => *f,
+                    several => {
+                        let paths: Vec<&str> =
+                            several.iter().filter_map(|(_, m)| m.orig()).collect();
+                        return Err(failure(format!(
+                            "{name} matches {} restart files of this rank ({}); route it by its \
+                             path relative to the prefix",
+                            paths.len(),
+                            paths.join(", ")
+                        )));
+                    }
+                }
+            }
+        };
+        let path = PathBuf::from(found);
+        if std::fs::File::open(&path).is_ok() {
+            Ok(path)
+        } else {
+            Err(failure(format!(
+                "restart file {} is not readable",
+                path.display()
+            )))
+        }
+    }
+
+    /// `SCR_Have_restart`: the name of the dataset a restart would load.
+    pub fn have_restart(&self) -> Option<String> {
+        self.restart.as_ref().map(|(_, n)| n.clone())
+    }
+
+    /// `SCR_Start_restart`: begins reading the restart dataset; returns its name.
+    pub(crate) fn start_restart(&mut self) -> Result<String> {
+        if self.phase != Phase::Idle {
+            return Err(failure(
+                "SCR_Start_restart called while an output or restart is open",
+            ));
+        }
+        let (id, name) = self.restart.clone().ok_or_else(|| {
+            failure("SCR_Start_restart called but there is no checkpoint to restart from")
+        })?;
+        comm::relaxed_barrier(&self.world);
+        self.phase = Phase::Restart { id };
+        Ok(name)
+    }
+
+    /// `SCR_Complete_restart`: true when every rank read its files. A failed restart drops
+    /// the dataset, so the next `have_restart` offers an older one (none yet without fetch).
+    pub(crate) fn complete_restart(&mut self, valid: bool) -> Result<bool> {
+        let Phase::Restart { id } = self.phase.clone() else {
+            return Err(failure(
+                "SCR_Complete_restart called without SCR_Start_restart",
+            ));
+        };
+        self.phase = Phase::Idle;
+        let ok = comm::all_true(&self.world, valid);
+        let name = self.restart.take().map(|(_, n)| n).unwrap_or_default();
+        if !ok {
+            // mark it, drop it, and offer the next older dataset on the prefix
+            if self.rank == 0 {
+                update_index(&self.prefix, |idx| {
+                    if idx.id_of(&name).is_some() {
+                        idx.mark_failed(id, &name, chrono::Local::now());
+                    }
+                    Ok(())
+                })?;
+            }
+            self.delete_cached(id)?;
+            if self.params.bool("SCR_FETCH") {
+                self.fetch(Some(id))?;
+            }
+        }
+        Ok(ok)
+    }
+}
