@@ -95,10 +95,7 @@ pub fn inspect_flushed(prefix: &Path, name: &str) -> Result<Option<FlushedDatase
         let Some(desc) = summary.dataset().filter(|d| d.name() == Some(name)) else {
             continue;
         };
-        let files = match summary.embedded_rank2file() {
-            Some(map) => map,
-            None => rank2file::read_tree(prefix, &layout::rank2file_root(prefix, id))?,
-        };
+        let files = flushed_files(prefix, id, &summary)?;
         let problems = missing_files(prefix, &files);
         return Ok(Some(FlushedDataset {
             id,
@@ -108,6 +105,15 @@ pub fn inspect_flushed(prefix: &Path, name: &str) -> Result<Option<FlushedDatase
         }));
     }
     Ok(None)
+}
+
+/// The files of flushed dataset `id`, by rank: the map a 1.1-8 summary embeds, else the
+/// rank2file tree under `.scr/scr.dataset.<id>/`.
+fn flushed_files(prefix: &Path, id: u64, summary: &Summary) -> Result<RankFiles> {
+    match summary.embedded_rank2file() {
+        Some(map) => Ok(map),
+        None => rank2file::read_tree(prefix, &layout::rank2file_root(prefix, id)),
+    }
 }
 
 fn missing_files(prefix: &Path, files: &RankFiles) -> Vec<String> {
@@ -216,10 +222,7 @@ pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<u64>> {
 pub fn delete_dataset_files(prefix: &Path, id: u64) -> Result<usize> {
     let meta = layout::dataset_meta_dir(prefix, id);
     let files = match Summary::read(&layout::summary_file(prefix, id)) {
-        Ok(summary) => match summary.embedded_rank2file() {
-            Some(map) => map,
-            None => rank2file::read_tree(prefix, &layout::rank2file_root(prefix, id))?,
-        },
+        Ok(summary) => flushed_files(prefix, id, &summary)?,
         Err(_) => RankFiles::new(),
     };
     let mut removed = 0;

@@ -206,34 +206,26 @@ fn events_reach_a_real_syslog_daemon_with_the_configured_facility_level_and_iden
         ("SCR_LOG_SYSLOG_PREFIX", "SCRTEST"),
         ("SCR_FLUSH", "1"),
     ];
+    let cmd = job.command(None, 2, &["1000", "2"], &env);
     let out = if taken {
-        let cmd = Mpi::current().launch(None, 2, 120, &job.app, &["1000", "2"]);
-        let program = cmd.get_program().to_owned();
-        let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
         let mut wrapped = Command::new("unshare");
         wrapped
             .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
             .arg("mount --bind \"$0\" /dev/log && exec \"$@\"")
             .arg(&socket)
-            .arg(program)
-            .args(args);
+            .arg(cmd.get_program())
+            .args(cmd.get_args())
+            .current_dir(job.prefix());
         for (k, v) in cmd.get_envs() {
-            if let Some(v) = v {
-                wrapped.env(k, v);
-            }
-        }
-        wrapped
-            .current_dir(job.prefix())
-            .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
-            .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
-            .env("SCR_PREFIX", job.prefix())
-            .env("SCR_JOB_ID", "4242");
-        for (k, v) in env {
-            wrapped.env(k, v);
+            match v {
+                Some(v) => wrapped.env(k, v),
+                None => wrapped.env_remove(k),
+            };
         }
         wrapped.output().unwrap()
     } else {
-        job.run(2, &["1000", "2"], &env)
+        let mut cmd = cmd;
+        cmd.output().unwrap()
     };
     assert!(out.status.success(), "{}", text(&out));
     let messages = dir.join("messages");

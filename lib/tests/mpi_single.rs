@@ -920,12 +920,8 @@ fn prefix_size_keeps_a_window_and_the_purges_empty_prefix_and_cache() {
 fn with_only_slurm_job_id_set_the_library_and_scr_list_dir_agree_on_the_control_directory() {
     let job = Job::new();
     let cntl = job.dir.path().join("cntl");
-    let mut cmd = Mpi::current().launch(None, 2, 60, &job.app, &["1000", "1"]);
-    cmd.current_dir(job.prefix())
-        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
-        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
-        .env("SCR_PREFIX", job.prefix())
-        .env("SLURM_JOB_ID", "31337")
+    let mut cmd = job.command(None, 2, &["1000", "1"], &[]);
+    cmd.env("SLURM_JOB_ID", "31337")
         .env("SCR_USER_NAME", "tester")
         .env_remove("SLURM_JOBID")
         .env_remove("SCR_JOB_ID")

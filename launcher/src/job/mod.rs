@@ -56,6 +56,9 @@ impl Launcher {
 
     /// [`Launcher::of`], asking the installed SLURM what its `srun` supports.
     pub fn detect(command: &str) -> Launcher {
+        let open_mpi = || Launcher::OpenMpi {
+            slurm_overlap: in_slurm_allocation() && srun_has_overlap("srun"),
+        };
         match Launcher::of(command) {
             Launcher::Srun { .. } => Launcher::Srun {
                 overlap: srun_has_overlap(command),
@@ -63,15 +66,11 @@ impl Launcher {
             // `mpirun` is MPICH's or Open MPI's, whichever the system's alternatives chose
             Launcher::Mpiexec if matches!(base_name(command), "mpirun" | "mpiexec") => {
                 match child::read(command, ["--version"]) {
-                    Ok(v) if is_open_mpi(&v) => Launcher::OpenMpi {
-                        slurm_overlap: in_slurm_allocation() && srun_has_overlap("srun"),
-                    },
+                    Ok(v) if is_open_mpi(&v) => open_mpi(),
                     _ => Launcher::Mpiexec,
                 }
             }
-            Launcher::OpenMpi { .. } => Launcher::OpenMpi {
-                slurm_overlap: in_slurm_allocation() && srun_has_overlap("srun"),
-            },
+            Launcher::OpenMpi { .. } => open_mpi(),
             other => other,
         }
     }

@@ -87,11 +87,7 @@ impl Scr {
         if self.params.bool("SCR_CACHE_PURGE") {
             let mut cached = self.filemap.datasets();
             if let Some((_, held)) = &self.held {
-                cached.extend(
-                    held.ranks()
-                        .into_iter()
-                        .flat_map(|r| held.datasets_of_rank(r)),
-                );
+                cached.extend(held.datasets());
             }
             cached.sort_unstable();
             cached.dedup();

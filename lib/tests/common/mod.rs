@@ -286,6 +286,19 @@ impl Job {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Output {
+        self.command(hosts, ranks, args, env)
+            .output()
+            .expect("the MPI launcher must be installed (scripts/setup.sh installs it)")
+    }
+
+    /// The launch [`Job::run_on`] runs, in the job's directories, for a test to adjust.
+    pub fn command(
+        &self,
+        hosts: Option<&str>,
+        ranks: u32,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Command {
         let mut cmd = Mpi::current().launch(hosts, ranks, 120, &self.app, args);
         cmd.current_dir(self.prefix())
             .env("SCR_SYSTEM_CONF_FILE", self.dir.path().join("scr.conf"))
@@ -296,9 +309,7 @@ impl Job {
         for (k, v) in env {
             cmd.env(k, v);
         }
-
-        cmd.output()
-            .expect("the MPI launcher must be installed (scripts/setup.sh installs it)")
+        cmd
     }
 }
 
