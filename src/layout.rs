@@ -196,8 +196,8 @@ mod job_id_tests {
             }
         };
         let both = env(&[("SLURM_JOBID", "1"), ("SLURM_JOB_ID", "2")]);
-        assert_eq!(job_id(Some("x"), &both), Some("x".into()));
-        assert_eq!(job_id(None, &both), Some("1".into()));
+        assert_eq!(job_id(Some("x"), both), Some("x".into()));
+        assert_eq!(job_id(None, both), Some("1".into()));
         assert_eq!(
             job_id(Some(""), env(&[("SLURM_JOB_ID", "2")])),
             Some("2".into())
