@@ -1,0 +1,256 @@
+//! Programs written for SCR v2.0 and v3.1 against our libscr, with real `mpiexec`: bare
+//! file names routed on restart, the v3.1 calls (SCR_Config, SCR_Current, SCR_Drop,
+//! SCR_Delete) from C and Fortran, v3.1's prefix window and purges, and the job-id rule the
+//! library shares with the commands.
+
+mod common;
+
+use common::*;
+use scr::HashView;
+use std::process::Command;
+
+/// The v2.0-style program, built against our libscr.
+fn v2_bare_names_job() -> Job {
+    let job = Job::new();
+    let app = build_c(
+        job.dir.path(),
+        &workspace().join("lib/tests/c/v2_bare_names.c"),
+        "v2_bare_names",
+    );
+    Job { app, ..job }
+}
+
+#[test]
+fn a_v2_program_routing_bare_file_names_restarts_from_cache_and_from_the_prefix() {
+    // from cache, on emulated nodes with XOR (SCR_FLUSH=0: nothing reaches the prefix)
+    let job = v2_bare_names_job();
+    let env = [("SCR_FLUSH", "0"), ("SCR_COPY_TYPE", "XOR")];
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["2"], &env);
+    assert!(out.contains("v2_bare_names: no checkpoint"), "{out}");
+    assert!(!job.prefix().join("ckpt.2").exists());
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["1"], &env);
+    assert!(
+        out.contains("v2_bare_names: restarted from ckpt.2 at step 2"),
+        "{out}"
+    );
+
+    // from the prefix: flushed, then every cache lost
+    let job = v2_bare_names_job();
+    job.run_ok(2, &["2"], &[("SCR_FLUSH", "1")]);
+    std::fs::remove_dir_all(job.dir.path().join("cache")).unwrap();
+    std::fs::create_dir(job.dir.path().join("cache")).unwrap();
+    let out = job.run_ok(2, &["1"], &[]);
+    assert!(
+        out.contains("v2_bare_names: restarted from ckpt.2 at step 2"),
+        "{out}"
+    );
+    assert_eq!(job.index_entry("ckpt.2").fetched.len(), 1, "fetched: {out}");
+}
+
+#[test]
+fn a_bare_name_two_restart_files_share_is_an_error_naming_both() {
+    let job = v2_bare_names_job();
+    job.run_ok(2, &["1", "dup"], &[("SCR_FLUSH", "0")]);
+    let out = job.run_ok(2, &["1", "dup"], &[("SCR_FLUSH", "0")]);
+    assert!(
+        out.contains("v2_bare_names: restart from ckpt.1 failed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("rank_0.ckpt matches 2 restart files of this rank (ckpt.1/a/rank_0.ckpt, ckpt.1/b/rank_0.ckpt)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_v3_1_program_configures_chooses_drops_and_deletes_checkpoints() {
+    let job = Job::new();
+    let app = build_c(
+        job.dir.path(),
+        &workspace().join("lib/tests/c/v31_api.c"),
+        "v31_api",
+    );
+    let job = Job { app, ..job };
+    let prefix = job.prefix();
+    let out = job.run_ok(2, &["first"], &[]);
+    assert!(out.contains("v31: first run done"), "{out}");
+    assert!(
+        out.contains("SCR_FLUSH") && out.contains("often"),
+        "the refused value: {out}"
+    );
+    // what SCR_Config set is kept for later runs
+    let app_conf = std::fs::read_to_string(prefix.join(".scr/app.conf")).unwrap();
+    for line in [
+        "SCR_FLUSH=1",
+        "SCR_FLUSH_WIDTH=2",
+        "CKPT=0 INTERVAL=1 TYPE=SINGLE",
+    ] {
+        assert!(app_conf.lines().any(|l| l == line), "{line} in {app_conf}");
+    }
+    assert!(!app_conf.contains("SCR_CHECKPOINT_INTERVAL"), "{app_conf}");
+    for t in 1..=3 {
+        assert!(prefix.join(format!("ckpt.{t}/rank_1.dat")).exists());
+    }
+    assert_eq!(job.index_entry("ckpt.3").id, 3);
+
+    let out = job.run_ok(2, &["second"], &[]);
+    assert!(out.contains("v31: restarted from ckpt.2"), "{out}");
+    assert!(out.contains("v31: second run done"), "{out}");
+    assert!(
+        out.contains("SCR_Drop: no dataset no-such-dataset"),
+        "an unknown name warns: {out}"
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&prefix)).unwrap();
+    let names: Vec<(u64, String)> = index
+        .entries()
+        .into_iter()
+        .map(|e| (e.id, e.name))
+        .collect();
+    // ckpt.1 dropped (its files stay), the old ckpt.3 deleted, the new ckpt.3 takes a new id
+    assert_eq!(
+        names,
+        [(4, "ckpt.3".to_string()), (2, "ckpt.2".to_string())]
+    );
+    assert_eq!(index.current(), Some("ckpt.3"));
+    assert!(
+        prefix.join("ckpt.1/rank_0.dat").exists(),
+        "Drop keeps the files"
+    );
+    assert!(
+        !prefix.join(".scr/scr.dataset.3").exists(),
+        "Delete removes the metadata"
+    );
+    assert!(prefix.join(".scr/scr.dataset.4").exists());
+    let t = std::fs::read_to_string(prefix.join("ckpt.3/rank_1.dat")).unwrap();
+    assert_eq!(
+        t.trim(),
+        "1 3",
+        "ckpt.3 written anew after the restart from ckpt.2"
+    );
+}
+
+#[test]
+fn a_fortran_v3_1_program_links_with_lscrf_lscr_and_manages_checkpoints() {
+    let job = Job::new();
+    // -lscrf -lscr, as SCR documents for Fortran: libscrf carries no code of its own here
+    let dir = job.dir.path();
+    let scrf = dir.join("scrf.c");
+    std::fs::write(&scrf, "/* the Fortran symbols are in libscr */\n").unwrap();
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join("libscrf.so"))
+        .arg(&scrf)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built));
+    link_library_into(dir);
+    let exe = dir.join("v31_api_f");
+    let out = Command::new(Mpi::current().fortran())
+        .arg(workspace().join("lib/tests/fortran/v31_api.F90"))
+        .arg("-I")
+        .arg(workspace().join("lib/include"))
+        .arg(format!("-L{}", dir.display()))
+        .args(["-lscrf", "-lscr"])
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "-lscrf -lscr: {}", text(&out));
+    let job = Job { app: exe, ..job };
+    let out = job.run_ok(2, &["first"], &[]);
+    assert!(out.contains("v31f: first run done"), "{out}");
+    let out = job.run_ok(2, &["second"], &[]);
+    assert!(out.contains("v31f: restarted from ckpt.1"), "{out}");
+    assert!(out.contains("v31f: second run done"), "{out}");
+    assert!(
+        !job.prefix().join("ckpt.2").exists(),
+        "SCR_DELETE removed ckpt.2"
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    assert_eq!(index.id_of("ckpt.2"), None);
+    assert_eq!(index.current(), Some("ckpt.1"));
+}
+
+#[test]
+fn prefix_size_keeps_a_window_and_the_purges_empty_prefix_and_cache() {
+    let job = Job::new();
+    let prefix = job.prefix();
+    let names = || -> Vec<String> {
+        scr::index::IndexFile::read(&scr::layout::index_file(&prefix))
+            .map(|i| i.entries().into_iter().map(|e| e.name).collect())
+            .unwrap_or_default()
+    };
+    let window = [("SCR_FLUSH", "1"), ("SCR_PREFIX_SIZE", "2")];
+    let out = job.run_ok(2, &["2000", "5"], &window);
+    assert!(
+        out.contains("deleted ckpt.3 from the prefix (SCR_PREFIX_SIZE=2)"),
+        "{out}"
+    );
+    assert_eq!(names(), ["ckpt.5", "ckpt.4"]);
+    for t in 1..=3 {
+        assert!(!prefix.join(format!("ckpt.{t}")).exists(), "ckpt.{t}");
+        assert!(
+            !prefix.join(format!(".scr/scr.dataset.{t}")).exists(),
+            "ckpt.{t}"
+        );
+    }
+    // SCR_CACHE_PURGE: the cache is emptied in SCR_Init, so the restart is fetched
+    let purge_cache = [("SCR_CACHE_PURGE", "1"), window[0], window[1]];
+    let out = job.run_ok(2, &["2000", "1"], &purge_cache);
+    assert!(
+        out.contains("restarted from ckpt.5 (timestep 5), data verified"),
+        "{out}"
+    );
+    assert_eq!(job.index_entry("ckpt.5").fetched.len(), 1, "{out}");
+    assert_eq!(names(), ["ckpt.6", "ckpt.5"]);
+    // SCR_PREFIX_PURGE (with the cache purged too): nothing left to restart from
+    let out = job.run_ok(
+        2,
+        &["2000", "1"],
+        &[
+            ("SCR_PREFIX_PURGE", "1"),
+            ("SCR_CACHE_PURGE", "1"),
+            ("SCR_FLUSH", "0"),
+        ],
+    );
+    assert!(
+        out.contains("no checkpoint, starting from the beginning"),
+        "{out}"
+    );
+    assert!(names().is_empty(), "{:?}", names());
+    assert!(!prefix.join("ckpt.5").exists() && !prefix.join("ckpt.6").exists());
+}
+
+#[test]
+fn with_only_slurm_job_id_set_the_library_and_scr_list_dir_agree_on_the_control_directory() {
+    let job = Job::new();
+    let cntl = job.dir.path().join("cntl");
+    let mut cmd = job.command(None, 2, &["1000", "1"], &[]);
+    cmd.env("SLURM_JOB_ID", "31337")
+        .env("SCR_USER_NAME", "tester")
+        .env_remove("SLURM_JOBID")
+        .env_remove("SCR_JOB_ID")
+        .env_remove("SCR_CONF_FILE");
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let used = cntl.join("tester").join("scr.31337");
+    assert!(
+        used.join("filemap.scrinfo").exists(),
+        "{} holds the filemaps",
+        used.display()
+    );
+    let listed = Command::new(scr_command())
+        .args(["list-dir", "control"])
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_USER_NAME", "tester")
+        .env("SLURM_JOB_ID", "31337")
+        .env_remove("SLURM_JOBID")
+        .env_remove("SCR_JOB_ID")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout).trim(),
+        used.to_str().unwrap()
+    );
+}
