@@ -89,7 +89,7 @@ impl Scr {
 
     /// Starts restarting from the newest dataset available, if there is one.
     pub fn restart(&mut self) -> Result<Option<Restart<'_>>> {
-        if self.have_restart().is_none() {
+        if self.have_restart()?.is_none() {
             return Ok(None);
         }
         let name = self.start_restart()?;

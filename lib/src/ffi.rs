@@ -180,7 +180,7 @@ pub unsafe extern "C" fn SCR_Route_file(name: *const c_char, file: *mut c_char) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn SCR_Have_restart(flag: *mut c_int, name: *mut c_char) -> c_int {
     with_state("SCR_Have_restart", |state| {
-        let found = enabled(state)?.have_restart();
+        let found = enabled(state)?.have_restart()?;
         if !flag.is_null() {
             // SAFETY: caller passes a valid int pointer
             unsafe { *flag = c_int::from(found.is_some()) };

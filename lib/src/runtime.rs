@@ -119,6 +119,11 @@ pub struct Scr {
     phase: Phase,
     /// Cached dataset a restart may load (id, name).
     restart: Option<(u64, String)>,
+    /// Nothing in cache could be restarted from and SCR_FETCH is on: the prefix's newest
+    /// checkpoint is fetched when the application asks for a restart (SCR_Have_restart,
+    /// SCR_Start_restart, SCR_Current), not in SCR_Init, so a run that never restarts, or
+    /// picks an older checkpoint, copies nothing it does not read.
+    fetch_pending: bool,
     need_calls: u64,
     last_checkpoint_end: Instant,
     /// When the open checkpoint started, and the total seconds and count of checkpoints
@@ -345,6 +350,7 @@ impl Scr {
             checkpoint_id: 0,
             phase: Phase::Idle,
             restart: None,
+            fetch_pending: false,
             need_calls: 0,
             last_checkpoint_end: Instant::now(),
             checkpoint_started: None,
@@ -368,8 +374,7 @@ impl Scr {
             ],
         );
         if let Some((id, name)) = scr.restart.clone() {
-            scr.log
-                .event(kinds::RESTART, &[("name", name), ("dset", id.to_string())]);
+            scr.log_restart(id, name);
         }
         scr.check_halt(false)?;
         Ok(scr)
@@ -393,6 +398,7 @@ impl Scr {
             );
             self.phase = Phase::Idle;
         }
+        self.fetch_pending = false;
         self.flush_latest_if_needed()?;
         if self.rank == 0 {
             HaltFile::update(&layout::halt_file(&self.prefix), SHARED_FILE, |halt| {

@@ -130,6 +130,27 @@ fn a_v3_1_program_configures_chooses_drops_and_deletes_checkpoints() {
 }
 
 #[test]
+fn the_prefix_is_fetched_when_the_program_asks_for_a_restart_and_only_the_checkpoint_it_chose() {
+    let job = Job::new();
+    let app = build_c(
+        job.dir.path(),
+        &workspace().join("lib/tests/c/v31_api.c"),
+        "v31_api",
+    );
+    let job = Job { app, ..job };
+    let log = [("SCR_LOG_ENABLE", "1"), ("SCR_LOG_TXT_ENABLE", "1")];
+    job.run_ok(2, &["first"], &log);
+    delete_caches(&job); // every node lost: a restart must come from the prefix
+    let out = job.run_ok(2, &["second"], &log);
+    assert!(out.contains("v31: restarted from ckpt.2"), "{out}");
+    let text = std::fs::read_to_string(job.prefix().join(".scr/log")).unwrap();
+    let fetches: Vec<&str> = text.lines().filter(|l| l.contains("event=FETCH ")).collect();
+    // SCR_Current chose ckpt.2 after SCR_Init: the newer ckpt.3 was never copied into cache
+    assert_eq!(fetches.len(), 1, "{text}");
+    assert!(fetches[0].contains("name=ckpt.2"), "{text}");
+}
+
+#[test]
 fn a_fortran_v3_1_program_links_with_lscrf_lscr_and_manages_checkpoints() {
     let job = Job::new();
     // -lscrf -lscr, as SCR documents for Fortran: libscrf carries no code of its own here

@@ -138,6 +138,8 @@ impl Scr {
                 prefix::update_current_link(&self.prefix, name)?;
             }
         }
+        // the fetch SCR_Init left pending is of the newest checkpoint: `name` replaces it
+        self.fetch_pending = false;
         if self.restart.as_ref().is_some_and(|(d, _)| *d == id) {
             return Ok(());
         }

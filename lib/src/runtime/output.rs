@@ -50,6 +50,8 @@ impl Scr {
                 "dataset name {n:?} must be non-empty, without '/', shorter than 1024 bytes"
             )));
         }
+        // an application that writes before asking for a restart is not restarting
+        self.fetch_pending = false;
         self.poll_async_flushes(None)?;
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
         if is_ckpt {

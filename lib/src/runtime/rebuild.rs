@@ -35,7 +35,8 @@ pub(super) fn verify_copy(map: &Filemap, dset: u64, rank: u64, ranks: u64) -> bo
 
 impl Scr {
     /// Chooses the restart dataset: the newest checkpoint in any cache on any node that
-    /// can be recovered, else the fetch loop, else a clean start. Numbering continues
+    /// can be recovered, else (later, when the application asks) the fetch loop, else a
+    /// clean start. Numbering continues
     /// after everything in cache and on the prefix.
     pub(super) fn restart_from_cache(&mut self) -> Result<()> {
         let prefix_max = if self.rank == 0 {
@@ -57,11 +58,8 @@ impl Scr {
         loop {
             let d = comm::max_u64(&self.world, self.newest_cached_checkpoint(below));
             if d == 0 {
-                return if self.params.bool("SCR_FETCH") {
-                    self.fetch(None)
-                } else {
-                    Ok(())
-                };
+                self.fetch_pending = self.params.bool("SCR_FETCH");
+                return Ok(());
             }
             if self.recover(d)? {
                 let desc = self.filemap.dataset(d, self.rank);

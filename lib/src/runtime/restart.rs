@@ -64,7 +64,8 @@ impl Scr {
             }
             Phase::Restart { id } => self.restart_file(id, name),
             // the v1.1 idiom: outside an output, a name of the restart checkpoint means its
-            // cached file; any other name comes back unchanged, as SCR v2.0 returns it
+            // cached file; any other name comes back unchanged, as SCR v2.0 returns it (so
+            // before a pending fetch, the name is the file on the prefix itself)
             Phase::Idle => Ok(self
                 .restart
                 .clone()
@@ -131,9 +132,27 @@ impl Scr {
         }
     }
 
-    /// `SCR_Have_restart`: the name of the dataset a restart would load.
-    pub fn have_restart(&self) -> Option<String> {
-        self.restart.as_ref().map(|(_, n)| n.clone())
+    /// `SCR_Have_restart`: the name of the dataset a restart would load, fetching the
+    /// prefix's newest checkpoint first when the cache had none. Collective.
+    pub fn have_restart(&mut self) -> Result<Option<String>> {
+        self.fetch_if_pending()?;
+        Ok(self.restart.as_ref().map(|(_, n)| n.clone()))
+    }
+
+    /// Runs the fetch SCR_Init left for the first call that asks for a restart.
+    pub(super) fn fetch_if_pending(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.fetch_pending) {
+            self.fetch(None)?;
+            if let Some((id, name)) = self.restart.clone() {
+                self.log_restart(id, name);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn log_restart(&self, id: u64, name: String) {
+        self.log
+            .event(kinds::RESTART, &[("name", name), ("dset", id.to_string())]);
     }
 
     /// `SCR_Start_restart`: begins reading the restart dataset; returns its name.
@@ -143,6 +162,7 @@ impl Scr {
                 "SCR_Start_restart called while an output or restart is open",
             ));
         }
+        self.fetch_if_pending()?;
         let (id, name) = self.restart.clone().ok_or_else(|| {
             failure("SCR_Start_restart called but there is no checkpoint to restart from")
         })?;
