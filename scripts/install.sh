@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds SCR in release mode and installs it under a prefix, as an HPC library is installed:
 #
-#   scripts/install.sh --prefix DIR [--mpi mpich|openmpi]   build and install
+#   scripts/install.sh --prefix DIR [--mpi mpich|openmpi] [--config-file PATH]
+#                                                           build and install
 #   scripts/install.sh --prefix DIR --uninstall             remove exactly what was installed
 #
 # Layout under DIR:
@@ -17,20 +18,24 @@
 # Every file, link and directory created is listed in DIR/share/scr/install-manifest.txt,
 # which --uninstall reads. MPICH is the default MPI; --mpi openmpi builds libscr against
 # Open MPI (Debian's openmpi-bin and libopenmpi-dev) in its own target directory.
+# --config-file PATH builds in where the system configuration is read (SCR's CMake option
+# SCR_CONFIG_FILE); without it, /etc/scr.conf (or /etc/scr/scr.conf when only that exists).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$(pwd)
 
-usage() { echo "usage: scripts/install.sh --prefix DIR [--mpi mpich|openmpi] [--uninstall]" >&2; exit 2; }
-prefix="" mpi=mpich uninstall=0
+usage() { echo "usage: scripts/install.sh --prefix DIR [--mpi mpich|openmpi] [--config-file PATH] [--uninstall]" >&2; exit 2; }
+prefix="" mpi=mpich uninstall=0 config_file=""
 while [ $# -gt 0 ]; do
   case $1 in
     --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
     --prefix=*) prefix=${1#--prefix=}; shift ;;
     --mpi) [ $# -ge 2 ] || usage; mpi=$2; shift 2 ;;
     --mpi=*) mpi=${1#--mpi=}; shift ;;
+    --config-file) [ $# -ge 2 ] || usage; config_file=$2; shift 2 ;;
+    --config-file=*) config_file=${1#--config-file=}; shift ;;
     --uninstall) uninstall=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install: unknown argument '$1'" >&2; usage ;;
   esac
 done
@@ -71,7 +76,12 @@ if [ -e "$manifest" ]; then
   echo "install: $prefix already holds an SCR install; run with --uninstall first" >&2; exit 1
 fi
 
-echo "install: building (release, $mpi)"
+case $config_file in
+  ""|/*) ;;
+  *) echo "install: --config-file must be an absolute path, not '$config_file'" >&2; exit 2 ;;
+esac
+if [ -n "$config_file" ]; then export SCR_CONFIG_FILE=$config_file; else unset SCR_CONFIG_FILE; fi
+echo "install: building (release, $mpi${config_file:+, system configuration $config_file})"
 # the library links MPI: it gets a target directory per MPI; the commands do not link MPI
 MPICC=$mpicc CARGO_TARGET_DIR=$target cargo build --release --quiet -p scr-runtime --lib
 CARGO_TARGET_DIR=$src/target cargo build --release --quiet -p scr-launcher

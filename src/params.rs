@@ -10,9 +10,35 @@ use crate::units::parse_bytecount;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Where the system configuration lives unless `SCR_SYSTEM_CONF_FILE` names another file
-/// (the override exists so tests and unprivileged installs need no root).
+/// Where SCR v2.0 keeps the system configuration.
 pub const SYSTEM_CONFIG_PATH: &str = "/etc/scr.conf";
+/// Where SCR v3.1 keeps it.
+pub const SYSTEM_CONFIG_PATH_V3: &str = "/etc/scr/scr.conf";
+
+/// The system configuration file: the one `SCR_SYSTEM_CONF_FILE` names at run time (so tests
+/// and unprivileged installs need no root), else the one the build was given
+/// (`SCR_CONFIG_FILE`, as SCR's CMake option; `scripts/install.sh --config-file`), else
+/// `/etc/scr.conf`, or `/etc/scr/scr.conf` when only that one exists (a site set up for
+/// SCR v3.1).
+pub fn system_config_path(
+    env: &dyn Fn(&str) -> Option<String>,
+    built_with: Option<&str>,
+    exists: &dyn Fn(&Path) -> bool,
+) -> PathBuf {
+    if let Some(p) = env("SCR_SYSTEM_CONF_FILE").filter(|p| !p.is_empty()) {
+        return p.into();
+    }
+    if let Some(p) = built_with.filter(|p| !p.is_empty()) {
+        return p.into();
+    }
+    let v2 = Path::new(SYSTEM_CONFIG_PATH);
+    let v3 = Path::new(SYSTEM_CONFIG_PATH_V3);
+    if !exists(v2) && exists(v3) {
+        v3.into()
+    } else {
+        v2.into()
+    }
+}
 
 /// How a parameter's value is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,9 +264,7 @@ impl Sources {
     /// `SCR_PREFIX` or the working directory.
     pub fn from_process() -> Sources {
         let env = |k: &str| std::env::var(k).ok();
-        let system = std::env::var_os("SCR_SYSTEM_CONF_FILE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| SYSTEM_CONFIG_PATH.into());
+        let system = system_config_path(&env, option_env!("SCR_CONFIG_FILE"), &|p| p.exists());
         let prefix = std::env::var_os("SCR_PREFIX")
             .map(PathBuf::from)
             .or_else(|| std::env::current_dir().ok());
@@ -858,5 +882,34 @@ mod tests {
         assert_eq!(q.setting("SCR_COPY_TYPE").unwrap().origin, Origin::Default);
         assert_ne!(q.setting("SCR_FLUSH").unwrap().origin, Origin::Default);
         assert!(q.descriptor_lines_apply());
+    }
+
+    #[test]
+    fn the_system_config_is_the_run_time_choice_then_the_build_time_one_then_v2_then_v3() {
+        let none = |_: &str| None;
+        let set = |k: &str| (k == "SCR_SYSTEM_CONF_FILE").then(|| "/run/scr.conf".to_string());
+        let only_v3 = |p: &Path| p == Path::new(SYSTEM_CONFIG_PATH_V3);
+        let both = |_: &Path| true;
+        let neither = |_: &Path| false;
+        assert_eq!(
+            system_config_path(&set, Some("/opt/scr/etc/scr.conf"), &both),
+            Path::new("/run/scr.conf")
+        );
+        assert_eq!(
+            system_config_path(&none, Some("/opt/scr/etc/scr.conf"), &both),
+            Path::new("/opt/scr/etc/scr.conf")
+        );
+        assert_eq!(
+            system_config_path(&none, None, &both),
+            Path::new("/etc/scr.conf")
+        );
+        assert_eq!(
+            system_config_path(&none, None, &neither),
+            Path::new("/etc/scr.conf")
+        );
+        assert_eq!(
+            system_config_path(&none, None, &only_v3),
+            Path::new("/etc/scr/scr.conf")
+        );
     }
 }

@@ -28,6 +28,7 @@ fn a_v2_program_routing_bare_file_names_restarts_from_cache_and_from_the_prefix(
     let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["2"], &env);
     assert!(out.contains("v2_bare_names: no checkpoint"), "{out}");
     assert!(!job.prefix().join("ckpt.2").exists());
+    filemaps_drain_with_scr_copy(&job, 2);
     let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["1"], &env);
     assert!(
         out.contains("v2_bare_names: restarted from ckpt.2 at step 2"),
@@ -45,6 +46,39 @@ fn a_v2_program_routing_bare_file_names_restarts_from_cache_and_from_the_prefix(
         "{out}"
     );
     assert_eq!(job.index_entry("ckpt.2").fetched.len(), 1, "fetched: {out}");
+}
+
+/// What SCR v2.0's own `scr_copy` reads in a node's filemaps to drain dataset `id` into the
+/// application's directories (checked by hand against real SCR v2.0.0's `scr_copy` and
+/// `scr_index --add`, which then rebuilt a lost node's file from our XOR files): per rank, a
+/// `FLUSH` entry with `PRESERVE=1` and `CONTAINER=0`, a `FILES` count equal to the files
+/// listed, and each user file's `TYPE=USER` and absolute `PATH` (its directory on the prefix).
+fn filemaps_drain_with_scr_copy(job: &Job, id: u64) {
+    let mut ranks = 0;
+    for node in ["n1", "n2", "n3", "n4"] {
+        let [_, cntl] = node_dirs(job, node);
+        let master = scr::filemap::MasterFilemap::read(&cntl.join("filemap.scrinfo")).unwrap();
+        for path in master.filemaps() {
+            let map = scr::filemap::Filemap::read(std::path::Path::new(path)).unwrap();
+            for rank in map.ranks_by_dataset(id) {
+                ranks += 1;
+                let flush = map.flushdesc(id, rank).expect("a FLUSH entry");
+                assert_eq!(flush.first_value("PRESERVE"), Some("1"), "{path}");
+                assert_eq!(flush.first_value("CONTAINER"), Some("0"), "{path}");
+                let files = map.files(id, rank);
+                assert_eq!(map.expected_files(id, rank), Some(files.len() as u64));
+                let user: Vec<scr::meta::Meta> = files
+                    .iter()
+                    .filter_map(|f| map.meta(id, rank, f))
+                    .filter(|m| m.filetype() == Some(scr::meta::FileType::User))
+                    .collect();
+                assert_eq!(user.len(), 1, "{path}: rank {rank}'s checkpoint file");
+                let dir = job.prefix().join(format!("ckpt.{id}"));
+                assert_eq!(user[0].orig_dir(), Some(dir.to_str().unwrap()), "{path}");
+            }
+        }
+    }
+    assert_eq!(ranks, 4, "every rank's entry found on its node");
 }
 
 #[test]
@@ -144,7 +178,10 @@ fn the_prefix_is_fetched_when_the_program_asks_for_a_restart_and_only_the_checkp
     let out = job.run_ok(2, &["second"], &log);
     assert!(out.contains("v31: restarted from ckpt.2"), "{out}");
     let text = std::fs::read_to_string(job.prefix().join(".scr/log")).unwrap();
-    let fetches: Vec<&str> = text.lines().filter(|l| l.contains("event=FETCH ")).collect();
+    let fetches: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("event=FETCH "))
+        .collect();
     // SCR_Current chose ckpt.2 after SCR_Init: the newer ckpt.3 was never copied into cache
     assert_eq!(fetches.len(), 1, "{text}");
     assert!(fetches[0].contains("name=ckpt.2"), "{text}");

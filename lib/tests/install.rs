@@ -19,11 +19,30 @@ fn must(out: Output, what: &str) -> String {
     t
 }
 
+/// The system configuration the installs are built to read (`--config-file`): one path
+/// for every install test, so the release builds they share are not rebuilt for each. It
+/// sets only the control base, shared by the jobs, which keep apart by their job ids.
+fn system_config() -> PathBuf {
+    let dir = workspace().join("target/install-test");
+    std::fs::create_dir_all(dir.join("cntl")).unwrap();
+    let conf = dir.join("scr.conf");
+    let tmp = dir.join(format!("scr.conf.{}", std::process::id()));
+    std::fs::write(
+        &tmp,
+        format!("SCR_CNTL_BASE={}\n", dir.join("cntl").display()),
+    )
+    .unwrap();
+    std::fs::rename(&tmp, &conf).unwrap();
+    conf
+}
+
 fn install(prefix: &Path, mpi: &str) {
     let out = Command::new(workspace().join("scripts/install.sh"))
         .arg("--prefix")
         .arg(prefix)
         .args(["--mpi", mpi])
+        .arg("--config-file")
+        .arg(system_config())
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("MPICC")
         .output()
@@ -65,24 +84,32 @@ fn uninstall(prefix: &Path) {
     must(out, "install.sh --uninstall");
 }
 
-/// Gives a job its own prefix, cache and control directories under `dir` (the control
-/// base comes from a system configuration file, as SCR allows no other way): jobs of
-/// tests running side by side must not see each other's filemaps.
+/// Gives a job its own prefix and cache under `dir`, and a job id of its own: the control
+/// base comes from the system configuration the install was built to read, as SCR allows
+/// no other way, and jobs of tests running side by side must not see each other's filemaps.
 fn private_job(cmd: &mut Command, dir: &Path, prefix: &Path, jobid: &str) {
-    let conf = dir.join("scr.conf");
-    if !conf.exists() {
-        std::fs::write(
-            &conf,
-            format!("SCR_CNTL_BASE={}\n", dir.join("cntl").display()),
-        )
-        .unwrap();
-    }
+    let jobid = format!(
+        "{jobid}-{}",
+        dir.file_name().unwrap().to_string_lossy().replace('.', "")
+    );
     cmd.current_dir(prefix)
         .env("SCR_PREFIX", prefix)
         .env("SCR_CACHE_BASE", dir.join("cache"))
-        .env("SCR_SYSTEM_CONF_FILE", &conf)
-        .env("SCR_JOB_ID", jobid)
+        .env("SCR_JOB_ID", &jobid)
+        .env_remove("SCR_SYSTEM_CONF_FILE")
         .env_remove("SCR_CONF_FILE");
+}
+
+/// The control directory a job of `private_job` gets from the installed configuration.
+fn control_dir(dir: &Path, jobid: &str) -> PathBuf {
+    let jobid = format!(
+        "{jobid}-{}",
+        dir.file_name().unwrap().to_string_lossy().replace('.', "")
+    );
+    workspace()
+        .join("target/install-test/cntl")
+        .join(user())
+        .join(format!("scr.{jobid}"))
 }
 
 /// Runs `app` twice on 2 ranks in a job directory of its own: the first run writes two
@@ -104,6 +131,9 @@ fn checkpoint_then_restart(mpi: Mpi, app: &Path, args: &[&str], restarted: &str)
     );
     let second = run(args);
     assert!(second.contains(restarted), "{}: {second}", app.display());
+    // the control base came from the configuration file built into the install
+    let cntl = control_dir(dir.path(), "install");
+    assert!(cntl.is_dir(), "{} missing", cntl.display());
 }
 
 fn copy_example(prefix: &Path, dir: &Path, file: &str) -> PathBuf {

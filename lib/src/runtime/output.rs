@@ -123,6 +123,13 @@ impl Scr {
         self.filemap.set_reddesc(id, self.rank, &reddesc);
         self.filemap
             .set_expected_files(id, self.rank, expected_files);
+        // how the files go to the prefix: SCR's own scr_copy reads this to drain a node
+        // (PRESERVE=1: into the application's directories, not scr.dataset.<id>/)
+        let mut flush = Hash::new();
+        let flag = |name: &str| if self.params.bool(name) { "1" } else { "0" };
+        flush.set_value("PRESERVE", flag("SCR_PRESERVE_DIRECTORIES"));
+        flush.set_value("CONTAINER", flag("SCR_USE_CONTAINERS"));
+        self.filemap.set_flushdesc(id, self.rank, flush);
         self.filemap.write(&self.filemap_path)
     }
 
