@@ -15,9 +15,21 @@ pub const PRIVATE_FILE: u32 = 0o600;
 /// Mode of the halt file: anyone may halt a job (SCR writes it 0666 so administrators can).
 pub const SHARED_FILE: u32 = 0o666;
 
+/// Whether two paths name the same file (device and inode), so copying one onto the other
+/// would truncate the source.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
 /// Copies file `src` to `dst` (fsynced), returning its size and CRC32. The source is
 /// mapped, not read: each piece is checksummed and written straight from the page cache,
 /// one copy where a read/write loop makes two. `copied` hears of each piece written.
+/// When `dst` already is `src` (a dataset written straight to the prefix, SCR_CACHE_BYPASS)
+/// nothing is copied: the file is only measured and made durable.
 pub fn copy_file_with_crc(
     src: &Path,
     dst: &Path,
@@ -25,6 +37,16 @@ pub fn copy_file_with_crc(
     copied: &mut dyn FnMut(u64),
 ) -> Result<(u64, u32)> {
     let input = std::fs::File::open(src).map_err(|e| Error::io(src, "open", e))?;
+    if same_file(src, dst) {
+        let len = input
+            .metadata()
+            .map_err(|e| Error::io(src, "stat", e))?
+            .len();
+        let crc = file_crc32(src)?;
+        input.sync_all().map_err(|e| Error::io(src, "fsync", e))?;
+        copied(len);
+        return Ok((len, crc));
+    }
     if let Some(dir) = dst.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
     }
@@ -190,6 +212,18 @@ fn temporary_name(path: &Path) -> PathBuf {
     parent_dir(path).join(format!(".{name}.tmp.{}.{n}", std::process::id()))
 }
 
+/// Whether `path` lies inside one of `dirs`, judged on the names alone: an absolute path
+/// with no `..` component, under one of them (and not the directory itself). Paths
+/// read from metadata pass this before SCR deletes, copies or writes them.
+pub fn is_within_any(path: &Path, dirs: &[PathBuf]) -> bool {
+    use std::path::Component;
+    path.is_absolute()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        && dirs.iter().any(|d| path.starts_with(d) && path != d)
+}
+
 /// Creates `dir` and any missing parents; directories this call creates get `mode`
 /// (SCR's control and cache directories are 0700).
 pub fn create_dirs(dir: &Path, mode: u32) -> Result<()> {
@@ -284,6 +318,35 @@ fn lock_current(path: &Path, mode: u32, exclusive: bool) -> Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copying_a_file_onto_itself_keeps_it_and_measures_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("rank_0.ckpt");
+        std::fs::write(&f, b"checkpoint bytes").unwrap();
+        let via = dir.path().join(".").join("rank_0.ckpt");
+        let (size, crc) = copy_file_with_crc(&f, &via, 4096, &mut |_| {}).unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"checkpoint bytes");
+        assert_eq!(size, 16);
+        assert_eq!(crc, crc32fast::hash(b"checkpoint bytes"));
+    }
+
+    #[test]
+    fn only_plain_absolute_paths_below_a_directory_are_within_it() {
+        let dirs = [PathBuf::from("/c/scr.dataset.3"), PathBuf::from("/d/x")];
+        let within = |p: &str| is_within_any(Path::new(p), &dirs);
+        assert!(within("/c/scr.dataset.3/rank_0.ckpt"));
+        assert!(within("/c/scr.dataset.3/sub/dir/f"));
+        assert!(within("/d/x/y"));
+        assert!(!within("/c/scr.dataset.3"), "the directory itself");
+        assert!(!within("/c/scr.dataset.3/../../etc/passwd"));
+        assert!(
+            !within("/c/scr.dataset.30/f"),
+            "a sibling sharing the prefix"
+        );
+        assert!(!within("c/scr.dataset.3/f"), "relative");
+        assert!(!within("/etc/shadow"));
+    }
 
     fn tempdir() -> PathBuf {
         tempfile::tempdir().unwrap().keep()

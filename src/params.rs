@@ -126,6 +126,8 @@ params! {
     "SCR_HALT_EXIT", None, Bool, "SCR v3.1's name for SCR_HALT_ENABLED: exit the job when a halt condition holds (v3.1 defaults to 0; unset here, SCR_HALT_ENABLED decides)";
     "SCR_PREFIX_SIZE", Some("0"), Count, "keep at most this many checkpoints on the prefix, deleting older ones once a newer one is flushed (never the current one); 0 keeps all (SCR v3.1)";
     "SCR_PREFIX_PURGE", Some("0"), Bool, "delete every dataset on the prefix in SCR_Init (SCR v3.1)";
+    "SCR_CACHE_BYPASS", Some("0"), Bool, "write checkpoints straight to the prefix, keeping only SCR's metadata in cache (SCR v3.1, where it defaults to 1; a CKPT line's BYPASS= wins)";
+    "SCR_FETCH_BYPASS", Some("0"), Bool, "restart by reading the prefix's files in place instead of copying them into cache (SCR v3.1)";
     "SCR_CACHE_PURGE", Some("0"), Bool, "delete every dataset in cache in SCR_Init, so a restart reads the prefix (SCR v3.1)";
     "SCR_CONF_FILE", None, Text, "user configuration file (default <prefix>/.scrconf)";
     "SCR_RUNS", None, Int, "runs scr-run makes (-1 unlimited; default SCR_RETRIES+1)";

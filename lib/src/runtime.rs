@@ -67,10 +67,12 @@ fn failure(what: impl Into<String>) -> Error {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Phase {
     Idle,
-    /// Between Start_output and Complete_output.
+    /// Between Start_output and Complete_output; `bypass`: its files go straight to the
+    /// prefix.
     Output {
         id: u64,
         flags: i32,
+        bypass: bool,
     },
     /// Between Start_restart and Complete_restart.
     Restart {

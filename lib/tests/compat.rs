@@ -188,6 +188,84 @@ fn the_prefix_is_fetched_when_the_program_asks_for_a_restart_and_only_the_checkp
 }
 
 #[test]
+fn cache_bypass_writes_straight_to_the_prefix_and_restarts_after_the_metadata_is_lost() {
+    let job = Job::new();
+    let env = [
+        ("SCR_CACHE_BYPASS", "1"),
+        ("SCR_FLUSH", "0"), // nothing to copy: each checkpoint is published as it completes
+        ("SCR_COPY_TYPE", "XOR"),
+        ("SCR_CACHE_SIZE", "1"),
+    ];
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["4096", "3"], &env);
+    assert!(
+        out.contains("no checkpoint, starting from the beginning"),
+        "{out}"
+    );
+    // the files are the prefix's, every checkpoint is indexed, and cache holds none of them
+    for t in 1..=3 {
+        check_file(
+            &job.prefix().join(format!("ckpt.{t}/rank_2.ckpt")),
+            2,
+            t,
+            4096,
+        );
+        assert_eq!(job.index_entry(&format!("ckpt.{t}")).id, t as u64);
+    }
+    assert!(
+        job.cached("rank_2.ckpt").is_empty(),
+        "no user file in cache"
+    );
+    assert!(
+        !walk(&job.dir.path().join("cache"))
+            .iter()
+            .any(|p| p.to_string_lossy().contains("xor.")),
+        "no parity for files the prefix holds"
+    );
+    // evicting ckpt.1 and ckpt.2 from cache (SCR_CACHE_SIZE=1) left their files alone
+    assert!(job.prefix().join("ckpt.1/rank_0.ckpt").exists());
+
+    // restart from the filemaps in cache: reads the prefix's files where they are
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["4096", "1"], &env);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+    assert!(
+        job.index_entry("ckpt.3").fetched.is_empty(),
+        "not fetched: {out}"
+    );
+    // a node's control and cache directories lost: the restart comes from the index
+    lose_node(&job, "n3");
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["4096", "1"], &env);
+    assert!(
+        out.contains("restarted from ckpt.4 (timestep 4), data verified"),
+        "{out}"
+    );
+    assert_eq!(job.index_entry("ckpt.4").fetched.len(), 1, "{out}");
+    check_file(&job.prefix().join("ckpt.4/rank_2.ckpt"), 2, 4, 4096);
+
+    // SCR_FETCH_BYPASS: every cache lost, the restart reads the prefix in place, CRC-checked
+    delete_caches(&job);
+    let out = run_ok_on(
+        &job,
+        "n1,n2,n3,n4",
+        4,
+        &["4096", "1"],
+        &[("SCR_FETCH_BYPASS", "1"), ("SCR_FLUSH", "1")],
+    );
+    assert!(
+        out.contains("restarted from ckpt.5 (timestep 5), data verified"),
+        "{out}"
+    );
+    assert!(
+        job.cached("ckpt.5/rank_1.ckpt").is_empty(),
+        "fetched in place, not copied"
+    );
+    assert!(job.index_entry("ckpt.5").fetched.len() == 1, "{out}");
+    check_file(&job.prefix().join("ckpt.5/rank_1.ckpt"), 1, 5, 4096);
+}
+
+#[test]
 fn a_fortran_v3_1_program_links_with_lscrf_lscr_and_manages_checkpoints() {
     let job = Job::new();
     // -lscrf -lscr, as SCR documents for Fortran: libscrf carries no code of its own here

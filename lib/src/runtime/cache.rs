@@ -14,16 +14,33 @@ impl Scr {
         )
     }
 
-    /// A cached dataset's directory, from the store its redundancy descriptor records.
+    /// This node's cache directory in every store the descriptors name.
+    pub(super) fn store_dirs(&self) -> Vec<PathBuf> {
+        self.descriptors
+            .iter()
+            .map(|d| self.store_dir(&d.store))
+            .collect()
+    }
+
+    /// A cached dataset's directory, from the store its redundancy descriptor records (one
+    /// of this job's stores: a filemap naming another directory is not followed there).
     pub(super) fn dataset_dir(&self, id: u64) -> PathBuf {
+        let stores = self.store_dirs();
         let dir = self
             .filemap
             .reddesc(id, self.rank)
-            .and_then(|r| r.directory().map(PathBuf::from));
-        layout::cache_dataset_dir(
-            &dir.unwrap_or_else(|| self.store_dir(&self.descriptors[0].store)),
-            id,
-        )
+            .and_then(|r| r.directory().map(PathBuf::from))
+            .filter(|d| stores.contains(d));
+        layout::cache_dataset_dir(&dir.unwrap_or_else(|| stores[0].clone()), id)
+    }
+
+    /// The directories a dataset's cached files may be in: its directory in each store.
+    /// Nothing outside them is ever deleted as part of the dataset.
+    pub(super) fn cache_dirs_of(&self, id: u64) -> Vec<PathBuf> {
+        self.store_dirs()
+            .iter()
+            .map(|s| layout::cache_dataset_dir(s, id))
+            .collect()
     }
 
     /// This rank's cached files of a dataset (owned, so the filemap can change meanwhile).
@@ -146,7 +163,8 @@ impl Scr {
 
     /// [`Scr::delete_cached`] but for the flush file, which the caller updates.
     pub(super) fn discard_cached(&mut self, dset: u64) -> Result<()> {
-        remove_dataset_files(&mut self.filemap, dset, &mut self.discards)?;
+        let confine = self.cache_dirs_of(dset);
+        remove_dataset_files(&mut self.filemap, dset, &confine, &mut self.discards)?;
         let _ = std::fs::remove_dir_all(self.dataset_dir(dset));
         if self.restart.as_ref().is_some_and(|(id, _)| *id == dset) {
             self.restart = None;
@@ -157,10 +175,11 @@ impl Scr {
 
     /// Node master: deletes held files of a dataset and their entries.
     pub(super) fn drop_held(&mut self, dset: u64) -> Result<()> {
+        let confine = self.cache_dirs_of(dset);
         if let Some((path, held)) = &mut self.held
             && !held.ranks_by_dataset(dset).is_empty()
         {
-            remove_dataset_files(held, dset, &mut self.discards)?;
+            remove_dataset_files(held, dset, &confine, &mut self.discards)?;
             held.write(path)?;
         }
         Ok(())
@@ -176,10 +195,14 @@ pub(super) fn forget_cached(f: &mut FlushFile, dset: u64) {
     }
 }
 
-/// Takes every file a filemap records for a dataset out of cache, then the entries.
+/// Takes every file a filemap records for a dataset out of cache, then the entries. Only
+/// files inside `confine` (the dataset's cache directories) are deleted: a file written
+/// straight to the prefix (SCR_CACHE_BYPASS, SCR_FETCH_BYPASS) is the prefix's, and a path a
+/// damaged or planted filemap names elsewhere is never touched.
 pub(super) fn remove_dataset_files(
     map: &mut Filemap,
     dset: u64,
+    confine: &[PathBuf],
     discards: &mut Discards,
 ) -> Result<()> {
     let files = map
@@ -191,6 +214,7 @@ pub(super) fn remove_dataset_files(
                 .map(PathBuf::from)
                 .collect::<Vec<_>>()
         })
+        .filter(|f| io::is_within_any(f, confine))
         .collect();
     discards.discard(files)?;
     map.remove_dataset(dset);

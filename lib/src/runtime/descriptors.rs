@@ -17,6 +17,10 @@ pub(super) struct CkptDesc {
     pub(super) replicas: u64,
     /// The failure group sets span: NODE (the default), WORLD, or a name from GROUPS= lines.
     pub(super) group: String,
+    /// Files go straight to the prefix (BYPASS=1, SCR_CACHE_BYPASS): the cache keeps only
+    /// the filemap, and the checkpoint is published on the prefix when it completes.
+    /// Redundancy has nothing to protect in cache, so the scheme is SINGLE.
+    pub(super) bypass: bool,
 }
 
 impl CkptDesc {
@@ -39,11 +43,16 @@ impl CkptDesc {
             .descriptors_of("CKPT")
             .chain(params.descriptors_of("CKPTDESC"))
             .filter(|_| params.descriptor_lines_apply());
+        let bypass_default = params.bool("SCR_CACHE_BYPASS");
         for d in lines {
             if d.attr("ENABLED") == Some("0") {
                 continue;
             }
             out.push(CkptDesc {
+                bypass: d
+                    .attr("BYPASS")
+                    .and_then(scr::params::parse_bool)
+                    .unwrap_or(bypass_default),
                 interval: d.attr("INTERVAL").and_then(|i| i.parse().ok()).unwrap_or(1),
                 store: d
                     .attr("STORE")
@@ -71,6 +80,7 @@ impl CkptDesc {
         }
         if out.is_empty() {
             out.push(CkptDesc {
+                bypass: bypass_default,
                 interval: 1,
                 store: base,
                 scheme: default_scheme,
@@ -88,6 +98,9 @@ impl CkptDesc {
             return Err(failure(
                 "no enabled checkpoint descriptor has INTERVAL=1; every checkpoint needs one (add e.g. CKPT=0 INTERVAL=1 to the configuration)",
             ));
+        }
+        for d in out.iter_mut().filter(|d| d.bypass) {
+            d.scheme = Scheme::Single;
         }
         out.sort_by_key(|d| d.interval);
         Ok(out)

@@ -62,10 +62,8 @@ impl Scr {
             self.checkpoint_id += 1;
         }
         let id = self.dataset_id;
-        let store = self
-            .descriptor_for(is_ckpt.then_some(self.checkpoint_id))
-            .store
-            .clone();
+        let desc = self.descriptor_for(is_ckpt.then_some(self.checkpoint_id));
+        let (store, bypass) = (desc.store.clone(), desc.bypass);
         self.evict_for(&store)?;
         // every rank describes the dataset alike (the name and the parameters are the same
         // everywhere); only the creation time differs, and Complete replaces it with rank
@@ -89,7 +87,7 @@ impl Scr {
         // record the dataset before its directory exists (filemap first)
         self.record_dataset(id, &desc, 0)?;
         io::create_dirs(&self.dataset_dir(id), 0o700)?;
-        self.phase = Phase::Output { id, flags };
+        self.phase = Phase::Output { id, flags, bypass };
         Ok(())
     }
 
@@ -155,7 +153,7 @@ impl Scr {
     /// `SCR_Complete_output`: records sizes, agrees on validity, flushes when due. Returns
     /// whether every rank's output was valid.
     pub(crate) fn complete_output(&mut self, valid: bool) -> Result<bool> {
-        let Phase::Output { id, flags } = self.phase.clone() else {
+        let Phase::Output { id, flags, bypass } = self.phase.clone() else {
             return Err(failure(
                 "SCR_Complete_output called without SCR_Start_output",
             ));
@@ -241,11 +239,13 @@ impl Scr {
             })?;
         }
         let every = self.flush_every();
-        let due = flags & FLAG_OUTPUT != 0
+        // a dataset written to the prefix is published there at once: nothing to copy
+        let due = bypass
+            || flags & FLAG_OUTPUT != 0
             || (is_ckpt && every > 0 && self.checkpoint_id.is_multiple_of(every));
         // output datasets leave the cache once flushed: they go synchronously
         let in_background =
-            is_ckpt && flags & FLAG_OUTPUT == 0 && self.params.bool("SCR_FLUSH_ASYNC");
+            !bypass && is_ckpt && flags & FLAG_OUTPUT == 0 && self.params.bool("SCR_FLUSH_ASYNC");
         if due && in_background {
             self.start_async_flush(id)?;
         } else if due {

@@ -37,9 +37,13 @@ impl Scr {
             )));
         }
         match self.phase.clone() {
-            Phase::Output { id, .. } => {
+            Phase::Output { id, bypass, .. } => {
                 let (abs, rel) = self.prefix_path(name)?;
-                let cached = self.dataset_dir(id).join(&rel);
+                let cached = if bypass {
+                    abs.clone()
+                } else {
+                    self.dataset_dir(id).join(&rel)
+                };
                 let key = cached.to_string_lossy().into_owned();
                 if !self.filemap.files(id, self.rank).contains(&key.as_str()) {
                     let dir = abs
@@ -58,7 +62,13 @@ impl Scr {
                     self.filemap.write(&self.filemap_path)?;
                 }
                 if let Some(parent) = cached.parent() {
-                    io::create_dirs(parent, 0o700)?;
+                    if bypass {
+                        // the application's own directory on the prefix, as a flush makes it
+                        std::fs::create_dir_all(parent)
+                            .map_err(|e| Error::io(parent, "create directory", e))?;
+                    } else {
+                        io::create_dirs(parent, 0o700)?;
+                    }
                 }
                 Ok(cached)
             }
