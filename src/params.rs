@@ -57,7 +57,13 @@ pub enum Kind {
     Scheme,
     /// Free text (names, paths, host lists).
     Text,
+    /// SCR_FLUSH_TYPE's methods: SYNC, PTHREAD (a background flush), or a burst buffer's
+    /// (BBAPI, DATAWARP), which this machine kind has none of.
+    FlushType,
 }
+
+/// The values SCR_FLUSH_TYPE takes (SCR v3.1).
+pub const FLUSH_TYPES: &[&str] = &["SYNC", "PTHREAD", "BBAPI", "DATAWARP"];
 
 /// One known parameter.
 #[derive(Clone, Copy, Debug)]
@@ -109,6 +115,8 @@ params! {
     "SCR_FLUSH_ON_RESTART", Some("0"), Bool, "flush the cached checkpoint during SCR_Init";
     "SCR_GLOBAL_RESTART", Some("0"), Bool, "flush on restart and disable fetch";
     "SCR_FLUSH_ASYNC", Some("0"), Bool, "flush in the background";
+    "SCR_FLUSH_TYPE", None, FlushType, "SCR v3.1's flush method: SYNC, or PTHREAD to flush in the background (as SCR_FLUSH_ASYNC=1); BBAPI and DATAWARP (burst buffers) are not provided and flush as PTHREAD does";
+    "SCR_FLUSH_POSTSTAGE", Some("0"), Bool, "SCR v3.1: leave a burst buffer's flush to finish after the job; not provided (no burst buffer): background flushes finish in SCR_Finalize";
     "SCR_FLUSH_ASYNC_BW", Some("209715200"), Bytes, "bytes per second an asynchronous flush may use";
     "SCR_FLUSH_ASYNC_PERCENT", Some("0.0"), Float, "CPU share of the transfer agent (0 no cap)";
     "SCR_TRANSFER_SECS", Some("60.0"), Float, "seconds between transfer-file polls";
@@ -280,6 +288,15 @@ impl Sources {
 }
 
 impl Params {
+    /// Whether checkpoints flush in the background: SCR_FLUSH_ASYNC=1, or SCR v3.1's
+    /// SCR_FLUSH_TYPE naming anything but SYNC (burst-buffer methods run as PTHREAD here).
+    pub fn flush_in_background(&self) -> bool {
+        match self.get("SCR_FLUSH_TYPE") {
+            Some(t) => !t.eq_ignore_ascii_case("SYNC"),
+            None => self.bool("SCR_FLUSH_ASYNC"),
+        }
+    }
+
     /// Resolves every parameter. Bad values anywhere are errors naming where they came from.
     pub fn load(sources: &Sources) -> Result<Params> {
         let mut params = Params::default();
@@ -638,6 +655,7 @@ fn check_value(spec: &ParamSpec, value: &str) -> std::result::Result<(), String>
         // FILE: take the redundancy from the CKPT descriptor lines
         Kind::Scheme => Scheme::parse(value).is_some() || value.eq_ignore_ascii_case("FILE"),
         Kind::Text => true,
+        Kind::FlushType => FLUSH_TYPES.iter().any(|t| t.eq_ignore_ascii_case(value)),
     };
     if ok {
         return Ok(());
@@ -648,6 +666,7 @@ fn check_value(spec: &ParamSpec, value: &str) -> std::result::Result<(), String>
         Kind::Int => "an integer",
         Kind::Float => "a non-negative number",
         Kind::Scheme => "SINGLE, PARTNER, XOR, RS or FILE",
+        Kind::FlushType => "SYNC, PTHREAD, BBAPI or DATAWARP",
         Kind::Bytes | Kind::Text => unreachable!(),
     };
     Err(format!(

@@ -368,6 +368,7 @@ impl Scr {
         if let Some(name) = scr.params.get("SCR_CURRENT").map(str::to_string) {
             scr.set_current(&name)?;
         }
+        scr.flush_on_restart()?;
         scr.log.event(
             kinds::START,
             &[

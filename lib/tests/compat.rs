@@ -266,6 +266,90 @@ fn cache_bypass_writes_straight_to_the_prefix_and_restarts_after_the_metadata_is
 }
 
 #[test]
+fn flush_on_restart_global_restart_distribute_fetch_width_and_flush_type_do_what_v3_1_says() {
+    let job = Job::new();
+    let run = |env: &[(&str, &str)]| job.run_ok(2, &["4096", "1"], env);
+    run(&[("SCR_FLUSH", "0")]);
+    assert!(!job.prefix().join("ckpt.1").exists());
+
+    // SCR_FLUSH_ON_RESTART: the checkpoint restarted from cache is flushed in SCR_Init
+    let out = run(&[("SCR_FLUSH", "0"), ("SCR_FLUSH_ON_RESTART", "1")]);
+    assert!(out.contains("restarted from ckpt.1 (timestep 1)"), "{out}");
+    assert!(job.index_entry("ckpt.1").fetched.is_empty(), "{out}");
+    check_file(&job.prefix().join("ckpt.1/rank_1.ckpt"), 1, 1, 4096);
+    assert!(
+        !job.prefix().join("ckpt.2").exists(),
+        "SCR_FLUSH=0 still holds"
+    );
+
+    // SCR_GLOBAL_RESTART: flushed in SCR_Init, then read from the prefix in place
+    let out = run(&[("SCR_FLUSH", "0"), ("SCR_GLOBAL_RESTART", "1")]);
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+    assert_eq!(job.index_entry("ckpt.2").fetched.len(), 1, "{out}");
+    assert!(job.cached("ckpt.2/rank_0.ckpt").is_empty(), "read in place");
+    check_file(&job.prefix().join("ckpt.2/rank_0.ckpt"), 0, 2, 4096);
+
+    // SCR_DISTRIBUTE=0: the cached ckpt.3 is not used; the prefix's newest, ckpt.2, is
+    // fetched one rank at a time; SCR_FLUSH_TYPE=PTHREAD flushes the next one in the
+    // background, finished by SCR_Finalize
+    let out = run(&[
+        ("SCR_DISTRIBUTE", "0"),
+        ("SCR_FETCH_WIDTH", "1"),
+        ("SCR_FLUSH", "1"),
+        ("SCR_FLUSH_TYPE", "PTHREAD"),
+    ]);
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+    check_file(&job.prefix().join("ckpt.3/rank_1.ckpt"), 1, 3, 4096);
+    assert_eq!(
+        job.index_entry("ckpt.3").id,
+        4,
+        "the new ckpt.3 (id 3 is the cached one), flushed"
+    );
+
+    let bad = job.run(2, &["4096", "1"], &[("SCR_FLUSH_TYPE", "RSYNC")]);
+    let t = text(&bad);
+    assert!(
+        !bad.status.success() || t.contains("SYNC, PTHREAD, BBAPI or DATAWARP"),
+        "{t}"
+    );
+    assert!(t.contains("SCR_FLUSH_TYPE=\"RSYNC\" is not valid"), "{t}");
+}
+
+#[test]
+fn crc_on_delete_reports_a_cached_file_corrupted_before_it_is_deleted() {
+    let job = Job::new();
+    let env = [("SCR_FLUSH", "0"), ("SCR_CRC_ON_COPY", "1")];
+    job.run_ok(2, &["4096", "1"], &env);
+    let cached = job.cached("ckpt.1/rank_1.ckpt");
+    assert_eq!(cached.len(), 1);
+    let mut bytes = std::fs::read(&cached[0]).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&cached[0], bytes).unwrap();
+    // not restarted from (SCR_DISTRIBUTE=0), evicted by the next checkpoint
+    let out = job.run_ok(
+        2,
+        &["4096", "1"],
+        &[
+            ("SCR_FLUSH", "0"),
+            ("SCR_DISTRIBUTE", "0"),
+            ("SCR_CRC_ON_DELETE", "1"),
+        ],
+    );
+    assert!(out.contains("rank_1.ckpt: CRC32 0x"), "{out}");
+    assert!(out.contains("the cache corrupted it"), "{out}");
+    assert!(
+        !out.contains("rank_0.ckpt: CRC32"),
+        "rank 0's file is intact: {out}"
+    );
+}
+
+#[test]
 fn a_fortran_v3_1_program_links_with_lscrf_lscr_and_manages_checkpoints() {
     let job = Job::new();
     // -lscrf -lscr, as SCR documents for Fortran: libscrf carries no code of its own here

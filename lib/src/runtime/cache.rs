@@ -163,14 +163,49 @@ impl Scr {
 
     /// [`Scr::delete_cached`] but for the flush file, which the caller updates.
     pub(super) fn discard_cached(&mut self, dset: u64) -> Result<()> {
+        if self.params.bool("SCR_CRC_ON_DELETE") {
+            self.report_corrupt_files(dset);
+        }
         let confine = self.cache_dirs_of(dset);
         remove_dataset_files(&mut self.filemap, dset, &confine, &mut self.discards)?;
-        let _ = std::fs::remove_dir_all(self.dataset_dir(dset));
+        // the dataset's directory is shared by the node's ranks: each removes what its own
+        // files leave empty, so none deletes another's files before that one is done
+        for dir in &confine {
+            remove_empty_dirs(dir);
+        }
         if self.restart.as_ref().is_some_and(|(id, _)| *id == dset) {
             self.restart = None;
         }
         self.filemap.write(&self.filemap_path)?;
         self.drop_held(dset)
+    }
+
+    /// SCR_CRC_ON_DELETE: before this rank's cached files of `dset` go, each one whose meta
+    /// data records a CRC32 is read once more and a mismatch is reported (the cache's
+    /// medium corrupted data that redundancy or a flush may have carried on).
+    fn report_corrupt_files(&self, dset: u64) {
+        for f in self.my_files(dset) {
+            let Some(want) = self
+                .filemap
+                .meta(dset, self.rank, &f)
+                .and_then(|m| m.crc32())
+            else {
+                continue;
+            };
+            match io::file_crc32(Path::new(&f)) {
+                Ok(got) if got == want => {}
+                Ok(got) => eprintln!(
+                    "SCR: WARNING: rank {}: {f}: CRC32 {} where {} was recorded: the cache corrupted it",
+                    self.rank,
+                    scr::hash::format_crc32(got),
+                    scr::hash::format_crc32(want)
+                ),
+                Err(e) => eprintln!(
+                    "SCR: WARNING: rank {}: CRC32 check before deleting: {e}",
+                    self.rank
+                ),
+            }
+        }
     }
 
     /// Node master: deletes held files of a dataset and their entries.
@@ -219,6 +254,18 @@ pub(super) fn remove_dataset_files(
     discards.discard(files)?;
     map.remove_dataset(dset);
     Ok(())
+}
+
+/// Removes `dir` and the directories below it that hold no files (what is not empty stays).
+fn remove_empty_dirs(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_empty_dirs(&e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// Cache files on their way out. Freeing a large file's pages is slow (a 64 MiB file on

@@ -47,7 +47,7 @@ impl Scr {
                 None => self.scatter_rank2file(root),
             };
             let result = match mine {
-                Ok(mine) => self.fetch_files(id, &desc, &mine),
+                Ok(mine) => self.fetch_files_in_waves(id, &desc, &mine),
                 Err(e) => Err(failure(format!("{name}: file list: {e}"))),
             };
             if let Err(e) = &result {
@@ -228,6 +228,27 @@ impl Scr {
         None
     }
 
+    /// [`Scr::fetch_files`], at most SCR_FETCH_WIDTH ranks reading the prefix at once: ranks
+    /// go in waves, as the flush's writers do. Collective.
+    fn fetch_files_in_waves(
+        &mut self,
+        id: u64,
+        desc: &Dataset,
+        files: &[FileRecord],
+    ) -> Result<()> {
+        let width = self.params.count("SCR_FETCH_WIDTH").unwrap_or(256).max(1);
+        let mut result = Ok(());
+        for wave in 0..self.ranks.div_ceil(width) {
+            if wave > 0 {
+                comm::relaxed_barrier(&self.world);
+            }
+            if self.rank / width == wave {
+                result = self.fetch_files(id, desc, files);
+            }
+        }
+        result
+    }
+
     /// Copies this rank's files of a dataset from the prefix into cache (or, with
     /// SCR_FETCH_BYPASS, uses them in place), checking sizes and CRCs, recording each file
     /// in the filemap before it is created.
@@ -243,7 +264,8 @@ impl Scr {
         }
         self.record_dataset(id, desc, files.len() as u64)?;
         let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
-        let in_place = self.params.bool("SCR_FETCH_BYPASS");
+        let in_place =
+            self.params.bool("SCR_FETCH_BYPASS") || self.params.bool("SCR_GLOBAL_RESTART");
         for rec in files {
             rank2file::check_relative(&rec.name).map_err(failure)?;
             let src = self.prefix.join(&rec.name);

@@ -245,7 +245,7 @@ impl Scr {
             || (is_ckpt && every > 0 && self.checkpoint_id.is_multiple_of(every));
         // output datasets leave the cache once flushed: they go synchronously
         let in_background =
-            !bypass && is_ckpt && flags & FLAG_OUTPUT == 0 && self.params.bool("SCR_FLUSH_ASYNC");
+            !bypass && is_ckpt && flags & FLAG_OUTPUT == 0 && self.params.flush_in_background();
         if due && in_background {
             self.start_async_flush(id)?;
         } else if due {

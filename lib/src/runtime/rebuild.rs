@@ -54,7 +54,12 @@ impl Scr {
         let mine_max = self.filemap.latest_dataset().unwrap_or(0);
         self.dataset_id = comm::max_u64(&self.world, prefix_max.max(mine_max).max(held_max));
 
-        let mut below = u64::MAX;
+        // SCR_DISTRIBUTE=0: no rebuild in cache; a restart comes from the prefix
+        let mut below = if self.params.bool("SCR_DISTRIBUTE") {
+            u64::MAX
+        } else {
+            0
+        };
         loop {
             let d = comm::max_u64(&self.world, self.newest_cached_checkpoint(below));
             if d == 0 {
@@ -79,6 +84,32 @@ impl Scr {
             }
             below = d;
         }
+    }
+
+    /// SCR_FLUSH_ON_RESTART (and SCR_GLOBAL_RESTART): the checkpoint restarted from cache
+    /// is flushed in SCR_Init if the prefix lacks it. With SCR_GLOBAL_RESTART the restart
+    /// then reads the prefix's files (an application restarting on another number of
+    /// processes needs the global file system): the cached copy steps aside for a fetch in
+    /// place when the application asks for its restart.
+    pub(super) fn flush_on_restart(&mut self) -> Result<()> {
+        let global = self.params.bool("SCR_GLOBAL_RESTART");
+        if !(global || self.params.bool("SCR_FLUSH_ON_RESTART")) {
+            return Ok(());
+        }
+        let Some((id, _)) = self.restart.clone() else {
+            return Ok(());
+        };
+        let unflushed = self.rank == 0
+            && FlushFile::read(&layout::flush_file(&self.prefix))
+                .map_or(true, |f| f.needs_flush(id));
+        if comm::bcast_bool(&self.world, unflushed) {
+            self.flush(id)?;
+        }
+        if global {
+            self.restart = None;
+            self.fetch_pending = true;
+        }
+        Ok(())
     }
 
     /// The newest checkpoint below `below` this rank (or, on the node master, the node's
