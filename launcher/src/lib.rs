@@ -24,6 +24,7 @@ struct Cli {
 enum Command {
     Print(commands::print::Args),
     GlobHosts(commands::glob_hosts::Args),
+    Hostlist(commands::hostlist::Args),
     Index(commands::index::Args),
     Halt(commands::halt::Args),
     Prefix(commands::dirs::PrefixArgs),
@@ -62,6 +63,7 @@ const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_mpirun", "run mpirun"),
     ("scr_print_hash_file", "print"),
     ("scr_glob_hosts", "glob-hosts"),
+    ("scr_hostlist", "hostlist"),
     ("scr_index", "index"),
     ("scr_halt", "halt"),
     ("scr_prefix", "prefix"),
@@ -121,6 +123,7 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
     let result = match cli.command {
         Command::Print(args) => commands::print::run(args),
         Command::GlobHosts(args) => commands::glob_hosts::run(args),
+        Command::Hostlist(args) => commands::hostlist::run(args),
         Command::Index(args) => commands::index::run(args),
         Command::Halt(args) => commands::halt::run(args),
         Command::Prefix(args) => commands::dirs::prefix(args),

@@ -330,3 +330,162 @@ fn lists_from_files_and_stdin() {
     let o = scr(&["glob-hosts", "-h", "@/nonexistent/hosts"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/hosts"));
 }
+
+/// The exit status, stdout and stderr of `scr hostlist ARGS`.
+fn hostlist(args: &[&str]) -> (Option<i32>, String, String) {
+    let o = scr(&[&["hostlist"], args].concat());
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn hostlist_compresses_expands_counts_and_indexes() {
+    // several lists are joined, then compressed as a set (sorted, duplicates removed)
+    assert_eq!(
+        stdout(&scr(&["hostlist", "n[1-3]", "n5", "n2,m7"])),
+        "m7,n[1-3,5]\n"
+    );
+    // --expand keeps each list's written order and duplicates, joined by ','
+    assert_eq!(
+        stdout(&scr(&["hostlist", "--expand", "n3,n1", "n[1-2]"])),
+        "n3,n1,n1,n2\n"
+    );
+    // the two characters \n mean newline
+    assert_eq!(
+        stdout(&scr(&["hostlist", "-e", "-d", "\\n", "n[1-3]", "x"])),
+        "n1\nn2\nn3\nx\n"
+    );
+    assert_eq!(
+        stdout(&scr(&["hostlist", "-e", "-d", "\\t", "n[1-2]"])),
+        "n1\tn2\n"
+    );
+    assert_eq!(
+        stdout(&scr(&["hostlist", "--count", "n[1-3]", "n1", "x[1-4]"])),
+        "8\n"
+    );
+    // --nth indexes the joined list, 1-based, negative from the end
+    assert_eq!(
+        stdout(&scr(&["hostlist", "--nth", "4", "n[1-3]", "m[7-9]"])),
+        "m7\n"
+    );
+    assert_eq!(
+        stdout(&scr(&["hostlist", "-n", "-1", "n[1-3]", "m[7-9]"])),
+        "m9\n"
+    );
+    for n in ["7", "-7", "0"] {
+        let (code, out, err) = hostlist(&["-n", n, "n[1-3]", "m[7-9]"]);
+        assert_eq!(code, Some(1), "--nth {n}");
+        assert!(out.is_empty(), "--nth {n}: {out}");
+        assert_eq!(
+            err,
+            format!(
+                "scr_hostlist: ERROR: --nth {n} is out of range for the specified host list (6 hosts)\n"
+            )
+        );
+    }
+}
+
+#[test]
+fn hostlist_size_minus_and_intersection() {
+    assert_eq!(
+        stdout(&scr(&["hostlist", "-e", "--size", "2", "n[5-9]", "a1"])),
+        "n5,n6\n"
+    );
+    assert_eq!(
+        stdout(&scr(&["hostlist", "-e", "-s", "-2", "n[5-9]", "a1"])),
+        "n9,a1\n"
+    );
+    assert_eq!(
+        stdout(&scr(&["hostlist", "-s", "-2", "n[1-9]"])),
+        "n[8-9]\n"
+    );
+    assert_eq!(
+        stdout(&scr(&["hostlist", "-c", "-s", "20", "n[1-9]"])),
+        "9\n"
+    );
+    // the first list minus all the others, in the first list's order
+    assert_eq!(
+        stdout(&scr(&[
+            "hostlist", "--minus", "n[1-10]", "n[2-3]", "n[7,9]"
+        ])),
+        "n[1,4-6,8,10]\n"
+    );
+    // a host in a later list goes wherever it appears (SCR v3.1 would keep one n1)
+    assert_eq!(
+        stdout(&scr(&["hostlist", "-m", "-e", "n9,n1,n5,n1", "n1", "n2"])),
+        "n9,n5\n"
+    );
+    // hosts of the first list that are in every other list
+    assert_eq!(
+        stdout(&scr(&[
+            "hostlist",
+            "--intersection",
+            "n[1-10]",
+            "n[3-12]",
+            "n[0-5,9]"
+        ])),
+        "n[3-5,9]\n"
+    );
+    assert_eq!(
+        stdout(&scr(&[
+            "hostlist", "-i", "-e", "n9,n4,n3", "n[1-9]", "n[3-9]"
+        ])),
+        "n9,n4,n3\n"
+    );
+    // --size applies after --minus
+    assert_eq!(
+        stdout(&scr(&[
+            "hostlist", "-m", "-n", "-1", "-s", "2", "n[1-9]", "n1"
+        ])),
+        "n3\n"
+    );
+    assert_eq!(
+        stdout(&scr(&["hostlist", "--json", "-m", "n[1-9]", "n[2-8]"])),
+        "{\"hosts\":\"n[1,9]\",\"count\":2}\n"
+    );
+    assert_eq!(
+        stdout(&scr(&["hostlist", "--json", "-e", "n[1-2]", "a"])),
+        "{\"hosts\":[\"n1\",\"n2\",\"a\"]}\n"
+    );
+}
+
+#[test]
+fn hostlist_rejects_bad_lists_and_usage() {
+    let (code, out, err) = hostlist(&["-c", "n[1-3]", "node[1-3"]);
+    assert_eq!(code, Some(1));
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.starts_with("scr_hostlist: ERROR: host list \"node[1-3\": column 5")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    for usage in [
+        &["-m", "-i", "a", "b"][..],
+        &["-e", "-c", "a"],
+        &["-c"],
+        &["-n", "x", "a"],
+    ] {
+        assert_eq!(hostlist(usage).0, Some(1), "{usage:?}");
+    }
+}
+
+#[test]
+fn hostlist_runs_as_scr_hostlist() {
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    stdout(&scr(&["install-links", bin.to_str().unwrap()]));
+    let o = Command::new(bin.join("scr_hostlist"))
+        .args(["-m", "n[1-6]", "n[3,5]"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o), "n[1-2,4,6]\n");
+    let o = Command::new(bin.join("scr_hostlist"))
+        .args(["-n", "9", "n[1-6]"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("scr_hostlist: ERROR: --nth 9"));
+}

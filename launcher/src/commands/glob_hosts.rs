@@ -61,7 +61,9 @@ enum Hosts {
     Set(HostSet),
 }
 
-fn read_list(operand: &str) -> Result<HostList, String> {
+/// Reads one LIST operand: a hostlist, `@FILE` (hosts one per line or comma-separated), or `-`
+/// for standard input. Errors name the operand (or file and line) and the column.
+pub(crate) fn read_list(operand: &str) -> Result<HostList, String> {
     let text = if operand == "-" {
         let mut s = String::new();
         std::io::stdin()

@@ -5,6 +5,7 @@ pub mod docs;
 pub mod drain;
 pub mod glob_hosts;
 pub mod halt;
+pub mod hostlist;
 pub mod index;
 pub mod jobs;
 pub mod links;
