@@ -1,4 +1,4 @@
-//! Where SCR keeps things (reference §4.2, v1.2/v2.0 layout):
+//! Where SCR keeps things (the v1.2/v2.0 layout):
 //!
 //! ```text
 //! <cntl_base>/<user>/scr.<jobid>/            filemap.scrinfo, filemap_<n>.scrinfo, transfer.scrinfo
@@ -8,29 +8,64 @@
 //! <prefix>/scr.current                        symlink a user may adjust (1.1-8)
 //! ```
 
+use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// Name of the hidden directory in the prefix and in each cached dataset.
 pub const HIDDEN: &str = ".scr";
 
 /// `<base>/<user>/scr.<jobid>`: the control directory, or one store's cache directory.
-pub fn job_dir(base: &Path, user: &str, jobid: &str) -> PathBuf {
-    base.join(user).join(format!("scr.{jobid}"))
+pub fn job_dir(base: &Path, user: &str, jobid: &str) -> Result<PathBuf> {
+    check_component(user, "the user name (SCR_USER_NAME or USER)")?;
+    check_component(jobid, "the job id (SCR_JOB_ID or the resource manager's)")?;
+    Ok(base.join(user).join(format!("scr.{jobid}")))
+}
+
+/// Checks a name that becomes one component of a path SCR creates (a user name, a job id,
+/// a node name, a dataset name): not empty, not `.` or `..`, no `/`, no control character,
+/// under 256 bytes. `what` says where the name came from, for the error.
+pub fn check_component(name: &str, what: &str) -> Result<()> {
+    let problem = if name.is_empty() {
+        Some("is empty".to_string())
+    } else if name == "." || name == ".." {
+        Some(format!("{name:?} would leave its directory"))
+    } else if name.contains('/') {
+        Some(format!("{name:?} holds a '/'"))
+    } else if name.chars().any(char::is_control) {
+        Some(format!("{name:?} holds a control character"))
+    } else if name.len() >= 256 {
+        Some(format!("is {} bytes long (at most 255)", name.len()))
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(p) => Err(Error::Config {
+            origin: what.to_string(),
+            what: format!("{p}; it names a directory, so it must be a single plain path component"),
+        }),
+    }
 }
 
 /// Where an emulated node's directories go inside a job directory, `<dir>/node.<name>`:
 /// emulated nodes share one machine's file systems and keep apart by name.
-pub fn emulated_node_dir(dir: &Path, node: &str) -> PathBuf {
-    dir.join(format!("node.{node}"))
+pub fn emulated_node_dir(dir: &Path, node: &str) -> Result<PathBuf> {
+    check_component(node, "the node name (SCR_NODE_NAME or the MPI launcher's)")?;
+    Ok(dir.join(format!("node.{node}")))
 }
 
 /// A node's job directory: [`job_dir`], and inside it [`emulated_node_dir`] when the node
 /// is an emulated one (`emulated_node` is its name).
-pub fn node_job_dir(base: &Path, user: &str, jobid: &str, emulated_node: Option<&str>) -> PathBuf {
-    let d = job_dir(base, user, jobid);
+pub fn node_job_dir(
+    base: &Path,
+    user: &str,
+    jobid: &str,
+    emulated_node: Option<&str>,
+) -> Result<PathBuf> {
+    let d = job_dir(base, user, jobid)?;
     match emulated_node {
         Some(node) => emulated_node_dir(&d, node),
-        None => d,
+        None => Ok(d),
     }
 }
 
@@ -213,7 +248,7 @@ mod tests {
     #[test]
     fn names() {
         assert_eq!(
-            job_dir(Path::new("/tmp"), "user1", "1145655"),
+            job_dir(Path::new("/tmp"), "user1", "1145655").unwrap(),
             Path::new("/tmp/user1/scr.1145655")
         );
         assert_eq!(xor_file_name(0, 1, 4), "xor.0_2_of_4.scr");

@@ -18,5 +18,5 @@ mod parse;
 mod set;
 
 pub use intervals::IntervalSet;
-pub use parse::{HostList, ParseError};
+pub use parse::{HostList, ParseError, check_host_name};
 pub use set::{HostSet, PER_HOST_LIMIT};

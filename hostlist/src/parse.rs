@@ -315,6 +315,36 @@ fn is_separator(b: u8) -> bool {
     b == b',' || b.is_ascii_whitespace()
 }
 
+/// A byte a host name may hold: a letter, a digit, `-`, `.` or `_` (RFC 1123 names, plus
+/// the `_` some sites use). Nothing a shell, pdsh or ssh treats specially can pass.
+pub(crate) fn is_host_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_')
+}
+
+/// Checks one host name as it enters from outside (a directory listing, the host's own
+/// name, an environment variable): letters, digits, `-`, `.`, `_`, not empty, not starting
+/// with `-` (a command would read it as an option). The error says what is wrong.
+pub fn check_host_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a host name cannot be empty".into());
+    }
+    if !name.bytes().any(|b| b.is_ascii_alphanumeric()) {
+        return Err(format!("host name {name:?} has no letter or digit"));
+    }
+    if name.starts_with('-') {
+        return Err(format!(
+            "host name {name:?} starts with '-', which commands would take for an option"
+        ));
+    }
+    match name.bytes().find(|&b| !is_host_byte(b)) {
+        Some(b) => Err(format!(
+            "host name {name:?} holds {:?}; host names are letters, digits, '-', '.' and '_'",
+            b as char
+        )),
+        None => Ok(()),
+    }
+}
+
 impl Parser<'_> {
     fn error(&self, at: usize, message: impl Into<String>, hint: &'static str) -> ParseError {
         ParseError {
@@ -337,6 +367,7 @@ impl Parser<'_> {
     }
 
     fn term(&mut self) -> Result<Term, ParseError> {
+        let start = self.pos;
         let mut parts = Vec::new();
         let mut text = String::new();
         while let Some(&b) = self.bytes.get(self.pos) {
@@ -355,21 +386,46 @@ impl Parser<'_> {
                         "remove it or add the '[' it closes",
                     ));
                 }
-                0x21..=0x7e => {
+                b'-' if parts.is_empty() && text.is_empty() => {
+                    return Err(self.error(
+                        self.pos,
+                        "a host name cannot start with '-'",
+                        "commands would take it for an option; remove the '-'",
+                    ));
+                }
+                _ if is_host_byte(b) => {
                     text.push(b as char);
                     self.pos += 1;
                 }
                 _ => {
+                    let shown = if b.is_ascii_graphic() {
+                        format!("{:?}", b as char)
+                    } else {
+                        format!("byte {b:#04x}")
+                    };
                     return Err(self.error(
                         self.pos,
-                        format!("byte {b:#04x} cannot be part of a host name"),
-                        "host names are printable ASCII",
+                        format!("{shown} cannot be part of a host name"),
+                        "host names are letters, digits, '-', '.' and '_'",
                     ));
                 }
             }
         }
         if !text.is_empty() {
             parts.push(Part::Text(text));
+        }
+        // every name of a term has a digit when it has a bracket; without one, its text
+        // must hold a letter or digit (`.` and `..` are paths, not hosts)
+        let named = parts.iter().any(|p| match p {
+            Part::Ranges(_) => true,
+            Part::Text(t) => t.bytes().any(|b| b.is_ascii_alphanumeric()),
+        });
+        if !named {
+            return Err(self.error(
+                start,
+                "a host name needs a letter or digit",
+                "'.', '-' and '_' alone do not name a host",
+            ));
         }
         Ok(Term { parts })
     }
@@ -560,6 +616,19 @@ mod tests {
     }
 
     #[test]
+    fn host_names_from_outside_are_checked_alike() {
+        for good in ["node01", "rack1-node.2", "n_1", "localhost"] {
+            assert_eq!(check_host_name(good), Ok(()), "{good}");
+            assert!(good.parse::<HostList>().is_ok(), "{good}");
+        }
+        for bad in [
+            "", "..", ".", "-n1", "n 1", "n'1", "n;1", "n$x", "a/b", "n\n1", "é",
+        ] {
+            assert!(check_host_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn malformed_input_is_an_error_with_a_column() {
         for (input, column, needle) in [
             ("node[", 5, "never closed"),
@@ -575,6 +644,14 @@ mod tests {
             ("n[1-5/0]", 7, "step 0"),
             ("n[12345678901234567890]", 3, "digits"),
             ("n\u{7f}", 2, "cannot be part"),
+            ("n1,n2';touch /tmp/x;'", 6, "'\\'' cannot be part"),
+            ("n$(id)", 2, "'$' cannot be part"),
+            ("n`id`", 2, "'`' cannot be part"),
+            ("n1;n2", 3, "';' cannot be part"),
+            ("-oProxyCommand=x", 1, "cannot start with '-'"),
+            ("n1,-n2", 4, "cannot start with '-'"),
+            ("n/../x", 2, "'/' cannot be part"),
+            ("n1,..", 4, "needs a letter or digit"),
         ] {
             let e = input.parse::<HostList>().unwrap_err();
             assert_eq!(e.column, column, "{input}: {e}");

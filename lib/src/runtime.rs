@@ -244,11 +244,11 @@ impl Scr {
         let node_part = |base: &str| {
             layout::node_job_dir(Path::new(base), &user, &jobid, emulated_node.as_deref())
         };
-        let cntl_dir = node_part(params.get("SCR_CNTL_BASE").unwrap_or("/tmp"));
+        let cntl_dir = node_part(params.get("SCR_CNTL_BASE").unwrap_or("/tmp"))?;
         io::create_dirs(&cntl_dir, 0o700)?;
         let mut descriptors = CkptDesc::from_params(&params)?;
         for d in &descriptors {
-            let store = node_part(&d.store);
+            let store = node_part(&d.store)?;
             io::create_dirs(&store, 0o700)?;
             if local_rank == 0 {
                 // files a previous run discarded but did not get to delete

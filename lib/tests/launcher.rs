@@ -308,6 +308,7 @@ fn with_async_flush_scr_run_starts_a_transfer_agent_per_node_that_does_the_copyi
     // scr-run told both agents to exit at the end
     for node in ["n1", "n2"] {
         let cntl = scr::layout::job_dir(&job.dir.path().join("cntl"), &user(), "5151")
+            .unwrap()
             .join(format!("node.{node}"));
         let tf = scr::transfer::TransferFile::read(&scr::layout::transfer_file(&cntl)).unwrap();
         assert_eq!(tf.state(), Some(scr::transfer::State::Exiting), "{node}");

@@ -94,14 +94,18 @@ pub fn list_dir(args: ListDirArgs) -> scr::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     };
-    let dirs: Vec<String> = bases
+    let dirs: Vec<String> = match bases
         .iter()
-        .map(|b| {
-            layout::job_dir(b.as_ref(), &user, &jobid)
-                .display()
-                .to_string()
-        })
-        .collect();
+        .map(|b| layout::job_dir(b.as_ref(), &user, &jobid).map(|d| d.display().to_string()))
+        .collect::<scr::Result<_>>()
+    {
+        Ok(d) => d,
+        Err(e) => {
+            println!("INVALID");
+            eprintln!("scr_list_dir: ERROR: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
     println!("{}", dirs.join(" "));
     Ok(ExitCode::SUCCESS)
 }

@@ -108,7 +108,7 @@ fn rcmd_for(rm: &dyn job::ResourceManager) -> Rcmd {
 }
 
 /// The job's control directory: `<SCR_CNTL_BASE>/<user>/scr.<jobid>`.
-pub(crate) fn control_dir(params: &Params, job_id: &str) -> PathBuf {
+pub(crate) fn control_dir(params: &Params, job_id: &str) -> scr::Result<PathBuf> {
     let user = layout::user_name().unwrap_or_else(|| "unknown".into());
     layout::job_dir(
         Path::new(params.get("SCR_CNTL_BASE").unwrap_or("/tmp")),
@@ -178,7 +178,7 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
     let cntl = args
         .from
         .clone()
-        .unwrap_or_else(|| control_dir(&params, &rm.job_id()));
+        .map_or_else(|| control_dir(&params, &rm.job_id()), Ok)?;
     let run = Scavenge {
         cntl_dir: &cntl,
         prefix: &args.to,
@@ -258,7 +258,7 @@ pub fn postrun_with(
     });
     let down = HostSet::from_names(down_list.iter().map(|d| d.node.as_str()));
     let up = nodes.difference(&down);
-    let cntl = control_dir(params, &rm.job_id());
+    let cntl = control_dir(params, &rm.job_id())?;
     let buf_size = params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
     for id in candidates {
         say(&format!(

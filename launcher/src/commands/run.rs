@@ -466,10 +466,20 @@ impl Agents {
         job_id: &str,
         reporter: &Reporter,
     ) -> Agents {
-        let cntl = super::drain::control_dir(params, job_id);
         let mut agents = Agents {
             local: Vec::new(),
             remote: None,
+        };
+        let cntl = match super::drain::control_dir(params, job_id) {
+            Ok(c) => c,
+            Err(e) => {
+                reporter.say(
+                    "transfer_agent",
+                    &format!("no transfer agents: {e}"),
+                    serde_json::json!({"error": e.to_string()}),
+                );
+                return agents;
+            }
         };
         if rm.nodes_are_hosts() {
             if job::remote::through_srun() {
@@ -506,7 +516,9 @@ impl Agents {
             .map(|p| p.with_file_name("scr"))
             .unwrap_or_else(|_| PathBuf::from("scr"));
         for node in nodes.iter() {
-            let dir = job::local_node_cntl_dir(&cntl, &node);
+            let Ok(dir) = job::local_node_cntl_dir(&cntl, &node) else {
+                continue; // host names pass as path components: checked where they entered
+            };
             let dir_text = dir.to_string_lossy().into_owned();
             let (agent, line) = job::child::command(
                 &scr.to_string_lossy(),

@@ -39,10 +39,28 @@ impl Scavenge<'_> {
     fn node_cntl_dir(&self, nodes: &[String]) -> PathBuf {
         let emulated = nodes.iter().any(|n| *n != super::local_host_name());
         if self.rcmd == Rcmd::Exec && emulated {
-            layout::emulated_node_dir(self.cntl_dir, "%h")
+            layout::emulated_node_dir(self.cntl_dir, "%h").expect("a plain path component")
         } else {
             self.cntl_dir.to_path_buf()
         }
+    }
+
+    /// The shell command each node runs: `scr copy` of its control directory, the failed
+    /// nodes after `--` (operands, never options). Every path is quoted; `%h` (pdsh's and
+    /// our stand-in for the node's name) sits inside a quoted path, which is sound because
+    /// node names are checked host names.
+    fn copy_command(&self, nodes: &[String], failed: &[String]) -> String {
+        let quote = |p: &Path| remote::shell_quote(&p.to_string_lossy());
+        let failed: Vec<String> = failed.iter().map(|f| remote::shell_quote(f)).collect();
+        format!(
+            "{} copy --progress --cntldir {} --id {} --dstdir {} --buf {} -- {}",
+            remote::scr_command_line(),
+            quote(&self.node_cntl_dir(nodes)),
+            self.id,
+            quote(self.prefix),
+            self.buf_size,
+            failed.join(" ")
+        )
     }
 
     fn copy_on(
@@ -51,17 +69,7 @@ impl Scavenge<'_> {
         failed: &[String],
         progress: &mut DrainProgress,
     ) -> Vec<NodeCopy> {
-        let quote = |p: &Path| remote::shell_quote(&p.to_string_lossy());
-        let failed: Vec<String> = failed.iter().map(|f| remote::shell_quote(f)).collect();
-        let command = format!(
-            "{} copy --progress --cntldir {} --id {} --dstdir {} --buf {} {}",
-            remote::scr_command_line(),
-            quote(&self.node_cntl_dir(nodes)),
-            self.id,
-            quote(self.prefix),
-            self.buf_size,
-            failed.join(" ")
-        );
+        let command = self.copy_command(nodes, failed);
         let nodes = HostSet::from_names(nodes.iter().map(String::as_str));
         let mut on_line = |node: &str, line: &str| {
             let numbers = line.split(": Progress: ").nth(1).and_then(|p| {
@@ -125,5 +133,60 @@ impl Scavenge<'_> {
             results.extend(self.copy_on(&holders, &failed, progress));
         }
         results
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Names the host-name check accepts.
+    fn host_name() -> impl Strategy<Value = String> {
+        "[A-Za-z0-9_][A-Za-z0-9._-]{0,20}"
+            .prop_filter("a checked host name", |n| hostlist::check_host_name(n).is_ok())
+    }
+
+    proptest! {
+        /// Whatever checked names the nodes have, and whatever a prefix holds, each node's
+        /// command splits (by a shell word splitter we did not write) into the words meant:
+        /// the node's control directory as one word, each failed node as one operand.
+        #[test]
+        fn every_accepted_name_stays_one_argument(
+            nodes in proptest::collection::vec(host_name(), 1..4),
+            failed in proptest::collection::vec(host_name(), 0..3),
+            prefix in "/[ -~]{1,30}",
+        ) {
+            let cntl = Path::new("/tmp/o'dd dir/scr.1");
+            let prefix = PathBuf::from(prefix);
+            let run = Scavenge {
+                cntl_dir: cntl,
+                prefix: &prefix,
+                id: 7,
+                buf_size: 1 << 20,
+                rcmd: Rcmd::Exec,
+                fanout: 4,
+            };
+            let command = run.copy_command(&nodes, &failed);
+            for node in &nodes {
+                let argv = remote::node_argv(Rcmd::Exec, false, node, &command);
+                prop_assert_eq!(&argv[..2], &["sh".to_string(), "-c".to_string()]);
+                let words = shell_words::split(&argv[2]).unwrap();
+                let at = words.iter().position(|w| w == "--cntldir").unwrap();
+                let want = if run.node_cntl_dir(&nodes) == cntl {
+                    cntl.to_path_buf()
+                } else {
+                    cntl.join(format!("node.{node}"))
+                };
+                prop_assert_eq!(&words[at + 1], &want.to_string_lossy().into_owned());
+                let dst = words.iter().position(|w| w == "--dstdir").unwrap();
+                prop_assert_eq!(&words[dst + 1], &prefix.to_string_lossy().into_owned());
+                let dashes = words.iter().position(|w| w == "--").unwrap();
+                prop_assert_eq!(&words[dashes + 1..], &failed[..]);
+                let ssh = remote::node_argv(Rcmd::Remote, false, node, &command);
+                let dashes = ssh.iter().position(|w| w == "--").unwrap();
+                prop_assert_eq!(&ssh[dashes + 1..], &[node.clone(), command.clone()]);
+            }
+        }
     }
 }

@@ -186,7 +186,7 @@ fn unreachable(nodes: &[String]) -> Vec<String> {
         let pings: Vec<_> = wave
             .iter()
             .map(|n| {
-                let (ping, _) = child::command("ping", ["-c", "1", "-W", "1", n.as_str()]);
+                let (ping, _) = child::command("ping", ["-c", "1", "-W", "1", "--", n.as_str()]);
                 let handle = ping
                     .stdin_null()
                     .stdout_null()

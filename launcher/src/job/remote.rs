@@ -194,6 +194,31 @@ fn srun_step(node: &str) -> Vec<String> {
     argv
 }
 
+/// The command line that runs the shell command `command` on `node` without pdsh: ssh
+/// (the node after `--`, so no name reads as an option), a one-task srun step, or for
+/// emulated nodes a local shell with `%h` replaced by the node's name. Node names are
+/// host names checked where they entered (letters, digits, `-`, `.`, `_`), so the
+/// replacement cannot change how the shell splits the command.
+pub(crate) fn node_argv(rcmd: Rcmd, via_srun: bool, node: &str, command: &str) -> Vec<String> {
+    let shell = ["sh".to_string(), "-c".into()];
+    match rcmd {
+        Rcmd::Remote if via_srun => srun_step(node)
+            .into_iter()
+            .chain(shell)
+            .chain([command.to_string()])
+            .collect(),
+        Rcmd::Remote => ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "--"]
+            .into_iter()
+            .chain([node, command])
+            .map(str::to_string)
+            .collect(),
+        Rcmd::Exec => shell
+            .into_iter()
+            .chain([command.replace("%h", node)])
+            .collect(),
+    }
+}
+
 /// Without pdsh: one process per node (ssh, or a local shell for emulated nodes), in
 /// parallel waves of `fanout`.
 fn with_processes(
@@ -208,23 +233,7 @@ fn with_processes(
         let sessions: Vec<_> = wave
             .iter()
             .map(|node| {
-                let shell = ["sh".to_string(), "-c".into()];
-                let argv: Vec<String> = match rcmd {
-                    Rcmd::Remote if through_srun() => srun_step(node)
-                        .into_iter()
-                        .chain(shell)
-                        .chain([command.to_string()])
-                        .collect(),
-                    Rcmd::Remote => ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
-                        .into_iter()
-                        .chain([node.as_str(), command])
-                        .map(str::to_string)
-                        .collect(),
-                    Rcmd::Exec => shell
-                        .into_iter()
-                        .chain([command.replace("%h", node)])
-                        .collect(),
-                };
+                let argv = node_argv(rcmd, through_srun(), node, command);
                 let (program, args) = argv.split_first().expect("a program");
                 let (expr, line) = child::command(program, args);
                 let handle = expr

@@ -130,7 +130,12 @@ impl ResourceManager for Local {
         job_id_override().unwrap_or_else(|| format!("local.{}", std::process::id()))
     }
     fn nodes(&self) -> Result<HostSet, String> {
-        nodelist_override().unwrap_or_else(|| Ok(HostSet::from_names([local_host_name().as_str()])))
+        nodelist_override().unwrap_or_else(|| {
+            let host = local_host_name();
+            hostlist::check_host_name(&host)
+                .map_err(|e| format!("this machine's name: {e}; set SCR_NODELIST"))?;
+            Ok(HostSet::from_names([host.as_str()]))
+        })
     }
     fn down_nodes(&self, _nodes: &HostSet) -> Vec<DownNode> {
         Vec::new()
@@ -152,9 +157,9 @@ pub fn local_host_name() -> String {
 /// A node's control directory inside the job's, for nodes on this machine: the library's
 /// rule is that a node named other than the host is an emulated one, whose directories
 /// are kept apart by name.
-pub fn local_node_cntl_dir(cntl: &Path, node: &str) -> PathBuf {
+pub fn local_node_cntl_dir(cntl: &Path, node: &str) -> scr::Result<PathBuf> {
     if node == local_host_name() {
-        cntl.to_path_buf()
+        Ok(cntl.to_path_buf())
     } else {
         layout::emulated_node_dir(cntl, node)
     }

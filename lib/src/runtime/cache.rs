@@ -12,6 +12,7 @@ impl Scr {
             &self.jobid,
             self.emulated_node.as_deref(),
         )
+        .expect("the user, job and node names were checked in SCR_Init")
     }
 
     /// This node's cache directory in every store the descriptors name.

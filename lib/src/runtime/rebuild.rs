@@ -288,7 +288,7 @@ impl Scr {
                 .and_then(|r| RedDesc::wrap(r.clone()).store().map(str::to_string))
                 .ok_or_else(|| failure("the copy has no redundancy descriptor"))?;
             let store_dir =
-                layout::node_job_dir(Path::new(&store), &user, &jobid, emulated_node.as_deref());
+                layout::node_job_dir(Path::new(&store), &user, &jobid, emulated_node.as_deref())?;
             let base = layout::cache_dataset_dir(&store_dir, d);
             let (owner, placed) = place_copy(filemap, d, h, |_, rel| base.join(rel))?;
             if let Some(mut rd) = filemap.reddesc(d, owner) {

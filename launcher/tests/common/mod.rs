@@ -1,0 +1,39 @@
+//! What the command tests share: running the built `scr` with an environment of the test's
+//! own (no SLURM job, no user or system configuration unless the test gives one).
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::process::{Command, Output};
+
+/// Runs `scr ARGS` with `env` on top of a clean SCR environment.
+pub fn scr(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scr"));
+    cmd.args(args)
+        .env_remove("SLURM_JOBID")
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("SLURM_NODELIST")
+        .env_remove("SLURM_JOB_NODELIST")
+        .env_remove("SCR_NODELIST")
+        .env_remove("SCR_JOB_ID")
+        .env_remove("SCR_PREFIX")
+        .env_remove("SCR_EXCLUDE_NODES")
+        .env_remove("SCR_CONF_FILE")
+        .env("SCR_SYSTEM_CONF_FILE", "/nonexistent/scr.conf");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Standard output and standard error together, for messages.
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
