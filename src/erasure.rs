@@ -390,6 +390,8 @@ pub struct MemberStore {
     pub parity: File,
     pub parity_path: PathBuf,
     pub parity_start: u64,
+    /// A recreated member's parity file until it is committed.
+    new_parity: Option<crate::safe_fs::NewFile>,
 }
 
 impl MemberStore {
@@ -408,6 +410,7 @@ impl MemberStore {
             parity: File::open(parity_path).map_err(|e| Error::io(parity_path, "open", e))?,
             parity_path: parity_path.to_path_buf(),
             parity_start,
+            new_parity: None,
         })
     }
 
@@ -422,7 +425,11 @@ impl MemberStore {
         if let Some(dir) = parity_path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
         }
-        let parity = File::create(parity_path).map_err(|e| Error::io(parity_path, "create", e))?;
+        let new_parity = crate::safe_fs::NewFile::create(parity_path)?;
+        let parity = new_parity
+            .file()
+            .try_clone()
+            .map_err(|e| Error::io(parity_path, "reopen", e))?;
         parity
             .write_all_at(header, 0)
             .map_err(|e| Error::io(parity_path, "write", e))?;
@@ -434,7 +441,17 @@ impl MemberStore {
             parity,
             parity_path: parity_path.to_path_buf(),
             parity_start: header.len() as u64,
+            new_parity: Some(new_parity),
         })
+    }
+
+    /// Gives a recreated member's files and parity file their names.
+    pub fn commit(self) -> Result<()> {
+        self.data.commit()?;
+        match self.new_parity {
+            Some(p) => p.commit(),
+            None => Ok(()),
+        }
     }
 
     /// Where this member's element of `stripe` lies, `offset` bytes in: in the parity file
@@ -571,6 +588,11 @@ pub fn rebuild_serial(
                 )?);
             }
             Some(i) => {
+                // what is recreated stays inside the prefix, through no planted link
+                for (path, _) in &paths {
+                    crate::safe_fs::check_no_links_below(root, path)?;
+                }
+                crate::safe_fs::check_no_links_below(root, &missing[i])?;
                 let header = header_for(code, pos, &lists, &first)
                     .to_hash()
                     .to_file_bytes();
@@ -614,27 +636,35 @@ pub fn rebuild_serial(
     for &l in lost {
         stores[l].sync()?;
     }
-    // a rebuilt file must match the CRC its owner recorded
-    let mut written = Vec::new();
-    let mut index_in_member = vec![0usize; n];
-    for (path, pos) in outputs {
-        let meta = &lists[pos].files[index_in_member[pos]];
-        index_in_member[pos] += 1;
-        if let Some(want) = meta.crc32() {
-            let got = crate::io::file_crc32(&path)?;
-            if got != want {
-                return Err(Error::invalid(
-                    &path,
-                    format!(
-                        "rebuilt with CRC32 {}, its owner recorded {}: an input file is damaged",
-                        crate::hash::format_crc32(got),
-                        crate::hash::format_crc32(want)
-                    ),
-                ));
+    // a rebuilt file must match the CRC its owner recorded before it gets its name;
+    // without a recorded CRC it is said to be unchecked
+    for &l in lost {
+        let crcs = stores[l].data.created_crc32s()?;
+        for ((path, got), meta) in crcs.iter().zip(&lists[l].files) {
+            match meta.crc32() {
+                Some(want) if want != *got => {
+                    return Err(Error::invalid(
+                        path,
+                        format!(
+                            "rebuilt with CRC32 {}, its owner recorded {}: an input file is damaged; nothing was written",
+                            crate::hash::format_crc32(*got),
+                            crate::hash::format_crc32(want)
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => eprintln!(
+                    "scr: WARNING: {}: rebuilt, but its owner recorded no CRC32 to check it against",
+                    path.display()
+                ),
             }
         }
-        written.push(path);
     }
+    let mut stores: Vec<Option<MemberStore>> = stores.into_iter().map(Some).collect();
+    for &l in lost {
+        stores[l].take().expect("each lost member once").commit()?;
+    }
+    let mut written: Vec<PathBuf> = outputs.into_iter().map(|(p, _)| p).collect();
     written.extend(missing.iter().cloned());
     Ok(written)
 }
@@ -886,7 +916,32 @@ mod tests {
                 .map(|m| (m != skip).then(|| parity[m].clone()))
                 .collect()
         };
-        // a damaged survivor: the rebuilt file fails its owner's CRC
+        // a member that is not lost: its files exist and are never written into
+        let err = rebuild_serial(code, &[0], &[parity[0].clone()], &given(0), dir.path(), 64)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("already exists") && err.contains("never replaces"),
+            "{err}"
+        );
+        // a damaged survivor: the rebuilt file fails its owner's CRC, and nothing is written
+        let lost0 = [dir.path().join("ckpt/rank_0.0"), parity[0].clone()];
+        let kept: Vec<Vec<u8>> = lost0.iter().map(|p| std::fs::read(p).unwrap()).collect();
+        for p in &lost0 {
+            std::fs::remove_file(p).unwrap();
+        }
+        let listing = |d: &Path| {
+            let mut v: Vec<_> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            v.sort();
+            v
+        };
+        let before = [
+            listing(&dir.path().join("ckpt")),
+            listing(&dir.path().join(".scr")),
+        ];
         let victim = dir.path().join("ckpt/rank_1.0");
         let mut bytes = std::fs::read(&victim).unwrap();
         bytes[160] ^= 0xff; // in the chunk that rebuilds part of member 0
@@ -895,8 +950,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("an input file is damaged"), "{err}");
+        let after = [
+            listing(&dir.path().join("ckpt")),
+            listing(&dir.path().join(".scr")),
+        ];
+        assert_eq!(
+            before, after,
+            "no file or temporary left by the refused rebuild"
+        );
         bytes[160] ^= 0xff;
         std::fs::write(&victim, &bytes).unwrap();
+        for (p, b) in lost0.iter().zip(kept) {
+            std::fs::write(p, b).unwrap();
+        }
         // a path escaping the root is refused
         let (mut header, offset) = XorHeader::read(&parity[2]).unwrap();
         let mut evil = Meta::for_user_file("passwd", 3, "../../etc/passwd", "/p", "x");

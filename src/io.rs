@@ -6,9 +6,12 @@ use crate::error::{Error, Result};
 use crate::hash::{FILE_HEADER_SIZE, Hash, check_header_len};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// open(2)'s O_NONBLOCK on Linux: opening a FIFO for reading must not wait for a writer.
+const O_NONBLOCK: i32 = 0o4000;
 
 /// Mode of SCR state files: private to the user.
 pub const PRIVATE_FILE: u32 = 0o600;
@@ -25,51 +28,88 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Copies file `src` to `dst` (fsynced), returning its size and CRC32. The source is
-/// mapped, not read: each piece is checksummed and written straight from the page cache,
-/// one copy where a read/write loop makes two. `copied` hears of each piece written.
+/// Copies file `src` to `dst` (fsynced), returning its size and CRC32. `copied` hears of
+/// each piece written.
+///
+/// Only a regular file is read (a FIFO or device in its place is an error, not a hang),
+/// with plain reads, so a source that shrinks meanwhile is an error rather than a SIGBUS
+/// of a mapping. The copy is written as a temporary beside `dst` and renamed over it: a
+/// reader never sees half a file, and a symbolic link at `dst` is replaced, not followed.
+/// With `root`, `dst` must lie below it with no symbolic link on the way (the prefix a
+/// flush or drain writes to). The copy keeps `src`'s permission bits (the umask applies).
 /// When `dst` already is `src` (a dataset written straight to the prefix, SCR_CACHE_BYPASS)
 /// nothing is copied: the file is only measured and made durable.
 pub fn copy_file_with_crc(
     src: &Path,
     dst: &Path,
+    root: Option<&Path>,
     buf_size: usize,
     copied: &mut dyn FnMut(u64),
 ) -> Result<(u64, u32)> {
-    let input = std::fs::File::open(src).map_err(|e| Error::io(src, "open", e))?;
+    let mut input = OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(src)
+        .map_err(|e| Error::io(src, "open", e))?;
+    let meta = input.metadata().map_err(|e| Error::io(src, "stat", e))?;
+    if !meta.is_file() {
+        return Err(Error::invalid(
+            src,
+            "is not a regular file; SCR copies only regular files",
+        ));
+    }
+    let len = meta.len();
     if same_file(src, dst) {
-        let len = input
-            .metadata()
-            .map_err(|e| Error::io(src, "stat", e))?
-            .len();
         let crc = file_crc32(src)?;
         input.sync_all().map_err(|e| Error::io(src, "fsync", e))?;
         copied(len);
         return Ok((len, crc));
     }
+    if let Some(root) = root {
+        crate::safe_fs::check_no_links_below(root, dst)?;
+    }
     if let Some(dir) = dst.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
     }
-    let mut output = std::fs::File::create(dst).map_err(|e| Error::io(dst, "create", e))?;
-    let len = input
-        .metadata()
-        .map_err(|e| Error::io(src, "stat", e))?
-        .len();
-    let mut crc = crc32fast::Hasher::new();
-    if len > 0 {
-        // SAFETY: the cache file is not modified while the drain runs (the job has ended);
-        // should it shrink anyway, the size check against the meta data catches it
-        let map = unsafe { memmap2::Mmap::map(&input) }.map_err(|e| Error::io(src, "map", e))?;
-        for piece in map.chunks(buf_size.max(1 << 16)) {
-            crc.update(piece);
+    let tmp = temporary_name(dst);
+    let result = (|| {
+        let mut output = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(meta.mode() & 0o777)
+            .open(&tmp)
+            .map_err(|e| Error::io(&tmp, "create", e))?;
+        let mut crc = crc32fast::Hasher::new();
+        let mut buf = vec![0u8; buf_size.clamp(1 << 16, 16 << 20).min(len.max(1) as usize)];
+        let mut done = 0u64;
+        while done < len {
+            let want = (len - done).min(buf.len() as u64) as usize;
+            let got =
+                read_up_to(&mut input, &mut buf[..want]).map_err(|e| Error::io(src, "read", e))?;
+            if got < want {
+                return Err(Error::invalid(
+                    src,
+                    format!(
+                        "shrank to {} bytes while being copied ({len} expected)",
+                        done + got as u64
+                    ),
+                ));
+            }
+            crc.update(&buf[..got]);
             output
-                .write_all(piece)
+                .write_all(&buf[..got])
                 .map_err(|e| Error::io(dst, "write", e))?;
-            copied(piece.len() as u64);
+            done += got as u64;
+            copied(got as u64);
         }
+        output.sync_all().map_err(|e| Error::io(dst, "fsync", e))?;
+        fs::rename(&tmp, dst).map_err(|e| Error::io(dst, "rename a temporary over", e))?;
+        Ok((len, crc.finalize()))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
     }
-    output.sync_all().map_err(|e| Error::io(dst, "fsync", e))?;
-    Ok((len, crc.finalize()))
+    result
 }
 
 /// CRC32 of a whole file.
@@ -224,23 +264,6 @@ pub fn is_within_any(path: &Path, dirs: &[PathBuf]) -> bool {
         && dirs.iter().any(|d| path.starts_with(d) && path != d)
 }
 
-/// Creates `dir` and any missing parents; directories this call creates get `mode`
-/// (SCR's control and cache directories are 0700).
-pub fn create_dirs(dir: &Path, mode: u32) -> Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        create_dirs(parent, mode)?;
-    }
-    match fs::DirBuilder::new().mode(mode).create(dir) {
-        Ok(()) => fs::set_permissions(dir, fs::Permissions::from_mode(mode))
-            .map_err(|e| Error::io(dir, "set permissions of", e)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
-        Err(e) => Err(Error::io(dir, "create directory", e)),
-    }
-}
-
 /// A hash file held under an exclusive advisory lock for a read-modify-write
 /// (SCR's `lock_open_read` / `write_close_unlock`). The lock is on the file itself; since
 /// a replacement is a new inode, the opener checks after locking that the path still names
@@ -286,7 +309,51 @@ pub fn read_with_lock(path: &Path) -> Result<Hash> {
     }
 }
 
+/// open(2)'s O_NOFOLLOW on Linux: a state file SCR locks and rewrites is never reached
+/// through a symbolic link (an administrator's `scr halt` must not write where a link
+/// planted in a user's prefix points).
+const O_NOFOLLOW: i32 = 0o400000;
+
+/// How long a lock is waited for before SCR gives up with a message naming the holder:
+/// anyone who can read a state file can lock it, and a job must not hang forever on a lock
+/// someone else holds. `SCR_LOCK_TIMEOUT` (seconds) changes it.
+fn lock_timeout() -> std::time::Duration {
+    let secs = std::env::var("SCR_LOCK_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .unwrap_or(60.0);
+    std::time::Duration::from_secs_f64(secs)
+}
+
+/// The process holding a lock on the file `locked` describes, from /proc/locks.
+fn lock_holder(locked: &fs::Metadata) -> Option<u32> {
+    let dev = locked.dev();
+    let (major, minor) = (
+        ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff),
+        (dev & 0xff) | ((dev >> 12) & !0xff),
+    );
+    let want = format!("{major:02x}:{minor:02x}:{}", locked.ino());
+    fs::read_to_string("/proc/locks")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let at = f.iter().position(|w| *w == want)?;
+            f.get(at.checked_sub(1)?)?.parse().ok()
+        })
+}
+
 fn lock_current(path: &Path, mode: u32, exclusive: bool) -> Result<File> {
+    lock_within(path, mode, exclusive, lock_timeout())
+}
+
+fn lock_within(
+    path: &Path,
+    mode: u32,
+    exclusive: bool,
+    timeout: std::time::Duration,
+) -> Result<File> {
     loop {
         let file = if exclusive {
             OpenOptions::new()
@@ -294,18 +361,49 @@ fn lock_current(path: &Path, mode: u32, exclusive: bool) -> Result<File> {
                 .write(true)
                 .create(true)
                 .mode(mode)
+                .custom_flags(O_NOFOLLOW | O_NONBLOCK)
                 .open(path)
         } else {
-            File::open(path)
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(O_NOFOLLOW | O_NONBLOCK)
+                .open(path)
         }
         .map_err(|e| Error::io(path, "open", e))?;
-        if exclusive {
-            file.lock()
-        } else {
-            file.lock_shared()
+        let opened = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+        if !opened.is_file() {
+            return Err(Error::invalid(path, "is not a regular file; remove it"));
         }
-        .map_err(|e| Error::io(path, "lock", e))?;
-        let locked = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+        let waited = std::time::Instant::now();
+        loop {
+            let tried = if exclusive {
+                file.try_lock()
+            } else {
+                file.try_lock_shared()
+            };
+            match tried {
+                Ok(()) => break,
+                Err(fs::TryLockError::WouldBlock) if waited.elapsed() < timeout => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    let holder = lock_holder(&opened)
+                        .map_or("another process".to_string(), |pid| {
+                            format!("process {pid}")
+                        });
+                    return Err(Error::invalid(
+                        path,
+                        format!(
+                            "is locked by {holder} and stayed locked for {:.0} s; a process of \
+                             another user may be holding it (SCR_LOCK_TIMEOUT sets the wait)",
+                            timeout.as_secs_f64()
+                        ),
+                    ));
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(Error::io(path, "lock", e)),
+            }
+        }
+        let locked = opened;
         match fs::metadata(path) {
             Ok(now) if now.ino() == locked.ino() && now.dev() == locked.dev() => return Ok(file),
             Ok(_) => continue,
@@ -320,12 +418,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_lock_held_by_another_process_times_out_naming_it_and_links_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("halt.scr");
+        std::fs::write(&f, b"").unwrap();
+        let mut holder = std::process::Command::new("flock")
+            .args(["--no-fork", "-x", f.to_str().unwrap(), "sleep", "30"])
+            .spawn()
+            .expect("flock(1) from util-linux");
+        // wait until it holds the lock
+        let started = std::time::Instant::now();
+        while lock_within(&f, 0o600, false, std::time::Duration::ZERO).is_ok() {
+            assert!(started.elapsed().as_secs() < 10, "flock never locked");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let e = lock_within(&f, 0o600, true, std::time::Duration::from_millis(200))
+            .unwrap_err()
+            .to_string();
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        assert!(
+            e.contains("is locked by process") && e.contains("SCR_LOCK_TIMEOUT"),
+            "{e}"
+        );
+        assert!(lock_within(&f, 0o600, true, std::time::Duration::from_secs(5)).is_ok());
+        // a link where the state file should be is refused, its target untouched
+        let target = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, dir.path().join("index.scr")).unwrap();
+        assert!(lock_current(&dir.path().join("index.scr"), 0o600, true).is_err());
+        assert!(!target.exists());
+    }
+
+    #[test]
     fn copying_a_file_onto_itself_keeps_it_and_measures_it() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("rank_0.ckpt");
         std::fs::write(&f, b"checkpoint bytes").unwrap();
         let via = dir.path().join(".").join("rank_0.ckpt");
-        let (size, crc) = copy_file_with_crc(&f, &via, 4096, &mut |_| {}).unwrap();
+        let (size, crc) = copy_file_with_crc(&f, &via, None, 4096, &mut |_| {}).unwrap();
         assert_eq!(std::fs::read(&f).unwrap(), b"checkpoint bytes");
         assert_eq!(size, 16);
         assert_eq!(crc, crc32fast::hash(b"checkpoint bytes"));
@@ -400,21 +530,6 @@ mod tests {
             fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o666
         );
-        fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn private_directories() {
-        let dir = tempdir();
-        let deep = dir.join("a/b/c");
-        create_dirs(&deep, 0o700).unwrap();
-        for p in [dir.join("a"), dir.join("a/b"), deep.clone()] {
-            assert_eq!(
-                fs::metadata(&p).unwrap().permissions().mode() & 0o777,
-                0o700
-            );
-        }
-        create_dirs(&deep, 0o700).unwrap();
         fs::remove_dir_all(dir).unwrap();
     }
 }

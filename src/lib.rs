@@ -37,6 +37,7 @@ pub mod prefix;
 pub mod rank2file;
 pub mod reddesc;
 pub mod redset;
+pub mod safe_fs;
 pub mod scavenge;
 pub mod summary;
 pub mod transfer;

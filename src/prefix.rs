@@ -52,7 +52,7 @@ pub fn publish(
         .name()
         .map(str::to_string)
         .unwrap_or_else(|| layout::dataset_dir_name(id));
-    io::create_dirs(&layout::dataset_meta_dir(prefix, id), 0o755)?;
+    crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
     rank2file::write_tree(prefix, &layout::dataset_meta_rel(id), ranks, files)?;
     Summary::create(desc, complete).write(&layout::summary_file(prefix, id))?;
     update_index(prefix, |idx| {
@@ -267,7 +267,7 @@ mod drop_tests {
     fn dropping_the_current_checkpoint_makes_the_next_older_one_current() {
         let dir = tempfile::tempdir().unwrap();
         let prefix = dir.path();
-        io::create_dirs(&layout::prefix_hidden_dir(prefix), 0o700).unwrap();
+        crate::safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o700).unwrap();
         update_index(prefix, |idx| {
             for id in 1..=3 {
                 idx.add(

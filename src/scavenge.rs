@@ -91,7 +91,7 @@ pub fn copy_node(
 ) -> Result<CopyReport> {
     let master = MasterFilemap::read(&layout::master_filemap(cntl_dir))?;
     let mut report = CopyReport::default();
-    io::create_dirs(&layout::dataset_meta_dir(prefix, id), 0o755)?;
+    crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
     // which ranks this node copies, decided before any byte moves so the total is known
     let mut to_copy: Vec<(Filemap, Vec<u64>)> = Vec::new();
     let mut state = CopyProgress::default();
@@ -147,9 +147,18 @@ pub fn copy_node(
                     progress(state);
                 };
                 let dst = prefix.join(&rel);
-                match io::copy_file_with_crc(Path::new(f), &dst, opts.buf_size, &mut piece_done) {
+                match io::copy_file_with_crc(
+                    Path::new(f),
+                    &dst,
+                    Some(prefix),
+                    opts.buf_size,
+                    &mut piece_done,
+                ) {
                     Ok((size, crc)) => {
                         if let Err(e) = meta.verify(size, meta.crc32().map(|_| crc)) {
+                            // the damaged copy goes: a rebuild recreates the file, and it
+                            // never writes into one
+                            let _ = std::fs::remove_file(&dst);
                             report.errors.push(format!("{f}: {e}"));
                             copied.set_complete(false);
                             ok = false;
@@ -316,6 +325,26 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
             .collect();
         if given.iter().flatten().count() < n - lost.len() {
             continue; // a survivor's parity file did not arrive either
+        }
+        // what this drain copied of a lost member (a damaged or partial copy, as its fmap
+        // lists it) makes way: a rebuild recreates files and never writes into one
+        for &p in &lost {
+            let rank = group[p];
+            let listed = maps
+                .get(&rank)
+                .map(|m| m.files(id, rank))
+                .unwrap_or_default();
+            for f in listed {
+                let path = prefix.join(f);
+                if rank2file::check_relative(f).is_ok()
+                    && crate::safe_fs::check_no_links_below(prefix, &path).is_ok()
+                {
+                    io::remove_durably(&path)?;
+                }
+            }
+        }
+        for path in &missing_paths {
+            io::remove_durably(path)?;
         }
         erasure::rebuild_serial(code, &lost, &missing_paths, &given, prefix, buf_size)?;
         // the rebuilt ranks' filemaps, from the file lists in the parity headers

@@ -244,9 +244,10 @@ pub fn copy_entry(
     throttle: &mut Throttle,
 ) -> Result<(u64, u32)> {
     let dst = Path::new(&entry.destination);
-    let (size, crc) = io::copy_file_with_crc(Path::new(&entry.source), dst, buf_size, &mut |n| {
-        throttle.account(n)
-    })?;
+    let (size, crc) =
+        io::copy_file_with_crc(Path::new(&entry.source), dst, None, buf_size, &mut |n| {
+            throttle.account(n)
+        })?;
     if let Some(dir) = dst.parent() {
         io::sync_dir(dir)?;
     }

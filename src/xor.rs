@@ -190,9 +190,12 @@ impl XorHeader {
     }
 }
 
-/// A member's files read or written as one zero-padded logical file.
+/// A member's files read or written as one zero-padded logical file. Files being recreated
+/// are written as temporaries ([`crate::safe_fs::NewFile`]) and get their names only in
+/// [`LogicalFile::commit`].
 pub struct LogicalFile {
     parts: Vec<(PathBuf, File, u64)>,
+    created: Vec<crate::safe_fs::NewFile>,
 }
 
 impl LogicalFile {
@@ -203,21 +206,52 @@ impl LogicalFile {
             let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
             parts.push((path.clone(), f, *size));
         }
-        Ok(LogicalFile { parts })
+        Ok(LogicalFile {
+            parts,
+            created: Vec::new(),
+        })
     }
 
-    /// Creates (truncates) files to be rebuilt, each of its recorded size.
+    /// Starts recreating missing files, each of its recorded size: none of them may exist
+    /// (a rebuild never replaces a file), and until [`LogicalFile::commit`] they are hidden
+    /// temporaries beside their names.
     pub fn create(files: &[(PathBuf, u64)]) -> Result<LogicalFile> {
         let mut parts = Vec::with_capacity(files.len());
+        let mut created = Vec::with_capacity(files.len());
         for (path, size) in files {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
             }
-            let f = File::create(path).map_err(|e| Error::io(path, "create", e))?;
-            f.set_len(*size).map_err(|e| Error::io(path, "resize", e))?;
+            let new = crate::safe_fs::NewFile::create(path)?;
+            new.file()
+                .set_len(*size)
+                .map_err(|e| Error::io(path, "resize", e))?;
+            let f = new
+                .file()
+                .try_clone()
+                .map_err(|e| Error::io(path, "reopen", e))?;
             parts.push((path.clone(), f, *size));
+            created.push(new);
         }
-        Ok(LogicalFile { parts })
+        Ok(LogicalFile { parts, created })
+    }
+
+    /// The CRC32 of each recreated file, by its final name, before it has that name.
+    pub fn created_crc32s(&self) -> Result<Vec<(PathBuf, u32)>> {
+        self.created
+            .iter()
+            .map(|n| {
+                Ok((
+                    n.target().to_path_buf(),
+                    crate::io::file_crc32(n.temp_path())?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Gives the recreated files their names (each fsynced first).
+    pub fn commit(self) -> Result<()> {
+        self.created.into_iter().try_for_each(|n| n.commit())
     }
 
     /// The pieces of `[offset, offset + len)` inside the files: (part, offset in its file,
@@ -353,6 +387,8 @@ mod tests {
             LogicalFile::create(&[(dir.path().join("x"), 2), (dir.path().join("y"), 5)]).unwrap();
         out.write_at(0, b"hello world").unwrap();
         out.sync().unwrap();
+        assert!(!dir.path().join("x").exists(), "named only when committed");
+        out.commit().unwrap();
         assert_eq!(std::fs::read(dir.path().join("x")).unwrap(), b"he");
         assert_eq!(std::fs::read(dir.path().join("y")).unwrap(), b"llo w");
     }

@@ -263,11 +263,14 @@ fn scr_flags_and_messages() {
         String::from_utf8_lossy(&o.stderr)
             .contains("Host index (0) is out of range for specified host list.")
     );
-    // split at the last colon
-    // (splitting at the first colon would give "a")
-    assert_eq!(
-        stdout(&scr(&["glob-hosts", "-m", "a:b[1-3]:b2"])),
-        "a:b[1-3]\n"
+    // split at the last colon: the first operand "a:b[1-3]" then names a host with a ':',
+    // which no host name holds
+    let o = scr(&["glob-hosts", "-m", "a:b[1-3]:b2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("':' cannot be part of a host name"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
     );
     let o = scr(&["glob-hosts", "-c"]);
     assert_eq!(o.status.code(), Some(1), "no list is a usage error");

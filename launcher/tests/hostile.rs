@@ -25,7 +25,10 @@ fn shell_metacharacters_in_a_node_list_run_nothing() {
     let m = marker(dir.path());
     let hostile = format!("n1,n2';touch${{IFS}}{};'", m.display());
     for (var, args) in [
-        ("SCR_NODELIST", vec!["postrun", "-p", prefix.to_str().unwrap()]),
+        (
+            "SCR_NODELIST",
+            vec!["postrun", "-p", prefix.to_str().unwrap()],
+        ),
         ("SCR_NODELIST", vec!["list-down-nodes"]),
         ("SCR_EXCLUDE_NODES", vec!["list-down-nodes"]),
     ] {
@@ -57,10 +60,81 @@ fn node_names_that_read_as_options_are_refused() {
 #[test]
 fn job_ids_that_leave_the_control_directory_are_refused() {
     for id in ["x/../../elsewhere", "..", "a\nb"] {
-        let o = scr(&["list-dir", "control"], &[("SCR_JOB_ID", id), ("USER", "u")]);
+        let o = scr(
+            &["list-dir", "control"],
+            &[("SCR_JOB_ID", id), ("USER", "u")],
+        );
         let t = text(&o);
         assert_eq!(o.status.code(), Some(1), "{id:?}: {t}");
         assert_eq!(stdout(&o), "INVALID\n", "{id:?}");
         assert!(t.contains("SCR_JOB_ID"), "names the source: {t}");
     }
+}
+
+/// Runs a shell command as another user (nobody), as a neighbour sharing a directory would.
+fn as_nobody(script: &str) {
+    let o = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script])
+        .output()
+        .expect("setpriv (util-linux)");
+    assert!(o.status.success(), "{script}: {}", text(&o));
+}
+
+#[test]
+fn a_metadata_directory_another_user_planted_in_a_shared_prefix_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::write(home.join("run.sh"), "#!/bin/sh\necho mine\n").unwrap();
+    // the neighbour plants SCR's metadata directory, with a link to the victim's home
+    as_nobody(&format!(
+        "mkdir {0}/.scr && chmod 777 {0}/.scr && ln -s {1} {0}/.scr/h && echo planted > {0}/.scr/flush.scr",
+        shared.display(),
+        home.display()
+    ));
+    let p = shared.to_str().unwrap();
+    for args in [
+        vec!["postrun", "-p", p],
+        vec!["index", "--prefix", p, "--build", "1"],
+        vec!["index", "--prefix", p, "--list"],
+        vec!["halt", "--checkpoints", "1", p],
+        vec!["inspect", "-p", p],
+    ] {
+        let o = scr(&args, &[("SCR_NODELIST", "n1")]);
+        let t = text(&o);
+        assert!(!o.status.success(), "{args:?}: {t}");
+        assert!(
+            t.contains(".scr") && t.contains("belongs to user id 65534, not to you"),
+            "{args:?}: {t}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join("run.sh")).unwrap(),
+        "#!/bin/sh\necho mine\n"
+    );
+    assert_eq!(std::fs::read_dir(&home).unwrap().count(), 1);
+}
+
+#[test]
+fn a_halt_file_that_is_a_link_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix");
+    std::fs::create_dir_all(prefix.join(".scr")).unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::os::unix::fs::symlink(&elsewhere, prefix.join(".scr/halt.scr")).unwrap();
+    let o = scr(&["halt", "--checkpoints", "1", prefix.to_str().unwrap()], &[]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!elsewhere.exists(), "written through the link");
+    // .scr itself a link: refused before anything is read or written
+    let p2 = dir.path().join("p2");
+    std::fs::create_dir(&p2).unwrap();
+    std::os::unix::fs::symlink(&prefix, p2.join(".scr")).unwrap();
+    let o = scr(&["halt", "--checkpoints", "1", p2.to_str().unwrap()], &[]);
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("symbolic link"), "{t}");
 }

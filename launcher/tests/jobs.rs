@@ -70,7 +70,7 @@ fn inspect_tells_complete_from_failed_from_what_needs_a_scavenge() {
     use scr::flush::Location;
     let d = tempfile::tempdir().unwrap();
     let prefix = d.path();
-    scr::io::create_dirs(&scr::layout::prefix_hidden_dir(prefix), 0o700).unwrap();
+    std::fs::create_dir_all(scr::layout::prefix_hidden_dir(prefix)).unwrap();
     scr::prefix::update_index(prefix, |idx| {
         for (id, complete) in [(1, true), (2, false), (3, true)] {
             let name = format!("ckpt.{id}");

@@ -43,7 +43,7 @@ use scr::rank2file::{self, Delivery, FileRecord, RankFiles, TreeTask};
 use scr::reddesc::{RedDesc, Scheme};
 use scr::redset::RedundancySets;
 use scr::summary::Summary;
-use scr::{Error, HashView, Result, layout};
+use scr::{Error, HashView, Result, layout, safe_fs};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
@@ -244,12 +244,13 @@ impl Scr {
         let node_part = |base: &str| {
             layout::node_job_dir(Path::new(base), &user, &jobid, emulated_node.as_deref())
         };
-        let cntl_dir = node_part(params.get("SCR_CNTL_BASE").unwrap_or("/tmp"))?;
-        io::create_dirs(&cntl_dir, 0o700)?;
+        let cntl_base = params.get("SCR_CNTL_BASE").unwrap_or("/tmp");
+        let cntl_dir = node_part(cntl_base)?;
+        safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, 0o700)?;
         let mut descriptors = CkptDesc::from_params(&params)?;
         for d in &descriptors {
             let store = node_part(&d.store)?;
-            io::create_dirs(&store, 0o700)?;
+            safe_fs::create_dirs_in(Path::new(&d.store), &store, 0o700)?;
             if local_rank == 0 {
                 // files a previous run discarded but did not get to delete
                 let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));
@@ -261,7 +262,7 @@ impl Scr {
             .collect();
         // rank 0 prepares the prefix; its failure fails SCR_Init on every rank
         let prepared = if rank == 0 {
-            io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)
+            safe_fs::create_dirs_in(&prefix, &layout::prefix_hidden_dir(&prefix), 0o755)
                 .and_then(|()| crate::config_api::keep(&prefix))
         } else {
             Ok(())

@@ -171,6 +171,16 @@ pub fn exchange(
                         format!("{recv_data} bytes announced, the file list sums to {total}"),
                     ));
                 }
+                // a stale file under a name in this node's own cache is replaced, as the
+                // copy being received supersedes it (received files are recreated, never
+                // written into)
+                for (path, _) in &files {
+                    match std::fs::remove_file(path) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(Error::io(path, "remove", e)),
+                    }
+                }
                 LogicalFile::create(&files)
             });
         match placed {
@@ -219,8 +229,8 @@ pub fn exchange(
             sink = None;
         }
     }
-    if let Some(s) = &sink
-        && let Err(e) = s.sync()
+    if let Some(s) = sink
+        && let Err(e) = s.sync().and_then(|()| s.commit())
     {
         failure.get_or_insert(e);
     }

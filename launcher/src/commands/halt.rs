@@ -173,11 +173,15 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     };
     let before = parse(&args.before, "--before")?;
     let after = parse(&args.after, "--after")?;
+    // the prefix as every command finds it: given, else SCR_PREFIX (environment or
+    // configuration), else the working directory
     let prefixes = if args.prefixes.is_empty() {
-        vec![std::env::var_os("SCR_PREFIX").map(PathBuf::from).unwrap_or(
-            std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?,
-        )]
+        let params = scr::params::Params::load(&scr::params::Sources::from_process())?;
+        vec![super::prefix_dir(None, &params)?]
     } else {
+        for p in &args.prefixes {
+            scr::safe_fs::check_prefix(p)?;
+        }
         args.prefixes.clone()
     };
     let sets_something =
@@ -207,7 +211,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
                     show(&halt)
                 ));
             }
-            scr::io::create_dirs(&layout::prefix_hidden_dir(&prefix), 0o755)?;
+            scr::safe_fs::create_dirs_in(&prefix, &layout::prefix_hidden_dir(&prefix), 0o755)?;
             let shown = HaltFile::update(&path, SHARED_FILE, |halt| {
                 for (flag, key) in [
                     (args.unset_checkpoints, CHECKPOINTS_LEFT),

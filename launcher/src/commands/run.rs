@@ -291,7 +291,7 @@ impl JobOps for Live<'_> {
 /// SCR's prerun: a new job starts without the last job's flush and nodes files, and with
 /// no "finalize called" halt reason (which would end the loop after a failed first run).
 pub fn prerun(prefix: &Path) -> scr::Result<()> {
-    scr::io::create_dirs(&layout::prefix_hidden_dir(prefix), 0o755)?;
+    scr::safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)?;
     scr::io::remove_durably(&layout::flush_file(prefix))?;
     scr::io::remove_durably(&layout::nodes_file(prefix))?;
     let halt_path = layout::halt_file(prefix);

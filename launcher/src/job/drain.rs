@@ -7,7 +7,7 @@ use super::progress::DrainProgress;
 use super::remote::{self, Rcmd};
 use hostlist::HostSet;
 use scr::layout;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What one node's `scr copy` reported.
 #[derive(Clone, Debug, Default)]
@@ -36,13 +36,13 @@ impl Scavenge<'_> {
     /// The control directory `scr copy` reads on each node: on real hosts the job's; on
     /// this machine the library's rule ([`super::local_node_cntl_dir`]) applies, `%h`
     /// standing for the node in the one command pdsh's exec module runs for all.
-    fn node_cntl_dir(&self, nodes: &[String]) -> PathBuf {
+    /// Returns the component below the job's control directory, if any: `node.%h`.
+    fn node_cntl_dir(&self, nodes: &[String]) -> Option<String> {
         let emulated = nodes.iter().any(|n| *n != super::local_host_name());
-        if self.rcmd == Rcmd::Exec && emulated {
-            layout::emulated_node_dir(self.cntl_dir, "%h").expect("a plain path component")
-        } else {
-            self.cntl_dir.to_path_buf()
-        }
+        (self.rcmd == Rcmd::Exec && emulated).then(|| {
+            let dir = layout::emulated_node_dir(Path::new(""), "%h").expect("a plain component");
+            dir.to_string_lossy().into_owned()
+        })
     }
 
     /// The shell command each node runs: `scr copy` of its control directory, the failed
@@ -50,14 +50,25 @@ impl Scavenge<'_> {
     /// our stand-in for the node's name) sits inside a quoted path, which is sound because
     /// node names are checked host names.
     fn copy_command(&self, nodes: &[String], failed: &[String]) -> String {
-        let quote = |p: &Path| remote::shell_quote(&p.to_string_lossy());
+        // pdsh's exec module reads '%' sequences in the command: a literal one is doubled
+        let literal = |p: &Path| {
+            let text = p.to_string_lossy();
+            match self.rcmd {
+                Rcmd::Exec => remote::exec_escape(&text),
+                Rcmd::Remote => text.into_owned(),
+            }
+        };
+        let cntl = match self.node_cntl_dir(nodes) {
+            Some(placeholder) => format!("{}/{placeholder}", literal(self.cntl_dir)),
+            None => literal(self.cntl_dir),
+        };
         let failed: Vec<String> = failed.iter().map(|f| remote::shell_quote(f)).collect();
         format!(
             "{} copy --progress --cntldir {} --id {} --dstdir {} --buf {} -- {}",
             remote::scr_command_line(),
-            quote(&self.node_cntl_dir(nodes)),
+            remote::shell_quote(&cntl),
             self.id,
-            quote(self.prefix),
+            remote::shell_quote(&literal(self.prefix)),
             self.buf_size,
             failed.join(" ")
         )
@@ -143,8 +154,9 @@ mod tests {
 
     /// Names the host-name check accepts.
     fn host_name() -> impl Strategy<Value = String> {
-        "[A-Za-z0-9_][A-Za-z0-9._-]{0,20}"
-            .prop_filter("a checked host name", |n| hostlist::check_host_name(n).is_ok())
+        "[A-Za-z0-9_][A-Za-z0-9._-]{0,20}".prop_filter("a checked host name", |n| {
+            hostlist::check_host_name(n).is_ok()
+        })
     }
 
     proptest! {
@@ -157,8 +169,8 @@ mod tests {
             failed in proptest::collection::vec(host_name(), 0..3),
             prefix in "/[ -~]{1,30}",
         ) {
-            let cntl = Path::new("/tmp/o'dd dir/scr.1");
-            let prefix = PathBuf::from(prefix);
+            let cntl = Path::new("/tmp/o'dd %h dir%%/scr.1");
+            let prefix = std::path::PathBuf::from(prefix);
             let run = Scavenge {
                 cntl_dir: cntl,
                 prefix: &prefix,
@@ -173,10 +185,9 @@ mod tests {
                 prop_assert_eq!(&argv[..2], &["sh".to_string(), "-c".to_string()]);
                 let words = shell_words::split(&argv[2]).unwrap();
                 let at = words.iter().position(|w| w == "--cntldir").unwrap();
-                let want = if run.node_cntl_dir(&nodes) == cntl {
-                    cntl.to_path_buf()
-                } else {
-                    cntl.join(format!("node.{node}"))
+                let want = match run.node_cntl_dir(&nodes) {
+                    None => cntl.to_path_buf(),
+                    Some(_) => cntl.join(format!("node.{node}")),
                 };
                 prop_assert_eq!(&words[at + 1], &want.to_string_lossy().into_owned());
                 let dst = words.iter().position(|w| w == "--dstdir").unwrap();

@@ -48,6 +48,33 @@ pub fn shell_quote(word: &str) -> String {
     }
 }
 
+/// Doubles each `%` of a literal that goes into a command pdsh's exec module runs: it
+/// replaces `%h` with the node's name and `%%` with `%` (and our own runner does the same).
+pub fn exec_escape(literal: &str) -> String {
+    literal.replace('%', "%%")
+}
+
+/// pdsh's exec module's substitution: `%h` becomes the node, `%%` a `%`; any other `%`
+/// sequence stays as written.
+fn exec_substitute(command: &str, node: &str) -> String {
+    let mut out = String::with_capacity(command.len() + node.len());
+    let mut chars = command.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('%', Some('h')) => {
+                chars.next();
+                out.push_str(node);
+            }
+            ('%', Some('%')) => {
+                chars.next();
+                out.push('%');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// How a command reaches the nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rcmd {
@@ -214,7 +241,7 @@ pub(crate) fn node_argv(rcmd: Rcmd, via_srun: bool, node: &str, command: &str) -
             .collect(),
         Rcmd::Exec => shell
             .into_iter()
-            .chain([command.replace("%h", node)])
+            .chain([exec_substitute(command, node)])
             .collect(),
     }
 }
@@ -278,4 +305,39 @@ fn with_processes(
         }
     }
     results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Our runner substitutes as pdsh's exec module does (pdsh is installed by setup).
+    #[test]
+    fn exec_substitution_matches_pdsh() {
+        // not a lone '%' at the end: pdsh reads past the string there (it printed
+        // "100%SHELL=/bin/bash" here), which is why every literal '%' is doubled
+        assert_eq!(exec_substitute(&exec_escape("100%"), "n7"), "100%");
+        for arg in [
+            "a%%b",
+            "x%hy",
+            "p%zq",
+            "%%h",
+            "%%%h",
+            "/tmp/o'dd %h dir%%/scr.1",
+        ] {
+            let (cmd, _) =
+                child::command("pdsh", ["-R", "exec", "-w", "n7", "printf", "%s\\n", arg]);
+            let out = cmd
+                .stderr_null()
+                .read()
+                .expect("pdsh runs (scripts/setup.sh installs it)");
+            let theirs = out.strip_prefix("n7: ").unwrap_or(&out).to_string();
+            assert_eq!(exec_substitute(arg, "n7"), theirs, "{arg}");
+            assert_eq!(
+                exec_substitute(&exec_escape(arg), "n7"),
+                arg,
+                "escaped {arg}"
+            );
+        }
+    }
 }

@@ -303,7 +303,7 @@ impl Scr {
             self.filemap.set_meta(id, self.rank, &key, &meta);
             self.filemap.write(&self.filemap_path)?;
             let (size, crc) = if rec.segments.is_empty() {
-                copy_file(&src, &dst, buf, rec.crc.is_some())?
+                copy_file(&src, &dst, &self.dataset_dir(id), buf, rec.crc.is_some())?
             } else {
                 let (size, crc) = container::read_file(&self.prefix, &rec.segments, &dst, buf)?;
                 (size, Some(crc))

@@ -157,7 +157,7 @@ impl Scr {
                     (size, want_crc.then_some(crc), segments)
                 }
                 _ => {
-                    let (size, crc) = copy_file(&src, &dst, buf, want_crc)?;
+                    let (size, crc) = copy_file(&src, &dst, &self.prefix, buf, want_crc)?;
                     if let Some(dir) = dst.parent() {
                         dirs.insert(dir.to_path_buf());
                     }
@@ -215,15 +215,18 @@ pub(super) struct FlushTarget {
     pub(super) orig: String,
 }
 
-/// Copies `src` to `dst` with an fsync, returning the CRC32 when asked for. Always through
-/// a mapping of the source: the kernel's file-to-file copy (copy_file_range) measured 3-7x
-/// slower than that on tmpfs caches (benches/runtime.sh), and the CRC costs little.
+/// Copies `src` to `dst` (below `root`, through no symbolic link) with an fsync, returning
+/// the CRC32 when asked for (it is computed on the way, which costs little). A read/write
+/// loop: the kernel's file-to-file copy (copy_file_range) measured 3-7x slower on tmpfs
+/// caches (benches/runtime.sh), and a mapping of the source dies with SIGBUS if the file
+/// shrinks meanwhile.
 pub(super) fn copy_file(
     src: &Path,
     dst: &Path,
+    root: &Path,
     buf_size: usize,
     want_crc: bool,
 ) -> Result<(u64, Option<u32>)> {
-    let (total, crc) = io::copy_file_with_crc(src, dst, buf_size, &mut |_| {})?;
+    let (total, crc) = io::copy_file_with_crc(src, dst, Some(root), buf_size, &mut |_| {})?;
     Ok((total, want_crc.then_some(crc)))
 }

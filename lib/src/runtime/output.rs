@@ -86,7 +86,7 @@ impl Scr {
         );
         // record the dataset before its directory exists (filemap first)
         self.record_dataset(id, &desc, 0)?;
-        io::create_dirs(&self.dataset_dir(id), 0o700)?;
+        safe_fs::create_dirs_in(&self.store_dir(&store), &self.dataset_dir(id), 0o700)?;
         self.phase = Phase::Output { id, flags, bypass };
         Ok(())
     }

@@ -433,7 +433,17 @@ impl Scr {
             self.filemap
                 .set_expected_files(d, self.rank, files.len() as u64 + 1);
             self.filemap.write(&self.filemap_path)?;
-            io::create_dirs(parity_path.parent().expect("in .scr"), 0o700)?;
+            let hidden = parity_path.parent().expect("in .scr");
+            safe_fs::create_dirs_in(hidden.parent().expect("in a dataset"), hidden, 0o700)?;
+            // what a damaged copy left under these names in this node's own cache goes first:
+            // a rebuild recreates files, it never writes into one
+            for path in files.iter().map(|(p, _)| p).chain([&parity_path]) {
+                match std::fs::remove_file(path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io(path, "remove", e)),
+                }
+            }
             keys.push(parity_key);
             (
                 MemberStore::create((code, me, chunk), &files, &parity_path, &header)?,
@@ -512,6 +522,7 @@ impl Scr {
         }
         if am_lost {
             store.sync()?;
+            store.commit()?;
             mark_complete(&mut self.filemap, d, self.rank, &keys);
             self.filemap.write(&self.filemap_path)?;
         }

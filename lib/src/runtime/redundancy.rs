@@ -304,9 +304,11 @@ impl Scr {
     }
 }
 
-/// Creates a parity file (and its `.scr` directory) holding just its header.
+/// Creates a parity file (and its `.scr` directory, in the dataset's own) holding just its
+/// header.
 fn create_with_header(path: &Path, header: &[u8]) -> Result<std::fs::File> {
-    io::create_dirs(path.parent().expect("in .scr"), 0o700)?;
+    let hidden = path.parent().expect("in .scr");
+    safe_fs::create_dirs_in(hidden.parent().expect("in a dataset"), hidden, 0o700)?;
     let f = std::fs::File::create(path).map_err(|e| Error::io(path, "create", e))?;
     f.write_all_at(header, 0)
         .map_err(|e| Error::io(path, "write", e))?;

@@ -67,7 +67,7 @@ impl Scr {
                         std::fs::create_dir_all(parent)
                             .map_err(|e| Error::io(parent, "create directory", e))?;
                     } else {
-                        io::create_dirs(parent, 0o700)?;
+                        safe_fs::create_dirs_in(&self.dataset_dir(id), parent, 0o700)?;
                     }
                 }
                 Ok(cached)

@@ -1,0 +1,302 @@
+//! Creating SCR's directories and files so that nobody else can steer them: every
+//! directory SCR uses must be the user's own (not a symbolic link, not writable by group or
+//! others), paths read from metadata never pass through a link below the directory they
+//! are confined to, and a file SCR recreates (a rebuild, a fetch) is written as a hidden
+//! temporary and put in place with link(2), which never replaces what is there.
+
+use crate::error::{Error, Result};
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The user this process runs as (the owner of its own `/proc` entry).
+fn my_uid() -> Option<u32> {
+    fs::metadata("/proc/self").ok().map(|m| m.uid())
+}
+
+/// Checks that `dir` is a directory of this user's, reached without a symbolic link as its
+/// last component, that group and others cannot write: what SCR keeps there (filemaps,
+/// the index, cached checkpoints) must not be anyone else's to change. Root may also use a
+/// directory of the user who owns the directory above it (an administrator halting a
+/// user's job in the user's own prefix), never one planted by a third user.
+pub fn check_owned_dir(dir: &Path) -> Result<()> {
+    let meta = fs::symlink_metadata(dir).map_err(|e| Error::io(dir, "inspect", e))?;
+    let refuse = |what: String| {
+        Err(Error::invalid(
+            dir,
+            format!("{what}; SCR keeps its metadata only in directories of your own"),
+        ))
+    };
+    if meta.file_type().is_symlink() {
+        return refuse(
+            "is a symbolic link (SCR follows no link it did not create); remove it".into(),
+        );
+    }
+    if !meta.is_dir() {
+        return refuse("is not a directory; remove it".into());
+    }
+    let parent_owner = || {
+        dir.parent()
+            .and_then(|p| {
+                fs::metadata(if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                })
+                .ok()
+            })
+            .map(|m| m.uid())
+    };
+    if let Some(me) = my_uid()
+        && meta.uid() != me
+        && !(me == 0 && parent_owner() == Some(meta.uid()))
+    {
+        return refuse(format!(
+            "belongs to user id {}, not to you (id {me}); remove it or choose another directory",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return refuse(format!(
+            "is writable by others (mode {:o}); run chmod go-w on it",
+            meta.mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a prefix before a command reads or changes what SCR keeps there: its `.scr`
+/// directory, when there is one, must pass [`check_owned_dir`].
+pub fn check_prefix(prefix: &Path) -> Result<()> {
+    let hidden = crate::layout::prefix_hidden_dir(prefix);
+    match fs::symlink_metadata(&hidden) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        _ => check_owned_dir(&hidden),
+    }
+}
+
+/// Creates `dir` below `base` (which may be anyone's, like /tmp or a project directory):
+/// `base` is created as needed; every component from there to `dir` is created with `mode`
+/// (the umask still applies) or, if it exists, must pass [`check_owned_dir`].
+pub fn create_dirs_in(base: &Path, dir: &Path, mode: u32) -> Result<()> {
+    let rel = dir
+        .strip_prefix(base)
+        .map_err(|_| Error::invalid(dir, format!("is not inside {}", base.display())))?;
+    if !base.is_dir() {
+        fs::create_dir_all(base).map_err(|e| Error::io(base, "create directory", e))?;
+    }
+    let mut at = base.to_path_buf();
+    for c in rel.components() {
+        let Component::Normal(name) = c else {
+            return Err(Error::invalid(dir, "holds '.' or '..' below its base"));
+        };
+        at.push(name);
+        match fs::DirBuilder::new().mode(mode).create(&at) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => check_owned_dir(&at)?,
+            Err(e) => return Err(Error::io(&at, "create directory", e)),
+        }
+    }
+    Ok(())
+}
+
+/// Checks that no existing component of `path` below `root` is a symbolic link, and that
+/// `path` is below `root` by name: a path from metadata (a rebuilt file's ORIG) must not
+/// lead out of the prefix through a link someone planted there.
+pub fn check_no_links_below(root: &Path, path: &Path) -> Result<()> {
+    // the root as named, or as the file system resolves it (a prefix reached through a
+    // link of the user's own: paths in metadata come back resolved)
+    let (root, rel): (PathBuf, PathBuf) = match path.strip_prefix(root) {
+        Ok(rel) => (root.to_path_buf(), rel.to_path_buf()),
+        Err(_) => fs::canonicalize(root)
+            .ok()
+            .and_then(|r| {
+                let rel = path.strip_prefix(&r).ok()?.to_path_buf();
+                Some((r, rel))
+            })
+            .ok_or_else(|| Error::invalid(path, format!("is not inside {}", root.display())))?,
+    };
+    let mut at = root;
+    for c in rel.components() {
+        let Component::Normal(name) = c else {
+            return Err(Error::invalid(path, "holds '.' or '..'"));
+        };
+        at.push(name);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(Error::invalid(
+                    &at,
+                    "is a symbolic link below the prefix; SCR writes through no link it did not create",
+                ));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io(&at, "inspect", e)),
+        }
+    }
+    Ok(())
+}
+
+/// A file SCR creates where none may exist yet (a rebuilt or received file): written as a
+/// hidden temporary beside its target, created exclusively (no link is followed), and put
+/// in place by [`NewFile::commit`] with link(2), which fails rather than replace a file
+/// that appeared meanwhile. Dropped without a commit, the temporary is removed, so a crash
+/// or a failed check never leaves a half-written file under the target's name.
+pub struct NewFile {
+    file: File,
+    temp: PathBuf,
+    target: PathBuf,
+    committed: bool,
+}
+
+impl NewFile {
+    pub fn create(target: &Path) -> Result<NewFile> {
+        if fs::symlink_metadata(target).is_ok() {
+            return Err(Error::invalid(
+                target,
+                "already exists; SCR only recreates missing files and never replaces one",
+            ));
+        }
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let dir = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = dir.join(format!(".{name}.new.{}.{n}", std::process::id()));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&temp)
+            .map_err(|e| Error::io(&temp, "create", e))?;
+        Ok(NewFile {
+            file,
+            temp,
+            target: target.to_path_buf(),
+            committed: false,
+        })
+    }
+
+    /// The open temporary.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Where the bytes are until the commit.
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Makes the file durable and gives it its name.
+    pub fn commit(mut self) -> Result<()> {
+        self.file
+            .sync_all()
+            .map_err(|e| Error::io(&self.temp, "fsync", e))?;
+        fs::hard_link(&self.temp, &self.target).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::invalid(
+                    &self.target,
+                    "appeared while SCR recreated it; it was not replaced",
+                )
+            } else {
+                Error::io(&self.target, "put in place", e)
+            }
+        })?;
+        self.committed = true;
+        fs::remove_file(&self.temp).map_err(|e| Error::io(&self.temp, "remove", e))?;
+        if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            crate::io::sync_dir(dir)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for NewFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_new_file_appears_only_when_committed_and_never_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("rank_0.ckpt");
+        let f = NewFile::create(&target).unwrap();
+        use std::os::unix::fs::FileExt;
+        f.file().write_all_at(b"rebuilt", 0).unwrap();
+        assert!(!target.exists(), "not before the commit");
+        f.commit().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"rebuilt");
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary left"
+        );
+        // an existing file, or a link in its place, is refused, not written through
+        let e = NewFile::create(&target).err().unwrap().to_string();
+        assert!(e.contains("already exists"), "{e}");
+        let victim = dir.path().join("victim");
+        fs::write(&victim, b"mine").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        assert!(NewFile::create(&link).is_err());
+        assert_eq!(fs::read(&victim).unwrap(), b"mine");
+        // dropped uncommitted: nothing left
+        drop(NewFile::create(&dir.path().join("never")).unwrap());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn directories_of_others_links_and_open_modes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        create_dirs_in(base, &base.join("a/b"), 0o700).unwrap();
+        assert!(base.join("a/b").is_dir());
+        create_dirs_in(base, &base.join("a/b"), 0o700).unwrap();
+        std::os::unix::fs::symlink(base.join("a"), base.join("l")).unwrap();
+        let e = create_dirs_in(base, &base.join("l/b"), 0o700)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        fs::create_dir(base.join("open")).unwrap();
+        fs::set_permissions(base.join("open"), fs::Permissions::from_mode(0o777)).unwrap();
+        let e = create_dirs_in(base, &base.join("open/x"), 0o700)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("writable by others") && e.contains("chmod go-w"),
+            "{e}"
+        );
+        assert!(create_dirs_in(base, &base.join("../x"), 0o700).is_err());
+    }
+
+    #[test]
+    fn links_below_the_root_are_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir(root.join("ckpt.1")).unwrap();
+        check_no_links_below(root, &root.join("ckpt.1/rank_0")).unwrap();
+        check_no_links_below(root, &root.join("ckpt.9/x/y")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("ckpt.2")).unwrap();
+        assert!(check_no_links_below(root, &root.join("ckpt.2/passwd")).is_err());
+        assert!(check_no_links_below(root, Path::new("/etc/passwd")).is_err());
+    }
+}
