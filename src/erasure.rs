@@ -572,6 +572,32 @@ pub fn rebuild_serial(
             })
         })
         .collect::<Result<_>>()?;
+    // the chunk follows from the members' sizes, and each parity file holds exactly its
+    // header and its chunks: a header claiming more would have the rebuild write without end
+    let largest = lists.iter().map(MemberFiles::logical_size).max().unwrap_or(0);
+    let want_chunk = xor::chunk_size(largest, code.data_chunks() as u64);
+    if chunk != want_chunk {
+        return Err(Error::invalid(
+            &parity_dir,
+            format!(
+                "the parity headers give CHUNK {chunk}, but the members' files ({largest} bytes at most) make it {want_chunk}"
+            ),
+        ));
+    }
+    for (pos, p) in parity.iter().enumerate() {
+        if let Some(path) = p {
+            let len = std::fs::metadata(path)
+                .map_err(|e| Error::io(path, "stat", e))?
+                .len();
+            let want = offsets[pos] + code.k as u64 * chunk;
+            if len != want {
+                return Err(Error::invalid(
+                    path,
+                    format!("is {len} bytes; its header and {} chunk(s) of {chunk} make {want}", code.k),
+                ));
+            }
+        }
+    }
 
     let mut stores: Vec<MemberStore> = Vec::with_capacity(n);
     let mut outputs = Vec::new();

@@ -204,9 +204,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
             .mode(mode)
             .open(&tmp)
             .map_err(|e| Error::io(&tmp, "create", e))?;
-        // O_CREAT is filtered by the umask; the mode is part of the contract (0666 halt file).
-        file.set_permissions(fs::Permissions::from_mode(mode))
-            .map_err(|e| Error::io(&tmp, "set permissions of", e))?;
+        // O_CREAT is filtered by the umask, as every other file SCR writes is; only the halt
+        // file's 0666 is part of SCR's contract (an administrator may halt a user's job)
+        if mode == SHARED_FILE {
+            file.set_permissions(fs::Permissions::from_mode(mode))
+                .map_err(|e| Error::io(&tmp, "set permissions of", e))?;
+        }
         file.write_all(bytes)
             .map_err(|e| Error::io(&tmp, "write", e))?;
         file.sync_all().map_err(|e| Error::io(&tmp, "fsync", e))?;

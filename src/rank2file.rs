@@ -276,6 +276,10 @@ pub enum Delivery {
     Files { rank: u64, files: Vec<FileRecord> },
 }
 
+/// The deepest rank2file tree read: each level divides the ranks by up to a million
+/// entries per file, so a handful of levels covers any job.
+pub const MAX_LEVEL: u64 = 16;
+
 /// One step of the scatter the seed describes: read one tree file (at most
 /// [`MAX_FILE_BYTES`]) and say what goes to whom. Rank 0 starts with the root; each file's
 /// `RANK` entries name the rank that reads the next level, and a leaf's name the ranks whose
@@ -288,6 +292,12 @@ pub fn scatter_step(prefix: &Path, task: &TreeTask) -> Result<Vec<Delivery>> {
         .parsed(LEVEL)
         .map_err(|e| Error::invalid(&path, e.to_string()))?
         .unwrap_or(0);
+    if level > MAX_LEVEL {
+        return Err(Error::invalid(
+            &path,
+            format!("rank2file level {level} is deeper than any tree SCR writes ({MAX_LEVEL})"),
+        ));
+    }
     if level >= task.parent_level {
         return Err(Error::invalid(
             &path,

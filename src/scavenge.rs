@@ -39,6 +39,10 @@ pub struct CopyReport {
     pub errors: Vec<String>,
 }
 
+/// The most ranks a scavenged dataset may record: counts come from files anyone with
+/// access to the prefix could have written, and the index lists every missing rank.
+pub const MAX_RANKS: u64 = 1 << 24;
+
 /// Options of [`copy_node`].
 #[derive(Clone, Debug)]
 pub struct CopyOptions {
@@ -247,6 +251,14 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
         .max()
         .or_else(|| maps.keys().max().map(|r| r + 1))
         .unwrap_or(0);
+    if ranks > MAX_RANKS {
+        return Err(Error::invalid(
+            &dir,
+            format!(
+                "the rank filemaps say the job had {ranks} ranks; more than {MAX_RANKS} is not a job SCR ran"
+            ),
+        ));
+    }
     let mut missing: Vec<u64> = (0..ranks)
         .filter(|r| {
             !maps

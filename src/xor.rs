@@ -69,6 +69,13 @@ impl MemberFiles {
             .flatten()
             .ok_or_else(|| format!("{what}: RANK missing"))?;
         let count = h.parsed::<usize>("FILES").ok().flatten().unwrap_or(0);
+        // a count is believed only as far as the entries it counts are there
+        let present = h.get("FILE").map_or(0, Hash::len);
+        if count > present {
+            return Err(format!(
+                "{what}: FILES says {count} but {present} file entries are present"
+            ));
+        }
         let mut files = Vec::with_capacity(count);
         for i in 0..count {
             let m = h
@@ -84,6 +91,10 @@ impl MemberFiles {
         self.files.iter().map(|m| m.size().unwrap_or(0)).sum()
     }
 }
+
+/// The largest redundancy set a parity header may describe (SCR's SET_SIZE limit; Reed–
+/// Solomon over GF(2^8) needs fewer than 256 members anyway).
+pub const MAX_SET_SIZE: usize = 255;
 
 /// The hash at the start of an XOR file.
 #[derive(Clone, Debug, PartialEq)]
@@ -146,6 +157,17 @@ impl XorHeader {
         };
         let g = h.get("GROUP").ok_or("XOR header: GROUP missing")?;
         let n = g.parsed::<usize>("RANKS").ok().flatten().unwrap_or(0);
+        if !(2..=MAX_SET_SIZE).contains(&n) {
+            return Err(format!(
+                "XOR header: a set of {n} members; SCR's sets have 2 to {MAX_SET_SIZE}"
+            ));
+        }
+        let present = g.get("RANK").map_or(0, Hash::len);
+        if n > present {
+            return Err(format!(
+                "XOR header: GROUP RANKS says {n} but {present} members are listed"
+            ));
+        }
         let mut group = Vec::with_capacity(n);
         for i in 0..n {
             let r = g
@@ -160,6 +182,15 @@ impl XorHeader {
                 .ok_or_else(|| format!("XOR header: {k} missing"))
                 .and_then(|s| MemberFiles::from_hash(s, k))
         };
+        let failures = h.parsed::<u64>("FAILURES").ok().flatten();
+        if let Some(k) = failures
+            && (k == 0 || k as usize >= n)
+        {
+            return Err(format!(
+                "XOR header: FAILURES {k} in a set of {n}; a set survives 1 to {} losses",
+                n - 1
+            ));
+        }
         Ok(XorHeader {
             chunk: num("CHUNK")?,
             ranks: num("RANKS")?,
@@ -167,7 +198,7 @@ impl XorHeader {
             dataset: Dataset::wrap(h.get("DSET").cloned().unwrap_or_default()),
             current: section("CURRENT")?,
             partner: section("PARTNER")?,
-            failures: h.parsed::<u64>("FAILURES").ok().flatten(),
+            failures,
             far_partners: {
                 let far = h.get("PARTNERS");
                 let count = far.map_or(0, Hash::len);

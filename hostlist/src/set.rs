@@ -302,6 +302,21 @@ impl HostSet {
             budget = budget
                 .checked_sub(stepped)
                 .ok_or_else(|| too_many(stepped))?;
+            // every combination of the brackets before the last is added on its own
+            let brackets: Vec<u64> = term
+                .parts
+                .iter()
+                .filter(|p| matches!(p, Part::Ranges(_)))
+                .map(Part::count)
+                .collect();
+            let leading = brackets
+                .iter()
+                .rev()
+                .skip(1)
+                .fold(1u64, |n, c| n.saturating_mul(*c));
+            budget = budget
+                .checked_sub(leading)
+                .ok_or_else(|| too_many(leading))?;
             if !pending.add_term_by_ranges(term) {
                 budget = budget
                     .checked_sub(term.count())
@@ -648,6 +663,19 @@ mod tests {
 
     fn fold(s: &str) -> String {
         s.parse::<HostSet>().unwrap().to_string()
+    }
+
+    #[test]
+    fn several_brackets_cannot_escape_the_host_limit() {
+        let started = std::time::Instant::now();
+        let e = "n[1-9]x[1-9999999]y[1-9999999]"
+            .parse::<HostSet>()
+            .unwrap_err();
+        assert!(e.to_string().contains("must be expanded one by one"), "{e}");
+        assert!(started.elapsed().as_secs() < 2, "refused at once");
+        // a realistic two-level list is still fine
+        let s: HostSet = "rack[1-4]-node[001-128]".parse().unwrap();
+        assert_eq!(s.count(), 512);
     }
 
     #[test]

@@ -74,7 +74,14 @@ fn job_ids_that_leave_the_control_directory_are_refused() {
 /// Runs a shell command as another user (nobody), as a neighbour sharing a directory would.
 fn as_nobody(script: &str) {
     let o = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+            script,
+        ])
         .output()
         .expect("setpriv (util-linux)");
     assert!(o.status.success(), "{script}: {}", text(&o));
@@ -127,7 +134,10 @@ fn a_halt_file_that_is_a_link_is_not_followed() {
     std::fs::create_dir_all(prefix.join(".scr")).unwrap();
     let elsewhere = dir.path().join("elsewhere");
     std::os::unix::fs::symlink(&elsewhere, prefix.join(".scr/halt.scr")).unwrap();
-    let o = scr(&["halt", "--checkpoints", "1", prefix.to_str().unwrap()], &[]);
+    let o = scr(
+        &["halt", "--checkpoints", "1", prefix.to_str().unwrap()],
+        &[],
+    );
     assert!(!o.status.success(), "{}", text(&o));
     assert!(!elsewhere.exists(), "written through the link");
     // .scr itself a link: refused before anything is read or written

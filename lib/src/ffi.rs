@@ -29,7 +29,13 @@ fn with_state(call: &str, f: impl FnOnce(&mut Option<Scr>) -> scr::Result<c_int>
     match result {
         Ok(Ok(rc)) => rc,
         Ok(Err(e)) => {
-            eprintln!("SCR: ERROR: {call}: {e}");
+            // the library's own complaints need no second "SCR:" after the call's name
+            match &e {
+                scr::Error::Config { origin, what } if origin == "SCR" => {
+                    eprintln!("SCR: ERROR: {call}: {what}")
+                }
+                _ => eprintln!("SCR: ERROR: {call}: {e}"),
+            }
             SCR_FAILURE
         }
         Err(_) => {
@@ -76,6 +82,18 @@ fn write_out(out: *mut c_char, s: &str) -> scr::Result<()> {
     Ok(())
 }
 
+/// An output pointer the call cannot do without (a flag): NULL fails the call, after its
+/// collective work so the other ranks are not left waiting.
+fn required<T>(p: *mut T, what: &str) -> scr::Result<()> {
+    if p.is_null() {
+        return Err(scr::Error::Config {
+            origin: "SCR".into(),
+            what: format!("{what} is NULL; pass the address of a variable to receive it"),
+        });
+    }
+    Ok(())
+}
+
 fn disabled() -> bool {
     std::env::var("SCR_ENABLE").is_ok_and(|v| v == "0")
 }
@@ -87,7 +105,10 @@ pub extern "C" fn SCR_Init() -> c_int {
     }
     with_state("SCR_Init", |state| {
         if state.is_some() {
-            return Ok(SCR_SUCCESS);
+            return Err(scr::Error::Config {
+                origin: "SCR".into(),
+                what: "SCR is already initialized; call SCR_Finalize before SCR_Init again".into(),
+            });
         }
         *state = Some(Scr::init()?);
         Ok(SCR_SUCCESS)
@@ -116,10 +137,9 @@ pub unsafe extern "C" fn SCR_Need_checkpoint(flag: *mut c_int) -> c_int {
     }
     with_state("SCR_Need_checkpoint", |state| {
         let yes = enabled(state)?.need_checkpoint()?;
-        if !flag.is_null() {
-            // SAFETY: as above
-            unsafe { *flag = c_int::from(yes) };
-        }
+        required(flag, "the flag")?;
+        // SAFETY: as above
+        unsafe { *flag = c_int::from(yes) };
         Ok(SCR_SUCCESS)
     })
 }
@@ -169,6 +189,7 @@ pub unsafe extern "C" fn SCR_Route_file(name: *const c_char, file: *mut c_char) 
             origin: "SCR".into(),
             what: "SCR_Route_file needs a file name".into(),
         })?;
+        required(file, "the output buffer")?;
         let path = enabled(state)?.route_file(name)?;
         write_out(file, &path.to_string_lossy())?;
         Ok(SCR_SUCCESS)
@@ -181,10 +202,10 @@ pub unsafe extern "C" fn SCR_Route_file(name: *const c_char, file: *mut c_char) 
 pub unsafe extern "C" fn SCR_Have_restart(flag: *mut c_int, name: *mut c_char) -> c_int {
     with_state("SCR_Have_restart", |state| {
         let found = enabled(state)?.have_restart()?;
-        if !flag.is_null() {
-            // SAFETY: caller passes a valid int pointer
-            unsafe { *flag = c_int::from(found.is_some()) };
-        }
+        required(flag, "the flag")?;
+        // SAFETY: caller passes a valid int pointer
+        unsafe { *flag = c_int::from(found.is_some()) };
+        // the name is optional, as in SCR
         if let Some(n) = found {
             write_out(name, &n)?;
         }
@@ -217,15 +238,14 @@ pub extern "C" fn SCR_Complete_restart(valid: c_int) -> c_int {
 pub unsafe extern "C" fn SCR_Should_exit(flag: *mut c_int) -> c_int {
     with_state("SCR_Should_exit", |state| {
         let yes = enabled(state)?.should_exit()?;
-        if !flag.is_null() {
-            // SAFETY: caller passes a valid int pointer
-            unsafe { *flag = c_int::from(yes) };
-        }
+        required(flag, "the flag")?;
+        // SAFETY: caller passes a valid int pointer
+        unsafe { *flag = c_int::from(yes) };
         Ok(SCR_SUCCESS)
     })
 }
 
-static VERSION: &CStr = c"SCR in Rust 0.1.0 (SCR v1.2 API)";
+static VERSION: &CStr = c"SCR in Rust 0.1.0 (SCR v3.1 API)";
 
 #[unsafe(no_mangle)]
 pub extern "C" fn SCR_Get_version() -> *const c_char {

@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Most files one rank reads while the rank2file tree is scattered.
+const MAX_TREE_READS: usize = 1024;
+
 impl Scr {
     /// The fetch loop: copies the newest complete, not-failed dataset from the prefix into
     /// cache (starting at a user-adjusted `scr.current`, else the index's CURRENT, and only
@@ -85,15 +88,27 @@ impl Scr {
         }
     }
 
-    /// The rank2file tree scattered as the seed describes: rank 0 reads the root and sends
-    /// each reader its part, readers read theirs (at most 1 MB each step) and pass on, until
-    /// every rank holds its own file list. Collective; `root` is rank 0's.
+    /// The rank2file tree scattered level by level: rank 0 reads the root and sends each
+    /// reader its part, readers read theirs (at most 1 MB each step) and pass on, until
+    /// every rank holds its own file list. Collective; `root` is rank 0's. A tree written
+    /// by SCR has each reader read a file or two per level; a rank sent more than
+    /// [`MAX_TREE_READS`] files in all is reading a crafted graph, not a tree, and stops.
     pub(super) fn scatter_rank2file(&self, root: Option<TreeTask>) -> Result<Vec<FileRecord>> {
         let mut tasks: Vec<TreeTask> = root.into_iter().collect();
         let mut mine: Option<Vec<FileRecord>> = None;
         let mut problem: Option<String> = None;
+        let mut reads = 0usize;
         loop {
             let mut outgoing: BTreeMap<u64, Hash> = BTreeMap::new();
+            reads += tasks.len();
+            if reads > MAX_TREE_READS {
+                problem.get_or_insert(format!(
+                    "the rank2file map sends rank {} more than {MAX_TREE_READS} files to read; \
+                     it is not the tree SCR writes",
+                    self.rank
+                ));
+                tasks.clear();
+            }
             for task in tasks.drain(..) {
                 let deliveries = match rank2file::scatter_step(&self.prefix, &task) {
                     Ok(d) => d,

@@ -43,12 +43,9 @@ impl Scr {
                 "SCR_Start_output called while another output or restart is open; complete it first",
             ));
         }
-        if let Some(n) = name
-            && (n.is_empty() || n.contains('/') || n.len() >= 1024)
-        {
-            return Err(failure(format!(
-                "dataset name {n:?} must be non-empty, without '/', shorter than 1024 bytes"
-            )));
+        // a dataset name names directories and lines of the index: one plain component
+        if let Some(n) = name {
+            layout::check_component(n, "the dataset name given to SCR_Start_output")?;
         }
         // an application that writes before asking for a restart is not restarting
         self.fetch_pending = false;

@@ -1,0 +1,155 @@
+//! The library against careless or hostile input, with real `mpiexec`: NULL outputs and a
+//! second SCR_Init fail cleanly, dataset names cannot forge index lines or leave their
+//! directory, a cache or control directory that is a link or someone else's is refused,
+//! and files keep the modes the umask and the application gave them.
+
+mod common;
+
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+
+#[test]
+fn null_outputs_a_second_init_and_forged_names_fail_and_scr_goes_on() {
+    let job = Job::new();
+    let app = build_c(
+        job.dir.path(),
+        &workspace().join("lib/tests/c/hostile_api.c"),
+        "hostile_api",
+    );
+    let job = Job { app, ..job };
+    let out = job.run_ok(2, &[], &[("SCR_FLUSH", "1")]);
+    for case in [
+        "second init",
+        "need_checkpoint null",
+        "have_restart null",
+        "should_exit null",
+        "forged name",
+        "dotdot name",
+        "route null out",
+    ] {
+        assert!(
+            out.contains(&format!("hostile_api: {case} rc=1")),
+            "{case}: {out}"
+        );
+    }
+    for case in [
+        "have_restart null name",
+        "good start",
+        "good complete",
+        "finalize",
+    ] {
+        assert!(
+            out.contains(&format!("hostile_api: {case} rc=0")),
+            "{case}: {out}"
+        );
+    }
+    assert!(
+        out.contains("SCR_Init: SCR is already initialized"),
+        "{out}"
+    );
+    assert!(
+        out.contains("SCR_Need_checkpoint: the flag is NULL"),
+        "{out}"
+    );
+    assert!(out.contains("control character"), "{out}");
+    // the index holds the good dataset and no forged line
+    let listing = std::process::Command::new(scr_command())
+        .args([
+            "index",
+            "--prefix",
+            job.prefix().to_str().unwrap(),
+            "--list",
+        ])
+        .output()
+        .unwrap();
+    let listing = text(&listing);
+    assert!(listing.contains("good"), "{listing}");
+    assert!(!listing.contains("evil"), "{listing}");
+    assert_eq!(
+        listing.lines().count(),
+        2,
+        "a header and one dataset: {listing}"
+    );
+}
+
+#[test]
+fn a_cache_or_control_directory_that_is_a_link_or_open_to_others_is_refused() {
+    // the job's cache directory planted as a link to somewhere else
+    let job = Job::new();
+    let elsewhere = job.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let user_dir = job.dir.path().join("cache").join(user());
+    std::fs::create_dir_all(&user_dir).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, user_dir.join(format!("scr.{JOB_ID}"))).unwrap();
+    let o = job.run(2, &["1000", "1"], &[]);
+    let t = text(&o);
+    // SCR_Init fails; the example then runs without SCR
+    assert!(t.contains("SCR disabled, running without it"), "{t}");
+    assert!(t.contains("symbolic link"), "{t}");
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "nothing written there"
+    );
+
+    // the control directory left open to everyone (0777)
+    let job = Job::new();
+    let cntl = job
+        .dir
+        .path()
+        .join("cntl")
+        .join(user())
+        .join(format!("scr.{JOB_ID}"));
+    std::fs::create_dir_all(&cntl).unwrap();
+    std::fs::set_permissions(&cntl, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = job.run(2, &["1000", "1"], &[]);
+    let t = text(&o);
+    assert!(t.contains("SCR disabled, running without it"), "{t}");
+    assert!(
+        t.contains("writable by others") && t.contains("chmod go-w"),
+        "{t}"
+    );
+}
+
+#[test]
+fn modes_follow_the_umask_and_a_flushed_file_keeps_its_own() {
+    let job = Job::new();
+    let cmd = job.command(None, 2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
+    // the same launch under umask 077: the application's files are 0600
+    let mut sh = std::process::Command::new("sh");
+    sh.arg("-c")
+        .arg("umask 077; exec \"$0\" \"$@\"")
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .current_dir(job.prefix());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    let o = sh.output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&job.prefix().join("ckpt.1/rank_1.ckpt")), 0o600);
+    assert_eq!(mode(&job.prefix().join(".scr")), 0o700);
+    assert_eq!(mode(&job.prefix().join(".scr/index.scr")), 0o600);
+    // without a umask of its own a 0640 file stays 0640 on the prefix
+    let job = Job::new();
+    let mut sh = std::process::Command::new("sh");
+    let cmd = job.command(None, 2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
+    sh.arg("-c")
+        .arg("umask 027; exec \"$0\" \"$@\"")
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .current_dir(job.prefix());
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            sh.env(k, v);
+        }
+    }
+    let o = sh.output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(mode(&job.prefix().join("ckpt.1/rank_0.ckpt")), 0o640);
+    assert_eq!(mode(&job.prefix().join(".scr")), 0o750);
+}
