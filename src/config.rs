@@ -34,6 +34,9 @@ pub struct ConfigFile {
     pub entries: Vec<ConfigEntry>,
 }
 
+/// The largest configuration file read (SCR's are a few kilobytes).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 impl ConfigFile {
     pub fn read(path: &Path) -> Result<Self> {
         if path.is_dir() {
@@ -42,8 +45,7 @@ impl ConfigFile {
                 "is a directory, expected an SCR configuration file",
             ));
         }
-        let bytes =
-            std::fs::read(path).map_err(|e| Error::io(path, "read configuration file", e))?;
+        let bytes = crate::io::read_small_file(path, MAX_CONFIG_BYTES)?;
         let text = String::from_utf8(bytes).map_err(|e| {
             Error::invalid(
                 path,

@@ -574,7 +574,11 @@ pub fn rebuild_serial(
         .collect::<Result<_>>()?;
     // the chunk follows from the members' sizes, and each parity file holds exactly its
     // header and its chunks: a header claiming more would have the rebuild write without end
-    let largest = lists.iter().map(MemberFiles::logical_size).max().unwrap_or(0);
+    let largest = lists
+        .iter()
+        .map(MemberFiles::logical_size)
+        .max()
+        .unwrap_or(0);
     let want_chunk = xor::chunk_size(largest, code.data_chunks() as u64);
     if chunk != want_chunk {
         return Err(Error::invalid(
@@ -593,7 +597,10 @@ pub fn rebuild_serial(
             if len != want {
                 return Err(Error::invalid(
                     path,
-                    format!("is {len} bytes; its header and {} chunk(s) of {chunk} make {want}", code.k),
+                    format!(
+                        "is {len} bytes; its header and {} chunk(s) of {chunk} make {want}",
+                        code.k
+                    ),
                 ));
             }
         }

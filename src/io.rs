@@ -136,8 +136,50 @@ pub fn read_hash_file(path: &Path) -> Result<Hash> {
 /// Reads a hash file and returns the hash and the size its header records, which is where
 /// any payload after the hash starts.
 pub fn read_hash_file_with_size(path: &Path) -> Result<(Hash, u64)> {
-    let mut file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    let mut file = open_regular(path)?;
     decode_open_file(path, &mut file, false)
+}
+
+/// Opens a file SCR reads for reading: only a regular file, opened so that a FIFO in its
+/// place cannot block the open (it is then refused).
+pub fn open_regular(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io(path, "open", e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+    if meta.is_dir() {
+        return Err(Error::invalid(path, "is a directory, expected a file"));
+    }
+    if !meta.is_file() {
+        return Err(Error::invalid(
+            path,
+            "is not a regular file (a FIFO or device?); remove it",
+        ));
+    }
+    Ok(file)
+}
+
+/// Reads a small text file SCR is given (a configuration file): a regular file of at most
+/// `limit` bytes, so neither a FIFO nor a huge file can stall or exhaust the reader.
+pub fn read_small_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let file = open_regular(path)?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path, "stat", e))?
+        .len();
+    if len > limit {
+        return Err(Error::invalid(
+            path,
+            format!("is {len} bytes; a configuration file of more than {limit} bytes is not one"),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, "read", e))?;
+    Ok(bytes)
 }
 
 fn decode_open_file(

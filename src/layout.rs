@@ -21,6 +21,39 @@ pub fn job_dir(base: &Path, user: &str, jobid: &str) -> Result<PathBuf> {
     Ok(base.join(user).join(format!("scr.{jobid}")))
 }
 
+/// The prefix directory, one rule for the library and every command: the one given (a
+/// command's `--prefix`), else SCR_PREFIX (`param`, from the environment or a
+/// configuration file), else the working directory. A relative one is taken from the
+/// working directory; an empty one is an error, not the working directory by accident.
+pub fn prefix_dir(given: Option<&Path>, param: Option<&str>) -> Result<PathBuf> {
+    let chosen = given
+        .map(Path::to_path_buf)
+        .or_else(|| param.map(PathBuf::from));
+    let cwd =
+        || std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e));
+    match chosen {
+        Some(p) if p.as_os_str().is_empty() => Err(Error::Config {
+            origin: "SCR_PREFIX".into(),
+            what: "is set but empty; name the prefix directory, or unset it to use the working directory".into(),
+        }),
+        Some(p) if p.is_absolute() => Ok(p),
+        Some(p) => Ok(cwd()?.join(p)),
+        None => cwd(),
+    }
+}
+
+/// A base directory from a parameter (SCR_CNTL_BASE, SCR_CACHE_BASE, a STORE): it must be
+/// an absolute path, since every node and every command must find the same place.
+pub fn base_dir<'a>(value: &'a str, param: &str) -> Result<&'a Path> {
+    if value.is_empty() || !value.starts_with('/') {
+        return Err(Error::Config {
+            origin: param.to_string(),
+            what: format!("{value:?} is not an absolute path; give the full path of the directory"),
+        });
+    }
+    Ok(Path::new(value))
+}
+
 /// Checks a name that becomes one component of a path SCR creates (a user name, a job id,
 /// a node name, a dataset name): not empty, not `.` or `..`, no `/`, no control character,
 /// under 256 bytes. `what` says where the name came from, for the error.

@@ -17,6 +17,7 @@ use crate::view::HashView;
 use crate::xor::XorHeader;
 use crate::{Error, Result, io, layout};
 use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The filemap tag on a partner's copy (the owner's node).
@@ -93,7 +94,13 @@ pub fn copy_node(
     opts: &CopyOptions,
     progress: &mut dyn FnMut(CopyProgress),
 ) -> Result<CopyReport> {
+    crate::safe_fs::check_owned_dir(cntl_dir)?;
     let master = MasterFilemap::read(&layout::master_filemap(cntl_dir))?;
+    // the job's user: a filemap may name only that user's files (a drain run with more
+    // privileges must not copy, say, /etc/shadow because a filemap lists it)
+    let owner = std::fs::metadata(cntl_dir)
+        .map_err(|e| Error::io(cntl_dir, "inspect", e))?
+        .uid();
     let mut report = CopyReport::default();
     crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
     // which ranks this node copies, decided before any byte moves so the total is known
@@ -145,6 +152,23 @@ pub fn copy_node(
                         continue;
                     }
                 };
+                match std::fs::symlink_metadata(f) {
+                    Ok(m) if m.is_file() && m.uid() == owner => {}
+                    Ok(_) => {
+                        report.errors.push(format!(
+                            "{f}: not a regular file of the job's user (id {owner}); not copied"
+                        ));
+                        ok = false;
+                        continue;
+                    }
+                    Err(e) => {
+                        report
+                            .errors
+                            .push(Error::io(Path::new(f), "inspect", e).to_string());
+                        ok = false;
+                        continue;
+                    }
+                }
                 let mut copied = meta.clone();
                 let mut piece_done = |n: u64| {
                     state.done += n;

@@ -148,3 +148,99 @@ fn a_halt_file_that_is_a_link_is_not_followed() {
     let t = text(&o);
     assert!(!o.status.success() && t.contains("symbolic link"), "{t}");
 }
+
+#[test]
+fn a_drain_copies_only_the_job_users_own_regular_files() {
+    use scr::HashView;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cntl = dir.path().join("cntl");
+    std::fs::create_dir(&cntl).unwrap();
+    std::fs::set_permissions(&cntl, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let prefix = dir.path().join("prefix");
+    std::fs::create_dir(&prefix).unwrap();
+    // another user's secret, which a filemap lists as if it were a checkpoint file
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let secret = theirs.join("secret");
+    as_nobody(&format!("umask 077; echo s3cret > {}", secret.display()));
+    let mut map = scr::filemap::Filemap::new();
+    let key = secret.to_string_lossy().into_owned();
+    let mut meta =
+        scr::meta::Meta::for_user_file("secret", 1, "ckpt.1/secret", "/p/ckpt.1", "secret");
+    meta.set_size(7);
+    meta.set_complete(true);
+    map.add_file(1, 0, &key);
+    map.set_meta(1, 0, &key, &meta);
+    map.set_expected_files(1, 0, 1);
+    let fm = cntl.join("filemap_0.scrinfo");
+    map.write(&fm).unwrap();
+    let mut master = scr::filemap::MasterFilemap::new();
+    master.add(&fm.to_string_lossy());
+    master.write(&cntl.join("filemap.scrinfo")).unwrap();
+    let o = scr(
+        &[
+            "copy",
+            "--cntldir",
+            cntl.to_str().unwrap(),
+            "--id",
+            "1",
+            "--prefix",
+            prefix.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("not a regular file of the job's user"), "{t}");
+    assert!(
+        !prefix.join("ckpt.1/secret").exists(),
+        "the secret was copied"
+    );
+}
+
+#[test]
+fn a_fifo_or_huge_user_config_and_an_empty_prefix_are_errors_not_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path();
+    let fifo = prefix.join(".scrconf");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let started = std::time::Instant::now();
+    let o = scr(
+        &["list-down-nodes"],
+        &[
+            ("SCR_PREFIX", prefix.to_str().unwrap()),
+            ("SCR_NODELIST", "n1"),
+        ],
+    );
+    let t = text(&o);
+    assert!(started.elapsed().as_secs() < 10, "waited on the FIFO");
+    assert!(
+        !o.status.success() && t.contains("not a regular file"),
+        "{t}"
+    );
+    std::fs::remove_file(&fifo).unwrap();
+    let f = std::fs::File::create(&fifo).unwrap();
+    f.set_len(64 << 20).unwrap();
+    let o = scr(
+        &["list-down-nodes"],
+        &[
+            ("SCR_PREFIX", prefix.to_str().unwrap()),
+            ("SCR_NODELIST", "n1"),
+        ],
+    );
+    let t = text(&o);
+    assert!(!o.status.success() && t.contains("is not one"), "{t}");
+    let o = scr(&["inspect"], &[("SCR_PREFIX", "")]);
+    let t = text(&o);
+    assert!(
+        !o.status.success() && t.contains("SCR_PREFIX") && t.contains("empty"),
+        "{t}"
+    );
+}

@@ -235,21 +235,18 @@ impl Scr {
         let user = layout::user_name().unwrap_or_else(|| "unknown".into());
         let jobid = layout::job_id(params.get("SCR_JOB_ID"), |k| std::env::var(k).ok())
             .unwrap_or_else(|| "defjobid".into());
-        let prefix = params
-            .get("SCR_PREFIX")
-            .map(PathBuf::from)
-            .or_else(|| std::env::current_dir().ok())
-            .ok_or_else(|| failure("SCR_PREFIX must be set (or the working directory readable)"))?;
+        let prefix = layout::prefix_dir(None, params.get("SCR_PREFIX"))?;
         let emulated_node = emulated.then(|| name.clone());
-        let node_part = |base: &str| {
-            layout::node_job_dir(Path::new(base), &user, &jobid, emulated_node.as_deref())
+        let node_part = |base: &str, param: &str| {
+            let base = layout::base_dir(base, param)?;
+            layout::node_job_dir(base, &user, &jobid, emulated_node.as_deref())
         };
         let cntl_base = params.get("SCR_CNTL_BASE").unwrap_or("/tmp");
-        let cntl_dir = node_part(cntl_base)?;
+        let cntl_dir = node_part(cntl_base, "SCR_CNTL_BASE")?;
         safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, 0o700)?;
         let mut descriptors = CkptDesc::from_params(&params)?;
         for d in &descriptors {
-            let store = node_part(&d.store)?;
+            let store = node_part(&d.store, "SCR_CACHE_BASE (or a CKPT line's STORE)")?;
             safe_fs::create_dirs_in(Path::new(&d.store), &store, 0o700)?;
             if local_rank == 0 {
                 // files a previous run discarded but did not get to delete

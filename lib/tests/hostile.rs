@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use scr::HashView;
 use std::os::unix::fs::PermissionsExt;
 
 #[test]
@@ -152,4 +153,99 @@ fn modes_follow_the_umask_and_a_flushed_file_keeps_its_own() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(mode(&job.prefix().join("ckpt.1/rank_0.ckpt")), 0o640);
     assert_eq!(mode(&job.prefix().join(".scr")), 0o750);
+}
+
+#[test]
+fn eviction_deletes_nothing_a_filemap_names_outside_the_cache() {
+    let job = Job::new();
+    job.run_ok(2, &["1000", "1"], &[("SCR_FLUSH", "0")]);
+    // a filemap entry for dataset 1 naming a file of the user's elsewhere
+    let victim = job.dir.path().join("thesis.tex");
+    std::fs::write(&victim, "years of work").unwrap();
+    let fm_path = job
+        .dir
+        .path()
+        .join(format!("cntl/{}/scr.{JOB_ID}/filemap_0.scrinfo", user()));
+    let mut map = scr::filemap::Filemap::read(&fm_path).unwrap();
+    map.add_file(1, 0, &victim.to_string_lossy());
+    map.write(&fm_path).unwrap();
+    // the next run finds dataset 1 damaged (an entry without meta data) and starts over;
+    // its new checkpoint evicts dataset 1 (SCR_CACHE_SIZE=1), entry and all
+    let out = job.run_ok(
+        2,
+        &["1000", "1"],
+        &[("SCR_FLUSH", "0"), ("SCR_CACHE_SIZE", "1")],
+    );
+    let dataset_1 = job
+        .dir
+        .path()
+        .join(format!("cache/{}/scr.{JOB_ID}/scr.dataset.1", user()));
+    assert!(!dataset_1.exists(), "dataset 1 evicted: {out}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "years of work");
+}
+
+#[test]
+fn a_flush_does_not_write_through_a_link_planted_in_the_prefix() {
+    let job = Job::new();
+    let elsewhere = job.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, job.prefix().join("ckpt.1")).unwrap();
+    let o = job.run(2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
+    let t = text(&o);
+    assert!(t.contains("symbolic link"), "{t}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "{t}");
+}
+
+#[test]
+fn a_prefix_file_that_is_not_what_the_summary_says_is_never_copied_into_cache() {
+    let job = Job::new();
+    job.run_ok(2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
+    delete_caches(&job);
+    // grown to 3 GB (sparse): refused by its size before a byte is copied
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(job.prefix().join("ckpt.1/rank_1.ckpt"))
+        .unwrap();
+    f.set_len(3 << 30).unwrap();
+    let started = std::time::Instant::now();
+    let out = job.run_ok(2, &["1000", "1"], &[]);
+    assert!(out.contains("not a regular file of 1008 bytes"), "{out}");
+    assert!(
+        out.contains("no checkpoint, starting from the beginning"),
+        "{out}"
+    );
+    assert!(started.elapsed().as_secs() < 60);
+    let cached: u64 = walk(&job.dir.path().join("cache"))
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    assert!(cached < 1 << 20, "{cached} bytes in cache");
+
+    // a FIFO in its place: refused, not waited on
+    let job = Job::new();
+    job.run_ok(2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
+    delete_caches(&job);
+    let file = job.prefix().join("ckpt.1/rank_0.ckpt");
+    std::fs::remove_file(&file).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&file)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = job.run_ok(2, &["1000", "1"], &[]);
+    assert!(out.contains("not a regular file"), "{out}");
+}
+
+#[test]
+fn a_relative_cache_base_is_an_error_naming_it() {
+    let job = Job::new();
+    let o = job.run(2, &["1000", "1"], &[("SCR_CACHE_BASE", "relative/cache")]);
+    let t = text(&o);
+    assert!(
+        t.contains("SCR_CACHE_BASE") && t.contains("not an absolute path"),
+        "{t}"
+    );
 }

@@ -3,23 +3,25 @@
 
 use scr::layout;
 use scr::params::{Params, Sources};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-#[command(about = "Print the prefix directory: SCR_PREFIX, else the working directory")]
+#[command(
+    about = "Print the prefix directory: SCR_PREFIX (environment or configuration), else the working directory"
+)]
 pub struct PrefixArgs {}
 
 pub fn prefix(_: PrefixArgs) -> scr::Result<ExitCode> {
-    let prefix = std::env::var_os("SCR_PREFIX")
-        .map(PathBuf::from)
-        .or_else(|| std::env::current_dir().ok());
-    match prefix {
-        Some(p) => {
+    let params = Params::load(&Sources::from_process())?;
+    match layout::prefix_dir(None, params.get("SCR_PREFIX")) {
+        Ok(p) => {
             println!("{}", p.display());
             Ok(ExitCode::SUCCESS)
         }
-        None => Ok(ExitCode::from(1)),
+        Err(e) => {
+            eprintln!("scr_prefix: ERROR: {e}");
+            Ok(ExitCode::from(1))
+        }
     }
 }
 

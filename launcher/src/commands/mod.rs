@@ -22,17 +22,7 @@ pub fn prefix_dir(
     given: Option<std::path::PathBuf>,
     params: &scr::params::Params,
 ) -> scr::Result<std::path::PathBuf> {
-    let prefix = match given.or_else(|| params.get("SCR_PREFIX").map(std::path::PathBuf::from)) {
-        Some(p) if p.as_os_str().is_empty() => {
-            return Err(scr::Error::Config {
-                origin: "SCR_PREFIX".into(),
-                what: "is set but empty; name the prefix directory or unset it".into(),
-            });
-        }
-        Some(p) => p,
-        None => std::env::current_dir()
-            .map_err(|e| scr::Error::io(".", "read the working directory", e))?,
-    };
+    let prefix = scr::layout::prefix_dir(given.as_deref(), params.get("SCR_PREFIX"))?;
     scr::safe_fs::check_prefix(&prefix)?;
     Ok(prefix)
 }

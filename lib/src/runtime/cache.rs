@@ -285,7 +285,7 @@ impl Discards {
         let mut later = Vec::new();
         for f in files {
             let moved = trash_dir_for(&f).and_then(|trash| {
-                std::fs::create_dir_all(&trash).ok()?;
+                safe_fs::create_dirs_in(trash.parent()?, &trash, 0o700).ok()?;
                 self.renamed += 1;
                 let to = trash.join(format!("{}.{}", std::process::id(), self.renamed));
                 std::fs::rename(&f, &to).ok().map(|()| to)
