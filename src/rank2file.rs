@@ -422,6 +422,22 @@ mod tests {
     }
 
     #[test]
+    fn a_tree_deeper_than_scr_writes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = Hash::new();
+        h.set_value(LEVEL, 40u64);
+        let p = dir.path().join("rank2file.scr");
+        crate::io::write_hash_file(&p, &h).unwrap();
+        let task = TreeTask {
+            file: "rank2file.scr".into(),
+            offset: 0,
+            parent_level: u64::MAX,
+        };
+        let e = scatter_step(dir.path(), &task).unwrap_err().to_string();
+        assert!(e.contains("deeper than any tree SCR writes"), "{e}");
+    }
+
+    #[test]
     fn small_tree_matches_golden_shape() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".scr/scr.dataset.3")).unwrap();

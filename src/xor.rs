@@ -444,4 +444,29 @@ mod tests {
             "our header encodes as SCR wrote it"
         );
     }
+
+    #[test]
+    fn counts_in_a_header_are_believed_only_as_far_as_they_go() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden/xor/cache/node1/scr.dataset.3/.scr/xor.0_2_of_4.scr");
+        let (header, _) = XorHeader::read(&path).unwrap();
+        let good = header.to_hash();
+        let with = |path: &[&str], value: &str| {
+            let mut h = good.clone();
+            let (last, dirs) = path.split_last().unwrap();
+            let mut at = &mut h;
+            for d in dirs {
+                at = at.get_mut(d).unwrap();
+            }
+            at.unset(last);
+            at.set_value(last, value);
+            XorHeader::from_hash(&h).unwrap_err()
+        };
+        assert!(with(&["GROUP", "RANKS"], "4611686018427387904").contains("a set of"));
+        assert!(with(&["GROUP", "RANKS"], "300").contains("2 to 255"));
+        assert!(with(&["GROUP", "RANKS"], "7").contains("4 members are listed"));
+        assert!(with(&["CURRENT", "FILES"], "1000000000000000").contains("entries are present"));
+        assert!(with(&["FAILURES"], "4").contains("1 to 3 losses"));
+        assert!(with(&["FAILURES"], "0").contains("1 to 3 losses"));
+    }
 }
