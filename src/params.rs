@@ -119,6 +119,7 @@ params! {
     "SCR_FLUSH_POSTSTAGE", Some("0"), Bool, "SCR v3.1: leave a burst buffer's flush to finish after the job; not provided (no burst buffer): background flushes finish in SCR_Finalize";
     "SCR_FLUSH_ASYNC_BW", Some("209715200"), Bytes, "bytes per second an asynchronous flush may use";
     "SCR_FLUSH_ASYNC_PERCENT", Some("0.0"), Float, "CPU share of the transfer agent (0 no cap)";
+    "SCR_FLUSH_ASYNC_STALL", Some("30"), Count, "seconds a node's transfer agent may go without finishing a file (plus three times what its largest file takes at SCR_FLUSH_ASYNC_BW) before the ranks copy their files themselves: a stopped or hung agent must not hold a flush forever";
     "SCR_TRANSFER_SECS", Some("60.0"), Float, "seconds between transfer-file polls";
     "SCR_CRC_ON_COPY", Some("0"), Bool, "compute CRC32 when applying redundancy";
     "SCR_CRC_ON_FLUSH", Some("1"), Bool, "compute and check CRC32 on flush and fetch";

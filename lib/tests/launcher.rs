@@ -315,3 +315,64 @@ fn with_async_flush_scr_run_starts_a_transfer_agent_per_node_that_does_the_copyi
         assert!(tf.files().is_empty() && tf.agent_pid().is_none(), "{node}");
     }
 }
+
+#[test]
+fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
+    let job = Job::new();
+    let app = job.app.to_string_lossy().into_owned();
+    let cntl = job.dir.path().join("cntl").display().to_string();
+    // stop every agent of this job as soon as it runs; resume them well after
+    let stopper = std::thread::spawn(move || {
+        let pattern = format!("transfer --cntldir {cntl}");
+        let started = std::time::Instant::now();
+        let mut stopped = false;
+        while started.elapsed().as_secs() < 60 {
+            let found = Command::new("pkill")
+                .args(["-STOP", "-f", &pattern])
+                .status();
+            if found.is_ok_and(|s| s.success()) {
+                stopped = true;
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                let _ = Command::new("pkill")
+                    .args(["-STOP", "-f", &pattern])
+                    .status();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_secs(8));
+        let _ = Command::new("pkill")
+            .args(["-CONT", "-f", &pattern])
+            .status();
+        stopped
+    });
+    let (out, t) = output(scr_run_in(
+        &job,
+        &[
+            "mpiexec",
+            "-launcher",
+            "fork",
+            "-n",
+            "4",
+            &app,
+            "2000000",
+            "2",
+        ],
+        &[
+            ("SCR_NODELIST", "n[1-2]"),
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            ("SCR_FLUSH_ASYNC_STALL", "1"),
+            ("TEST_API_SLEEP_MS", "500"),
+            ("SCR_RUNS", "1"),
+        ],
+    ));
+    assert!(stopper.join().unwrap(), "no transfer agent to stop: {t}");
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("finished no file for") && t.contains("copying this rank's files without it"),
+        "{t}"
+    );
+    let e = job.index_entry("ckpt.2");
+    assert!(e.complete && e.is_current, "{e:?}");
+}

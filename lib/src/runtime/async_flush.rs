@@ -81,8 +81,14 @@ impl Scr {
         }
         let want_crc = self.params.bool("SCR_CRC_ON_FLUSH");
         let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
+        let pace = Pace {
+            bytes_per_sec,
+            percent,
+            stall: Duration::from_secs(self.params.count("SCR_FLUSH_ASYNC_STALL").unwrap_or(30)),
+        };
+        let rank = self.rank;
         let worker = std::thread::spawn(move || {
-            let records = copy_or_watch(&jobs, &transfer, want_crc, buf, bytes_per_sec, percent)
+            let records = copy_or_watch(&jobs, &transfer, want_crc, buf, pace, rank)
                 .map_err(|e| e.to_string());
             Copied {
                 records,
@@ -176,23 +182,48 @@ impl Scr {
     }
 }
 
+/// How a background flush is paced, and how long an agent may go without progress.
+#[derive(Clone, Copy)]
+struct Pace {
+    bytes_per_sec: f64,
+    percent: f64,
+    stall: Duration,
+}
+
+impl Pace {
+    /// How long the agent may take to finish a file of `bytes` before the rank takes over:
+    /// the stall allowance plus three times the file's time at the configured bandwidth
+    /// (100 MB/s when unlimited).
+    fn patience(&self, bytes: u64) -> Duration {
+        let rate = if self.bytes_per_sec > 0.0 {
+            self.bytes_per_sec
+        } else {
+            100e6
+        };
+        self.stall + Duration::from_secs_f64(3.0 * bytes as f64 / rate)
+    }
+}
+
 /// The thread's work. With a live transfer agent on the node (`scr transfer`, which scr-run
 /// starts) it watches the transfer file until the agent has written this rank's files;
-/// without one, or once the agent is gone, it copies what is left itself (paced alike).
-/// Returns what the rank2file map records of each file.
+/// without one, once the agent is gone, or when it has finished none of them for longer
+/// than [`Pace::patience`] allows (stopped with SIGSTOP, or hung on a file system), it
+/// copies what is left itself, paced alike. Returns what the rank2file map records of
+/// each file.
 fn copy_or_watch(
     jobs: &[FlushTarget],
     transfer: &Path,
     want_crc: bool,
     buf: usize,
-    bytes_per_sec: f64,
-    percent: f64,
+    pace: Pace,
+    rank: u64,
 ) -> Result<Vec<FileRecord>> {
-    let mut throttle = Throttle::new(bytes_per_sec, percent);
+    let mut throttle = Throttle::new(pace.bytes_per_sec, pace.percent);
     let sources: Vec<String> = jobs
         .iter()
         .map(|j| j.src.to_string_lossy().into_owned())
         .collect();
+    let mut progress = (usize::MAX, Instant::now());
     loop {
         let t = TransferFile::read(transfer)?;
         let mine: Vec<TransferEntry> = t
@@ -217,8 +248,20 @@ fn copy_or_watch(
                 .collect());
         }
         if agent_alive(&t) {
-            std::thread::sleep(Duration::from_millis(20));
-            continue;
+            let done = mine.len() - pending.len();
+            if done != progress.0 {
+                progress = (done, Instant::now());
+            }
+            let largest = pending.iter().map(|e| e.size).max().unwrap_or(0);
+            if progress.1.elapsed() < pace.patience(largest) {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            eprintln!(
+                "SCR: WARNING: rank {rank}: the node's transfer agent (pid {}) finished no file for {:.0} s; copying this rank's files without it",
+                t.agent_pid().unwrap_or(0),
+                progress.1.elapsed().as_secs_f64()
+            );
         }
         for e in pending {
             transfer::copy_entry(transfer, e, buf, &mut throttle)?;
