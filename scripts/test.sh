@@ -17,6 +17,8 @@ if command -v cargo-nextest >/dev/null; then
   cargo nextest run --workspace --no-fail-fast -E 'not binary(cluster)' || status=$?
   "${openmpi_env[@]}" cargo nextest run -p scr-runtime --no-fail-fast -E "$openmpi_suite" || status=$?
   cargo nextest run -p scr-runtime --no-fail-fast -E 'binary(cluster)' || status=$?
+  # the fault campaign, short: each kind of fault once, seeded (the long one: --rounds 200)
+  timeout 1500 tests/cluster/faults.sh --seed 3 --rounds 12 --cycle || status=$?
   exit $status
 else
   cargo test --workspace --no-fail-fast -- --skip cluster::
@@ -24,4 +26,5 @@ else
     "${openmpi_env[@]}" cargo test -p scr-runtime --test $t
   done
   cargo test -p scr-runtime --test cluster -- --test-threads=1
+  timeout 1500 tests/cluster/faults.sh --seed 3 --rounds 12 --cycle
 fi

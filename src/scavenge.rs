@@ -94,6 +94,10 @@ pub fn copy_node(
     opts: &CopyOptions,
     progress: &mut dyn FnMut(CopyProgress),
 ) -> Result<CopyReport> {
+    if std::fs::symlink_metadata(cntl_dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        // a node the job never ran on (a spare): nothing to copy
+        return Ok(CopyReport::default());
+    }
     crate::safe_fs::check_owned_dir(cntl_dir)?;
     let master = MasterFilemap::read(&layout::master_filemap(cntl_dir))?;
     // the job's user: a filemap may name only that user's files (a drain run with more

@@ -1,7 +1,9 @@
 /* Example SCR application (C): restarts from the newest checkpoint if there is one,
  * verifies every byte, then writes CKPTS checkpoints of SIZE bytes per rank.
  * Rank r's file in timestep t holds an 8-byte timestep header, then byte i = (r + i + t) % 256.
- * Usage: test_api [SIZE [CKPTS]]; exits 1 on any mismatch (see TEST_API_VARY below). */
+ * Usage: test_api [SIZE [CKPTS]]; exits 1 on any mismatch (see TEST_API_VARY below).
+ * TEST_API_UNTIL=T makes T the last timestep whatever the restart point (a job that must
+ * end in the same state however often it was interrupted); CKPTS is then ignored. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,7 +118,9 @@ int main(int argc, char** argv) {
   } else if (rank == 0) {
     printf("test_api: SCR disabled, running without it\n");
   }
-  for (int t = start + 1; scr_on && t <= start + ckpts; t++) {
+  const char* until = getenv("TEST_API_UNTIL");
+  int last = until ? atoi(until) : start + ckpts;
+  for (int t = start + 1; scr_on && t <= last; t++) {
     int need = 0;
     SCR_Need_checkpoint(&need);
     double began = MPI_Wtime();

@@ -9,6 +9,9 @@
 #   tests/cluster/cluster.sh kill-node I  kill node I hard: its processes and its network
 #   tests/cluster/cluster.sh kill-slurmd I  kill only node I's slurmd
 #   tests/cluster/cluster.sh partition I  cut node I's network (processes keep running)
+#   tests/cluster/cluster.sh heal I       reconnect node I's network after a partition
+#   tests/cluster/cluster.sh shm-size I S resize node I's /dev/shm tmpfs to S (e.g. 4m, 50%)
+#   tests/cluster/cluster.sh restart-ctld kill slurmctld and start it again (state kept)
 #   tests/cluster/cluster.sh wipe-cache I empty node I's /tmp and /dev/shm
 #   tests/cluster/cluster.sh revive I     bring node I back (keeps /tmp, loses /dev/shm)
 #   tests/cluster/cluster.sh kill-app I NAME  kill -9 the processes named NAME on node I only
@@ -213,6 +216,12 @@ case "$cmd" in
   kill-node) node_kill "$1" ;;
   kill-slurmd) kill_recorded "slurmd.node$1" slurmd ;;
   partition) ip link set "scrv$1" down ;;
+  heal) ip link set "scrv$1" up ;;
+  shm-size) on_node "$1" mount -o "remount,size=$2" /dev/shm ;;
+  restart-ctld)
+    kill_recorded slurmctld slurmctld
+    start slurmctld slurmctld -D -f "$STATE/slurm.conf"
+    for _ in $(seq 100); do SLURM_CONF=$STATE/slurm.conf sinfo -h >/dev/null 2>&1 && break; sleep 0.1; done ;;
   wipe-cache) rm -rf "$STATE/nodes/node$1/tmp/"* && on_node "$1" sh -c 'rm -rf /dev/shm/*' ;;
   revive) node_kill "$1"; node_up "$1" ;;
   kill-app) pkill -9 --ns "$(holder_pid "$1")" --nslist net -x "$2" || true ;;

@@ -87,6 +87,15 @@ impl Launcher {
                 if *overlap && !out.iter().any(|a| a == "--overlap") {
                     out.insert(1, "--overlap".into());
                 }
+                // a rank that dies ends the step: without it (SLURM's KillOnBadExit=0
+                // default) the others wait in MPI for it forever and the run never ends,
+                // so scr-run never gets to relaunch
+                let theirs = out
+                    .iter()
+                    .any(|a| a == "-K" || a.starts_with("-K") || a.starts_with("--kill-on-bad-exit"));
+                if !theirs {
+                    out.insert(1, "--kill-on-bad-exit=1".into());
+                }
             }
             Launcher::Mpiexec => {
                 let up = nodes.difference(down);
@@ -309,20 +318,25 @@ mod tests {
         let srun = Launcher::Srun { overlap: false };
         assert_eq!(
             srun.command(&args(&["srun", "-N3", "./app"]), &nodes, &down),
-            args(&["srun", "--exclude=node3", "-N3", "./app"])
+            args(&["srun", "--kill-on-bad-exit=1", "--exclude=node3", "-N3", "./app"])
         );
         assert_eq!(
             srun.command(&args(&["srun", "./app"]), &nodes, &none),
-            args(&["srun", "./app"])
+            args(&["srun", "--kill-on-bad-exit=1", "./app"])
+        );
+        // the user's own choice stands
+        assert_eq!(
+            srun.command(&args(&["srun", "-K0", "./app"]), &nodes, &none),
+            args(&["srun", "-K0", "./app"])
         );
         let srun = Launcher::Srun { overlap: true };
         assert_eq!(
             srun.command(&args(&["srun", "-N3", "./app"]), &nodes, &down),
-            args(&["srun", "--overlap", "--exclude=node3", "-N3", "./app"])
+            args(&["srun", "--kill-on-bad-exit=1", "--overlap", "--exclude=node3", "-N3", "./app"])
         );
         assert_eq!(
-            srun.command(&args(&["srun", "--overlap", "./app"]), &nodes, &none),
-            args(&["srun", "--overlap", "./app"])
+            srun.command(&args(&["srun", "--overlap", "-K", "./app"]), &nodes, &none),
+            args(&["srun", "--overlap", "-K", "./app"])
         );
         assert_eq!(
             Launcher::Mpiexec.command(&args(&["mpiexec", "-n", "3", "./app"]), &nodes, &down),

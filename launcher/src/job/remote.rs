@@ -114,7 +114,9 @@ fn with_pdsh(
     rcmd: Rcmd,
     on_line: &mut dyn FnMut(&str, &str),
 ) -> Vec<NodeResult> {
-    let marked = format!("{command}; echo {EXIT_MARKER}$?");
+    // a newline, not "; ": the command may end in "&" (an agent started in the background),
+    // after which ";" is a syntax error
+    let marked = format!("{command}\necho {EXIT_MARKER}$?");
     let module = match rcmd {
         Rcmd::Remote => rcmd_type(),
         Rcmd::Exec => "exec".into(),
