@@ -94,7 +94,8 @@ pub fn copy_node(
     opts: &CopyOptions,
     progress: &mut dyn FnMut(CopyProgress),
 ) -> Result<CopyReport> {
-    if std::fs::symlink_metadata(cntl_dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+    if std::fs::symlink_metadata(cntl_dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    {
         // a node the job never ran on (a spare): nothing to copy
         return Ok(CopyReport::default());
     }

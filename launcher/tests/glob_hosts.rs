@@ -2,24 +2,11 @@
 //! `scontrol show hostnames`, compression and set operations against ClusterShell (the
 //! library behind `nodeset`). Both are installed by scripts/setup.sh.
 
+mod common;
+
+use common::{scr_args as scr, stdout_ok as stdout};
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
-
-fn scr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scr"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
+use std::process::{Command, Stdio};
 
 /// A small deterministic generator (xorshift64*), so the corpus is the same every run.
 struct Rng(u64);

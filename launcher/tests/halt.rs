@@ -1,14 +1,9 @@
 //! `scr halt` (SCR's `scr_halt`) writes the conditions the library and `scr retries-halt` read.
 
-use scr::HashView;
-use std::process::{Command, Output};
+mod common;
 
-fn scr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scr"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::scr_args as scr;
+use scr::HashView;
 
 fn halt_file(dir: &std::path::Path) -> scr::halt::HaltFile {
     scr::halt::HaltFile::read(&scr::layout::halt_file(dir)).unwrap()

@@ -1,14 +1,10 @@
 //! `scr index` (SCR's `scr_index`) on a prefix written by real SCR v2.0.0.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn scr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scr"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use common::{scr_args as scr, stdout_ok as stdout};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 fn golden_prefix_copy() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -20,11 +16,6 @@ fn golden_prefix_copy() -> (tempfile::TempDir, PathBuf) {
     }
     let prefix = dir.path().join("prefix");
     (dir, prefix)
-}
-
-fn stdout(o: &Output) -> String {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout.clone()).unwrap()
 }
 
 #[test]

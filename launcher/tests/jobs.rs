@@ -1,29 +1,11 @@
 //! SCR v3.1's job commands: `scr should-exit`, `scr inspect`, `scr kill-jobstep`
 //! (`scr ckpt-interval` is tested on a real job's log in lib/tests/event_log.rs).
 
+mod common;
+
+use common::*;
 use scr::HashView;
-use std::process::{Command, Output};
-
-fn scr(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scr"));
-    cmd.args(args)
-        .env_remove("SCR_END_TIME")
-        .env_remove("SCR_HALT_SECONDS")
-        .env_remove("SCR_PREFIX")
-        .env_remove("SCR_CONF_FILE");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Command;
 
 #[test]
 fn should_exit_answers_from_the_halt_file_and_the_time_left() {

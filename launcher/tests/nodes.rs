@@ -1,26 +1,10 @@
 //! `scr list-down-nodes`, `scr check-node`, `scr env` and `scr prerun`: SCR's flags, output
 //! and exit codes, on this machine (no resource manager; SCR_NODELIST names the nodes).
 
+mod common;
+
+use common::*;
 use scr::HashView;
-use std::process::{Command, Output};
-
-fn scr(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scr"));
-    cmd.args(args)
-        .env_remove("SLURM_JOBID")
-        .env_remove("SLURM_JOB_ID")
-        .env_remove("SCR_EXCLUDE_NODES")
-        .env_remove("SCR_CONF_FILE")
-        .env("SCR_SYSTEM_CONF_FILE", "/nonexistent/scr.conf");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 #[test]
 fn check_node_passes_or_names_each_failure() {

@@ -1,17 +1,13 @@
 //! `scr print` (and its SCR name `scr_print_hash_file`) against files written by SCR v2.0.0.
 
+mod common;
+
+use common::scr_args as scr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden")
-}
-
-fn scr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scr"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 fn binaries_and_dumps() -> Vec<(PathBuf, PathBuf)> {

@@ -1,15 +1,11 @@
 //! `scr flush-file`, `scr retries-halt` and `scr nodes-file` with SCR's outputs and exit codes.
 
+mod common;
+
+use common::scr_args as scr;
 use scr::HashView;
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn scr(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scr"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn golden() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

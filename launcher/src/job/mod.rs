@@ -90,9 +90,9 @@ impl Launcher {
                 // a rank that dies ends the step: without it (SLURM's KillOnBadExit=0
                 // default) the others wait in MPI for it forever and the run never ends,
                 // so scr-run never gets to relaunch
-                let theirs = out
-                    .iter()
-                    .any(|a| a == "-K" || a.starts_with("-K") || a.starts_with("--kill-on-bad-exit"));
+                let theirs = out.iter().any(|a| {
+                    a == "-K" || a.starts_with("-K") || a.starts_with("--kill-on-bad-exit")
+                });
                 if !theirs {
                     out.insert(1, "--kill-on-bad-exit=1".into());
                 }
@@ -318,7 +318,13 @@ mod tests {
         let srun = Launcher::Srun { overlap: false };
         assert_eq!(
             srun.command(&args(&["srun", "-N3", "./app"]), &nodes, &down),
-            args(&["srun", "--kill-on-bad-exit=1", "--exclude=node3", "-N3", "./app"])
+            args(&[
+                "srun",
+                "--kill-on-bad-exit=1",
+                "--exclude=node3",
+                "-N3",
+                "./app"
+            ])
         );
         assert_eq!(
             srun.command(&args(&["srun", "./app"]), &nodes, &none),
@@ -332,7 +338,14 @@ mod tests {
         let srun = Launcher::Srun { overlap: true };
         assert_eq!(
             srun.command(&args(&["srun", "-N3", "./app"]), &nodes, &down),
-            args(&["srun", "--kill-on-bad-exit=1", "--overlap", "--exclude=node3", "-N3", "./app"])
+            args(&[
+                "srun",
+                "--kill-on-bad-exit=1",
+                "--overlap",
+                "--exclude=node3",
+                "-N3",
+                "./app"
+            ])
         );
         assert_eq!(
             srun.command(&args(&["srun", "--overlap", "-K", "./app"]), &nodes, &none),

@@ -17,6 +17,8 @@ pub fn scr(args: &[&str], env: &[(&str, &str)]) -> Output {
         .env_remove("SCR_JOB_ID")
         .env_remove("SCR_PREFIX")
         .env_remove("SCR_EXCLUDE_NODES")
+        .env_remove("SCR_END_TIME")
+        .env_remove("SCR_HALT_SECONDS")
         .env_remove("SCR_CONF_FILE")
         .env("SCR_SYSTEM_CONF_FILE", "/nonexistent/scr.conf");
     for (k, v) in env {
@@ -25,8 +27,23 @@ pub fn scr(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().unwrap()
 }
 
+/// `scr ARGS` with no environment of the test's own.
+pub fn scr_args(args: &[&str]) -> Output {
+    scr(args, &[])
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Standard output of a command that must have succeeded.
+pub fn stdout_ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    stdout(o)
 }
 
 /// Standard output and standard error together, for messages.
