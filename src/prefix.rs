@@ -254,6 +254,26 @@ pub fn delete_dataset_files(prefix: &Path, id: u64) -> Result<usize> {
     Ok(removed)
 }
 
+/// SCR's prerun: a new job starts without the last job's flush and nodes files, and with
+/// no "finalize called" halt reason (which would end the relaunch loop after a failed first
+/// run) and no immediate stop meant for the last job.
+pub fn prerun(prefix: &Path) -> Result<()> {
+    crate::safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)?;
+    io::remove_durably(&layout::flush_file(prefix))?;
+    io::remove_durably(&layout::nodes_file(prefix))?;
+    let halt_path = layout::halt_file(prefix);
+    if halt_path.exists() {
+        crate::halt::HaltFile::update(&halt_path, io::SHARED_FILE, |h| {
+            if h.exit_reason() == Some(crate::halt::reasons::FINALIZE_CALLED) {
+                h.unset(crate::halt::EXIT_REASON);
+            }
+            h.unset(crate::halt::EXIT_NOW);
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod drop_tests {
     use super::*;

@@ -322,8 +322,15 @@ impl Scr {
             master.write(&master_path)?;
             held = Some((held_path, on_node));
         }
-        if rank == 0 {
-            NodesFile::with_nodes(nodes).write(&layout::nodes_file(&prefix))?;
+        let nodes_file = if rank == 0 {
+            NodesFile::with_nodes(nodes).write(&layout::nodes_file(&prefix))
+        } else {
+            Ok(())
+        };
+        if !comm::bcast_bool(&world, nodes_file.is_ok()) {
+            return Err(nodes_file.err().unwrap_or_else(|| {
+                failure("rank 0 could not write the nodes file on the prefix")
+            }));
         }
 
         let log = crate::event_log::EventLog::open(&params, &prefix, rank, &user, &jobid)?;
@@ -381,6 +388,39 @@ impl Scr {
         Ok(scr)
     }
 
+    /// Rank 0 records something on the prefix that only helps later (where a dataset is,
+    /// when it was fetched or failed): a failure (a full or unreachable prefix) is a warning,
+    /// never an error on rank 0 alone, which would leave the other ranks in the next
+    /// collective call without it.
+    pub(super) fn note_on_prefix(&self, what: &str, f: impl FnOnce() -> Result<()>) {
+        if self.rank == 0
+            && let Err(e) = f()
+        {
+            eprintln!("SCR: WARNING: could not record {what} on the prefix: {e}");
+        }
+    }
+
+    /// Rank 0 changes the prefix where the call's outcome depends on it (publishing a
+    /// dataset, the application's own SCR_Drop or SCR_Delete): every rank returns the same
+    /// result. Collective.
+    pub(super) fn agreed_on_prefix(
+        &self,
+        what: &str,
+        f: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let outcome = if self.rank == 0 { f() } else { Ok(()) };
+        if let Err(e) = &outcome {
+            eprintln!("SCR: ERROR: {what}: {e}");
+        }
+        if comm::bcast_bool(&self.world, outcome.is_ok()) {
+            Ok(())
+        } else {
+            Err(outcome
+                .err()
+                .unwrap_or_else(|| failure(format!("{what} failed on rank 0"))))
+        }
+    }
+
     /// The parameters this job runs with.
     pub fn params(&self) -> &Params {
         &self.params
@@ -401,12 +441,12 @@ impl Scr {
         }
         self.fetch_pending = false;
         self.flush_latest_if_needed()?;
-        if self.rank == 0 {
+        self.note_on_prefix("that SCR_Finalize was called", || {
             HaltFile::update(&layout::halt_file(&self.prefix), SHARED_FILE, |halt| {
                 halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
                 Ok(())
-            })?;
-        }
+            })
+        });
         self.discards.wait();
         comm::relaxed_barrier(&self.world);
         self.log.event(kinds::END, &[]);

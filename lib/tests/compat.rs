@@ -11,13 +11,7 @@ use std::process::Command;
 
 /// The v2.0-style program, built against our libscr.
 fn v2_bare_names_job() -> Job {
-    let job = Job::new();
-    let app = build_c(
-        job.dir.path(),
-        &workspace().join("lib/tests/c/v2_bare_names.c"),
-        "v2_bare_names",
-    );
-    Job { app, ..job }
+    Job::with_c_program("v2_bare_names.c")
 }
 
 #[test]
@@ -98,13 +92,7 @@ fn a_bare_name_two_restart_files_share_is_an_error_naming_both() {
 
 #[test]
 fn a_v3_1_program_configures_chooses_drops_and_deletes_checkpoints() {
-    let job = Job::new();
-    let app = build_c(
-        job.dir.path(),
-        &workspace().join("lib/tests/c/v31_api.c"),
-        "v31_api",
-    );
-    let job = Job { app, ..job };
+    let job = Job::with_c_program("v31_api.c");
     let prefix = job.prefix();
     let out = job.run_ok(2, &["first"], &[]);
     assert!(out.contains("v31: first run done"), "{out}");
@@ -165,13 +153,7 @@ fn a_v3_1_program_configures_chooses_drops_and_deletes_checkpoints() {
 
 #[test]
 fn the_prefix_is_fetched_when_the_program_asks_for_a_restart_and_only_the_checkpoint_it_chose() {
-    let job = Job::new();
-    let app = build_c(
-        job.dir.path(),
-        &workspace().join("lib/tests/c/v31_api.c"),
-        "v31_api",
-    );
-    let job = Job { app, ..job };
+    let job = Job::with_c_program("v31_api.c");
     let log = [("SCR_LOG_ENABLE", "1"), ("SCR_LOG_TXT_ENABLE", "1")];
     job.run_ok(2, &["first"], &log);
     delete_caches(&job); // every node lost: a restart must come from the prefix

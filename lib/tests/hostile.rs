@@ -11,13 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 
 #[test]
 fn null_outputs_a_second_init_and_forged_names_fail_and_scr_goes_on() {
-    let job = Job::new();
-    let app = build_c(
-        job.dir.path(),
-        &workspace().join("lib/tests/c/hostile_api.c"),
-        "hostile_api",
-    );
-    let job = Job { app, ..job };
+    let job = Job::with_c_program("hostile_api.c");
     let out = job.run_ok(2, &[], &[("SCR_FLUSH", "1")]);
     for case in [
         "second init",
@@ -248,4 +242,56 @@ fn a_relative_cache_base_is_an_error_naming_it() {
         t.contains("SCR_CACHE_BASE") && t.contains("not an absolute path"),
         "{t}"
     );
+}
+
+#[test]
+fn a_cached_file_corrupted_after_its_checkpoint_completed_is_not_flushed() {
+    let job = Job::new();
+    // one checkpoint, flushed only by SCR_Finalize after 3 s of "computing"
+    let child = job
+        .command(
+            None,
+            2,
+            &["100000", "1"],
+            &[
+                ("SCR_FLUSH", "10"),
+                ("SCR_CRC_ON_COPY", "1"),
+                ("TEST_API_SLEEP_MS", "3000"),
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // once rank 1's checkpoint is complete in cache (its filemap records the CRC), flip a byte
+    let started = std::time::Instant::now();
+    let victim = loop {
+        assert!(started.elapsed().as_secs() < 60, "no checkpoint appeared");
+        let fm = job
+            .dir
+            .path()
+            .join(format!("cntl/{}/scr.{JOB_ID}/filemap_1.scrinfo", user()));
+        let done = scr::filemap::Filemap::read(&fm).ok().and_then(|m| {
+            let f = m.files(1, 1).first()?.to_string();
+            m.meta(1, 1, &f)?.crc32().map(|_| f)
+        });
+        if let Some(f) = done {
+            break std::path::PathBuf::from(f);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[500] ^= 0x5a;
+    std::fs::write(&victim, bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert!(
+        t.contains("the cache corrupted it; it is not flushed"),
+        "{t}"
+    );
+    assert!(!job.prefix().join("ckpt.1/rank_1.ckpt").exists(), "{t}");
+    let listed = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix()))
+        .map(|i| i.id_of("ckpt.1"))
+        .unwrap_or(None);
+    assert_eq!(listed, None, "not indexed: {t}");
 }

@@ -321,30 +321,25 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
     let job = Job::new();
     let app = job.app.to_string_lossy().into_owned();
     let cntl = job.dir.path().join("cntl").display().to_string();
-    // stop every agent of this job as soon as it runs; resume them well after
+    // stop every agent of this job as it appears, for 6 s after the first; then resume them
     let stopper = std::thread::spawn(move || {
         let pattern = format!("transfer --cntldir {cntl}");
+        let signal = |sig: &str| {
+            Command::new("pkill")
+                .args([sig, "-f", &pattern])
+                .status()
+                .is_ok_and(|s| s.success())
+        };
         let started = std::time::Instant::now();
-        let mut stopped = false;
-        while started.elapsed().as_secs() < 60 {
-            let found = Command::new("pkill")
-                .args(["-STOP", "-f", &pattern])
-                .status();
-            if found.is_ok_and(|s| s.success()) {
-                stopped = true;
-                std::thread::sleep(std::time::Duration::from_millis(200));
-                let _ = Command::new("pkill")
-                    .args(["-STOP", "-f", &pattern])
-                    .status();
-                break;
+        let mut first: Option<std::time::Instant> = None;
+        while started.elapsed().as_secs() < 60 && first.is_none_or(|f| f.elapsed().as_secs() < 6) {
+            if signal("-STOP") && first.is_none() {
+                first = Some(std::time::Instant::now());
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        std::thread::sleep(std::time::Duration::from_secs(8));
-        let _ = Command::new("pkill")
-            .args(["-CONT", "-f", &pattern])
-            .status();
-        stopped
+        signal("-CONT");
+        first.is_some()
     });
     let (out, t) = output(scr_run_in(
         &job,

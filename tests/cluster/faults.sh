@@ -84,11 +84,17 @@ rnd() { echo $((RANDOM % $1)); }
 common_env=(SCR_CACHE_BASE=/dev/shm SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=3
   SCR_RUNS=3 SCR_RUN_DELAY=0 SCR_CRC_ON_COPY=1 SCR_CRC_ON_FLUSH=1 SCR_LOCK_TIMEOUT=20
   TEST_API_SLEEP_MS=400 TEST_API_TIMES=1 TEST_API_UNTIL=$ckpts)
-submit() { # LOG PREFIX [VAR=VALUE…]: one job; returns its exit status
+submit() { # LOG PREFIX [VAR=VALUE…]: one job of checkpoints of $round_size bytes per rank;
+  # returns its exit status
   local log=$1 prefix=$2; shift 2
   (cd "$prefix" && env "${common_env[@]}" "$@" SCR_PREFIX="$prefix" \
-    timeout 150 salloc --no-kill -N5 "$J/bin/scr-run" srun -N4 -n4 "$J/test_api" "$size" "$ckpts") \
+    timeout 150 salloc --no-kill -N5 "$J/bin/scr-run" srun -N4 -n4 "$J/test_api" "$round_size" "$ckpts") \
     >> "$log" 2>&1
+}
+
+# whether checkpoint C is complete on the prefix, as the index lists it
+finished() {
+  "$J/bin/scr" index -p "$1" --list 2>/dev/null | awk -v want="ckpt.$ckpts" '$2 == "YES" && $NF == want { found = 1 } END { exit !found }'
 }
 
 # --- the faults: inject KIND NODE DELAY_MS LOG PREFIX, then undo KIND NODE PREFIX
@@ -106,7 +112,7 @@ inject() {
     rank) "$harness" kill-app "$node" test_api ;;
     # (patterns anchored at the program itself: not the shells, ssh or timeout around it)
     scr-run) pkill -9 -f "^$J/bin/scr-run " || true ;;
-    drain) wait_for "^$J/bin/scr copy" 60 && pkill -9 -f "^$J/bin/scr copy" || true ;;
+    drain) wait_for "^$J/bin/scr copy" 60 && sleep "0.0$(rnd 10)" && pkill -9 -f "^$J/bin/scr copy" || true ;;
     agent-kill) wait_for "^$J/bin/scr transfer" 20 && pkill -9 -f "^$J/bin/scr transfer" || true ;;
     agent-stop) wait_for "^$J/bin/scr transfer" 20 && pkill -STOP -f "^$J/bin/scr transfer" || true ;;
     cache-full) "$harness" shm-size "$node" 600k 2>>"$log" || true ;;
@@ -152,9 +158,10 @@ for r in $(seq 1 "$rounds"); do
   log=$J/logs/round$r.$kind.log
   if [ "$kind" = prefix-full ]; then prefix=$FULL/prefix; else prefix=$J/prefix; fi
   rm -rf "$J/prefix" "$FULL/prefix" "$FULL/filler"; mkdir -p "$prefix"
-  extra=()
+  extra=() round_size=$size
   case $kind in
-    drain) extra=(SCR_FLUSH=0) ;;
+    # big enough that the drain takes a while: the kill must find it running
+    drain) extra=(SCR_FLUSH=0 SCR_FILE_BUF_SIZE=65536) round_size=33554432 ;;
     agent-kill|agent-stop) extra=(SCR_FLUSH_ASYNC=1 SCR_FLUSH_ASYNC_STALL=2) ;;
   esac
   inject "$kind" "$node" "$delay" "$log" "$prefix" &
@@ -172,7 +179,9 @@ for r in $(seq 1 "$rounds"); do
       timeout 120 salloc -N5 "$J/bin/scr" postrun -p "$prefix") >> "$log" 2>&1 || true
     submissions=2
   fi
-  while [ $status -ne 0 ] && [ $submissions -lt 3 ]; do
+  # finished: the last checkpoint is complete on the prefix (an exit status alone does not
+  # tell: salloc may exit 0 when scr-run was killed)
+  while ! finished "$prefix" && [ $submissions -lt 3 ]; do
     echo "faults: the job did not finish (exit $status); submitting it again" >> "$log"
     submissions=$((submissions + 1)); status=0
     submit "$log" "$prefix" "${extra[@]}" || status=$?
@@ -180,7 +189,7 @@ for r in $(seq 1 "$rounds"); do
   # verification: a new job restarts from the prefix and checks every byte
   vlog=$J/logs/round$r.verify.log
   (cd "$prefix" && env SCR_CACHE_BASE=/dev/shm SCR_PREFIX="$prefix" TEST_API_UNTIL="$ckpts" \
-    timeout 120 salloc -N4 srun -N4 -n4 "$J/test_api" "$size" 0) > "$vlog" 2>&1 || true
+    timeout 120 salloc -N4 srun -N4 -n4 "$J/test_api" "$round_size" 0) > "$vlog" 2>&1 || true
   n_rounds[$kind]=$((n_rounds[$kind] + 1))
   [ $submissions -gt 1 ] && n_resubmitted[$kind]=$((n_resubmitted[$kind] + 1))
   if grep -q "restarted from ckpt.$ckpts (timestep $ckpts), data verified" "$vlog"; then

@@ -153,17 +153,9 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             );
             return Ok(ExitCode::from(1));
         };
-        if args.json {
-            writeln!(out, "{}", json!({ "host": host }))
-        } else {
-            writeln!(out, "{host}")
-        }
+        print_one(&mut out, args.json, "host", json!(host))
     } else if args.count {
-        if args.json {
-            writeln!(out, "{}", json!({ "count": count }))
-        } else {
-            writeln!(out, "{count}")
-        }
+        print_one(&mut out, args.json, "count", json!(count))
     } else if args.expand {
         if args.json {
             let all: Vec<String> = match &hosts {
@@ -211,4 +203,21 @@ fn nth_of_set(set: &HostSet, n: i64, count: u64) -> Option<String> {
         n => count.checked_sub(n.unsigned_abs())?,
     };
     set.iter().nth(usize::try_from(index).ok()?)
+}
+
+/// Prints one answer: as JSON `{key: value}` for scripts, else the value alone.
+pub(crate) fn print_one(
+    out: &mut dyn Write,
+    json: bool,
+    key: &str,
+    value: serde_json::Value,
+) -> std::io::Result<()> {
+    if json {
+        writeln!(out, "{}", json!({ key: value }))
+    } else {
+        match value {
+            serde_json::Value::String(s) => writeln!(out, "{s}"),
+            other => writeln!(out, "{other}"),
+        }
+    }
 }

@@ -22,7 +22,7 @@
 //!   indexes end in a Python traceback. Here 0 is out of range like any other index
 //!   beyond the list: one error line and exit status 1.
 
-use super::glob_hosts::read_list;
+use super::glob_hosts::{print_one, read_list};
 use hostlist::{HostList, HostSet};
 use serde_json::json;
 use std::io::Write;
@@ -224,17 +224,9 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
                 selected.len
             ));
         };
-        if args.json {
-            writeln!(out, "{}", json!({ "host": host }))
-        } else {
-            writeln!(out, "{host}")
-        }
+        print_one(&mut out, args.json, "host", json!(host))
     } else if args.count {
-        if args.json {
-            writeln!(out, "{}", json!({ "count": selected.len }))
-        } else {
-            writeln!(out, "{}", selected.len)
-        }
+        print_one(&mut out, args.json, "count", json!(selected.len))
     } else if args.expand {
         if args.json {
             let all: Vec<String> = selected.iter().collect();

@@ -284,7 +284,7 @@ pub fn prerun(args: PrerunArgs) -> scr::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let prefix = super::prefix_dir(args.prefix, &params)?;
-    super::run::prerun(&prefix)?;
+    scr::prefix::prerun(&prefix)?;
     Ok(ExitCode::SUCCESS)
 }
 

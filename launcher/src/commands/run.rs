@@ -11,7 +11,7 @@ use scr::halt::HaltFile;
 use scr::nodes::NodesFile;
 use scr::params::{Params, Sources};
 use scr::{HashView, layout};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -288,26 +288,6 @@ impl JobOps for Live<'_> {
     }
 }
 
-/// SCR's prerun: a new job starts without the last job's flush and nodes files, and with
-/// no "finalize called" halt reason (which would end the loop after a failed first run).
-pub fn prerun(prefix: &Path) -> scr::Result<()> {
-    scr::safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)?;
-    scr::io::remove_durably(&layout::flush_file(prefix))?;
-    scr::io::remove_durably(&layout::nodes_file(prefix))?;
-    let halt_path = layout::halt_file(prefix);
-    if halt_path.exists() {
-        HaltFile::update(&halt_path, scr::io::SHARED_FILE, |h| {
-            if h.exit_reason() == Some(scr::halt::reasons::FINALIZE_CALLED) {
-                h.unset(scr::halt::EXIT_REASON);
-            }
-            // an immediate stop was for the last job
-            h.unset(scr::halt::EXIT_NOW);
-            Ok(())
-        })?;
-    }
-    Ok(())
-}
-
 fn fail(text: impl std::fmt::Display) -> scr::Error {
     scr::Error::Config {
         origin: "scr-run".into(),
@@ -393,7 +373,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         ),
         serde_json::json!({"job_id": job_id, "resource_manager": rm.name(), "nodes": nodes.to_string(), "prefix": prefix.display().to_string()}),
     );
-    prerun(&prefix)?;
+    scr::prefix::prerun(&prefix)?;
     let agents = if params.bool("SCR_FLUSH_ASYNC") {
         Some(Agents::start(
             &params,

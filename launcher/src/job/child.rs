@@ -43,7 +43,7 @@ where
 {
     let args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_string()).collect();
     let line = std::iter::once(program.to_string())
-        .chain(args.iter().map(|a| super::remote::shell_quote(a)))
+        .chain(args.iter().map(|a| shell_quote(a)))
         .collect::<Vec<_>>()
         .join(" ");
     (duct::cmd(program, args), line)
@@ -113,6 +113,18 @@ pub fn not_started(line: &str, e: &std::io::Error) -> ChildError {
         command: line.to_string(),
         code: None,
         detail: format!("could not be started: {e}{hint}"),
+    }
+}
+
+/// Quotes a word for a POSIX shell.
+pub fn shell_quote(word: &str) -> String {
+    if word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./:,=".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 

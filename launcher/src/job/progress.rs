@@ -167,11 +167,15 @@ impl DrainProgress {
                     },
                 )
             }
-            None => format!(
-                "{}: {node}: {}: {detail}",
-                self.label,
-                if ok { "nothing to copy" } else { "FAILED" }
-            ),
+            None => {
+                let what = if ok { "nothing to copy" } else { "FAILED" };
+                let detail = detail.trim();
+                if detail.is_empty() {
+                    format!("{}: {node}: {what}", self.label)
+                } else {
+                    format!("{}: {node}: {what}: {detail}", self.label)
+                }
+            }
         };
         // a line per node while there are few; failures always
         let worth_a_line = !ok || self.expected_nodes <= MAX_NODE_BARS;

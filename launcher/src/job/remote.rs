@@ -36,17 +36,7 @@ pub fn scr_command_line() -> String {
     shell_quote(&scr)
 }
 
-/// Quotes a word for a POSIX shell.
-pub fn shell_quote(word: &str) -> String {
-    if word
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_./:,=".contains(c))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
+pub use super::child::shell_quote;
 
 /// Doubles each `%` of a literal that goes into a command pdsh's exec module runs: it
 /// replaces `%h` with the node's name and `%%` with `%` (and our own runner does the same).

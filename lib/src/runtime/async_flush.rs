@@ -44,9 +44,9 @@ impl Scr {
 
     /// Starts flushing dataset `id` in the background and returns.
     pub(super) fn start_async_flush(&mut self, id: u64) -> Result<()> {
-        if self.rank == 0 {
-            update_flush_file(&self.prefix, |f| f.set_location(id, Location::Flushing))?;
-        }
+        self.note_on_prefix("the flush's start in the flush file", || {
+            update_flush_file(&self.prefix, |f| f.set_location(id, Location::Flushing))
+        });
         let jobs = self.flush_targets(id)?;
         // the node's limit is shared by its ranks
         let node_ranks = self.node_comm.size().max(1) as f64;

@@ -156,9 +156,9 @@ impl Scr {
     /// copies it keeps for partners, and (on the node master) the held ones.
     pub(super) fn delete_cached(&mut self, dset: u64) -> Result<()> {
         self.discard_cached(dset)?;
-        if self.rank == 0 {
-            update_flush_file(&self.prefix, |f| forget_cached(f, dset))?;
-        }
+        self.note_on_prefix("that a dataset left the cache", || {
+            update_flush_file(&self.prefix, |f| forget_cached(f, dset))
+        });
         Ok(())
     }
 

@@ -58,7 +58,7 @@ impl Scr {
             }
             if comm::all_true(&self.world, result.is_ok()) {
                 self.log_transfer(kinds::FETCH, id, fetch_started);
-                if self.rank == 0 {
+                self.note_on_prefix("the fetch", || {
                     update_index(&self.prefix, |idx| {
                         idx.mark_fetched(id, &name, chrono::Local::now());
                         Ok(())
@@ -67,8 +67,8 @@ impl Scr {
                         f.describe(id, &name, desc.checkpoint_id(), None);
                         f.set_location(id, Location::Cache);
                         f.set_location(id, Location::Pfs);
-                    })?;
-                }
+                    })
+                });
                 self.checkpoint_id = self.checkpoint_id.max(desc.checkpoint_id().unwrap_or(id));
                 self.restart = Some((id, name));
                 return Ok(());
@@ -77,12 +77,12 @@ impl Scr {
                 kinds::FETCH_FAILED,
                 &[("name", name.clone()), ("dset", id.to_string())],
             );
-            if self.rank == 0 {
+            self.note_on_prefix("the failed fetch in the index", || {
                 update_index(&self.prefix, |idx| {
                     idx.mark_failed(id, &name, chrono::Local::now());
                     Ok(())
-                })?;
-            }
+                })
+            });
             self.delete_cached(id)?;
             failed.push(name);
         }

@@ -5,9 +5,9 @@ use super::*;
 impl Scr {
     /// Synchronous flush of a cached dataset to the prefix.
     pub(super) fn flush(&mut self, id: u64) -> Result<()> {
-        if self.rank == 0 {
-            update_flush_file(&self.prefix, |f| f.set_location(id, Location::Flushing))?;
-        }
+        self.note_on_prefix("the flush's start in the flush file", || {
+            update_flush_file(&self.prefix, |f| f.set_location(id, Location::Flushing))
+        });
         comm::relaxed_barrier(&self.world);
         let started = Instant::now();
         let want_crc = self.params.bool("SCR_CRC_ON_FLUSH");
@@ -109,25 +109,28 @@ impl Scr {
         let leaf = rank2file::leaf_hash(&mine).pack();
         let all = comm::gather_bytes(&self.world, 0, &leaf);
         let copied = comm::all_true(&self.world, copied_here);
-        if self.rank == 0 {
-            if copied {
-                let mut map = RankFiles::new();
-                for bytes in all {
-                    let h = Hash::unpack(&bytes)
-                        .map_err(|e| failure(format!("rank file list: {e}")))?;
-                    rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
-                }
-                let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
-                scr::prefix::publish(&self.prefix, id, &desc, self.ranks, &map, true)?;
-                let keep = self.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
-                for gone in scr::prefix::enforce_window(&self.prefix, keep)? {
-                    eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_SIZE={keep})");
-                }
-            } else {
-                update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))?;
-            }
+        if !copied {
+            self.note_on_prefix("the flush's end in the flush file", || {
+                update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))
+            });
+            return Ok(false);
         }
-        Ok(copied)
+        self.agreed_on_prefix(&format!("publishing dataset {id} on the prefix"), || {
+            let mut map = RankFiles::new();
+            for bytes in all {
+                let h =
+                    Hash::unpack(&bytes).map_err(|e| failure(format!("rank file list: {e}")))?;
+                rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
+            }
+            let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
+            scr::prefix::publish(&self.prefix, id, &desc, self.ranks, &map, true)?;
+            let keep = self.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
+            for gone in scr::prefix::enforce_window(&self.prefix, keep)? {
+                eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_SIZE={keep})");
+            }
+            Ok(())
+        })?;
+        Ok(true)
     }
 
     /// Copies this rank's files of a dataset to their places under the prefix, or into
@@ -157,11 +160,34 @@ impl Scr {
                     (size, want_crc.then_some(crc), segments)
                 }
                 _ => {
-                    let (size, crc) = copy_file(&src, &dst, &self.prefix, buf, want_crc)?;
+                    // the CRC recorded when the checkpoint completed (SCR_CRC_ON_COPY) is
+                    // checked on the way: a file the cache corrupted since is not published
+                    let recorded = self
+                        .filemap
+                        .meta(id, self.rank, &src.to_string_lossy())
+                        .and_then(|m| m.crc32());
+                    let (size, crc) = copy_file(
+                        &src,
+                        &dst,
+                        &self.prefix,
+                        buf,
+                        want_crc || recorded.is_some(),
+                    )?;
+                    if let (Some(want), Some(got)) = (recorded, crc)
+                        && want != got
+                    {
+                        let _ = std::fs::remove_file(&dst);
+                        return Err(failure(format!(
+                            "{}: CRC32 {} where {} was recorded when it was written: the cache corrupted it; it is not flushed",
+                            src.display(),
+                            scr::hash::format_crc32(got),
+                            scr::hash::format_crc32(want)
+                        )));
+                    }
                     if let Some(dir) = dst.parent() {
                         dirs.insert(dir.to_path_buf());
                     }
-                    (size, crc, vec![])
+                    (size, crc.filter(|_| want_crc), vec![])
                 }
             };
             records.push(FileRecord {

@@ -46,11 +46,11 @@ impl Scr {
     /// `SCR_Drop`: forgets `name` in the prefix's index; its files stay. An unknown name
     /// changes nothing (a warning on rank 0), as in SCR v3.1.
     pub fn drop_dataset(&mut self, name: &str) -> Result<()> {
-        let dropped = if self.rank == 0 {
-            prefix::drop_dataset(&self.prefix, name)?.is_some()
-        } else {
-            false
-        };
+        let mut dropped = false;
+        self.agreed_on_prefix(&format!("SCR_Drop of {name}"), || {
+            dropped = prefix::drop_dataset(&self.prefix, name)?.is_some();
+            Ok(())
+        })?;
         if !comm::bcast_bool(&self.world, dropped) {
             self.unknown("SCR_Drop", name);
         }
@@ -73,12 +73,10 @@ impl Scr {
         self.poll_async_flushes(Some(u64::MAX))?;
         self.delete_cached(id)?;
         comm::relaxed_barrier(&self.world);
-        if self.rank == 0 {
+        self.agreed_on_prefix(&format!("SCR_Delete of {name}"), || {
             prefix::delete_dataset(&self.prefix, id, name)?;
-            update_flush_file(&self.prefix, |f| f.remove(id))?;
-        }
-        comm::relaxed_barrier(&self.world);
-        Ok(())
+            update_flush_file(&self.prefix, |f| f.remove(id))
+        })
     }
 
     /// SCR_CACHE_PURGE and SCR_PREFIX_PURGE, in SCR_Init: every cached dataset, and every
@@ -94,20 +92,22 @@ impl Scr {
             for d in cached {
                 self.discard_cached(d)?;
             }
-            if self.rank == 0 {
+            self.note_on_prefix("the purged cache in the flush file", || {
                 update_flush_file(&self.prefix, |f| {
                     for d in f.datasets() {
                         super::forget_cached(f, d);
                     }
-                })?;
-            }
+                })
+            });
         }
-        if self.params.bool("SCR_PREFIX_PURGE") && self.rank == 0 {
-            for gone in prefix::purge(&self.prefix)? {
-                eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_PURGE=1)");
-            }
+        if self.params.bool("SCR_PREFIX_PURGE") {
+            self.agreed_on_prefix("SCR_PREFIX_PURGE", || {
+                for gone in prefix::purge(&self.prefix)? {
+                    eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_PURGE=1)");
+                }
+                Ok(())
+            })?;
         }
-        comm::relaxed_barrier(&self.world);
         Ok(())
     }
 
@@ -127,7 +127,7 @@ impl Scr {
                 self.prefix.display()
             )));
         }
-        if self.rank == 0 {
+        self.agreed_on_prefix(&format!("SCR_Current of {name}"), || {
             let index_path = layout::index_file(&self.prefix);
             let indexed = IndexFile::read(&index_path).is_ok_and(|i| i.id_of(name).is_some());
             if indexed {
@@ -137,7 +137,8 @@ impl Scr {
                 })?;
                 prefix::update_current_link(&self.prefix, name)?;
             }
-        }
+            Ok(())
+        })?;
         // the fetch SCR_Init left pending is of the newest checkpoint: `name` replaces it
         self.fetch_pending = false;
         if self.restart.as_ref().is_some_and(|(d, _)| *d == id) {

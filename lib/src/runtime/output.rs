@@ -221,7 +221,7 @@ impl Scr {
             }
             self.discard_cached(old)?;
         }
-        if self.rank == 0 {
+        self.note_on_prefix("the new dataset in the flush file", || {
             update_flush_file(&self.prefix, |f| {
                 f.describe(
                     id,
@@ -233,8 +233,8 @@ impl Scr {
                 if let Some(old) = evicted {
                     forget_cached(f, old);
                 }
-            })?;
-        }
+            })
+        });
         let every = self.flush_every();
         // a dataset written to the prefix is published there at once: nothing to copy
         let due = bypass

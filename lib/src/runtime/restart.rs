@@ -194,14 +194,14 @@ impl Scr {
         let name = self.restart.take().map(|(_, n)| n).unwrap_or_default();
         if !ok {
             // mark it, drop it, and offer the next older dataset on the prefix
-            if self.rank == 0 {
+            self.note_on_prefix("the failed restart in the index", || {
                 update_index(&self.prefix, |idx| {
                     if idx.id_of(&name).is_some() {
                         idx.mark_failed(id, &name, chrono::Local::now());
                     }
                     Ok(())
-                })?;
-            }
+                })
+            });
             self.delete_cached(id)?;
             if self.params.bool("SCR_FETCH") {
                 self.fetch(Some(id))?;

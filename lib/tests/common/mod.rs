@@ -244,6 +244,18 @@ impl Job {
         Job { dir, app }
     }
 
+    /// A job whose application is `lib/tests/c/<source>`, built against our libscr.
+    pub fn with_c_program(source: &str) -> Job {
+        let job = Job::new();
+        let exe = source.trim_end_matches(".c");
+        let app = build_c(
+            job.dir.path(),
+            &workspace().join("lib/tests/c").join(source),
+            exe,
+        );
+        Job { app, ..job }
+    }
+
     pub fn prefix(&self) -> PathBuf {
         self.dir.path().join("prefix")
     }
