@@ -940,6 +940,47 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_the_members_and_the_file_length_do_not_back_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let code = StripeCode::xor(3);
+        let parity = write_set(code, dir.path(), &[vec![300], vec![200], vec![100]]);
+        std::fs::remove_file(dir.path().join("ckpt/rank_0.0")).unwrap();
+        let lost = parity[0].clone();
+        std::fs::remove_file(&lost).unwrap();
+        let given = vec![None, Some(parity[1].clone()), Some(parity[2].clone())];
+        // a header claiming a huge CHUNK, the file grown to match: refused, nothing written
+        for p in &parity[1..] {
+            let (mut header, offset) = XorHeader::read(p).unwrap();
+            header.chunk = 1 << 40;
+            let mut bytes = header.to_hash().to_file_bytes();
+            bytes.extend(&std::fs::read(p).unwrap()[offset as usize..]);
+            std::fs::write(p, &bytes).unwrap();
+        }
+        let e = rebuild_serial(code, &[0], std::slice::from_ref(&lost), &given, dir.path(), 64)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("CHUNK 1099511627776") && e.contains("make it"),
+            "{e}"
+        );
+        // the right CHUNK but a parity file longer than its header and chunk
+        let parity2 = write_set(code, dir.path(), &[vec![300], vec![200], vec![100]]);
+        std::fs::remove_file(dir.path().join("ckpt/rank_0.0")).unwrap();
+        std::fs::remove_file(&parity2[0]).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&parity2[1])
+            .unwrap();
+        f.set_len(std::fs::metadata(&parity2[1]).unwrap().len() + 4096)
+            .unwrap();
+        let e = rebuild_serial(code, &[0], std::slice::from_ref(&lost), &given, dir.path(), 64)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("header and 1 chunk(s)"), "{e}");
+        assert!(!lost.exists() && !dir.path().join("ckpt/rank_0.0").exists());
+    }
+
+    #[test]
     fn serial_rebuild_refuses_bad_input_clearly() {
         let dir = tempfile::tempdir().unwrap();
         let code = StripeCode::xor(3);

@@ -287,6 +287,36 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
+/// Removes from `dir` the temporaries SCR's own writers name `.<file>.tmp.<pid>.<n>` and
+/// `.<file>.new.<pid>.<n>`, which a writer killed mid-copy leaves behind. Only for a
+/// directory no SCR writer is using any more (the drain calls it once every copy ended).
+pub fn remove_temporaries(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if is_temporary_name(&name) && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Whether a file name is one of [`temporary_name`]'s or `NewFile`'s.
+fn is_temporary_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else {
+        return false;
+    };
+    let mut parts = rest.rsplitn(4, '.');
+    let (n, pid, kind) = (parts.next(), parts.next(), parts.next());
+    let digits =
+        |s: Option<&str>| s.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
+    digits(n)
+        && digits(pid)
+        && matches!(kind, Some("tmp" | "new"))
+        && parts.next().is_some_and(|f| !f.is_empty())
+}
+
 fn temporary_name(path: &Path) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path
@@ -461,6 +491,25 @@ fn lock_within(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temporaries_are_told_from_files() {
+        assert!(is_temporary_name(".rank_0.ckpt.tmp.1234.7"));
+        assert!(is_temporary_name(".xor.0_1_of_4.scr.new.99.0"));
+        assert!(!is_temporary_name("rank_0.ckpt"));
+        assert!(!is_temporary_name(".scrconf"));
+        assert!(!is_temporary_name(".a.tmp.x.1"));
+        assert!(!is_temporary_name("..tmp.1.2"));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".rank_0.ckpt.tmp.1234.7"), b"half").unwrap();
+        std::fs::write(dir.path().join("rank_0.ckpt"), b"whole").unwrap();
+        remove_temporaries(dir.path());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["rank_0.ckpt"]);
+    }
 
     #[test]
     fn a_lock_held_by_another_process_times_out_naming_it_and_links_are_not_followed() {

@@ -270,6 +270,20 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
         .name()
         .map(str::to_string)
         .unwrap_or_else(|| layout::dataset_dir_name(id));
+    // every copy of the drain has ended: what a killed one left half-written goes
+    let mut dirs: std::collections::BTreeSet<PathBuf> = [dir.clone()].into();
+    for (r, m) in &maps {
+        for f in m.files(id, *r) {
+            if rank2file::check_relative(f).is_ok()
+                && let Some(parent) = prefix.join(f).parent()
+            {
+                dirs.insert(parent.to_path_buf());
+            }
+        }
+    }
+    for d in &dirs {
+        io::remove_temporaries(d);
+    }
     let ranks = maps
         .iter()
         .flat_map(|(r, m)| {
@@ -468,4 +482,35 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
         rebuilt,
         missing,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scavenged_rank_count_beyond_any_job_is_refused_before_anything_is_allocated() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path();
+        std::fs::create_dir_all(layout::dataset_meta_dir(prefix, 1)).unwrap();
+        std::fs::create_dir_all(prefix.join("ckpt.1")).unwrap();
+        std::fs::write(prefix.join("ckpt.1/rank_0"), b"data").unwrap();
+        let mut meta =
+            Meta::for_user_file("rank_0", 1_000_000_000_000, "ckpt.1/rank_0", "/p", "rank_0");
+        meta.set_size(4);
+        meta.set_complete(true);
+        let mut map = Filemap::new();
+        map.add_file(1, 0, "ckpt.1/rank_0");
+        map.set_meta(1, 0, "ckpt.1/rank_0", &meta);
+        map.set_expected_files(1, 0, 1);
+        map.set_dataset(1, 0, &Dataset::new());
+        map.write(&fmap_path(prefix, 1, 0)).unwrap();
+        let started = std::time::Instant::now();
+        let e = index_dataset(prefix, 1, 4096).unwrap_err().to_string();
+        assert!(
+            e.contains("1000000000000 ranks") && e.contains("more than"),
+            "{e}"
+        );
+        assert!(started.elapsed().as_secs() < 2);
+    }
 }

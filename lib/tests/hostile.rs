@@ -295,3 +295,42 @@ fn a_cached_file_corrupted_after_its_checkpoint_completed_is_not_flushed() {
         .unwrap_or(None);
     assert_eq!(listed, None, "not indexed: {t}");
 }
+
+#[test]
+fn a_lock_someone_holds_on_a_state_file_is_waited_for_a_while_then_named_not_waited_on_forever() {
+    let job = Job::new();
+    job.run_ok(2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
+    // anyone who can read the prefix can lock its halt file
+    let halt = job.prefix().join(".scr/halt.scr");
+    let mut holder = std::process::Command::new("flock")
+        .args(["--no-fork", "-x", halt.to_str().unwrap(), "sleep", "60"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let o = job.run(2, &["1000", "1"], &[("SCR_LOCK_TIMEOUT", "2")]);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let t = text(&o);
+    assert!(started.elapsed().as_secs() < 60, "waited on the lock: {t}");
+    // the halt check is skipped with a warning naming the holder; the job restarts and goes on
+    assert!(
+        t.contains("halt conditions not checked")
+            && t.contains("halt.scr")
+            && t.contains(&format!("locked by process {}", holder.id())),
+        "{t}"
+    );
+    assert!(
+        o.status.success() && t.contains("restarted from ckpt.1"),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_node_name_that_would_leave_the_control_directory_is_refused() {
+    let job = Job::new();
+    let o = job.run(2, &["1000", "1"], &[("SCR_NODE_NAME", "x/../../elsewhere")]);
+    let t = text(&o);
+    assert!(t.contains("node name") && t.contains("holds a '/'"), "{t}");
+    assert!(!job.dir.path().join("elsewhere").exists());
+}

@@ -8,7 +8,7 @@ impl Scr {
     /// as the ExitReason so the launcher stops too.
     pub(super) fn halt_decision(&self, count_checkpoint: bool) -> Result<bool> {
         let mut halt_now = false;
-        let mut result = Ok(());
+        let mut result: Result<()> = Ok(());
         if self.rank == 0 {
             result = (|| {
                 let path = layout::halt_file(&self.prefix);
@@ -38,8 +38,12 @@ impl Scr {
                 Ok(())
             })();
         }
-        let halt_now = comm::bcast_bool(&self.world, halt_now);
-        result.map(|()| halt_now)
+        // the halt file is the prefix's: if rank 0 cannot read it (locked by someone else,
+        // a full or failing file system) the job goes on rather than fail on rank 0 alone
+        if let Err(e) = &result {
+            eprintln!("SCR: WARNING: halt conditions not checked this time: {e}");
+        }
+        Ok(comm::bcast_bool(&self.world, halt_now))
     }
 
     /// Checks for a halt condition; when one holds and halts exit (SCR_HALT_EXIT, else
