@@ -289,6 +289,20 @@ impl Sources {
 }
 
 impl Params {
+    /// How many datasets a store keeps: its STORE line's COUNT, else SCR_CACHE_SIZE, at
+    /// least one.
+    pub fn cache_size(&self, store: &str) -> u64 {
+        let store_count = self
+            .descriptors_of("STORE")
+            .filter(|d| Path::new(&d.name) == Path::new(store))
+            .filter_map(|d| d.attr("COUNT")?.parse::<u64>().ok())
+            .last();
+        store_count
+            .or(self.count("SCR_CACHE_SIZE"))
+            .unwrap_or(1)
+            .max(1)
+    }
+
     /// Whether checkpoints flush in the background: SCR_FLUSH_ASYNC=1, or SCR v3.1's
     /// SCR_FLUSH_TYPE naming anything but SYNC (burst-buffer methods run as PTHREAD here).
     pub fn flush_in_background(&self) -> bool {
@@ -933,5 +947,15 @@ mod tests {
             system_config_path(&none, None, &only_v3),
             Path::new("/etc/scr/scr.conf")
         );
+    }
+
+    #[test]
+    fn a_store_keeps_its_own_count_else_the_cache_size_and_at_least_one() {
+        let lines = "STORE=/dev/shm COUNT=3\nSTORE=/ssd\n";
+        let p = load(&[("SCR_CACHE_SIZE", "2")], Some(lines), None).unwrap();
+        assert_eq!(p.cache_size("/dev/shm"), 3);
+        assert_eq!(p.cache_size("/ssd"), 2);
+        let p = load(&[("SCR_CACHE_SIZE", "0")], None, None).unwrap();
+        assert_eq!(p.cache_size("/tmp"), 1);
     }
 }

@@ -69,17 +69,7 @@ impl Scr {
 
     /// Deletes the oldest cached datasets so that a new one fits SCR_CACHE_SIZE.
     pub(super) fn evict_for(&mut self, store: &str) -> Result<()> {
-        // a STORE line may give its store its own COUNT
-        let store_count = self
-            .params
-            .descriptors_of("STORE")
-            .filter(|d| Path::new(&d.name) == Path::new(store))
-            .filter_map(|d| d.attr("COUNT")?.parse::<u64>().ok())
-            .last();
-        let keep = store_count
-            .or(self.params.count("SCR_CACHE_SIZE"))
-            .unwrap_or(1)
-            .max(1) as usize;
+        let keep = self.params.cache_size(store) as usize;
         let in_store = |d: &u64| {
             let recorded = self
                 .filemap
@@ -96,18 +86,18 @@ impl Scr {
         // the newest complete checkpoint, when it is not on the prefix, is the only copy
         // there is: it stays until the new dataset completes (see complete_output)
         let protected = self.newest_unflushed_checkpoint()?;
-        while cached.len() >= keep {
-            let victim = cached.remove(0);
-            if Some(victim) == protected {
-                self.deferred_eviction = Some(victim);
-                continue;
-            }
-            if self.flushing_async(victim) {
-                // the only wait an asynchronous flush imposes: its files must stay until copied
-                self.poll_async_flushes(Some(victim))?;
-            }
-            self.delete_cached(victim)?;
+        let eviction = scr::cache::choose_eviction(&cached, keep, protected);
+        if eviction.deferred.is_some() {
+            self.deferred_eviction = eviction.deferred;
         }
+        for victim in &eviction.now {
+            if self.flushing_async(*victim) {
+                // the only wait an asynchronous flush imposes: its files must stay until copied
+                self.poll_async_flushes(Some(*victim))?;
+            }
+            self.delete_cached(*victim)?;
+        }
+        cached.retain(|d| !eviction.now.contains(d) && Some(*d) != eviction.deferred);
         // copies held for ranks that moved away go with the datasets of their age
         let keep_from = self
             .deferred_eviction
