@@ -956,9 +956,16 @@ mod tests {
             bytes.extend(&std::fs::read(p).unwrap()[offset as usize..]);
             std::fs::write(p, &bytes).unwrap();
         }
-        let e = rebuild_serial(code, &[0], std::slice::from_ref(&lost), &given, dir.path(), 64)
-            .unwrap_err()
-            .to_string();
+        let e = rebuild_serial(
+            code,
+            &[0],
+            std::slice::from_ref(&lost),
+            &given,
+            dir.path(),
+            64,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("CHUNK 1099511627776") && e.contains("make it"),
             "{e}"
@@ -973,9 +980,16 @@ mod tests {
             .unwrap();
         f.set_len(std::fs::metadata(&parity2[1]).unwrap().len() + 4096)
             .unwrap();
-        let e = rebuild_serial(code, &[0], std::slice::from_ref(&lost), &given, dir.path(), 64)
-            .unwrap_err()
-            .to_string();
+        let e = rebuild_serial(
+            code,
+            &[0],
+            std::slice::from_ref(&lost),
+            &given,
+            dir.path(),
+            64,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("header and 1 chunk(s)"), "{e}");
         assert!(!lost.exists() && !dir.path().join("ckpt/rank_0.0").exists());
     }

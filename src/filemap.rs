@@ -272,6 +272,20 @@ impl Filemap {
         self.unset_key(dset, rank, REDDESC);
     }
 
+    /// The files of (dset, rank) the application wrote (not redundancy files), in filemap
+    /// order.
+    pub fn user_files(&self, dset: u64, rank: u64) -> Vec<String> {
+        self.files(dset, rank)
+            .into_iter()
+            .filter(|f| {
+                self.meta(dset, rank, f)
+                    .and_then(|m| m.filetype())
+                    .is_none_or(|t| t == crate::meta::FileType::User)
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
     /// The flush descriptor (`PRESERVE`, `CONTAINER`).
     pub fn flushdesc(&self, dset: u64, rank: u64) -> Option<&Hash> {
         self.entry(dset, rank)?.get(FLUSH)

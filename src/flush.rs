@@ -5,8 +5,10 @@
 //! ```
 //! `CKPT` in 1.1-8 files is read as `DATASET`.
 
+use crate::filemap::Filemap;
 use crate::hash::Hash;
 use crate::view::{check_ids, hash_view, sorted_ids};
+use std::path::{Path, PathBuf};
 
 hash_view!(
     /// The flush file.
@@ -143,9 +145,69 @@ impl FlushFile {
     }
 }
 
+/// A file a flush copies: its cache path, its path on the prefix, and its name relative
+/// to the prefix (what the rank2file map records).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlushTarget {
+    pub src: PathBuf,
+    pub dst: PathBuf,
+    pub orig: String,
+}
+
+/// Which files of `rank` a flush of dataset `id` copies, and where: the application's own
+/// files (redundancy files stay in cache), each to the directory and name its meta data
+/// records. A file whose meta data lacks them is an error naming it.
+pub fn targets(map: &Filemap, id: u64, rank: u64) -> std::result::Result<Vec<FlushTarget>, String> {
+    map.user_files(id, rank)
+        .into_iter()
+        .map(|f| {
+            let meta = map.meta(id, rank, &f).unwrap_or_default();
+            let (Some(dir), Some(name), Some(orig)) =
+                (meta.orig_dir(), meta.orig_name(), meta.orig())
+            else {
+                return Err(format!("{f}: meta data lacks PATH, NAME or ORIG"));
+            };
+            Ok(FlushTarget {
+                dst: Path::new(dir).join(name),
+                orig: orig.to_string(),
+                src: PathBuf::from(f),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flush_copies_the_application_files_to_their_recorded_places() {
+        use crate::meta::{FileType, Meta};
+        let mut map = Filemap::new();
+        let user = Meta::for_user_file(
+            "rank_0.ckpt",
+            2,
+            "ckpt.1/rank_0.ckpt",
+            "/p/ckpt.1",
+            "rank_0.ckpt",
+        );
+        map.add_file(1, 0, "/c/scr.dataset.1/ckpt.1/rank_0.ckpt");
+        map.set_meta(1, 0, "/c/scr.dataset.1/ckpt.1/rank_0.ckpt", &user);
+        let parity = Meta::for_parity_file("xor.1_1_of_2.scr", FileType::Xor, 10, 2);
+        map.add_file(1, 0, "/c/scr.dataset.1/.scr/xor.1_1_of_2.scr");
+        map.set_meta(1, 0, "/c/scr.dataset.1/.scr/xor.1_1_of_2.scr", &parity);
+        assert_eq!(
+            targets(&map, 1, 0).unwrap(),
+            [FlushTarget {
+                src: "/c/scr.dataset.1/ckpt.1/rank_0.ckpt".into(),
+                dst: "/p/ckpt.1/rank_0.ckpt".into(),
+                orig: "ckpt.1/rank_0.ckpt".into(),
+            }]
+        );
+        map.add_file(1, 0, "/c/bare");
+        let e = targets(&map, 1, 0).unwrap_err();
+        assert!(e.contains("/c/bare") && e.contains("lacks"), "{e}");
+    }
 
     #[test]
     fn locations_newest_first_like_scr() {

@@ -24,12 +24,13 @@ mod restart;
 
 use cache::{Discards, TRASH_DIR, forget_cached};
 use descriptors::CkptDesc;
-use flush::{FlushTarget, copy_file};
+use flush::copy_file;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 use scr::container;
 use scr::dataset::{Dataset, Origin as DatasetOrigin};
 use scr::filemap::{Filemap, MasterFilemap};
+use scr::flush::FlushTarget;
 use scr::flush::{FlushFile, Location};
 use scr::halt::HaltFile;
 use scr::hash::Hash;

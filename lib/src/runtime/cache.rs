@@ -56,15 +56,7 @@ impl Scr {
     /// This rank's files of a dataset the application wrote (not redundancy files), in
     /// filemap order.
     pub(super) fn user_files(&self, id: u64) -> Vec<String> {
-        self.my_files(id)
-            .into_iter()
-            .filter(|f| {
-                self.filemap
-                    .meta(id, self.rank, f)
-                    .and_then(|m| m.filetype())
-                    .is_none_or(|t| t == FileType::User)
-            })
-            .collect()
+        self.filemap.user_files(id, self.rank)
     }
 
     /// Deletes the oldest cached datasets so that a new one fits SCR_CACHE_SIZE.

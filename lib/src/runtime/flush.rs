@@ -77,22 +77,7 @@ impl Scr {
 
     /// Where each of this rank's user files of dataset `id` goes on the prefix.
     pub(super) fn flush_targets(&self, id: u64) -> Result<Vec<FlushTarget>> {
-        self.user_files(id)
-            .into_iter()
-            .map(|f| {
-                let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
-                let (Some(dir), Some(name), Some(orig)) =
-                    (meta.orig_dir(), meta.orig_name(), meta.orig())
-                else {
-                    return Err(failure(format!("{f}: meta data lacks PATH, NAME or ORIG")));
-                };
-                Ok(FlushTarget {
-                    dst: Path::new(dir).join(name),
-                    orig: orig.to_string(),
-                    src: PathBuf::from(f),
-                })
-            })
-            .collect()
+        scr::flush::targets(&self.filemap, id, self.rank).map_err(failure)
     }
 
     /// The end of every flush, synchronous or not: rank 0 gathers each rank's file list and,
@@ -232,13 +217,6 @@ impl Scr {
             None => Ok(()),
         }
     }
-}
-
-/// A file to flush: its cache path, its prefix path, its name relative to the prefix.
-pub(super) struct FlushTarget {
-    pub(super) src: PathBuf,
-    pub(super) dst: PathBuf,
-    pub(super) orig: String,
 }
 
 /// Copies `src` to `dst` (below `root`, through no symbolic link) with an fsync, returning
