@@ -40,6 +40,7 @@ pub mod reddesc;
 pub mod redset;
 pub mod safe_fs;
 pub mod scavenge;
+pub mod schedule;
 pub mod summary;
 pub mod transfer;
 pub mod units;

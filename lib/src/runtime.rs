@@ -127,14 +127,10 @@ pub struct Scr {
     /// SCR_Start_restart, SCR_Current), not in SCR_Init, so a run that never restarts, or
     /// picks an older checkpoint, copies nothing it does not read.
     fetch_pending: bool,
-    need_calls: u64,
-    last_checkpoint_end: Instant,
-    /// When the open checkpoint started, and the total seconds and count of checkpoints
-    /// so far (for SCR_CHECKPOINT_OVERHEAD).
-    checkpoint_started: Option<Instant>,
+    /// When checkpoints were asked for, started and completed (SCR_Need_checkpoint's rules).
+    schedule: scr::schedule::CheckpointSchedule,
     /// A dataset kept past SCR_CACHE_SIZE until the open checkpoint completes.
     deferred_eviction: Option<u64>,
-    checkpoint_cost: (f64, u64),
     /// SCR_LOG_ENABLE's event log (writes on rank 0 only).
     log: crate::event_log::EventLog,
     discards: Discards,
@@ -359,11 +355,8 @@ impl Scr {
             phase: Phase::Idle,
             restart: None,
             fetch_pending: false,
-            need_calls: 0,
-            last_checkpoint_end: Instant::now(),
-            checkpoint_started: None,
+            schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
             deferred_eviction: None,
-            checkpoint_cost: (0.0, 0),
             log,
             discards: Discards::default(),
             async_flushes: Vec::new(),

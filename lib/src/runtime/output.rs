@@ -7,33 +7,14 @@ impl Scr {
     /// `SCR_Need_checkpoint`.
     pub fn need_checkpoint(&mut self) -> Result<bool> {
         self.poll_async_flushes(None)?;
-        self.need_calls += 1;
-        let decide = || {
-            let interval = self.params.count("SCR_CHECKPOINT_INTERVAL").unwrap_or(0);
-            let seconds = self.params.count("SCR_CHECKPOINT_SECONDS").unwrap_or(0);
-            let overhead = self.params.float("SCR_CHECKPOINT_OVERHEAD").unwrap_or(0.0);
-            if interval == 0 && seconds == 0 && overhead == 0.0 {
-                return true;
-            }
-            (interval > 0 && self.need_calls.is_multiple_of(interval))
-                || (seconds > 0 && self.last_checkpoint_end.elapsed().as_secs() >= seconds)
-                || (overhead > 0.0 && self.overhead_allows_checkpoint(overhead))
+        let rules = scr::schedule::Rules {
+            interval: self.params.count("SCR_CHECKPOINT_INTERVAL").unwrap_or(0),
+            seconds: self.params.count("SCR_CHECKPOINT_SECONDS").unwrap_or(0),
+            overhead: self.params.float("SCR_CHECKPOINT_OVERHEAD").unwrap_or(0.0),
         };
-        let due = comm::bcast_bool(&self.world, self.rank == 0 && decide());
+        let decided = self.schedule.need(rules, Instant::now());
+        let due = comm::bcast_bool(&self.world, self.rank == 0 && decided);
         Ok(due || self.halt_decision(false)?)
-    }
-
-    /// SCR's overhead rule: checkpoint when the average checkpoint cost, as a share of the
-    /// time since the last checkpoint plus that cost, is below `percent` (always before the
-    /// first checkpoint).
-    pub(super) fn overhead_allows_checkpoint(&self, percent: f64) -> bool {
-        let (total, count) = self.checkpoint_cost;
-        if count == 0 {
-            return true;
-        }
-        let cost = total / count as f64;
-        let since = self.last_checkpoint_end.elapsed().as_secs_f64();
-        cost / (since + cost) * 100.0 < percent
     }
 
     /// `SCR_Start_output` (and `SCR_Start_checkpoint` with `FLAG_CHECKPOINT`).
@@ -52,7 +33,7 @@ impl Scr {
         self.poll_async_flushes(None)?;
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
         if is_ckpt {
-            self.checkpoint_started = Some(Instant::now());
+            self.schedule.start(Instant::now());
         }
         self.dataset_id += 1;
         if is_ckpt {
@@ -251,10 +232,7 @@ impl Scr {
         if flags & FLAG_OUTPUT != 0 && !is_ckpt {
             self.delete_cached(id)?;
         }
-        let secs = self
-            .checkpoint_started
-            .filter(|_| is_ckpt)
-            .map(|t| t.elapsed().as_secs_f64());
+        let secs = self.schedule.elapsed(Instant::now()).filter(|_| is_ckpt);
         let mut fields = vec![("name", name), ("dset", id.to_string())];
         match secs {
             Some(secs) => fields.extend(event_log::timing(total_bytes, secs)),
@@ -268,11 +246,7 @@ impl Scr {
         self.log.event(kind, &fields);
         if is_ckpt {
             self.restart = None; // a new checkpoint supersedes the one restarted from
-            self.last_checkpoint_end = Instant::now();
-            if let Some(started) = self.checkpoint_started.take() {
-                self.checkpoint_cost.0 += started.elapsed().as_secs_f64();
-                self.checkpoint_cost.1 += 1;
-            }
+            self.schedule.complete(Instant::now());
             // the halt decision rank 0 sends is the last step every rank waits for
             self.check_halt(true)?;
         } else {
