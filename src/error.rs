@@ -28,6 +28,16 @@ pub enum Error {
     /// A configuration file or setting is wrong.
     #[error("{origin}: {what}")]
     Config { origin: String, what: String },
+
+    /// A call or an input SCR refuses by its rules: an API call out of order, a name that
+    /// would run commands or leave its directory, a directory someone else controls.
+    #[error("{what}")]
+    Refused { what: String },
+
+    /// Another process of the job failed (a rank, a node's copy): this one did its part,
+    /// and the collective step fails on every rank alike.
+    #[error("{what}")]
+    Collective { what: String },
 }
 
 impl Error {
@@ -44,6 +54,14 @@ impl Error {
             path: path.as_ref().to_path_buf(),
             what: what.into(),
         }
+    }
+
+    pub fn refused(what: impl Into<String>) -> Self {
+        Error::Refused { what: what.into() }
+    }
+
+    pub fn collective(what: impl Into<String>) -> Self {
+        Error::Collective { what: what.into() }
     }
 
     /// True when the error is "the file does not exist".

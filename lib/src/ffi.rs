@@ -29,13 +29,7 @@ fn with_state(call: &str, f: impl FnOnce(&mut Option<Scr>) -> scr::Result<c_int>
     match result {
         Ok(Ok(rc)) => rc,
         Ok(Err(e)) => {
-            // the library's own complaints need no second "SCR:" after the call's name
-            match &e {
-                scr::Error::Config { origin, what } if origin == "SCR" => {
-                    eprintln!("SCR: ERROR: {call}: {what}")
-                }
-                _ => eprintln!("SCR: ERROR: {call}: {e}"),
-            }
+            eprintln!("SCR: ERROR: {call}: {e}");
             SCR_FAILURE
         }
         Err(_) => {
@@ -46,9 +40,10 @@ fn with_state(call: &str, f: impl FnOnce(&mut Option<Scr>) -> scr::Result<c_int>
 }
 
 fn enabled(state: &mut Option<Scr>) -> scr::Result<&mut Scr> {
-    state.as_mut().ok_or_else(|| scr::Error::Config {
-        origin: "SCR".into(),
-        what: "SCR is not initialized (SCR_Init failed, was not called, or SCR_ENABLE=0)".into(),
+    state.as_mut().ok_or_else(|| {
+        scr::Error::refused(
+            "SCR is not initialized (SCR_Init failed, was not called, or SCR_ENABLE=0)",
+        )
     })
 }
 
@@ -58,19 +53,17 @@ fn string_arg<'a>(p: *const c_char, what: &str) -> scr::Result<Option<&'a str>> 
     }
     // SAFETY: the caller passes a NUL-terminated string, as scr.h documents.
     let s = unsafe { CStr::from_ptr(p) };
-    s.to_str().map(Some).map_err(|_| scr::Error::Config {
-        origin: "SCR".into(),
-        what: format!("{what} is not UTF-8"),
-    })
+    s.to_str()
+        .map(Some)
+        .map_err(|_| scr::Error::refused(format!("{what} is not UTF-8")))
 }
 
 /// Copies `s` into a caller buffer of SCR_MAX_FILENAME bytes.
 fn write_out(out: *mut c_char, s: &str) -> scr::Result<()> {
     if s.len() >= SCR_MAX_FILENAME {
-        return Err(scr::Error::Config {
-            origin: "SCR".into(),
-            what: format!("{s} is longer than SCR_MAX_FILENAME"),
-        });
+        return Err(scr::Error::refused(format!(
+            "{s} is longer than SCR_MAX_FILENAME"
+        )));
     }
     if !out.is_null() {
         // SAFETY: scr.h requires a buffer of SCR_MAX_FILENAME bytes.
@@ -86,10 +79,9 @@ fn write_out(out: *mut c_char, s: &str) -> scr::Result<()> {
 /// collective work so the other ranks are not left waiting.
 fn required<T>(p: *mut T, what: &str) -> scr::Result<()> {
     if p.is_null() {
-        return Err(scr::Error::Config {
-            origin: "SCR".into(),
-            what: format!("{what} is NULL; pass the address of a variable to receive it"),
-        });
+        return Err(scr::Error::refused(format!(
+            "{what} is NULL; pass the address of a variable to receive it"
+        )));
     }
     Ok(())
 }
@@ -105,10 +97,9 @@ pub extern "C" fn SCR_Init() -> c_int {
     }
     with_state("SCR_Init", |state| {
         if state.is_some() {
-            return Err(scr::Error::Config {
-                origin: "SCR".into(),
-                what: "SCR is already initialized; call SCR_Finalize before SCR_Init again".into(),
-            });
+            return Err(scr::Error::refused(
+                "SCR is already initialized; call SCR_Finalize before SCR_Init again",
+            ));
         }
         *state = Some(Scr::init()?);
         Ok(SCR_SUCCESS)
@@ -118,10 +109,9 @@ pub extern "C" fn SCR_Init() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn SCR_Finalize() -> c_int {
     with_state("SCR_Finalize", |state| {
-        let scr = state.take().ok_or_else(|| scr::Error::Config {
-            origin: "SCR".into(),
-            what: "SCR is not initialized".into(),
-        })?;
+        let scr = state
+            .take()
+            .ok_or_else(|| scr::Error::refused("SCR is not initialized"))?;
         scr.finalize()?;
         Ok(SCR_SUCCESS)
     })
@@ -185,10 +175,8 @@ fn complete_output(call: &str, valid: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn SCR_Route_file(name: *const c_char, file: *mut c_char) -> c_int {
     with_state("SCR_Route_file", |state| {
-        let name = string_arg(name, "file name")?.ok_or_else(|| scr::Error::Config {
-            origin: "SCR".into(),
-            what: "SCR_Route_file needs a file name".into(),
-        })?;
+        let name = string_arg(name, "file name")?
+            .ok_or_else(|| scr::Error::refused("SCR_Route_file needs a file name"))?;
         required(file, "the output buffer")?;
         let path = enabled(state)?.route_file(name)?;
         write_out(file, &path.to_string_lossy())?;

@@ -57,11 +57,9 @@ pub const FLAG_CHECKPOINT: i32 = 1;
 /// `SCR_FLAG_OUTPUT`.
 pub const FLAG_OUTPUT: i32 = 2;
 
+/// A call refused by SCR's rules, or a problem this rank found in what it was given.
 fn failure(what: impl Into<String>) -> Error {
-    Error::Config {
-        origin: "SCR".into(),
-        what: what.into(),
-    }
+    Error::refused(what)
 }
 
 /// What the application is doing between SCR calls.
@@ -199,7 +197,11 @@ impl Scr {
                 }
                 Params::from_hash(&comm::bcast_hash(&world, 0, &p.to_hash()))
             }
-            Ok(_) => return Err(failure("rank 0 could not read the SCR configuration")),
+            Ok(_) => {
+                return Err(Error::collective(
+                    "rank 0 could not read the SCR configuration",
+                ));
+            }
             Err(e) => return Err(e),
         };
         if !params.bool("SCR_ENABLE") {
@@ -326,7 +328,7 @@ impl Scr {
         };
         if !comm::bcast_bool(&world, nodes_file.is_ok()) {
             return Err(nodes_file.err().unwrap_or_else(|| {
-                failure("rank 0 could not write the nodes file on the prefix")
+                Error::collective("rank 0 could not write the nodes file on the prefix")
             }));
         }
 

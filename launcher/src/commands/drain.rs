@@ -14,10 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn fail(what: impl std::fmt::Display) -> scr::Error {
-    scr::Error::Config {
-        origin: "scr".into(),
-        what: what.to_string(),
-    }
+    scr::Error::refused(what.to_string())
 }
 
 #[derive(clap::Args)]

@@ -11,10 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn fail(what: impl std::fmt::Display) -> scr::Error {
-    scr::Error::Config {
-        origin: "scr".into(),
-        what: what.to_string(),
-    }
+    scr::Error::refused(what.to_string())
 }
 
 /// The node test SCR's configuration asks for: CNTLDIR/CACHEDIR lines with their BYTES,

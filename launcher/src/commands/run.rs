@@ -289,10 +289,7 @@ impl JobOps for Live<'_> {
 }
 
 fn fail(text: impl std::fmt::Display) -> scr::Error {
-    scr::Error::Config {
-        origin: "scr-run".into(),
-        what: text.to_string(),
-    }
+    scr::Error::refused(text.to_string())
 }
 
 pub fn run(args: Args) -> scr::Result<ExitCode> {

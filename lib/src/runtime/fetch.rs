@@ -176,7 +176,9 @@ impl Scr {
         let everywhere = comm::all_true(&self.world, problem.is_none());
         match (problem, mine) {
             (Some(p), _) => Err(failure(p)),
-            (None, _) if !everywhere => Err(failure("another rank could not read its file list")),
+            (None, _) if !everywhere => Err(Error::collective(
+                "another rank could not read its file list",
+            )),
             (None, mine) => Ok(mine.unwrap_or_default()),
         }
     }

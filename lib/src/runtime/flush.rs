@@ -55,7 +55,7 @@ impl Scr {
             self.log_transfer(kinds::FLUSH, id, started);
             Ok(())
         } else {
-            Err(failure(format!(
+            Err(Error::collective(format!(
                 "flush of dataset {id} failed on at least one rank"
             )))
         }

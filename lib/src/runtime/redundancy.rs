@@ -66,7 +66,7 @@ impl Scr {
         if comm::all_true(&self.world, result.is_ok()) {
             Ok(())
         } else {
-            Err(failure(format!(
+            Err(Error::collective(format!(
                 "dataset {id} could not be protected by {} on every rank",
                 self.descriptors[i].scheme
             )))
