@@ -1,0 +1,210 @@
+//! The parameter table: every name SCR's library and scripts read, its default, how its
+//! value is checked, and which attributes each descriptor line takes.
+
+use crate::reddesc::Scheme;
+use crate::units::parse_bytecount;
+
+/// How a parameter's value is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// 0 or 1.
+    Bool,
+    /// A non-negative integer.
+    Count,
+    /// An integer that may be negative (`SCR_RUNS=-1` means unlimited).
+    Int,
+    /// A byte count with optional unit.
+    Bytes,
+    /// A decimal number.
+    Float,
+    /// A redundancy scheme name.
+    Scheme,
+    /// Free text (names, paths, host lists).
+    Text,
+    /// SCR_FLUSH_TYPE's methods: SYNC, PTHREAD (a background flush), or a burst buffer's
+    /// (BBAPI, DATAWARP), which this machine kind has none of.
+    FlushType,
+}
+
+/// The values SCR_FLUSH_TYPE takes (SCR v3.1).
+pub const FLUSH_TYPES: &[&str] = &["SYNC", "PTHREAD", "BBAPI", "DATAWARP"];
+
+/// One known parameter.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub default: Option<&'static str>,
+    pub kind: Kind,
+    pub help: &'static str,
+}
+
+macro_rules! params {
+    ($($name:literal, $default:expr, $kind:ident, $help:literal;)*) => {
+        /// Every parameter SCR's library and scripts read, with SCR v1.2/v2.0 defaults.
+        pub const PARAMS: &[ParamSpec] = &[$(ParamSpec { name: $name, default: $default, kind: Kind::$kind, help: $help }),*];
+    };
+}
+
+params! {
+    "SCR_ENABLE", Some("1"), Bool, "0 disables SCR: calls return at once and scr-run runs the launcher once";
+    "SCR_DEBUG", Some("0"), Count, "verbosity: 1 or 2 print more";
+    "SCR_LOG_ENABLE", Some("0"), Bool, "log events (job start and end, checkpoints, flushes, fetches, restarts, halts, failures) to the text log and syslog as enabled below (SCR's MySQL logging is not provided)";
+    "SCR_LOG_TXT_ENABLE", Some("1"), Bool, "with SCR_LOG_ENABLE: the text log <prefix>/.scr/log";
+    "SCR_LOG_SYSLOG_ENABLE", Some("1"), Bool, "with SCR_LOG_ENABLE: syslog";
+    "SCR_LOG_SYSLOG_FACILITY", Some("LOG_LOCAL7"), Text, "syslog facility (LOG_USER, LOG_DAEMON, LOG_LOCAL0 … LOG_LOCAL7)";
+    "SCR_LOG_SYSLOG_LEVEL", Some("LOG_INFO"), Text, "syslog level (LOG_EMERG … LOG_DEBUG)";
+    "SCR_LOG_SYSLOG_PREFIX", Some("SCR"), Text, "syslog identity of the messages";
+    "SCR_USER_NAME", None, Text, "user name for directory names (default $USER)";
+    "SCR_JOB_ID", None, Text, "job id for directory names (default from the resource manager)";
+    "SCR_JOB_NAME", None, Text, "job name recorded with datasets";
+    "SCR_CLUSTER_NAME", None, Text, "cluster name recorded with datasets";
+    "SCR_NODE_NAME", None, Text, "this node's name instead of the host name (for emulated nodes)";
+    "SCR_PREFIX", None, Text, "prefix directory on the parallel file system (default: working directory)";
+    "SCR_CURRENT", None, Text, "the checkpoint a restart loads (SCR v3.1; as SCR_Current after SCR_Init)";
+    "SCR_CNTL_BASE", Some("/tmp"), Text, "base of the control directory (system config only)";
+    "SCR_CACHE_BASE", Some("/tmp"), Text, "base of the cache directory";
+    "SCR_CACHE_SIZE", Some("1"), Count, "datasets kept in each cache store";
+    "SCR_COPY_TYPE", Some("XOR"), Scheme, "redundancy scheme when no CKPT descriptor is given: SINGLE, PARTNER, XOR or RS";
+    "SCR_SET_SIZE", Some("8"), Count, "minimum XOR/RS set size";
+    "SCR_SET_FAILURES", Some("2"), Count, "failures an RS set tolerates";
+    "SCR_HOP_DISTANCE", Some("1"), Count, "1.1-8 partner distance";
+    "SCR_GROUP", Some("NODE"), Text, "failure group of the implied descriptor";
+    "SCR_MPI_BUF_SIZE", Some("4194304"), Bytes, "bytes per message of redundancy communication (SCR uses 128 KiB; 4 MiB is 10-40x faster where ranks share cores, see benches/redundancy.sh)";
+    "SCR_FILE_BUF_SIZE", Some("1048576"), Bytes, "buffer size of file copies";
+    "SCR_DISTRIBUTE", Some("1"), Bool, "redistribute and rebuild cached files in SCR_Init";
+    "SCR_FETCH", Some("1"), Bool, "fetch the newest checkpoint from the prefix on restart";
+    "SCR_FETCH_WIDTH", Some("256"), Count, "processes reading the prefix at once";
+    "SCR_FLUSH", Some("10"), Count, "flush every N checkpoints (0 never)";
+    "SCR_FLUSH_WIDTH", Some("256"), Count, "processes writing the prefix at once";
+    "SCR_FLUSH_ON_RESTART", Some("0"), Bool, "flush the cached checkpoint during SCR_Init";
+    "SCR_GLOBAL_RESTART", Some("0"), Bool, "flush on restart and disable fetch";
+    "SCR_FLUSH_ASYNC", Some("0"), Bool, "flush in the background";
+    "SCR_FLUSH_TYPE", None, FlushType, "SCR v3.1's flush method: SYNC, or PTHREAD to flush in the background (as SCR_FLUSH_ASYNC=1); BBAPI and DATAWARP (burst buffers) are not provided and flush as PTHREAD does";
+    "SCR_FLUSH_POSTSTAGE", Some("0"), Bool, "SCR v3.1: leave a burst buffer's flush to finish after the job; not provided (no burst buffer): background flushes finish in SCR_Finalize";
+    "SCR_FLUSH_ASYNC_BW", Some("209715200"), Bytes, "bytes per second an asynchronous flush may use";
+    "SCR_FLUSH_ASYNC_PERCENT", Some("0.0"), Float, "CPU share of the transfer agent (0 no cap)";
+    "SCR_FLUSH_ASYNC_STALL", Some("30"), Count, "seconds a node's transfer agent may go without finishing a file (plus three times what its largest file takes at SCR_FLUSH_ASYNC_BW) before the ranks copy their files themselves: a stopped or hung agent must not hold a flush forever";
+    "SCR_TRANSFER_SECS", Some("60.0"), Float, "seconds between transfer-file polls";
+    "SCR_CRC_ON_COPY", Some("0"), Bool, "compute CRC32 when applying redundancy";
+    "SCR_CRC_ON_FLUSH", Some("1"), Bool, "compute and check CRC32 on flush and fetch";
+    "SCR_CRC_ON_DELETE", Some("0"), Bool, "check CRC32 before deleting from cache";
+    "SCR_PRESERVE_DIRECTORIES", Some("1"), Bool, "keep the application's directories on the prefix";
+    "SCR_USE_CONTAINERS", Some("0"), Bool, "pack files into containers on the prefix";
+    "SCR_CONTAINER_SIZE", Some("107374182400"), Bytes, "largest container";
+    "SCR_CHECKPOINT_INTERVAL", Some("0"), Count, "Need_checkpoint says yes every N calls";
+    "SCR_CHECKPOINT_SECONDS", Some("0"), Count, "Need_checkpoint says yes after N seconds";
+    "SCR_CHECKPOINT_OVERHEAD", Some("0"), Float, "Need_checkpoint keeps checkpoint cost under N percent";
+    "SCR_HALT_SECONDS", Some("0"), Count, "halt when the allocation has N seconds left";
+    "SCR_HALT_ENABLED", Some("1"), Bool, "exit the application when a halt condition is met";
+    "SCR_HALT_EXIT", None, Bool, "SCR v3.1's name for SCR_HALT_ENABLED: exit the job when a halt condition holds (v3.1 defaults to 0; unset here, SCR_HALT_ENABLED decides)";
+    "SCR_PREFIX_SIZE", Some("0"), Count, "keep at most this many checkpoints on the prefix, deleting older ones once a newer one is flushed (never the current one); 0 keeps all (SCR v3.1)";
+    "SCR_PREFIX_PURGE", Some("0"), Bool, "delete every dataset on the prefix in SCR_Init (SCR v3.1)";
+    "SCR_CACHE_BYPASS", Some("0"), Bool, "write checkpoints straight to the prefix, keeping only SCR's metadata in cache (SCR v3.1, where it defaults to 1; a CKPT line's BYPASS= wins)";
+    "SCR_FETCH_BYPASS", Some("0"), Bool, "restart by reading the prefix's files in place instead of copying them into cache (SCR v3.1)";
+    "SCR_CACHE_PURGE", Some("0"), Bool, "delete every dataset in cache in SCR_Init, so a restart reads the prefix (SCR v3.1)";
+    "SCR_CONF_FILE", None, Text, "user configuration file (default <prefix>/.scrconf)";
+    "SCR_RUNS", None, Int, "runs scr-run makes (-1 unlimited; default SCR_RETRIES+1)";
+    "SCR_RETRIES", Some("0"), Count, "legacy: runs = retries + 1";
+    "SCR_RUN_DELAY", Some("60"), Count, "seconds scr-run waits between runs (SCR's scr_srun sleeps 60)";
+    "SCR_MIN_NODES", None, Count, "nodes a run needs (default: the nodes file, else all)";
+    "SCR_EXCLUDE_NODES", None, Text, "nodes never to use (a host list)";
+    "SCR_NODELIST", None, Text, "nodes of the allocation (default from the resource manager)";
+    "SCR_END_TIME", None, Int, "allocation end, seconds since the epoch";
+    "SCR_WATCHDOG", Some("0"), Bool, "kill a run whose flush makes no progress";
+    "SCR_WATCHDOG_TIMEOUT", None, Count, "seconds without progress before the watchdog acts";
+    "SCR_WATCHDOG_TIMEOUT_PFS", None, Count, "the same while flushing to the prefix";
+}
+
+/// Parents of descriptor lines (entries with attributes), current and 1.1-8.
+pub const DESCRIPTOR_KEYS: &[&str] = &[
+    "STORE",
+    "CKPT",
+    "GROUPS",
+    "CACHEDESC",
+    "CKPTDESC",
+    "CNTLDIR",
+    "CACHEDIR",
+];
+
+/// Attributes each descriptor accepts.
+pub(super) fn allowed_children(parent: &str) -> Option<&'static [&'static str]> {
+    Some(match parent {
+        "STORE" => &["GROUP", "COUNT", "ENABLED", "MKDIR", "FLUSH"],
+        "CKPT" => &[
+            "INTERVAL",
+            "TYPE",
+            "SET_SIZE",
+            "SET_FAILURES",
+            "GROUP",
+            "STORE",
+            "BASE",
+            "ENABLED",
+            "OUTPUT",
+            "INDEX",
+            "REPLICAS",
+            "HOP_DISTANCE",
+            "BYPASS",
+        ],
+        "CKPTDESC" => &[
+            "INTERVAL",
+            "TYPE",
+            "SET_SIZE",
+            "HOP_DISTANCE",
+            "BASE",
+            "DIRECTORY",
+            "ENABLED",
+            "INDEX",
+        ],
+        "CACHEDESC" => &["BASE", "SIZE", "ENABLED", "INDEX"],
+        "CNTLDIR" | "CACHEDIR" => &["BYTES"],
+        _ => return None, // GROUPS takes any attribute names
+    })
+}
+
+pub fn spec(name: &str) -> Option<&'static ParamSpec> {
+    PARAMS.iter().find(|p| p.name == name)
+}
+
+pub fn parse_bool(text: &str) -> Option<bool> {
+    match text {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
+}
+
+pub(super) fn check_value(spec: &ParamSpec, value: &str) -> std::result::Result<(), String> {
+    let ok = match spec.kind {
+        Kind::Bool => parse_bool(value).is_some(),
+        Kind::Count => value.parse::<u64>().is_ok(),
+        Kind::Int => value.parse::<i64>().is_ok(),
+        Kind::Bytes => {
+            return parse_bytecount(value)
+                .map(|_| ())
+                .map_err(|e| format!("{}: {e}", spec.name));
+        }
+        Kind::Float => value
+            .parse::<f64>()
+            .is_ok_and(|f| f.is_finite() && f >= 0.0),
+        // FILE: take the redundancy from the CKPT descriptor lines
+        Kind::Scheme => Scheme::parse(value).is_some() || value.eq_ignore_ascii_case("FILE"),
+        Kind::Text => true,
+        Kind::FlushType => FLUSH_TYPES.iter().any(|t| t.eq_ignore_ascii_case(value)),
+    };
+    if ok {
+        return Ok(());
+    }
+    let expected = match spec.kind {
+        Kind::Bool => "0 or 1",
+        Kind::Count => "a non-negative integer",
+        Kind::Int => "an integer",
+        Kind::Float => "a non-negative number",
+        Kind::Scheme => "SINGLE, PARTNER, XOR, RS or FILE",
+        Kind::FlushType => "SYNC, PTHREAD, BBAPI or DATAWARP",
+        Kind::Bytes | Kind::Text => unreachable!(),
+    };
+    Err(format!(
+        "{}={value:?} is not valid: expected {expected}",
+        spec.name
+    ))
+}

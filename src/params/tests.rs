@@ -1,0 +1,258 @@
+use super::*;
+use std::collections::HashMap;
+
+fn load(env: &[(&str, &str)], system: Option<&str>, user: Option<&str>) -> Result<Params> {
+    load_with_app(env, system, user, None)
+}
+
+fn load_with_app(
+    env: &[(&str, &str)],
+    system: Option<&str>,
+    user: Option<&str>,
+    app: Option<&str>,
+) -> Result<Params> {
+    let dir = tempfile::tempdir().unwrap();
+    let sys = dir.path().join("scr.conf");
+    if let Some(text) = system {
+        std::fs::write(&sys, text).unwrap();
+    }
+    if let Some(text) = user {
+        std::fs::write(dir.path().join(".scrconf"), text).unwrap();
+    }
+    let env: HashMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let lookup = move |k: &str| env.get(k).cloned();
+    Params::load(&Sources {
+        env: Box::new(lookup),
+        system_config: Some(sys),
+        prefix: Some(dir.path().into()),
+        app_config: app.map(|text| ConfigFile::parse(text, "SCR_Config").unwrap()),
+    })
+}
+
+#[test]
+fn precedence_env_user_system_default() {
+    let p = load(
+        &[("SCR_FLUSH", "3")],
+        Some("SCR_FLUSH=1\nSCR_CACHE_SIZE=4\nSCR_SET_SIZE=5"),
+        Some("SCR_FLUSH=2\nSCR_CACHE_SIZE=6"),
+    )
+    .unwrap();
+    assert_eq!(p.count("SCR_FLUSH"), Some(3));
+    assert_eq!(p.setting("SCR_FLUSH").unwrap().origin, Origin::Environment);
+    assert_eq!(p.count("SCR_CACHE_SIZE"), Some(6));
+    assert_eq!(p.count("SCR_SET_SIZE"), Some(5));
+    assert_eq!(p.count("SCR_FETCH_WIDTH"), Some(256));
+    assert!(
+        p.setting("SCR_SET_SIZE")
+            .unwrap()
+            .origin
+            .to_string()
+            .ends_with("scr.conf:3")
+    );
+}
+
+#[test]
+fn cntl_base_is_not_user_settable() {
+    let p = load(
+        &[("SCR_CNTL_BASE", "/evil")],
+        Some("SCR_CNTL_BASE=/ssd"),
+        Some("SCR_CNTL_BASE=/user"),
+    )
+    .unwrap();
+    assert_eq!(p.get("SCR_CNTL_BASE"), Some("/ssd"));
+    assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+}
+
+#[test]
+fn bad_values_name_their_origin() {
+    let e = load(&[("SCR_FLUSH", "often")], None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("environment variable SCR_FLUSH") && e.contains("non-negative integer"),
+        "{e}"
+    );
+    let e = load(&[], None, Some("\nSCR_COPY_TYPE=RAID5"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(".scrconf:2") && e.contains("RAID5"), "{e}");
+    let e = load(&[], Some("CKPT=0 TYPE=MIRROR"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("scr.conf:1") && e.contains("MIRROR"), "{e}");
+    let e = load(&[], Some("CNTLDIR=/tmp BYTES=lots"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("BYTES=lots"), "{e}");
+    let e = load(&[], Some("STORE=/tmp COLOR=blue"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("does not take COLOR"), "{e}");
+    let e = load(&[("SCR_MPI_BUF_SIZE", "4QB")], None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown unit"), "{e}");
+}
+
+#[test]
+fn descriptors_in_both_syntaxes() {
+    let p = load(
+        &[],
+        Some("CACHEDESC=0 BASE=/tmp SIZE=2\nCKPTDESC=0 INTERVAL=1 BASE=/tmp TYPE=LOCAL HOP_DISTANCE=1\nCNTLDIR=/tmp BYTES=1GB"),
+        Some("STORE=/dev/shm GROUP=NODE COUNT=1\nCKPT=0 INTERVAL=1 TYPE=XOR SET_SIZE=4\nGROUPS=host1 POWER=psu1"),
+    )
+    .unwrap();
+    let kinds: Vec<_> = p.descriptors.iter().map(|d| d.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "CACHEDESC",
+            "CKPTDESC",
+            "CNTLDIR",
+            "STORE",
+            "CKPT",
+            "GROUPS"
+        ]
+    );
+    assert_eq!(
+        p.descriptors_of("CKPT").next().unwrap().attr("SET_SIZE"),
+        Some("4")
+    );
+}
+
+#[test]
+fn round_trips_through_a_hash_for_broadcast() {
+    let p = load(
+        &[("SCR_FLUSH", "3")],
+        Some("CKPT=0 INTERVAL=1 TYPE=XOR SET_SIZE=4\nSTORE=/dev/shm COUNT=2"),
+        None,
+    )
+    .unwrap();
+    let back = Params::from_hash(&crate::hash::Hash::unpack(&p.to_hash().pack()).unwrap());
+    assert_eq!(back.count("SCR_FLUSH"), Some(3));
+    assert_eq!(back.get("SCR_CACHE_BASE"), Some("/tmp"));
+    assert_eq!(back.descriptors, p.descriptors);
+}
+
+#[test]
+fn unknown_parameters_warn() {
+    let p = load(&[], None, Some("SCR_FLUHS=3")).unwrap();
+    assert!(p.warnings[0].contains("SCR_FLUHS"));
+}
+
+#[test]
+fn scr_conf_file_must_exist_when_named() {
+    let e = load(&[("SCR_CONF_FILE", "/nonexistent/x.conf")], None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/nonexistent/x.conf does not exist"), "{e}");
+}
+
+#[test]
+fn scr_config_ranks_between_the_user_file_and_the_system_file() {
+    let system = Some("SCR_FLUSH=1\nSCR_CACHE_SIZE=3\nSCR_CHECKPOINT_INTERVAL=7\n");
+    let user = Some("SCR_CACHE_SIZE=4\n");
+    let app = Some("SCR_FLUSH=2\nSCR_CACHE_SIZE=5\nSCR_CHECKPOINT_INTERVAL=8\n");
+    let p = load_with_app(&[("SCR_CHECKPOINT_INTERVAL", "9")], system, user, app).unwrap();
+    assert_eq!(
+        p.get("SCR_FLUSH"),
+        Some("2"),
+        "SCR_Config over the system file"
+    );
+    assert_eq!(
+        p.get("SCR_CACHE_SIZE"),
+        Some("4"),
+        "the user file over SCR_Config"
+    );
+    assert_eq!(
+        p.get("SCR_CHECKPOINT_INTERVAL"),
+        Some("9"),
+        "the environment over all"
+    );
+    let err = load_with_app(&[], None, None, Some("SCR_FLUSH=often\n")).unwrap_err();
+    assert!(err.to_string().contains("SCR_Config"), "{err}");
+}
+
+#[test]
+fn ckpt_lines_apply_with_copy_type_file_or_when_it_is_set_nowhere() {
+    let lines = "CKPT=0 INTERVAL=1 TYPE=PARTNER\n";
+    let p = load(&[], Some(lines), None).unwrap();
+    assert!(p.descriptor_lines_apply() && p.warnings.is_empty());
+    let p = load(&[("SCR_COPY_TYPE", "FILE")], Some(lines), None).unwrap();
+    assert!(p.descriptor_lines_apply());
+    let p = load(&[("SCR_COPY_TYPE", "file")], Some(lines), None).unwrap();
+    assert!(p.descriptor_lines_apply());
+    let p = load(&[("SCR_COPY_TYPE", "XOR")], Some(lines), None).unwrap();
+    assert!(!p.descriptor_lines_apply());
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains("ignored because SCR_COPY_TYPE=XOR") && w.contains("environment")),
+        "{:?}",
+        p.warnings
+    );
+    let p = load(
+        &[],
+        Some("SCR_COPY_TYPE=SINGLE\nCKPT=0 INTERVAL=1 TYPE=XOR\n"),
+        None,
+    )
+    .unwrap();
+    assert!(!p.descriptor_lines_apply());
+    assert!(load(&[("SCR_COPY_TYPE", "FILES")], None, None).is_err());
+}
+
+#[test]
+fn values_nobody_set_stay_defaults_through_the_broadcast_form() {
+    let p = load(
+        &[("SCR_FLUSH", "3")],
+        Some("CKPT=0 INTERVAL=1 TYPE=XOR\n"),
+        None,
+    )
+    .unwrap();
+    let q = Params::from_hash(&p.to_hash());
+    assert_eq!(q.setting("SCR_COPY_TYPE").unwrap().origin, Origin::Default);
+    assert_ne!(q.setting("SCR_FLUSH").unwrap().origin, Origin::Default);
+    assert!(q.descriptor_lines_apply());
+}
+
+#[test]
+fn the_system_config_is_the_run_time_choice_then_the_build_time_one_then_v2_then_v3() {
+    let none = |_: &str| None;
+    let set = |k: &str| (k == "SCR_SYSTEM_CONF_FILE").then(|| "/run/scr.conf".to_string());
+    let only_v3 = |p: &Path| p == Path::new(SYSTEM_CONFIG_PATH_V3);
+    let both = |_: &Path| true;
+    let neither = |_: &Path| false;
+    assert_eq!(
+        system_config_path(&set, Some("/opt/scr/etc/scr.conf"), &both),
+        Path::new("/run/scr.conf")
+    );
+    assert_eq!(
+        system_config_path(&none, Some("/opt/scr/etc/scr.conf"), &both),
+        Path::new("/opt/scr/etc/scr.conf")
+    );
+    assert_eq!(
+        system_config_path(&none, None, &both),
+        Path::new("/etc/scr.conf")
+    );
+    assert_eq!(
+        system_config_path(&none, None, &neither),
+        Path::new("/etc/scr.conf")
+    );
+    assert_eq!(
+        system_config_path(&none, None, &only_v3),
+        Path::new("/etc/scr/scr.conf")
+    );
+}
+
+#[test]
+fn a_store_keeps_its_own_count_else_the_cache_size_and_at_least_one() {
+    let lines = "STORE=/dev/shm COUNT=3\nSTORE=/ssd\n";
+    let p = load(&[("SCR_CACHE_SIZE", "2")], Some(lines), None).unwrap();
+    assert_eq!(p.cache_size("/dev/shm"), 3);
+    assert_eq!(p.cache_size("/ssd"), 2);
+    let p = load(&[("SCR_CACHE_SIZE", "0")], None, None).unwrap();
+    assert_eq!(p.cache_size("/tmp"), 1);
+}
