@@ -218,7 +218,10 @@ case "$cmd" in
   partition) ip link set "scrv$1" down ;;
   heal) ip link set "scrv$1" up ;;
   shm-size) on_node "$1" mount -o "remount,size=$2" /dev/shm ;;
-  restart-ctld)
+  restart-ctld) # as an administrator restarts it: SIGTERM, so it saves its state first
+    pid=$(cat "$STATE/pids/slurmctld")
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
     kill_recorded slurmctld slurmctld
     start slurmctld slurmctld -D -f "$STATE/slurm.conf"
     for _ in $(seq 100); do SLURM_CONF=$STATE/slurm.conf sinfo -h >/dev/null 2>&1 && break; sleep 0.1; done ;;
