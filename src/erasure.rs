@@ -948,6 +948,18 @@ mod tests {
         let lost = parity[0].clone();
         std::fs::remove_file(&lost).unwrap();
         let given = vec![None, Some(parity[1].clone()), Some(parity[2].clone())];
+        let refused = || {
+            rebuild_serial(
+                code,
+                &[0],
+                std::slice::from_ref(&lost),
+                &given,
+                dir.path(),
+                64,
+            )
+            .unwrap_err()
+            .to_string()
+        };
         // a header claiming a huge CHUNK, the file grown to match: refused, nothing written
         for p in &parity[1..] {
             let (mut header, offset) = XorHeader::read(p).unwrap();
@@ -956,16 +968,7 @@ mod tests {
             bytes.extend(&std::fs::read(p).unwrap()[offset as usize..]);
             std::fs::write(p, &bytes).unwrap();
         }
-        let e = rebuild_serial(
-            code,
-            &[0],
-            std::slice::from_ref(&lost),
-            &given,
-            dir.path(),
-            64,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused();
         assert!(
             e.contains("CHUNK 1099511627776") && e.contains("make it"),
             "{e}"
@@ -980,16 +983,7 @@ mod tests {
             .unwrap();
         f.set_len(std::fs::metadata(&parity2[1]).unwrap().len() + 4096)
             .unwrap();
-        let e = rebuild_serial(
-            code,
-            &[0],
-            std::slice::from_ref(&lost),
-            &given,
-            dir.path(),
-            64,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused();
         assert!(e.contains("header and 1 chunk(s)"), "{e}");
         assert!(!lost.exists() && !dir.path().join("ckpt/rank_0.0").exists());
     }

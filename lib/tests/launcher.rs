@@ -270,22 +270,19 @@ fn the_watchdog_kills_a_run_that_makes_no_progress() {
     );
 }
 
+/// `mpiexec -launcher fork -n 4 APP BYTES 2`: two checkpoints, four ranks on the nodes
+/// SCR_NODELIST names.
+fn mpiexec_on_two_nodes<'a>(app: &'a str, bytes: &'a str) -> [&'a str; 8] {
+    ["mpiexec", "-launcher", "fork", "-n", "4", app, bytes, "2"]
+}
+
 #[test]
 fn with_async_flush_scr_run_starts_a_transfer_agent_per_node_that_does_the_copying() {
     let job = Job::new();
     let app = job.app.to_string_lossy().into_owned();
     let (out, t) = output(scr_run_in(
         &job,
-        &[
-            "mpiexec",
-            "-launcher",
-            "fork",
-            "-n",
-            "4",
-            &app,
-            "200000",
-            "2",
-        ],
+        &mpiexec_on_two_nodes(&app, "200000"),
         &[
             ("SCR_NODELIST", "n[1-2]"),
             ("SCR_FLUSH", "1"),
@@ -343,16 +340,7 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
     });
     let (out, t) = output(scr_run_in(
         &job,
-        &[
-            "mpiexec",
-            "-launcher",
-            "fork",
-            "-n",
-            "4",
-            &app,
-            "2000000",
-            "2",
-        ],
+        &mpiexec_on_two_nodes(&app, "2000000"),
         &[
             ("SCR_NODELIST", "n[1-2]"),
             ("SCR_FLUSH", "1"),
