@@ -63,7 +63,9 @@ impl Scr {
                 }
                 if let Some(parent) = cached.parent() {
                     if bypass {
-                        // the application's own directory on the prefix, as a flush makes it
+                        // the application's own directory on the prefix, as a flush makes
+                        // it, reached through no link planted below the prefix
+                        safe_fs::check_no_links_below(&self.prefix, &abs)?;
                         std::fs::create_dir_all(parent)
                             .map_err(|e| Error::io(parent, "create directory", e))?;
                     } else {
