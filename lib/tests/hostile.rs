@@ -334,3 +334,42 @@ fn a_node_name_that_would_leave_the_control_directory_is_refused() {
     assert!(t.contains("node name") && t.contains("holds a '/'"), "{t}");
     assert!(!job.dir.path().join("elsewhere").exists());
 }
+
+#[test]
+fn a_rank2file_graph_that_multiplies_reads_is_stopped_not_followed() {
+    use scr::hash::Hash;
+    let job = Job::new();
+    job.run_ok(2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
+    delete_caches(&job);
+    // every level sends both ranks to the same next-level file: reads double per level,
+    // where a tree SCR writes has each file read once
+    let rel = ".scr/scr.dataset.1";
+    let dir = job.prefix().join(rel);
+    for level in (1..=16u64).rev() {
+        let name = if level == 16 {
+            "rank2file.scr".to_string()
+        } else {
+            format!("graph.{level}.scr")
+        };
+        let mut h = Hash::new();
+        h.set_value("LEVEL", level);
+        h.set_value("RANKS", 2u64);
+        for reader in 0..2u64 {
+            let entry = h.set_kv("RANK", reader);
+            entry.set_value("FILE", format!("{rel}/graph.{}.scr", level - 1));
+            entry.set_value("OFFSET", 0u64);
+        }
+        scr::io::write_hash_file(&dir.join(name), &h).unwrap();
+    }
+    let mut leaf = Hash::new();
+    leaf.set_value("LEVEL", 0u64);
+    scr::io::write_hash_file(&dir.join("graph.0.scr"), &leaf).unwrap();
+    let started = std::time::Instant::now();
+    let out = job.run_ok(2, &["1000", "1"], &[]);
+    assert!(out.contains("it is not the tree SCR writes"), "{out}");
+    assert!(
+        out.contains("no checkpoint, starting from the beginning"),
+        "{out}"
+    );
+    assert!(started.elapsed().as_secs() < 60);
+}
