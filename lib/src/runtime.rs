@@ -169,6 +169,76 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// The ranks grouped by node.
+struct Nodes {
+    /// The ranks on this node.
+    node: SimpleCommunicator,
+    /// The ranks with this rank's place on their nodes.
+    across: SimpleCommunicator,
+    local_rank: u64,
+    /// Each world rank's node.
+    node_names: Vec<String>,
+    /// How many nodes the job has.
+    nodes: u64,
+}
+
+/// Groups the ranks by node name (`name` is this rank's): a node's color is the index of
+/// its first rank. Collective.
+fn group_by_node(world: &SimpleCommunicator, name: &str) -> Nodes {
+    let names = comm::allgather_bytes(world, name.as_bytes());
+    let color = names
+        .iter()
+        .position(|n| n == name.as_bytes())
+        .expect("own name present") as i32;
+    let node = world
+        .split_by_color(Color::with_value(color))
+        .expect("a color was given");
+    let local_rank = node.rank() as u64;
+    let across = world
+        .split_by_color(Color::with_value(local_rank as i32))
+        .expect("a color was given");
+    let nodes = names
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| names.iter().position(|m| m == *n) == Some(*i))
+        .count() as u64;
+    Nodes {
+        node,
+        across,
+        local_rank,
+        node_names: names
+            .iter()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect(),
+        nodes,
+    }
+}
+
+/// Rank 0 reads the configuration (printing its warnings); every rank uses what it read.
+/// Collective: a configuration rank 0 cannot read fails SCR_Init on every rank.
+fn read_params(world: &SimpleCommunicator, rank: u64) -> Result<Params> {
+    let loaded = if rank == 0 {
+        crate::config_api::sources().and_then(|sources| Params::load(&sources))
+    } else {
+        Ok(Params::default())
+    };
+    let ok = comm::all_true(world, loaded.is_ok());
+    match loaded {
+        Ok(p) if ok => {
+            if rank == 0 {
+                for w in &p.warnings {
+                    eprintln!("SCR: WARNING: {w}");
+                }
+            }
+            Ok(Params::from_hash(&comm::bcast_hash(world, 0, &p.to_hash())))
+        }
+        Ok(_) => Err(Error::collective(
+            "rank 0 could not read the SCR configuration",
+        )),
+        Err(e) => Err(e),
+    }
+}
+
 impl Scr {
     /// `SCR_Init`. MPI must already be initialized (by the application).
     pub fn init() -> Result<Scr> {
@@ -181,55 +251,18 @@ impl Scr {
         let rank = world.rank() as u64;
         let ranks = world.size() as u64;
 
-        // rank 0 reads the configuration; every rank uses what it read
-        let loaded = if rank == 0 {
-            crate::config_api::sources().and_then(|sources| Params::load(&sources))
-        } else {
-            Ok(Params::default())
-        };
-        let ok = comm::all_true(&world, loaded.is_ok());
-        let params = match loaded {
-            Ok(p) if ok => {
-                if rank == 0 {
-                    for w in &p.warnings {
-                        eprintln!("SCR: WARNING: {w}");
-                    }
-                }
-                Params::from_hash(&comm::bcast_hash(&world, 0, &p.to_hash()))
-            }
-            Ok(_) => {
-                return Err(Error::collective(
-                    "rank 0 could not read the SCR configuration",
-                ));
-            }
-            Err(e) => return Err(e),
-        };
+        let params = read_params(&world, rank)?;
         if !params.bool("SCR_ENABLE") {
             return Err(failure("SCR is disabled (SCR_ENABLE=0)"));
         }
-        // group ranks by node: the index of the first rank with the same node name
         let (name, emulated) = node_name();
-        let names = comm::allgather_bytes(&world, name.as_bytes());
-        let color = names
-            .iter()
-            .position(|n| n == name.as_bytes())
-            .expect("own name present") as i32;
-        let node = world
-            .split_by_color(Color::with_value(color))
-            .expect("a color was given");
-        let local_rank = node.rank() as u64;
-        let across = world
-            .split_by_color(Color::with_value(local_rank as i32))
-            .expect("a color was given");
-        let node_names: Vec<String> = names
-            .iter()
-            .map(|n| String::from_utf8_lossy(n).into_owned())
-            .collect();
-        let nodes = names
-            .iter()
-            .enumerate()
-            .filter(|(i, n)| names.iter().position(|m| m == *n) == Some(*i))
-            .count() as u64;
+        let Nodes {
+            node,
+            across,
+            local_rank,
+            node_names,
+            nodes,
+        } = group_by_node(&world, &name);
 
         let user = layout::user_name().unwrap_or_else(|| "unknown".into());
         let jobid = layout::job_id(params.get("SCR_JOB_ID"), |k| std::env::var(k).ok())
@@ -240,18 +273,33 @@ impl Scr {
             let base = layout::base_dir(base, param)?;
             layout::node_job_dir(base, &user, &jobid, emulated_node.as_deref())
         };
-        let cntl_base = params.get("SCR_CNTL_BASE").unwrap_or("/tmp");
-        let cntl_dir = node_part(cntl_base, "SCR_CNTL_BASE")?;
-        safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, 0o700)?;
         let mut descriptors = CkptDesc::from_params(&params)?;
-        for d in &descriptors {
-            let store = node_part(&d.store, "SCR_CACHE_BASE (or a CKPT line's STORE)")?;
-            safe_fs::create_dirs_in(Path::new(&d.store), &store, 0o700)?;
-            if local_rank == 0 {
-                // files a previous run discarded but did not get to delete
-                let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));
+        // this node's control and cache directories; a node that cannot have them (a name
+        // refused, a directory someone else controls) fails SCR_Init on every rank alike
+        let cntl_base = params.get("SCR_CNTL_BASE").unwrap_or("/tmp");
+        let dirs = (|| {
+            let cntl_dir = node_part(cntl_base, "SCR_CNTL_BASE")?;
+            safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, 0o700)?;
+            for d in &descriptors {
+                let store = node_part(&d.store, "SCR_CACHE_BASE (or a CKPT line's STORE)")?;
+                safe_fs::create_dirs_in(Path::new(&d.store), &store, 0o700)?;
+                if local_rank == 0 {
+                    // files a previous run discarded but did not get to delete
+                    let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));
+                }
             }
-        }
+            Ok(cntl_dir)
+        })();
+        let agreed = comm::all_true(&world, dirs.is_ok());
+        let cntl_dir = match dirs {
+            Ok(d) if agreed => d,
+            Ok(_) => {
+                return Err(Error::collective(
+                    "another node could not prepare its control or cache directory",
+                ));
+            }
+            Err(e) => return Err(e),
+        };
         let sets: Vec<RedundancySets> = descriptors
             .iter_mut()
             .map(|d| d.select_sets(&params, &node_names, rank == 0))
