@@ -214,6 +214,81 @@ fn group_by_node(world: &SimpleCommunicator, name: &str) -> Nodes {
     }
 }
 
+/// This node's filemaps as this run finds them.
+struct NodeFilemaps {
+    filemap_path: PathBuf,
+    /// This rank's entries, from every filemap on the node.
+    filemap: Filemap,
+    /// Node master only: the node's entries of ranks that now run elsewhere.
+    held: Option<(PathBuf, Filemap)>,
+    /// Datasets whose files were a partner's copy and became this rank's own.
+    reprotect: Vec<u64>,
+}
+
+/// Reads every filemap the node's control directory lists, gives each rank its own
+/// entries (a partner's copy of a rank's files found where it now runs becomes its own),
+/// writes the ranks' filemaps, and (node master) keeps the rest as the held filemap and
+/// writes the master filemap. Collective over the node.
+fn load_filemaps(
+    node: &SimpleCommunicator,
+    rank: u64,
+    local_rank: u64,
+    cntl_dir: &Path,
+) -> Result<NodeFilemaps> {
+    // this rank's filemap: entries for this world rank from every filemap on the node
+    let master_path = layout::master_filemap(cntl_dir);
+    let mut on_node = Filemap::new(); // everything this node's filemaps record
+    if let Ok(master) = MasterFilemap::read(&master_path) {
+        for path in master.filemaps() {
+            if let Ok(map) = Filemap::read(Path::new(path)) {
+                on_node.merge_preferring_untagged(&map, PARTNER_TAG);
+            }
+        }
+    }
+    let mut filemap = on_node.extract_rank(rank);
+    // a partner's copy of this rank's files found where the rank now runs becomes its own
+    let mut reprotect = Vec::new();
+    for d in filemap.datasets() {
+        if filemap.tag(d, rank, PARTNER_TAG).is_some() {
+            filemap.unset_tag(d, rank, PARTNER_TAG);
+            reprotect.push(d);
+        }
+    }
+    let here = comm::allgather_bytes(node, &rank.to_le_bytes());
+    node.barrier();
+    let filemap_path = layout::rank_filemap(cntl_dir, local_rank);
+    filemap.write(&filemap_path)?;
+    let mut local_paths = comm::allgather_bytes(node, filemap_path.to_string_lossy().as_bytes());
+    let mut held = None;
+    if local_rank == 0 {
+        for r in here
+            .iter()
+            .filter_map(|b| Some(u64::from_le_bytes(b.as_slice().try_into().ok()?)))
+        {
+            on_node.remove_rank(r);
+        }
+        let held_path = cntl_dir.join("filemap_held.scrinfo");
+        if on_node.ranks().is_empty() {
+            io::remove_durably(&held_path)?;
+        } else {
+            on_node.write(&held_path)?;
+            local_paths.push(held_path.to_string_lossy().into_owned().into_bytes());
+        }
+        let mut master = MasterFilemap::new();
+        for p in local_paths.drain(..) {
+            master.add(&String::from_utf8_lossy(&p));
+        }
+        master.write(&master_path)?;
+        held = Some((held_path, on_node));
+    }
+    Ok(NodeFilemaps {
+        filemap_path,
+        filemap,
+        held,
+        reprotect,
+    })
+}
+
 /// Rank 0 reads the configuration (printing its warnings); every rank uses what it read.
 /// Collective: a configuration rank 0 cannot read fails SCR_Init on every rank.
 fn read_params(world: &SimpleCommunicator, rank: u64) -> Result<Params> {
@@ -322,53 +397,12 @@ impl Scr {
         }
         node.barrier();
 
-        // this rank's filemap: entries for this world rank from every filemap on the node
-        let master_path = layout::master_filemap(&cntl_dir);
-        let mut on_node = Filemap::new(); // everything this node's filemaps record
-        if let Ok(master) = MasterFilemap::read(&master_path) {
-            for path in master.filemaps() {
-                if let Ok(map) = Filemap::read(Path::new(path)) {
-                    on_node.merge_preferring_untagged(&map, PARTNER_TAG);
-                }
-            }
-        }
-        let mut filemap = on_node.extract_rank(rank);
-        // a partner's copy of this rank's files found where the rank now runs becomes its own
-        let mut reprotect = Vec::new();
-        for d in filemap.datasets() {
-            if filemap.tag(d, rank, PARTNER_TAG).is_some() {
-                filemap.unset_tag(d, rank, PARTNER_TAG);
-                reprotect.push(d);
-            }
-        }
-        let here = comm::allgather_bytes(&node, &rank.to_le_bytes());
-        node.barrier();
-        let filemap_path = layout::rank_filemap(&cntl_dir, local_rank);
-        filemap.write(&filemap_path)?;
-        let mut local_paths =
-            comm::allgather_bytes(&node, filemap_path.to_string_lossy().as_bytes());
-        let mut held = None;
-        if local_rank == 0 {
-            for r in here
-                .iter()
-                .filter_map(|b| Some(u64::from_le_bytes(b.as_slice().try_into().ok()?)))
-            {
-                on_node.remove_rank(r);
-            }
-            let held_path = cntl_dir.join("filemap_held.scrinfo");
-            if on_node.ranks().is_empty() {
-                io::remove_durably(&held_path)?;
-            } else {
-                on_node.write(&held_path)?;
-                local_paths.push(held_path.to_string_lossy().into_owned().into_bytes());
-            }
-            let mut master = MasterFilemap::new();
-            for p in local_paths.drain(..) {
-                master.add(&String::from_utf8_lossy(&p));
-            }
-            master.write(&master_path)?;
-            held = Some((held_path, on_node));
-        }
+        let NodeFilemaps {
+            filemap_path,
+            filemap,
+            held,
+            reprotect,
+        } = load_filemaps(&node, rank, local_rank, &cntl_dir)?;
         let nodes_file = if rank == 0 {
             NodesFile::with_nodes(nodes).write(&layout::nodes_file(&prefix))
         } else {
