@@ -211,9 +211,28 @@ impl HaltFile {
     }
 }
 
+/// Seconds left before the allocation ends, from SCR_END_TIME (epoch seconds; `value` is
+/// its setting, from the environment or the parameters): one rule for the library and
+/// every command. None when unset, unparsable or not positive.
+pub fn seconds_left(value: Option<&str>, now: i64) -> Option<i64> {
+    value
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|&t| t > 0)
+        .map(|t| t - now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_left_come_from_a_positive_end_time() {
+        assert_eq!(seconds_left(Some("1000"), 400), Some(600));
+        assert_eq!(seconds_left(Some(" 1000\n"), 1000), Some(0));
+        assert_eq!(seconds_left(Some("0"), 400), None);
+        assert_eq!(seconds_left(Some("soon"), 400), None);
+        assert_eq!(seconds_left(None, 400), None);
+    }
 
     #[test]
     fn decisions() {

@@ -150,8 +150,7 @@ pub struct ScavengeArgs {
 }
 
 fn nodeset(text: &str, what: &str) -> scr::Result<HostSet> {
-    text.parse::<HostSet>()
-        .map_err(|e| fail(format!("{what} {text:?}: {e}")))
+    super::host_set(Some(text), what)
 }
 
 pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
@@ -242,10 +241,7 @@ pub fn postrun_with(
     }
     let rm = job::detect_resource_manager();
     let nodes = rm.nodes().map_err(fail)?;
-    let exclude = match params.get("SCR_EXCLUDE_NODES") {
-        Some(t) => nodeset(t, "SCR_EXCLUDE_NODES")?,
-        None => HostSet::new(),
-    };
+    let exclude = super::excluded_nodes(params)?;
     let down_list = job::list_down_nodes(&DownNodeQuery {
         resource_manager: rm.as_ref(),
         nodes: nodes.clone(),

@@ -39,10 +39,7 @@ pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
         halt.set_halt_seconds(secs);
     }
     let now = chrono::Utc::now().timestamp();
-    let remaining = params
-        .int("SCR_END_TIME")
-        .filter(|&t| t > 0)
-        .map(|t| t - now);
+    let remaining = scr::halt::seconds_left(params.get("SCR_END_TIME"), now);
     match halt.decision(now, remaining) {
         Some(cause) => {
             println!("scr_should_exit: the job should stop: {cause}");

@@ -35,3 +35,19 @@ pub fn read_or_empty<T: scr::HashView + Default>(path: &std::path::Path) -> scr:
         Err(e) => Err(e),
     }
 }
+
+/// A host list given as an option or parameter (`what` names it in the error); none is
+/// the empty set.
+pub fn host_set(text: Option<&str>, what: &str) -> scr::Result<::hostlist::HostSet> {
+    match text {
+        Some(t) => t
+            .parse::<::hostlist::HostSet>()
+            .map_err(|e| scr::Error::refused(format!("{what}={t:?} is not a host list: {e}"))),
+        None => Ok(::hostlist::HostSet::new()),
+    }
+}
+
+/// SCR_EXCLUDE_NODES: the nodes never to use.
+pub fn excluded_nodes(params: &scr::params::Params) -> scr::Result<::hostlist::HostSet> {
+    host_set(params.get("SCR_EXCLUDE_NODES"), "SCR_EXCLUDE_NODES")
+}

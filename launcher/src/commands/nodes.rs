@@ -78,19 +78,11 @@ pub fn list_down_nodes(args: ListDownArgs) -> scr::Result<ExitCode> {
             .map_err(|e| fail(format!("nodeset {text:?}: {e}")))?,
         None => rm.nodes().map_err(fail)?,
     };
-    let parse = |text: Option<&str>, what: &str| -> scr::Result<HostSet> {
-        match text {
-            Some(t) => t
-                .parse::<HostSet>()
-                .map_err(|e| fail(format!("{what} {t:?}: {e}"))),
-            None => Ok(HostSet::new()),
-        }
-    };
     let down = job::list_down_nodes(&DownNodeQuery {
         resource_manager: rm.as_ref(),
         nodes,
-        known_down: parse(args.down.as_deref(), "--down")?,
-        exclude: parse(params.get("SCR_EXCLUDE_NODES"), "SCR_EXCLUDE_NODES")?,
+        known_down: super::host_set(args.down.as_deref(), "--down")?,
+        exclude: super::excluded_nodes(&params)?,
         node_check: Some(configured_node_check(&params, args.free)),
     });
     if down.is_empty() {

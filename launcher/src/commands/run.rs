@@ -211,12 +211,8 @@ impl JobOps for Live<'_> {
     fn halt_condition(&mut self) -> Option<String> {
         let halt = HaltFile::read(&layout::halt_file(&self.prefix)).ok()?;
         let now = chrono::Utc::now().timestamp();
-        let end = std::env::var("SCR_END_TIME")
-            .ok()
-            .and_then(|v| v.parse::<i64>().ok())
-            .filter(|&t| t > 0);
-        halt.decision(now, end.map(|t| t - now))
-            .map(|cause| cause.to_string())
+        let left = scr::halt::seconds_left(std::env::var("SCR_END_TIME").ok().as_deref(), now);
+        halt.decision(now, left).map(|cause| cause.to_string())
     }
 
     fn stop_requested(&self) -> bool {
@@ -326,12 +322,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         Some(Err(_)) => return Err(fail("SCR_RUNS must be an integer (-1 for unlimited)")),
         None => Some(params.count("SCR_RETRIES").unwrap_or(0) as u32 + 1),
     };
-    let exclude = match params.get("SCR_EXCLUDE_NODES") {
-        Some(text) => text
-            .parse::<HostSet>()
-            .map_err(|e| fail(format!("SCR_EXCLUDE_NODES={text:?}: {e}")))?,
-        None => HostSet::new(),
-    };
+    let exclude = super::excluded_nodes(&params)?;
     let node_check = super::nodes::configured_node_check(&params, false);
     let launch_node = rm
         .nodes_are_hosts()

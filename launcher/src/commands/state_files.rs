@@ -92,11 +92,8 @@ pub fn retries_halt(args: RetriesHaltArgs) -> scr::Result<ExitCode> {
         Err(e) => return Err(e),
     };
     let now = chrono::Utc::now().timestamp();
-    let end = std::env::var("SCR_END_TIME")
-        .ok()
-        .and_then(|v| v.parse::<i64>().ok())
-        .filter(|&t| t > 0);
-    match halt.decision(now, end.map(|t| t - now)) {
+    let left = scr::halt::seconds_left(std::env::var("SCR_END_TIME").ok().as_deref(), now);
+    match halt.decision(now, left) {
         Some(cause) => {
             println!("scr_retries_halt: HALT RUN: {cause}");
             Ok(ExitCode::SUCCESS)

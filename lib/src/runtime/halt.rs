@@ -19,11 +19,7 @@ impl Scr {
                     halt.decrement_checkpoints();
                 }
                 let now = chrono::Utc::now().timestamp();
-                let remaining = self
-                    .params
-                    .int("SCR_END_TIME")
-                    .filter(|&t| t > 0)
-                    .map(|t| t - now);
+                let remaining = scr::halt::seconds_left(self.params.get("SCR_END_TIME"), now);
                 if let Some(cause) = halt.library_decision(now, remaining) {
                     eprintln!("SCR: Job exiting: {cause}");
                     halt.set_exit_reason(cause.reason());
