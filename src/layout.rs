@@ -181,6 +181,25 @@ pub fn current_link(prefix: &Path) -> PathBuf {
     prefix.join("scr.current")
 }
 
+/// This machine's host name (the kernel's, as the MPI launchers see it), "localhost" when
+/// it cannot be read.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// A node's own directory inside a job directory: the job directory itself for this
+/// machine's host, `node.<name>` for an emulated node (several share one machine's file
+/// systems and keep apart by name). One rule for the library and the launcher.
+pub fn node_dir(job_dir: &Path, node: &str) -> Result<PathBuf> {
+    if node == host_name() {
+        Ok(job_dir.to_path_buf())
+    } else {
+        emulated_node_dir(job_dir, node)
+    }
+}
+
 /// The resource manager's id for this job: SLURM's SLURM_JOBID, else SLURM_JOB_ID (newer
 /// SLURM sets only the latter in some contexts). `env` looks up a variable.
 pub fn resource_manager_job_id(env: impl Fn(&str) -> Option<String>) -> Option<String> {

@@ -142,9 +142,7 @@ pub struct Scr {
 /// host (`mpiexec -launcher fork -hosts n1,n2 …` emulates nodes that way), else the host
 /// name. Returns the name and whether it is an emulated node (differs from the host name).
 fn node_name() -> (String, bool) {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into());
+    let host = layout::host_name();
     let chosen = std::env::var("SCR_NODE_NAME")
         .ok()
         .or_else(|| std::env::var("MPIR_CVAR_CH3_INTERFACE_HOSTNAME").ok())

@@ -149,18 +149,12 @@ impl ResourceManager for Local {
 }
 
 pub fn local_host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into())
+    layout::host_name()
 }
 
 /// A node's control directory inside the job's, for nodes on this machine: the library's
 /// rule is that a node named other than the host is an emulated one, whose directories
 /// are kept apart by name.
 pub fn local_node_cntl_dir(cntl: &Path, node: &str) -> scr::Result<PathBuf> {
-    if node == local_host_name() {
-        Ok(cntl.to_path_buf())
-    } else {
-        layout::emulated_node_dir(cntl, node)
-    }
+    layout::node_dir(cntl, node)
 }
