@@ -1,4 +1,4 @@
-//! SCR configuration files (reference §2.2): `KEY=VALUE` lines, or descriptor lines whose
+//! SCR configuration files: `KEY=VALUE` lines, or descriptor lines whose
 //! first pair names the parent and whose further pairs are its attributes:
 //!
 //! ```text

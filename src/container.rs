@@ -1,4 +1,4 @@
-//! Containers (the containers seed): with SCR_USE_CONTAINERS a flushed dataset's user files
+//! Containers: with SCR_USE_CONTAINERS a flushed dataset's user files
 //! are packed back to back into `ctr.<n>.scr` files of at most SCR_CONTAINER_SIZE bytes, in
 //! `<prefix>/.scr/scr.dataset.<id>/`, so the parallel file system sees a few large files
 //! instead of one per rank. A file that crosses a container boundary is stored as several
@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn files_are_cut_at_container_boundaries() {
-        // the seed's example: containers of 300000 bytes, a file of 524296 bytes at 524295
+        // an example: containers of 300000 bytes, a file of 524296 bytes at 524295
         let segs = place(7, 524_295, 524_296, 300_000);
         let got: Vec<(String, u64, u64)> = segs
             .iter()

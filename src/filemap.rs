@@ -1,4 +1,4 @@
-//! Filemap (the filemap seed; manual §4): which rank has which files of which dataset in
+//! Filemap: which rank has which files of which dataset in
 //! cache. Each rank keeps one in the control directory (`filemap_<n>.scrinfo`); the node
 //! master lists them all in the master filemap (`filemap.scrinfo`).
 //!

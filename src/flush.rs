@@ -1,4 +1,4 @@
-//! Flush file (`<prefix>/.scr/flush.scr`, manual §9.4): where each cached dataset is.
+//! Flush file (`<prefix>/.scr/flush.scr`): where each cached dataset is.
 //!
 //! ```text
 //! DATASET <id> LOCATION {CACHE | FLUSHING | SYNC_FLUSHING | PFS …}  NAME <name>  CKPT <id>  DIR <dir>

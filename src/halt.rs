@@ -1,4 +1,4 @@
-//! Halt file (`<prefix>/.scr/halt.scr`, manual §9.5) and the halt decision.
+//! Halt file (`<prefix>/.scr/halt.scr`) and the halt decision.
 //!
 //! ```text
 //! ExitReason <text>  HaltSeconds <s>  ExitBefore <epoch s>  ExitAfter <epoch s>  CheckpointsLeft <n>

@@ -1,4 +1,4 @@
-//! Index file (`<prefix>/.scr/index.scr`, manual §9.1): the datasets on the prefix and
+//! Index file (`<prefix>/.scr/index.scr`): the datasets on the prefix and
 //! which one a restart should use.
 //!
 //! SCR v2.0.0 layout (what `golden/xor/prefix/.scr/index.scr` holds):

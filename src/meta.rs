@@ -1,4 +1,4 @@
-//! Meta data of one cached file (manual §5): what it is, whose it is, and how to verify it.
+//! Meta data of one cached file: what it is, whose it is, and how to verify it.
 //!
 //! ```text
 //! FILE rank_0.ckpt   TYPE USER   RANKS 4   ORIG ckpt.3/rank_0.ckpt

@@ -1,4 +1,4 @@
-//! Nodes file (`<prefix>/.scr/nodes.scr`, manual §9.6): how many nodes the last run used,
+//! Nodes file (`<prefix>/.scr/nodes.scr`): how many nodes the last run used,
 //! which is how many the next run needs.
 
 use crate::hash::Hash;

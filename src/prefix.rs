@@ -1,4 +1,4 @@
-//! Publishing a dataset on the prefix (manual §9): once its files are there, its rank2file
+//! Publishing a dataset on the prefix: once its files are there, its rank2file
 //! tree and summary under `.scr/scr.dataset.<id>/`, its index entry (COMPLETE, FLUSHED,
 //! CURRENT), the `scr.current` link and the flush file's PFS location — in that order, so
 //! the index never names a dataset whose description is not durable. The library's flush

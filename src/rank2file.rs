@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path};
 
-/// Largest tree file written, and largest read in one step (the seed's 1 MB).
+/// Largest tree file written, and largest read in one step (1 MB, as SCR writes them).
 pub const MAX_FILE_BYTES: usize = 1 << 20;
 
 const LEVEL: &str = "LEVEL";
@@ -280,7 +280,7 @@ pub enum Delivery {
 /// entries per file, so a handful of levels covers any job.
 pub const MAX_LEVEL: u64 = 16;
 
-/// One step of the scatter the seed describes: read one tree file (at most
+/// One step of the scatter: read one tree file (at most
 /// [`MAX_FILE_BYTES`]) and say what goes to whom. Rank 0 starts with the root; each file's
 /// `RANK` entries name the rank that reads the next level, and a leaf's name the ranks whose
 /// files it lists. A restart so never has one process read the whole map.

@@ -1,4 +1,4 @@
-//! Redundancy descriptor (manual §6; SCR's `REDDESC`): which store a dataset is cached in,
+//! Redundancy descriptor (SCR's `REDDESC`): which store a dataset is cached in,
 //! which scheme protects it, and which redundancy set this rank belongs to, so a later run
 //! can rebuild the same sets.
 

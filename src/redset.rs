@@ -1,4 +1,4 @@
-//! Redundancy set selection (manual §6; SCR v1.2's failure-group rule): which ranks protect
+//! Redundancy set selection (SCR v1.2's failure-group rule): which ranks protect
 //! each other's files. Pure logic over the failure group (by default the node) of every
 //! world rank, so every rank computes the same sets without talking to the others.
 //!

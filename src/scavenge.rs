@@ -1,4 +1,4 @@
-//! The post-run drain without MPI (the scavenge seed; manual §9.1–9.2, §11.10):
+//! The post-run drain without MPI:
 //! [`copy_node`] copies what one node's cache holds of a dataset to the prefix (SCR's
 //! `scr_copy`), and [`index_dataset`] checks what arrived from all nodes, rebuilds lost
 //! members from XOR or Reed–Solomon parity, and publishes the dataset (SCR's

@@ -1,4 +1,4 @@
-//! Summary file (`<prefix>/.scr/scr.dataset.<id>/summary.scr`, manual §9.2).
+//! Summary file (`<prefix>/.scr/scr.dataset.<id>/summary.scr`).
 //!
 //! VERSION 6 (what we write, and SCR v1.1.8+): `VERSION 6  COMPLETE 0|1  DSET {dataset}`,
 //! with the rank2file tree beside it. 1.1-8 also embedded the map under `RANK2FILE`.

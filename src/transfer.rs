@@ -1,4 +1,4 @@
-//! Transfer file (`<cntldir>/transfer.scrinfo`, manual §9.7): the protocol between the
+//! Transfer file (`<cntldir>/transfer.scrinfo`): the protocol between the
 //! library and the per-node asynchronous flush agent.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! The XOR scheme's arithmetic and files (manual §6.3; reference §4.5), shared by the
+//! The XOR scheme's arithmetic and files, shared by the
 //! runtime library (encode, rebuild in Init) and the serial rebuild command.
 //!
 //! Each member of a set of `n` sees its files as one logical file: their concatenation in

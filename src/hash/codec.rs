@@ -1,4 +1,4 @@
-//! The packed hash and the hash file format (reference §4.1).
+//! The packed hash and the hash file format.
 //!
 //! Packed hash: `u32 count` then `count × (key bytes, NUL, packed child)`, big-endian.
 //! Hash file: 20-byte header (magic, type 1, version 1, u64 total size, u32 flags), the

@@ -1,4 +1,4 @@
-//! The relaunch loop of SCR's `scr_srun` (manual §11.3.1) as pure decisions over a
+//! The relaunch loop of SCR's `scr_srun` as pure decisions over a
 //! [`JobOps`]: the real one runs commands, the tests' one follows a script.
 //!
 //! Each attempt: find the down nodes (once down, always down), work out the nodes needed

@@ -1,4 +1,4 @@
-//! Asynchronous flush (SCR_FLUSH_ASYNC; manual §2.5, §9.7). Complete_checkpoint hands the
+//! Asynchronous flush (SCR_FLUSH_ASYNC). Complete_checkpoint hands the
 //! dataset's files to a background thread on each rank and returns to the application. The
 //! thread copies them to the prefix throttled by SCR_FLUSH_ASYNC_BW (bytes per second per
 //! node, shared by its ranks) and SCR_FLUSH_ASYNC_PERCENT (the share of its time it may

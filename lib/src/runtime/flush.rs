@@ -62,8 +62,8 @@ impl Scr {
     }
 
     /// Where this rank's bytes start in the dataset's container stream: the node's total is
-    /// summed on the node, node masters scan across nodes, ranks scan within their node
-    /// (the containers seed), so each node's files lie together.
+    /// summed on the node, node masters scan across nodes, ranks scan within their node,
+    /// so each node's files lie together.
     pub(super) fn container_start(&self, my_bytes: u64) -> u64 {
         let node_total = comm::sum_u64(&self.node_comm, my_bytes);
         let node_start = if self.node_comm.rank() == 0 {

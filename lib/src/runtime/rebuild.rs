@@ -1,4 +1,4 @@
-//! Restart from cache (manual §11.4, reference §5.3): find the newest checkpoint every
+//! Restart from cache: find the newest checkpoint every
 //! rank can get back, move each rank's files to where it runs now (from the node that
 //! holds them, own copy or a partner's), rebuild lost members from the rest of their XOR
 //! or RS set, and protect the result anew when anything moved. When a dataset cannot be

@@ -1,4 +1,4 @@
-//! Applying a checkpoint's redundancy scheme once every rank has written it (manual §6):
+//! Applying a checkpoint's redundancy scheme once every rank has written it:
 //! PARTNER sends each rank's files to its right neighbour in its set, XOR computes each
 //! member's parity with the pipelined reduce-scatter ring (every data byte read once, the
 //! XOR file written once, data moved in SCR_MPI_BUF_SIZE pieces).
