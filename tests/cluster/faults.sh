@@ -18,8 +18,8 @@
 #   agent-stop   SIGSTOP of the transfer agents: the ranks must take over
 #   cache-full   one node's cache (its /dev/shm tmpfs) shrunk to below what a checkpoint needs
 #   prefix-full  the prefix's file system filled up
-#   cache-flip   a byte flipped in a cached checkpoint file on one node
-#   prefix-trunc a flushed checkpoint file on the prefix truncated
+#   cache-damage a cached checkpoint file on one node truncated or a byte of it flipped
+#   prefix-damage a flushed checkpoint file on the prefix truncated or a byte of it flipped
 #   network      one node's network cut for 3 s
 #   slurmctld    slurmctld killed and started again
 # After the fault is undone the job is submitted again if it did not finish (as a user
@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
     *) echo "faults: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-all_kinds=(node rank scr-run drain agent-kill agent-stop cache-full prefix-full cache-flip prefix-trunc network slurmctld)
+all_kinds=(node rank scr-run drain agent-kill agent-stop cache-full prefix-full cache-damage prefix-damage network slurmctld)
 if [ "$kinds_arg" = all ]; then kinds=("${all_kinds[@]}"); else IFS=, read -r -a kinds <<< "$kinds_arg"; fi
 for k in "${kinds[@]}"; do
   printf '%s\n' "${all_kinds[@]}" | grep -qx -- "$k" || { echo "faults: unknown fault kind '$k' (${all_kinds[*]})" >&2; exit 2; }
@@ -103,8 +103,18 @@ wait_for() { # PATTERN SECONDS: waits until a process matching PATTERN runs
   for i in $(seq $(($2 * 20))); do pgrep -f "$1" >/dev/null && return 0; sleep 0.05; done
   return 1
 }
+# damage FILE flip|truncate: a byte in the middle flipped, or the file cut to 100 bytes
+damage='import sys
+p, how = sys.argv[1], sys.argv[2]
+b = bytearray(open(p, "rb").read())
+if how == "flip":
+    b[len(b) // 2] ^= 0xff
+else:
+    b = b[:100]
+open(p, "wb").write(b)'
 inject() {
   local kind=$1 node=$2 delay=$3 log=$4 prefix=$5 f
+  local how=flip; [ $((delay % 2)) -eq 0 ] || how=truncate
   sleep "$(echo "$delay / 1000" | bc -l)"
   echo "faults: injecting $kind on node$node after $delay ms" >> "$log"
   case $kind in
@@ -118,12 +128,14 @@ inject() {
     cache-full) "$harness" shm-size "$node" 600k 2>>"$log" || true ;;
     prefix-full) fallocate -l "$(df --output=avail -B1 "$FULL" | tail -1)" "$FULL/filler" 2>/dev/null ||
                    dd if=/dev/zero of="$FULL/filler" bs=64k 2>/dev/null || true ;;
-    cache-flip)
+    cache-damage)
+      echo "faults: damage: $how" >> "$log"
       f=$("$harness" exec "$node" sh -c 'find /dev/shm -name "rank_*.ckpt" | sort | tail -1' 2>/dev/null || true)
-      [ -n "$f" ] && "$harness" exec "$node" python3 -c "import sys;p=sys.argv[1];b=bytearray(open(p,'rb').read());b[len(b)//2]^=0xff;open(p,'wb').write(b)" "$f" || true ;;
-    prefix-trunc)
+      [ -n "$f" ] && "$harness" exec "$node" python3 -c "$damage" "$f" "$how" 2>>"$log" || true ;;
+    prefix-damage)
+      echo "faults: damage: $how" >> "$log"
       f=$(find "$prefix" -name 'rank_*.ckpt' 2>/dev/null | sort | tail -1)
-      [ -n "$f" ] && truncate -s 100 "$f" || true ;;
+      [ -n "$f" ] && python3 -c "$damage" "$f" "$how" 2>>"$log" || true ;;
     network) "$harness" partition "$node"; sleep 3; "$harness" heal "$node" ;;
     slurmctld) "$harness" restart-ctld ;;
   esac
