@@ -90,7 +90,13 @@ deps=(
   "openssh-server file /usr/sbin/sshd"
   "openssh-client cmd ssh"
   "iproute2 cmd ip"
+  # namespaces (nsenter), the hostile-input tests' second user (setpriv), lock holders
+  # (flock) and full file systems (fallocate)
   "util-linux cmd nsenter"
+  "util-linux cmd setpriv"
+  "util-linux cmd flock"
+  # the fault campaign and the transfer-agent tests signal processes by pattern
+  "procps cmd pkill"
 )
 
 prove() {
