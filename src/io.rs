@@ -71,7 +71,7 @@ pub fn copy_file_with_crc(
     if let Some(dir) = dst.parent() {
         fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
     }
-    let tmp = temporary_name(dst);
+    let tmp = temporary_name(dst, "tmp");
     let result = (|| {
         let mut output = OpenOptions::new()
             .write(true)
@@ -238,7 +238,7 @@ pub fn write_hash_file(path: &Path, hash: &Hash) -> Result<()> {
 /// rename, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let dir = parent_dir(path);
-    let tmp = temporary_name(path);
+    let tmp = temporary_name(path, "tmp");
     let result = (|| {
         let mut file = OpenOptions::new()
             .write(true)
@@ -302,7 +302,7 @@ pub fn remove_temporaries(dir: &Path) {
     }
 }
 
-/// Whether a file name is one of [`temporary_name`]'s or `NewFile`'s.
+/// Whether a file name is one of [`temporary_name`]'s.
 fn is_temporary_name(name: &str) -> bool {
     let Some(rest) = name.strip_prefix('.') else {
         return false;
@@ -317,14 +317,17 @@ fn is_temporary_name(name: &str) -> bool {
         && parts.next().is_some_and(|f| !f.is_empty())
 }
 
-fn temporary_name(path: &Path) -> PathBuf {
+/// A hidden temporary beside `path`, `.<file>.<kind>.<pid>.<n>` (`kind` is `tmp` for a
+/// replacement renamed over the file, `new` for a file linked into place):
+/// [`remove_temporaries`] recognises exactly these names.
+pub(crate) fn temporary_name(path: &Path, kind: &str) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    parent_dir(path).join(format!(".{name}.tmp.{}.{n}", std::process::id()))
+    parent_dir(path).join(format!(".{name}.{kind}.{}.{n}", std::process::id()))
 }
 
 /// Whether `path` lies inside one of `dirs`, judged on the names alone: an absolute path

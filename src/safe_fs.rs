@@ -8,7 +8,6 @@ use crate::error::{Error, Result};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The user this process runs as (the owner of its own `/proc` entry).
 fn my_uid() -> Option<u32> {
@@ -158,17 +157,7 @@ impl NewFile {
                 "already exists; SCR only recreates missing files and never replaces one",
             ));
         }
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let dir = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let temp = dir.join(format!(".{name}.new.{}.{n}", std::process::id()));
+        let temp = crate::io::temporary_name(target, "new");
         let file = OpenOptions::new()
             .read(true)
             .write(true)
