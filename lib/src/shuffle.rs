@@ -4,9 +4,10 @@
 //! moves copies from the node that holds them to the rank that now owns them.
 //!
 //! A sender and its receiver first trade the lengths and the header, then walk the same
-//! sequence of data pieces in lockstep, each piece sent nonblocking while the next is
-//! received, so a ring of exchanges never deadlocks. The sender's files are mapped: a piece
-//! inside one file is sent straight from its page cache, a copy fewer than read-then-send.
+//! sequence of data pieces, every send nonblocking and posted before the receives, so a ring of exchanges never deadlocks. Pieces travel a window at a time
+//! ([`pieces_in_flight`]), and while one window travels the one before it is written. The
+//! sender's files are mapped: a piece inside one file is sent straight from its page cache,
+//! a copy fewer than read-then-send.
 
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
@@ -37,15 +38,17 @@ pub struct Incoming<'a> {
     pub place: Placement<'a>,
 }
 
-/// The sender's files seen as one logical byte range through read-only mappings (empty
-/// files unmapped; a mapping outlives the file handle it was made from).
-struct Mapped {
+/// A rank's cached files seen as one logical byte range through read-only mappings (empty
+/// files unmapped; a mapping outlives the file handle it was made from). Sending and parity
+/// read the data from the page cache this way, without a copy.
+pub(crate) struct Mapped {
     /// (logical start, length, mapping)
     parts: Vec<(u64, u64, Option<memmap2::Mmap>)>,
 }
 
 impl Mapped {
-    fn open(files: &[(PathBuf, u64)]) -> Result<Self> {
+    /// Maps the files, each of the size the filemap records (another size is an error).
+    pub(crate) fn open(files: &[(PathBuf, u64)]) -> Result<Self> {
         let mut parts = Vec::with_capacity(files.len());
         let mut start = 0;
         for (path, size) in files {
@@ -57,9 +60,11 @@ impl Mapped {
                     format!("{actual} bytes, the filemap records {size}"),
                 ));
             }
-            // SAFETY: cached files are not changed while the job runs SCR calls
+            // SAFETY: cached files are not changed while the job runs SCR calls. The page
+            // tables are filled at once (populate): one pass instead of a fault per page
+            // while the data is sent or added.
             let map = (*size > 0)
-                .then(|| unsafe { memmap2::Mmap::map(&f) })
+                .then(|| unsafe { memmap2::MmapOptions::new().populate().map(&f) })
                 .transpose()
                 .map_err(|e| Error::io(path, "map", e))?;
             parts.push((start, *size, map));
@@ -69,7 +74,7 @@ impl Mapped {
     }
 
     /// `[offset, offset + len)` when it lies inside one file.
-    fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
+    pub(crate) fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
         let (start, size, map) = self
             .parts
             .iter()
@@ -81,8 +86,8 @@ impl Mapped {
         Some(&map.as_ref()?[at..at + len])
     }
 
-    /// Copies `[offset, offset + buf.len())` across files.
-    fn read_at(&self, mut offset: u64, buf: &mut [u8]) {
+    /// Copies `[offset, offset + buf.len())` across files; what lies past the last is zero.
+    pub(crate) fn read_at(&self, mut offset: u64, buf: &mut [u8]) {
         let mut done = 0;
         for (start, size, map) in &self.parts {
             if done == buf.len() {
@@ -98,7 +103,27 @@ impl Mapped {
             done += n;
             offset += n as u64;
         }
+        buf[done..].fill(0);
     }
+
+    /// `len` bytes from `offset`: a slice of a mapping when they lie inside one file, else
+    /// copied (across files, zero past the end) into `scratch`.
+    pub(crate) fn bytes<'a>(&'a self, offset: u64, len: usize, scratch: &'a mut [u8]) -> &'a [u8] {
+        match self.slice(offset, len) {
+            Some(s) => s,
+            None => {
+                self.read_at(offset, &mut scratch[..len]);
+                &scratch[..len]
+            }
+        }
+    }
+}
+
+/// How many pieces of `buf_size` bytes travel at once: enough for 8 MiB in flight, at least
+/// two. Waiting for each piece before sending the next costs a round trip per piece, which
+/// on a node running more ranks than cores is a scheduler time slice each.
+pub fn pieces_in_flight(buf_size: usize) -> usize {
+    ((8usize << 20) / buf_size.max(1)).clamp(2, 64)
 }
 
 /// Sends and/or receives one copy; `buf_size` bounds each message. Errors on either side
@@ -190,44 +215,99 @@ pub fn exchange(
             }
         }
     }
-
-    // the data, piece by piece; pieces inside one file go straight from and to the mappings
-    let mut out_buf = vec![0u8; buf_size as usize];
-    let mut in_buf = vec![0u8; buf_size as usize];
+    // the data: a window of pieces in flight at once, sent straight from the mappings, and
+    // while one window travels the one before it is written (two sets of receive buffers)
+    let window = pieces_in_flight(buf_size as usize) as u64;
     let steps = send_data.max(recv_data).div_ceil(buf_size);
-    for step in 0..steps {
-        let offset = step * buf_size;
-        let send_len = send_data.saturating_sub(offset).min(buf_size) as usize;
-        let recv_len = recv_data.saturating_sub(offset).min(buf_size) as usize;
-        let direct_out = source.as_ref().and_then(|s| s.slice(offset, send_len));
-        if send_len > 0
-            && direct_out.is_none()
-            && let Some(s) = &source
-        {
-            s.read_at(offset, &mut out_buf[..send_len]);
-        }
-        mpi::request::scope(|scope| {
-            let sent = (send_len > 0).then(|| {
-                let piece = direct_out.unwrap_or(&out_buf[..send_len]);
-                comm.process_at_rank(to.expect("sending"))
-                    .immediate_send_with_tag(scope, piece, TAG_DATA)
-            });
-            if recv_len > 0 {
-                comm.process_at_rank(from.expect("receiving"))
-                    .receive_into_with_tag(&mut in_buf[..recv_len], TAG_DATA);
+    let piece =
+        |total: u64, step: u64| total.saturating_sub(step * buf_size).min(buf_size) as usize;
+    let mut received = [
+        vec![0u8; (window * buf_size) as usize],
+        vec![0u8; (window * buf_size) as usize],
+    ];
+    let mut staged = [Vec::new(), Vec::new()];
+    // the window whose pieces wait in a receive set to be written
+    let mut unwritten: Option<std::ops::Range<u64>> = None;
+    let mut write = |set: &[u8], pieces: std::ops::Range<u64>| {
+        for (slot, step) in pieces.clone().enumerate() {
+            let len = piece(recv_data, step);
+            let at = slot * buf_size as usize;
+            if len > 0
+                && let Some(s) = &sink
+                && let Err(e) = s.write_at(step * buf_size, &set[at..at + len])
+            {
+                failure.get_or_insert(e);
+                sink = None;
             }
-            if let Some(r) = sent {
+        }
+    };
+    for (w, first) in (0..steps).step_by(window as usize).enumerate() {
+        let pieces = first..(first + window).min(steps);
+        let (this, other) = if w % 2 == 0 {
+            let (a, b) = received.split_at_mut(1);
+            (&mut a[0], &b[0])
+        } else {
+            let (a, b) = received.split_at_mut(1);
+            (&mut b[0], &a[0])
+        };
+        // a piece that spans files is copied into a staging buffer; the others are sent
+        // from their mapping
+        let staging: &mut Vec<u8> = &mut staged[w % 2];
+        staging.clear();
+        let mut outgoing = Vec::with_capacity(pieces.clone().count());
+        for step in pieces.clone() {
+            let len = piece(send_data, step);
+            let direct = source.as_ref().and_then(|s| s.slice(step * buf_size, len));
+            if len > 0 && direct.is_none() {
+                let at = staging.len();
+                staging.resize(at + len, 0);
+                if let Some(s) = &source {
+                    s.read_at(step * buf_size, &mut staging[at..]);
+                }
+                outgoing.push((len, None, at));
+            } else {
+                outgoing.push((len, direct, 0));
+            }
+        }
+        let staging: &[u8] = staging;
+        mpi::request::scope(|scope| {
+            let sends: Vec<_> = outgoing
+                .iter()
+                .filter(|(len, _, _)| *len > 0)
+                .map(|&(len, direct, at)| {
+                    let piece = direct.unwrap_or_else(|| &staging[at..at + len]);
+                    comm.process_at_rank(to.expect("sending"))
+                        .immediate_send_with_tag(scope, piece, TAG_DATA)
+                })
+                .collect();
+            let receives: Vec<_> = this
+                .chunks_mut(buf_size as usize)
+                .zip(pieces.clone())
+                .filter(|(_, step)| piece(recv_data, *step) > 0)
+                .map(|(slot, step)| {
+                    comm.process_at_rank(from.expect("receiving"))
+                        .immediate_receive_into_with_tag(
+                            scope,
+                            &mut slot[..piece(recv_data, step)],
+                            TAG_DATA,
+                        )
+                })
+                .collect();
+            if let Some(done) = unwritten.take() {
+                write(other, done);
+            }
+            for r in receives {
+                r.wait();
+            }
+            for r in sends {
                 r.wait();
             }
         });
-        // written with pwrite: receiving straight into a fresh mapping faults on every page
-        if recv_len > 0
-            && let Some(s) = &sink
-            && let Err(e) = s.write_at(offset, &in_buf[..recv_len])
-        {
-            failure.get_or_insert(e);
-            sink = None;
-        }
+        unwritten = Some(pieces);
+    }
+    if let Some(done) = unwritten.take() {
+        let last = (steps.saturating_sub(1) / window) as usize;
+        write(&received[last % 2], done);
     }
     if let Some(s) = sink
         && let Err(e) = s.sync().and_then(|()| s.commit())
@@ -237,5 +317,37 @@ pub fn exchange(
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapped_files_read_as_one_range_zero_past_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, empty) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("e"));
+        std::fs::write(&a, b"abcd").unwrap();
+        std::fs::write(&empty, b"").unwrap();
+        std::fs::write(&b, b"efg").unwrap();
+        let m = Mapped::open(&[(a.clone(), 4), (empty.clone(), 0), (b.clone(), 3)]).unwrap();
+        assert_eq!(m.slice(1, 3), Some(&b"bcd"[..]), "inside one file: the mapping itself");
+        assert_eq!(m.slice(2, 3), None, "across files: no single slice");
+        let mut scratch = [0xffu8; 8];
+        assert_eq!(m.bytes(2, 4, &mut scratch), b"cdef", "gathered across the empty file");
+        let mut scratch = [0xffu8; 8];
+        assert_eq!(m.bytes(5, 6, &mut scratch), b"fg\0\0\0\0", "zero past the last file");
+        let err = Mapped::open(&[(a, 5)]).err().unwrap().to_string();
+        assert!(err.contains("4 bytes, the filemap records 5"), "{err}");
+    }
+
+    #[test]
+    fn a_window_holds_about_eight_mebibytes_and_at_least_two_pieces() {
+        assert_eq!(pieces_in_flight(4 << 20), 2);
+        assert_eq!(pieces_in_flight(128 << 10), 64);
+        assert_eq!(pieces_in_flight(1 << 20), 8);
+        assert_eq!(pieces_in_flight(64 << 20), 2);
+        assert_eq!(pieces_in_flight(0), 64);
     }
 }

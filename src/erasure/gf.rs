@@ -38,6 +38,22 @@ pub fn inv(a: u8) -> u8 {
     EXP[255 - LOG[a as usize] as usize]
 }
 
+/// `out = sum ^ c * src` in one pass over the three where `c` is 1 (XOR's only
+/// coefficient), else a copy then [`mul_add`]. `src` may be shorter than `out`: what it does
+/// not cover is zero.
+pub fn sum_mul_add(out: &mut [u8], sum: &[u8], src: &[u8], c: u8) {
+    let (len, covered) = (out.len(), src.len().min(out.len()));
+    if c == 1 {
+        for ((o, s), d) in out[..covered].iter_mut().zip(sum).zip(src) {
+            *o = s ^ d;
+        }
+        out[covered..].copy_from_slice(&sum[covered..len]);
+    } else {
+        out.copy_from_slice(&sum[..len]);
+        mul_add(&mut out[..covered], &src[..covered], c);
+    }
+}
+
 /// `dst ^= c * src`, byte by byte.
 pub fn mul_add(dst: &mut [u8], src: &[u8], c: u8) {
     match c {

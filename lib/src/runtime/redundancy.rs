@@ -7,7 +7,7 @@ use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
 use mpi::topology::Color;
 use scr::erasure::{self, StripeCode};
-use scr::xor::{self, LogicalFile, MemberFiles, XorHeader};
+use scr::xor::{self, MemberFiles, XorHeader};
 use std::os::unix::fs::FileExt;
 
 impl Scr {
@@ -154,7 +154,6 @@ impl Scr {
             }
             _ => StripeCode::xor(n),
         };
-        let (left, right) = ((me + n - 1) % n, (me + 1) % n);
         let files = self.user_files_with_meta(id);
         let logical: u64 = files.iter().map(|(_, s, _)| s).sum();
         let chunk = xor::chunk_size(comm::max_u64(comm, logical), code.data_chunks() as u64);
@@ -200,14 +199,73 @@ impl Scr {
         self.filemap.set_expected_files(id, self.rank, expected + 1);
         self.filemap.write(&self.filemap_path)?;
 
-        let mut failed: Option<Error> = None;
-        let input = LogicalFile::open(
+        let input = shuffle::Mapped::open(
             &files
                 .iter()
                 .map(|(p, s, _)| (p.clone(), *s))
                 .collect::<Vec<_>>(),
         );
         let output = create_with_header(&path, &header);
+        let ring = ParityRing {
+            comm,
+            code,
+            me,
+            chunk,
+            piece: self.mpi_buf_size().min(chunk as usize).max(1),
+        };
+        let crc = ring.encode(input, output, &header, &path)?;
+        if self.params.bool("SCR_CRC_ON_COPY") {
+            meta.set_crc32(crc);
+        }
+        meta.set_complete(true);
+        self.filemap.set_meta(id, self.rank, &key, &meta);
+        self.filemap.write(&self.filemap_path)
+    }
+}
+
+/// One member's part in computing its set's parity: the pipelined ring over the set's
+/// communicator. Every slot's chunk is cut in pieces of at most `piece` bytes, and a window
+/// of pieces ([`shuffle::pieces_in_flight`]) travels the ring together: in each of the n-1
+/// steps this member adds its (pre-multiplied) data for each buffer's eventual holder to
+/// what its left neighbour sent, passes the sums right and reads the next step's data while
+/// they travel; what arrives at the last step is its own parity.
+struct ParityRing<'c> {
+    comm: &'c SimpleCommunicator,
+    code: StripeCode,
+    me: usize,
+    chunk: u64,
+    piece: usize,
+}
+
+impl ParityRing<'_> {
+    /// What this member adds at `step` to the buffer of `slot` at `offset` in the chunk: the
+    /// logical offset of its data and the coefficient, or nothing where it holds parity.
+    fn contribution(&self, slot: usize, offset: u64, step: usize) -> Option<(u64, u8)> {
+        let n = self.comm.size() as usize;
+        let holder = (self.me + n - 1 - step) % n;
+        match self.code.role(self.me, self.code.stripe_held(holder, slot)) {
+            erasure::Role::Data { chunk: c, index } => Some((
+                c as u64 * self.chunk + offset,
+                self.code.coefficient(slot, index),
+            )),
+            erasure::Role::Parity { .. } => None,
+        }
+    }
+
+    /// Runs the ring, writing this member's parity after `header` in `output`, and returns
+    /// the parity file's CRC32. The data is read from the files' mappings as it is added. A
+    /// member that cannot read its data or write its file keeps the ring turning (so no
+    /// member hangs) and returns its error at the end.
+    fn encode(
+        &self,
+        input: Result<shuffle::Mapped>,
+        output: Result<std::fs::File>,
+        header: &[u8],
+        path: &Path,
+    ) -> Result<u32> {
+        let n = self.comm.size() as usize;
+        let (left, right) = ((self.me + n - 1) % n, (self.me + 1) % n);
+        let mut failed: Option<Error> = None;
         let (input, output) = match (input, output) {
             (Ok(i), Ok(o)) => (Some(i), Some(o)),
             (i, o) => {
@@ -215,92 +273,79 @@ impl Scr {
                 (None, None)
             }
         };
-        let buf = self.mpi_buf_size().min(chunk as usize).max(1);
-        // the ring's steps in order: (slot, offset in the chunk, piece length, step)
-        let mut ops = Vec::new();
-        for slot in 0..code.k {
-            let mut offset = 0u64;
-            while offset < chunk {
-                let len = (chunk - offset).min(buf as u64) as usize;
-                ops.extend((0..n - 1).map(|step| (slot, offset, len, step)));
-                offset += len as u64;
-            }
-        }
-        // what this member adds at a step: its chunk for the buffer's eventual holder
-        let contribution = |&(slot, offset, _, step): &(usize, u64, usize, usize)| {
-            let holder = (me + n - 1 - step) % n;
-            match code.role(me, code.stripe_held(holder, slot)) {
-                erasure::Role::Data { chunk: c, index } => {
-                    Some((c as u64 * chunk + offset, code.coefficient(slot, index)))
-                }
-                erasure::Role::Parity { .. } => None,
-            }
-        };
-        let read = |at: u64, into: &mut [u8]| input.as_ref().map(|f| f.read_at(at, into));
-        let mut data = vec![0u8; buf];
-        let mut next = vec![0u8; buf];
-        let mut send = vec![0u8; buf];
-        let mut recv = vec![0u8; buf];
+        let window = shuffle::pieces_in_flight(self.piece);
+        let span = window * self.piece;
+        let (mut send, mut recv) = (vec![0u8; span], vec![0u8; span]);
+        // a piece of data that spans files is gathered here
+        let mut scratch = vec![0u8; self.piece];
         let mut crc = crc32fast::Hasher::new();
-        crc.update(&header);
-        if let Some(op) = ops.first()
-            && let Some((at, _)) = contribution(op)
-            && let Some(Err(e)) = read(at, &mut data[..op.2])
-        {
-            failed.get_or_insert(e);
-        }
-        // keep the ring turning after a local failure, so no member hangs; the next step's
-        // chunk is read while this step's piece travels
-        for (t, op) in ops.iter().enumerate() {
-            let &(slot, offset, len, step) = op;
-            if step == 0 {
-                recv[..len].fill(0);
-            }
-            send[..len].copy_from_slice(&recv[..len]);
-            if let Some((_, coefficient)) = contribution(op) {
-                erasure::gf::mul_add(&mut send[..len], &data[..len], coefficient);
-            }
-            let prefetch = ops.get(t + 1).and_then(|o| Some((contribution(o)?.0, o.2)));
-            let read_result = mpi::request::scope(|scope| {
-                let sent = comm
-                    .process_at_rank(right as i32)
-                    .immediate_send(scope, &send[..len]);
-                let received = comm
-                    .process_at_rank(left as i32)
-                    .immediate_receive_into(scope, &mut recv[..len]);
-                let result = prefetch.and_then(|(at, l)| read(at, &mut next[..l]));
-                received.wait();
-                sent.wait();
-                result
-            });
-            if let Some(Err(e)) = read_result {
-                failed.get_or_insert(e);
-            }
-            std::mem::swap(&mut data, &mut next);
-            if step == n - 2 {
-                crc.update(&recv[..len]);
-                let at = header.len() as u64 + slot as u64 * chunk + offset;
-                if let Some(out) = &output
-                    && let Err(e) = out.write_all_at(&recv[..len], at)
-                {
-                    failed.get_or_insert(Error::io(&path, "write", e));
+        crc.update(header);
+        let offsets: Vec<u64> = (0..self.chunk).step_by(self.piece).collect();
+        for slot in 0..self.code.k {
+            for first in offsets.chunks(window) {
+                let pieces: Vec<(u64, usize)> = first
+                    .iter()
+                    .map(|&o| (o, (self.chunk - o).min(self.piece as u64) as usize))
+                    .collect();
+                recv.fill(0);
+                for step in 0..n - 1 {
+                    for (j, &(offset, len)) in pieces.iter().enumerate() {
+                        let at = j * self.piece;
+                        let (out, sum) = (&mut send[at..at + len], &recv[at..at + len]);
+                        match (self.contribution(slot, offset, step), &input) {
+                            (Some((from, coefficient)), Some(data)) => erasure::gf::sum_mul_add(
+                                out,
+                                sum,
+                                data.bytes(from, len, &mut scratch),
+                                coefficient,
+                            ),
+                            _ => out.copy_from_slice(sum),
+                        }
+                    }
+                    mpi::request::scope(|scope| {
+                        let mut requests = Vec::with_capacity(2 * pieces.len());
+                        for ((&(_, len), out), sum) in pieces
+                            .iter()
+                            .zip(send.chunks(self.piece))
+                            .zip(recv.chunks_mut(self.piece))
+                        {
+                            requests.push(
+                                self.comm
+                                    .process_at_rank(right as i32)
+                                    .immediate_send(scope, &out[..len]),
+                            );
+                            requests.push(
+                                self.comm
+                                    .process_at_rank(left as i32)
+                                    .immediate_receive_into(scope, &mut sum[..len]),
+                            );
+                        }
+                        for r in requests {
+                            r.wait();
+                        }
+                    });
+                }
+                for (j, &(offset, len)) in pieces.iter().enumerate() {
+                    let parity = &recv[j * self.piece..j * self.piece + len];
+                    crc.update(parity);
+                    let at = header.len() as u64 + slot as u64 * self.chunk + offset;
+                    if let Some(out) = &output
+                        && let Err(e) = out.write_all_at(parity, at)
+                    {
+                        failed.get_or_insert(Error::io(path, "write", e));
+                    }
                 }
             }
         }
         if let Some(out) = &output
             && let Err(e) = out.sync_all()
         {
-            failed.get_or_insert(Error::io(&path, "fsync", e));
+            failed.get_or_insert(Error::io(path, "fsync", e));
         }
-        if let Some(e) = failed {
-            return Err(e);
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(crc.finalize()),
         }
-        if self.params.bool("SCR_CRC_ON_COPY") {
-            meta.set_crc32(crc.finalize());
-        }
-        meta.set_complete(true);
-        self.filemap.set_meta(id, self.rank, &key, &meta);
-        self.filemap.write(&self.filemap_path)
     }
 }
 

@@ -1,0 +1,149 @@
+/* The floor of each redundancy scheme on this machine: the same bytes moved with plain MPI
+ * and written once, with no SCR bookkeeping, from data already in memory. Each rank holds
+ * SIZE MiB; rank 0 prints the median seconds over COUNT timed rounds (after one warm-up).
+ *
+ * Usage: floor MODE SIZE_MIB COUNT BUF_BYTES DIR
+ *   write    each rank writes its SIZE MiB to DIR and fsyncs (SINGLE's floor)
+ *   partner  each rank sends its SIZE MiB to its right neighbour in BUF_BYTES pieces while
+ *            receiving its left neighbour's, writing each received piece to DIR; one fsync
+ *   xor      the pipelined reduce-scatter ring over n ranks: the data is n-1 chunks of
+ *            SIZE/(n-1); in n-1 steps per piece each rank XORs its chunk for the buffer's
+ *            eventual holder into what its left neighbour sent and passes it right; the
+ *            last arrival is this rank's parity, written to DIR; one fsync
+ * FLOOR_WINDOW pieces travel at once (default 8): with 1, every piece waits for the one
+ * before it, which on an oversubscribed machine costs a scheduler round trip per piece.
+ * Every round writes a new file (the old one is removed first), as a checkpoint does. */
+#include <mpi.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int cmp(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static void die(const char* what) {
+  perror(what);
+  MPI_Abort(MPI_COMM_WORLD, 4);
+}
+
+static void pwrite_all(int fd, const char* buf, size_t n, off_t at) {
+  while (n > 0) {
+    ssize_t w = pwrite(fd, buf, n, at);
+    if (w <= 0) die("pwrite");
+    buf += w; n -= (size_t)w; at += w;
+  }
+}
+
+static size_t piece_len(size_t total, size_t piece, size_t i) {
+  return total - i * piece < piece ? total - i * piece : piece;
+}
+
+static void xor_into(char* restrict dst, const char* restrict src, size_t n) {
+  uint64_t* d = (uint64_t*)dst;
+  const uint64_t* s = (const uint64_t*)src;
+  size_t words = n / 8;
+  for (size_t i = 0; i < words; i++) d[i] ^= s[i];
+  for (size_t i = words * 8; i < n; i++) dst[i] ^= src[i];
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (argc < 6) {
+    if (rank == 0) fprintf(stderr, "usage: floor write|partner|xor SIZE_MIB COUNT BUF_BYTES DIR\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const char* mode = argv[1];
+  size_t size = (size_t)atol(argv[2]) << 20;
+  int count = atoi(argv[3]);
+  size_t piece = (size_t)atol(argv[4]);
+  const char* dir = argv[5];
+  int left = (rank + n - 1) % n, right = (rank + 1) % n;
+  char* data = malloc(size);
+  for (size_t i = 0; i < size; i++) data[i] = (char)(i * 7 + rank);
+  /* FLOOR_WINDOW pieces in flight at once (default 8; 1 is the strict piece-by-piece ring) */
+  size_t window = getenv("FLOOR_WINDOW") ? (size_t)atol(getenv("FLOOR_WINDOW")) : 8;
+  if (window < 1) window = 1;
+  size_t pieces = (size + piece - 1) / piece;
+  char* sendb = malloc(piece * window);
+  char* recvb = malloc(piece * window);
+  MPI_Request* reqs = malloc(sizeof(MPI_Request) * 2 * window);
+  double* t = malloc(sizeof(double) * (count + 1));
+  char path[4096];
+  snprintf(path, sizeof path, "%s/floor.%s.%d", dir, mode, rank);
+  for (int c = 0; c <= count; c++) {
+    unlink(path);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) die(path);
+    if (strcmp(mode, "write") == 0) {
+      pwrite_all(fd, data, size, 0);
+    } else if (strcmp(mode, "partner") == 0) {
+      /* a window of pieces in flight: their sends go out from the data itself, the receives
+       * land in the window's buffers and are written; the sends are waited for once per
+       * window (waiting for each send before the next piece costs a round trip per piece) */
+      for (size_t first = 0; first < pieces; first += window) {
+        size_t last = first + window < pieces ? first + window : pieces;
+        for (size_t i = first; i < last; i++) {
+          MPI_Isend(data + i * piece, (int)piece_len(size, piece, i), MPI_BYTE, right, 1,
+                    MPI_COMM_WORLD, &reqs[2 * (i - first)]);
+          MPI_Irecv(recvb + (i - first) * piece, (int)piece_len(size, piece, i), MPI_BYTE, left, 1,
+                    MPI_COMM_WORLD, &reqs[2 * (i - first) + 1]);
+        }
+        for (size_t i = first; i < last; i++) {
+          MPI_Wait(&reqs[2 * (i - first) + 1], MPI_STATUS_IGNORE);
+          pwrite_all(fd, recvb + (i - first) * piece, piece_len(size, piece, i), (off_t)(i * piece));
+        }
+        for (size_t i = first; i < last; i++) MPI_Wait(&reqs[2 * (i - first)], MPI_STATUS_IGNORE);
+      }
+    } else if (strcmp(mode, "xor") == 0) {
+      /* a window of pieces of the chunk travel the ring together, one round trip per step */
+      size_t chunk = (size + (size_t)(n - 2)) / (size_t)(n - 1);
+      size_t chunk_pieces = (chunk + piece - 1) / piece;
+      for (size_t first = 0; first < chunk_pieces; first += window) {
+        size_t last = first + window < chunk_pieces ? first + window : chunk_pieces;
+        memset(recvb, 0, (last - first) * piece);
+        for (int step = 0; step < n - 1; step++) {
+          /* the buffer this rank adds to now ends at rank holder; its chunk for holder is the
+           * data chunk at holder's place among the others (the parity holder skips itself) */
+          int holder = (rank + n - 1 - step) % n;
+          int index = holder < rank ? holder : holder - 1;
+          for (size_t i = first; i < last; i++) {
+            size_t len = piece_len(chunk, piece, i), off = i * piece;
+            char* sb = sendb + (i - first) * piece;
+            char* rb = recvb + (i - first) * piece;
+            size_t at = (size_t)index * chunk + off;
+            memcpy(sb, rb, len);
+            if (at < size) xor_into(sb, data + at, size - at < len ? size - at : len);
+            MPI_Isend(sb, (int)len, MPI_BYTE, right, 2, MPI_COMM_WORLD, &reqs[2 * (i - first)]);
+            MPI_Irecv(rb, (int)len, MPI_BYTE, left, 2, MPI_COMM_WORLD, &reqs[2 * (i - first) + 1]);
+          }
+          MPI_Waitall((int)(2 * (last - first)), reqs, MPI_STATUSES_IGNORE);
+        }
+        for (size_t i = first; i < last; i++)
+          pwrite_all(fd, recvb + (i - first) * piece, piece_len(chunk, piece, i), (off_t)(i * piece));
+      }
+    } else {
+      if (rank == 0) fprintf(stderr, "floor: unknown mode %s (write, partner or xor)\n", mode);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (fsync(fd) != 0) die("fsync");
+    close(fd);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t[c] = MPI_Wtime() - t0;
+  }
+  unlink(path);
+  qsort(t + 1, count, sizeof(double), cmp);
+  if (rank == 0) printf("median_seconds %.4f\n", t[1 + count / 2]);
+  free(data); free(sendb); free(recvb); free(reqs); free(t);
+  MPI_Finalize();
+  return 0;
+}
