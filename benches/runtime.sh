@@ -26,11 +26,11 @@ run_scr() { # size flush crc_copy crc_flush [count] -> median seconds (env: ASYN
   (cd "$d/prefix" && SCR_SYSTEM_CONF_FILE="$d/scr.conf" SCR_CACHE_BASE="$d/cache" SCR_PREFIX="$d/prefix" \
      SCR_JOB_ID=bench SCR_FLUSH="$2" SCR_CRC_ON_COPY="$3" SCR_CRC_ON_FLUSH="$4" SCR_COPY_TYPE=SINGLE \
      SCR_FLUSH_ASYNC="${ASYNC:-0}" BENCH_COMPUTE_MS="${COMPUTE_MS:-0}" \
-     "${launch[@]}" "$work/bench_ckpt" scr "$1" "${5:-$count}") | awk '/median_seconds/ {print $2}'
+     "${launch[@]}" "$work/bench_ckpt" scr "$1" "${5:-$count}") | awk '$1 == "median_seconds" {print $2}'
 }
 run_raw() { # size [count] -> median seconds
   local d="$work/raw"; rm -rf "$d"; mkdir -p "$d"
-  "${launch[@]}" "$work/bench_ckpt" raw "$1" "${2:-$count}" "$d" | awk '/median_seconds/ {print $2}'
+  "${launch[@]}" "$work/bench_ckpt" raw "$1" "${2:-$count}" "$d" | awk '$1 == "median_seconds" {print $2}'
 }
 median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 cp_rate() { # size -> MB/s of 4 parallel cp + fsync of the last run's cached files into new

@@ -10,6 +10,9 @@
  *            SIZE/(n-1); in n-1 steps per piece each rank XORs its chunk for the buffer's
  *            eventual holder into what its left neighbour sent and passes it right; the
  *            last arrival is this rank's parity, written to DIR; one fsync
+ *   rs       the same ring for Reed-Solomon with two parity slots: data in n-2 chunks, one
+ *            ring per slot (the XOR kernel stands in for the Galois-field multiply, so this
+ *            is a lower bound)
  * FLOOR_WINDOW pieces travel at once (default 8): with 1, every piece waits for the one
  * before it, which on an oversubscribed machine costs a scheduler round trip per piece.
  * Every round writes a new file (the old one is removed first), as a checkpoint does. */
@@ -57,7 +60,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   if (argc < 6) {
-    if (rank == 0) fprintf(stderr, "usage: floor write|partner|xor SIZE_MIB COUNT BUF_BYTES DIR\n");
+    if (rank == 0) fprintf(stderr, "usage: floor write|partner|xor|rs SIZE_MIB COUNT BUF_BYTES DIR\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const char* mode = argv[1];
@@ -104,10 +107,13 @@ int main(int argc, char** argv) {
         }
         for (size_t i = first; i < last; i++) MPI_Wait(&reqs[2 * (i - first)], MPI_STATUS_IGNORE);
       }
-    } else if (strcmp(mode, "xor") == 0) {
-      /* a window of pieces of the chunk travel the ring together, one round trip per step */
-      size_t chunk = (size + (size_t)(n - 2)) / (size_t)(n - 1);
+    } else if (strcmp(mode, "xor") == 0 || strcmp(mode, "rs") == 0) {
+      /* a window of pieces of the chunk travel the ring together, one round trip per step;
+       * rs: two parity slots, each of SIZE/(n-2), each its own ring */
+      int k = strcmp(mode, "rs") == 0 ? 2 : 1;
+      size_t chunk = (size + (size_t)(n - k - 1)) / (size_t)(n - k);
       size_t chunk_pieces = (chunk + piece - 1) / piece;
+      for (int slot = 0; slot < k; slot++)
       for (size_t first = 0; first < chunk_pieces; first += window) {
         size_t last = first + window < chunk_pieces ? first + window : chunk_pieces;
         memset(recvb, 0, (last - first) * piece);
@@ -115,7 +121,7 @@ int main(int argc, char** argv) {
           /* the buffer this rank adds to now ends at rank holder; its chunk for holder is the
            * data chunk at holder's place among the others (the parity holder skips itself) */
           int holder = (rank + n - 1 - step) % n;
-          int index = holder < rank ? holder : holder - 1;
+          int index = k == 1 ? (holder < rank ? holder : holder - 1) : (holder + slot + rank) % (n - k);
           for (size_t i = first; i < last; i++) {
             size_t len = piece_len(chunk, piece, i), off = i * piece;
             char* sb = sendb + (i - first) * piece;
@@ -129,10 +135,11 @@ int main(int argc, char** argv) {
           MPI_Waitall((int)(2 * (last - first)), reqs, MPI_STATUSES_IGNORE);
         }
         for (size_t i = first; i < last; i++)
-          pwrite_all(fd, recvb + (i - first) * piece, piece_len(chunk, piece, i), (off_t)(i * piece));
+          pwrite_all(fd, recvb + (i - first) * piece, piece_len(chunk, piece, i),
+                     (off_t)(slot * chunk + i * piece));
       }
     } else {
-      if (rank == 0) fprintf(stderr, "floor: unknown mode %s (write, partner or xor)\n", mode);
+      if (rank == 0) fprintf(stderr, "floor: unknown mode %s (write, partner, xor or rs)\n", mode);
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
     if (fsync(fd) != 0) die("fsync");

@@ -3,7 +3,7 @@
 //! chosen) and SCR_Finalize. The rest lives with SCR's components, as SCR 3 names them:
 //! `descriptors` (checkpoint descriptors and redundancy sets), `output` (checkpoints and
 //! outputs), `cache` (the cache manager), `redundancy`, `flush` and `async_flush`, `fetch`,
-//! `rebuild` (restart from cache), `restart` (routing and the restart phase), `halt`, and
+//! `rebuild` (restart from cache) and `set_rebuild` (lost members of XOR and RS sets), `restart` (routing and the restart phase), `halt`, and
 //! `manage` (SCR_Current, SCR_Drop, SCR_Delete, purges).
 
 use crate::comm;
@@ -21,6 +21,7 @@ mod output;
 mod rebuild;
 mod redundancy;
 mod restart;
+mod set_rebuild;
 
 use cache::{Discards, TRASH_DIR, forget_cached};
 use descriptors::CkptDesc;

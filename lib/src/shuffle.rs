@@ -4,8 +4,8 @@
 //! moves copies from the node that holds them to the rank that now owns them.
 //!
 //! A sender and its receiver first trade the lengths and the header, then walk the same
-//! sequence of data pieces, every send nonblocking and posted before the receives, so a ring of exchanges never deadlocks. Pieces travel a window at a time
-//! ([`pieces_in_flight`]), and while one window travels the one before it is written. The
+//! sequence of data pieces, a window of them at a time ([`pieces_in_flight`]), every send
+//! nonblocking and posted before the receives, so a ring of exchanges never deadlocks. The
 //! sender's files are mapped: a piece inside one file is sent straight from its page cache,
 //! a copy fewer than read-then-send.
 
@@ -215,44 +215,19 @@ pub fn exchange(
             }
         }
     }
-    // the data: a window of pieces in flight at once, sent straight from the mappings, and
-    // while one window travels the one before it is written (two sets of receive buffers)
+    // the data: a window of pieces in flight at once, sent straight from the mappings,
+    // received into the window's buffers and written once the window has arrived
+    // (writing one window while the next travels measured no faster: MPI moves nothing
+    // while this rank is in the write)
     let window = pieces_in_flight(buf_size as usize) as u64;
     let steps = send_data.max(recv_data).div_ceil(buf_size);
     let piece =
         |total: u64, step: u64| total.saturating_sub(step * buf_size).min(buf_size) as usize;
-    let mut received = [
-        vec![0u8; (window * buf_size) as usize],
-        vec![0u8; (window * buf_size) as usize],
-    ];
-    let mut staged = [Vec::new(), Vec::new()];
-    // the window whose pieces wait in a receive set to be written
-    let mut unwritten: Option<std::ops::Range<u64>> = None;
-    let mut write = |set: &[u8], pieces: std::ops::Range<u64>| {
-        for (slot, step) in pieces.clone().enumerate() {
-            let len = piece(recv_data, step);
-            let at = slot * buf_size as usize;
-            if len > 0
-                && let Some(s) = &sink
-                && let Err(e) = s.write_at(step * buf_size, &set[at..at + len])
-            {
-                failure.get_or_insert(e);
-                sink = None;
-            }
-        }
-    };
-    for (w, first) in (0..steps).step_by(window as usize).enumerate() {
+    let mut received = vec![0u8; (window * buf_size) as usize];
+    // pieces that span files, gathered for sending
+    let mut staging = Vec::new();
+    for first in (0..steps).step_by(window as usize) {
         let pieces = first..(first + window).min(steps);
-        let (this, other) = if w % 2 == 0 {
-            let (a, b) = received.split_at_mut(1);
-            (&mut a[0], &b[0])
-        } else {
-            let (a, b) = received.split_at_mut(1);
-            (&mut b[0], &a[0])
-        };
-        // a piece that spans files is copied into a staging buffer; the others are sent
-        // from their mapping
-        let staging: &mut Vec<u8> = &mut staged[w % 2];
         staging.clear();
         let mut outgoing = Vec::with_capacity(pieces.clone().count());
         for step in pieces.clone() {
@@ -269,18 +244,18 @@ pub fn exchange(
                 outgoing.push((len, direct, 0));
             }
         }
-        let staging: &[u8] = staging;
+        let staged: &[u8] = &staging;
         mpi::request::scope(|scope| {
             let sends: Vec<_> = outgoing
                 .iter()
                 .filter(|(len, _, _)| *len > 0)
                 .map(|&(len, direct, at)| {
-                    let piece = direct.unwrap_or_else(|| &staging[at..at + len]);
+                    let piece = direct.unwrap_or_else(|| &staged[at..at + len]);
                     comm.process_at_rank(to.expect("sending"))
                         .immediate_send_with_tag(scope, piece, TAG_DATA)
                 })
                 .collect();
-            let receives: Vec<_> = this
+            let receives: Vec<_> = received
                 .chunks_mut(buf_size as usize)
                 .zip(pieces.clone())
                 .filter(|(_, step)| piece(recv_data, *step) > 0)
@@ -293,9 +268,6 @@ pub fn exchange(
                         )
                 })
                 .collect();
-            if let Some(done) = unwritten.take() {
-                write(other, done);
-            }
             for r in receives {
                 r.wait();
             }
@@ -303,11 +275,16 @@ pub fn exchange(
                 r.wait();
             }
         });
-        unwritten = Some(pieces);
-    }
-    if let Some(done) = unwritten.take() {
-        let last = (steps.saturating_sub(1) / window) as usize;
-        write(&received[last % 2], done);
+        for (slot, step) in received.chunks(buf_size as usize).zip(pieces) {
+            let len = piece(recv_data, step);
+            if len > 0
+                && let Some(s) = &sink
+                && let Err(e) = s.write_at(step * buf_size, &slot[..len])
+            {
+                failure.get_or_insert(e);
+                sink = None;
+            }
+        }
     }
     if let Some(s) = sink
         && let Err(e) = s.sync().and_then(|()| s.commit())
@@ -327,17 +304,33 @@ mod tests {
     #[test]
     fn mapped_files_read_as_one_range_zero_past_the_end() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b, empty) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("e"));
+        let (a, b, empty) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("e"),
+        );
         std::fs::write(&a, b"abcd").unwrap();
         std::fs::write(&empty, b"").unwrap();
         std::fs::write(&b, b"efg").unwrap();
         let m = Mapped::open(&[(a.clone(), 4), (empty.clone(), 0), (b.clone(), 3)]).unwrap();
-        assert_eq!(m.slice(1, 3), Some(&b"bcd"[..]), "inside one file: the mapping itself");
+        assert_eq!(
+            m.slice(1, 3),
+            Some(&b"bcd"[..]),
+            "inside one file: the mapping itself"
+        );
         assert_eq!(m.slice(2, 3), None, "across files: no single slice");
         let mut scratch = [0xffu8; 8];
-        assert_eq!(m.bytes(2, 4, &mut scratch), b"cdef", "gathered across the empty file");
+        assert_eq!(
+            m.bytes(2, 4, &mut scratch),
+            b"cdef",
+            "gathered across the empty file"
+        );
         let mut scratch = [0xffu8; 8];
-        assert_eq!(m.bytes(5, 6, &mut scratch), b"fg\0\0\0\0", "zero past the last file");
+        assert_eq!(
+            m.bytes(5, 6, &mut scratch),
+            b"fg\0\0\0\0",
+            "zero past the last file"
+        );
         let err = Mapped::open(&[(a, 5)]).err().unwrap().to_string();
         assert!(err.contains("4 bytes, the filemap records 5"), "{err}");
     }

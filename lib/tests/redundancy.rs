@@ -49,6 +49,36 @@ fn lose_one_node_and_rebuild(scheme: &str) {
     }
 }
 
+/// A recovered checkpoint is protected again without being encoded anew (PARTNER sends
+/// only the copies lost with the node, a rebuilt XOR or RS member gets its parity back):
+/// losing a second node, before any new checkpoint, is survived too.
+#[test]
+fn a_recovered_checkpoint_survives_the_loss_of_another_node() {
+    for scheme in ["PARTNER", "XOR", "RS"] {
+        let job = Job::new();
+        let h = "n1,n2,n3,n4";
+        let env = [
+            ("SCR_COPY_TYPE", scheme),
+            ("SCR_SET_FAILURES", "1"),
+            ("TEST_API_VARY", "1"),
+            ("SCR_FLUSH", "0"),
+            ("SCR_FETCH", "0"),
+        ];
+        run_ok_on(&job, h, 4, &["3000", "2"], &env);
+        for lost in ["n2", "n1", "n4"] {
+            lose_node(&job, lost);
+            let run = job.run_on(Some(h), 4, &["3000", "0"], &env);
+            let out = text(&run);
+            assert!(
+                run.status.success()
+                    && out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+                "{scheme}, after losing {lost}: {out}"
+            );
+            assert!(!out.contains("WARNING"), "{out}");
+        }
+    }
+}
+
 #[test]
 fn partner_rebuilds_a_lost_node_at_one_and_two_ranks_per_node() {
     lose_one_node_and_rebuild("PARTNER");

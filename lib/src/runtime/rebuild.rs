@@ -5,12 +5,10 @@
 //! recovered it stays in cache (for the drain) and the next older one is tried, then the
 //! prefix.
 
-use super::redundancy::{cache_rel_path, copy_header, mark_complete, place_copy};
+use super::redundancy::{copy_header, mark_complete, place_copy};
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
-use mpi::topology::Color;
-use scr::erasure::{self, MemberStore, StripeCode};
-use scr::xor::{self, XorHeader};
+use scr::xor::XorHeader;
 
 /// True when `map` holds every file of (dset, rank) complete, of the recorded size and
 /// CRC, for a checkpoint of a job of `ranks` ranks.
@@ -132,7 +130,7 @@ impl Scr {
     }
 
     /// This rank's parity file of `d`: its path, header and where the parity starts.
-    fn parity_file(&self, d: u64) -> Option<(PathBuf, XorHeader, u64)> {
+    pub(super) fn parity_file(&self, d: u64) -> Option<(PathBuf, XorHeader, u64)> {
         parity_file_in(&self.filemap, d, self.rank)
     }
 
@@ -221,7 +219,6 @@ impl Scr {
                         .map(|x| x.parse().ok())
                         .collect::<Option<_>>()?,
                     lost: ranks("LOST")?,
-                    failures: h.parsed("FAILURES").ok().flatten()?,
                 })
             })
             .collect();
@@ -239,11 +236,16 @@ impl Scr {
             return Ok(false);
         }
 
-        // 4. files moved or were rebuilt: protect the dataset where the ranks now run
-        let adopted = self.reprotect.contains(&d);
-        let changed = comm::bcast_bool(&self.world, !moves.is_empty() || !rebuilds.is_empty())
-            || !comm::all_true(&self.world, !adopted);
-        if changed {
+        // 4. protect the dataset where the ranks now run. A rebuild alone recreates the lost
+        // members' parity too, so where every set is still the one this run's placement
+        // chooses the dataset stands protected; after PARTNER copies moved to their owners
+        // only the copies lost with their holders are sent again; anything else (a
+        // partner's copy that became its owner's, sets that changed) is encoded anew.
+        let adopted = !comm::all_true(&self.world, !self.reprotect.contains(&d));
+        let refit = adopted
+            || (!rebuilds.is_empty() && !comm::all_true(&self.world, self.parity_still_fits(d)))
+            || (!moves.is_empty() && !self.restore_partner_copies(d)?);
+        if refit {
             self.reprotect(d)?;
         }
         Ok(true)
@@ -315,218 +317,82 @@ impl Scr {
         self.filemap.write(&self.filemap_path)
     }
 
-    /// Rebuilds the lost members of each listed set: every stripe element a lost member
-    /// had is the XOR of survivors' elements pre-multiplied by the code's weights
-    /// ([`scr::erasure`]), summed along a pipelined chain that ends at the lost member;
-    /// every surviving byte is read once per lost member.
-    fn rebuild_sets(&mut self, d: u64, sets: &[SetRebuild]) -> Result<()> {
-        let mine = sets
-            .iter()
-            .enumerate()
-            .find(|(_, s)| s.members.contains(&self.rank));
-        let color = mine.map_or(Color::undefined(), |(i, _)| Color::with_value(i as i32));
-        let key = mine.map_or(0, |(_, s)| {
-            s.members.iter().position(|&r| r == self.rank).unwrap_or(0) as i32
-        });
-        let comm = self.world.split_by_color_with_key(color, key);
-        let (Some(comm), Some((_, set))) = (comm, mine) else {
-            return Ok(());
+    /// PARTNER with one copy, after copies moved to their owners: each rank whose partner
+    /// (where the ranks run now) holds no verified copy of its files sends one again; the
+    /// rest send nothing, where encoding anew would send every rank's files. Returns false,
+    /// having done nothing, for other schemes: the caller encodes the dataset anew.
+    fn restore_partner_copies(&mut self, d: u64) -> Result<bool> {
+        let ckpt = self
+            .filemap
+            .dataset(d, self.rank)
+            .and_then(|x| x.checkpoint_id());
+        let i = self.descriptor_index(ckpt);
+        let (scheme, replicas, hop) = {
+            let desc = &self.descriptors[i];
+            (desc.scheme, desc.replicas, desc.hop)
         };
-        let n = set.members.len();
-        let me = comm.rank() as usize;
-        let lost: Vec<usize> = set
-            .lost
-            .iter()
-            .filter_map(|l| set.members.iter().position(|r| r == l))
-            .collect();
-        let code = if set.failures > 1 {
-            StripeCode::reed_solomon(n, set.failures as usize)
-        } else {
-            StripeCode::xor(n)
-        };
-        let am_lost = lost.contains(&me);
-
-        // every member's parity header (the lost send none) and redundancy descriptor
-        let survivor = if am_lost {
-            None
-        } else {
-            Some(
-                self.parity_file(d)
-                    .ok_or_else(|| failure("no parity file in cache"))?,
-            )
-        };
-        let mut mine_desc = Hash::new();
-        if let Some((_, header, _)) = &survivor {
-            mine_desc.set("HEADER", header.to_hash());
+        if !comm::all_true(&self.world, scheme == Scheme::Partner && replicas <= 1) {
+            return Ok(false);
         }
-        if let Some(rd) = self.filemap.reddesc(d, self.rank) {
-            mine_desc.set("REDDESC", rd.into_hash());
+        // every rank's node, and the partner copies each node master holds intact
+        let mut report = Hash::new();
+        report.set_value("NODE", &self.node_name);
+        if let Some((_, held)) = &self.held {
+            for r in held.ranks_by_dataset(d) {
+                if held.tag(d, r, PARTNER_TAG).is_some() && verify_copy(held, d, r, self.ranks) {
+                    report.child("HELD").child(r.to_string());
+                }
+            }
         }
-        let all = comm::allgather_bytes(&comm, &mine_desc.pack());
-        let described: Vec<Hash> = all
+        let reports: Vec<Hash> = comm::allgather_bytes(&self.world, &report.pack())
             .iter()
             .map(|b| Hash::unpack(b).unwrap_or_default())
             .collect();
-        let headers: Vec<Option<XorHeader>> = described
-            .iter()
-            .map(|h| h.get("HEADER").and_then(|x| XorHeader::from_hash(x).ok()))
-            .collect();
-        let template = headers
-            .iter()
-            .flatten()
-            .next()
-            .ok_or_else(|| failure("no surviving member sent its parity header"))?
-            .clone();
-        let chunk = template.chunk;
-        let lists: Vec<xor::MemberFiles> = (0..n)
-            .map(|pos| {
-                erasure::member_files(&headers, pos, code.k).ok_or_else(|| {
-                    failure(format!("no surviving header records member {pos}'s files"))
-                })
+        let node_of = |r: u64| reports[r as usize].first_value("NODE");
+        let missing = |r: u64| {
+            let (_, right) = self.sets[i].neighbours(r, hop);
+            !reports.iter().any(|h| {
+                h.first_value("NODE") == node_of(right)
+                    && h.get("HELD")
+                        .is_some_and(|x| x.get(&r.to_string()).is_some())
             })
-            .collect::<Result<_>>()?;
-
-        // my data and parity: read (a survivor) or created (a lost member, recorded first)
-        let (store, keys) = if am_lost {
-            let model = described
-                .iter()
-                .find_map(|h| h.get("REDDESC"))
-                .map(|h| RedDesc::wrap(h.clone()))
-                .ok_or_else(|| failure("no member sent its redundancy descriptor"))?;
-            let mut reddesc = model;
-            let mut pos = reddesc
-                .position()
-                .ok_or_else(|| failure("no set position"))?;
-            pos.group_rank = me as u64;
-            reddesc.set_position(pos);
-            let store_dir = self.store_dir(reddesc.store().unwrap_or("/tmp"));
-            reddesc.set_directory(&store_dir.to_string_lossy());
-            let base = layout::cache_dataset_dir(&store_dir, d);
-            self.filemap.set_dataset(d, self.rank, &template.dataset);
-            self.filemap.set_reddesc(d, self.rank, &reddesc);
-            let mut files = Vec::new();
-            let mut keys = Vec::new();
-            for meta in &lists[me].files {
-                let path = base.join(cache_rel_path(meta)?);
-                let key = path.to_string_lossy().into_owned();
-                let mut m = meta.clone();
-                m.set_complete(false);
-                self.filemap.add_file(d, self.rank, &key);
-                self.filemap.set_meta(d, self.rank, &key, &m);
-                files.push((path, meta.size().unwrap_or(0)));
-                keys.push(key);
-            }
-            let header = erasure::header_for(code, me, &lists, &template)
-                .to_hash()
-                .to_file_bytes();
-            let name = code.file_name(pos.group_id, me as u64);
-            let parity_path = base.join(".scr").join(&name);
-            let parity_key = parity_path.to_string_lossy().into_owned();
-            let meta = Meta::for_parity_file(
-                &name,
-                code.file_type(),
-                header.len() as u64 + code.k as u64 * chunk,
-                self.ranks,
-            );
-            self.filemap.add_file(d, self.rank, &parity_key);
-            self.filemap.set_meta(d, self.rank, &parity_key, &meta);
-            self.filemap
-                .set_expected_files(d, self.rank, files.len() as u64 + 1);
-            self.filemap.write(&self.filemap_path)?;
-            let hidden = parity_path.parent().expect("in .scr");
-            safe_fs::create_dirs_in(hidden.parent().expect("in a dataset"), hidden, 0o700)?;
-            // what a damaged copy left under these names in this node's own cache goes first:
-            // a rebuild recreates files, it never writes into one
-            for path in files.iter().map(|(p, _)| p).chain([&parity_path]) {
-                match std::fs::remove_file(path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(Error::io(path, "remove", e)),
-                }
-            }
-            keys.push(parity_key);
-            (
-                MemberStore::create((code, me, chunk), &files, &parity_path, &header)?,
-                keys,
-            )
-        } else {
-            let (path, _, offset) = survivor.expect("a survivor");
-            let files: Vec<(PathBuf, u64)> = self
-                .user_files_with_meta(d)
-                .into_iter()
-                .map(|(p, s, _)| (p, s))
-                .collect();
-            (
-                MemberStore::open((code, me, chunk), &files, &path, offset)?,
-                Vec::new(),
-            )
         };
+        let (left, _) = self.sets[i].neighbours(self.rank, hop);
+        let flags = (missing(self.rank), missing(left));
+        let result = self.send_partner_copy(d, i, hop, flags);
+        if let Err(e) = &result {
+            eprintln!(
+                "SCR: ERROR: rank {}: sending a partner copy of dataset {d} again: {e}",
+                self.rank
+            );
+        }
+        if !comm::all_true(&self.world, result.is_ok()) && self.rank == 0 {
+            eprintln!(
+                "SCR: WARNING: dataset {d} was recovered but could not be protected again; \
+                 it is safe only once flushed"
+            );
+        }
+        Ok(true)
+    }
 
-        // each lost element is summed along a chain: the survivors that contribute, in set
-        // order starting after the lost member, each adding its weighted element to what
-        // its predecessor sent, the last sending to the lost member; pieces pipeline along
-        // the chain, so every link carries the data once
-        let buf_len = self.mpi_buf_size().min(chunk as usize).max(1);
-        let mut piece = vec![0u8; buf_len];
-        let mut acc = vec![0u8; buf_len];
-        let mut failed: Option<Error> = None;
-        for stripe in 0..n {
-            let weights = code.rebuild_weights(stripe, &lost).map_err(failure)?;
-            for (l, from) in &weights {
-                let chain: Vec<usize> = (1..n)
-                    .map(|step| (l + step) % n)
-                    .filter(|m| from.iter().any(|(x, w)| x == m && *w != 0))
-                    .chain(std::iter::once(*l))
-                    .collect();
-                let Some(place) = chain.iter().position(|&m| m == me) else {
-                    continue;
-                };
-                let weight = from.iter().find(|(m, _)| *m == me).map(|(_, w)| *w);
-                let previous = place
-                    .checked_sub(1)
-                    .map(|p| comm.process_at_rank(chain[p] as i32));
-                let following = chain
-                    .get(place + 1)
-                    .map(|&m| comm.process_at_rank(m as i32));
-                let mut offset = 0u64;
-                while offset < chunk {
-                    let len = (chunk - offset).min(buf_len as u64) as usize;
-                    match &previous {
-                        Some(p) => {
-                            p.receive_into(&mut acc[..len]);
-                        }
-                        None => acc[..len].fill(0),
-                    }
-                    if let Some(w) = weight {
-                        match store.read_element(stripe, offset, &mut piece[..len]) {
-                            Ok(()) => erasure::gf::mul_add(&mut acc[..len], &piece[..len], w),
-                            Err(e) => {
-                                failed.get_or_insert(e);
-                            }
-                        }
-                    }
-                    match &following {
-                        Some(f) => f.send(&acc[..len]),
-                        None => {
-                            if let Err(e) = store.write_element(stripe, offset, &acc[..len]) {
-                                failed.get_or_insert(e);
-                            }
-                        }
-                    }
-                    offset += len as u64;
-                }
-            }
-        }
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        if am_lost {
-            store.sync()?;
-            store.commit()?;
-            mark_complete(&mut self.filemap, d, self.rank, &keys);
-            self.filemap.write(&self.filemap_path)?;
-        }
-        Ok(())
+    /// Whether this rank's parity file of `d` is the one this run's placement asks for: the
+    /// dataset's scheme is XOR or Reed–Solomon with the same failures, and the set its
+    /// header names is the set chosen for this rank now.
+    fn parity_still_fits(&self, d: u64) -> bool {
+        let ckpt = self
+            .filemap
+            .dataset(d, self.rank)
+            .and_then(|x| x.checkpoint_id());
+        let desc = self.descriptor_for(ckpt);
+        let failures = match desc.scheme {
+            Scheme::Xor => 1,
+            Scheme::ReedSolomon => desc.failures,
+            _ => return false,
+        };
+        let i = self.descriptor_index(ckpt);
+        parity_header_in(&self.filemap, d, self.rank).is_some_and(|h| {
+            h.failures.unwrap_or(1) == failures && h.group == self.sets[i].members(self.rank)
+        })
     }
 
     /// Drops a dataset's old redundancy data (XOR files, partners' copies held on this
@@ -567,7 +433,11 @@ impl Scr {
 }
 
 /// The parity file (XOR or RS) recorded for (d, rank) in `map`: path, header, parity offset.
-fn parity_file_in(map: &Filemap, d: u64, rank: u64) -> Option<(PathBuf, XorHeader, u64)> {
+pub(super) fn parity_file_in(
+    map: &Filemap,
+    d: u64,
+    rank: u64,
+) -> Option<(PathBuf, XorHeader, u64)> {
     map.files(d, rank).into_iter().find_map(|f| {
         let meta = map.meta(d, rank, f)?;
         matches!(meta.filetype(), Some(FileType::Xor | FileType::ReedSolomon)).then_some(())?;
@@ -577,13 +447,12 @@ fn parity_file_in(map: &Filemap, d: u64, rank: u64) -> Option<(PathBuf, XorHeade
 }
 
 /// One set's rebuild as rank 0 planned it.
-struct SetRebuild {
-    members: Vec<u64>,
-    lost: Vec<u64>,
-    failures: u64,
+pub(super) struct SetRebuild {
+    pub(super) members: Vec<u64>,
+    pub(super) lost: Vec<u64>,
 }
 
-fn parity_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHeader> {
+pub(super) fn parity_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHeader> {
     parity_file_in(map, d, rank).map(|(_, h, _)| h)
 }
 

@@ -83,13 +83,21 @@ impl Scr {
             .replicas
             .clamp(1, set_size.saturating_sub(1).max(1));
         for replica in 1..=replicas {
-            self.send_partner_copy(id, i, self.descriptors[i].hop * replica)?;
+            self.send_partner_copy(id, i, self.descriptors[i].hop * replica, (true, true))?;
         }
         Ok(())
     }
 
-    /// One PARTNER copy: to the member `hop` places right, from the one `hop` places left.
-    fn send_partner_copy(&mut self, id: u64, i: usize, hop: u64) -> Result<()> {
+    /// One PARTNER copy: to the member `hop` places right, from the one `hop` places left,
+    /// where `(send, receive)` say so (every member of the set calls it).
+    pub(super) fn send_partner_copy(
+        &mut self,
+        id: u64,
+        i: usize,
+        hop: u64,
+        (send, receive): (bool, bool),
+    ) -> Result<()> {
+        self.ensure_set_comm(i);
         let (left, right) = self.sets[i].neighbours(self.rank, hop);
         let (left_pos, right_pos) = (
             self.sets[i].position(left).group_rank as i32,
@@ -120,17 +128,20 @@ impl Scr {
         };
         shuffle::exchange(
             comm,
-            Some(Outgoing {
+            send.then(|| Outgoing {
                 to: right_pos,
                 header,
                 files: files.iter().map(|(p, s, _)| (p.clone(), *s)).collect(),
             }),
-            Some(Incoming {
+            receive.then_some(Incoming {
                 from: left_pos,
                 place: &mut place,
             }),
             buf,
         )?;
+        if !receive {
+            return Ok(());
+        }
         let (owner, paths) =
             received.ok_or_else(|| failure("no copy arrived from the left neighbour"))?;
         mark_complete(&mut self.filemap, id, owner, &paths);

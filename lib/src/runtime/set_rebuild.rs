@@ -1,0 +1,372 @@
+//! Rebuilding the lost members of XOR and Reed–Solomon sets in SCR_Init: the members of each
+//! set that lost some trade their parity headers (which record every member's files), each
+//! lost member recreates its files and parity file empty (recorded in its filemap first),
+//! and every stripe element it had is summed back along a chain of the survivors that
+//! contribute to it ([`scr::erasure`] gives the weights), ending at the lost member.
+
+use super::rebuild::SetRebuild;
+use super::redundancy::{cache_rel_path, mark_complete};
+use super::*;
+use crate::shuffle;
+use scr::erasure::{self, MemberStore, StripeCode};
+use scr::xor::{MemberFiles, XorHeader};
+
+/// What the members of one set agree on before rebuilding it.
+struct SetView {
+    code: StripeCode,
+    /// This rank's position in the set, and the lost positions.
+    me: usize,
+    lost: Vec<usize>,
+    /// A survivor's parity header: the chunk size and dataset every member shares.
+    template: XorHeader,
+    /// Every member's files, as the survivors' headers record them.
+    lists: Vec<MemberFiles>,
+    /// A member's redundancy descriptor, the model for a lost member's.
+    reddesc: Option<RedDesc>,
+    /// This rank's parity file when it survived: path, header, where the parity starts.
+    survivor: Option<(PathBuf, XorHeader, u64)>,
+}
+
+impl SetView {
+    fn am_lost(&self) -> bool {
+        self.lost.contains(&self.me)
+    }
+}
+
+impl Scr {
+    /// Rebuilds the lost members of each listed set, every set at once (a communicator
+    /// each; ranks of no listed set return at once).
+    pub(super) fn rebuild_sets(&mut self, d: u64, sets: &[SetRebuild]) -> Result<()> {
+        let mine = sets
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.members.contains(&self.rank));
+        let color = mine.map_or(Color::undefined(), |(i, _)| Color::with_value(i as i32));
+        let key = mine.map_or(0, |(_, s)| {
+            s.members.iter().position(|&r| r == self.rank).unwrap_or(0) as i32
+        });
+        let comm = self.world.split_by_color_with_key(color, key);
+        let (Some(comm), Some((_, set))) = (comm, mine) else {
+            return Ok(());
+        };
+        let view = self.describe_set(d, &comm, set)?;
+        let (store, keys) = if view.am_lost() {
+            self.recreate_member(d, &view)?
+        } else {
+            let (path, _, offset) = view.survivor.clone().expect("a survivor");
+            let files: Vec<(PathBuf, u64)> = self
+                .user_files_with_meta(d)
+                .into_iter()
+                .map(|(p, s, _)| (p, s))
+                .collect();
+            let layout = (view.code, view.me, view.template.chunk);
+            (
+                MemberStore::open(layout, &files, &path, offset)?,
+                Vec::new(),
+            )
+        };
+        let chains = RebuildChains {
+            comm: &comm,
+            code: view.code,
+            me: view.me,
+            chunk: view.template.chunk,
+            piece: self.mpi_buf_size().min(view.template.chunk as usize).max(1),
+        };
+        chains.run(&store, &view.lost)?;
+        if view.am_lost() {
+            store.sync()?;
+            store.commit()?;
+            mark_complete(&mut self.filemap, d, self.rank, &keys);
+            self.filemap.write(&self.filemap_path)?;
+        }
+        Ok(())
+    }
+
+    /// Every member's parity header (the lost send none) and redundancy descriptor, traded
+    /// over the set's communicator.
+    fn describe_set(&self, d: u64, comm: &SimpleCommunicator, set: &SetRebuild) -> Result<SetView> {
+        let n = set.members.len();
+        let me = comm.rank() as usize;
+        let lost: Vec<usize> = set
+            .lost
+            .iter()
+            .filter_map(|l| set.members.iter().position(|r| r == l))
+            .collect();
+        let survivor = if lost.contains(&me) {
+            None
+        } else {
+            Some(
+                self.parity_file(d)
+                    .ok_or_else(|| failure("no parity file in cache"))?,
+            )
+        };
+        let mut mine = Hash::new();
+        if let Some((_, header, _)) = &survivor {
+            mine.set("HEADER", header.to_hash());
+        }
+        if let Some(rd) = self.filemap.reddesc(d, self.rank) {
+            mine.set("REDDESC", rd.into_hash());
+        }
+        let described: Vec<Hash> = comm::allgather_bytes(comm, &mine.pack())
+            .iter()
+            .map(|b| Hash::unpack(b).unwrap_or_default())
+            .collect();
+        let headers: Vec<Option<XorHeader>> = described
+            .iter()
+            .map(|h| h.get("HEADER").and_then(|x| XorHeader::from_hash(x).ok()))
+            .collect();
+        let template = headers
+            .iter()
+            .flatten()
+            .next()
+            .ok_or_else(|| failure("no surviving member sent its parity header"))?
+            .clone();
+        // the code that wrote the parity, as its headers record it (a Reed–Solomon set
+        // that tolerates one failure is not XOR: its weights differ)
+        let code = match template.failures {
+            Some(k) => StripeCode::reed_solomon(n, k as usize),
+            None => StripeCode::xor(n),
+        };
+        let lists = (0..n)
+            .map(|pos| {
+                erasure::member_files(&headers, pos, code.k).ok_or_else(|| {
+                    failure(format!("no surviving header records member {pos}'s files"))
+                })
+            })
+            .collect::<Result<_>>()?;
+        let reddesc = described
+            .iter()
+            .find_map(|h| h.get("REDDESC"))
+            .map(|h| RedDesc::wrap(h.clone()));
+        Ok(SetView {
+            code,
+            me,
+            lost,
+            template,
+            lists,
+            reddesc,
+            survivor,
+        })
+    }
+
+    /// A lost member's files and parity file, recorded in its filemap (incomplete) before
+    /// they are created empty; returns the store and the filemap keys to mark complete.
+    fn recreate_member(&mut self, d: u64, view: &SetView) -> Result<(MemberStore, Vec<String>)> {
+        let (code, me, chunk) = (view.code, view.me, view.template.chunk);
+        let mut reddesc = view
+            .reddesc
+            .clone()
+            .ok_or_else(|| failure("no member sent its redundancy descriptor"))?;
+        let mut pos = reddesc
+            .position()
+            .ok_or_else(|| failure("no set position"))?;
+        pos.group_rank = me as u64;
+        reddesc.set_position(pos);
+        let store_dir = self.store_dir(reddesc.store().unwrap_or("/tmp"));
+        reddesc.set_directory(&store_dir.to_string_lossy());
+        let base = layout::cache_dataset_dir(&store_dir, d);
+        self.filemap
+            .set_dataset(d, self.rank, &view.template.dataset);
+        self.filemap.set_reddesc(d, self.rank, &reddesc);
+        let mut files = Vec::new();
+        let mut keys = Vec::new();
+        for meta in &view.lists[me].files {
+            let path = base.join(cache_rel_path(meta)?);
+            let key = path.to_string_lossy().into_owned();
+            let mut m = meta.clone();
+            m.set_complete(false);
+            self.filemap.add_file(d, self.rank, &key);
+            self.filemap.set_meta(d, self.rank, &key, &m);
+            files.push((path, meta.size().unwrap_or(0)));
+            keys.push(key);
+        }
+        let header = erasure::header_for(code, me, &view.lists, &view.template)
+            .to_hash()
+            .to_file_bytes();
+        let name = code.file_name(pos.group_id, me as u64);
+        let parity_path = base.join(".scr").join(&name);
+        let parity_key = parity_path.to_string_lossy().into_owned();
+        let meta = Meta::for_parity_file(
+            &name,
+            code.file_type(),
+            header.len() as u64 + code.k as u64 * chunk,
+            self.ranks,
+        );
+        self.filemap.add_file(d, self.rank, &parity_key);
+        self.filemap.set_meta(d, self.rank, &parity_key, &meta);
+        self.filemap
+            .set_expected_files(d, self.rank, files.len() as u64 + 1);
+        self.filemap.write(&self.filemap_path)?;
+        let hidden = parity_path.parent().expect("in .scr");
+        safe_fs::create_dirs_in(hidden.parent().expect("in a dataset"), hidden, 0o700)?;
+        // what a damaged copy left under these names in this node's own cache goes first:
+        // a rebuild recreates files, it never writes into one
+        for path in files.iter().map(|(p, _)| p).chain([&parity_path]) {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(path, "remove", e)),
+            }
+        }
+        keys.push(parity_key);
+        let store = MemberStore::create((code, me, chunk), &files, &parity_path, &header)?;
+        Ok((store, keys))
+    }
+}
+
+/// One lost stripe element summed along its chain: the survivors that contribute, in set
+/// order starting after the lost member, then the lost member.
+struct ChainTask {
+    chain: Vec<usize>,
+    stripe: usize,
+    /// This member's weight in the sum (none: it only passes the sum on, or receives it).
+    weight: Option<u8>,
+}
+
+/// One member's part in rebuilding its set: each lost element's pieces travel its chain,
+/// every survivor adding its weighted element to what its predecessor sent. Elements whose
+/// chains run through the same members (with XOR, all of them) stream as one sequence, a
+/// window of pieces ([`shuffle::pieces_in_flight`]) at a time, so the pipeline never drains
+/// between them.
+struct RebuildChains<'c> {
+    comm: &'c SimpleCommunicator,
+    code: StripeCode,
+    me: usize,
+    chunk: u64,
+    piece: usize,
+}
+
+impl RebuildChains<'_> {
+    /// Runs every chain this member is on; a member that cannot read or write keeps its
+    /// chains moving (so none hangs) and returns its error at the end.
+    fn run(&self, store: &MemberStore, lost: &[usize]) -> Result<()> {
+        let n = self.comm.size() as usize;
+        let mut tasks = Vec::new();
+        for stripe in 0..n {
+            let weights = self.code.rebuild_weights(stripe, lost).map_err(failure)?;
+            for (l, from) in weights {
+                let chain: Vec<usize> = (1..n)
+                    .map(|step| (l + step) % n)
+                    .filter(|m| from.iter().any(|(x, w)| x == m && *w != 0))
+                    .chain(std::iter::once(l))
+                    .collect();
+                let weight = from.iter().find(|(m, _)| *m == self.me).map(|(_, w)| *w);
+                tasks.push(ChainTask {
+                    chain,
+                    stripe,
+                    weight,
+                });
+            }
+        }
+        let mut failed: Option<Error> = None;
+        // every member groups the same tasks the same way: consecutive ones on one chain
+        for group in tasks.chunk_by(|a, b| a.chain == b.chain) {
+            if let Some(place) = group[0].chain.iter().position(|&m| m == self.me) {
+                self.stream(group, place, store, &mut failed);
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The pieces of a group of tasks on one chain, this member at `place` on it.
+    fn stream(
+        &self,
+        group: &[ChainTask],
+        place: usize,
+        store: &MemberStore,
+        failed: &mut Option<Error>,
+    ) {
+        let chain = &group[0].chain;
+        let previous = place
+            .checked_sub(1)
+            .map(|p| self.comm.process_at_rank(chain[p] as i32));
+        let following = chain
+            .get(place + 1)
+            .map(|&m| self.comm.process_at_rank(m as i32));
+        // (task, offset in its element, length)
+        let pieces: Vec<(&ChainTask, u64, usize)> = group
+            .iter()
+            .flat_map(|t| {
+                (0..self.chunk)
+                    .step_by(self.piece)
+                    .map(move |o| (t, o, (self.chunk - o).min(self.piece as u64) as usize))
+            })
+            .collect();
+        let window = shuffle::pieces_in_flight(self.piece);
+        let batches: Vec<_> = pieces.chunks(window).collect();
+        // the batch being summed here, and the next one arriving while this one leaves
+        let mut sums = vec![0u8; window * self.piece];
+        let mut arriving = vec![0u8; window * self.piece];
+        let mut element = vec![0u8; self.piece];
+        if let Some(p) = &previous
+            && let Some(first) = batches.first()
+        {
+            mpi::request::scope(|scope| {
+                for r in receive_batch(p, scope, &mut sums, first, self.piece) {
+                    r.wait();
+                }
+            });
+        }
+        for (b, batch) in batches.iter().enumerate() {
+            if previous.is_none() {
+                sums.fill(0);
+            }
+            let batch: &[(&ChainTask, u64, usize)] = batch;
+            for (sum, &(task, offset, len)) in sums.chunks_mut(self.piece).zip(batch) {
+                let Some(w) = task.weight else { continue };
+                match store.read_element(task.stripe, offset, &mut element[..len]) {
+                    Ok(()) => erasure::gf::mul_add(&mut sum[..len], &element[..len], w),
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
+            }
+            let next = batches.get(b + 1).filter(|_| previous.is_some());
+            mpi::request::scope(|scope| {
+                // this batch leaves while the next one arrives
+                let sends: Vec<_> = match &following {
+                    Some(f) => sums
+                        .chunks(self.piece)
+                        .zip(batch)
+                        .map(|(sum, &(_, _, len))| f.immediate_send(scope, &sum[..len]))
+                        .collect(),
+                    None => Vec::new(),
+                };
+                let receives = match (next, &previous) {
+                    (Some(next), Some(p)) => {
+                        receive_batch(p, scope, &mut arriving, next, self.piece)
+                    }
+                    _ => Vec::new(),
+                };
+                if following.is_none() {
+                    for (sum, &(task, offset, len)) in sums.chunks(self.piece).zip(batch) {
+                        if let Err(e) = store.write_element(task.stripe, offset, &sum[..len]) {
+                            failed.get_or_insert(e);
+                        }
+                    }
+                }
+                for r in receives {
+                    r.wait();
+                }
+                for r in sends {
+                    r.wait();
+                }
+            });
+            std::mem::swap(&mut sums, &mut arriving);
+        }
+    }
+}
+
+/// Posts the receives of a batch of pieces from `from`, each into its slot of `into`.
+fn receive_batch<'a, S: mpi::request::Scope<'a> + Copy>(
+    from: &mpi::topology::Process<'_>,
+    scope: S,
+    into: &'a mut [u8],
+    batch: &[(&ChainTask, u64, usize)],
+    piece: usize,
+) -> Vec<mpi::request::Request<'a, [u8], S>> {
+    into.chunks_mut(piece)
+        .zip(batch)
+        .map(|(slot, &(_, _, len))| from.immediate_receive_into(scope, &mut slot[..len]))
+        .collect()
+}
