@@ -243,7 +243,7 @@ impl<'a> Reader<'a> {
             let key = self.key()?;
             let child = self.hash(depth + 1)?;
             // SCR merges a repeated key into the first one when it reads a file.
-            hash.insert_or_merge(key.into(), child);
+            hash.insert_or_merge(super::Key::from(key), child);
         }
         Ok(hash)
     }

@@ -19,10 +19,14 @@ use std::str::FromStr;
 /// faster and allocates nothing beyond the element vector.
 const INDEX_THRESHOLD: usize = 12;
 
+/// A key: inline up to 24 bytes (most keys, and the values stored as keys, are short), so
+/// building or reading a hash allocates for long keys only.
+type Key = compact_str::CompactString;
+
 /// An ordered tree of string keys; each key owns a child hash.
 #[derive(Clone, Default)]
 pub struct Hash {
-    elems: Vec<(Box<str>, Hash)>,
+    elems: Vec<(Key, Hash)>,
     index: Option<Box<HashTable<u32>>>,
 }
 
@@ -74,7 +78,7 @@ impl Hash {
     }
 
     /// Appends an element whose key is known to be absent; returns its position.
-    fn push(&mut self, key: Box<str>, value: Hash) -> usize {
+    fn push(&mut self, key: Key, value: Hash) -> usize {
         let at = self.elems.len();
         let hash = self.index.as_ref().map(|_| key_hash(&key));
         self.elems.push((key, value));
@@ -127,7 +131,7 @@ impl Hash {
                 self.elems[i].1 = value;
                 i
             }
-            None => self.push(key.into_boxed_str(), value),
+            None => self.push(Key::from(key), value),
         };
         &mut self.elems[at].1
     }
@@ -137,7 +141,7 @@ impl Hash {
         let key = key.as_ref();
         let at = match self.position(key) {
             Some(i) => i,
-            None => self.push(key.into(), Hash::new()),
+            None => self.push(Key::from(key), Hash::new()),
         };
         &mut self.elems[at].1
     }
@@ -192,7 +196,7 @@ impl Hash {
     }
 
     /// Appends `key`, or merges `value` into the child `key` already has.
-    pub(crate) fn insert_or_merge(&mut self, key: Box<str>, value: Hash) {
+    pub(crate) fn insert_or_merge(&mut self, key: Key, value: Hash) {
         match self.position(&key) {
             Some(i) => self.elems[i].1.merge_owned(value),
             None => {
@@ -364,7 +368,7 @@ impl<K: Into<String>> FromIterator<(K, Hash)> for Hash {
     fn from_iter<I: IntoIterator<Item = (K, Hash)>>(iter: I) -> Self {
         let mut hash = Hash::new();
         for (k, v) in iter {
-            hash.insert_or_merge(k.into().into_boxed_str(), v);
+            hash.insert_or_merge(Key::from(k.into()), v);
         }
         hash
     }
