@@ -48,12 +48,19 @@ pub fn publish(
     files: &RankFiles,
     complete: bool,
 ) -> Result<()> {
+    crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
+    rank2file::write_tree(prefix, &layout::dataset_meta_rel(id), ranks, files)?;
+    publish_written(prefix, id, desc, complete)
+}
+
+/// [`publish`] once the dataset's rank2file tree is written (the ranks of a flush write
+/// its leaves themselves): the summary, the index entry, `scr.current` and the flush
+/// file's PFS location, in that order.
+pub fn publish_written(prefix: &Path, id: u64, desc: &Dataset, complete: bool) -> Result<()> {
     let name = desc
         .name()
         .map(str::to_string)
         .unwrap_or_else(|| layout::dataset_dir_name(id));
-    crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
-    rank2file::write_tree(prefix, &layout::dataset_meta_rel(id), ranks, files)?;
     Summary::create(desc, complete).write(&layout::summary_file(prefix, id))?;
     update_index(prefix, |idx| {
         idx.add(desc, &name, complete);

@@ -151,6 +151,11 @@ pub fn parse_leaf(h: &Hash, out: &mut RankFiles) -> std::result::Result<(), Stri
     Ok(())
 }
 
+/// Largest entry (one rank's file list) a leaf written by [`write_leaf`] holds: leaves are
+/// cut by the entries' byte offsets in rank order, a leaf per this many bytes, so a leaf
+/// with entries no larger than this stays under [`MAX_FILE_BYTES`].
+pub const LEAF_SHARE: usize = (MAX_FILE_BYTES - 64) / 2;
+
 /// Writes the tree for `files` under `<prefix>/<dset_rel>/` (`dset_rel` is
 /// `.scr/scr.dataset.<id>`), every file at most [`MAX_FILE_BYTES`]. Returns the root path.
 pub fn write_tree(
@@ -161,21 +166,9 @@ pub fn write_tree(
 ) -> Result<std::path::PathBuf> {
     // Level 0: cut the ranks into leaves that each pack under the bound.
     let mut entries: Vec<(u64, Hash)> = Vec::new(); // (reader rank, pointer hash) for the level above
-    let mut level = 0u64;
-    let mut pending: Vec<(&u64, &Vec<FileRecord>)> = Vec::new();
+    let mut pending = RankFiles::new();
     let mut pending_bytes = 0usize;
     let budget = MAX_FILE_BYTES - 64;
-    let flush_leaf = |pending: &mut Vec<(&u64, &Vec<FileRecord>)>,
-                      entries: &mut Vec<(u64, Hash)>|
-     -> Result<()> {
-        let Some((&first, _)) = pending.first().copied() else {
-            return Ok(());
-        };
-        let rel = format!("{dset_rel}/rank2file.0.{first}.scr");
-        io::write_hash_file(&prefix.join(&rel), &leaf_hash(pending.drain(..)))?;
-        entries.push((first, pointer(&rel, 0)));
-        Ok(())
-    };
     for (rank, recs) in files {
         let one = leaf_hash([(rank, recs)]).pack_size();
         if one > budget {
@@ -185,14 +178,37 @@ pub fn write_tree(
             ));
         }
         if pending_bytes + one > budget {
-            flush_leaf(&mut pending, &mut entries)?;
+            entries.extend(write_leaf(prefix, dset_rel, &std::mem::take(&mut pending))?);
             pending_bytes = 0;
         }
-        pending.push((rank, recs));
+        pending.insert(*rank, recs.clone());
         pending_bytes += one;
     }
-    flush_leaf(&mut pending, &mut entries)?;
-    // Upper levels: group pointers until one file holds them all.
+    entries.extend(write_leaf(prefix, dset_rel, &pending)?);
+    write_upper(prefix, dset_rel, total_ranks, entries)
+}
+
+/// Writes one leaf of the tree (`rank2file.0.<first rank>.scr`) holding `files`; returns
+/// the entry the level above keeps for it (first rank, pointer), none for no ranks.
+pub fn write_leaf(prefix: &Path, dset_rel: &str, files: &RankFiles) -> Result<Option<(u64, Hash)>> {
+    let Some(&first) = files.keys().next() else {
+        return Ok(None);
+    };
+    let rel = format!("{dset_rel}/rank2file.0.{first}.scr");
+    io::write_hash_file(&prefix.join(&rel), &leaf_hash(files))?;
+    Ok(Some((first, pointer(&rel, 0))))
+}
+
+/// Writes the levels above the leaves (each group of pointers that packs under the bound
+/// a file) up to the root, `rank2file.scr`, whose path it returns.
+pub fn write_upper(
+    prefix: &Path,
+    dset_rel: &str,
+    total_ranks: u64,
+    mut entries: Vec<(u64, Hash)>,
+) -> Result<std::path::PathBuf> {
+    let budget = MAX_FILE_BYTES - 64;
+    let mut level = 0u64;
     loop {
         level += 1;
         let groups = group_by_size(&entries, budget);
@@ -210,6 +226,23 @@ pub fn write_tree(
         }
         entries = next;
     }
+}
+
+/// A tree entry as bytes, to send to the rank that writes the level above.
+pub fn pack_entry((first, pointer): &(u64, Hash)) -> Vec<u8> {
+    let mut h = Hash::new();
+    h.set(first.to_string(), pointer.clone());
+    h.pack()
+}
+
+/// What [`pack_entry`] packed.
+pub fn unpack_entry(bytes: &[u8]) -> std::result::Result<(u64, Hash), String> {
+    let h = Hash::unpack(bytes).map_err(|e| format!("a rank2file tree entry: {e}"))?;
+    let (first, pointer) = h.iter().next().ok_or("an empty rank2file tree entry")?;
+    let first = first
+        .parse()
+        .map_err(|_| format!("rank2file tree entry for {first:?}, not a rank"))?;
+    Ok((first, pointer.clone()))
 }
 
 fn pointer(rel: &str, offset: u64) -> Hash {

@@ -1,7 +1,8 @@
 //! The few collectives SCR needs, over byte buffers and hashes.
 
 use mpi::collective::SystemOperation;
-use mpi::datatype::{Partition, PartitionMut};
+use mpi::datatype::PartitionMut;
+use mpi::point_to_point::MatchedReceiveVec;
 use mpi::request::{Request, Scope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
@@ -76,34 +77,72 @@ fn gather_parts(
         .collect()
 }
 
+/// Tag of [`exchange`]'s messages.
+const TAG_EXCHANGE: i32 = 7201;
+
 /// Sends each rank in `outgoing` its message and returns the messages sent to this rank
 /// (by sender, empty ones left out). Collective; ranks may send to any subset.
+///
+/// A rank receives only what is sent to it, never a count from every rank (an all-to-all
+/// of counts would bring each rank O(ranks) bytes): messages go out as synchronous sends,
+/// each rank takes whatever arrives, and once its own sends were all taken it enters a
+/// nonblocking barrier; when the barrier completes every message has been received (the
+/// NBX algorithm of Hoefler, Siebert and Lumsdaine).
 pub fn exchange(comm: &SimpleCommunicator, outgoing: &BTreeMap<u64, Vec<u8>>) -> Vec<Vec<u8>> {
-    let size = comm.size() as usize;
-    let mut send_counts = vec![0i32; size];
-    for (&to, msg) in outgoing {
-        send_counts[to as usize] = msg.len() as i32;
+    let mut received: Vec<(i32, Vec<u8>)> = Vec::new();
+    let take = |received: &mut Vec<(i32, Vec<u8>)>| match comm
+        .any_process()
+        .immediate_matched_probe_with_tag(TAG_EXCHANGE)
+    {
+        Some(probed) => {
+            let (bytes, status) = probed.matched_receive_vec::<u8>();
+            received.push((status.source_rank(), bytes));
+            true
+        }
+        None => false,
+    };
+    mpi::request::scope(|scope| {
+        let mut sends: Vec<_> = outgoing
+            .iter()
+            .filter(|(_, msg)| !msg.is_empty())
+            .map(|(&to, msg)| {
+                comm.process_at_rank(to as i32)
+                    .immediate_synchronous_send_with_tag(scope, &msg[..], TAG_EXCHANGE)
+            })
+            .collect();
+        let mut pause = std::time::Duration::from_micros(20);
+        // until every own message was taken: receive, and see which sends completed
+        while !sends.is_empty() {
+            let progressed = take(&mut received);
+            let before = sends.len();
+            sends = sends.into_iter().filter_map(|r| r.test().err()).collect();
+            relax(progressed || sends.len() < before, &mut pause);
+        }
+        // then receive until every rank got here
+        let mut barrier = comm.immediate_barrier();
+        loop {
+            let progressed = take(&mut received);
+            match barrier.test() {
+                Ok(_) => break,
+                Err(pending) => barrier = pending,
+            }
+            relax(progressed, &mut pause);
+        }
+    });
+    // a message taken after the barrier's last test cannot exist: every sender's message
+    // was received before that sender entered the barrier
+    received.sort_by_key(|(from, _)| *from);
+    received.into_iter().map(|(_, m)| m).collect()
+}
+
+/// Sleeps a little (longer each idle round, up to 100 µs) unless something happened.
+fn relax(progressed: bool, pause: &mut std::time::Duration) {
+    if progressed {
+        *pause = std::time::Duration::from_micros(20);
+    } else {
+        std::thread::sleep(*pause);
+        *pause = (*pause * 2).min(std::time::Duration::from_micros(100));
     }
-    let mut recv_counts = vec![0i32; size];
-    comm.all_to_all_into(&send_counts[..], &mut recv_counts[..]);
-    let send: Vec<u8> = (0..size as u64)
-        .flat_map(|r| {
-            outgoing
-                .get(&r)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-                .iter()
-                .copied()
-        })
-        .collect();
-    let (send_displs, _) = layout(&send_counts);
-    let sent = Partition::new(real_address(&send), &send_counts[..], &send_displs[..]);
-    gather_parts(&recv_counts, |part| {
-        comm.all_to_all_varcount_into(&sent, part)
-    })
-    .into_iter()
-    .filter(|m| !m.is_empty())
-    .collect()
 }
 
 /// Gathers every rank's bytes on every rank, in rank order.

@@ -87,7 +87,8 @@ enum FileList {
     Tree(TreeTask),
 }
 
-/// One process's SCR state.
+/// One process's SCR state: where it runs, what SCR_Init read, the cache manager's state,
+/// and where the application is in its checkpoints.
 pub struct Scr {
     world: SimpleCommunicator,
     /// The ranks on this node, and the ranks with this rank's place on their nodes (the
@@ -95,27 +96,18 @@ pub struct Scr {
     node_comm: SimpleCommunicator,
     across_comm: SimpleCommunicator,
     node_name: String,
+    /// This node's name when it is an emulated one (its directories are kept apart).
+    emulated_node: Option<String>,
     rank: u64,
     ranks: u64,
-    params: Params,
-    prefix: PathBuf,
-    /// Checkpoint descriptors, and how a store base becomes this node's cache directory.
-    descriptors: Vec<CkptDesc>,
+    /// How many nodes this run has.
+    nodes: u64,
     /// Each descriptor's redundancy sets, and the communicator of this rank's set (made
     /// when first needed: creating it is collective).
     sets: Vec<RedundancySets>,
     set_comms: Vec<Option<SimpleCommunicator>>,
-    /// This node's name when it is an emulated one (its directories are kept apart).
-    emulated_node: Option<String>,
-    filemap_path: PathBuf,
-    filemap: Filemap,
-    /// Node master only: cached files on this node of ranks that now run elsewhere, and
-    /// partners' copies (a file never exists in cache without a filemap entry).
-    held: Option<(PathBuf, Filemap)>,
-    /// Datasets whose files moved or were rebuilt in Init: redundancy is applied anew.
-    reprotect: Vec<u64>,
-    user: String,
-    jobid: String,
+    config: Config,
+    cache: CacheState,
     dataset_id: u64,
     checkpoint_id: u64,
     phase: Phase,
@@ -128,15 +120,34 @@ pub struct Scr {
     fetch_pending: bool,
     /// When checkpoints were asked for, started and completed (SCR_Need_checkpoint's rules).
     schedule: scr::schedule::CheckpointSchedule,
-    /// A dataset kept past SCR_CACHE_SIZE until the open checkpoint completes.
-    deferred_eviction: Option<u64>,
     /// SCR_LOG_ENABLE's event log (writes on rank 0 only).
     log: crate::event_log::EventLog,
-    discards: Discards,
     /// Flushes running in the background, oldest first.
     async_flushes: Vec<async_flush::AsyncFlush>,
-    /// How many nodes this run has.
-    nodes: u64,
+}
+
+/// What SCR_Init read and decided once for the whole run.
+struct Config {
+    params: Params,
+    prefix: PathBuf,
+    /// Checkpoint descriptors, and how a store base becomes this node's cache directory.
+    descriptors: Vec<CkptDesc>,
+    user: String,
+    jobid: String,
+}
+
+/// The cache manager's state: this rank's filemap and what its node holds for others.
+struct CacheState {
+    filemap_path: PathBuf,
+    filemap: Filemap,
+    /// Node master only: cached files on this node of ranks that now run elsewhere, and
+    /// partners' copies (a file never exists in cache without a filemap entry).
+    held: Option<(PathBuf, Filemap)>,
+    /// Datasets whose files moved or were rebuilt in Init: redundancy is applied anew.
+    reprotect: Vec<u64>,
+    /// A dataset kept past SCR_CACHE_SIZE until the open checkpoint completes.
+    deferred_eviction: Option<u64>,
+    discards: Discards,
 }
 
 /// This process's node: `SCR_NODE_NAME` if set, else the name MPICH's hydra gave the
@@ -166,6 +177,95 @@ fn normalize(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// Where this node's directories of a job go.
+struct NodeDirs<'a> {
+    user: &'a str,
+    jobid: &'a str,
+    emulated_node: Option<&'a str>,
+}
+
+impl NodeDirs<'_> {
+    /// The job's directory under a control or cache base (`param` names where the base
+    /// came from, for the error).
+    fn under(&self, base: &str, param: &str) -> Result<PathBuf> {
+        let base = layout::base_dir(base, param)?;
+        layout::node_job_dir(base, self.user, self.jobid, self.emulated_node)
+    }
+
+    /// Creates this node's control directory and each descriptor's cache directory (the
+    /// node master empties the trash a previous run left). A node that cannot have them (a
+    /// name refused, a directory someone else controls) fails SCR_Init on every rank alike.
+    /// Returns the control directory.
+    fn prepare(
+        &self,
+        world: &SimpleCommunicator,
+        params: &Params,
+        descriptors: &[CkptDesc],
+        local_rank: u64,
+    ) -> Result<PathBuf> {
+        let cntl_base = params.get("SCR_CNTL_BASE").unwrap_or("/tmp");
+        let dirs = (|| {
+            let cntl_dir = self.under(cntl_base, "SCR_CNTL_BASE")?;
+            safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, 0o700)?;
+            for d in descriptors {
+                let store = self.under(&d.store, "SCR_CACHE_BASE (or a CKPT line's STORE)")?;
+                safe_fs::create_dirs_in(Path::new(&d.store), &store, 0o700)?;
+                if local_rank == 0 {
+                    // files a previous run discarded but did not get to delete
+                    let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));
+                }
+            }
+            Ok(cntl_dir)
+        })();
+        let agreed = comm::all_true(world, dirs.is_ok());
+        match dirs {
+            Ok(d) if agreed => Ok(d),
+            Ok(_) => Err(Error::collective(
+                "another node could not prepare its control or cache directory",
+            )),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration);
+/// its failure fails SCR_Init on every rank.
+fn prepare_prefix(world: &SimpleCommunicator, prefix: &Path) -> Result<()> {
+    let prepared = if world.rank() == 0 {
+        safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)
+            .and_then(|()| crate::config_api::keep(prefix))
+    } else {
+        Ok(())
+    };
+    if let Err(e) = &prepared {
+        eprintln!("SCR: ERROR: {e}");
+    }
+    if comm::all_true(world, prepared.is_ok()) {
+        Ok(())
+    } else {
+        Err(failure(format!(
+            "rank 0 could not prepare the prefix {}",
+            prefix.display()
+        )))
+    }
+}
+
+/// Rank 0 records how many nodes the run has in the prefix's nodes file; its failure
+/// fails SCR_Init on every rank.
+fn write_nodes_file(world: &SimpleCommunicator, prefix: &Path, nodes: u64) -> Result<()> {
+    let written = if world.rank() == 0 {
+        NodesFile::with_nodes(nodes).write(&layout::nodes_file(prefix))
+    } else {
+        Ok(())
+    };
+    if comm::bcast_bool(world, written.is_ok()) {
+        return Ok(());
+    }
+    Err(written.err().unwrap_or_else(|| {
+        Error::collective("rank 0 could not write the nodes file on the prefix")
+    }))
 }
 
 /// The ranks grouped by node.
@@ -343,57 +443,18 @@ impl Scr {
             .unwrap_or_else(|| "defjobid".into());
         let prefix = layout::prefix_dir(None, params.get("SCR_PREFIX"))?;
         let emulated_node = emulated.then(|| name.clone());
-        let node_part = |base: &str, param: &str| {
-            let base = layout::base_dir(base, param)?;
-            layout::node_job_dir(base, &user, &jobid, emulated_node.as_deref())
-        };
         let mut descriptors = CkptDesc::from_params(&params)?;
-        // this node's control and cache directories; a node that cannot have them (a name
-        // refused, a directory someone else controls) fails SCR_Init on every rank alike
-        let cntl_base = params.get("SCR_CNTL_BASE").unwrap_or("/tmp");
-        let dirs = (|| {
-            let cntl_dir = node_part(cntl_base, "SCR_CNTL_BASE")?;
-            safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, 0o700)?;
-            for d in &descriptors {
-                let store = node_part(&d.store, "SCR_CACHE_BASE (or a CKPT line's STORE)")?;
-                safe_fs::create_dirs_in(Path::new(&d.store), &store, 0o700)?;
-                if local_rank == 0 {
-                    // files a previous run discarded but did not get to delete
-                    let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));
-                }
-            }
-            Ok(cntl_dir)
-        })();
-        let agreed = comm::all_true(&world, dirs.is_ok());
-        let cntl_dir = match dirs {
-            Ok(d) if agreed => d,
-            Ok(_) => {
-                return Err(Error::collective(
-                    "another node could not prepare its control or cache directory",
-                ));
-            }
-            Err(e) => return Err(e),
+        let node_dirs = NodeDirs {
+            user: &user,
+            jobid: &jobid,
+            emulated_node: emulated_node.as_deref(),
         };
+        let cntl_dir = node_dirs.prepare(&world, &params, &descriptors, local_rank)?;
         let sets: Vec<RedundancySets> = descriptors
             .iter_mut()
             .map(|d| d.select_sets(&params, &node_names, rank == 0))
             .collect();
-        // rank 0 prepares the prefix; its failure fails SCR_Init on every rank
-        let prepared = if rank == 0 {
-            safe_fs::create_dirs_in(&prefix, &layout::prefix_hidden_dir(&prefix), 0o755)
-                .and_then(|()| crate::config_api::keep(&prefix))
-        } else {
-            Ok(())
-        };
-        if let Err(e) = &prepared {
-            eprintln!("SCR: ERROR: {e}");
-        }
-        if !comm::all_true(&world, prepared.is_ok()) {
-            return Err(failure(format!(
-                "rank 0 could not prepare the prefix {}",
-                prefix.display()
-            )));
-        }
+        prepare_prefix(&world, &prefix)?;
         node.barrier();
 
         let NodeFilemaps {
@@ -402,67 +463,69 @@ impl Scr {
             held,
             reprotect,
         } = load_filemaps(&node, rank, local_rank, &cntl_dir)?;
-        let nodes_file = if rank == 0 {
-            NodesFile::with_nodes(nodes).write(&layout::nodes_file(&prefix))
-        } else {
-            Ok(())
-        };
-        if !comm::bcast_bool(&world, nodes_file.is_ok()) {
-            return Err(nodes_file.err().unwrap_or_else(|| {
-                Error::collective("rank 0 could not write the nodes file on the prefix")
-            }));
-        }
-
+        write_nodes_file(&world, &prefix, nodes)?;
         let log = crate::event_log::EventLog::open(&params, &prefix, rank, &user, &jobid)?;
         let mut scr = Scr {
             world,
             node_comm: node,
             across_comm: across,
             node_name: name.clone(),
+            emulated_node,
             rank,
             ranks,
-            params,
-            prefix,
+            nodes,
             set_comms: descriptors.iter().map(|_| None).collect(),
-            descriptors,
             sets,
-            emulated_node,
-            filemap_path,
-            filemap,
-            held,
-            reprotect,
-            user,
-            jobid,
+            config: Config {
+                params,
+                prefix,
+                descriptors,
+                user,
+                jobid,
+            },
+            cache: CacheState {
+                filemap_path,
+                filemap,
+                held,
+                reprotect,
+                deferred_eviction: None,
+                discards: Discards::default(),
+            },
             dataset_id: 0,
             checkpoint_id: 0,
             phase: Phase::Idle,
             restart: None,
             fetch_pending: false,
             schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
-            deferred_eviction: None,
             log,
-            discards: Discards::default(),
             async_flushes: Vec::new(),
-            nodes,
         };
-        scr.purge()?;
-        scr.restart_from_cache()?;
-        if let Some(name) = scr.params.get("SCR_CURRENT").map(str::to_string) {
-            scr.set_current(&name)?;
+        scr.begin()?;
+        Ok(scr)
+    }
+
+    /// The run's start once the state is in place: purges the configuration asks for,
+    /// the restart chosen (rebuilt in cache where it must be, SCR_CURRENT's pick, flushed
+    /// on restart), the start logged, and the halt conditions checked.
+    fn begin(&mut self) -> Result<()> {
+        self.purge()?;
+        self.restart_from_cache()?;
+        if let Some(name) = self.config.params.get("SCR_CURRENT").map(str::to_string) {
+            self.set_current(&name)?;
         }
-        scr.flush_on_restart()?;
-        scr.log.event(
+        self.flush_on_restart()?;
+        self.log.event(
             kinds::START,
             &[
-                ("ranks", ranks.to_string()),
-                ("nodes", scr.nodes.to_string()),
+                ("ranks", self.ranks.to_string()),
+                ("nodes", self.nodes.to_string()),
             ],
         );
-        if let Some((id, name)) = scr.restart.clone() {
-            scr.log_restart(id, name);
+        if let Some((id, name)) = self.restart.clone() {
+            self.log_restart(id, name);
         }
-        scr.check_halt(false)?;
-        Ok(scr)
+        self.check_halt(false)?;
+        Ok(())
     }
 
     /// Rank 0 records something on the prefix that only helps later (where a dataset is,
@@ -500,7 +563,7 @@ impl Scr {
 
     /// The parameters this job runs with.
     pub fn params(&self) -> &Params {
-        &self.params
+        &self.config.params
     }
 
     pub fn rank(&self) -> u64 {
@@ -519,12 +582,16 @@ impl Scr {
         self.fetch_pending = false;
         self.flush_latest_if_needed()?;
         self.note_on_prefix("that SCR_Finalize was called", || {
-            HaltFile::update(&layout::halt_file(&self.prefix), SHARED_FILE, |halt| {
-                halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
-                Ok(())
-            })
+            HaltFile::update(
+                &layout::halt_file(&self.config.prefix),
+                SHARED_FILE,
+                |halt| {
+                    halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
+                    Ok(())
+                },
+            )
         });
-        self.discards.wait();
+        self.cache.discards.wait();
         comm::relaxed_barrier(&self.world);
         self.log.event(kinds::END, &[]);
         Ok(())

@@ -134,7 +134,6 @@ pub fn exchange(
     recv: Option<Incoming<'_>>,
     buf_size: usize,
 ) -> Result<()> {
-    let buf_size = buf_size.max(4096) as u64;
     let mut failure: Option<Error> = None;
     // a sender that cannot read its files sends an empty header, which placement refuses
     let (to, header, source) = match send {
@@ -151,8 +150,42 @@ pub fn exchange(
         .as_ref()
         .map_or(0, |m| m.parts.iter().map(|p| p.1).sum());
     let from = recv.as_ref().map(|r| r.from);
+    let (header_in, recv_data) = trade_headers(comm, (to, &header, send_data), from);
+    let mut sink = None;
+    if let Some(r) = recv {
+        match open_sink(&header_in, recv_data, r.place) {
+            Ok(m) => sink = Some(m),
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    let link = Link {
+        comm,
+        to,
+        from,
+        piece: buf_size.max(4096) as u64,
+    };
+    link.move_data(
+        (source.as_ref(), send_data),
+        (&mut sink, recv_data),
+        &mut failure,
+    );
+    if let Some(s) = sink
+        && let Err(e) = s.sync().and_then(|()| s.commit())
+    {
+        failure.get_or_insert(e);
+    }
+    failure.map_or(Ok(()), Err)
+}
 
-    // lengths, then the header
+/// The lengths, then the header: sends `(to, header, data length)` where there is a
+/// receiver, and returns what `from` sent (its header and data length; none without one).
+fn trade_headers(
+    comm: &SimpleCommunicator,
+    (to, header, send_data): (Option<i32>, &[u8], u64),
+    from: Option<i32>,
+) -> (Vec<u8>, u64) {
     let sizes_out = [header.len() as u64, send_data];
     let mut sizes_in = [0u64; 2];
     mpi::request::scope(|scope| {
@@ -172,7 +205,7 @@ pub fn exchange(
     mpi::request::scope(|scope| {
         let sent = to.map(|t| {
             comm.process_at_rank(t)
-                .immediate_send_with_tag(scope, &header[..], TAG_HEADER)
+                .immediate_send_with_tag(scope, header, TAG_HEADER)
         });
         if let Some(f) = from {
             comm.process_at_rank(f)
@@ -182,118 +215,136 @@ pub fn exchange(
             r.wait();
         }
     });
-    let recv_data = if from.is_some() { sizes_in[1] } else { 0 };
-    let mut sink: Option<LogicalFile> = None;
-    if let Some(r) = recv {
-        let placed = Hash::unpack(&header_in)
-            .map_err(|e| Error::invalid("received copy", e.to_string()))
-            .and_then(|h| (r.place)(&h))
-            .and_then(|files| {
-                let total: u64 = files.iter().map(|(_, s)| s).sum();
-                if total != recv_data {
-                    return Err(Error::invalid(
-                        "received copy",
-                        format!("{recv_data} bytes announced, the file list sums to {total}"),
-                    ));
+    (header_in, if from.is_some() { sizes_in[1] } else { 0 })
+}
+
+/// Where a received copy goes: the placement callback's files, which must sum to the
+/// announced length, created afresh as temporaries.
+fn open_sink(header: &[u8], length: u64, place: Placement<'_>) -> Result<LogicalFile> {
+    let h = Hash::unpack(header).map_err(|e| Error::invalid("received copy", e.to_string()))?;
+    let files = place(&h)?;
+    let total: u64 = files.iter().map(|(_, s)| s).sum();
+    if total != length {
+        return Err(Error::invalid(
+            "received copy",
+            format!("{length} bytes announced, the file list sums to {total}"),
+        ));
+    }
+    // a stale file under a name in this node's own cache is replaced, as the copy being
+    // received supersedes it (received files are recreated, never written into)
+    for (path, _) in &files {
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(path, "remove", e)),
+        }
+    }
+    LogicalFile::create(&files)
+}
+
+/// One side of an exchange: where this process sends and receives, in pieces of `piece`.
+struct Link<'c> {
+    comm: &'c SimpleCommunicator,
+    to: Option<i32>,
+    from: Option<i32>,
+    piece: u64,
+}
+
+impl Link<'_> {
+    /// Bytes of piece `step` of a stream of `total`.
+    fn len(&self, total: u64, step: u64) -> usize {
+        total.saturating_sub(step * self.piece).min(self.piece) as usize
+    }
+
+    /// The data: a window of pieces in flight at once, sent straight from the mappings,
+    /// received into the window's buffers and written once the window has arrived (writing
+    /// one window while the next travels measured no faster: MPI moves nothing while this
+    /// rank is in the write). A failed write stops the writing, not the receiving.
+    fn move_data(
+        &self,
+        (source, send_data): (Option<&Mapped>, u64),
+        (sink, recv_data): (&mut Option<LogicalFile>, u64),
+        failure: &mut Option<Error>,
+    ) {
+        let window = pieces_in_flight(self.piece as usize) as u64;
+        let steps = send_data.max(recv_data).div_ceil(self.piece);
+        let mut received = vec![0u8; (window * self.piece) as usize];
+        // pieces that span files, gathered for sending
+        let mut staging = Vec::new();
+        for first in (0..steps).step_by(window as usize) {
+            let pieces = first..(first + window).min(steps);
+            let outgoing = self.stage(source, send_data, pieces.clone(), &mut staging);
+            let staged: &[u8] = &staging;
+            mpi::request::scope(|scope| {
+                let sends: Vec<_> = outgoing
+                    .iter()
+                    .filter(|(len, _, _)| *len > 0)
+                    .map(|&(len, direct, at)| {
+                        let piece = direct.unwrap_or_else(|| &staged[at..at + len]);
+                        self.comm
+                            .process_at_rank(self.to.expect("sending"))
+                            .immediate_send_with_tag(scope, piece, TAG_DATA)
+                    })
+                    .collect();
+                let receives: Vec<_> = received
+                    .chunks_mut(self.piece as usize)
+                    .zip(pieces.clone())
+                    .filter(|(_, step)| self.len(recv_data, *step) > 0)
+                    .map(|(slot, step)| {
+                        self.comm
+                            .process_at_rank(self.from.expect("receiving"))
+                            .immediate_receive_into_with_tag(
+                                scope,
+                                &mut slot[..self.len(recv_data, step)],
+                                TAG_DATA,
+                            )
+                    })
+                    .collect();
+                for r in receives {
+                    r.wait();
                 }
-                // a stale file under a name in this node's own cache is replaced, as the
-                // copy being received supersedes it (received files are recreated, never
-                // written into)
-                for (path, _) in &files {
-                    match std::fs::remove_file(path) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(Error::io(path, "remove", e)),
-                    }
+                for r in sends {
+                    r.wait();
                 }
-                LogicalFile::create(&files)
             });
-        match placed {
-            Ok(m) => sink = Some(m),
-            Err(e) => {
-                failure.get_or_insert(e);
+            for (slot, step) in received.chunks(self.piece as usize).zip(pieces) {
+                let len = self.len(recv_data, step);
+                if len > 0
+                    && let Some(s) = sink.as_ref()
+                    && let Err(e) = s.write_at(step * self.piece, &slot[..len])
+                {
+                    failure.get_or_insert(e);
+                    *sink = None;
+                }
             }
         }
     }
-    // the data: a window of pieces in flight at once, sent straight from the mappings,
-    // received into the window's buffers and written once the window has arrived
-    // (writing one window while the next travels measured no faster: MPI moves nothing
-    // while this rank is in the write)
-    let window = pieces_in_flight(buf_size as usize) as u64;
-    let steps = send_data.max(recv_data).div_ceil(buf_size);
-    let piece =
-        |total: u64, step: u64| total.saturating_sub(step * buf_size).min(buf_size) as usize;
-    let mut received = vec![0u8; (window * buf_size) as usize];
-    // pieces that span files, gathered for sending
-    let mut staging = Vec::new();
-    for first in (0..steps).step_by(window as usize) {
-        let pieces = first..(first + window).min(steps);
+
+    /// What each piece of a window sends: (length, the mapping's slice where the piece lies
+    /// inside one file, else its offset in `staging`, where it is gathered).
+    fn stage<'m>(
+        &self,
+        source: Option<&'m Mapped>,
+        send_data: u64,
+        pieces: std::ops::Range<u64>,
+        staging: &mut Vec<u8>,
+    ) -> Vec<(usize, Option<&'m [u8]>, usize)> {
         staging.clear();
-        let mut outgoing = Vec::with_capacity(pieces.clone().count());
-        for step in pieces.clone() {
-            let len = piece(send_data, step);
-            let direct = source.as_ref().and_then(|s| s.slice(step * buf_size, len));
-            if len > 0 && direct.is_none() {
+        pieces
+            .map(|step| {
+                let len = self.len(send_data, step);
+                let direct = source.and_then(|s| s.slice(step * self.piece, len));
+                if len == 0 || direct.is_some() {
+                    return (len, direct, 0);
+                }
                 let at = staging.len();
                 staging.resize(at + len, 0);
-                if let Some(s) = &source {
-                    s.read_at(step * buf_size, &mut staging[at..]);
+                if let Some(s) = source {
+                    s.read_at(step * self.piece, &mut staging[at..]);
                 }
-                outgoing.push((len, None, at));
-            } else {
-                outgoing.push((len, direct, 0));
-            }
-        }
-        let staged: &[u8] = &staging;
-        mpi::request::scope(|scope| {
-            let sends: Vec<_> = outgoing
-                .iter()
-                .filter(|(len, _, _)| *len > 0)
-                .map(|&(len, direct, at)| {
-                    let piece = direct.unwrap_or_else(|| &staged[at..at + len]);
-                    comm.process_at_rank(to.expect("sending"))
-                        .immediate_send_with_tag(scope, piece, TAG_DATA)
-                })
-                .collect();
-            let receives: Vec<_> = received
-                .chunks_mut(buf_size as usize)
-                .zip(pieces.clone())
-                .filter(|(_, step)| piece(recv_data, *step) > 0)
-                .map(|(slot, step)| {
-                    comm.process_at_rank(from.expect("receiving"))
-                        .immediate_receive_into_with_tag(
-                            scope,
-                            &mut slot[..piece(recv_data, step)],
-                            TAG_DATA,
-                        )
-                })
-                .collect();
-            for r in receives {
-                r.wait();
-            }
-            for r in sends {
-                r.wait();
-            }
-        });
-        for (slot, step) in received.chunks(buf_size as usize).zip(pieces) {
-            let len = piece(recv_data, step);
-            if len > 0
-                && let Some(s) = &sink
-                && let Err(e) = s.write_at(step * buf_size, &slot[..len])
-            {
-                failure.get_or_insert(e);
-                sink = None;
-            }
-        }
-    }
-    if let Some(s) = sink
-        && let Err(e) = s.sync().and_then(|()| s.commit())
-    {
-        failure.get_or_insert(e);
-    }
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(()),
+                (len, None, at)
+            })
+            .collect()
     }
 }
 

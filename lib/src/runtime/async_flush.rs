@@ -39,20 +39,26 @@ struct Copied {
 
 impl Scr {
     fn transfer_file(&self) -> PathBuf {
-        layout::transfer_file(self.filemap_path.parent().unwrap_or(Path::new(".")))
+        layout::transfer_file(self.cache.filemap_path.parent().unwrap_or(Path::new(".")))
     }
 
     /// Starts flushing dataset `id` in the background and returns.
     pub(super) fn start_async_flush(&mut self, id: u64) -> Result<()> {
         self.note_on_prefix("the flush's start in the flush file", || {
-            update_flush_file(&self.prefix, |f| f.set_location(id, Location::Flushing))
+            update_flush_file(&self.config.prefix, |f| {
+                f.set_location(id, Location::Flushing)
+            })
         });
         let jobs = self.flush_targets(id)?;
         // the node's limit is shared by its ranks
         let node_ranks = self.node_comm.size().max(1) as f64;
         let bytes_per_sec =
-            self.params.bytes("SCR_FLUSH_ASYNC_BW").unwrap_or(0) as f64 / node_ranks;
-        let percent = self.params.float("SCR_FLUSH_ASYNC_PERCENT").unwrap_or(0.0);
+            self.config.params.bytes("SCR_FLUSH_ASYNC_BW").unwrap_or(0) as f64 / node_ranks;
+        let percent = self
+            .config
+            .params
+            .float("SCR_FLUSH_ASYNC_PERCENT")
+            .unwrap_or(0.0);
         let transfer = self.transfer_file();
         TransferFile::update(&transfer, PRIVATE_FILE, |t| {
             for j in &jobs {
@@ -64,7 +70,7 @@ impl Scr {
             t.set_done(false);
             Ok(())
         })?;
-        if self.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
+        if self.config.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
             let through = match TransferFile::read(&transfer) {
                 Ok(t) if agent_alive(&t) => {
                     format!(
@@ -79,12 +85,21 @@ impl Scr {
                 self.rank
             );
         }
-        let want_crc = self.params.bool("SCR_CRC_ON_FLUSH");
-        let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
+        let want_crc = self.config.params.bool("SCR_CRC_ON_FLUSH");
+        let buf = self
+            .config
+            .params
+            .bytes("SCR_FILE_BUF_SIZE")
+            .unwrap_or(1 << 20) as usize;
         let pace = Pace {
             bytes_per_sec,
             percent,
-            stall: Duration::from_secs(self.params.count("SCR_FLUSH_ASYNC_STALL").unwrap_or(30)),
+            stall: Duration::from_secs(
+                self.config
+                    .params
+                    .count("SCR_FLUSH_ASYNC_STALL")
+                    .unwrap_or(30),
+            ),
         };
         let rank = self.rank;
         let worker = std::thread::spawn(move || {
@@ -163,6 +178,7 @@ impl Scr {
         let published = self.publish_flushed(id, records, problem.is_none())?;
         if published {
             let name = self
+                .cache
                 .filemap
                 .dataset(id, self.rank)
                 .and_then(|d| d.name().map(str::to_string));
@@ -171,7 +187,7 @@ impl Scr {
             fields.push(("async", "1".to_string()));
             self.log.event(scr::event_log::kinds::FLUSH, &fields);
         }
-        if published && self.rank == 0 && self.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
+        if published && self.rank == 0 && self.config.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
             let nodes = self.nodes.max(1) as f64;
             eprintln!(
                 "SCR: asynchronous flush of dataset {id} done: {total} bytes in {slowest:.3} s, {:.0} bytes/s per node",

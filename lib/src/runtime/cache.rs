@@ -8,8 +8,8 @@ impl Scr {
     pub(super) fn store_dir(&self, store: &str) -> PathBuf {
         layout::node_job_dir(
             Path::new(store),
-            &self.user,
-            &self.jobid,
+            &self.config.user,
+            &self.config.jobid,
             self.emulated_node.as_deref(),
         )
         .expect("the user, job and node names were checked in SCR_Init")
@@ -17,7 +17,8 @@ impl Scr {
 
     /// This node's cache directory in every store the descriptors name.
     pub(super) fn store_dirs(&self) -> Vec<PathBuf> {
-        self.descriptors
+        self.config
+            .descriptors
             .iter()
             .map(|d| self.store_dir(&d.store))
             .collect()
@@ -28,6 +29,7 @@ impl Scr {
     pub(super) fn dataset_dir(&self, id: u64) -> PathBuf {
         let stores = self.store_dirs();
         let dir = self
+            .cache
             .filemap
             .reddesc(id, self.rank)
             .and_then(|r| r.directory().map(PathBuf::from))
@@ -46,7 +48,8 @@ impl Scr {
 
     /// This rank's cached files of a dataset (owned, so the filemap can change meanwhile).
     pub(super) fn my_files(&self, id: u64) -> Vec<String> {
-        self.filemap
+        self.cache
+            .filemap
             .files(id, self.rank)
             .into_iter()
             .map(str::to_string)
@@ -56,20 +59,22 @@ impl Scr {
     /// This rank's files of a dataset the application wrote (not redundancy files), in
     /// filemap order.
     pub(super) fn user_files(&self, id: u64) -> Vec<String> {
-        self.filemap.user_files(id, self.rank)
+        self.cache.filemap.user_files(id, self.rank)
     }
 
     /// Deletes the oldest cached datasets so that a new one fits SCR_CACHE_SIZE.
     pub(super) fn evict_for(&mut self, store: &str) -> Result<()> {
-        let keep = self.params.cache_size(store) as usize;
+        let keep = self.config.params.cache_size(store) as usize;
         let in_store = |d: &u64| {
             let recorded = self
+                .cache
                 .filemap
                 .reddesc(*d, self.rank)
                 .and_then(|r| r.store().map(str::to_string));
             recorded.is_none_or(|s| Path::new(&s) == Path::new(store))
         };
         let mut cached: Vec<u64> = self
+            .cache
             .filemap
             .datasets()
             .into_iter()
@@ -80,7 +85,7 @@ impl Scr {
         let protected = self.newest_unflushed_checkpoint()?;
         let eviction = scr::cache::choose_eviction(&cached, keep, protected);
         if eviction.deferred.is_some() {
-            self.deferred_eviction = eviction.deferred;
+            self.cache.deferred_eviction = eviction.deferred;
         }
         for victim in &eviction.now {
             if self.flushing_async(*victim) {
@@ -92,12 +97,14 @@ impl Scr {
         cached.retain(|d| !eviction.now.contains(d) && Some(*d) != eviction.deferred);
         // copies held for ranks that moved away go with the datasets of their age
         let keep_from = self
+            .cache
             .deferred_eviction
             .into_iter()
             .chain(cached.first().copied())
             .min()
             .unwrap_or(self.dataset_id);
         let held: Vec<u64> = self
+            .cache
             .held
             .as_ref()
             .map(|(_, h)| h.datasets())
@@ -113,10 +120,12 @@ impl Scr {
         &self,
         keep: impl Fn(&Dataset) -> bool,
     ) -> impl Iterator<Item = u64> {
-        self.filemap
-            .datasets()
-            .into_iter()
-            .filter(move |&d| self.filemap.dataset(d, self.rank).is_some_and(|x| keep(&x)))
+        self.cache.filemap.datasets().into_iter().filter(move |&d| {
+            self.cache
+                .filemap
+                .dataset(d, self.rank)
+                .is_some_and(|x| keep(&x))
+        })
     }
 
     /// The newest checkpoint complete in every rank's cache, if the flush file says it is
@@ -129,7 +138,7 @@ impl Scr {
         let newest = comm::min_u64(&self.world, newest);
         let unflushed = self.rank == 0
             && newest > 0
-            && FlushFile::read(&layout::flush_file(&self.prefix))
+            && FlushFile::read(&layout::flush_file(&self.config.prefix))
                 .map_or(true, |f| f.needs_flush(newest));
         Ok(comm::bcast_bool(&self.world, unflushed).then_some(newest))
     }
@@ -139,18 +148,23 @@ impl Scr {
     pub(super) fn delete_cached(&mut self, dset: u64) -> Result<()> {
         self.discard_cached(dset)?;
         self.note_on_prefix("that a dataset left the cache", || {
-            update_flush_file(&self.prefix, |f| forget_cached(f, dset))
+            update_flush_file(&self.config.prefix, |f| forget_cached(f, dset))
         });
         Ok(())
     }
 
     /// [`Scr::delete_cached`] but for the flush file, which the caller updates.
     pub(super) fn discard_cached(&mut self, dset: u64) -> Result<()> {
-        if self.params.bool("SCR_CRC_ON_DELETE") {
+        if self.config.params.bool("SCR_CRC_ON_DELETE") {
             self.report_corrupt_files(dset);
         }
         let confine = self.cache_dirs_of(dset);
-        remove_dataset_files(&mut self.filemap, dset, &confine, &mut self.discards)?;
+        remove_dataset_files(
+            &mut self.cache.filemap,
+            dset,
+            &confine,
+            &mut self.cache.discards,
+        )?;
         // the dataset's directory is shared by the node's ranks: each removes what its own
         // files leave empty, so none deletes another's files before that one is done
         for dir in &confine {
@@ -159,7 +173,7 @@ impl Scr {
         if self.restart.as_ref().is_some_and(|(id, _)| *id == dset) {
             self.restart = None;
         }
-        self.filemap.write(&self.filemap_path)?;
+        self.cache.filemap.write(&self.cache.filemap_path)?;
         self.drop_held(dset)
     }
 
@@ -169,6 +183,7 @@ impl Scr {
     fn report_corrupt_files(&self, dset: u64) {
         for f in self.my_files(dset) {
             let Some(want) = self
+                .cache
                 .filemap
                 .meta(dset, self.rank, &f)
                 .and_then(|m| m.crc32())
@@ -194,10 +209,10 @@ impl Scr {
     /// Node master: deletes held files of a dataset and their entries.
     pub(super) fn drop_held(&mut self, dset: u64) -> Result<()> {
         let confine = self.cache_dirs_of(dset);
-        if let Some((path, held)) = &mut self.held
+        if let Some((path, held)) = &mut self.cache.held
             && !held.ranks_by_dataset(dset).is_empty()
         {
-            remove_dataset_files(held, dset, &confine, &mut self.discards)?;
+            remove_dataset_files(held, dset, &confine, &mut self.cache.discards)?;
             held.write(path)?;
         }
         Ok(())

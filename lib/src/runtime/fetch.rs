@@ -59,11 +59,11 @@ impl Scr {
             if comm::all_true(&self.world, result.is_ok()) {
                 self.log_transfer(kinds::FETCH, id, fetch_started);
                 self.note_on_prefix("the fetch", || {
-                    update_index(&self.prefix, |idx| {
+                    update_index(&self.config.prefix, |idx| {
                         idx.mark_fetched(id, &name, chrono::Local::now());
                         Ok(())
                     })?;
-                    update_flush_file(&self.prefix, |f| {
+                    update_flush_file(&self.config.prefix, |f| {
                         f.describe(id, &name, desc.checkpoint_id(), None);
                         f.set_location(id, Location::Cache);
                         f.set_location(id, Location::Pfs);
@@ -78,7 +78,7 @@ impl Scr {
                 &[("name", name.clone()), ("dset", id.to_string())],
             );
             self.note_on_prefix("the failed fetch in the index", || {
-                update_index(&self.prefix, |idx| {
+                update_index(&self.config.prefix, |idx| {
                     idx.mark_failed(id, &name, chrono::Local::now());
                     Ok(())
                 })
@@ -110,7 +110,7 @@ impl Scr {
                 tasks.clear();
             }
             for task in tasks.drain(..) {
-                let deliveries = match rank2file::scatter_step(&self.prefix, &task) {
+                let deliveries = match rank2file::scatter_step(&self.config.prefix, &task) {
                     Ok(d) => d,
                     Err(e) => {
                         problem = Some(e.to_string());
@@ -189,8 +189,8 @@ impl Scr {
         below: Option<u64>,
         failed: &[String],
     ) -> Option<(u64, String, Dataset, FileList)> {
-        let index = IndexFile::read(&layout::index_file(&self.prefix)).ok()?;
-        let link = std::fs::read_link(layout::current_link(&self.prefix)).ok();
+        let index = IndexFile::read(&layout::index_file(&self.config.prefix)).ok()?;
+        let link = std::fs::read_link(layout::current_link(&self.config.prefix)).ok();
         let start = link
             .as_ref()
             .and_then(|l| l.file_name())
@@ -201,7 +201,7 @@ impl Scr {
                 continue;
             }
             let loaded = (|| -> Result<(Dataset, FileList)> {
-                let summary = Summary::read(&layout::summary_file(&self.prefix, entry.id))?;
+                let summary = Summary::read(&layout::summary_file(&self.config.prefix, entry.id))?;
                 if !summary.is_complete() {
                     return Err(failure("summary says incomplete"));
                 }
@@ -215,7 +215,7 @@ impl Scr {
                     }
                     None => {
                         let root = TreeTask::root(&layout::dataset_meta_rel(entry.id));
-                        let n = rank2file::tree_ranks(&self.prefix, &root)?;
+                        let n = rank2file::tree_ranks(&self.config.prefix, &root)?;
                         (FileList::Tree(root), n)
                     }
                 };
@@ -235,7 +235,7 @@ impl Scr {
                 Ok((desc, files)) => return Some((entry.id, entry.name, desc, files)),
                 Err(e) => {
                     eprintln!("SCR: cannot fetch {}: {e}", entry.name);
-                    let _ = update_index(&self.prefix, |idx| {
+                    let _ = update_index(&self.config.prefix, |idx| {
                         idx.mark_failed(entry.id, &entry.name, chrono::Local::now());
                         Ok(())
                     });
@@ -253,7 +253,12 @@ impl Scr {
         desc: &Dataset,
         files: &[FileRecord],
     ) -> Result<()> {
-        let width = self.params.count("SCR_FETCH_WIDTH").unwrap_or(256).max(1);
+        let width = self
+            .config
+            .params
+            .count("SCR_FETCH_WIDTH")
+            .unwrap_or(256)
+            .max(1);
         let mut result = Ok(());
         for wave in 0..self.ranks.div_ceil(width) {
             if wave > 0 {
@@ -276,16 +281,20 @@ impl Scr {
         files: &[FileRecord],
     ) -> Result<()> {
         // what a failed recovery left in cache of this dataset is replaced by the fetched copy
-        if self.filemap.have_rank_by_dataset(id, self.rank) {
+        if self.cache.filemap.have_rank_by_dataset(id, self.rank) {
             self.delete_cached(id)?;
         }
         self.record_dataset(id, desc, files.len() as u64)?;
-        let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
-        let in_place =
-            self.params.bool("SCR_FETCH_BYPASS") || self.params.bool("SCR_GLOBAL_RESTART");
+        let buf = self
+            .config
+            .params
+            .bytes("SCR_FILE_BUF_SIZE")
+            .unwrap_or(1 << 20) as usize;
+        let in_place = self.config.params.bool("SCR_FETCH_BYPASS")
+            || self.config.params.bool("SCR_GLOBAL_RESTART");
         for rec in files {
             rank2file::check_relative(&rec.name).map_err(failure)?;
-            let src = self.prefix.join(&rec.name);
+            let src = self.config.prefix.join(&rec.name);
             if rec.segments.is_empty() {
                 // a file that is not what the summary says is refused before a byte moves
                 let stat =
@@ -312,17 +321,18 @@ impl Scr {
                 .unwrap_or_default();
             let dir = src
                 .parent()
-                .unwrap_or(&self.prefix)
+                .unwrap_or(&self.config.prefix)
                 .to_string_lossy()
                 .into_owned();
             let mut meta = Meta::for_user_file(&base, self.ranks, &rec.name, &dir, &base);
-            self.filemap.add_file(id, self.rank, &key);
-            self.filemap.set_meta(id, self.rank, &key, &meta);
-            self.filemap.write(&self.filemap_path)?;
+            self.cache.filemap.add_file(id, self.rank, &key);
+            self.cache.filemap.set_meta(id, self.rank, &key, &meta);
+            self.cache.filemap.write(&self.cache.filemap_path)?;
             let (size, crc) = if rec.segments.is_empty() {
                 copy_file(&src, &dst, &self.dataset_dir(id), buf, rec.crc.is_some())?
             } else {
-                let (size, crc) = container::read_file(&self.prefix, &rec.segments, &dst, buf)?;
+                let (size, crc) =
+                    container::read_file(&self.config.prefix, &rec.segments, &dst, buf)?;
                 (size, Some(crc))
             };
             if size != rec.size {
@@ -345,8 +355,8 @@ impl Scr {
             }
             meta.set_size(size);
             meta.set_complete(true);
-            self.filemap.set_meta(id, self.rank, &key, &meta);
+            self.cache.filemap.set_meta(id, self.rank, &key, &meta);
         }
-        self.filemap.write(&self.filemap_path)
+        self.cache.filemap.write(&self.cache.filemap_path)
     }
 }

@@ -6,23 +6,38 @@ impl Scr {
     /// Synchronous flush of a cached dataset to the prefix.
     pub(super) fn flush(&mut self, id: u64) -> Result<()> {
         self.note_on_prefix("the flush's start in the flush file", || {
-            update_flush_file(&self.prefix, |f| f.set_location(id, Location::Flushing))
+            update_flush_file(&self.config.prefix, |f| {
+                f.set_location(id, Location::Flushing)
+            })
         });
         comm::relaxed_barrier(&self.world);
         let started = Instant::now();
-        let want_crc = self.params.bool("SCR_CRC_ON_FLUSH");
-        let buf = self.params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
+        let want_crc = self.config.params.bool("SCR_CRC_ON_FLUSH");
+        let buf = self
+            .config
+            .params
+            .bytes("SCR_FILE_BUF_SIZE")
+            .unwrap_or(1 << 20) as usize;
         // at most SCR_FLUSH_WIDTH ranks write to the prefix at once: ranks go in waves
-        let width = self.params.count("SCR_FLUSH_WIDTH").unwrap_or(256).max(1);
+        let width = self
+            .config
+            .params
+            .count("SCR_FLUSH_WIDTH")
+            .unwrap_or(256)
+            .max(1);
         let waves = self.ranks.div_ceil(width);
-        let containers = self.params.bool("SCR_USE_CONTAINERS").then(|| {
+        let containers = self.config.params.bool("SCR_USE_CONTAINERS").then(|| {
             let mine = self
                 .user_files(id)
                 .iter()
                 .filter_map(|f| std::fs::metadata(f).ok())
                 .map(|m| m.len())
                 .sum();
-            let size = self.params.bytes("SCR_CONTAINER_SIZE").unwrap_or(100 << 30);
+            let size = self
+                .config
+                .params
+                .bytes("SCR_CONTAINER_SIZE")
+                .unwrap_or(100 << 30);
             (self.container_start(mine), size)
         });
         let mut records = Vec::new();
@@ -43,7 +58,7 @@ impl Scr {
         // ranks done early wait sleeping, not in the gather's busy-poll
         comm::relaxed_barrier(&self.world);
         let copied = self.publish_flushed(id, records, result.is_ok())?;
-        if self.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
+        if self.config.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
             eprintln!(
                 "SCR: rank {}: flush of dataset {id}: copied in {copy_secs:.3} s, all ranks done after {:.3} s",
                 self.rank,
@@ -77,45 +92,120 @@ impl Scr {
 
     /// Where each of this rank's user files of dataset `id` goes on the prefix.
     pub(super) fn flush_targets(&self, id: u64) -> Result<Vec<FlushTarget>> {
-        scr::flush::targets(&self.filemap, id, self.rank).map_err(failure)
+        scr::flush::targets(&self.cache.filemap, id, self.rank).map_err(failure)
     }
 
-    /// The end of every flush, synchronous or not: rank 0 gathers each rank's file list and,
-    /// when every rank copied its files (`copied_here` on each), publishes the dataset;
-    /// otherwise the flush file stops saying FLUSHING. Collective; returns whether published.
+    /// The end of every flush, synchronous or not: when every rank copied its files
+    /// (`copied_here` on each), the ranks write the dataset's rank2file tree and rank 0
+    /// publishes the dataset; otherwise the flush file stops saying FLUSHING. Collective;
+    /// returns whether published.
     pub(super) fn publish_flushed(
         &mut self,
         id: u64,
         records: Vec<FileRecord>,
         copied_here: bool,
     ) -> Result<bool> {
-        let mut mine = RankFiles::new();
-        mine.insert(self.rank, records);
-        let leaf = rank2file::leaf_hash(&mine).pack();
-        let all = comm::gather_bytes(&self.world, 0, &leaf);
         let copied = comm::all_true(&self.world, copied_here);
         if !copied {
             self.note_on_prefix("the flush's end in the flush file", || {
-                update_flush_file(&self.prefix, |f| f.unset_location(id, Location::Flushing))
+                update_flush_file(&self.config.prefix, |f| {
+                    f.unset_location(id, Location::Flushing)
+                })
             });
             return Ok(false);
         }
+        let leaves = self.write_rank2file_leaves(id, records)?;
         self.agreed_on_prefix(&format!("publishing dataset {id} on the prefix"), || {
-            let mut map = RankFiles::new();
-            for bytes in all {
-                let h =
-                    Hash::unpack(&bytes).map_err(|e| failure(format!("rank file list: {e}")))?;
-                rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
-            }
-            let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
-            scr::prefix::publish(&self.prefix, id, &desc, self.ranks, &map, true)?;
-            let keep = self.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
-            for gone in scr::prefix::enforce_window(&self.prefix, keep)? {
+            let desc = self
+                .cache
+                .filemap
+                .dataset(id, self.rank)
+                .unwrap_or_default();
+            let prefix = &self.config.prefix;
+            rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), self.ranks, leaves)?;
+            scr::prefix::publish_written(prefix, id, &desc, true)?;
+            let keep = self.config.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
+            for gone in scr::prefix::enforce_window(prefix, keep)? {
                 eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_SIZE={keep})");
             }
             Ok(())
         })?;
         Ok(true)
+    }
+
+    /// The leaves of a flushed dataset's rank2file tree, written where the file lists are:
+    /// the ranks' lists, in rank order, are cut into leaves by their byte offsets
+    /// ([`rank2file::LEAF_SHARE`] each), each leaf's first rank gathers and writes it, and
+    /// rank 0 gets one entry per leaf (returned there, empty elsewhere) for the levels
+    /// above. No rank receives more than a leaf's lists and the leaves' entries, where
+    /// gathering every list on rank 0 grows with the job. Collective; fails on every rank
+    /// when a leaf could not be written.
+    fn write_rank2file_leaves(
+        &self,
+        id: u64,
+        records: Vec<FileRecord>,
+    ) -> Result<Vec<(u64, Hash)>> {
+        let mut mine = RankFiles::new();
+        mine.insert(self.rank, records);
+        let leaf = rank2file::leaf_hash(&mine).pack();
+        let share = rank2file::LEAF_SHARE as u64;
+        let size = leaf.len() as u64;
+        let offset = comm::exclusive_sum_u64(&self.world, size);
+        if !comm::all_true(&self.world, size <= share) {
+            return Err(Error::collective(format!(
+                "a rank's list of files of dataset {id} exceeds {share} bytes: too many files for one rank"
+            )));
+        }
+        let color = Color::with_value((offset / share) as i32);
+        let leaf_comm = self
+            .world
+            .split_by_color_with_key(color, self.rank as i32)
+            .expect("a color was given");
+        let lists = comm::gather_bytes(&leaf_comm, 0, &leaf);
+        let writer = leaf_comm.rank() == 0;
+        let written = if writer {
+            let prefix = &self.config.prefix;
+            (|| {
+                let mut map = RankFiles::new();
+                for bytes in &lists {
+                    let h =
+                        Hash::unpack(bytes).map_err(|e| failure(format!("rank file list: {e}")))?;
+                    rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
+                }
+                safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
+                rank2file::write_leaf(prefix, &layout::dataset_meta_rel(id), &map)
+            })()
+        } else {
+            Ok(None)
+        };
+        if let Err(e) = &written {
+            eprintln!(
+                "SCR: ERROR: rank {}: writing a rank2file leaf: {e}",
+                self.rank
+            );
+        }
+        if !comm::all_true(&self.world, written.is_ok()) {
+            return Err(Error::collective(format!(
+                "the rank2file map of dataset {id} could not be written on the prefix"
+            )));
+        }
+        let writers_color = if writer {
+            Color::with_value(0)
+        } else {
+            Color::undefined()
+        };
+        let mut entries = Vec::new();
+        if let Some(writers) = self.world.split_by_color(writers_color) {
+            let entry = written?
+                .map(|e| rank2file::pack_entry(&e))
+                .unwrap_or_default();
+            for bytes in comm::gather_bytes(&writers, 0, &entry) {
+                if !bytes.is_empty() {
+                    entries.push(rank2file::unpack_entry(&bytes).map_err(failure)?);
+                }
+            }
+        }
+        Ok(entries)
     }
 
     /// Copies this rank's files of a dataset to their places under the prefix, or into
@@ -140,21 +230,22 @@ impl Scr {
                     let segments = container::place(id, *at, len, container_size);
                     *at += len;
                     let (size, crc) =
-                        container::write_file(&src, &self.prefix, &segments, &mut |_| {})?;
-                    dirs.insert(layout::dataset_meta_dir(&self.prefix, id));
+                        container::write_file(&src, &self.config.prefix, &segments, &mut |_| {})?;
+                    dirs.insert(layout::dataset_meta_dir(&self.config.prefix, id));
                     (size, want_crc.then_some(crc), segments)
                 }
                 _ => {
                     // the CRC recorded when the checkpoint completed (SCR_CRC_ON_COPY) is
                     // checked on the way: a file the cache corrupted since is not published
                     let recorded = self
+                        .cache
                         .filemap
                         .meta(id, self.rank, &src.to_string_lossy())
                         .and_then(|m| m.crc32());
                     let (size, crc) = copy_file(
                         &src,
                         &dst,
-                        &self.prefix,
+                        &self.config.prefix,
                         buf,
                         want_crc || recorded.is_some(),
                     )?;
@@ -188,7 +279,11 @@ impl Scr {
     /// Logs a flush or fetch of dataset `id` that started at `started`: its size, time and
     /// bandwidth.
     pub(super) fn log_transfer(&self, kind: &str, id: u64, started: Instant) {
-        let desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
+        let desc = self
+            .cache
+            .filemap
+            .dataset(id, self.rank)
+            .unwrap_or_default();
         let mut fields = vec![
             ("name", desc.name().unwrap_or_default().to_string()),
             ("dset", id.to_string()),
@@ -200,7 +295,7 @@ impl Scr {
 
     /// SCR_FLUSH: flush every this many checkpoints; 0 never flushes.
     pub(super) fn flush_every(&self) -> u64 {
-        self.params.count("SCR_FLUSH").unwrap_or(10)
+        self.config.params.count("SCR_FLUSH").unwrap_or(10)
     }
 
     /// Flushes the newest complete checkpoint when the flush file says it is not on the prefix.

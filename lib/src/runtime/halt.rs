@@ -11,7 +11,7 @@ impl Scr {
         let mut result: Result<()> = Ok(());
         if self.rank == 0 {
             result = (|| {
-                let path = layout::halt_file(&self.prefix);
+                let path = layout::halt_file(&self.config.prefix);
                 let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
                 let was = hash.clone();
                 let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
@@ -19,7 +19,8 @@ impl Scr {
                     halt.decrement_checkpoints();
                 }
                 let now = chrono::Utc::now().timestamp();
-                let remaining = scr::halt::seconds_left(self.params.get("SCR_END_TIME"), now);
+                let remaining =
+                    scr::halt::seconds_left(self.config.params.get("SCR_END_TIME"), now);
                 if let Some(cause) = halt.library_decision(now, remaining) {
                     eprintln!("SCR: Job exiting: {cause}");
                     halt.set_exit_reason(cause.reason());
@@ -50,10 +51,10 @@ impl Scr {
         if halt {
             self.log.event(
                 kinds::HALT,
-                &[("exits", self.params.halt_exits().to_string())],
+                &[("exits", self.config.params.halt_exits().to_string())],
             );
         }
-        if halt && self.params.halt_exits() {
+        if halt && self.config.params.halt_exits() {
             self.flush_latest_if_needed()?;
             comm::relaxed_barrier(&self.world);
             // SAFETY: MPI is initialized (checked in init) and not finalized; the process exits next.

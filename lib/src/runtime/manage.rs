@@ -14,11 +14,11 @@ impl Scr {
     /// copy's (0 when none knows it). Collective.
     fn dataset_id_of(&self, name: &str) -> u64 {
         let indexed = if self.rank == 0 {
-            IndexFile::read(&layout::index_file(&self.prefix))
+            IndexFile::read(&layout::index_file(&self.config.prefix))
                 .ok()
                 .and_then(|i| i.id_of(name))
                 .or_else(|| {
-                    prefix::inspect_flushed(&self.prefix, name)
+                    prefix::inspect_flushed(&self.config.prefix, name)
                         .ok()
                         .flatten()
                         .map(|d| d.id)
@@ -38,7 +38,7 @@ impl Scr {
         if self.rank == 0 {
             eprintln!(
                 "SCR: WARNING: {call}: no dataset {name} in cache or in the index of {}; nothing changed",
-                self.prefix.display()
+                self.config.prefix.display()
             );
         }
     }
@@ -48,7 +48,7 @@ impl Scr {
     pub fn drop_dataset(&mut self, name: &str) -> Result<()> {
         let mut dropped = false;
         self.agreed_on_prefix(&format!("SCR_Drop of {name}"), || {
-            dropped = prefix::drop_dataset(&self.prefix, name)?.is_some();
+            dropped = prefix::drop_dataset(&self.config.prefix, name)?.is_some();
             Ok(())
         })?;
         if !comm::bcast_bool(&self.world, dropped) {
@@ -74,17 +74,17 @@ impl Scr {
         self.delete_cached(id)?;
         comm::relaxed_barrier(&self.world);
         self.agreed_on_prefix(&format!("SCR_Delete of {name}"), || {
-            prefix::delete_dataset(&self.prefix, id, name)?;
-            update_flush_file(&self.prefix, |f| f.remove(id))
+            prefix::delete_dataset(&self.config.prefix, id, name)?;
+            update_flush_file(&self.config.prefix, |f| f.remove(id))
         })
     }
 
     /// SCR_CACHE_PURGE and SCR_PREFIX_PURGE, in SCR_Init: every cached dataset, and every
     /// dataset on the prefix, deleted before the restart is chosen.
     pub(super) fn purge(&mut self) -> Result<()> {
-        if self.params.bool("SCR_CACHE_PURGE") {
-            let mut cached = self.filemap.datasets();
-            if let Some((_, held)) = &self.held {
+        if self.config.params.bool("SCR_CACHE_PURGE") {
+            let mut cached = self.cache.filemap.datasets();
+            if let Some((_, held)) = &self.cache.held {
                 cached.extend(held.datasets());
             }
             cached.sort_unstable();
@@ -93,16 +93,16 @@ impl Scr {
                 self.discard_cached(d)?;
             }
             self.note_on_prefix("the purged cache in the flush file", || {
-                update_flush_file(&self.prefix, |f| {
+                update_flush_file(&self.config.prefix, |f| {
                     for d in f.datasets() {
                         super::forget_cached(f, d);
                     }
                 })
             });
         }
-        if self.params.bool("SCR_PREFIX_PURGE") {
+        if self.config.params.bool("SCR_PREFIX_PURGE") {
             self.agreed_on_prefix("SCR_PREFIX_PURGE", || {
-                for gone in prefix::purge(&self.prefix)? {
+                for gone in prefix::purge(&self.config.prefix)? {
                     eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_PURGE=1)");
                 }
                 Ok(())
@@ -124,18 +124,18 @@ impl Scr {
         if id == 0 {
             return Err(failure(format!(
                 "SCR_Current: no checkpoint {name} in cache or in the index of {}",
-                self.prefix.display()
+                self.config.prefix.display()
             )));
         }
         self.agreed_on_prefix(&format!("SCR_Current of {name}"), || {
-            let index_path = layout::index_file(&self.prefix);
+            let index_path = layout::index_file(&self.config.prefix);
             let indexed = IndexFile::read(&index_path).is_ok_and(|i| i.id_of(name).is_some());
             if indexed {
-                prefix::update_index(&self.prefix, |idx| {
+                prefix::update_index(&self.config.prefix, |idx| {
                     idx.set_current(name)
                         .map_err(|what| scr::Error::invalid(&index_path, what))
                 })?;
-                prefix::update_current_link(&self.prefix, name)?;
+                prefix::update_current_link(&self.config.prefix, name)?;
             }
             Ok(())
         })?;
@@ -154,13 +154,13 @@ impl Scr {
         }
         let cached = comm::max_u64(&self.world, self.newest_cached_checkpoint(id + 1));
         if cached == id && self.recover(id)? {
-            let desc = self.filemap.dataset(id, self.rank);
+            let desc = self.cache.filemap.dataset(id, self.rank);
             let ckpt = desc.as_ref().and_then(|d| d.checkpoint_id()).unwrap_or(id);
             self.checkpoint_id = comm::max_u64(&self.world, ckpt);
             self.restart = Some((id, name.to_string()));
             return Ok(());
         }
-        if self.params.bool("SCR_FETCH") {
+        if self.config.params.bool("SCR_FETCH") {
             // the fetch loop starts at the index's current checkpoint, now `name`
             self.fetch(Some(id + 1))?;
         }

@@ -8,9 +8,21 @@ impl Scr {
     pub fn need_checkpoint(&mut self) -> Result<bool> {
         self.poll_async_flushes(None)?;
         let rules = scr::schedule::Rules {
-            interval: self.params.count("SCR_CHECKPOINT_INTERVAL").unwrap_or(0),
-            seconds: self.params.count("SCR_CHECKPOINT_SECONDS").unwrap_or(0),
-            overhead: self.params.float("SCR_CHECKPOINT_OVERHEAD").unwrap_or(0.0),
+            interval: self
+                .config
+                .params
+                .count("SCR_CHECKPOINT_INTERVAL")
+                .unwrap_or(0),
+            seconds: self
+                .config
+                .params
+                .count("SCR_CHECKPOINT_SECONDS")
+                .unwrap_or(0),
+            overhead: self
+                .config
+                .params
+                .float("SCR_CHECKPOINT_OVERHEAD")
+                .unwrap_or(0.0),
         };
         let decided = self.schedule.need(rules, Instant::now());
         let due = comm::bcast_bool(&self.world, self.rank == 0 && decided);
@@ -47,10 +59,14 @@ impl Scr {
         // everywhere); only the creation time differs, and Complete replaces it with rank
         // 0's, which it learns in the collective it needs anyway, so Start broadcasts nothing
         let origin = DatasetOrigin {
-            user: Some(self.user.clone()),
-            jobname: self.params.get("SCR_JOB_NAME").map(str::to_string),
-            jobid: Some(self.jobid.clone()),
-            cluster: self.params.get("SCR_CLUSTER_NAME").map(str::to_string),
+            user: Some(self.config.user.clone()),
+            jobname: self.config.params.get("SCR_JOB_NAME").map(str::to_string),
+            jobid: Some(self.config.jobid.clone()),
+            cluster: self
+                .config
+                .params
+                .get("SCR_CLUSTER_NAME")
+                .map(str::to_string),
             created_us: chrono::Utc::now().timestamp_micros().max(0) as u64,
         };
         let default_name = format!("scr.dataset.{id}");
@@ -72,12 +88,13 @@ impl Scr {
     /// The descriptor for a checkpoint id: the enabled one with the largest INTERVAL that
     /// divides it (output-only datasets, `None`, use the INTERVAL=1 one).
     pub(super) fn descriptor_for(&self, checkpoint_id: Option<u64>) -> &CkptDesc {
-        &self.descriptors[self.descriptor_index(checkpoint_id)]
+        &self.config.descriptors[self.descriptor_index(checkpoint_id)]
     }
 
     pub(super) fn descriptor_index(&self, checkpoint_id: Option<u64>) -> usize {
         let id = checkpoint_id.unwrap_or(1).max(1);
-        self.descriptors
+        self.config
+            .descriptors
             .iter()
             .enumerate()
             .filter(|(_, d)| id.is_multiple_of(d.interval))
@@ -95,24 +112,31 @@ impl Scr {
         expected_files: u64,
     ) -> Result<()> {
         let reddesc = self.reddesc_for(desc.checkpoint_id());
-        self.filemap.set_dataset(id, self.rank, desc);
-        self.filemap.set_reddesc(id, self.rank, &reddesc);
-        self.filemap
+        self.cache.filemap.set_dataset(id, self.rank, desc);
+        self.cache.filemap.set_reddesc(id, self.rank, &reddesc);
+        self.cache
+            .filemap
             .set_expected_files(id, self.rank, expected_files);
         // how the files go to the prefix: SCR's own scr_copy reads this to drain a node
         // (PRESERVE=1: into the application's directories, not scr.dataset.<id>/)
         let mut flush = Hash::new();
-        let flag = |name: &str| if self.params.bool(name) { "1" } else { "0" };
+        let flag = |name: &str| {
+            if self.config.params.bool(name) {
+                "1"
+            } else {
+                "0"
+            }
+        };
         flush.set_value("PRESERVE", flag("SCR_PRESERVE_DIRECTORIES"));
         flush.set_value("CONTAINER", flag("SCR_USE_CONTAINERS"));
-        self.filemap.set_flushdesc(id, self.rank, flush);
-        self.filemap.write(&self.filemap_path)
+        self.cache.filemap.set_flushdesc(id, self.rank, flush);
+        self.cache.filemap.write(&self.cache.filemap_path)
     }
 
     /// The redundancy descriptor of a checkpoint: its store, scheme and this rank's set.
     pub(super) fn reddesc_for(&self, checkpoint_id: Option<u64>) -> RedDesc {
         let i = self.descriptor_index(checkpoint_id);
-        let ckpt = &self.descriptors[i];
+        let ckpt = &self.config.descriptors[i];
         let dir = self.store_dir(&ckpt.store);
         let mut reddesc = RedDesc::create(
             true,
@@ -128,8 +152,8 @@ impl Scr {
         reddesc
     }
 
-    /// `SCR_Complete_output`: records sizes, agrees on validity, flushes when due. Returns
-    /// whether every rank's output was valid.
+    /// `SCR_Complete_output`: records sizes, agrees on validity, applies the redundancy
+    /// scheme, flushes when due. Returns whether every rank's output was valid.
     pub(crate) fn complete_output(&mut self, valid: bool) -> Result<bool> {
         let Phase::Output { id, flags, bypass } = self.phase.clone() else {
             return Err(failure(
@@ -137,39 +161,9 @@ impl Scr {
             ));
         };
         self.phase = Phase::Idle;
-        let crc_on_copy = self.params.bool("SCR_CRC_ON_COPY");
-        // no barrier first: the sums below wait for every rank, sleeping as they do
-        let (mut files, mut bytes, mut ok) = (0u64, 0u64, valid);
-        for f in self.my_files(id) {
-            let mut meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
-            let size = std::fs::metadata(&f).map(|m| m.len());
-            let complete = valid && size.is_ok();
-            ok &= complete;
-            meta.set_size(*size.as_ref().unwrap_or(&0));
-            if crc_on_copy && complete {
-                meta.set_crc32(io::file_crc32(Path::new(&f))?);
-            }
-            meta.set_complete(complete);
-            self.filemap.set_meta(id, self.rank, &f, &meta);
-            files += 1;
-            bytes += size.unwrap_or(0);
-        }
-        self.filemap.set_expected_files(id, self.rank, files);
-        let mut desc = self.filemap.dataset(id, self.rank).unwrap_or_default();
-        let created_here = if self.rank == 0 {
-            desc.created_us().unwrap_or(0)
-        } else {
-            0
-        };
-        let [total_files, total_bytes, failed, created] =
-            comm::sums_u64(&self.world, [files, bytes, u64::from(!ok), created_here]);
-        let all_ok = failed == 0;
-        desc.set_totals(total_files, total_bytes, all_ok);
-        desc.set_created_us(created);
-        self.filemap.set_dataset(id, self.rank, &desc);
-        self.filemap.write(&self.filemap_path)?;
+        let (desc, failed) = self.record_completion(id, valid)?;
         let name = desc.name().unwrap_or_default().to_string();
-        if !all_ok {
+        if failed > 0 {
             self.log.event(
                 kinds::CHECKPOINT_FAILED,
                 &[
@@ -179,51 +173,27 @@ impl Scr {
                 ],
             );
             self.delete_cached(id)?;
-            self.deferred_eviction = None; // the older checkpoint is still the newest good one
+            self.cache.deferred_eviction = None; // the older checkpoint is still the newest good one
             return Ok(false);
         }
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
         // as in SCR, a checkpoint its scheme could not protect is not a valid checkpoint
         if is_ckpt && self.apply_redundancy(id).is_err() {
             self.delete_cached(id)?;
-            self.deferred_eviction = None;
+            self.cache.deferred_eviction = None;
             return Ok(false);
         }
-        // the checkpoint kept until this one completed goes now, recorded in the same
-        // flush-file update (each one is a locked, fsynced write on the prefix)
-        let evicted = if is_ckpt {
-            self.deferred_eviction.take()
-        } else {
-            None
-        };
-        if let Some(old) = evicted {
-            if self.flushing_async(old) {
-                self.poll_async_flushes(Some(old))?;
-            }
-            self.discard_cached(old)?;
-        }
-        self.note_on_prefix("the new dataset in the flush file", || {
-            update_flush_file(&self.prefix, |f| {
-                f.describe(
-                    id,
-                    desc.name().unwrap_or_default(),
-                    desc.checkpoint_id(),
-                    None,
-                );
-                f.set_location(id, Location::Cache);
-                if let Some(old) = evicted {
-                    forget_cached(f, old);
-                }
-            })
-        });
+        self.publish_in_cache(id, &desc, is_ckpt)?;
         let every = self.flush_every();
         // a dataset written to the prefix is published there at once: nothing to copy
         let due = bypass
             || flags & FLAG_OUTPUT != 0
             || (is_ckpt && every > 0 && self.checkpoint_id.is_multiple_of(every));
         // output datasets leave the cache once flushed: they go synchronously
-        let in_background =
-            !bypass && is_ckpt && flags & FLAG_OUTPUT == 0 && self.params.flush_in_background();
+        let in_background = !bypass
+            && is_ckpt
+            && flags & FLAG_OUTPUT == 0
+            && self.config.params.flush_in_background();
         if due && in_background {
             self.start_async_flush(id)?;
         } else if due {
@@ -232,6 +202,7 @@ impl Scr {
         if flags & FLAG_OUTPUT != 0 && !is_ckpt {
             self.delete_cached(id)?;
         }
+        let total_bytes = desc.size().unwrap_or(0);
         let secs = self.schedule.elapsed(Instant::now()).filter(|_| is_ckpt);
         let mut fields = vec![("name", name), ("dset", id.to_string())];
         match secs {
@@ -253,5 +224,81 @@ impl Scr {
             comm::relaxed_barrier(&self.world);
         }
         Ok(true)
+    }
+
+    /// Records this rank's files of `id` (sizes, CRCs with SCR_CRC_ON_COPY, completeness)
+    /// and the job's totals in the dataset. Returns the dataset and how many ranks failed.
+    fn record_completion(&mut self, id: u64, valid: bool) -> Result<(Dataset, u64)> {
+        let crc_on_copy = self.config.params.bool("SCR_CRC_ON_COPY");
+        // no barrier first: the sums below wait for every rank, sleeping as they do
+        let (mut files, mut bytes, mut ok) = (0u64, 0u64, valid);
+        for f in self.my_files(id) {
+            let mut meta = self
+                .cache
+                .filemap
+                .meta(id, self.rank, &f)
+                .unwrap_or_default();
+            let size = std::fs::metadata(&f).map(|m| m.len());
+            let complete = valid && size.is_ok();
+            ok &= complete;
+            meta.set_size(*size.as_ref().unwrap_or(&0));
+            if crc_on_copy && complete {
+                meta.set_crc32(io::file_crc32(Path::new(&f))?);
+            }
+            meta.set_complete(complete);
+            self.cache.filemap.set_meta(id, self.rank, &f, &meta);
+            files += 1;
+            bytes += size.unwrap_or(0);
+        }
+        self.cache.filemap.set_expected_files(id, self.rank, files);
+        let mut desc = self
+            .cache
+            .filemap
+            .dataset(id, self.rank)
+            .unwrap_or_default();
+        let created_here = if self.rank == 0 {
+            desc.created_us().unwrap_or(0)
+        } else {
+            0
+        };
+        let [total_files, total_bytes, failed, created] =
+            comm::sums_u64(&self.world, [files, bytes, u64::from(!ok), created_here]);
+        desc.set_totals(total_files, total_bytes, failed == 0);
+        desc.set_created_us(created);
+        self.cache.filemap.set_dataset(id, self.rank, &desc);
+        self.cache.filemap.write(&self.cache.filemap_path)?;
+        Ok((desc, failed))
+    }
+
+    /// A completed dataset takes its place in cache: the checkpoint kept until this one
+    /// completed goes now, recorded in the same flush-file update as the new dataset (each
+    /// one is a locked, fsynced write on the prefix).
+    fn publish_in_cache(&mut self, id: u64, desc: &Dataset, is_ckpt: bool) -> Result<()> {
+        let evicted = if is_ckpt {
+            self.cache.deferred_eviction.take()
+        } else {
+            None
+        };
+        if let Some(old) = evicted {
+            if self.flushing_async(old) {
+                self.poll_async_flushes(Some(old))?;
+            }
+            self.discard_cached(old)?;
+        }
+        self.note_on_prefix("the new dataset in the flush file", || {
+            update_flush_file(&self.config.prefix, |f| {
+                f.describe(
+                    id,
+                    desc.name().unwrap_or_default(),
+                    desc.checkpoint_id(),
+                    None,
+                );
+                f.set_location(id, Location::Cache);
+                if let Some(old) = evicted {
+                    forget_cached(f, old);
+                }
+            })
+        });
+        Ok(())
     }
 }

@@ -38,22 +38,23 @@ impl Scr {
     /// after everything in cache and on the prefix.
     pub(super) fn restart_from_cache(&mut self) -> Result<()> {
         let prefix_max = if self.rank == 0 {
-            IndexFile::read(&layout::index_file(&self.prefix))
+            IndexFile::read(&layout::index_file(&self.config.prefix))
                 .map(|i| i.entries().first().map_or(0, |e| e.id))
                 .unwrap_or(0)
         } else {
             0
         };
         let held_max = self
+            .cache
             .held
             .as_ref()
             .and_then(|(_, h)| h.latest_dataset())
             .unwrap_or(0);
-        let mine_max = self.filemap.latest_dataset().unwrap_or(0);
+        let mine_max = self.cache.filemap.latest_dataset().unwrap_or(0);
         self.dataset_id = comm::max_u64(&self.world, prefix_max.max(mine_max).max(held_max));
 
         // SCR_DISTRIBUTE=0: no rebuild in cache; a restart comes from the prefix
-        let mut below = if self.params.bool("SCR_DISTRIBUTE") {
+        let mut below = if self.config.params.bool("SCR_DISTRIBUTE") {
             u64::MAX
         } else {
             0
@@ -61,11 +62,11 @@ impl Scr {
         loop {
             let d = comm::max_u64(&self.world, self.newest_cached_checkpoint(below));
             if d == 0 {
-                self.fetch_pending = self.params.bool("SCR_FETCH");
+                self.fetch_pending = self.config.params.bool("SCR_FETCH");
                 return Ok(());
             }
             if self.recover(d)? {
-                let desc = self.filemap.dataset(d, self.rank);
+                let desc = self.cache.filemap.dataset(d, self.rank);
                 let name = desc
                     .as_ref()
                     .and_then(|x| x.name().map(str::to_string))
@@ -90,15 +91,15 @@ impl Scr {
     /// processes needs the global file system): the cached copy steps aside for a fetch in
     /// place when the application asks for its restart.
     pub(super) fn flush_on_restart(&mut self) -> Result<()> {
-        let global = self.params.bool("SCR_GLOBAL_RESTART");
-        if !(global || self.params.bool("SCR_FLUSH_ON_RESTART")) {
+        let global = self.config.params.bool("SCR_GLOBAL_RESTART");
+        if !(global || self.config.params.bool("SCR_FLUSH_ON_RESTART")) {
             return Ok(());
         }
         let Some((id, _)) = self.restart.clone() else {
             return Ok(());
         };
         let unflushed = self.rank == 0
-            && FlushFile::read(&layout::flush_file(&self.prefix))
+            && FlushFile::read(&layout::flush_file(&self.config.prefix))
                 .map_or(true, |f| f.needs_flush(id));
         if comm::bcast_bool(&self.world, unflushed) {
             self.flush(id)?;
@@ -125,52 +126,20 @@ impl Scr {
                 .max()
                 .unwrap_or(0)
         };
-        let held = self.held.as_ref().map_or(0, |(_, h)| newest(h));
-        newest(&self.filemap).max(held)
+        let held = self.cache.held.as_ref().map_or(0, |(_, h)| newest(h));
+        newest(&self.cache.filemap).max(held)
     }
 
     /// This rank's parity file of `d`: its path, header and where the parity starts.
     pub(super) fn parity_file(&self, d: u64) -> Option<(PathBuf, XorHeader, u64)> {
-        parity_file_in(&self.filemap, d, self.rank)
+        parity_file_in(&self.cache.filemap, d, self.rank)
     }
 
     /// Tries to give every rank its files of `d`; true when every rank has them, verified.
     pub(super) fn recover(&mut self, d: u64) -> Result<bool> {
-        // 1. what each rank has, and what each node holds for others
+        // 1. what each rank has, what each node holds for others, and rank 0's plan
         let own_ok = verify_cached_of(self, d);
-        let mut report = Hash::new();
-        report.set_value("OWN", u8::from(own_ok));
-        // the sets, as the headers of the parity files at hand record them:
-        // "<failures tolerated>:<members>", RS headers say how many; XOR survives one
-        let mut add_set = |header: XorHeader| {
-            let list: Vec<String> = header.group.iter().map(u64::to_string).collect();
-            let k = header.failures.unwrap_or(1);
-            report.child("SET").child(format!("{k}:{}", list.join(",")));
-        };
-        if own_ok && let Some(header) = parity_header_in(&self.filemap, d, self.rank) {
-            add_set(header);
-        }
-        let mut held_ok = Vec::new();
-        if let Some((_, held)) = &self.held {
-            for r in held.ranks_by_dataset(d) {
-                if r < self.ranks && verify_copy(held, d, r, self.ranks) {
-                    held_ok.push(r);
-                    if let Some(header) = parity_header_in(held, d, r) {
-                        add_set(header);
-                    }
-                }
-            }
-        }
-        for r in held_ok {
-            report.child("HELD").child(r.to_string());
-        }
-        let reports = comm::gather_bytes(&self.world, 0, &report.pack());
-        let plan = if self.rank == 0 {
-            plan_recovery(self.ranks, &reports)
-        } else {
-            Hash::new()
-        };
-        let plan = comm::bcast_hash(&self.world, 0, &plan);
+        let plan = self.plan_for(d, own_ok);
         if plan.first_value("OK") != Some("1") {
             if self.rank == 0
                 && let Some(why) = plan.first_value("WHY")
@@ -241,7 +210,7 @@ impl Scr {
         // chooses the dataset stands protected; after PARTNER copies moved to their owners
         // only the copies lost with their holders are sent again; anything else (a
         // partner's copy that became its owner's, sets that changed) is encoded anew.
-        let adopted = !comm::all_true(&self.world, !self.reprotect.contains(&d));
+        let adopted = !comm::all_true(&self.world, !self.cache.reprotect.contains(&d));
         let refit = adopted
             || (!rebuilds.is_empty() && !comm::all_true(&self.world, self.parity_still_fits(d)))
             || (!moves.is_empty() && !self.restore_partner_copies(d)?);
@@ -251,12 +220,55 @@ impl Scr {
         Ok(true)
     }
 
+    /// Every rank reports what it has of `d` (its own files, verified; the copies its node
+    /// holds; the redundancy sets their parity headers describe); rank 0 plans the
+    /// recovery and every rank gets the plan (collective).
+    fn plan_for(&self, d: u64, own_ok: bool) -> Hash {
+        let mut report = Hash::new();
+        report.set_value("OWN", u8::from(own_ok));
+        // the sets, as the headers of the parity files at hand record them:
+        // "<failures tolerated>:<members>", RS headers say how many; XOR survives one
+        let mut add_set = |header: XorHeader| {
+            let list: Vec<String> = header.group.iter().map(u64::to_string).collect();
+            let k = header.failures.unwrap_or(1);
+            report.child("SET").child(format!("{k}:{}", list.join(",")));
+        };
+        if own_ok && let Some(header) = parity_header_in(&self.cache.filemap, d, self.rank) {
+            add_set(header);
+        }
+        let mut held_ok = Vec::new();
+        if let Some((_, held)) = &self.cache.held {
+            for r in held.ranks_by_dataset(d) {
+                if r < self.ranks && verify_copy(held, d, r, self.ranks) {
+                    held_ok.push(r);
+                    if let Some(header) = parity_header_in(held, d, r) {
+                        add_set(header);
+                    }
+                }
+            }
+        }
+        for r in held_ok {
+            report.child("HELD").child(r.to_string());
+        }
+        let reports = comm::gather_bytes(&self.world, 0, &report.pack());
+        let plan = if self.rank == 0 {
+            plan_recovery(self.ranks, &reports)
+        } else {
+            Hash::new()
+        };
+        comm::bcast_hash(&self.world, 0, &plan)
+    }
+
     /// One move: the node master `holder` sends rank `owner`'s copy, `owner` stores it in
     /// its own cache directory.
     fn move_copy(&mut self, d: u64, owner: u64, holder: u64) -> Result<()> {
         let buf = self.mpi_buf_size();
         if self.rank == holder {
-            let (_, held) = self.held.as_ref().expect("only node masters hold copies");
+            let (_, held) = self
+                .cache
+                .held
+                .as_ref()
+                .expect("only node masters hold copies");
             let files: Vec<(PathBuf, u64, Meta)> = held
                 .files(d, owner)
                 .into_iter()
@@ -278,11 +290,11 @@ impl Scr {
             );
         }
         let (user, jobid, emulated_node) = (
-            self.user.clone(),
-            self.jobid.clone(),
+            self.config.user.clone(),
+            self.config.jobid.clone(),
             self.emulated_node.clone(),
         );
-        let (filemap, filemap_path) = (&mut self.filemap, &self.filemap_path);
+        let (filemap, filemap_path) = (&mut self.cache.filemap, &self.cache.filemap_path);
         let mut placed_paths = Vec::new();
         let mut place = |h: &Hash| -> Result<Vec<(PathBuf, u64)>> {
             let store = h
@@ -313,8 +325,8 @@ impl Scr {
             }),
             buf,
         )?;
-        mark_complete(&mut self.filemap, d, owner, &placed_paths);
-        self.filemap.write(&self.filemap_path)
+        mark_complete(&mut self.cache.filemap, d, owner, &placed_paths);
+        self.cache.filemap.write(&self.cache.filemap_path)
     }
 
     /// PARTNER with one copy, after copies moved to their owners: each rank whose partner
@@ -323,12 +335,13 @@ impl Scr {
     /// having done nothing, for other schemes: the caller encodes the dataset anew.
     fn restore_partner_copies(&mut self, d: u64) -> Result<bool> {
         let ckpt = self
+            .cache
             .filemap
             .dataset(d, self.rank)
             .and_then(|x| x.checkpoint_id());
         let i = self.descriptor_index(ckpt);
         let (scheme, replicas, hop) = {
-            let desc = &self.descriptors[i];
+            let desc = &self.config.descriptors[i];
             (desc.scheme, desc.replicas, desc.hop)
         };
         if !comm::all_true(&self.world, scheme == Scheme::Partner && replicas <= 1) {
@@ -337,7 +350,7 @@ impl Scr {
         // every rank's node, and the partner copies each node master holds intact
         let mut report = Hash::new();
         report.set_value("NODE", &self.node_name);
-        if let Some((_, held)) = &self.held {
+        if let Some((_, held)) = &self.cache.held {
             for r in held.ranks_by_dataset(d) {
                 if held.tag(d, r, PARTNER_TAG).is_some() && verify_copy(held, d, r, self.ranks) {
                     report.child("HELD").child(r.to_string());
@@ -380,6 +393,7 @@ impl Scr {
     /// header names is the set chosen for this rank now.
     fn parity_still_fits(&self, d: u64) -> bool {
         let ckpt = self
+            .cache
             .filemap
             .dataset(d, self.rank)
             .and_then(|x| x.checkpoint_id());
@@ -390,7 +404,7 @@ impl Scr {
             _ => return false,
         };
         let i = self.descriptor_index(ckpt);
-        parity_header_in(&self.filemap, d, self.rank).is_some_and(|h| {
+        parity_header_in(&self.cache.filemap, d, self.rank).is_some_and(|h| {
             h.failures.unwrap_or(1) == failures && h.group == self.sets[i].members(self.rank)
         })
     }
@@ -402,7 +416,8 @@ impl Scr {
             .my_files(d)
             .into_iter()
             .filter(|f| {
-                self.filemap
+                self.cache
+                    .filemap
                     .meta(d, self.rank, f)
                     .and_then(|m| m.filetype())
                     .is_some_and(|t| t != FileType::User)
@@ -414,14 +429,17 @@ impl Scr {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(Error::io(f, "remove", e)),
             }
-            self.filemap.remove_file(d, self.rank, f);
+            self.cache.filemap.remove_file(d, self.rank, f);
         }
-        let expected = self.filemap.expected_files(d, self.rank).unwrap_or(0);
-        self.filemap
-            .set_expected_files(d, self.rank, expected.saturating_sub(old.len() as u64));
-        self.filemap.write(&self.filemap_path)?;
+        let expected = self.cache.filemap.expected_files(d, self.rank).unwrap_or(0);
+        self.cache.filemap.set_expected_files(
+            d,
+            self.rank,
+            expected.saturating_sub(old.len() as u64),
+        );
+        self.cache.filemap.write(&self.cache.filemap_path)?;
         self.drop_held(d)?;
-        self.reprotect.retain(|&x| x != d);
+        self.cache.reprotect.retain(|&x| x != d);
         if self.apply_redundancy(d).is_err() && self.rank == 0 {
             eprintln!(
                 "SCR: WARNING: dataset {d} was recovered but could not be protected again; \
@@ -457,7 +475,7 @@ pub(super) fn parity_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHe
 }
 
 fn verify_cached_of(scr: &Scr, d: u64) -> bool {
-    verify_copy(&scr.filemap, d, scr.rank, scr.ranks)
+    verify_copy(&scr.cache.filemap, d, scr.rank, scr.ranks)
 }
 
 /// Rank 0: from every rank's report, who sends whose files where, which XOR sets rebuild

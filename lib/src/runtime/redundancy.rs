@@ -27,7 +27,10 @@ impl Scr {
     }
 
     pub(super) fn mpi_buf_size(&self) -> usize {
-        self.params.bytes("SCR_MPI_BUF_SIZE").unwrap_or(4 << 20) as usize
+        self.config
+            .params
+            .bytes("SCR_MPI_BUF_SIZE")
+            .unwrap_or(4 << 20) as usize
     }
 
     /// This rank's user files of a dataset with the sizes and meta the filemap records.
@@ -35,7 +38,11 @@ impl Scr {
         self.user_files(id)
             .into_iter()
             .map(|f| {
-                let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
+                let meta = self
+                    .cache
+                    .filemap
+                    .meta(id, self.rank, &f)
+                    .unwrap_or_default();
                 (PathBuf::from(f), meta.size().unwrap_or(0), meta)
             })
             .collect()
@@ -45,13 +52,14 @@ impl Scr {
     /// every rank when any rank failed (the dataset is then not protected).
     pub(super) fn apply_redundancy(&mut self, id: u64) -> Result<()> {
         let ckpt = self
+            .cache
             .filemap
             .dataset(id, self.rank)
             .and_then(|d| d.checkpoint_id());
         let i = self.descriptor_index(ckpt);
         let reddesc = self.reddesc_for(ckpt);
-        self.filemap.set_reddesc(id, self.rank, &reddesc);
-        let result = match self.descriptors[i].scheme {
+        self.cache.filemap.set_reddesc(id, self.rank, &reddesc);
+        let result = match self.config.descriptors[i].scheme {
             // every rank has the same scheme: nothing to agree on
             Scheme::Single => return Ok(()),
             Scheme::Partner => self.apply_partner(id, i),
@@ -60,7 +68,7 @@ impl Scr {
         if let Err(e) = &result {
             eprintln!(
                 "SCR: ERROR: rank {}: applying {} to dataset {id}: {e}",
-                self.rank, self.descriptors[i].scheme
+                self.rank, self.config.descriptors[i].scheme
             );
         }
         if comm::all_true(&self.world, result.is_ok()) {
@@ -68,7 +76,7 @@ impl Scr {
         } else {
             Err(Error::collective(format!(
                 "dataset {id} could not be protected by {} on every rank",
-                self.descriptors[i].scheme
+                self.config.descriptors[i].scheme
             )))
         }
     }
@@ -79,11 +87,16 @@ impl Scr {
     fn apply_partner(&mut self, id: u64, i: usize) -> Result<()> {
         self.ensure_set_comm(i);
         let set_size = self.sets[i].members(self.rank).len() as u64;
-        let replicas = self.descriptors[i]
+        let replicas = self.config.descriptors[i]
             .replicas
             .clamp(1, set_size.saturating_sub(1).max(1));
         for replica in 1..=replicas {
-            self.send_partner_copy(id, i, self.descriptors[i].hop * replica, (true, true))?;
+            self.send_partner_copy(
+                id,
+                i,
+                self.config.descriptors[i].hop * replica,
+                (true, true),
+            )?;
         }
         Ok(())
     }
@@ -104,11 +117,11 @@ impl Scr {
             self.sets[i].position(right).group_rank as i32,
         );
         let files = self.user_files_with_meta(id);
-        let header = copy_header(&self.filemap, id, self.rank, &self.node_name, &files);
+        let header = copy_header(&self.cache.filemap, id, self.rank, &self.node_name, &files);
         let hidden = self.dataset_dir(id).join(".scr");
         let buf = self.mpi_buf_size();
         let comm = self.set_comms[i].as_ref().expect("made by apply_partner");
-        let (filemap, filemap_path) = (&mut self.filemap, &self.filemap_path);
+        let (filemap, filemap_path) = (&mut self.cache.filemap, &self.cache.filemap_path);
         let mut received: Option<(u64, Vec<String>)> = None;
         let mut place = |h: &Hash| -> Result<Vec<(PathBuf, u64)>> {
             let (owner, placed) = place_copy(filemap, id, h, |owner, rel| {
@@ -144,8 +157,8 @@ impl Scr {
         }
         let (owner, paths) =
             received.ok_or_else(|| failure("no copy arrived from the left neighbour"))?;
-        mark_complete(&mut self.filemap, id, owner, &paths);
-        self.filemap.write(&self.filemap_path)
+        mark_complete(&mut self.cache.filemap, id, owner, &paths);
+        self.cache.filemap.write(&self.cache.filemap_path)
     }
 
     /// XOR and Reed–Solomon: this rank's parity file (`.scr/xor.<set>_<pos+1>_of_<n>.scr`,
@@ -159,10 +172,11 @@ impl Scr {
         let comm = self.set_comms[i].as_ref().expect("made above");
         let n = comm.size() as usize;
         let me = comm.rank() as usize;
-        let code = match self.descriptors[i].scheme {
-            Scheme::ReedSolomon => {
-                StripeCode::reed_solomon(n, (self.descriptors[i].failures as usize).clamp(1, n - 1))
-            }
+        let code = match self.config.descriptors[i].scheme {
+            Scheme::ReedSolomon => StripeCode::reed_solomon(
+                n,
+                (self.config.descriptors[i].failures as usize).clamp(1, n - 1),
+            ),
             _ => StripeCode::xor(n),
         };
         let files = self.user_files_with_meta(id);
@@ -185,7 +199,11 @@ impl Scr {
             chunk,
             ranks: self.ranks,
             group: self.sets[i].members(self.rank).to_vec(),
-            dataset: self.filemap.dataset(id, self.rank).unwrap_or_default(),
+            dataset: self
+                .cache
+                .filemap
+                .dataset(id, self.rank)
+                .unwrap_or_default(),
             current: mine.clone(),
             partner: mine,
             failures: None,
@@ -204,11 +222,17 @@ impl Scr {
             header.len() as u64 + code.k as u64 * chunk,
             self.ranks,
         );
-        let expected = self.filemap.expected_files(id, self.rank).unwrap_or(0);
-        self.filemap.add_file(id, self.rank, &key);
-        self.filemap.set_meta(id, self.rank, &key, &meta);
-        self.filemap.set_expected_files(id, self.rank, expected + 1);
-        self.filemap.write(&self.filemap_path)?;
+        let expected = self
+            .cache
+            .filemap
+            .expected_files(id, self.rank)
+            .unwrap_or(0);
+        self.cache.filemap.add_file(id, self.rank, &key);
+        self.cache.filemap.set_meta(id, self.rank, &key, &meta);
+        self.cache
+            .filemap
+            .set_expected_files(id, self.rank, expected + 1);
+        self.cache.filemap.write(&self.cache.filemap_path)?;
 
         let input = shuffle::Mapped::open(
             &files
@@ -225,12 +249,12 @@ impl Scr {
             piece: self.mpi_buf_size().min(chunk as usize).max(1),
         };
         let crc = ring.encode(input, output, &header, &path)?;
-        if self.params.bool("SCR_CRC_ON_COPY") {
+        if self.config.params.bool("SCR_CRC_ON_COPY") {
             meta.set_crc32(crc);
         }
         meta.set_complete(true);
-        self.filemap.set_meta(id, self.rank, &key, &meta);
-        self.filemap.write(&self.filemap_path)
+        self.cache.filemap.set_meta(id, self.rank, &key, &meta);
+        self.cache.filemap.write(&self.cache.filemap_path)
     }
 }
 

@@ -10,15 +10,15 @@ impl Scr {
         let abs = normalize(&cwd.join(name));
         // the prefix as given, or as the file system resolves it: the working directory
         // comes back resolved when SCR_PREFIX goes through a symbolic link
-        let resolved = std::fs::canonicalize(&self.prefix).ok();
-        let rel = [Some(normalize(&self.prefix)), resolved]
+        let resolved = std::fs::canonicalize(&self.config.prefix).ok();
+        let rel = [Some(normalize(&self.config.prefix)), resolved]
             .into_iter()
             .flatten()
             .find_map(|p| abs.strip_prefix(p).ok().map(Path::to_path_buf))
             .ok_or_else(|| {
                 failure(format!(
                     "{name} is outside the prefix directory {}; write it under SCR_PREFIX",
-                    self.prefix.display()
+                    self.config.prefix.display()
                 ))
             })?;
         if rel.as_os_str().is_empty() {
@@ -45,10 +45,15 @@ impl Scr {
                     self.dataset_dir(id).join(&rel)
                 };
                 let key = cached.to_string_lossy().into_owned();
-                if !self.filemap.files(id, self.rank).contains(&key.as_str()) {
+                if !self
+                    .cache
+                    .filemap
+                    .files(id, self.rank)
+                    .contains(&key.as_str())
+                {
                     let dir = abs
                         .parent()
-                        .unwrap_or(&self.prefix)
+                        .unwrap_or(&self.config.prefix)
                         .to_string_lossy()
                         .into_owned();
                     let base = abs
@@ -57,15 +62,15 @@ impl Scr {
                         .unwrap_or_default();
                     let meta =
                         Meta::for_user_file(&base, self.ranks, &rel.to_string_lossy(), &dir, &base);
-                    self.filemap.add_file(id, self.rank, &key);
-                    self.filemap.set_meta(id, self.rank, &key, &meta);
-                    self.filemap.write(&self.filemap_path)?;
+                    self.cache.filemap.add_file(id, self.rank, &key);
+                    self.cache.filemap.set_meta(id, self.rank, &key, &meta);
+                    self.cache.filemap.write(&self.cache.filemap_path)?;
                 }
                 if let Some(parent) = cached.parent() {
                     if bypass {
                         // the application's own directory on the prefix, as a flush makes
                         // it, reached through no link planted below the prefix
-                        safe_fs::check_no_links_below(&self.prefix, &abs)?;
+                        safe_fs::check_no_links_below(&self.config.prefix, &abs)?;
                         std::fs::create_dir_all(parent)
                             .map_err(|e| Error::io(parent, "create directory", e))?;
                     } else {
@@ -98,10 +103,11 @@ impl Scr {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
         let files: Vec<(&str, Meta)> = self
+            .cache
             .filemap
             .files(id, self.rank)
             .into_iter()
-            .filter_map(|f| Some((f, self.filemap.meta(id, self.rank, f)?)))
+            .filter_map(|f| Some((f, self.cache.filemap.meta(id, self.rank, f)?)))
             .collect();
         let by_path = files
             .iter()
@@ -197,7 +203,7 @@ impl Scr {
         if !ok {
             // mark it, drop it, and offer the next older dataset on the prefix
             self.note_on_prefix("the failed restart in the index", || {
-                update_index(&self.prefix, |idx| {
+                update_index(&self.config.prefix, |idx| {
                     if idx.id_of(&name).is_some() {
                         idx.mark_failed(id, &name, chrono::Local::now());
                     }
@@ -205,7 +211,7 @@ impl Scr {
                 })
             });
             self.delete_cached(id)?;
-            if self.params.bool("SCR_FETCH") {
+            if self.config.params.bool("SCR_FETCH") {
                 self.fetch(Some(id))?;
             }
         }

@@ -76,8 +76,8 @@ impl Scr {
         if view.am_lost() {
             store.sync()?;
             store.commit()?;
-            mark_complete(&mut self.filemap, d, self.rank, &keys);
-            self.filemap.write(&self.filemap_path)?;
+            mark_complete(&mut self.cache.filemap, d, self.rank, &keys);
+            self.cache.filemap.write(&self.cache.filemap_path)?;
         }
         Ok(())
     }
@@ -104,7 +104,7 @@ impl Scr {
         if let Some((_, header, _)) = &survivor {
             mine.set("HEADER", header.to_hash());
         }
-        if let Some(rd) = self.filemap.reddesc(d, self.rank) {
+        if let Some(rd) = self.cache.filemap.reddesc(d, self.rank) {
             mine.set("REDDESC", rd.into_hash());
         }
         let described: Vec<Hash> = comm::allgather_bytes(comm, &mine.pack())
@@ -165,9 +165,10 @@ impl Scr {
         let store_dir = self.store_dir(reddesc.store().unwrap_or("/tmp"));
         reddesc.set_directory(&store_dir.to_string_lossy());
         let base = layout::cache_dataset_dir(&store_dir, d);
-        self.filemap
+        self.cache
+            .filemap
             .set_dataset(d, self.rank, &view.template.dataset);
-        self.filemap.set_reddesc(d, self.rank, &reddesc);
+        self.cache.filemap.set_reddesc(d, self.rank, &reddesc);
         let mut files = Vec::new();
         let mut keys = Vec::new();
         for meta in &view.lists[me].files {
@@ -175,8 +176,8 @@ impl Scr {
             let key = path.to_string_lossy().into_owned();
             let mut m = meta.clone();
             m.set_complete(false);
-            self.filemap.add_file(d, self.rank, &key);
-            self.filemap.set_meta(d, self.rank, &key, &m);
+            self.cache.filemap.add_file(d, self.rank, &key);
+            self.cache.filemap.set_meta(d, self.rank, &key, &m);
             files.push((path, meta.size().unwrap_or(0)));
             keys.push(key);
         }
@@ -192,11 +193,14 @@ impl Scr {
             header.len() as u64 + code.k as u64 * chunk,
             self.ranks,
         );
-        self.filemap.add_file(d, self.rank, &parity_key);
-        self.filemap.set_meta(d, self.rank, &parity_key, &meta);
-        self.filemap
+        self.cache.filemap.add_file(d, self.rank, &parity_key);
+        self.cache
+            .filemap
+            .set_meta(d, self.rank, &parity_key, &meta);
+        self.cache
+            .filemap
             .set_expected_files(d, self.rank, files.len() as u64 + 1);
-        self.filemap.write(&self.filemap_path)?;
+        self.cache.filemap.write(&self.cache.filemap_path)?;
         let hidden = parity_path.parent().expect("in .scr");
         safe_fs::create_dirs_in(hidden.parent().expect("in a dataset"), hidden, 0o700)?;
         // what a damaged copy left under these names in this node's own cache goes first:
