@@ -14,7 +14,7 @@ use crate::filemap::{Filemap, MasterFilemap};
 use crate::meta::{FileType, Meta};
 use crate::rank2file::{self, FileRecord, RankFiles};
 use crate::view::HashView;
-use crate::xor::XorHeader;
+use crate::xor::{MemberFiles, XorHeader};
 use crate::{Error, Result, io, layout};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -241,6 +241,74 @@ fn rank_complete(map: &Filemap, id: u64, rank: u64, prefix: &Path) -> bool {
 
 /// Checks, rebuilds and publishes dataset `id` scavenged to `prefix`.
 pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexReport> {
+    let Drained {
+        dir,
+        mut maps,
+        parity,
+        desc,
+    } = read_drained(prefix, id)?;
+    let name = desc
+        .name()
+        .map(str::to_string)
+        .unwrap_or_else(|| layout::dataset_dir_name(id));
+    sweep_temporaries(prefix, id, &dir, &maps);
+    let ranks = job_ranks(&dir, id, &maps)?;
+    let mut missing: Vec<u64> = (0..ranks)
+        .filter(|r| {
+            !maps
+                .get(r)
+                .is_some_and(|m| rank_complete(m, id, *r, prefix))
+        })
+        .collect();
+
+    // rebuild the lost members of each parity set that lost no more than it survives
+    let mut rebuilt = Vec::new();
+    let job = DrainedJob {
+        prefix,
+        dir: &dir,
+        id,
+        ranks,
+        desc: &desc,
+        buf_size,
+    };
+    for set in parity_sets(&parity) {
+        for (rank, fmap) in job.rebuild_set(&set, &missing, &maps)? {
+            maps.insert(rank, fmap);
+            rebuilt.push(rank);
+        }
+        missing.retain(|r| !rebuilt.contains(r));
+    }
+    rebuilt.sort_unstable();
+
+    let complete = missing.is_empty() && ranks > 0;
+    let files = user_records(&maps, id);
+    let mut desc = desc;
+    if !complete {
+        let (f, b) = files
+            .values()
+            .flatten()
+            .fold((0, 0), |(f, b), r| (f + 1, b + r.size));
+        desc.set_totals(f, b, false);
+    }
+    crate::prefix::publish(prefix, id, &desc, ranks, &files, complete)?;
+    Ok(IndexReport {
+        name,
+        complete,
+        rebuilt,
+        missing,
+    })
+}
+
+/// What the drain left of a dataset in its metadata directory: each rank's filemap
+/// (`fmap.<rank>.scr`), the parity files, and the dataset as the filemaps describe it.
+struct Drained {
+    dir: PathBuf,
+    maps: BTreeMap<u64, Filemap>,
+    parity: Vec<PathBuf>,
+    desc: Dataset,
+}
+
+fn read_drained(prefix: &Path, id: u64) -> Result<Drained> {
     let dir = layout::dataset_meta_dir(prefix, id);
     let mut maps: BTreeMap<u64, Filemap> = BTreeMap::new();
     let mut parity: Vec<PathBuf> = Vec::new();
@@ -266,13 +334,18 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
                 "no rank's filemap describes the dataset; nothing was scavenged",
             )
         })?;
-    let name = desc
-        .name()
-        .map(str::to_string)
-        .unwrap_or_else(|| layout::dataset_dir_name(id));
-    // every copy of the drain has ended: what a killed one left half-written goes
-    let mut dirs: std::collections::BTreeSet<PathBuf> = [dir.clone()].into();
-    for (r, m) in &maps {
+    Ok(Drained {
+        dir,
+        maps,
+        parity,
+        desc,
+    })
+}
+
+/// Every copy of the drain has ended: what a killed one left half-written goes.
+fn sweep_temporaries(prefix: &Path, id: u64, dir: &Path, maps: &BTreeMap<u64, Filemap>) {
+    let mut dirs: std::collections::BTreeSet<PathBuf> = [dir.to_path_buf()].into();
+    for (r, m) in maps {
         for f in m.files(id, *r) {
             if rank2file::check_relative(f).is_ok()
                 && let Some(parent) = prefix.join(f).parent()
@@ -284,6 +357,10 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
     for d in &dirs {
         io::remove_temporaries(d);
     }
+}
+
+/// How many ranks the job had, as the files' metadata (else the filemaps) say; bounded.
+fn job_ranks(dir: &Path, id: u64, maps: &BTreeMap<u64, Filemap>) -> Result<u64> {
     let ranks = maps
         .iter()
         .flat_map(|(r, m)| {
@@ -296,41 +373,96 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
         .unwrap_or(0);
     if ranks > MAX_RANKS {
         return Err(Error::invalid(
-            &dir,
+            dir,
             format!(
                 "the rank filemaps say the job had {ranks} ranks; more than {MAX_RANKS} is not a job SCR ran"
             ),
         ));
     }
-    let mut missing: Vec<u64> = (0..ranks)
-        .filter(|r| {
-            !maps
-                .get(r)
-                .is_some_and(|m| rank_complete(m, id, *r, prefix))
-        })
-        .collect();
+    Ok(ranks)
+}
 
-    // rebuild the lost members of each parity set that lost no more than it survives
-    let mut rebuilt = Vec::new();
-    let mut sets: Vec<(Vec<u64>, XorHeader, Vec<Option<PathBuf>>)> = Vec::new();
-    for p in &parity {
+/// One parity set as the drained parity files describe it: its ranks, a member's header,
+/// and each member's parity file where it arrived.
+struct ParitySet {
+    group: Vec<u64>,
+    header: XorHeader,
+    files: Vec<Option<PathBuf>>,
+}
+
+fn parity_sets(parity: &[PathBuf]) -> Vec<ParitySet> {
+    let mut sets: Vec<ParitySet> = Vec::new();
+    for p in parity {
         let Ok((h, _)) = XorHeader::read(p) else {
             continue;
         };
         let Some(pos) = h.group.iter().position(|&r| r == h.current.rank) else {
             continue;
         };
-        let i = match sets.iter().position(|(g, _, _)| *g == h.group) {
+        let i = match sets.iter().position(|s| s.group == h.group) {
             Some(i) => i,
             None => {
                 let n = h.group.len();
-                sets.push((h.group.clone(), h.clone(), vec![None; n]));
+                sets.push(ParitySet {
+                    group: h.group.clone(),
+                    header: h.clone(),
+                    files: vec![None; n],
+                });
                 sets.len() - 1
             }
         };
-        sets[i].2[pos] = Some(p.clone());
+        sets[i].files[pos] = Some(p.clone());
     }
-    for (group, header, files) in &sets {
+    sets
+}
+
+/// Each rank's user files as the filemaps record them, for the rank2file map.
+fn user_records(maps: &BTreeMap<u64, Filemap>, id: u64) -> RankFiles {
+    let mut files = RankFiles::new();
+    for (rank, map) in maps {
+        let records = map
+            .files(id, *rank)
+            .into_iter()
+            .filter_map(|f| {
+                let meta = map.meta(id, *rank, f)?;
+                matches!(meta.filetype(), Some(FileType::User) | None).then(|| FileRecord {
+                    name: f.to_string(),
+                    size: meta.size().unwrap_or(0),
+                    crc: meta.crc32(),
+                    segments: vec![],
+                })
+            })
+            .collect();
+        files.insert(*rank, records);
+    }
+    files
+}
+
+/// The dataset being indexed, as a rebuild needs it.
+struct DrainedJob<'a> {
+    prefix: &'a Path,
+    dir: &'a Path,
+    id: u64,
+    ranks: u64,
+    desc: &'a Dataset,
+    buf_size: usize,
+}
+
+impl DrainedJob<'_> {
+    /// Rebuilds the members of `set` that are `missing`, when no more are lost than its code
+    /// rebuilds and every survivor's parity file arrived; returns the rebuilt ranks with
+    /// their new filemaps (written beside the others).
+    fn rebuild_set(
+        &self,
+        set: &ParitySet,
+        missing: &[u64],
+        maps: &BTreeMap<u64, Filemap>,
+    ) -> Result<Vec<(u64, Filemap)>> {
+        let ParitySet {
+            group,
+            header,
+            files,
+        } = set;
         let lost: Vec<usize> = group
             .iter()
             .enumerate()
@@ -338,7 +470,7 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
             .map(|(i, _)| i)
             .collect();
         if lost.is_empty() {
-            continue;
+            return Ok(Vec::new());
         }
         let n = group.len();
         let code = match header.failures {
@@ -346,11 +478,11 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
             None => StripeCode::xor(n),
         };
         if lost.len() > code.k {
-            continue; // stays missing
+            return Ok(Vec::new()); // they stay missing
         }
         // the lost members' parity files are named like the survivors'
         let Some(template) = files.iter().flatten().next() else {
-            continue;
+            return Ok(Vec::new());
         };
         let template_name = template
             .file_name()
@@ -367,7 +499,7 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
             })?;
         let missing_paths: Vec<PathBuf> = lost
             .iter()
-            .map(|&p| dir.join(code.file_name(gid, p as u64)))
+            .map(|&p| self.dir.join(code.file_name(gid, p as u64)))
             .collect();
         let given: Vec<Option<PathBuf>> = (0..n)
             .map(|p| {
@@ -379,109 +511,99 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
             })
             .collect();
         if given.iter().flatten().count() < n - lost.len() {
-            continue; // a survivor's parity file did not arrive either
+            return Ok(Vec::new()); // a survivor's parity file did not arrive either
         }
-        // what this drain copied of a lost member (a damaged or partial copy, as its fmap
-        // lists it) makes way: a rebuild recreates files and never writes into one
-        for &p in &lost {
-            let rank = group[p];
+        let lost_ranks: Vec<u64> = lost.iter().map(|&p| group[p]).collect();
+        self.clear_lost(&lost_ranks, &missing_paths, maps)?;
+        let (prefix, buf_size) = (self.prefix, self.buf_size);
+        erasure::rebuild_serial(code, &lost, &missing_paths, &given, prefix, buf_size)?;
+        // the rebuilt ranks' filemaps, from the file lists in the parity headers
+        let headers: Vec<Option<XorHeader>> = (0..n)
+            .map(|p| {
+                let path = match lost.iter().position(|&l| l == p) {
+                    Some(i) => Some(&missing_paths[i]),
+                    None => files[p].as_ref(),
+                };
+                path.and_then(|f| XorHeader::read(f).ok().map(|(h, _)| h))
+            })
+            .collect();
+        lost.iter()
+            .zip(&missing_paths)
+            .map(|(&p, parity_path)| {
+                let rank = group[p];
+                let list = erasure::member_files(&headers, p, code.k).ok_or_else(|| {
+                    Error::invalid(self.dir, format!("no header records rank {rank}'s files"))
+                })?;
+                Ok((rank, self.rebuilt_filemap(rank, &list, code, parity_path)?))
+            })
+            .collect()
+    }
+
+    /// What this drain copied of the lost ranks (a damaged or partial copy, as their fmaps
+    /// list it), and any parity file under the names to rebuild, make way: a rebuild
+    /// recreates files and never writes into one.
+    fn clear_lost(
+        &self,
+        lost: &[u64],
+        parity_paths: &[PathBuf],
+        maps: &BTreeMap<u64, Filemap>,
+    ) -> Result<()> {
+        for &rank in lost {
             let listed = maps
                 .get(&rank)
-                .map(|m| m.files(id, rank))
+                .map(|m| m.files(self.id, rank))
                 .unwrap_or_default();
             for f in listed {
-                let path = prefix.join(f);
+                let path = self.prefix.join(f);
                 if rank2file::check_relative(f).is_ok()
-                    && crate::safe_fs::check_no_links_below(prefix, &path).is_ok()
+                    && crate::safe_fs::check_no_links_below(self.prefix, &path).is_ok()
                 {
                     io::remove_durably(&path)?;
                 }
             }
         }
-        for path in &missing_paths {
+        for path in parity_paths {
             io::remove_durably(path)?;
         }
-        erasure::rebuild_serial(code, &lost, &missing_paths, &given, prefix, buf_size)?;
-        // the rebuilt ranks' filemaps, from the file lists in the parity headers
-        let headers: Vec<Option<XorHeader>> = (0..n)
-            .map(|p| {
-                let path = if lost.contains(&p) {
-                    Some(&missing_paths[lost.iter().position(|&l| l == p).expect("lost")])
-                } else {
-                    files[p].as_ref()
-                };
-                path.and_then(|f| XorHeader::read(f).ok().map(|(h, _)| h))
-            })
-            .collect();
-        for (&p, parity_path) in lost.iter().zip(&missing_paths) {
-            let rank = group[p];
-            let list = erasure::member_files(&headers, p, code.k).ok_or_else(|| {
-                Error::invalid(&dir, format!("no header records rank {rank}'s files"))
-            })?;
-            let mut fmap = Filemap::new();
-            fmap.set_dataset(id, rank, &desc);
-            for meta in &list.files {
-                let rel = destination(meta, id).map_err(|e| Error::invalid(&dir, e))?;
-                fmap.add_file(id, rank, &rel);
-                fmap.set_meta(id, rank, &rel, meta);
-            }
-            let pname = parity_path
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            let mut pmeta = Meta::for_parity_file(
-                &pname,
-                code.file_type(),
-                std::fs::metadata(parity_path).map_or(0, |m| m.len()),
-                ranks,
-            );
-            pmeta.set_complete(true);
-            let prel = format!("{}/{pname}", layout::dataset_meta_rel(id));
-            fmap.add_file(id, rank, &prel);
-            fmap.set_meta(id, rank, &prel, &pmeta);
-            fmap.set_expected_files(id, rank, list.files.len() as u64 + 1);
-            fmap.write(&fmap_path(prefix, id, rank))?;
-            maps.insert(rank, fmap);
-            rebuilt.push(rank);
-        }
-        missing.retain(|r| !rebuilt.contains(r));
+        Ok(())
     }
 
-    rebuilt.sort_unstable();
-    let complete = missing.is_empty() && ranks > 0;
-    let mut files = RankFiles::new();
-    for (rank, map) in &maps {
-        let records = map
-            .files(id, *rank)
-            .into_iter()
-            .filter_map(|f| {
-                let meta = map.meta(id, *rank, f)?;
-                matches!(meta.filetype(), Some(FileType::User) | None).then(|| FileRecord {
-                    name: f.to_string(),
-                    size: meta.size().unwrap_or(0),
-                    crc: meta.crc32(),
-                    segments: vec![],
-                })
-            })
-            .collect();
-        files.insert(*rank, records);
+    /// The filemap of a rebuilt rank: its files as its set's headers list them, and its
+    /// rebuilt parity file; written as `fmap.<rank>.scr`.
+    fn rebuilt_filemap(
+        &self,
+        rank: u64,
+        list: &MemberFiles,
+        code: StripeCode,
+        parity_path: &Path,
+    ) -> Result<Filemap> {
+        let id = self.id;
+        let mut fmap = Filemap::new();
+        fmap.set_dataset(id, rank, self.desc);
+        for meta in &list.files {
+            let rel = destination(meta, id).map_err(|e| Error::invalid(self.dir, e))?;
+            fmap.add_file(id, rank, &rel);
+            fmap.set_meta(id, rank, &rel, meta);
+        }
+        let pname = parity_path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let mut pmeta = Meta::for_parity_file(
+            &pname,
+            code.file_type(),
+            std::fs::metadata(parity_path).map_or(0, |m| m.len()),
+            self.ranks,
+        );
+        pmeta.set_complete(true);
+        let prel = format!("{}/{pname}", layout::dataset_meta_rel(id));
+        fmap.add_file(id, rank, &prel);
+        fmap.set_meta(id, rank, &prel, &pmeta);
+        fmap.set_expected_files(id, rank, list.files.len() as u64 + 1);
+        fmap.write(&fmap_path(self.prefix, id, rank))?;
+        Ok(fmap)
     }
-    let mut desc = desc;
-    if !complete {
-        let (f, b) = files
-            .values()
-            .flatten()
-            .fold((0, 0), |(f, b), r| (f + 1, b + r.size));
-        desc.set_totals(f, b, false);
-    }
-    crate::prefix::publish(prefix, id, &desc, ranks, &files, complete)?;
-    Ok(IndexReport {
-        name,
-        complete,
-        rebuilt,
-        missing,
-    })
 }
 
 #[cfg(test)]

@@ -18,10 +18,17 @@ static int rank, ranks;
  * bytes, file 1 is empty (zero bytes). Otherwise every rank writes one file of SIZE bytes. */
 static int vary;
 
-static int files_of(int r) { return vary ? r % 3 : 1; }
+/* TEST_API_FILES=n: every rank writes n files of SIZE bytes (a checkpoint of many files);
+ * TEST_API_NAME_PAD=p puts them in a directory of a p-character name (long paths). */
+static int many, pad;
+
+static int files_of(int r);
+
+static int files_of(int r) { return many > 0 ? many : vary ? r % 3 : 1; }
 
 static void file_name(char* out, size_t n, int t, int k) {
-  if (vary) snprintf(out, n, "ckpt.%d/rank_%d.%d.ckpt", t, rank, k);
+  if (many > 0) snprintf(out, n, "ckpt.%d/%0*d/rank_%d.%d.ckpt", t, pad, 0, rank, k);
+  else if (vary) snprintf(out, n, "ckpt.%d/rank_%d.%d.ckpt", t, rank, k);
   else snprintf(out, n, "ckpt.%d/rank_%d.ckpt", t, rank);
 }
 
@@ -95,6 +102,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   vary = getenv("TEST_API_VARY") != NULL && atoi(getenv("TEST_API_VARY")) != 0;
+  many = getenv("TEST_API_FILES") ? atoi(getenv("TEST_API_FILES")) : 0;
+  pad = getenv("TEST_API_NAME_PAD") ? atoi(getenv("TEST_API_NAME_PAD")) : 0;
   long size = argc > 1 ? atol(argv[1]) : 1 << 20;
   int ckpts = argc > 2 ? atoi(argv[2]) : 3;
   int scr_on = SCR_Init() == SCR_SUCCESS;

@@ -147,6 +147,44 @@ fn restart_fetches_from_the_prefix_when_every_cache_is_gone() {
     assert_eq!(index.current(), Some("ckpt.4"));
 }
 
+/// The ranks' file lists fill several rank2file leaves: each leaf's first rank writes it,
+/// rank 0 the levels above, and a fetch reads every rank's files back through the tree.
+#[test]
+fn a_dataset_whose_file_lists_fill_several_rank2file_leaves_is_fetched_back() {
+    let job = Job::new();
+    // 4 ranks x 600 files x ~300-byte records: more than one leaf's share (512 KiB)
+    let env = [
+        ("SCR_FLUSH", "1"),
+        ("TEST_API_FILES", "600"),
+        ("TEST_API_NAME_PAD", "240"),
+    ];
+    job.run_ok(4, &["16", "1"], &env);
+    let meta = job.prefix().join(".scr/scr.dataset.1");
+    let leaves: Vec<String> = std::fs::read_dir(&meta)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rank2file.0."))
+        .collect();
+    assert!(leaves.len() >= 2, "{leaves:?}");
+    assert!(
+        leaves.iter().any(|n| n != "rank2file.0.0.scr"),
+        "a leaf written by a rank other than 0: {leaves:?}"
+    );
+    for leaf in &leaves {
+        let len = std::fs::metadata(meta.join(leaf)).unwrap().len();
+        assert!(
+            len <= scr::rank2file::MAX_FILE_BYTES as u64,
+            "{leaf}: {len} bytes"
+        );
+    }
+    delete_caches(&job);
+    let out = job.run_ok(4, &["16", "0"], &env[1..]);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+}
+
 #[test]
 fn a_corrupt_flushed_file_marks_the_dataset_failed_and_the_older_one_is_used() {
     let job = Job::new();

@@ -222,6 +222,118 @@ pub fn rebuild_serial(
         .and_then(|m| m.parent())
         .unwrap_or(Path::new("."))
         .to_path_buf();
+    let (headers, offsets, first) = read_headers(code, parity, &parity_dir)?;
+    let chunk = first.chunk;
+    let lists: Vec<MemberFiles> = (0..n)
+        .map(|pos| {
+            member_files(&headers, pos, code.k).ok_or_else(|| {
+                Error::invalid(
+                    &parity_dir,
+                    format!("no surviving header records member {pos}'s files"),
+                )
+            })
+        })
+        .collect::<Result<_>>()?;
+    check_chunk(code, parity, &offsets, chunk, &lists, &parity_dir)?;
+
+    let set = SetFiles {
+        code,
+        lists: &lists,
+        header: &first,
+        root,
+        parity_dir: &parity_dir,
+    };
+    let (stores, outputs) = set.open_stores(lost, missing, parity, &offsets)?;
+
+    let buf_len = buf_size.clamp(1, chunk.max(1) as usize);
+    let mut acc = vec![0u8; buf_len];
+    let mut piece = vec![0u8; buf_len];
+    for stripe in 0..n {
+        let weights = code
+            .rebuild_weights(stripe, lost)
+            .map_err(|e| Error::invalid(&parity_dir, e))?;
+        let mut offset = 0u64;
+        while offset < chunk {
+            let len = (chunk - offset).min(buf_len as u64) as usize;
+            for (l, from) in &weights {
+                acc[..len].fill(0);
+                for &(m, w) in from {
+                    stores[m].read_element(stripe, offset, &mut piece[..len])?;
+                    gf::mul_add(&mut acc[..len], &piece[..len], w);
+                }
+                stores[*l].write_element(stripe, offset, &acc[..len])?;
+            }
+            offset += len as u64;
+        }
+    }
+    for &l in lost {
+        stores[l].sync()?;
+        check_rebuilt_crcs(&stores[l], &lists[l])?;
+    }
+    let mut stores: Vec<Option<MemberStore>> = stores.into_iter().map(Some).collect();
+    for &l in lost {
+        stores[l].take().expect("each lost member once").commit()?;
+    }
+    let mut written = outputs;
+    written.extend(missing.iter().cloned());
+    Ok(written)
+}
+
+/// One set's files as a serial rebuild sees them.
+struct SetFiles<'a> {
+    code: StripeCode,
+    lists: &'a [MemberFiles],
+    /// A survivor's header, the model of the lost members' new ones.
+    header: &'a XorHeader,
+    root: &'a Path,
+    parity_dir: &'a Path,
+}
+
+impl SetFiles<'_> {
+    /// Every member's store: the survivors' files and parity opened, the lost members'
+    /// created (inside the prefix, through no planted link) from their recorded names.
+    /// Returns the stores by position and the user files to be recreated.
+    fn open_stores(
+        &self,
+        lost: &[usize],
+        missing: &[PathBuf],
+        parity: &[Option<PathBuf>],
+        offsets: &[u64],
+    ) -> Result<(Vec<MemberStore>, Vec<PathBuf>)> {
+        let (code, chunk) = (self.code, self.header.chunk);
+        let mut stores: Vec<MemberStore> = Vec::with_capacity(code.n);
+        let mut outputs = Vec::new();
+        for pos in 0..code.n {
+            let paths = member_paths(&self.lists[pos], self.root, self.parity_dir)?;
+            let Some(i) = lost.iter().position(|&l| l == pos) else {
+                let path = parity[pos].as_ref().expect("a survivor's parity file");
+                let layout = (code, pos, chunk);
+                stores.push(MemberStore::open(layout, &paths, path, offsets[pos])?);
+                continue;
+            };
+            for (path, _) in &paths {
+                crate::safe_fs::check_no_links_below(self.root, path)?;
+            }
+            crate::safe_fs::check_no_links_below(self.root, &missing[i])?;
+            let header = header_for(code, pos, self.lists, self.header)
+                .to_hash()
+                .to_file_bytes();
+            let layout = (code, pos, chunk);
+            stores.push(MemberStore::create(layout, &paths, &missing[i], &header)?);
+            outputs.extend(paths.into_iter().map(|(p, _)| p));
+        }
+        Ok((stores, outputs))
+    }
+}
+
+/// The surviving members' parity headers (by position) and where their parity starts,
+/// and one of them; all must belong to one set of `code`, with one chunk size.
+fn read_headers(
+    code: StripeCode,
+    parity: &[Option<PathBuf>],
+    parity_dir: &Path,
+) -> Result<(Vec<Option<XorHeader>>, Vec<u64>, XorHeader)> {
+    let n = code.n;
     let mut headers: Vec<Option<XorHeader>> = vec![None; n];
     let mut offsets = vec![0u64; n];
     for (pos, p) in parity.iter().enumerate() {
@@ -247,7 +359,7 @@ pub fn rebuild_serial(
         .iter()
         .flatten()
         .next()
-        .ok_or_else(|| Error::invalid(&parity_dir, "no surviving parity file given"))?
+        .ok_or_else(|| Error::invalid(parity_dir, "no surviving parity file given"))?
         .clone();
     for (pos, h) in headers.iter().enumerate() {
         if let Some(h) = h
@@ -259,19 +371,19 @@ pub fn rebuild_serial(
             ));
         }
     }
-    let chunk = first.chunk;
-    let lists: Vec<MemberFiles> = (0..n)
-        .map(|pos| {
-            member_files(&headers, pos, code.k).ok_or_else(|| {
-                Error::invalid(
-                    &parity_dir,
-                    format!("no surviving header records member {pos}'s files"),
-                )
-            })
-        })
-        .collect::<Result<_>>()?;
-    // the chunk follows from the members' sizes, and each parity file holds exactly its
-    // header and its chunks: a header claiming more would have the rebuild write without end
+    Ok((headers, offsets, first))
+}
+
+/// The chunk follows from the members' sizes, and each parity file holds exactly its
+/// header and its chunks: a header claiming more would have the rebuild write without end.
+fn check_chunk(
+    code: StripeCode,
+    parity: &[Option<PathBuf>],
+    offsets: &[u64],
+    chunk: u64,
+    lists: &[MemberFiles],
+    parity_dir: &Path,
+) -> Result<()> {
     let largest = lists
         .iter()
         .map(MemberFiles::logical_size)
@@ -280,7 +392,7 @@ pub fn rebuild_serial(
     let want_chunk = xor::chunk_size(largest, code.data_chunks() as u64);
     if chunk != want_chunk {
         return Err(Error::invalid(
-            &parity_dir,
+            parity_dir,
             format!(
                 "the parity headers give CHUNK {chunk}, but the members' files ({largest} bytes at most) make it {want_chunk}"
             ),
@@ -303,99 +415,31 @@ pub fn rebuild_serial(
             }
         }
     }
+    Ok(())
+}
 
-    let mut stores: Vec<MemberStore> = Vec::with_capacity(n);
-    let mut outputs = Vec::new();
-    for pos in 0..n {
-        let paths = member_paths(&lists[pos], root, &parity_dir)?;
-        match lost.iter().position(|&l| l == pos) {
-            None => {
-                let path = parity[pos].as_ref().expect("a survivor's parity file");
-                stores.push(MemberStore::open(
-                    (code, pos, chunk),
-                    &paths,
+/// A rebuilt file must match the CRC its owner recorded before it gets its name; without
+/// a recorded CRC it is said to be unchecked.
+fn check_rebuilt_crcs(store: &MemberStore, list: &MemberFiles) -> Result<()> {
+    let crcs = store.data.created_crc32s()?;
+    for ((path, got), meta) in crcs.iter().zip(&list.files) {
+        match meta.crc32() {
+            Some(want) if want != *got => {
+                return Err(Error::invalid(
                     path,
-                    offsets[pos],
-                )?);
+                    format!(
+                        "rebuilt with CRC32 {}, its owner recorded {}: an input file is damaged; nothing was written",
+                        crate::hash::format_crc32(*got),
+                        crate::hash::format_crc32(want)
+                    ),
+                ));
             }
-            Some(i) => {
-                // what is recreated stays inside the prefix, through no planted link
-                for (path, _) in &paths {
-                    crate::safe_fs::check_no_links_below(root, path)?;
-                }
-                crate::safe_fs::check_no_links_below(root, &missing[i])?;
-                let header = header_for(code, pos, &lists, &first)
-                    .to_hash()
-                    .to_file_bytes();
-                stores.push(MemberStore::create(
-                    (code, pos, chunk),
-                    &paths,
-                    &missing[i],
-                    &header,
-                )?);
-                outputs.extend(
-                    paths
-                        .into_iter()
-                        .map(|(p, _)| p)
-                        .zip(std::iter::repeat(pos)),
-                );
-            }
+            Some(_) => {}
+            None => eprintln!(
+                "scr: WARNING: {}: rebuilt, but its owner recorded no CRC32 to check it against",
+                path.display()
+            ),
         }
     }
-
-    let buf_len = buf_size.clamp(1, chunk.max(1) as usize);
-    let mut acc = vec![0u8; buf_len];
-    let mut piece = vec![0u8; buf_len];
-    for stripe in 0..n {
-        let weights = code
-            .rebuild_weights(stripe, lost)
-            .map_err(|e| Error::invalid(&parity_dir, e))?;
-        let mut offset = 0u64;
-        while offset < chunk {
-            let len = (chunk - offset).min(buf_len as u64) as usize;
-            for (l, from) in &weights {
-                acc[..len].fill(0);
-                for &(m, w) in from {
-                    stores[m].read_element(stripe, offset, &mut piece[..len])?;
-                    gf::mul_add(&mut acc[..len], &piece[..len], w);
-                }
-                stores[*l].write_element(stripe, offset, &acc[..len])?;
-            }
-            offset += len as u64;
-        }
-    }
-    for &l in lost {
-        stores[l].sync()?;
-    }
-    // a rebuilt file must match the CRC its owner recorded before it gets its name;
-    // without a recorded CRC it is said to be unchecked
-    for &l in lost {
-        let crcs = stores[l].data.created_crc32s()?;
-        for ((path, got), meta) in crcs.iter().zip(&lists[l].files) {
-            match meta.crc32() {
-                Some(want) if want != *got => {
-                    return Err(Error::invalid(
-                        path,
-                        format!(
-                            "rebuilt with CRC32 {}, its owner recorded {}: an input file is damaged; nothing was written",
-                            crate::hash::format_crc32(*got),
-                            crate::hash::format_crc32(want)
-                        ),
-                    ));
-                }
-                Some(_) => {}
-                None => eprintln!(
-                    "scr: WARNING: {}: rebuilt, but its owner recorded no CRC32 to check it against",
-                    path.display()
-                ),
-            }
-        }
-    }
-    let mut stores: Vec<Option<MemberStore>> = stores.into_iter().map(Some).collect();
-    for &l in lost {
-        stores[l].take().expect("each lost member once").commit()?;
-    }
-    let mut written: Vec<PathBuf> = outputs.into_iter().map(|(p, _)| p).collect();
-    written.extend(missing.iter().cloned());
-    Ok(written)
+    Ok(())
 }
