@@ -108,9 +108,62 @@ pub fn copy_node(
         .uid();
     let mut report = CopyReport::default();
     crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
-    // which ranks this node copies, decided before any byte moves so the total is known
-    let mut to_copy: Vec<(Filemap, Vec<u64>)> = Vec::new();
-    let mut state = CopyProgress::default();
+    let (to_copy, total) = ranks_to_copy(&master, id, opts, &mut report);
+    let mut state = CopyProgress {
+        total,
+        ..Default::default()
+    };
+    progress(state);
+    let node = NodeCopy {
+        id,
+        prefix,
+        owner,
+        buf_size: opts.buf_size,
+    };
+    for (map, ranks) in &to_copy {
+        for &rank in ranks {
+            let mut fmap = Filemap::new();
+            let mut entry = map.entry_hash(id, rank).cloned().unwrap_or_default();
+            entry.unset("FILE");
+            entry.unset(PARTNER_TAG);
+            fmap.set_entry(id, rank, entry);
+            let mut ok = true;
+            for f in map.files(id, rank) {
+                let meta = map.meta(id, rank, f).unwrap_or_default();
+                let mut piece_done = |n: u64| {
+                    state.done += n;
+                    progress(state);
+                };
+                match node.copy(f, &meta, &mut report, &mut piece_done) {
+                    Some((rel, copied, copied_ok)) => {
+                        ok &= copied_ok;
+                        fmap.add_file(id, rank, &rel);
+                        fmap.set_meta(id, rank, &rel, &copied);
+                    }
+                    None => ok = false,
+                }
+            }
+            fmap.write(&fmap_path(prefix, id, rank))?;
+            if ok {
+                report.ranks.push(rank);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Which ranks' files a node copies, decided before any byte moves so the total is known:
+/// every rank of its filemaps, but a partner's copy only when its owner's node failed
+/// (otherwise the owner copies its own files). Returns the filemaps with their ranks,
+/// and the bytes to copy; partners seen and unreadable filemaps go into `report`.
+fn ranks_to_copy(
+    master: &MasterFilemap,
+    id: u64,
+    opts: &CopyOptions,
+    report: &mut CopyReport,
+) -> (Vec<(Filemap, Vec<u64>)>, u64) {
+    let mut to_copy = Vec::new();
+    let mut total = 0;
     for path in master.filemaps() {
         let map = match Filemap::read(Path::new(path)) {
             Ok(m) => m,
@@ -129,7 +182,7 @@ pub fn copy_node(
                     continue; // its owner copies its own files
                 }
             }
-            state.total += map
+            total += map
                 .files(id, rank)
                 .iter()
                 .filter_map(|f| map.meta(id, rank, f)?.size())
@@ -138,85 +191,87 @@ pub fn copy_node(
         }
         to_copy.push((map, ranks));
     }
-    progress(state);
-    for (map, ranks) in &to_copy {
-        for &rank in ranks {
-            let mut fmap = Filemap::new();
-            let mut entry = map.entry_hash(id, rank).cloned().unwrap_or_default();
-            entry.unset("FILE");
-            entry.unset(PARTNER_TAG);
-            fmap.set_entry(id, rank, entry);
-            let mut ok = true;
-            for f in map.files(id, rank) {
-                let meta = map.meta(id, rank, f).unwrap_or_default();
-                let rel = match destination(&meta, id) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        report.errors.push(format!("{f}: {e}"));
-                        ok = false;
-                        continue;
-                    }
-                };
-                match std::fs::symlink_metadata(f) {
-                    Ok(m) if m.is_file() && m.uid() == owner => {}
-                    Ok(_) => {
-                        report.errors.push(format!(
-                            "{f}: not a regular file of the job's user (id {owner}); not copied"
-                        ));
-                        ok = false;
-                        continue;
-                    }
-                    Err(e) => {
-                        report
-                            .errors
-                            .push(Error::io(Path::new(f), "inspect", e).to_string());
-                        ok = false;
-                        continue;
-                    }
-                }
-                let mut copied = meta.clone();
-                let mut piece_done = |n: u64| {
-                    state.done += n;
-                    progress(state);
-                };
-                let dst = prefix.join(&rel);
-                match io::copy_file_with_crc(
-                    Path::new(f),
-                    &dst,
-                    Some(prefix),
-                    opts.buf_size,
-                    &mut piece_done,
-                ) {
-                    Ok((size, crc)) => {
-                        if let Err(e) = meta.verify(size, meta.crc32().map(|_| crc)) {
-                            // the damaged copy goes: a rebuild recreates the file, and it
-                            // never writes into one
-                            let _ = std::fs::remove_file(&dst);
-                            report.errors.push(format!("{f}: {e}"));
-                            copied.set_complete(false);
-                            ok = false;
-                        } else {
-                            copied.set_crc32(crc);
-                            report.files += 1;
-                            report.bytes += size;
-                        }
-                    }
-                    Err(e) => {
-                        report.errors.push(e.to_string());
-                        copied.set_complete(false);
-                        ok = false;
-                    }
-                }
-                fmap.add_file(id, rank, &rel);
-                fmap.set_meta(id, rank, &rel, &copied);
+    (to_copy, total)
+}
+
+/// One node's copy of a dataset to the prefix.
+struct NodeCopy<'a> {
+    id: u64,
+    prefix: &'a Path,
+    /// The job's user: only that user's regular files are copied.
+    owner: u32,
+    buf_size: usize,
+}
+
+impl NodeCopy<'_> {
+    /// Copies cached file `f` to its place under the prefix, checked against `meta`.
+    /// Returns its name there, its meta data (incomplete when the copy failed or came out
+    /// other than recorded) and whether it was copied as recorded, or none when it is not
+    /// copied at all (a name that would leave the dataset, not the user's regular file);
+    /// problems go into `report`.
+    fn copy(
+        &self,
+        f: &str,
+        meta: &Meta,
+        report: &mut CopyReport,
+        piece_done: &mut dyn FnMut(u64),
+    ) -> Option<(String, Meta, bool)> {
+        let rel = match destination(meta, self.id) {
+            Ok(r) => r,
+            Err(e) => {
+                report.errors.push(format!("{f}: {e}"));
+                return None;
             }
-            fmap.write(&fmap_path(prefix, id, rank))?;
-            if ok {
-                report.ranks.push(rank);
+        };
+        match std::fs::symlink_metadata(f) {
+            Ok(m) if m.is_file() && m.uid() == self.owner => {}
+            Ok(_) => {
+                report.errors.push(format!(
+                    "{f}: not a regular file of the job's user (id {}); not copied",
+                    self.owner
+                ));
+                return None;
+            }
+            Err(e) => {
+                report
+                    .errors
+                    .push(Error::io(Path::new(f), "inspect", e).to_string());
+                return None;
             }
         }
+        let mut copied = meta.clone();
+        let mut ok = true;
+        let dst = self.prefix.join(&rel);
+        let result = io::copy_file_with_crc(
+            Path::new(f),
+            &dst,
+            Some(self.prefix),
+            self.buf_size,
+            piece_done,
+        );
+        match result {
+            Ok((size, crc)) => {
+                if let Err(e) = meta.verify(size, meta.crc32().map(|_| crc)) {
+                    // the damaged copy goes: a rebuild recreates the file, and it never
+                    // writes into one
+                    let _ = std::fs::remove_file(&dst);
+                    report.errors.push(format!("{f}: {e}"));
+                    copied.set_complete(false);
+                    ok = false;
+                } else {
+                    copied.set_crc32(crc);
+                    report.files += 1;
+                    report.bytes += size;
+                }
+            }
+            Err(e) => {
+                report.errors.push(e.to_string());
+                copied.set_complete(false);
+                ok = false;
+            }
+        }
+        Some((rel, copied, ok))
     }
-    Ok(report)
 }
 
 /// What indexing a scavenged dataset found.

@@ -184,73 +184,9 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         }
         args.prefixes.clone()
     };
-    let sets_something =
-        args.checkpoints.is_some() || before.is_some() || after.is_some() || args.seconds.is_some();
-    let unsets = args.unset_checkpoints
-        || args.unset_before
-        || args.unset_after
-        || args.unset_seconds
-        || args.unset_reason;
     let mut failed = false;
     for prefix in prefixes {
-        let path = layout::halt_file(&prefix);
-        let result = (|| -> scr::Result<String> {
-            if args.remove {
-                scr::io::remove_durably(&path)?;
-                return Ok(format!("Removed halt file {}\n", path.display()));
-            }
-            if args.list {
-                let halt = match HaltFile::read(&path) {
-                    Ok(h) => h,
-                    Err(e) if e.is_not_found() => HaltFile::new(),
-                    Err(e) => return Err(e),
-                };
-                return Ok(format!(
-                    "Halt conditions for {}:\n{}",
-                    prefix.display(),
-                    show(&halt)
-                ));
-            }
-            scr::safe_fs::create_dirs_in(&prefix, &layout::prefix_hidden_dir(&prefix), 0o755)?;
-            let shown = HaltFile::update(&path, SHARED_FILE, |halt| {
-                for (flag, key) in [
-                    (args.unset_checkpoints, CHECKPOINTS_LEFT),
-                    (args.unset_before, EXIT_BEFORE),
-                    (args.unset_after, EXIT_AFTER),
-                    (args.unset_seconds, HALT_SECONDS),
-                    (args.unset_reason, EXIT_REASON),
-                    (args.unset_reason, EXIT_NOW),
-                ] {
-                    if flag {
-                        halt.unset(key);
-                    }
-                }
-                if let Some(n) = args.checkpoints {
-                    halt.set_checkpoints_left(n);
-                }
-                if let Some(t) = before {
-                    halt.set_exit_before(t);
-                }
-                if let Some(t) = after {
-                    halt.set_exit_after(t);
-                }
-                if let Some(s) = args.seconds {
-                    halt.set_halt_seconds(s);
-                }
-                if (!sets_something && !unsets) || args.immediate {
-                    halt.set_exit_reason(reasons::JOB_HALTED);
-                }
-                if args.immediate {
-                    halt.set_exit_now();
-                }
-                Ok(show(halt))
-            })?;
-            Ok(format!(
-                "Updating halt file for {}\n{shown}",
-                prefix.display()
-            ))
-        })();
-        match result {
+        match change_halt_file(&args, &prefix, before, after) {
             Ok(text) => print!("{text}"),
             Err(e) => {
                 eprintln!("scr_halt: ERROR: {e}");
@@ -259,6 +195,79 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         }
     }
     Ok(ExitCode::from(u8::from(failed)))
+}
+
+/// What `args` ask of the halt file of `prefix` (remove, list, or change it, with the
+/// times already parsed); returns what to print.
+fn change_halt_file(
+    args: &Args,
+    prefix: &std::path::Path,
+    before: Option<i64>,
+    after: Option<i64>,
+) -> scr::Result<String> {
+    let path = layout::halt_file(prefix);
+    if args.remove {
+        scr::io::remove_durably(&path)?;
+        return Ok(format!("Removed halt file {}\n", path.display()));
+    }
+    if args.list {
+        let halt = match HaltFile::read(&path) {
+            Ok(h) => h,
+            Err(e) if e.is_not_found() => HaltFile::new(),
+            Err(e) => return Err(e),
+        };
+        return Ok(format!(
+            "Halt conditions for {}:\n{}",
+            prefix.display(),
+            show(&halt)
+        ));
+    }
+    let sets_something =
+        args.checkpoints.is_some() || before.is_some() || after.is_some() || args.seconds.is_some();
+    let unsets = args.unset_checkpoints
+        || args.unset_before
+        || args.unset_after
+        || args.unset_seconds
+        || args.unset_reason;
+    scr::safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)?;
+    let shown = HaltFile::update(&path, SHARED_FILE, |halt| {
+        for (flag, key) in [
+            (args.unset_checkpoints, CHECKPOINTS_LEFT),
+            (args.unset_before, EXIT_BEFORE),
+            (args.unset_after, EXIT_AFTER),
+            (args.unset_seconds, HALT_SECONDS),
+            (args.unset_reason, EXIT_REASON),
+            (args.unset_reason, EXIT_NOW),
+        ] {
+            if flag {
+                halt.unset(key);
+            }
+        }
+        if let Some(n) = args.checkpoints {
+            halt.set_checkpoints_left(n);
+        }
+        if let Some(t) = before {
+            halt.set_exit_before(t);
+        }
+        if let Some(t) = after {
+            halt.set_exit_after(t);
+        }
+        if let Some(s) = args.seconds {
+            halt.set_halt_seconds(s);
+        }
+        // no condition given (or --immediate): the job halts at its next check
+        if (!sets_something && !unsets) || args.immediate {
+            halt.set_exit_reason(reasons::JOB_HALTED);
+        }
+        if args.immediate {
+            halt.set_exit_now();
+        }
+        Ok(show(halt))
+    })?;
+    Ok(format!(
+        "Updating halt file for {}\n{shown}",
+        prefix.display()
+    ))
 }
 
 #[cfg(test)]

@@ -292,36 +292,13 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     let reporter = Reporter { json: args.json };
     let params = Params::load(&Sources::from_process())?;
     if !params.bool("SCR_ENABLE") {
-        let (app, line) = job::child::command(&args.command[0], &args.command[1..]);
-        let status = app
-            .unchecked()
-            .run()
-            .map_err(|e| fail(job::child::not_started(&line, &e)))?
-            .status;
-        return Ok(ExitCode::from(
-            status.code().unwrap_or(1).clamp(0, 255) as u8
-        ));
+        return run_without_scr(&args.command);
     }
     let rm = job::detect_resource_manager();
     let nodes = rm.nodes().map_err(fail)?;
     let job_id = rm.job_id();
-    // every run of this job must find the same cache and control directories
-    // SAFETY (set_var): scr-run is single-threaded here; children inherit the variables
-    unsafe {
-        std::env::set_var("SCR_JOB_ID", &job_id);
-        if std::env::var_os("SCR_END_TIME").is_none()
-            && let Some(end) = rm.end_time()
-        {
-            std::env::set_var("SCR_END_TIME", end.to_string());
-        }
-    }
+    export_job(rm.as_ref(), &job_id);
     let prefix = super::prefix_dir(None, &params)?;
-    let runs = match params.get("SCR_RUNS").map(str::parse::<i64>) {
-        Some(Ok(n)) if n < 0 => None,
-        Some(Ok(n)) => Some(n.max(1) as u32),
-        Some(Err(_)) => return Err(fail("SCR_RUNS must be an integer (-1 for unlimited)")),
-        None => Some(params.count("SCR_RETRIES").unwrap_or(0) as u32 + 1),
-    };
     let exclude = super::excluded_nodes(&params)?;
     let node_check = super::nodes::configured_node_check(&params, false);
     let launch_node = rm
@@ -330,22 +307,12 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         .filter(|h| nodes.contains(h));
     let cfg = LoopConfig {
         nodes: nodes.clone(),
-        runs,
+        runs: runs_allowed(&params)?,
         min_nodes: params.count("SCR_MIN_NODES"),
         launch_node,
         delay: Duration::from_secs(params.count("SCR_RUN_DELAY").unwrap_or(60)),
     };
-    let watchdog = if params.bool("SCR_WATCHDOG") {
-        let compute = params.count("SCR_WATCHDOG_TIMEOUT").ok_or_else(|| {
-            fail(
-                "SCR_WATCHDOG=1 needs SCR_WATCHDOG_TIMEOUT (seconds a run may go without progress)",
-            )
-        })?;
-        let pfs = params.count("SCR_WATCHDOG_TIMEOUT_PFS").unwrap_or(compute);
-        Some((Duration::from_secs(compute), Duration::from_secs(pfs)))
-    } else {
-        None
-    };
+    let watchdog = watchdog_timeouts(&params)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -391,8 +358,77 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         agents.stop();
     }
     // the drain: whatever the last run left only in cache goes to the prefix
-    let known_down = outcome.down.clone();
-    let drained = super::drain::postrun_with(&params, &live.prefix, &known_down, &mut |line| {
+    drain_after(&params, &live.prefix, &outcome.down, &reporter);
+    let code = match (&outcome.ending, outcome.last_exit) {
+        (_, Some(c)) => c,
+        (Ending::StopRequested, None) => 143,
+        _ => 1,
+    };
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// SCR_ENABLE=0: the command runs once, as it is, and its exit code is scr-run's.
+fn run_without_scr(command: &[String]) -> scr::Result<ExitCode> {
+    let (app, line) = job::child::command(&command[0], &command[1..]);
+    let status = app
+        .unchecked()
+        .run()
+        .map_err(|e| fail(job::child::not_started(&line, &e)))?
+        .status;
+    Ok(ExitCode::from(
+        status.code().unwrap_or(1).clamp(0, 255) as u8
+    ))
+}
+
+/// Every run of this job must find the same cache and control directories, and know when
+/// the allocation ends: SCR_JOB_ID and SCR_END_TIME go into the environment the runs
+/// inherit.
+fn export_job(rm: &dyn job::ResourceManager, job_id: &str) {
+    // SAFETY (set_var): scr-run is single-threaded here; children inherit the variables
+    unsafe {
+        std::env::set_var("SCR_JOB_ID", job_id);
+        if std::env::var_os("SCR_END_TIME").is_none()
+            && let Some(end) = rm.end_time()
+        {
+            std::env::set_var("SCR_END_TIME", end.to_string());
+        }
+    }
+}
+
+/// How many runs the job may have: SCR_RUNS (-1: no limit), else SCR_RETRIES + 1.
+fn runs_allowed(params: &Params) -> scr::Result<Option<u32>> {
+    match params.get("SCR_RUNS").map(str::parse::<i64>) {
+        Some(Ok(n)) if n < 0 => Ok(None),
+        Some(Ok(n)) => Ok(Some(n.max(1) as u32)),
+        Some(Err(_)) => Err(fail("SCR_RUNS must be an integer (-1 for unlimited)")),
+        None => Ok(Some(params.count("SCR_RETRIES").unwrap_or(0) as u32 + 1)),
+    }
+}
+
+/// SCR_WATCHDOG's timeouts (a run's progress in compute, and while on the prefix).
+fn watchdog_timeouts(params: &Params) -> scr::Result<Option<(Duration, Duration)>> {
+    if !params.bool("SCR_WATCHDOG") {
+        return Ok(None);
+    }
+    let compute = params.count("SCR_WATCHDOG_TIMEOUT").ok_or_else(|| {
+        fail("SCR_WATCHDOG=1 needs SCR_WATCHDOG_TIMEOUT (seconds a run may go without progress)")
+    })?;
+    let pfs = params.count("SCR_WATCHDOG_TIMEOUT_PFS").unwrap_or(compute);
+    Ok(Some((
+        Duration::from_secs(compute),
+        Duration::from_secs(pfs),
+    )))
+}
+
+/// The drain after the last run, reported; a drain that fails leaves the prefix's last
+/// flushed dataset as the restart point, which the report says.
+fn drain_after(
+    params: &Params,
+    prefix: &std::path::Path,
+    known_down: &HostSet,
+    reporter: &Reporter,
+) {
+    let drained = super::drain::postrun_with(params, prefix, known_down, &mut |line| {
         reporter.say("postrun", line, serde_json::json!({}))
     });
     match drained {
@@ -408,12 +444,6 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             serde_json::json!({"error": e.to_string()}),
         ),
     }
-    let code = match (&outcome.ending, outcome.last_exit) {
-        (_, Some(c)) => c,
-        (Ending::StopRequested, None) => 143,
-        _ => 1,
-    };
-    Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
 /// SCR_FLUSH_ASYNC: one `scr transfer` agent per node for the whole job (SCR's scr_srun

@@ -116,6 +116,44 @@ pub struct Outcome {
     pub down: HostSet,
 }
 
+/// Before attempt `attempt`: the nodes found down join `down` (the newly down ones are
+/// reported); returns how many nodes are left, or why no run can start (too few left, the
+/// launch node down).
+fn nodes_for_attempt(
+    ops: &mut dyn JobOps,
+    cfg: &LoopConfig,
+    down: &mut HostSet,
+    attempt: u32,
+) -> Result<u64, Ending> {
+    let now_down = ops.down_nodes(down, attempt == 1);
+    let newly: Vec<DownNode> = now_down
+        .iter()
+        .filter(|d| !down.contains(&d.node))
+        .cloned()
+        .collect();
+    for d in &now_down {
+        down.insert(&d.node);
+    }
+    if !newly.is_empty() {
+        ops.report(Event::NodesDown {
+            attempt,
+            down: newly,
+        });
+    }
+    let needed = cfg
+        .min_nodes
+        .or_else(|| ops.nodes_of_last_run().filter(|&n| n > 0))
+        .unwrap_or_else(|| cfg.nodes.count());
+    let left = cfg.nodes.difference(down).count();
+    if left < needed {
+        return Err(Ending::TooFewNodes { left, needed });
+    }
+    if let Some(node) = cfg.launch_node.as_ref().filter(|n| down.contains(n)) {
+        return Err(Ending::LaunchNodeDown { node: node.clone() });
+    }
+    Ok(left)
+}
+
 pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
     let mut down = HostSet::new();
     let mut attempt = 0u32;
@@ -136,44 +174,10 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
             return finish(ops, Ending::StopRequested, attempt, last_exit, &down);
         }
         attempt += 1;
-        let now_down = ops.down_nodes(&down, attempt == 1);
-        let newly: Vec<DownNode> = now_down
-            .iter()
-            .filter(|d| !down.contains(&d.node))
-            .cloned()
-            .collect();
-        for d in &now_down {
-            down.insert(&d.node);
-        }
-        if !newly.is_empty() {
-            ops.report(Event::NodesDown {
-                attempt,
-                down: newly,
-            });
-        }
-        let needed = cfg
-            .min_nodes
-            .or_else(|| ops.nodes_of_last_run().filter(|&n| n > 0))
-            .unwrap_or_else(|| cfg.nodes.count());
-        let left = cfg.nodes.difference(&down).count();
-        if left < needed {
-            return finish(
-                ops,
-                Ending::TooFewNodes { left, needed },
-                attempt - 1,
-                last_exit,
-                &down,
-            );
-        }
-        if let Some(node) = cfg.launch_node.as_ref().filter(|n| down.contains(n)) {
-            return finish(
-                ops,
-                Ending::LaunchNodeDown { node: node.clone() },
-                attempt - 1,
-                last_exit,
-                &down,
-            );
-        }
+        let left = match nodes_for_attempt(ops, cfg, &mut down, attempt) {
+            Ok(left) => left,
+            Err(ending) => return finish(ops, ending, attempt - 1, last_exit, &down),
+        };
         ops.report(Event::Launch {
             attempt,
             nodes: left,
