@@ -597,3 +597,18 @@ impl Scr {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_resolves_dot_and_dot_dot_without_the_disk() {
+        assert_eq!(normalize(Path::new("/a/./b/../c")), Path::new("/a/c"));
+        assert_eq!(normalize(Path::new("/a/b/../../..")), Path::new("/"));
+        assert_eq!(
+            normalize(Path::new("/p/ckpt.1/x")),
+            Path::new("/p/ckpt.1/x")
+        );
+    }
+}

@@ -563,3 +563,91 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
     plan.set_value("OK", 1);
     plan
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rank's report: whether its own files are intact, the ranks whose copies its node
+    /// holds, the sets its parity headers describe.
+    fn report(own: bool, held: &[u64], sets: &[&str]) -> Vec<u8> {
+        let mut h = Hash::new();
+        h.set_value("OWN", u8::from(own));
+        for r in held {
+            h.child("HELD").child(r.to_string());
+        }
+        for s in sets {
+            h.child("SET").child(*s);
+        }
+        h.pack()
+    }
+
+    #[test]
+    fn a_held_copy_moves_and_a_lost_set_member_is_rebuilt() {
+        let set = "1:0,1,2,3";
+        // rank 1's copy is held by rank 2's node; rank 3 is gone but its set survives
+        let reports = [
+            report(true, &[], &[set]),
+            report(false, &[], &[]),
+            report(true, &[1], &[set]),
+            report(false, &[], &[]),
+        ];
+        let plan = plan_recovery(4, &reports);
+        assert_eq!(plan.first_value("OK"), Some("1"), "{plan:?}");
+        assert_eq!(
+            plan.get_path(&[&"MOVE", &1]).and_then(|h| h.keys().next()),
+            Some("2")
+        );
+        let rebuild = plan.get_path(&[&"REBUILD", &0]).expect("a rebuild");
+        assert_eq!(rebuild.first_value("MEMBERS"), Some("0,1,2,3"));
+        assert_eq!(
+            rebuild.get("LOST").map(|l| l.keys().collect::<Vec<_>>()),
+            Some(vec!["3"])
+        );
+    }
+
+    #[test]
+    fn more_lost_members_than_the_code_rebuilds_is_refused_with_the_reason() {
+        let set = "1:0,1,2,3";
+        let reports = [
+            report(true, &[], &[set]),
+            report(false, &[], &[]),
+            report(false, &[], &[]),
+            report(true, &[], &[set]),
+        ];
+        let plan = plan_recovery(4, &reports);
+        assert_ne!(plan.first_value("OK"), Some("1"));
+        let why = plan.first_value("WHY").unwrap_or_default();
+        assert!(
+            why.contains("ranks 1, 2") && why.contains("XOR rebuilds at most 1"),
+            "{why}"
+        );
+        // a Reed–Solomon set tolerating two rebuilds both
+        let rs = "2:0,1,2,3";
+        let reports = [
+            report(true, &[], &[rs]),
+            report(false, &[], &[]),
+            report(false, &[], &[]),
+            report(true, &[], &[rs]),
+        ];
+        let plan = plan_recovery(4, &reports);
+        assert_eq!(plan.first_value("OK"), Some("1"), "{plan:?}");
+        assert_eq!(
+            plan.get_path(&[&"REBUILD", &0])
+                .and_then(|r| r.first_value("FAILURES")),
+            Some("2")
+        );
+    }
+
+    #[test]
+    fn a_rank_no_node_holds_and_no_set_covers_cannot_be_recovered() {
+        let reports = [report(true, &[], &[]), report(false, &[], &[])];
+        let plan = plan_recovery(2, &reports);
+        assert_ne!(plan.first_value("OK"), Some("1"));
+        assert!(
+            plan.first_value("WHY")
+                .is_some_and(|w| w.contains("rank 1's files are on no surviving node")),
+            "{plan:?}"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+use super::*;
+
+#[test]
+fn temporaries_are_told_from_files() {
+    assert!(is_temporary_name(".rank_0.ckpt.tmp.1234.7"));
+    assert!(is_temporary_name(".xor.0_1_of_4.scr.new.99.0"));
+    assert!(!is_temporary_name("rank_0.ckpt"));
+    assert!(!is_temporary_name(".scrconf"));
+    assert!(!is_temporary_name(".a.tmp.x.1"));
+    assert!(!is_temporary_name("..tmp.1.2"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(".rank_0.ckpt.tmp.1234.7"), b"half").unwrap();
+    std::fs::write(dir.path().join("rank_0.ckpt"), b"whole").unwrap();
+    remove_temporaries(dir.path());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["rank_0.ckpt"]);
+}
+
+#[test]
+fn a_lock_held_by_another_process_times_out_naming_it_and_links_are_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("halt.scr");
+    std::fs::write(&f, b"").unwrap();
+    let mut holder = std::process::Command::new("flock")
+        .args(["--no-fork", "-x", f.to_str().unwrap(), "sleep", "30"])
+        .spawn()
+        .expect("flock(1) from util-linux");
+    // wait until it holds the lock
+    let started = std::time::Instant::now();
+    while lock_within(&f, 0o600, false, std::time::Duration::ZERO).is_ok() {
+        assert!(started.elapsed().as_secs() < 10, "flock never locked");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let e = lock_within(&f, 0o600, true, std::time::Duration::from_millis(200))
+        .unwrap_err()
+        .to_string();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(
+        e.contains("is locked by process") && e.contains("SCR_LOCK_TIMEOUT"),
+        "{e}"
+    );
+    assert!(lock_within(&f, 0o600, true, std::time::Duration::from_secs(5)).is_ok());
+    // a link where the state file should be is refused, its target untouched
+    let target = dir.path().join("elsewhere");
+    std::os::unix::fs::symlink(&target, dir.path().join("index.scr")).unwrap();
+    assert!(lock_current(&dir.path().join("index.scr"), 0o600, true).is_err());
+    assert!(!target.exists());
+}
+
+#[test]
+fn copying_a_file_onto_itself_keeps_it_and_measures_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("rank_0.ckpt");
+    std::fs::write(&f, b"checkpoint bytes").unwrap();
+    let via = dir.path().join(".").join("rank_0.ckpt");
+    let (size, crc) = copy_file_with_crc(&f, &via, None, 4096, &mut |_| {}).unwrap();
+    assert_eq!(std::fs::read(&f).unwrap(), b"checkpoint bytes");
+    assert_eq!(size, 16);
+    assert_eq!(crc, crc32fast::hash(b"checkpoint bytes"));
+}
+
+#[test]
+fn only_plain_absolute_paths_below_a_directory_are_within_it() {
+    let dirs = [PathBuf::from("/c/scr.dataset.3"), PathBuf::from("/d/x")];
+    let within = |p: &str| is_within_any(Path::new(p), &dirs);
+    assert!(within("/c/scr.dataset.3/rank_0.ckpt"));
+    assert!(within("/c/scr.dataset.3/sub/dir/f"));
+    assert!(within("/d/x/y"));
+    assert!(!within("/c/scr.dataset.3"), "the directory itself");
+    assert!(!within("/c/scr.dataset.3/../../etc/passwd"));
+    assert!(
+        !within("/c/scr.dataset.30/f"),
+        "a sibling sharing the prefix"
+    );
+    assert!(!within("c/scr.dataset.3/f"), "relative");
+    assert!(!within("/etc/shadow"));
+}
+
+fn tempdir() -> PathBuf {
+    tempfile::tempdir().unwrap().keep()
+}
+
+#[test]
+fn atomic_write_then_read() {
+    let dir = tempdir();
+    let path = dir.join("x.scr");
+    let mut h = Hash::new();
+    h.set_value("NODES", 4);
+    write_hash_file(&path, &h).unwrap();
+    assert_eq!(read_hash_file(&path).unwrap(), h);
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // no temporaries left behind
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn errors_name_the_file() {
+    let dir = tempdir();
+    let err = read_hash_file(&dir.join("missing.scr")).unwrap_err();
+    assert!(err.is_not_found());
+    assert!(err.to_string().contains("missing.scr"), "{err}");
+    let err = read_hash_file(&dir).unwrap_err();
+    assert!(err.to_string().contains("is a directory"), "{err}");
+    fs::write(dir.join("empty.scr"), b"").unwrap();
+    let err = read_hash_file(&dir.join("empty.scr")).unwrap_err();
+    assert!(
+        err.to_string().contains("empty.scr: file is empty"),
+        "{err}"
+    );
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn locked_update_creates_and_replaces() {
+    let dir = tempdir();
+    let path = dir.join("halt.scr");
+    let (lock, h) = LockedHashFile::open(&path, SHARED_FILE).unwrap();
+    assert!(h.is_empty());
+    let mut h = h;
+    h.set_value("CheckpointsLeft", 3);
+    lock.write_and_unlock(&h).unwrap();
+    assert_eq!(read_with_lock(&path).unwrap(), h);
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o666
+    );
+    fs::remove_dir_all(dir).unwrap();
+}
