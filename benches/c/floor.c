@@ -13,8 +13,9 @@
  *   rs       the same ring for Reed-Solomon with two parity slots: data in n-2 chunks, one
  *            ring per slot (the XOR kernel stands in for the Galois-field multiply, so this
  *            is a lower bound)
- * FLOOR_WINDOW pieces travel at once (default 8): with 1, every piece waits for the one
- * before it, which on an oversubscribed machine costs a scheduler round trip per piece.
+ * FLOOR_WINDOW pieces travel at once (default: 8 MiB of them, at least 2 and at most 64, as
+ * the library sends): with 1, every piece waits for the one before it, which on an
+ * oversubscribed machine costs a scheduler round trip per piece.
  * Every round writes a new file (the old one is removed first), as a checkpoint does. */
 #include <mpi.h>
 #include <fcntl.h>
@@ -71,8 +72,12 @@ int main(int argc, char** argv) {
   int left = (rank + n - 1) % n, right = (rank + 1) % n;
   char* data = malloc(size);
   for (size_t i = 0; i < size; i++) data[i] = (char)(i * 7 + rank);
-  /* FLOOR_WINDOW pieces in flight at once (default 8; 1 is the strict piece-by-piece ring) */
-  size_t window = getenv("FLOOR_WINDOW") ? (size_t)atol(getenv("FLOOR_WINDOW")) : 8;
+  /* FLOOR_WINDOW pieces in flight at once (default: 8 MiB of them, 2 to 64, as the library
+   * keeps in flight; 1 is the strict piece-by-piece ring) */
+  size_t window = (8u << 20) / (piece ? piece : 1);
+  if (window < 2) window = 2;
+  if (window > 64) window = 64;
+  if (getenv("FLOOR_WINDOW")) window = (size_t)atol(getenv("FLOOR_WINDOW"));
   if (window < 1) window = 1;
   size_t pieces = (size + piece - 1) / piece;
   char* sendb = malloc(piece * window);
