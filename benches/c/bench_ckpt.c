@@ -15,24 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 #include "scr.h"
+#include "bench_common.h"
 
 static int cmp(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
 }
 
-static int write_file(const char* path, const char* buf, size_t n) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return 0;
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = write(fd, buf + done, n - done);
-    if (w <= 0) { close(fd); return 0; }
-    done += (size_t)w;
-  }
-  int ok = fsync(fd) == 0;
-  return close(fd) == 0 && ok;
-}
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -60,7 +49,7 @@ int main(int argc, char** argv) {
       SCR_Start_checkpoint();
       double t1 = MPI_Wtime();
       snprintf(name, sizeof name, "bench.%d/rank_%d.ckpt", c, rank);
-      ok = SCR_Route_file(name, path) == SCR_SUCCESS && write_file(path, buf, n);
+      ok = SCR_Route_file(name, path) == SCR_SUCCESS && write_file(path, buf, n, 1);
       /* every rank has written before Complete is timed, so it does not count the time
        * the slowest writer takes (ranks share the cores) */
       MPI_Barrier(MPI_COMM_WORLD);
@@ -72,7 +61,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, "start %.4f write %.4f complete %.4f\n", t1 - t0, t2 - t1, MPI_Wtime() - t2);
     } else {
       snprintf(path, sizeof path, "%s/rank_%d.%d.ckpt", argv[4], rank, c);
-      ok = write_file(path, buf, n);
+      ok = write_file(path, buf, n, 1);
       if (c > 0) { snprintf(name, sizeof name, "%s/rank_%d.%d.ckpt", argv[4], rank, c - 1); unlink(name); }
     }
     MPI_Barrier(MPI_COMM_WORLD);

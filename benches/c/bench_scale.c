@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include "scr.h"
+#include "bench_common.h"
 
 static int rank;
 static double wall0, cpu0;
@@ -57,17 +58,6 @@ static void fill(char* buf, size_t n, int ckpt) {
   for (size_t i = 0; i < n; i++) buf[i] = (char)(i * 7 + rank * 13 + ckpt);
 }
 
-static int write_file(const char* path, const char* buf, size_t n) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return 0;
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = write(fd, buf + done, n - done);
-    if (w <= 0) { close(fd); return 0; }
-    done += (size_t)w;
-  }
-  return close(fd) == 0;
-}
 
 static void fail(const char* what) {
   fprintf(stderr, "bench_scale: rank %d: %s\n", rank, what);
@@ -79,7 +69,7 @@ static void checkpoint(int c, const char* phase, char* buf, size_t n) {
   if (SCR_Start_checkpoint() != SCR_SUCCESS) fail("SCR_Start_checkpoint");
   snprintf(name, sizeof name, "rank_%d.ckpt", rank);
   fill(buf, n, c);
-  int ok = SCR_Route_file(name, path) == SCR_SUCCESS && write_file(path, buf, n);
+  int ok = SCR_Route_file(name, path) == SCR_SUCCESS && write_file(path, buf, n, 0);
   start();
   if (SCR_Complete_checkpoint(ok) != SCR_SUCCESS || !ok) fail("checkpoint");
   stop(phase);

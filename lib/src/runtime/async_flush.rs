@@ -86,11 +86,7 @@ impl Scr {
             );
         }
         let want_crc = self.config.params.bool("SCR_CRC_ON_FLUSH");
-        let buf = self
-            .config
-            .params
-            .bytes("SCR_FILE_BUF_SIZE")
-            .unwrap_or(1 << 20) as usize;
+        let buf = self.file_buf_size();
         let pace = Pace {
             bytes_per_sec,
             percent,

@@ -285,11 +285,7 @@ impl Scr {
             self.delete_cached(id)?;
         }
         self.record_dataset(id, desc, files.len() as u64)?;
-        let buf = self
-            .config
-            .params
-            .bytes("SCR_FILE_BUF_SIZE")
-            .unwrap_or(1 << 20) as usize;
+        let buf = self.file_buf_size();
         let in_place = self.config.params.bool("SCR_FETCH_BYPASS")
             || self.config.params.bool("SCR_GLOBAL_RESTART");
         for rec in files {

@@ -13,11 +13,7 @@ impl Scr {
         comm::relaxed_barrier(&self.world);
         let started = Instant::now();
         let want_crc = self.config.params.bool("SCR_CRC_ON_FLUSH");
-        let buf = self
-            .config
-            .params
-            .bytes("SCR_FILE_BUF_SIZE")
-            .unwrap_or(1 << 20) as usize;
+        let buf = self.file_buf_size();
         // at most SCR_FLUSH_WIDTH ranks write to the prefix at once: ranks go in waves
         let width = self
             .config

@@ -334,11 +334,7 @@ impl Scr {
     /// rest send nothing, where encoding anew would send every rank's files. Returns false,
     /// having done nothing, for other schemes: the caller encodes the dataset anew.
     fn restore_partner_copies(&mut self, d: u64) -> Result<bool> {
-        let ckpt = self
-            .cache
-            .filemap
-            .dataset(d, self.rank)
-            .and_then(|x| x.checkpoint_id());
+        let ckpt = self.checkpoint_of(d);
         let i = self.descriptor_index(ckpt);
         let (scheme, replicas, hop) = {
             let desc = &self.config.descriptors[i];
@@ -392,11 +388,7 @@ impl Scr {
     /// dataset's scheme is XOR or Reed–Solomon with the same failures, and the set its
     /// header names is the set chosen for this rank now.
     fn parity_still_fits(&self, d: u64) -> bool {
-        let ckpt = self
-            .cache
-            .filemap
-            .dataset(d, self.rank)
-            .and_then(|x| x.checkpoint_id());
+        let ckpt = self.checkpoint_of(d);
         let desc = self.descriptor_for(ckpt);
         let failures = match desc.scheme {
             Scheme::Xor => 1,

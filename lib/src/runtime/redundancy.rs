@@ -26,6 +26,22 @@ impl Scr {
         }
     }
 
+    /// The checkpoint id of dataset `d` as this rank's filemap records it.
+    pub(super) fn checkpoint_of(&self, d: u64) -> Option<u64> {
+        self.cache
+            .filemap
+            .dataset(d, self.rank)
+            .and_then(|x| x.checkpoint_id())
+    }
+
+    /// SCR_FILE_BUF_SIZE: the piece size of file copies to and from the prefix.
+    pub(super) fn file_buf_size(&self) -> usize {
+        self.config
+            .params
+            .bytes("SCR_FILE_BUF_SIZE")
+            .unwrap_or(1 << 20) as usize
+    }
+
     pub(super) fn mpi_buf_size(&self) -> usize {
         self.config
             .params
@@ -51,11 +67,7 @@ impl Scr {
     /// Protects a completed dataset with its descriptor's scheme, on every rank. Errs on
     /// every rank when any rank failed (the dataset is then not protected).
     pub(super) fn apply_redundancy(&mut self, id: u64) -> Result<()> {
-        let ckpt = self
-            .cache
-            .filemap
-            .dataset(id, self.rank)
-            .and_then(|d| d.checkpoint_id());
+        let ckpt = self.checkpoint_of(id);
         let i = self.descriptor_index(ckpt);
         let reddesc = self.reddesc_for(ckpt);
         self.cache.filemap.set_reddesc(id, self.rank, &reddesc);
