@@ -151,9 +151,10 @@ pub fn parse_leaf(h: &Hash, out: &mut RankFiles) -> std::result::Result<(), Stri
     Ok(())
 }
 
-/// Largest entry (one rank's file list) a leaf written by [`write_leaf`] holds: leaves are
-/// cut by the entries' byte offsets in rank order, a leaf per this many bytes, so a leaf
-/// with entries no larger than this stays under [`MAX_FILE_BYTES`].
+/// The bytes of entries (ranks' file lists) a leaf written by [`write_leaf`] starts with:
+/// leaves are cut by the entries' byte offsets in rank order, a leaf per this many bytes,
+/// so a leaf of entries no larger than this stays under [`MAX_FILE_BYTES`] (a larger
+/// entry gets a leaf of its own).
 pub const LEAF_SHARE: usize = (MAX_FILE_BYTES - 64) / 2;
 
 /// Writes the tree for `files` under `<prefix>/<dset_rel>/` (`dset_rel` is
@@ -468,6 +469,31 @@ mod tests {
         };
         let e = scatter_step(dir.path(), &task).unwrap_err().to_string();
         assert!(e.contains("deeper than any tree SCR writes"), "{e}");
+    }
+
+    /// Leaves written apart (as the ranks of a flush write them), one of them holding ranks
+    /// around another's, entries sent through their packed form: the tree reads back whole.
+    #[test]
+    fn leaves_written_apart_and_joined_above_read_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let rel = ".scr/scr.dataset.5";
+        std::fs::create_dir_all(dir.path().join(rel)).unwrap();
+        let map = files(4, 2);
+        let leaf =
+            |ranks: &[u64]| -> RankFiles { ranks.iter().map(|r| (*r, map[r].clone())).collect() };
+        let mut entries = Vec::new();
+        for ranks in [&[0u64, 1, 3][..], &[2]] {
+            let entry = write_leaf(dir.path(), rel, &leaf(ranks)).unwrap().unwrap();
+            entries.push(unpack_entry(&pack_entry(&entry)).unwrap());
+        }
+        assert_eq!(
+            write_leaf(dir.path(), rel, &RankFiles::new()).unwrap(),
+            None
+        );
+        entries.sort_by_key(|(first, _)| *first);
+        let root = write_upper(dir.path(), rel, 4, entries).unwrap();
+        assert_eq!(read_tree(dir.path(), &root).unwrap(), map);
+        assert!(unpack_entry(b"junk").is_err());
     }
 
     #[test]

@@ -77,8 +77,16 @@ fn gather_parts(
         .collect()
 }
 
-/// Tag of [`exchange`]'s messages.
-const TAG_EXCHANGE: i32 = 7201;
+/// Tags of [`exchange`]'s messages, alternating from one call to the next: a rank that left
+/// one call's barrier may send the next call's messages while another still takes this
+/// call's, and the tag keeps them apart.
+const TAG_EXCHANGE: [i32; 2] = [7201, 7202];
+
+thread_local! {
+    /// How many exchanges this thread began (the calls are collective, so every rank counts
+    /// the same).
+    static EXCHANGES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// Sends each rank in `outgoing` its message and returns the messages sent to this rank
 /// (by sender, empty ones left out). Collective; ranks may send to any subset.
@@ -89,10 +97,12 @@ const TAG_EXCHANGE: i32 = 7201;
 /// nonblocking barrier; when the barrier completes every message has been received (the
 /// NBX algorithm of Hoefler, Siebert and Lumsdaine).
 pub fn exchange(comm: &SimpleCommunicator, outgoing: &BTreeMap<u64, Vec<u8>>) -> Vec<Vec<u8>> {
+    let call = EXCHANGES.with(|n| n.replace(n.get() + 1));
+    let tag = TAG_EXCHANGE[call % 2];
     let mut received: Vec<(i32, Vec<u8>)> = Vec::new();
     let take = |received: &mut Vec<(i32, Vec<u8>)>| match comm
         .any_process()
-        .immediate_matched_probe_with_tag(TAG_EXCHANGE)
+        .immediate_matched_probe_with_tag(tag)
     {
         Some(probed) => {
             let (bytes, status) = probed.matched_receive_vec::<u8>();
@@ -107,7 +117,7 @@ pub fn exchange(comm: &SimpleCommunicator, outgoing: &BTreeMap<u64, Vec<u8>>) ->
             .filter(|(_, msg)| !msg.is_empty())
             .map(|(&to, msg)| {
                 comm.process_at_rank(to as i32)
-                    .immediate_synchronous_send_with_tag(scope, &msg[..], TAG_EXCHANGE)
+                    .immediate_synchronous_send_with_tag(scope, &msg[..], tag)
             })
             .collect();
         let mut pause = std::time::Duration::from_micros(20);

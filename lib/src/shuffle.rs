@@ -268,7 +268,15 @@ impl Link<'_> {
     ) {
         let window = pieces_in_flight(self.piece as usize) as u64;
         let steps = send_data.max(recv_data).div_ceil(self.piece);
-        let mut received = vec![0u8; (window * self.piece) as usize];
+        // (a rank that only sends needs no receive buffers)
+        let mut received = vec![
+            0u8;
+            if recv_data > 0 {
+                (window * self.piece) as usize
+            } else {
+                0
+            }
+        ];
         // pieces that span files, gathered for sending
         let mut staging = Vec::new();
         for first in (0..steps).step_by(window as usize) {

@@ -118,7 +118,12 @@ impl Scr {
                 .dataset(id, self.rank)
                 .unwrap_or_default();
             let prefix = &self.config.prefix;
-            rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), self.ranks, leaves)?;
+            // the leaves' entries are read here, where a failure is every rank's
+            let entries = leaves
+                .iter()
+                .map(|bytes| rank2file::unpack_entry(bytes).map_err(failure))
+                .collect::<Result<Vec<_>>>()?;
+            rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), self.ranks, entries)?;
             scr::prefix::publish_written(prefix, id, &desc, true)?;
             let keep = self.config.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
             for gone in scr::prefix::enforce_window(prefix, keep)? {
@@ -131,28 +136,28 @@ impl Scr {
 
     /// The leaves of a flushed dataset's rank2file tree, written where the file lists are:
     /// the ranks' lists, in rank order, are cut into leaves by their byte offsets
-    /// ([`rank2file::LEAF_SHARE`] each), each leaf's first rank gathers and writes it, and
-    /// rank 0 gets one entry per leaf (returned there, empty elsewhere) for the levels
-    /// above. No rank receives more than a leaf's lists and the leaves' entries, where
+    /// ([`rank2file::LEAF_SHARE`] each; a larger list gets a leaf of its own), each leaf's
+    /// first rank gathers and writes it, and rank 0 gets each leaf's entry, packed
+    /// (returned there, empty elsewhere), for the levels above. No rank receives more than a leaf's lists and the leaves' entries, where
     /// gathering every list on rank 0 grows with the job. Collective; fails on every rank
     /// when a leaf could not be written.
-    fn write_rank2file_leaves(
-        &self,
-        id: u64,
-        records: Vec<FileRecord>,
-    ) -> Result<Vec<(u64, Hash)>> {
+    fn write_rank2file_leaves(&self, id: u64, records: Vec<FileRecord>) -> Result<Vec<Vec<u8>>> {
         let mut mine = RankFiles::new();
         mine.insert(self.rank, records);
         let leaf = rank2file::leaf_hash(&mine).pack();
         let share = rank2file::LEAF_SHARE as u64;
         let size = leaf.len() as u64;
         let offset = comm::exclusive_sum_u64(&self.world, size);
-        if !comm::all_true(&self.world, size <= share) {
+        let most = (rank2file::MAX_FILE_BYTES - 64) as u64;
+        if !comm::all_true(&self.world, size <= most) {
             return Err(Error::collective(format!(
-                "a rank's list of files of dataset {id} exceeds {share} bytes: too many files for one rank"
+                "a rank's list of files of dataset {id} exceeds {most} bytes: too many files for one rank"
             )));
         }
-        let color = Color::with_value((offset / share) as i32);
+        // a list larger than a share gets a leaf of its own (the next rank's offset is past
+        // its share, so no other list shares its bucket's second color)
+        let bucket = offset / share;
+        let color = Color::with_value((2 * bucket + u64::from(size > share)) as i32);
         let leaf_comm = self
             .world
             .split_by_color_with_key(color, self.rank as i32)
@@ -195,11 +200,8 @@ impl Scr {
             let entry = written?
                 .map(|e| rank2file::pack_entry(&e))
                 .unwrap_or_default();
-            for bytes in comm::gather_bytes(&writers, 0, &entry) {
-                if !bytes.is_empty() {
-                    entries.push(rank2file::unpack_entry(&bytes).map_err(failure)?);
-                }
-            }
+            entries = comm::gather_bytes(&writers, 0, &entry);
+            entries.retain(|e| !e.is_empty());
         }
         Ok(entries)
     }

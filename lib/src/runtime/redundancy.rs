@@ -174,11 +174,9 @@ impl Scr {
     }
 
     /// XOR and Reed–Solomon: this rank's parity file (`.scr/xor.<set>_<pos+1>_of_<n>.scr`,
-    /// `.scr/rs.…`) holds its `k` parity chunks ([`scr::erasure`]). Each slot is computed by
-    /// the pipelined ring of the manual: in n-1 steps every member adds its (pre-multiplied)
-    /// chunk for a target to what its left neighbour sent and passes it right, so what
-    /// arrives last is its own parity; data moves in SCR_MPI_BUF_SIZE pieces, only between
-    /// neighbours, nonblocking, while the next piece is read (double buffering).
+    /// `.scr/rs.…`) holds its `k` parity chunks ([`scr::erasure`]), computed by the
+    /// pipelined ring of [`ParityRing`]: data moves in SCR_MPI_BUF_SIZE pieces, a window at
+    /// a time, only between neighbours.
     fn apply_parity(&mut self, id: u64, i: usize) -> Result<()> {
         self.ensure_set_comm(i);
         let comm = self.set_comms[i].as_ref().expect("made above");
@@ -274,8 +272,8 @@ impl Scr {
 /// communicator. Every slot's chunk is cut in pieces of at most `piece` bytes, and a window
 /// of pieces ([`shuffle::pieces_in_flight`]) travels the ring together: in each of the n-1
 /// steps this member adds its (pre-multiplied) data for each buffer's eventual holder to
-/// what its left neighbour sent, passes the sums right and reads the next step's data while
-/// they travel; what arrives at the last step is its own parity.
+/// what its left neighbour sent (reading the data from the files' mappings as it adds) and
+/// passes the sums right; what arrives at the last step is its own parity.
 struct ParityRing<'c> {
     comm: &'c SimpleCommunicator,
     code: StripeCode,

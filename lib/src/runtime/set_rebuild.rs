@@ -49,21 +49,16 @@ impl Scr {
         let (Some(comm), Some((_, set))) = (comm, mine) else {
             return Ok(());
         };
+        // what every member learns from the others is the same on all of them, so an error
+        // there is every member's
         let view = self.describe_set(d, &comm, set)?;
-        let (store, keys) = if view.am_lost() {
-            self.recreate_member(d, &view)?
+        // an error in this member's own files is kept: it still takes its part in every
+        // chain (adding and writing nothing), so no member waits for it, and returns it
+        let opened = if view.am_lost() {
+            self.recreate_member(d, &view)
         } else {
-            let (path, _, offset) = view.survivor.clone().expect("a survivor");
-            let files: Vec<(PathBuf, u64)> = self
-                .user_files_with_meta(d)
-                .into_iter()
-                .map(|(p, s, _)| (p, s))
-                .collect();
-            let layout = (view.code, view.me, view.template.chunk);
-            (
-                MemberStore::open(layout, &files, &path, offset)?,
-                Vec::new(),
-            )
+            self.open_survivor(d, &view)
+                .map(|store| (store, Vec::new()))
         };
         let chains = RebuildChains {
             comm: &comm,
@@ -72,7 +67,15 @@ impl Scr {
             chunk: view.template.chunk,
             piece: self.mpi_buf_size().min(view.template.chunk as usize).max(1),
         };
-        chains.run(&store, &view.lost)?;
+        let (store, keys) = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                // the chains' own errors (the weights) are every member's, like the view's
+                chains.run(None, &view.lost)?;
+                return Err(e);
+            }
+        };
+        chains.run(Some(&store), &view.lost)?;
         if view.am_lost() {
             store.sync()?;
             store.commit()?;
@@ -92,13 +95,11 @@ impl Scr {
             .iter()
             .filter_map(|l| set.members.iter().position(|r| r == l))
             .collect();
+        // a survivor without its parity file sends no header: the others still hear from it
         let survivor = if lost.contains(&me) {
             None
         } else {
-            Some(
-                self.parity_file(d)
-                    .ok_or_else(|| failure("no parity file in cache"))?,
-            )
+            self.parity_file(d)
         };
         let mut mine = Hash::new();
         if let Some((_, header, _)) = &survivor {
@@ -147,6 +148,21 @@ impl Scr {
             reddesc,
             survivor,
         })
+    }
+
+    /// A surviving member's files and parity file, opened for reading.
+    fn open_survivor(&self, d: u64, view: &SetView) -> Result<MemberStore> {
+        let (path, _, offset) = view
+            .survivor
+            .clone()
+            .ok_or_else(|| failure("no parity file in cache"))?;
+        let files: Vec<(PathBuf, u64)> = self
+            .user_files_with_meta(d)
+            .into_iter()
+            .map(|(p, s, _)| (p, s))
+            .collect();
+        let layout = (view.code, view.me, view.template.chunk);
+        MemberStore::open(layout, &files, &path, offset)
     }
 
     /// A lost member's files and parity file, recorded in its filemap (incomplete) before
@@ -243,7 +259,7 @@ struct RebuildChains<'c> {
 impl RebuildChains<'_> {
     /// Runs every chain this member is on; a member that cannot read or write keeps its
     /// chains moving (so none hangs) and returns its error at the end.
-    fn run(&self, store: &MemberStore, lost: &[usize]) -> Result<()> {
+    fn run(&self, store: Option<&MemberStore>, lost: &[usize]) -> Result<()> {
         let n = self.comm.size() as usize;
         let mut tasks = Vec::new();
         for stripe in 0..n {
@@ -277,7 +293,7 @@ impl RebuildChains<'_> {
         &self,
         group: &[ChainTask],
         place: usize,
-        store: &MemberStore,
+        store: Option<&MemberStore>,
         failed: &mut Option<Error>,
     ) {
         let chain = &group[0].chain;
@@ -317,7 +333,9 @@ impl RebuildChains<'_> {
             }
             let batch: &[(&ChainTask, u64, usize)] = batch;
             for (sum, &(task, offset, len)) in sums.chunks_mut(self.piece).zip(batch) {
-                let Some(w) = task.weight else { continue };
+                let (Some(w), Some(store)) = (task.weight, store) else {
+                    continue;
+                };
                 match store.read_element(task.stripe, offset, &mut element[..len]) {
                     Ok(()) => erasure::gf::mul_add(&mut sum[..len], &element[..len], w),
                     Err(e) => {
@@ -342,7 +360,9 @@ impl RebuildChains<'_> {
                     }
                     _ => Vec::new(),
                 };
-                if following.is_none() {
+                if following.is_none()
+                    && let Some(store) = store
+                {
                     for (sum, &(task, offset, len)) in sums.chunks(self.piece).zip(batch) {
                         if let Err(e) = store.write_element(task.stripe, offset, &sum[..len]) {
                             failed.get_or_insert(e);
