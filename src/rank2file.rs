@@ -155,7 +155,11 @@ pub fn parse_leaf(h: &Hash, out: &mut RankFiles) -> std::result::Result<(), Stri
 /// leaves are cut by the entries' byte offsets in rank order, a leaf per this many bytes,
 /// so a leaf of entries no larger than this stays under [`MAX_FILE_BYTES`] (a larger
 /// entry gets a leaf of its own).
-pub const LEAF_SHARE: usize = (MAX_FILE_BYTES - 64) / 2;
+pub const LEAF_SHARE: usize = ENTRIES_BUDGET / 2;
+
+/// The bytes of entries a tree file holds: [`MAX_FILE_BYTES`] less room for the file's
+/// header and its own keys.
+pub const ENTRIES_BUDGET: usize = MAX_FILE_BYTES - 64;
 
 /// Writes the tree for `files` under `<prefix>/<dset_rel>/` (`dset_rel` is
 /// `.scr/scr.dataset.<id>`), every file at most [`MAX_FILE_BYTES`]. Returns the root path.
@@ -169,7 +173,7 @@ pub fn write_tree(
     let mut entries: Vec<(u64, Hash)> = Vec::new(); // (reader rank, pointer hash) for the level above
     let mut pending = RankFiles::new();
     let mut pending_bytes = 0usize;
-    let budget = MAX_FILE_BYTES - 64;
+    let budget = ENTRIES_BUDGET;
     for (rank, recs) in files {
         let one = leaf_hash([(rank, recs)]).pack_size();
         if one > budget {
@@ -208,7 +212,7 @@ pub fn write_upper(
     total_ranks: u64,
     mut entries: Vec<(u64, Hash)>,
 ) -> Result<std::path::PathBuf> {
-    let budget = MAX_FILE_BYTES - 64;
+    let budget = ENTRIES_BUDGET;
     let mut level = 0u64;
     loop {
         level += 1;

@@ -261,7 +261,6 @@ fn wait_relaxed<'a, R: ?Sized, S: Scope<'a>>(mut request: Request<'a, R, S>) {
             Ok(_) => return,
             Err(pending) => request = pending,
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(std::time::Duration::from_micros(100));
+        relax(false, &mut pause);
     }
 }

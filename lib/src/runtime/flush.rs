@@ -148,7 +148,7 @@ impl Scr {
         let share = rank2file::LEAF_SHARE as u64;
         let size = leaf.len() as u64;
         let offset = comm::exclusive_sum_u64(&self.world, size);
-        let most = (rank2file::MAX_FILE_BYTES - 64) as u64;
+        let most = rank2file::ENTRIES_BUDGET as u64;
         if !comm::all_true(&self.world, size <= most) {
             return Err(Error::collective(format!(
                 "a rank's list of files of dataset {id} exceeds {most} bytes: too many files for one rank"
