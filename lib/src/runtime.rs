@@ -354,7 +354,7 @@ fn load_filemaps(
         }
     }
     let here = comm::allgather_bytes(node, &rank.to_le_bytes());
-    node.barrier();
+    comm::relaxed_barrier(node);
     let filemap_path = layout::rank_filemap(cntl_dir, local_rank);
     filemap.write(&filemap_path)?;
     let mut local_paths = comm::allgather_bytes(node, filemap_path.to_string_lossy().as_bytes());
@@ -455,7 +455,7 @@ impl Scr {
             .map(|d| d.select_sets(&params, &node_names, rank == 0))
             .collect();
         prepare_prefix(&world, &prefix)?;
-        node.barrier();
+        comm::relaxed_barrier(&node);
 
         let NodeFilemaps {
             filemap_path,

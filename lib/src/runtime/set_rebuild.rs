@@ -322,9 +322,7 @@ impl RebuildChains<'_> {
             && let Some(first) = batches.first()
         {
             mpi::request::scope(|scope| {
-                for r in receive_batch(p, scope, &mut sums, first, self.piece) {
-                    r.wait();
-                }
+                comm::wait_all(receive_batch(p, scope, &mut sums, first, self.piece))
             });
         }
         for (b, batch) in batches.iter().enumerate() {
@@ -369,12 +367,7 @@ impl RebuildChains<'_> {
                         }
                     }
                 }
-                for r in receives {
-                    r.wait();
-                }
-                for r in sends {
-                    r.wait();
-                }
+                comm::wait_all(receives.into_iter().chain(sends));
             });
             std::mem::swap(&mut sums, &mut arriving);
         }
