@@ -10,15 +10,20 @@
  *            SIZE/(n-1); in n-1 steps per piece each rank XORs its chunk for the buffer's
  *            eventual holder into what its left neighbour sent and passes it right; the
  *            last arrival is this rank's parity, written to DIR; one fsync
- *   rs       the same ring for Reed-Solomon with two parity slots: data in n-2 chunks, one
- *            ring per slot (the XOR kernel stands in for the Galois-field multiply, so this
- *            is a lower bound)
+ *   rs       the same ring for Reed-Solomon with two parity slots: data in n-2 chunks, n-2
+ *            steps each carrying both slots' sums, the last step sending slot s s+1 places
+ *            right (2 x SIZE sent per rank, the least for a code surviving 2 losses; the
+ *            XOR kernel stands in for the Galois-field multiply, so this is a lower bound)
  * FLOOR_WINDOW pieces travel at once (default: 8 MiB of them, at least 2 and at most 64, as
  * the library sends): with 1, every piece waits for the one before it, which on an
  * oversubscribed machine costs a scheduler round trip per piece.
+ * Waits test and yield the processor between tests, as the library's do (a blocking wait
+ * busy-polls and takes the core from a rank that still has work when ranks outnumber
+ * cores); FLOOR_BUSY=1 waits with MPI_Wait instead.
  * Every round writes a new file (the old one is removed first), as a checkpoint does. */
 #include <mpi.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,12 +52,29 @@ static size_t piece_len(size_t total, size_t piece, size_t i) {
   return total - i * piece < piece ? total - i * piece : piece;
 }
 
-static void xor_into(char* restrict dst, const char* restrict src, size_t n) {
-  uint64_t* d = (uint64_t*)dst;
-  const uint64_t* s = (const uint64_t*)src;
+/* out = sum ^ src over n bytes, in one pass over the three */
+static void xor_sum(char* restrict out, const char* restrict sum, const char* restrict src,
+                    size_t n) {
+  uint64_t* o = (uint64_t*)out;
+  const uint64_t* a = (const uint64_t*)sum;
+  const uint64_t* b = (const uint64_t*)src;
   size_t words = n / 8;
-  for (size_t i = 0; i < words; i++) d[i] ^= s[i];
-  for (size_t i = words * 8; i < n; i++) dst[i] ^= src[i];
+  for (size_t i = 0; i < words; i++) o[i] = a[i] ^ b[i];
+  for (size_t i = words * 8; i < n; i++) out[i] = sum[i] ^ src[i];
+}
+
+static int busy_waits;
+
+static void wait_all(int count, MPI_Request* reqs) {
+  if (busy_waits) {
+    MPI_Waitall(count, reqs, MPI_STATUSES_IGNORE);
+    return;
+  }
+  for (int done = 0;;) {
+    MPI_Testall(count, reqs, &done, MPI_STATUSES_IGNORE);
+    if (done) return;
+    sched_yield();
+  }
 }
 
 int main(int argc, char** argv) {
@@ -69,6 +91,7 @@ int main(int argc, char** argv) {
   int count = atoi(argv[3]);
   size_t piece = (size_t)atol(argv[4]);
   const char* dir = argv[5];
+  busy_waits = getenv("FLOOR_BUSY") && atoi(getenv("FLOOR_BUSY")) != 0;
   int left = (rank + n - 1) % n, right = (rank + 1) % n;
   char* data = malloc(size);
   for (size_t i = 0; i < size; i++) data[i] = (char)(i * 7 + rank);
@@ -80,9 +103,19 @@ int main(int argc, char** argv) {
   if (getenv("FLOOR_WINDOW")) window = (size_t)atol(getenv("FLOOR_WINDOW"));
   if (window < 1) window = 1;
   size_t pieces = (size + piece - 1) / piece;
-  char* sendb = malloc(piece * window);
-  char* recvb = malloc(piece * window);
-  MPI_Request* reqs = malloc(sizeof(MPI_Request) * 2 * window);
+  /* parity: k slots (rs: 2), the data in n-k chunks; the k sums of a piece travel together,
+   * so a window holds 8 MiB of sums, as the library's does */
+  int k = strcmp(mode, "rs") == 0 ? 2 : 1;
+  size_t chunk = (size + (size_t)(n - k - 1)) / (size_t)(n - k);
+  size_t chunk_pieces = (chunk + piece - 1) / piece;
+  if (k > 1 && !getenv("FLOOR_WINDOW")) {
+    window = (8u << 20) / (piece * (size_t)k ? piece * (size_t)k : 1);
+    if (window < 2) window = 2;
+    if (window > 64) window = 64;
+  }
+  char* sendb = malloc(piece * window * (size_t)k);
+  char* recvb = malloc(piece * window * (size_t)k);
+  MPI_Request* reqs = malloc(sizeof(MPI_Request) * 2 * window * (size_t)k);
   double* t = malloc(sizeof(double) * (count + 1));
   char path[4096];
   snprintf(path, sizeof path, "%s/floor.%s.%d", dir, mode, rank);
@@ -107,41 +140,40 @@ int main(int argc, char** argv) {
                     MPI_COMM_WORLD, &reqs[2 * (i - first) + 1]);
         }
         for (size_t i = first; i < last; i++) {
-          MPI_Wait(&reqs[2 * (i - first) + 1], MPI_STATUS_IGNORE);
+          wait_all(1, &reqs[2 * (i - first) + 1]);
           pwrite_all(fd, recvb + (i - first) * piece, piece_len(size, piece, i), (off_t)(i * piece));
         }
-        for (size_t i = first; i < last; i++) MPI_Wait(&reqs[2 * (i - first)], MPI_STATUS_IGNORE);
+        for (size_t i = first; i < last; i++) wait_all(1, &reqs[2 * (i - first)]);
       }
     } else if (strcmp(mode, "xor") == 0 || strcmp(mode, "rs") == 0) {
-      /* a window of pieces of the chunk travel the ring together, one round trip per step;
-       * rs: two parity slots, each of SIZE/(n-2), each its own ring */
-      int k = strcmp(mode, "rs") == 0 ? 2 : 1;
-      size_t chunk = (size + (size_t)(n - k - 1)) / (size_t)(n - k);
-      size_t chunk_pieces = (chunk + piece - 1) / piece;
-      for (int slot = 0; slot < k; slot++)
+      /* a window of pieces travels together; in each of the n-k steps a rank adds its
+       * chunk for the stripe it works on to the k sums and passes them right; after the
+       * last step sum s goes s+1 places right, to its holder */
       for (size_t first = 0; first < chunk_pieces; first += window) {
         size_t last = first + window < chunk_pieces ? first + window : chunk_pieces;
-        memset(recvb, 0, (last - first) * piece);
-        for (int step = 0; step < n - 1; step++) {
-          /* the buffer this rank adds to now ends at rank holder; its chunk for holder is the
-           * data chunk at holder's place among the others (the parity holder skips itself) */
-          int holder = (rank + n - 1 - step) % n;
-          int index = k == 1 ? (holder < rank ? holder : holder - 1) : (holder + slot + rank) % (n - k);
-          for (size_t i = first; i < last; i++) {
-            size_t len = piece_len(chunk, piece, i), off = i * piece;
-            char* sb = sendb + (i - first) * piece;
-            char* rb = recvb + (i - first) * piece;
-            size_t at = (size_t)index * chunk + off;
-            memcpy(sb, rb, len);
-            if (at < size) xor_into(sb, data + at, size - at < len ? size - at : len);
-            MPI_Isend(sb, (int)len, MPI_BYTE, right, 2, MPI_COMM_WORLD, &reqs[2 * (i - first)]);
-            MPI_Irecv(rb, (int)len, MPI_BYTE, left, 2, MPI_COMM_WORLD, &reqs[2 * (i - first) + 1]);
-          }
-          MPI_Waitall((int)(2 * (last - first)), reqs, MPI_STATUSES_IGNORE);
+        memset(recvb, 0, (last - first) * (size_t)k * piece);
+        for (int step = 0; step < n - k; step++) {
+          int final = step == n - k - 1;
+          int r = 0;
+          for (size_t i = first; i < last; i++)
+            for (int s = 0; s < k; s++) {
+              size_t len = piece_len(chunk, piece, i), off = i * piece;
+              char* sb = sendb + ((i - first) * (size_t)k + (size_t)s) * piece;
+              char* rb = recvb + ((i - first) * (size_t)k + (size_t)s) * piece;
+              size_t at = (size_t)step * chunk + off;
+              size_t covered = at < size ? (size - at < len ? size - at : len) : 0;
+              xor_sum(sb, rb, data + (covered ? at : 0), covered);
+              memcpy(sb + covered, rb + covered, len - covered);
+              int hop = final ? s + 1 : 1;
+              MPI_Isend(sb, (int)len, MPI_BYTE, (rank + hop) % n, 2, MPI_COMM_WORLD, &reqs[r++]);
+              MPI_Irecv(rb, (int)len, MPI_BYTE, (rank + n - hop) % n, 2, MPI_COMM_WORLD, &reqs[r++]);
+            }
+          wait_all(r, reqs);
         }
         for (size_t i = first; i < last; i++)
-          pwrite_all(fd, recvb + (i - first) * piece, piece_len(chunk, piece, i),
-                     (off_t)(slot * chunk + i * piece));
+          for (int s = 0; s < k; s++)
+            pwrite_all(fd, recvb + ((i - first) * (size_t)k + (size_t)s) * piece,
+                       piece_len(chunk, piece, i), (off_t)((size_t)s * chunk + i * piece));
       }
     } else {
       if (rank == 0) fprintf(stderr, "floor: unknown mode %s (write, partner, xor or rs)\n", mode);

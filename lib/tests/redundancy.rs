@@ -235,6 +235,73 @@ fn cached_dataset_dir(job: &Job, node: &str, id: u64) -> PathBuf {
     node_dirs(job, node)[0].join(format!("scr.dataset.{id}"))
 }
 
+/// The Reed–Solomon files hold the code's parity (computed here from the cached data with
+/// the code's own roles and coefficients), for a set of 5 with 2 parity slots each and
+/// pieces much smaller than a chunk, and the CRC SCR_CRC_ON_COPY records is the whole
+/// file's, header and both slots in file order.
+#[test]
+fn reed_solomon_files_hold_the_codes_parity_and_their_crc() {
+    let job = Job::new();
+    let env = [
+        ("SCR_COPY_TYPE", "RS"),
+        ("SCR_SET_FAILURES", "2"),
+        ("SCR_CRC_ON_COPY", "1"),
+        ("TEST_API_VARY", "1"),
+        ("SCR_FLUSH", "0"),
+        ("SCR_MPI_BUF_SIZE", "1000"), // several pieces per chunk
+    ];
+    let nodes = ["n1", "n2", "n3", "n4", "n5"];
+    run_ok_on(&job, &nodes.join(","), 5, &["7000", "1"], &env);
+    let n = nodes.len();
+    let code = scr::erasure::StripeCode::reed_solomon(n, 2);
+    let (mut logical, mut files) = (Vec::new(), Vec::new());
+    let mut chunk = 0u64;
+    for (pos, node) in nodes.iter().enumerate() {
+        let dir = cached_dataset_dir(&job, node, 1);
+        let rs = dir.join(format!(
+            ".scr/{}",
+            scr::layout::rs_file_name(0, pos as u64, 5)
+        ));
+        let (header, offset) = scr::xor::XorHeader::read(&rs).unwrap();
+        assert_eq!(header.current.rank, pos as u64);
+        chunk = header.chunk;
+        let bytes = std::fs::read(&rs).unwrap();
+        assert_eq!(bytes.len() as u64, offset + 2 * chunk);
+        // the recorded CRC is the file's
+        let map = scr::filemap::Filemap::read(&node_dirs(&job, node)[1].join("filemap_0.scrinfo"))
+            .unwrap();
+        let key = rs.to_string_lossy().into_owned();
+        let crc = map.meta(1, pos as u64, &key).and_then(|m| m.crc32());
+        assert_eq!(crc, Some(scr::io::file_crc32(&rs).unwrap()), "{key}");
+        let mut data = Vec::new();
+        for meta in &header.current.files {
+            data.extend(std::fs::read(dir.join(meta.orig().unwrap())).unwrap());
+        }
+        logical.push(data);
+        files.push((bytes, offset as usize));
+    }
+    let max = logical.iter().map(Vec::len).max().unwrap() as u64;
+    assert_eq!(chunk, max.div_ceil(3), "n - k data chunks per member");
+    for l in &mut logical {
+        l.resize(3 * chunk as usize, 0);
+    }
+    let c = chunk as usize;
+    for (holder, (bytes, offset)) in files.iter().enumerate() {
+        for slot in 0..2 {
+            let stripe = code.stripe_held(holder, slot);
+            let mut expect = vec![0u8; c];
+            for (m, data) in logical.iter().enumerate() {
+                if let scr::erasure::Role::Data { chunk: at, index } = code.role(m, stripe) {
+                    let weight = code.coefficient(slot, index);
+                    scr::erasure::gf::mul_add(&mut expect, &data[at * c..(at + 1) * c], weight);
+                }
+            }
+            let got = &bytes[offset + slot * c..offset + (slot + 1) * c];
+            assert!(got == &expect[..], "member {holder}, parity slot {slot}");
+        }
+    }
+}
+
 #[test]
 fn xor_files_have_scr_layout_and_correct_parity() {
     let job = Job::new();

@@ -38,19 +38,37 @@ pub fn inv(a: u8) -> u8 {
     EXP[255 - LOG[a as usize] as usize]
 }
 
-/// `out = sum ^ c * src` in one pass over the three where `c` is 1 (XOR's only
-/// coefficient), else a copy then [`mul_add`]. `src` may be shorter than `out`: what it does
-/// not cover is zero.
+/// `out = sum ^ c * src` in one pass over the three (no copy of `sum` first). `src` may be
+/// shorter than `out`: what it does not cover is zero.
 pub fn sum_mul_add(out: &mut [u8], sum: &[u8], src: &[u8], c: u8) {
     let (len, covered) = (out.len(), src.len().min(out.len()));
-    if c == 1 {
-        for ((o, s), d) in out[..covered].iter_mut().zip(sum).zip(src) {
-            *o = s ^ d;
+    let sum = &sum[..len];
+    out[covered..].copy_from_slice(&sum[covered..]);
+    let (out, sum, src) = (&mut out[..covered], &sum[..covered], &src[..covered]);
+    match c {
+        0 => out.copy_from_slice(sum),
+        1 => {
+            for ((o, s), d) in out.iter_mut().zip(sum).zip(src) {
+                *o = s ^ d;
+            }
         }
-        out[covered..].copy_from_slice(&sum[covered..len]);
-    } else {
-        out.copy_from_slice(&sum[..len]);
-        mul_add(&mut out[..covered], &src[..covered], c);
+        _ => {
+            #[cfg(target_arch = "x86_64")]
+            let done = if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: AVX2 is present (checked just above); the three have one length
+                unsafe {
+                    simd::mul_add_avx2(out.as_mut_ptr(), sum.as_ptr(), src.as_ptr(), covered, c)
+                }
+            } else {
+                0
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let done = 0;
+            let table = mul_table(c);
+            for ((o, s), d) in out[done..].iter_mut().zip(&sum[done..]).zip(&src[done..]) {
+                *o = s ^ table[*d as usize];
+            }
+        }
     }
 }
 
@@ -61,24 +79,33 @@ pub fn mul_add(dst: &mut [u8], src: &[u8], c: u8) {
         1 => crate::xor::xor_into(dst, src),
         _ => {
             let len = dst.len().min(src.len());
+            let (dst, src) = (&mut dst[..len], &src[..len]);
             #[cfg(target_arch = "x86_64")]
             let done = if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: AVX2 is present (checked just above)
-                unsafe { simd::mul_add_avx2(&mut dst[..len], &src[..len], c) }
+                let d = dst.as_mut_ptr();
+                // SAFETY: AVX2 is present (checked just above); dst is both the sum read and
+                // the output written, block by block, and src has its length
+                unsafe { simd::mul_add_avx2(d, d, src.as_ptr(), len, c) }
             } else {
                 0
             };
             #[cfg(not(target_arch = "x86_64"))]
             let done = 0;
-            let mut table = [0u8; 256];
-            for (x, t) in table.iter_mut().enumerate() {
-                *t = mul(c, x as u8);
-            }
-            for (d, s) in dst[done..len].iter_mut().zip(&src[done..len]) {
+            let table = mul_table(c);
+            for (d, s) in dst[done..].iter_mut().zip(&src[done..]) {
                 *d ^= table[*s as usize];
             }
         }
     }
+}
+
+/// Every product by `c`, for the bytes the vector kernel leaves.
+fn mul_table(c: u8) -> [u8; 256] {
+    let mut table = [0u8; 256];
+    for (x, t) in table.iter_mut().enumerate() {
+        *t = mul(c, x as u8);
+    }
+    table
 }
 
 /// Multiplication by a constant as two 16-entry tables (low and high nibble), looked up
@@ -88,9 +115,19 @@ pub fn mul_add(dst: &mut [u8], src: &[u8], c: u8) {
 mod simd {
     use std::arch::x86_64::*;
 
-    /// `dst ^= c * src` over the largest multiple of 32 bytes; returns how many bytes.
+    /// `out = sum ^ c * src` over the largest multiple of 32 of `len` bytes; returns how
+    /// many. `out` may be `sum` (each block is read before it is written).
+    ///
+    /// # Safety
+    /// AVX2 is present; `out`, `sum` and `src` are each valid for `len` bytes.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn mul_add_avx2(dst: &mut [u8], src: &[u8], c: u8) -> usize {
+    pub(super) unsafe fn mul_add_avx2(
+        out: *mut u8,
+        sum: *const u8,
+        src: *const u8,
+        len: usize,
+        c: u8,
+    ) -> usize {
         let mut low = [0u8; 32];
         let mut high = [0u8; 32];
         for i in 0..16u8 {
@@ -99,21 +136,21 @@ mod simd {
         }
         low.copy_within(0..16, 16);
         high.copy_within(0..16, 16);
-        let blocks = dst.len() / 32;
-        // SAFETY: every load and store below stays within the first blocks * 32 bytes
-        // of src and dst; unaligned loads and stores are used throughout.
+        let blocks = len / 32;
+        // SAFETY: every load and store below stays within the first blocks * 32 bytes of
+        // the three (valid for len bytes, the caller's promise); unaligned throughout.
         unsafe {
             let low = _mm256_loadu_si256(low.as_ptr() as *const __m256i);
             let high = _mm256_loadu_si256(high.as_ptr() as *const __m256i);
             let mask = _mm256_set1_epi8(0x0f);
             for b in 0..blocks {
-                let s = _mm256_loadu_si256(src.as_ptr().add(b * 32) as *const __m256i);
+                let s = _mm256_loadu_si256(src.add(b * 32) as *const __m256i);
                 let lo = _mm256_shuffle_epi8(low, _mm256_and_si256(s, mask));
                 let hi = _mm256_shuffle_epi8(high, _mm256_and_si256(_mm256_srli_epi64(s, 4), mask));
-                let d = dst.as_mut_ptr().add(b * 32) as *mut __m256i;
+                let acc = _mm256_loadu_si256(sum.add(b * 32) as *const __m256i);
                 _mm256_storeu_si256(
-                    d,
-                    _mm256_xor_si256(_mm256_loadu_si256(d), _mm256_xor_si256(lo, hi)),
+                    out.add(b * 32) as *mut __m256i,
+                    _mm256_xor_si256(acc, _mm256_xor_si256(lo, hi)),
                 );
             }
         }

@@ -243,7 +243,6 @@ impl Scr {
             .filemap
             .set_expected_files(id, self.rank, expected + 1);
         self.cache.filemap.write(&self.cache.filemap_path)?;
-
         let input = shuffle::Mapped::open(
             &files
                 .iter()
@@ -258,8 +257,9 @@ impl Scr {
             chunk,
             piece: self.mpi_buf_size().min(chunk as usize).max(1),
         };
-        let crc = ring.encode(input, output, &header, &path)?;
-        if self.config.params.bool("SCR_CRC_ON_COPY") {
+        let crc_on_copy = self.config.params.bool("SCR_CRC_ON_COPY");
+        let crc = ring.encode(input, output, (&header, crc_on_copy), &path)?;
+        if let Some(crc) = crc {
             meta.set_crc32(crc);
         }
         meta.set_complete(true);
@@ -268,12 +268,21 @@ impl Scr {
     }
 }
 
-/// One member's part in computing its set's parity: the pipelined ring over the set's
-/// communicator. Every slot's chunk is cut in pieces of at most `piece` bytes, and a window
-/// of pieces ([`shuffle::pieces_in_flight`]) travels the ring together: in each of the n-1
-/// steps this member adds its (pre-multiplied) data for each buffer's eventual holder to
-/// what its left neighbour sent (reading the data from the files' mappings as it adds) and
-/// passes the sums right; what arrives at the last step is its own parity.
+/// One member's part in computing its set's parity: a pipelined ring over the set's
+/// communicator in which the sums travel only through the members that add to them.
+///
+/// A stripe's k parity holders are consecutive members, and its n-k data members follow
+/// them (see [`StripeCode::role`]). So in each of n-k steps every member adds its data to
+/// the k sums of one stripe (the stripe whose data members it is the step-th of) and
+/// passes them right; after the last step the sum of slot s goes s+1 places right, to the
+/// member that holds it. Each member thus sends k x SIZE bytes, the least any code
+/// tolerating k losses can move (every parity element needs all n-k data elements of its
+/// stripe); running XOR's n-1 step ring for each slot instead, through the members that
+/// only pass a sum on, moved (n-1)/(n-k) times as much: 3 x SIZE instead of 2 for
+/// Reed–Solomon with 2 failures in sets of 4. For XOR (k = 1) both are the same ring.
+///
+/// Every chunk is cut in pieces of at most `piece` bytes, and a window of pieces
+/// ([`shuffle::pieces_in_flight`]) travels together.
 struct ParityRing<'c> {
     comm: &'c SimpleCommunicator,
     code: StripeCode,
@@ -283,33 +292,31 @@ struct ParityRing<'c> {
 }
 
 impl ParityRing<'_> {
-    /// What this member adds at `step` to the buffer of `slot` at `offset` in the chunk: the
-    /// logical offset of its data and the coefficient, or nothing where it holds parity.
-    fn contribution(&self, slot: usize, offset: u64, step: usize) -> Option<(u64, u8)> {
-        let n = self.comm.size() as usize;
-        let holder = (self.me + n - 1 - step) % n;
-        match self.code.role(self.me, self.code.stripe_held(holder, slot)) {
-            erasure::Role::Data { chunk: c, index } => Some((
-                c as u64 * self.chunk + offset,
-                self.code.coefficient(slot, index),
-            )),
+    /// What this member adds at `step`: the logical offset of its data chunk in the stripe
+    /// it works on then and the chunk's index among the stripe's data (none where the
+    /// layout would make it a parity holder, which the ring's order rules out).
+    fn contribution(&self, step: usize) -> Option<(u64, usize)> {
+        let n = self.code.n;
+        let stripe = (self.me + 2 * n - self.code.k - step) % n;
+        match self.code.role(self.me, stripe) {
+            erasure::Role::Data { chunk, index } => Some((chunk as u64 * self.chunk, index)),
             erasure::Role::Parity { .. } => None,
         }
     }
 
     /// Runs the ring, writing this member's parity after `header` in `output`, and returns
-    /// the parity file's CRC32. The data is read from the files' mappings as it is added. A
-    /// member that cannot read its data or write its file keeps the ring turning (so no
-    /// member hangs) and returns its error at the end.
+    /// the parity file's CRC32 when asked (`with_crc`, SCR_CRC_ON_COPY). The data is read
+    /// from the files' mappings as it is added. A member that cannot read its data or
+    /// write its file keeps the ring turning (so no member hangs) and returns its error at
+    /// the end.
     fn encode(
         &self,
         input: Result<shuffle::Mapped>,
         output: Result<std::fs::File>,
-        header: &[u8],
+        (header, with_crc): (&[u8], bool),
         path: &Path,
-    ) -> Result<u32> {
-        let n = self.comm.size() as usize;
-        let (left, right) = ((self.me + n - 1) % n, (self.me + 1) % n);
+    ) -> Result<Option<u32>> {
+        let (n, k) = (self.code.n, self.code.k);
         let mut failed: Option<Error> = None;
         let (input, output) = match (input, output) {
             (Ok(i), Ok(o)) => (Some(i), Some(o)),
@@ -318,61 +325,84 @@ impl ParityRing<'_> {
                 (None, None)
             }
         };
-        let window = shuffle::pieces_in_flight(self.piece);
-        let span = window * self.piece;
+        // (the k sums of a piece travel together: the window holds 8 MiB of sums)
+        let window = shuffle::pieces_in_flight(self.piece * k);
+        // the sum of piece j, slot s is at (j * k + s) * piece
+        let span = window * k * self.piece;
         let (mut send, mut recv) = (vec![0u8; span], vec![0u8; span]);
         // a piece of data that spans files is gathered here
         let mut scratch = vec![0u8; self.piece];
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(header);
+        // the file is the header, then slot 0's chunk, slot 1's…: one CRC per slot, joined
+        // in that order at the end
+        let mut crcs = with_crc.then(|| vec![crc32fast::Hasher::new(); k]);
         let offsets: Vec<u64> = (0..self.chunk).step_by(self.piece).collect();
-        for slot in 0..self.code.k {
-            for first in offsets.chunks(window) {
-                let pieces: Vec<(u64, usize)> = first
-                    .iter()
-                    .map(|&o| (o, (self.chunk - o).min(self.piece as u64) as usize))
-                    .collect();
-                recv.fill(0);
-                for step in 0..n - 1 {
-                    for (j, &(offset, len)) in pieces.iter().enumerate() {
-                        let at = j * self.piece;
+        for first in offsets.chunks(window) {
+            let pieces: Vec<(u64, usize)> = first
+                .iter()
+                .map(|&o| (o, (self.chunk - o).min(self.piece as u64) as usize))
+                .collect();
+            recv.fill(0);
+            for step in 0..n - k {
+                let mine = self.contribution(step);
+                for (j, &(offset, len)) in pieces.iter().enumerate() {
+                    let data = match (mine, &input) {
+                        (Some((at, index)), Some(d)) => {
+                            Some((d.bytes(at + offset, len, &mut scratch), index))
+                        }
+                        _ => None,
+                    };
+                    for slot in 0..k {
+                        let at = (j * k + slot) * self.piece;
                         let (out, sum) = (&mut send[at..at + len], &recv[at..at + len]);
-                        match (self.contribution(slot, offset, step), &input) {
-                            (Some((from, coefficient)), Some(data)) => erasure::gf::sum_mul_add(
+                        match data {
+                            Some((data, index)) => erasure::gf::sum_mul_add(
                                 out,
                                 sum,
-                                data.bytes(from, len, &mut scratch),
-                                coefficient,
+                                data,
+                                self.code.coefficient(slot, index),
                             ),
-                            _ => out.copy_from_slice(sum),
+                            None => out.copy_from_slice(sum),
                         }
                     }
-                    mpi::request::scope(|scope| {
-                        let mut requests = Vec::with_capacity(2 * pieces.len());
-                        for ((&(_, len), out), sum) in pieces
-                            .iter()
-                            .zip(send.chunks(self.piece))
-                            .zip(recv.chunks_mut(self.piece))
-                        {
+                }
+                // the last step delivers each slot to its holder, s+1 places right, and
+                // this member's own slots arrive from s+1 places left
+                let last = step + 1 == n - k;
+                let route = |slot: usize| {
+                    let hop = if last { slot + 1 } else { 1 };
+                    ((self.me + hop) % n, (self.me + n - hop) % n)
+                };
+                mpi::request::scope(|scope| {
+                    let mut requests = Vec::with_capacity(2 * k * pieces.len());
+                    let (mut outs, mut sums) =
+                        (send.chunks(self.piece), recv.chunks_mut(self.piece));
+                    for &(_, len) in &pieces {
+                        for slot in 0..k {
+                            let (to, from) = route(slot);
+                            let (out, sum) = (outs.next(), sums.next());
+                            let (out, sum) = (out.expect("in the span"), sum.expect("in the span"));
                             requests.push(
                                 self.comm
-                                    .process_at_rank(right as i32)
+                                    .process_at_rank(to as i32)
                                     .immediate_send(scope, &out[..len]),
                             );
                             requests.push(
                                 self.comm
-                                    .process_at_rank(left as i32)
+                                    .process_at_rank(from as i32)
                                     .immediate_receive_into(scope, &mut sum[..len]),
                             );
                         }
-                        for r in requests {
-                            r.wait();
-                        }
-                    });
-                }
-                for (j, &(offset, len)) in pieces.iter().enumerate() {
-                    let parity = &recv[j * self.piece..j * self.piece + len];
-                    crc.update(parity);
+                    }
+                    comm::wait_all(requests);
+                });
+            }
+            for (j, &(offset, len)) in pieces.iter().enumerate() {
+                for slot in 0..k {
+                    let at = (j * k + slot) * self.piece;
+                    let parity = &recv[at..at + len];
+                    if let Some(c) = &mut crcs {
+                        c[slot].update(parity);
+                    }
                     let at = header.len() as u64 + slot as u64 * self.chunk + offset;
                     if let Some(out) = &output
                         && let Err(e) = out.write_all_at(parity, at)
@@ -389,7 +419,14 @@ impl ParityRing<'_> {
         }
         match failed {
             Some(e) => Err(e),
-            None => Ok(crc.finalize()),
+            None => Ok(crcs.map(|slots| {
+                let mut crc = crc32fast::Hasher::new();
+                crc.update(header);
+                for slot in &slots {
+                    crc.combine(slot);
+                }
+                crc.finalize()
+            })),
         }
     }
 }
