@@ -24,7 +24,12 @@ unsafe impl Send for Process {}
 fn with_state(call: &str, f: impl FnOnce(&mut Option<Scr>) -> scr::Result<c_int>) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let mut guard = STATE.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut guard.0)
+        let rc = f(&mut guard.0);
+        // what the call evicted is unlinked once it returns
+        if let Some(scr) = guard.0.as_mut() {
+            scr.release_discards();
+        }
+        rc
     }));
     match result {
         Ok(Ok(rc)) => rc,
