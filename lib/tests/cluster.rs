@@ -2,10 +2,10 @@
 //! machine (tests/cluster/cluster.sh): real slurmctld, slurmd, munge, srun, sinfo, pdsh over
 //! ssh, MPICH over PMI2. Each test brings up its own cluster and tears it down; they run one
 //! at a time (.config/nextest.toml), and scripts/test.sh runs them after the rest of the
-//! suite: while they ran next to other MPI tests, those tests' processes were sometimes
-//! SIGKILLed (the nodes share the machine's PID namespace; the culprit is not pinned down —
-//! kill-app and kill-node are confined to a node's namespaces). Without root or network
-//! namespaces they fail saying what is missing.
+//! suite. The nodes share the machine's PID namespace, so a kill aimed at one node goes
+//! through the harness's kill-app or kill-node, which match only that node's processes (a
+//! plain `pkill -9 test_api` run on a node once killed other tests' ranks running beside
+//! the cluster). Without root or network namespaces they fail saying what is missing.
 
 mod common;
 
@@ -549,11 +549,7 @@ fn kill_9_at_random_moments_never_loses_the_newest_complete_checkpoint() {
     for seed in 1u64..=4 {
         let delay_ms = 300 + (seed * 7919) % 3000; // after the first checkpoint
         let kill_run = if seed % 2 == 1 {
-            format!(
-                "{} exec {} pkill -9 test_api",
-                harness.display(),
-                1 + seed % 4
-            )
+            format!("{} kill-app {} test_api", harness.display(), 1 + seed % 4)
         } else {
             "kill -9 $run".to_string()
         };
