@@ -154,7 +154,7 @@ impl MemberStore {
 
     /// Where this member's element of `stripe` lies, `offset` bytes in: in the parity file
     /// (true) or the logical file (false), and at which byte.
-    fn place(&self, stripe: usize, offset: u64) -> (bool, u64) {
+    pub fn place(&self, stripe: usize, offset: u64) -> (bool, u64) {
         match self.code.role(self.member, stripe) {
             Role::Data { chunk: c, .. } => (false, c as u64 * self.chunk + offset),
             Role::Parity { slot } => (true, self.parity_start + slot as u64 * self.chunk + offset),
