@@ -10,11 +10,13 @@
 # checkpoints (default 5) of Complete alone, every rank having written first.
 #
 # The floor of each scheme (benches/c/floor.c) moves the same bytes with plain MPI from
-# memory and writes them once: SINGLE writes the checkpoint; PARTNER sends it to the right
-# neighbour and writes the left one's; XOR and RS run the reduce-scatter ring with the XOR
-# kernel and write the parity (RS: two slots of SIZE/(n-2); the XOR kernel makes its floor a
-# lower bound). The checkpoint write itself is not in Complete, so SINGLE's
-# floor is zero and its row compares with a raw write+fsync of the same bytes instead.
+# memory and writes them once, waiting as the library does (testing, yielding the processor
+# between tests): SINGLE writes the checkpoint; PARTNER sends it to the right neighbour and
+# writes the left one's; XOR and RS run the library's ring with a one-pass XOR kernel and
+# write the parity (RS: n-2 steps carrying both slots' sums of SIZE/(n-2), 2 x SIZE sent per
+# rank; the XOR kernel makes its floor a lower bound). The checkpoint write itself is not in
+# Complete, so SINGLE's floor is zero and its row compares with a raw write+fsync of the
+# same bytes instead.
 #
 # Both transports: "shm" gives each rank its node name with SCR_NODE_NAME (MPICH sees one
 # host and uses shared memory), "hosts" launches with -launcher fork -hosts n1,…,n4 (MPICH
