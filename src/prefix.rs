@@ -236,10 +236,8 @@ pub fn delete_dataset_files(prefix: &Path, id: u64) -> Result<usize> {
     let mut dirs = std::collections::BTreeSet::new();
     for rec in files.values().flatten() {
         let path = prefix.join(&rec.name);
-        match std::fs::remove_file(&path) {
-            Ok(()) => removed += 1,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(&path, "remove", e)),
+        if io::remove_if_present(&path)? {
+            removed += 1;
         }
         let mut dir = path.parent();
         while let Some(d) = dir.filter(|d| *d != prefix && d.starts_with(prefix)) {

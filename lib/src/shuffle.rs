@@ -234,11 +234,7 @@ fn open_sink(header: &[u8], length: u64, place: Placement<'_>) -> Result<Logical
     // a stale file under a name in this node's own cache is replaced, as the copy being
     // received supersedes it (received files are recreated, never written into)
     for (path, _) in &files {
-        match std::fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(path, "remove", e)),
-        }
+        scr::io::remove_if_present(path)?;
     }
     LogicalFile::create(&files)
 }

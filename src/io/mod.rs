@@ -271,13 +271,21 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io(dir, "fsync directory", e))
 }
 
-/// Removes a file and makes the removal durable; a file already gone is fine.
-pub fn remove_durably(path: &Path) -> Result<()> {
+/// Removes a file; a file already gone is fine. Returns whether there was one.
+pub fn remove_if_present(path: &Path) -> Result<bool> {
     match fs::remove_file(path) {
-        Ok(()) => sync_dir(&parent_dir(path)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(Error::io(path, "remove", e)),
     }
+}
+
+/// Removes a file and makes the removal durable; a file already gone is fine.
+pub fn remove_durably(path: &Path) -> Result<()> {
+    if remove_if_present(path)? {
+        sync_dir(&parent_dir(path))?;
+    }
+    Ok(())
 }
 
 fn parent_dir(path: &Path) -> PathBuf {

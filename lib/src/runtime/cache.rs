@@ -300,11 +300,9 @@ impl Discards {
             });
             match moved {
                 Some(to) => self.pending.push(to),
-                None => match std::fs::remove_file(&f) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(Error::io(&f, "remove", e)),
-                },
+                None => {
+                    io::remove_if_present(&f)?;
+                }
             }
         }
         Ok(())

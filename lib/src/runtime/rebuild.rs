@@ -416,11 +416,7 @@ impl Scr {
             })
             .collect();
         for f in &old {
-            match std::fs::remove_file(f) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(f, "remove", e)),
-            }
+            io::remove_if_present(Path::new(f))?;
             self.cache.filemap.remove_file(d, self.rank, f);
         }
         let expected = self.cache.filemap.expected_files(d, self.rank).unwrap_or(0);

@@ -230,11 +230,7 @@ impl Scr {
         // what a damaged copy left under these names in this node's own cache goes first:
         // a rebuild recreates files, it never writes into one
         for path in files.iter().map(|(p, _)| p).chain([&parity_path]) {
-            match std::fs::remove_file(path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(path, "remove", e)),
-            }
+            io::remove_if_present(path)?;
         }
         keys.push(parity_key);
         let store = MemberStore::create((code, me, chunk), &files, &parity_path, &header)?;
