@@ -52,23 +52,8 @@ pub fn sum_mul_add(out: &mut [u8], sum: &[u8], src: &[u8], c: u8) {
                 *o = s ^ d;
             }
         }
-        _ => {
-            #[cfg(target_arch = "x86_64")]
-            let done = if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: AVX2 is present (checked just above); the three have one length
-                unsafe {
-                    simd::mul_add_avx2(out.as_mut_ptr(), sum.as_ptr(), src.as_ptr(), covered, c)
-                }
-            } else {
-                0
-            };
-            #[cfg(not(target_arch = "x86_64"))]
-            let done = 0;
-            let table = mul_table(c);
-            for ((o, s), d) in out[done..].iter_mut().zip(&sum[done..]).zip(&src[done..]) {
-                *o = s ^ table[*d as usize];
-            }
-        }
+        // SAFETY: the three slices have one length, `covered`
+        _ => unsafe { sum_mul_add_raw(out.as_mut_ptr(), sum.as_ptr(), src.as_ptr(), covered, c) },
     }
 }
 
@@ -79,23 +64,33 @@ pub fn mul_add(dst: &mut [u8], src: &[u8], c: u8) {
         1 => crate::xor::xor_into(dst, src),
         _ => {
             let len = dst.len().min(src.len());
-            let (dst, src) = (&mut dst[..len], &src[..len]);
-            #[cfg(target_arch = "x86_64")]
-            let done = if std::arch::is_x86_feature_detected!("avx2") {
-                let d = dst.as_mut_ptr();
-                // SAFETY: AVX2 is present (checked just above); dst is both the sum read and
-                // the output written, block by block, and src has its length
-                unsafe { simd::mul_add_avx2(d, d, src.as_ptr(), len, c) }
-            } else {
-                0
-            };
-            #[cfg(not(target_arch = "x86_64"))]
-            let done = 0;
-            let table = mul_table(c);
-            for (d, s) in dst[done..].iter_mut().zip(&src[done..]) {
-                *d ^= table[*s as usize];
-            }
+            let d = dst.as_mut_ptr();
+            // SAFETY: dst and src are valid for len bytes; dst is both the sum read and the
+            // output written
+            unsafe { sum_mul_add_raw(d, d, src.as_ptr(), len, c) }
         }
+    }
+}
+
+/// `out = sum ^ c * src` over `len` bytes for a coefficient above 1: the vector kernel
+/// where the processor has AVX2, a product table for the bytes it leaves.
+///
+/// # Safety
+/// `out`, `sum` and `src` are each valid for `len` bytes; `out` may be `sum`.
+unsafe fn sum_mul_add_raw(out: *mut u8, sum: *const u8, src: *const u8, len: usize, c: u8) {
+    #[cfg(target_arch = "x86_64")]
+    let done = if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present (checked just above); the caller's promise on the three
+        unsafe { simd::mul_add_avx2(out, sum, src, len, c) }
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
+    let table = mul_table(c);
+    for i in done..len {
+        // SAFETY: i < len, within the three (the caller's promise)
+        unsafe { *out.add(i) = *sum.add(i) ^ table[*src.add(i) as usize] };
     }
 }
 

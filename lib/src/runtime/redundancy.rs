@@ -374,24 +374,24 @@ impl ParityRing<'_> {
                 };
                 mpi::request::scope(|scope| {
                     let mut requests = Vec::with_capacity(2 * k * pieces.len());
-                    let (mut outs, mut sums) =
-                        (send.chunks(self.piece), recv.chunks_mut(self.piece));
-                    for &(_, len) in &pieces {
-                        for slot in 0..k {
-                            let (to, from) = route(slot);
-                            let (out, sum) = (outs.next(), sums.next());
-                            let (out, sum) = (out.expect("in the span"), sum.expect("in the span"));
-                            requests.push(
-                                self.comm
-                                    .process_at_rank(to as i32)
-                                    .immediate_send(scope, &out[..len]),
-                            );
-                            requests.push(
-                                self.comm
-                                    .process_at_rank(from as i32)
-                                    .immediate_receive_into(scope, &mut sum[..len]),
-                            );
-                        }
+                    // piece by piece, slot by slot: the buffers' order
+                    let slots = pieces
+                        .iter()
+                        .flat_map(|&(_, len)| (0..k).map(move |s| (s, len)));
+                    for ((slot, len), (out, sum)) in
+                        slots.zip(send.chunks(self.piece).zip(recv.chunks_mut(self.piece)))
+                    {
+                        let (to, from) = route(slot);
+                        requests.push(
+                            self.comm
+                                .process_at_rank(to as i32)
+                                .immediate_send(scope, &out[..len]),
+                        );
+                        requests.push(
+                            self.comm
+                                .process_at_rank(from as i32)
+                                .immediate_receive_into(scope, &mut sum[..len]),
+                        );
                     }
                     comm::wait_all(requests);
                 });
