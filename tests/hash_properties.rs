@@ -48,3 +48,137 @@ proptest! {
         prop_assert!(Hash::from_file_bytes(&file).is_err());
     }
 }
+
+/// The plainest ordered tree: what every hash operation must agree with, whatever shape
+/// the hash keeps a level in (a `key = value` level is held inline).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Model(Vec<(String, Model)>);
+
+impl Model {
+    fn of(h: &Hash) -> Model {
+        Model(
+            h.iter()
+                .map(|(k, c)| (k.to_string(), Model::of(c)))
+                .collect(),
+        )
+    }
+    fn at(&self, key: &str) -> Option<usize> {
+        self.0.iter().position(|(k, _)| k == key)
+    }
+    fn child(&mut self, key: &str) -> &mut Model {
+        let at = self.at(key).unwrap_or_else(|| {
+            self.0.push((key.to_string(), Model::default()));
+            self.0.len() - 1
+        });
+        &mut self.0[at].1
+    }
+    fn set(&mut self, key: &str, value: Model) {
+        *self.child(key) = value;
+    }
+    fn unset(&mut self, key: &str) {
+        if let Some(at) = self.at(key) {
+            self.0.remove(at);
+        }
+    }
+    fn merge(&mut self, other: &Model) {
+        for (k, v) in &other.0 {
+            self.child(k).merge(v);
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    SetValue(String, String),
+    Child(String, String),
+    Unset(String),
+    UnsetKv(String, String),
+    Merge(Hash),
+    MergeOwned(Hash),
+    RetainShort,
+    ClearChild(String),
+    SetTree(String, Hash),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let key = "[abc]{1,2}";
+    prop_oneof![
+        (key, key).prop_map(|(k, v)| Op::SetValue(k, v)),
+        (key, key).prop_map(|(k, v)| Op::Child(k, v)),
+        key.prop_map(Op::Unset),
+        (key, key).prop_map(|(k, v)| Op::UnsetKv(k, v)),
+        tree().prop_map(Op::Merge),
+        tree().prop_map(Op::MergeOwned),
+        Just(Op::RetainShort),
+        key.prop_map(Op::ClearChild),
+        (key, tree()).prop_map(|(k, t)| Op::SetTree(k, t)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn every_change_agrees_with_a_plain_ordered_tree(ops in prop::collection::vec(op(), 0..24)) {
+        let mut h = Hash::new();
+        let mut m = Model::default();
+        for op in ops {
+            match op {
+                Op::SetValue(k, v) => {
+                    h.set_value(&k, &v);
+                    m.set(&k, Model(vec![(v, Model::default())]));
+                }
+                Op::Child(k, v) => {
+                    h.child(&k).child(&v);
+                    m.child(&k).child(&v);
+                }
+                Op::Unset(k) => {
+                    h.unset(&k);
+                    m.unset(&k);
+                }
+                Op::UnsetKv(k, v) => {
+                    h.unset_kv(&k, &v);
+                    if let Some(at) = m.at(&k) {
+                        m.0[at].1.unset(&v);
+                        if m.0[at].1.0.is_empty() {
+                            m.0.remove(at);
+                        }
+                    }
+                }
+                Op::Merge(t) => {
+                    h.merge(&t);
+                    m.merge(&Model::of(&t));
+                }
+                Op::MergeOwned(t) => {
+                    m.merge(&Model::of(&t));
+                    h.merge_owned(t);
+                }
+                Op::RetainShort => {
+                    h.retain(|k, _| k.len() < 2);
+                    m.0.retain(|(k, _)| k.len() < 2);
+                }
+                Op::ClearChild(k) => {
+                    if let Some(c) = h.get_mut(&k) {
+                        c.clear();
+                    }
+                    if let Some(at) = m.at(&k) {
+                        m.0[at].1 = Model::default();
+                    }
+                }
+                Op::SetTree(k, t) => {
+                    m.set(&k, Model::of(&t));
+                    h.set(k, t);
+                }
+            }
+            prop_assert_eq!(Model::of(&h), m.clone());
+            prop_assert_eq!(h.len(), m.0.len());
+            for (k, _) in &m.0 {
+                prop_assert!(h.contains(k));
+            }
+            // what is stored reads back the same, and equality does not depend on shape
+            let back = Hash::unpack(&h.pack()).unwrap();
+            prop_assert_eq!(Model::of(&back), m.clone());
+            prop_assert_eq!(&back, &h);
+        }
+    }
+}

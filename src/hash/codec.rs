@@ -5,7 +5,7 @@
 //! packed hash, and a zlib CRC32 of everything before it when flag bit 0 is set.
 //! Decoding never trusts a number from the input to size an allocation.
 
-use super::Hash;
+use super::{Hash, Level};
 
 pub const FILE_MAGIC: u32 = 0x951f_c3f5;
 pub const FILE_TYPE_HASH: u16 = 1;
@@ -71,10 +71,16 @@ impl DecodeError {
 impl Hash {
     /// Bytes [`Hash::pack`] will produce.
     pub fn pack_size(&self) -> usize {
-        4 + self
-            .iter()
-            .map(|(k, v)| k.len() + 1 + v.pack_size())
-            .sum::<usize>()
+        match &self.level {
+            Level::Empty => 4,
+            Level::Value(key) => 4 + key.len() + 1 + 4,
+            Level::Many { elems, .. } => {
+                4 + elems
+                    .iter()
+                    .map(|(k, v)| k.len() + 1 + v.pack_size())
+                    .sum::<usize>()
+            }
+        }
     }
 
     pub fn pack(&self) -> Vec<u8> {
@@ -84,11 +90,20 @@ impl Hash {
     }
 
     pub fn pack_into(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.len() as u32).to_be_bytes());
-        for (key, child) in self.iter() {
-            out.extend_from_slice(key.as_bytes());
-            out.push(0);
-            child.pack_into(out);
+        match &self.level {
+            Level::Empty => out.extend_from_slice(&0u32.to_be_bytes()),
+            Level::Value(key) => {
+                out.extend_from_slice(&1u32.to_be_bytes());
+                push_key(out, key);
+                out.extend_from_slice(&0u32.to_be_bytes());
+            }
+            Level::Many { elems, .. } => {
+                out.extend_from_slice(&(elems.len() as u32).to_be_bytes());
+                for (key, child) in elems {
+                    push_key(out, key);
+                    child.pack_into(out);
+                }
+            }
         }
     }
 
@@ -208,6 +223,12 @@ fn check_header(bytes: &[u8]) -> Result<usize, DecodeError> {
     check_header_len(bytes, bytes.len())
 }
 
+/// A key as packed: its bytes and a NUL.
+fn push_key(out: &mut Vec<u8>, key: &str) {
+    out.extend_from_slice(key.as_bytes());
+    out.push(0);
+}
+
 fn read_u32(buf: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(buf[at..at + 4].try_into().expect("4 bytes"))
 }
@@ -237,15 +258,18 @@ impl<'a> Reader<'a> {
             ));
         }
         self.pos += 4;
-        let mut hash = Hash::new();
-        hash.reserve(count as usize);
+        if count == 1 {
+            let key = self.key()?;
+            let child = self.hash(depth + 1)?;
+            return Ok(Hash::one(super::Key::from(key), child));
+        }
+        let mut level = super::LevelBuilder::with_capacity(count as usize);
         for _ in 0..count {
             let key = self.key()?;
             let child = self.hash(depth + 1)?;
-            // SCR merges a repeated key into the first one when it reads a file.
-            hash.insert_or_merge(super::Key::from(key), child);
+            level.insert_or_merge(key, child);
         }
-        Ok(hash)
+        Ok(level.finish())
     }
 
     fn key(&mut self) -> Result<&'a str, DecodeError> {

@@ -26,9 +26,28 @@ type Key = compact_str::CompactString;
 /// An ordered tree of string keys; each key owns a child hash.
 #[derive(Clone, Default)]
 pub struct Hash {
-    elems: Vec<(Key, Hash)>,
-    index: Option<Box<HashTable<u32>>>,
+    level: Level,
 }
+
+/// The elements of one level.
+#[derive(Clone, Default)]
+enum Level {
+    #[default]
+    Empty,
+    /// A single key whose child is empty: how SCR stores `key = value`, which is most of
+    /// every state file (a filemap is five such levels for each one with several keys). Held
+    /// inline, so reading or dropping one allocates nothing.
+    Value(Key),
+    Many {
+        elems: Vec<(Key, Hash)>,
+        index: Option<Box<HashTable<u32>>>,
+    },
+}
+
+/// The child of every [`Level::Value`] key, lent out by reference.
+static EMPTY: Hash = Hash {
+    level: Level::Empty,
+};
 
 fn key_hash(key: &str) -> u64 {
     foldhash::fast::FixedState::default().hash_one(key)
@@ -36,7 +55,8 @@ fn key_hash(key: &str) -> u64 {
 
 impl PartialEq for Hash {
     fn eq(&self, other: &Self) -> bool {
-        self.elems == other.elems
+        // by content: a `Value` level equals a `Many` level holding the same one empty child
+        self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 impl Eq for Hash {}
@@ -54,60 +74,218 @@ pub enum ValueError {
     },
 }
 
+/// The elements of a hash in stored order, as `(key, child)`.
+pub struct Iter<'a> {
+    value: Option<&'a Key>,
+    elems: std::slice::Iter<'a, (Key, Hash)>,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a str, &'a Hash);
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.value.take() {
+            Some(key) => Some((key, &EMPTY)),
+            None => self.elems.next().map(|(k, v)| (&**k, v)),
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.len();
+        (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        // a level holds either the one inline value or the element vector, never both
+        match self.value.take() {
+            Some(key) => Some((key, &EMPTY)),
+            None => self.elems.next_back().map(|(k, v)| (&**k, v)),
+        }
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {
+    fn len(&self) -> usize {
+        usize::from(self.value.is_some()) + self.elems.len()
+    }
+}
+
+/// Builds one level from elements read in order; a repeated key is merged into the first,
+/// as SCR merges it when it reads a file.
+pub(crate) struct LevelBuilder {
+    elems: Vec<(Key, Hash)>,
+    index: Option<HashTable<u32>>,
+}
+
+impl LevelBuilder {
+    pub(crate) fn with_capacity(count: usize) -> Self {
+        LevelBuilder {
+            elems: Vec::with_capacity(count),
+            index: (count > INDEX_THRESHOLD).then(|| HashTable::with_capacity(count)),
+        }
+    }
+
+    pub(crate) fn insert_or_merge(&mut self, key: &str, child: Hash) {
+        let elems = &mut self.elems;
+        let existing = match &mut self.index {
+            Some(table) => {
+                let hash = key_hash(key);
+                match table.find(hash, |&i| &*elems[i as usize].0 == key) {
+                    Some(&i) => Some(i as usize),
+                    None => {
+                        table.insert_unique(hash, elems.len() as u32, |&i| {
+                            key_hash(&elems[i as usize].0)
+                        });
+                        None
+                    }
+                }
+            }
+            None => elems.iter().position(|(k, _)| k == key),
+        };
+        match existing {
+            Some(i) => elems[i].1.merge_owned(child),
+            None => elems.push((Key::from(key), child)),
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> Hash {
+        if self.elems.len() == 1 {
+            let (key, child) = self.elems.pop().expect("one element");
+            return Hash::one(key, child);
+        }
+        let level = if self.elems.is_empty() {
+            Level::Empty
+        } else {
+            Level::Many {
+                elems: self.elems,
+                index: self.index.map(Box::new),
+            }
+        };
+        Hash { level }
+    }
+}
+
 impl Hash {
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// A hash holding the one empty-childed key `key`: the value part of `key = value`.
+    fn single_value(key: Key) -> Self {
+        Hash {
+            level: Level::Value(key),
+        }
+    }
+
+    /// A hash of the one element `key → child`.
+    pub(crate) fn one(key: Key, child: Hash) -> Self {
+        if child.is_empty() {
+            return Hash::single_value(key);
+        }
+        Hash {
+            level: Level::Many {
+                elems: vec![(key, child)],
+                index: None,
+            },
+        }
+    }
+
     /// Number of elements at this level.
     pub fn len(&self) -> usize {
-        self.elems.len()
+        match &self.level {
+            Level::Empty => 0,
+            Level::Value(_) => 1,
+            Level::Many { elems, .. } => elems.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.elems.is_empty()
+        self.len() == 0
     }
 
     fn position(&self, key: &str) -> Option<usize> {
-        match &self.index {
-            Some(table) => table
-                .find(key_hash(key), |&i| &*self.elems[i as usize].0 == key)
+        match &self.level {
+            Level::Empty => None,
+            Level::Value(k) => (k == key).then_some(0),
+            Level::Many {
+                elems,
+                index: Some(table),
+            } => table
+                .find(key_hash(key), |&i| &*elems[i as usize].0 == key)
                 .map(|&i| i as usize),
-            None => self.elems.iter().position(|(k, _)| &**k == key),
+            Level::Many { elems, index: None } => elems.iter().position(|(k, _)| &**k == key),
         }
+    }
+
+    /// The element vector, turning an inline level into one (every change goes through it).
+    fn elems_mut(&mut self) -> &mut Vec<(Key, Hash)> {
+        match &mut self.level {
+            Level::Many { elems, .. } => elems,
+            level => {
+                let elems = match std::mem::take(level) {
+                    Level::Value(key) => vec![(key, Hash::new())],
+                    _ => Vec::new(),
+                };
+                *level = Level::Many { elems, index: None };
+                let Level::Many { elems, .. } = level else {
+                    unreachable!("just set")
+                };
+                elems
+            }
+        }
+    }
+
+    /// The child at `at`, which must exist.
+    fn child_at_mut(&mut self, at: usize) -> &mut Hash {
+        &mut self.elems_mut()[at].1
     }
 
     /// Appends an element whose key is known to be absent; returns its position.
     fn push(&mut self, key: Key, value: Hash) -> usize {
-        let at = self.elems.len();
-        let hash = self.index.as_ref().map(|_| key_hash(&key));
-        self.elems.push((key, value));
-        match (&mut self.index, hash) {
+        if let Level::Empty = self.level
+            && value.is_empty()
+        {
+            self.level = Level::Value(key);
+            return 0;
+        }
+        self.elems_mut();
+        let Level::Many { elems, index } = &mut self.level else {
+            unreachable!("elems_mut makes a vector")
+        };
+        let at = elems.len();
+        let hash = index.as_ref().map(|_| key_hash(&key));
+        elems.push((key, value));
+        match (index, hash) {
             (Some(table), Some(h)) => {
-                let elems = &self.elems;
+                let elems = &*elems;
                 table.insert_unique(h, at as u32, |&i| key_hash(&elems[i as usize].0));
             }
-            _ if self.elems.len() > INDEX_THRESHOLD => self.rebuild_index(),
+            _ if elems.len() > INDEX_THRESHOLD => self.rebuild_index(),
             _ => {}
         }
         at
     }
 
     fn rebuild_index(&mut self) {
-        if self.elems.len() <= INDEX_THRESHOLD {
-            self.index = None;
+        let Level::Many { elems, index } = &mut self.level else {
+            return;
+        };
+        if elems.len() <= INDEX_THRESHOLD {
+            *index = None;
             return;
         }
-        let mut table = HashTable::with_capacity(self.elems.len());
-        for (i, (k, _)) in self.elems.iter().enumerate() {
-            let elems = &self.elems;
+        let mut table = HashTable::with_capacity(elems.len());
+        for (i, (k, _)) in elems.iter().enumerate() {
+            let elems = &*elems;
             table.insert_unique(key_hash(k), i as u32, |&j| key_hash(&elems[j as usize].0));
         }
-        self.index = Some(Box::new(table));
+        *index = Some(Box::new(table));
     }
 
-    pub(crate) fn reserve(&mut self, additional: usize) {
-        self.elems.reserve(additional);
+    /// Whether lookups at this level go through a hash index.
+    #[cfg(test)]
+    fn has_index(&self) -> bool {
+        matches!(self.level, Level::Many { index: Some(_), .. })
     }
 
     pub fn contains(&self, key: &str) -> bool {
@@ -115,11 +293,16 @@ impl Hash {
     }
 
     pub fn get(&self, key: &str) -> Option<&Hash> {
-        self.position(key).map(|i| &self.elems[i].1)
+        let at = self.position(key)?;
+        Some(match &self.level {
+            Level::Many { elems, .. } => &elems[at].1,
+            _ => &EMPTY,
+        })
     }
 
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Hash> {
-        self.position(key).map(|i| &mut self.elems[i].1)
+        let at = self.position(key)?;
+        Some(self.child_at_mut(at))
     }
 
     /// Sets `key` to `value`, replacing an existing child in place (its position is kept) or
@@ -128,12 +311,12 @@ impl Hash {
         let key = key.into();
         let at = match self.position(&key) {
             Some(i) => {
-                self.elems[i].1 = value;
+                *self.child_at_mut(i) = value;
                 i
             }
             None => self.push(Key::from(key), value),
         };
-        &mut self.elems[at].1
+        self.child_at_mut(at)
     }
 
     /// Returns the child under `key`, creating an empty one at the end if it is missing.
@@ -143,40 +326,63 @@ impl Hash {
             Some(i) => i,
             None => self.push(Key::from(key), Hash::new()),
         };
-        &mut self.elems[at].1
+        self.child_at_mut(at)
     }
 
     /// Removes `key` and returns its child; the order of the remaining elements is kept.
     pub fn unset(&mut self, key: &str) -> Option<Hash> {
         let at = self.position(key)?;
-        let (_, removed) = self.elems.remove(at);
-        if self.index.is_some() {
-            self.rebuild_index();
+        if let Level::Value(_) = self.level {
+            self.level = Level::Empty;
+            return Some(Hash::new());
         }
+        let (_, removed) = self.elems_mut().remove(at);
+        self.rebuild_index();
         Some(removed)
     }
 
     pub fn clear(&mut self) {
-        self.elems.clear();
-        self.index = None;
+        self.level = Level::Empty;
     }
 
     /// Elements in stored order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&str, &Hash)> + ExactSizeIterator {
-        self.elems.iter().map(|(k, v)| (&**k, v))
+    pub fn iter(&self) -> Iter<'_> {
+        match &self.level {
+            Level::Empty => Iter {
+                value: None,
+                elems: [].iter(),
+            },
+            Level::Value(key) => Iter {
+                value: Some(key),
+                elems: [].iter(),
+            },
+            Level::Many { elems, .. } => Iter {
+                value: None,
+                elems: elems.iter(),
+            },
+        }
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut Hash)> {
-        self.elems.iter_mut().map(|(k, v)| (&**k, v))
+        let elems = match self.level {
+            Level::Empty => None,
+            _ => Some(self.elems_mut()),
+        };
+        elems
+            .into_iter()
+            .flat_map(|elems| elems.iter_mut().map(|(k, v)| (&**k, v)))
     }
 
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &str> + ExactSizeIterator {
-        self.elems.iter().map(|(k, _)| &**k)
+        self.iter().map(|(k, _)| k)
     }
 
     /// Keeps only the elements for which `keep` returns true, in order.
     pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut Hash) -> bool) {
-        self.elems.retain_mut(|(k, v)| keep(k, v));
+        if self.is_empty() {
+            return;
+        }
+        self.elems_mut().retain_mut(|(k, v)| keep(k, v));
         self.rebuild_index();
     }
 
@@ -190,15 +396,22 @@ impl Hash {
 
     /// Like [`Hash::merge`], consuming `other` so nothing is copied.
     pub fn merge_owned(&mut self, other: Hash) {
-        for (key, theirs) in other.elems {
-            self.insert_or_merge(key, theirs);
+        match other.level {
+            Level::Empty => {}
+            Level::Value(key) => self.insert_or_merge(key, Hash::new()),
+            Level::Many { elems, .. } => {
+                for (key, theirs) in elems {
+                    self.insert_or_merge(key, theirs);
+                }
+            }
         }
     }
 
     /// Appends `key`, or merges `value` into the child `key` already has.
     pub(crate) fn insert_or_merge(&mut self, key: Key, value: Hash) {
         match self.position(&key) {
-            Some(i) => self.elems[i].1.merge_owned(value),
+            Some(_) if value.is_empty() => {}
+            Some(i) => self.child_at_mut(i).merge_owned(value),
             None => {
                 self.push(key, value);
             }
@@ -207,7 +420,10 @@ impl Hash {
 
     /// Sorts this level's keys: numerically where both keys are integers, else as strings.
     pub fn sort_keys(&mut self, descending: bool) {
-        self.elems.sort_by(|(a, _), (b, _)| {
+        let Level::Many { elems, .. } = &mut self.level else {
+            return; // one key or none: already sorted
+        };
+        elems.sort_by(|(a, _), (b, _)| {
             let order = match (a.parse::<i64>(), b.parse::<i64>()) {
                 (Ok(x), Ok(y)) => x.cmp(&y),
                 _ => a.cmp(b),
@@ -245,9 +461,7 @@ impl Hash {
 
     /// Replaces whatever `key` holds with the single value `value`.
     pub fn set_value(&mut self, key: &str, value: impl Display) {
-        let mut single = Hash::new();
-        single.set(value.to_string(), Hash::new());
-        self.set(key, single);
+        self.set(key, Hash::single_value(Key::from(value.to_string())));
     }
 
     /// The first value under `key` (SCR's `elem_get_first_val`), if the key exists.
@@ -333,11 +547,7 @@ impl Hash {
 
     /// Depth of the deepest element (an empty hash has depth 0).
     pub fn depth(&self) -> usize {
-        self.elems
-            .iter()
-            .map(|(_, c)| 1 + c.depth())
-            .max()
-            .unwrap_or(0)
+        self.iter().map(|(_, c)| 1 + c.depth()).max().unwrap_or(0)
     }
 }
 
@@ -448,7 +658,7 @@ mod tests {
         for i in 0..1000 {
             h.set_value(&format!("k{i}"), i);
         }
-        assert!(h.index.is_some());
+        assert!(h.has_index());
         assert_eq!(h.parsed::<u32>("k777").unwrap(), Some(777));
         h.unset("k5");
         assert_eq!(h.len(), 999);
@@ -460,7 +670,7 @@ mod tests {
         assert!(!h.contains("k5"));
         h.retain(|k, _| k.len() < 3);
         assert_eq!(h.len(), 9);
-        assert!(h.index.is_none());
+        assert!(!h.has_index());
         assert!(h.contains("k9"));
     }
 
