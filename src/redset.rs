@@ -8,6 +8,7 @@
 //! remainder so that no set is smaller than asked (SCR v1.2; 1.1-8 left a short last set).
 
 use crate::reddesc::{Scheme, SetPosition};
+use std::collections::HashMap;
 
 /// The redundancy sets of one job: each set lists world ranks in set order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,18 +56,12 @@ impl RedundancySets {
         } else {
             // the i-th rank of each failure group goes to across-list i
             let mut across: Vec<Vec<u64>> = Vec::new();
-            let mut seen: Vec<(&str, usize)> = Vec::new();
+            // ranks already seen per group: a map, as a job has as many groups as nodes
+            let mut seen: HashMap<&str, usize> = HashMap::with_capacity(ranks);
             for (rank, group) in groups.iter().enumerate() {
-                let within = match seen.iter_mut().find(|(g, _)| *g == group.as_str()) {
-                    Some((_, count)) => {
-                        *count += 1;
-                        *count - 1
-                    }
-                    None => {
-                        seen.push((group, 1));
-                        0
-                    }
-                };
+                let count = seen.entry(group.as_str()).or_insert(0);
+                let within = *count;
+                *count += 1;
                 if across.len() <= within {
                     across.resize(within + 1, Vec::new());
                 }
@@ -94,12 +89,7 @@ impl RedundancySets {
                 _ => 2,
             };
             if let Some(short) = sets.iter().find(|s| (s.len() as u64) < needed) {
-                let distinct = {
-                    let mut g: Vec<&String> = groups.iter().collect();
-                    g.sort();
-                    g.dedup();
-                    g.len()
-                };
+                let distinct = seen.len();
                 return Err(format!(
                     "{scheme} needs sets of at least {needed} ranks on different nodes, but rank {} \
                      has only {} such rank(s) ({ranks} ranks on {distinct} node(s)); run on more \

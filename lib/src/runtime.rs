@@ -46,7 +46,7 @@ use scr::reddesc::{RedDesc, Scheme};
 use scr::redset::RedundancySets;
 use scr::summary::Summary;
 use scr::{Error, HashView, Result, layout, safe_fs};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
@@ -285,10 +285,12 @@ struct Nodes {
 /// its first rank. Collective.
 fn group_by_node(world: &SimpleCommunicator, name: &str) -> Nodes {
     let names = comm::allgather_bytes(world, name.as_bytes());
-    let color = names
-        .iter()
-        .position(|n| n == name.as_bytes())
-        .expect("own name present") as i32;
+    // each node's first rank, by name: one pass, as a job has as many names as nodes
+    let mut first_rank: HashMap<&[u8], usize> = HashMap::new();
+    for (rank, n) in names.iter().enumerate() {
+        first_rank.entry(n.as_slice()).or_insert(rank);
+    }
+    let color = first_rank[name.as_bytes()] as i32;
     let node = world
         .split_by_color(Color::with_value(color))
         .expect("a color was given");
@@ -296,11 +298,7 @@ fn group_by_node(world: &SimpleCommunicator, name: &str) -> Nodes {
     let across = world
         .split_by_color(Color::with_value(local_rank as i32))
         .expect("a color was given");
-    let nodes = names
-        .iter()
-        .enumerate()
-        .filter(|(i, n)| names.iter().position(|m| m == *n) == Some(*i))
-        .count() as u64;
+    let nodes = first_rank.len() as u64;
     Nodes {
         node,
         across,

@@ -113,21 +113,27 @@ impl CkptDesc {
         match self.group.as_str() {
             "NODE" => node_names.to_vec(),
             "WORLD" => vec!["WORLD".into(); node_names.len()],
-            name => node_names
-                .iter()
-                .map(|node| {
-                    params
-                        .descriptors_of("GROUPS")
-                        .filter(|d| d.name == *node)
-                        .find_map(|d| {
-                            d.attrs
-                                .iter()
-                                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                                .map(|(_, v)| format!("{name}={v}"))
-                        })
-                        .unwrap_or_else(|| format!("node {node}"))
-                })
-                .collect(),
+            name => {
+                // the first GROUPS= line naming a node that gives it this group wins
+                let mut group_of: HashMap<&str, String> = HashMap::new();
+                for d in params.descriptors_of("GROUPS") {
+                    if let Some((_, v)) = d.attrs.iter().find(|(k, _)| k.eq_ignore_ascii_case(name))
+                    {
+                        group_of
+                            .entry(d.name.as_str())
+                            .or_insert_with(|| format!("{name}={v}"));
+                    }
+                }
+                node_names
+                    .iter()
+                    .map(|node| {
+                        group_of
+                            .get(node.as_str())
+                            .cloned()
+                            .unwrap_or_else(|| format!("node {node}"))
+                    })
+                    .collect()
+            }
         }
     }
 

@@ -9,6 +9,7 @@ use super::redundancy::{copy_header, mark_complete, place_copy};
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
 use scr::xor::XorHeader;
+use std::collections::{HashMap, HashSet};
 
 /// True when `map` holds every file of (dset, rank) complete, of the recorded size and
 /// CRC, for a checkpoint of a job of `ranks` ranks.
@@ -474,8 +475,11 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
         .map(|b| Hash::unpack(b).unwrap_or_default())
         .collect();
     let mut plan = Hash::new();
-    // (failures tolerated, members) of every set some header described
+    // (failures tolerated, members) of every set some header described; maps instead of
+    // scans, so a job of N ranks that all moved plans in O(N), not O(N^2), on rank 0
     let mut sets: Vec<(u64, Vec<u64>)> = Vec::new();
+    let mut known: HashSet<Vec<u64>> = HashSet::new();
+    let mut set_of: HashMap<u64, usize> = HashMap::new(); // member -> first set naming it
     for r in &reports {
         for (text, _) in r.get("SET").into_iter().flat_map(Hash::iter) {
             let Some((k, list)) = text.split_once(':') else {
@@ -483,9 +487,21 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
             };
             let members: Option<Vec<u64>> = list.split(',').map(|x| x.parse().ok()).collect();
             if let (Ok(k), Some(m)) = (k.parse::<u64>(), members)
-                && !sets.iter().any(|(_, s)| *s == m)
+                && known.insert(m.clone())
             {
+                for &member in &m {
+                    set_of.entry(member).or_insert(sets.len());
+                }
                 sets.push((k, m));
+            }
+        }
+    }
+    // the first rank (in rank order) whose node holds a copy of each rank's files
+    let mut holder_of: HashMap<u64, usize> = HashMap::new();
+    for (h, report) in reports.iter().enumerate() {
+        for (r, _) in report.get("HELD").into_iter().flat_map(Hash::iter) {
+            if let Ok(r) = r.parse::<u64>() {
+                holder_of.entry(r).or_insert(h);
             }
         }
     }
@@ -495,29 +511,29 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
         if own {
             continue;
         }
-        let holder = reports
-            .iter()
-            .position(|h| h.get("HELD").is_some_and(|x| x.contains(&r.to_string())));
-        match holder {
+        match holder_of.get(&r) {
             Some(h) => {
                 plan.child("MOVE").child(r.to_string()).child(h.to_string());
             }
             None => missing.push(r),
         }
     }
+    // the sets to rebuild, in the order their first lost member comes
     let mut rebuild: Vec<(usize, Vec<u64>)> = Vec::new();
+    let mut rebuild_of: HashMap<usize, usize> = HashMap::new();
     for &m in &missing {
-        let Some(s) = sets.iter().position(|(_, s)| s.contains(&m)) else {
+        let Some(&s) = set_of.get(&m) else {
             plan.set_value(
                 "WHY",
                 format!("rank {m}'s files are on no surviving node and no redundancy set can rebuild them"),
             );
             return plan;
         };
-        match rebuild.iter_mut().find(|(x, _)| *x == s) {
-            Some((_, lost)) => lost.push(m),
-            None => rebuild.push((s, vec![m])),
-        }
+        let at = *rebuild_of.entry(s).or_insert_with(|| {
+            rebuild.push((s, Vec::new()));
+            rebuild.len() - 1
+        });
+        rebuild[at].1.push(m);
     }
     for (s, lost) in &rebuild {
         let k = sets[*s].0;
@@ -625,6 +641,49 @@ mod tests {
                 .and_then(|r| r.first_value("FAILURES")),
             Some("2")
         );
+    }
+
+    #[test]
+    fn a_whole_job_restarted_in_another_order_is_planned_rank_by_rank() {
+        // 3000 ranks, none where its files are: rank r's copy is held by rank (r + 7) % N,
+        // and rank 5's also by rank 2 (the first holder in rank order is the one chosen);
+        // rank 11's files are held nowhere, and two sets of 4 cover ranks 8..16
+        let n = 3000u64;
+        let held_by = |h: u64| -> Vec<u64> {
+            let mut held = vec![(h + n - 7) % n];
+            held.retain(|&r| r != 11);
+            if h == 2 {
+                held.push(5);
+            }
+            held
+        };
+        let reports: Vec<Vec<u8>> = (0..n)
+            .map(|h| {
+                let sets: &[&str] = match h {
+                    8 => &["1:8,9,10,11"],
+                    12 => &["1:12,13,14,15", "1:8,9,10,11"],
+                    _ => &[],
+                };
+                report(false, &held_by(h), sets)
+            })
+            .collect();
+        let plan = plan_recovery(n, &reports);
+        assert_eq!(plan.first_value("OK"), Some("1"), "{:?}", plan.get("WHY"));
+        let moves = plan.get("MOVE").unwrap();
+        assert_eq!(moves.len() as u64, n - 1);
+        for r in (0..n).filter(|&r| r != 11) {
+            let expect = if r == 5 { 2 } else { (r + 7) % n };
+            assert_eq!(
+                moves.get(&r.to_string()).and_then(|h| h.keys().next()),
+                Some(expect.to_string().as_str()),
+                "rank {r}"
+            );
+        }
+        let rebuild = plan.get("REBUILD").unwrap();
+        assert_eq!(rebuild.len(), 1, "one set rebuilds, once");
+        let only = rebuild.get("0").unwrap();
+        assert_eq!(only.first_value("MEMBERS"), Some("8,9,10,11"));
+        assert_eq!(only.get("LOST").unwrap().keys().collect::<Vec<_>>(), ["11"]);
     }
 
     #[test]
