@@ -57,7 +57,7 @@ impl RedundancySets {
             // the i-th rank of each failure group goes to across-list i
             let mut across: Vec<Vec<u64>> = Vec::new();
             // ranks already seen per group: a map, as a job has as many groups as nodes
-            let mut seen: HashMap<&str, usize> = HashMap::with_capacity(ranks);
+            let mut seen: HashMap<&str, usize> = HashMap::new();
             for (rank, group) in groups.iter().enumerate() {
                 let count = seen.entry(group.as_str()).or_insert(0);
                 let within = *count;

@@ -1,4 +1,5 @@
-//! Property tests: any tree packs and unpacks to itself, as a packed hash and as a file.
+//! Property tests: any tree packs and unpacks to itself, as a packed hash and as a file; and
+//! every change to a hash agrees with the same change to a plain ordered tree.
 
 use proptest::prelude::*;
 use scr::hash::Hash;
@@ -87,6 +88,14 @@ impl Model {
     }
 }
 
+/// A tree as a file gives it: read back, a `key = value` level is held inline.
+fn read_tree() -> impl Strategy<Value = Hash> {
+    prop_oneof![
+        tree(),
+        tree().prop_map(|h| Hash::unpack(&h.pack()).unwrap())
+    ]
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     SetValue(String, String),
@@ -98,20 +107,27 @@ enum Op {
     RetainShort,
     ClearChild(String),
     SetTree(String, Hash),
+    SetBelow(String, String, String),
+    AddToEveryChild(String),
+    SortKeys(bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let key = "[abc]{1,2}";
+    // up to 30 keys: a level passes the size where lookups go through an index
+    let key = "[a-e]{1,2}";
     prop_oneof![
         (key, key).prop_map(|(k, v)| Op::SetValue(k, v)),
         (key, key).prop_map(|(k, v)| Op::Child(k, v)),
         key.prop_map(Op::Unset),
         (key, key).prop_map(|(k, v)| Op::UnsetKv(k, v)),
-        tree().prop_map(Op::Merge),
-        tree().prop_map(Op::MergeOwned),
+        read_tree().prop_map(Op::Merge),
+        read_tree().prop_map(Op::MergeOwned),
         Just(Op::RetainShort),
         key.prop_map(Op::ClearChild),
-        (key, tree()).prop_map(|(k, t)| Op::SetTree(k, t)),
+        (key, read_tree()).prop_map(|(k, t)| Op::SetTree(k, t)),
+        (key, key, key).prop_map(|(k, s, v)| Op::SetBelow(k, s, v)),
+        key.prop_map(Op::AddToEveryChild),
+        any::<bool>().prop_map(Op::SortKeys),
     ]
 }
 
@@ -119,9 +135,12 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn every_change_agrees_with_a_plain_ordered_tree(ops in prop::collection::vec(op(), 0..24)) {
-        let mut h = Hash::new();
-        let mut m = Model::default();
+    fn every_change_agrees_with_a_plain_ordered_tree(
+        start in read_tree(),
+        ops in prop::collection::vec(op(), 0..40),
+    ) {
+        let mut m = Model::of(&start);
+        let mut h = start;
         for op in ops {
             match op {
                 Op::SetValue(k, v) => {
@@ -169,11 +188,33 @@ proptest! {
                     m.set(&k, Model::of(&t));
                     h.set(k, t);
                 }
+                Op::SetBelow(k, sub, v) => {
+                    if let Some(c) = h.get_mut(&k) {
+                        c.set_value(&sub, &v);
+                    }
+                    if let Some(at) = m.at(&k) {
+                        m.0[at].1.set(&sub, Model(vec![(v, Model::default())]));
+                    }
+                }
+                Op::AddToEveryChild(v) => {
+                    for (_, c) in h.iter_mut() {
+                        c.child(&v);
+                    }
+                    for (_, c) in &mut m.0 {
+                        c.child(&v);
+                    }
+                }
+                Op::SortKeys(descending) => {
+                    h.sort_keys(descending);
+                    m.0.sort_by(|a, b| if descending { b.0.cmp(&a.0) } else { a.0.cmp(&b.0) });
+                }
             }
             prop_assert_eq!(Model::of(&h), m.clone());
             prop_assert_eq!(h.len(), m.0.len());
-            for (k, _) in &m.0 {
+            for (k, values) in &m.0 {
                 prop_assert!(h.contains(k));
+                prop_assert_eq!(h.first_value(k), values.0.first().map(|(v, _)| v.as_str()));
+                prop_assert_eq!(h.value(k).is_ok(), values.0.len() == 1);
             }
             // what is stored reads back the same, and equality does not depend on shape
             let back = Hash::unpack(&h.pack()).unwrap();

@@ -3,7 +3,8 @@
 //! Packed hash: `u32 count` then `count × (key bytes, NUL, packed child)`, big-endian.
 //! Hash file: 20-byte header (magic, type 1, version 1, u64 total size, u32 flags), the
 //! packed hash, and a zlib CRC32 of everything before it when flag bit 0 is set.
-//! Decoding never trusts a number from the input to size an allocation.
+//! Decoding never sizes an allocation by a number from the input beyond a small bound: a
+//! level claiming many elements grows as they arrive.
 
 use super::{Hash, Level};
 

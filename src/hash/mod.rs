@@ -110,6 +110,9 @@ impl ExactSizeIterator for Iter<'_> {
     }
 }
 
+/// Most elements a decoded level reserves room for before they arrive.
+const MAX_RESERVE: usize = 1024;
+
 /// Builds one level from elements read in order; a repeated key is merged into the first,
 /// as SCR merges it when it reads a file.
 pub(crate) struct LevelBuilder {
@@ -118,10 +121,14 @@ pub(crate) struct LevelBuilder {
 }
 
 impl LevelBuilder {
+    /// A level of `count` elements as the input claims. Only part of a large claim is
+    /// reserved up front: nested levels each claiming most of a hostile file would
+    /// otherwise reserve their claims all at once.
     pub(crate) fn with_capacity(count: usize) -> Self {
+        let reserve = count.min(MAX_RESERVE);
         LevelBuilder {
-            elems: Vec::with_capacity(count),
-            index: (count > INDEX_THRESHOLD).then(|| HashTable::with_capacity(count)),
+            elems: Vec::with_capacity(reserve),
+            index: (count > INDEX_THRESHOLD).then(|| HashTable::with_capacity(reserve)),
         }
     }
 
@@ -390,6 +397,13 @@ impl Hash {
     /// appended, keys both have are merged.
     pub fn merge(&mut self, other: &Hash) {
         for (key, theirs) in other.iter() {
+            if theirs.is_empty() {
+                // a bare key (a value): present already, or appended, never taken apart
+                if !self.contains(key) {
+                    self.push(Key::from(key), Hash::new());
+                }
+                continue;
+            }
             self.child(key).merge(theirs);
         }
     }

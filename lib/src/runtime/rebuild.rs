@@ -496,13 +496,12 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
             }
         }
     }
-    // the first rank (in rank order) whose node holds a copy of each rank's files
-    let mut holder_of: HashMap<u64, usize> = HashMap::new();
+    // the first rank (in rank order) whose node holds a copy of each rank's files, by the
+    // rank as the reports write it
+    let mut holder_of: HashMap<&str, usize> = HashMap::new();
     for (h, report) in reports.iter().enumerate() {
         for (r, _) in report.get("HELD").into_iter().flat_map(Hash::iter) {
-            if let Ok(r) = r.parse::<u64>() {
-                holder_of.entry(r).or_insert(h);
-            }
+            holder_of.entry(r).or_insert(h);
         }
     }
     let mut missing = Vec::new();
@@ -511,7 +510,7 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
         if own {
             continue;
         }
-        match holder_of.get(&r) {
+        match holder_of.get(r.to_string().as_str()) {
             Some(h) => {
                 plan.child("MOVE").child(r.to_string()).child(h.to_string());
             }
