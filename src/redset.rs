@@ -10,13 +10,56 @@
 use crate::reddesc::{Scheme, SetPosition};
 use std::collections::HashMap;
 
-/// The redundancy sets of one job: each set lists world ranks in set order.
+/// The redundancy sets of one job, or of one rank (the set it is in, which is all a rank
+/// of a running job needs): each set lists world ranks in set order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedundancySets {
     pub scheme: Scheme,
     sets: Vec<Vec<u64>>,
-    /// (set index, position in set) of every world rank.
-    place: Vec<(usize, usize)>,
+    /// The job-wide id of each set held (its index among all sets by first world rank).
+    ids: Vec<u64>,
+    /// How many sets the job has.
+    total: u64,
+    /// (index into `sets`, position in the set) of every world rank of the sets held.
+    place: HashMap<u64, (usize, usize)>,
+}
+
+/// The smallest set `scheme` can protect: RS needs `failures` members beyond one,
+/// PARTNER and XOR two.
+pub fn members_needed(scheme: Scheme, failures: u64) -> u64 {
+    match scheme {
+        Scheme::ReedSolomon => failures.max(1) + 1,
+        Scheme::Single => 1,
+        _ => 2,
+    }
+}
+
+/// Why `scheme` cannot protect a job whose set led by `first_rank` has only `size`
+/// members.
+pub fn too_small(
+    scheme: Scheme,
+    needed: u64,
+    first_rank: u64,
+    size: u64,
+    ranks: u64,
+    groups: u64,
+) -> String {
+    format!(
+        "{scheme} needs sets of at least {needed} ranks on different nodes, but rank {first_rank} \
+         has only {size} such rank(s) ({ranks} ranks on {groups} node(s)); run on more \
+         nodes, with the same number of ranks per node, or choose another scheme"
+    )
+}
+
+/// Largest Reed–Solomon set plus checks GF(2^8) can code.
+pub const MAX_RS_CODE: u64 = 256;
+
+/// Why an RS set of `size` members with `failures` checks cannot be coded.
+pub fn too_large_for_rs(size: u64, failures: u64) -> String {
+    format!(
+        "RS sets are limited to {MAX_RS_CODE} members plus checks over GF(2^8); a set of {size} \
+         with {failures} failures exceeds it: lower SCR_SET_SIZE"
+    )
 }
 
 /// Which set a member of an across-list of `n` ranks falls in when sets have at least
@@ -84,59 +127,80 @@ impl RedundancySets {
                 sets.extend(split);
             }
             sets.sort_by_key(|s| s[0]);
-            let needed = match scheme {
-                Scheme::ReedSolomon => failures.max(1) + 1,
-                _ => 2,
-            };
+            let needed = members_needed(scheme, failures);
             if let Some(short) = sets.iter().find(|s| (s.len() as u64) < needed) {
-                let distinct = seen.len();
-                return Err(format!(
-                    "{scheme} needs sets of at least {needed} ranks on different nodes, but rank {} \
-                     has only {} such rank(s) ({ranks} ranks on {distinct} node(s)); run on more \
-                     nodes, with the same number of ranks per node, or choose another scheme",
+                return Err(too_small(
+                    scheme,
+                    needed,
                     short[0],
-                    short.len()
+                    short.len() as u64,
+                    ranks as u64,
+                    seen.len() as u64,
                 ));
             }
             if scheme == Scheme::ReedSolomon
-                && let Some(big) = sets.iter().find(|s| s.len() + failures as usize > 256)
+                && let Some(big) = sets
+                    .iter()
+                    .find(|s| s.len() as u64 + failures > MAX_RS_CODE)
             {
-                return Err(format!(
-                    "RS sets are limited to 256 members plus checks over GF(2^8); a set of {} \
-                     with {failures} failures exceeds it: lower SCR_SET_SIZE",
-                    big.len()
-                ));
+                return Err(too_large_for_rs(big.len() as u64, failures));
             }
         }
-        let mut place = vec![(0, 0); ranks];
-        for (s, set) in sets.iter().enumerate() {
-            for (p, &r) in set.iter().enumerate() {
-                place[r as usize] = (s, p);
-            }
-        }
-        Ok(RedundancySets {
+        let total = sets.len() as u64;
+        Ok(RedundancySets::held(
             scheme,
             sets,
+            (0..total).collect(),
+            total,
+        ))
+    }
+
+    /// The one set of a rank: `members` in set order, `id` its job-wide id, `total` how
+    /// many sets the job has.
+    pub fn own(scheme: Scheme, members: Vec<u64>, id: u64, total: u64) -> RedundancySets {
+        RedundancySets::held(scheme, vec![members], vec![id], total)
+    }
+
+    fn held(scheme: Scheme, sets: Vec<Vec<u64>>, ids: Vec<u64>, total: u64) -> RedundancySets {
+        let mut place = HashMap::with_capacity(sets.iter().map(Vec::len).sum());
+        for (s, set) in sets.iter().enumerate() {
+            for (p, &r) in set.iter().enumerate() {
+                place.insert(r, (s, p));
+            }
+        }
+        RedundancySets {
+            scheme,
+            sets,
+            ids,
+            total,
             place,
-        })
+        }
     }
 
     pub fn sets(&self) -> &[Vec<u64>] {
         &self.sets
     }
 
+    /// (index into the sets held, position) of `rank`, which must be in a set held.
+    fn place_of(&self, rank: u64) -> (usize, usize) {
+        *self
+            .place
+            .get(&rank)
+            .unwrap_or_else(|| panic!("rank {rank} is in none of the redundancy sets held"))
+    }
+
     /// The set `rank` belongs to, in set order.
     pub fn members(&self, rank: u64) -> &[u64] {
-        &self.sets[self.place[rank as usize].0]
+        &self.sets[self.place_of(rank).0]
     }
 
     /// Where `rank` sits, as the filemap's redundancy descriptor records it: the set's id is
     /// its index (sets ordered by their first world rank).
     pub fn position(&self, rank: u64) -> SetPosition {
-        let (set, pos) = self.place[rank as usize];
+        let (set, pos) = self.place_of(rank);
         SetPosition {
-            groups: self.sets.len() as u64,
-            group_id: set as u64,
+            groups: self.total,
+            group_id: self.ids[set],
             group_size: self.sets[set].len() as u64,
             group_rank: pos as u64,
         }
@@ -146,7 +210,7 @@ impl RedundancySets {
     pub fn neighbours(&self, rank: u64, hop: u64) -> (u64, u64) {
         let set = self.members(rank);
         let n = set.len() as u64;
-        let pos = self.place[rank as usize].1 as u64;
+        let pos = self.place_of(rank).1 as u64;
         let hop = hop % n.max(1);
         (
             set[((pos + n - hop) % n) as usize],

@@ -4,7 +4,7 @@ use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
 use mpi::point_to_point::MatchedReceiveVec;
 use mpi::request::{Request, Scope};
-use mpi::topology::SimpleCommunicator;
+use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 use scr::hash::Hash;
 use std::collections::BTreeMap;
@@ -171,6 +171,42 @@ pub fn allgather_bytes(comm: &SimpleCommunicator, mine: &[u8]) -> Vec<Vec<u8>> {
     })
 }
 
+/// Every rank's `N` numbers, in rank order (for small communicators: a set, a node).
+pub fn allgather_u64s<const N: usize>(comm: &SimpleCommunicator, mine: [u64; N]) -> Vec<[u64; N]> {
+    let mut all = vec![0u64; N * comm.size() as usize];
+    mpi::request::scope(|scope| {
+        wait_relaxed(comm.immediate_all_gather_into(scope, &mine[..], &mut all[..]))
+    });
+    all.chunks_exact(N)
+        .map(|c| c.try_into().expect("chunks of N"))
+        .collect()
+}
+
+/// The ranks of `comm` that passed the same `name`, in rank order. Collective.
+///
+/// No rank learns every rank's name: ranks split by a hash of their name, and only the
+/// few in one hash bucket (a node's ranks, say) trade names, splitting again by name in the
+/// rare bucket two names share.
+pub fn split_by_name(comm: &SimpleCommunicator, name: &str) -> SimpleCommunicator {
+    use std::hash::BuildHasher;
+    let hash = foldhash::fast::FixedState::default().hash_one(name);
+    let bucket = comm
+        .split_by_color(Color::with_value((hash & 0x7fff_ffff) as i32))
+        .expect("a color was given");
+    let names = allgather_bytes(&bucket, name.as_bytes());
+    if names.iter().all(|n| n == name.as_bytes()) {
+        return bucket;
+    }
+    // every member saw the same names, so all take this branch together
+    let first = names
+        .iter()
+        .position(|n| n == name.as_bytes())
+        .expect("own name present");
+    bucket
+        .split_by_color(Color::with_value(first as i32))
+        .expect("a color was given")
+}
+
 /// Gathers every rank's bytes on `root` only (other ranks get an empty list).
 pub fn gather_bytes(comm: &SimpleCommunicator, root: i32, mine: &[u8]) -> Vec<Vec<u8>> {
     let root_proc = comm.process_at_rank(root);
@@ -220,10 +256,14 @@ fn reduce_u64(comm: &SimpleCommunicator, x: u64, op: SystemOperation) -> u64 {
     out
 }
 
+/// The largest `x` of all ranks. Values must stay below 2^63: the MPICH here compares
+/// MPI_UINT64_T as signed in MPI_MIN and MPI_MAX (the minimum of 4 and u64::MAX comes out
+/// u64::MAX), so a sentinel for "none" must be a value in range, not u64::MAX.
 pub fn max_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
     reduce_u64(comm, x, SystemOperation::max())
 }
 
+/// The smallest `x` of all ranks; values below 2^63 (see [`max_u64`]).
 pub fn min_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
     reduce_u64(comm, x, SystemOperation::min())
 }

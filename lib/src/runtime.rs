@@ -24,7 +24,7 @@ mod restart;
 mod set_rebuild;
 
 use cache::{Discards, TRASH_DIR, forget_cached};
-use descriptors::CkptDesc;
+use descriptors::{CkptDesc, NodePlace};
 use flush::copy_file;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
@@ -46,7 +46,7 @@ use scr::reddesc::{RedDesc, Scheme};
 use scr::redset::RedundancySets;
 use scr::summary::Summary;
 use scr::{Error, HashView, Result, layout, safe_fs};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
@@ -275,38 +275,23 @@ struct Nodes {
     /// The ranks with this rank's place on their nodes.
     across: SimpleCommunicator,
     local_rank: u64,
-    /// Each world rank's node.
-    node_names: Vec<String>,
     /// How many nodes the job has.
     nodes: u64,
 }
 
-/// Groups the ranks by node name (`name` is this rank's): a node's color is the index of
-/// its first rank. Collective.
+/// Groups the ranks by node name (`name` is this rank's), in world order. Collective; no
+/// rank learns the other nodes' names.
 fn group_by_node(world: &SimpleCommunicator, name: &str) -> Nodes {
-    let names = comm::allgather_bytes(world, name.as_bytes());
-    // each node's first rank, by name: one pass, as a job has as many names as nodes
-    let mut first_rank: HashMap<&[u8], usize> = HashMap::new();
-    for (rank, n) in names.iter().enumerate() {
-        first_rank.entry(n.as_slice()).or_insert(rank);
-    }
-    let color = first_rank[name.as_bytes()] as i32;
-    let node = world
-        .split_by_color(Color::with_value(color))
-        .expect("a color was given");
+    let node = comm::split_by_name(world, name);
     let local_rank = node.rank() as u64;
     let across = world
         .split_by_color(Color::with_value(local_rank as i32))
         .expect("a color was given");
-    let nodes = first_rank.len() as u64;
+    let nodes = comm::sum_u64(world, u64::from(local_rank == 0));
     Nodes {
         node,
         across,
         local_rank,
-        node_names: names
-            .iter()
-            .map(|n| String::from_utf8_lossy(n).into_owned())
-            .collect(),
         nodes,
     }
 }
@@ -432,7 +417,6 @@ impl Scr {
             node,
             across,
             local_rank,
-            node_names,
             nodes,
         } = group_by_node(&world, &name);
 
@@ -448,10 +432,15 @@ impl Scr {
             emulated_node: emulated_node.as_deref(),
         };
         let cntl_dir = node_dirs.prepare(&world, &params, &descriptors, local_rank)?;
-        let sets: Vec<RedundancySets> = descriptors
+        let place = NodePlace {
+            name: &name,
+            local_rank,
+            across: &across,
+        };
+        let (sets, set_comms): (Vec<RedundancySets>, Vec<Option<SimpleCommunicator>>) = descriptors
             .iter_mut()
-            .map(|d| d.select_sets(&params, &node_names, rank == 0))
-            .collect();
+            .map(|d| d.select_sets(&world, &place, &params))
+            .unzip();
         prepare_prefix(&world, &prefix)?;
         comm::relaxed_barrier(&node);
 
@@ -472,7 +461,7 @@ impl Scr {
             rank,
             ranks,
             nodes,
-            set_comms: descriptors.iter().map(|_| None).collect(),
+            set_comms,
             sets,
             config: Config {
                 params,

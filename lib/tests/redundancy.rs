@@ -6,6 +6,9 @@ mod common;
 
 use common::*;
 use scr::HashView;
+use scr::filemap::Filemap;
+use scr::reddesc::Scheme;
+use scr::redset::RedundancySets;
 use std::path::{Path, PathBuf};
 
 fn hosts(nodes: usize, per_node: usize) -> String {
@@ -589,4 +592,103 @@ fn partner_replicas_survive_two_neighbouring_lost_nodes() {
         out.contains("restarted from ckpt.1 (timestep 1), data verified"),
         "{out}"
     );
+}
+
+/// Each node's rack, as GROUPS= lines give it.
+type Racks<'a> = [(&'a str, &'a str)];
+
+/// Every rank chooses its own set without learning the job's node list; what it records
+/// (its set's id, size and its place in it, and how many sets there are) is what the
+/// whole-job rule (`RedundancySets::select` over every rank's failure group) gives, on
+/// nodes with uneven rank counts, for each scheme and for racks from GROUPS= lines; and
+/// where the rule finds the layout cannot be protected, the library says the same.
+#[test]
+fn every_rank_records_the_set_the_whole_job_rule_gives() {
+    let hosts = "n1:3,n2:2,n3:3,n4:1,n5:3";
+    let ranks = 12u32;
+    let nodes = rank_nodes(hosts, ranks);
+    // two racks of 6 ranks; the other layout leaves rack a's fifth rank without a peer
+    let even = [
+        ("n1", "a"),
+        ("n2", "a"),
+        ("n4", "a"),
+        ("n3", "b"),
+        ("n5", "b"),
+    ];
+    let uneven = [
+        ("n1", "a"),
+        ("n2", "a"),
+        ("n3", "b"),
+        ("n4", "b"),
+        ("n5", "c"),
+    ];
+    let cases: [(&str, Scheme, u64, u64, Option<&Racks>); 5] = [
+        ("TYPE=XOR SET_SIZE=2", Scheme::Xor, 2, 0, None),
+        ("TYPE=PARTNER", Scheme::Partner, 8, 0, None),
+        (
+            "TYPE=RS SET_SIZE=3 SET_FAILURES=2",
+            Scheme::ReedSolomon,
+            3,
+            2,
+            None,
+        ),
+        (
+            "TYPE=XOR SET_SIZE=2 GROUP=RACK",
+            Scheme::Xor,
+            2,
+            0,
+            Some(&even),
+        ),
+        (
+            "TYPE=XOR SET_SIZE=2 GROUP=RACK",
+            Scheme::Xor,
+            2,
+            0,
+            Some(&uneven),
+        ),
+    ];
+    for (line, scheme, set_size, failures, racks) in cases {
+        let job = Job::new();
+        let rack_lines: String = racks
+            .unwrap_or(&[])
+            .iter()
+            .map(|(n, r)| format!("GROUPS={n} RACK={r}\n"))
+            .collect();
+        configure(&job, &format!("{rack_lines}CKPT=0 INTERVAL=1 {line}\n"));
+        let out = run_ok_on(&job, hosts, ranks, &["2000", "1"], &[("SCR_FLUSH", "0")]);
+        let groups: Vec<String> = nodes
+            .iter()
+            .map(|n| match racks {
+                Some(racks) => racks.iter().find(|(m, _)| m == n).unwrap().1.to_string(),
+                None => n.clone(),
+            })
+            .collect();
+        let expect = match RedundancySets::select(scheme, &groups, set_size, failures) {
+            Ok(sets) => sets,
+            Err(why) => {
+                assert!(
+                    out.contains(&why),
+                    "{line} {racks:?}: expected {why:?} in {out}"
+                );
+                continue;
+            }
+        };
+        assert!(!out.contains("WARNING"), "{line}: {out}");
+        let mut local = std::collections::HashMap::new();
+        for (rank, node) in nodes.iter().enumerate() {
+            let here = local.entry(node.clone()).or_insert(0u64);
+            let path = node_dirs(&job, node)[1].join(format!("filemap_{here}.scrinfo"));
+            *here += 1;
+            let map = Filemap::read(&path).unwrap();
+            let reddesc = map
+                .reddesc(1, rank as u64)
+                .expect("a redundancy descriptor");
+            assert_eq!(reddesc.scheme(), Some(scheme), "{line}, rank {rank}");
+            assert_eq!(
+                reddesc.position().unwrap(),
+                expect.position(rank as u64),
+                "{line} {racks:?}, rank {rank} on {node}"
+            );
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! redundancy sets each one chooses.
 
 use super::*;
+use scr::redset::{MAX_RS_CODE, balanced_set_id, members_needed, too_large_for_rs, too_small};
 
 /// A checkpoint descriptor: which store a checkpoint goes to, how often, and which
 /// redundancy scheme protects it.
@@ -106,55 +107,108 @@ impl CkptDesc {
         Ok(out)
     }
 
-    /// Each world rank's failure group under this descriptor: its node (NODE), one group
-    /// for all (WORLD), or the value GROUPS= lines give its node for the group's name
-    /// (`GROUPS=host1 POWER=pdu1`); a node no line names is a group of its own.
-    pub(super) fn failure_groups(&self, params: &Params, node_names: &[String]) -> Vec<String> {
+    /// This rank's failure group under this descriptor: its node (NODE), one group for all
+    /// (WORLD), or the value GROUPS= lines give its node for the group's name
+    /// (`GROUPS=host1 POWER=pdu1`; the first line naming the node with that name wins); a
+    /// node no line names is a group of its own.
+    pub(super) fn failure_group(&self, params: &Params, node: &str) -> String {
         match self.group.as_str() {
-            "NODE" => node_names.to_vec(),
-            "WORLD" => vec!["WORLD".into(); node_names.len()],
-            name => {
-                // the first GROUPS= line naming a node that gives it this group wins
-                let mut group_of: HashMap<&str, String> = HashMap::new();
-                for d in params.descriptors_of("GROUPS") {
-                    if let Some((_, v)) = d.attrs.iter().find(|(k, _)| k.eq_ignore_ascii_case(name))
-                    {
-                        group_of
-                            .entry(d.name.as_str())
-                            .or_insert_with(|| format!("{name}={v}"));
-                    }
-                }
-                node_names
-                    .iter()
-                    .map(|node| {
-                        group_of
-                            .get(node.as_str())
-                            .cloned()
-                            .unwrap_or_else(|| format!("node {node}"))
-                    })
-                    .collect()
-            }
+            "NODE" => node.to_string(),
+            "WORLD" => "WORLD".into(),
+            name => params
+                .descriptors_of("GROUPS")
+                .filter(|d| d.name == node)
+                .find_map(|d| {
+                    d.attrs
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                        .map(|(_, v)| format!("{name}={v}"))
+                })
+                .unwrap_or_else(|| format!("node {node}")),
         }
     }
 
-    /// The redundancy sets of this descriptor over the failure groups of the ranks, whose
-    /// nodes are `node_names` (one per world rank). A scheme the groups cannot satisfy
-    /// falls back to SINGLE, and rank 0 says so (SCR 1.2 downgrades silently).
+    /// This rank's redundancy set under this descriptor, and the set's communicator (none
+    /// for SINGLE). Collective.
+    ///
+    /// Each rank learns its own set only, in a few splits and sums, never the job's node
+    /// list: the ranks split by failure group, the i-th rank of every group joins
+    /// across-list i, PARTNER takes the list as one ring and XOR and RS cut it into balanced
+    /// sets. That is [`RedundancySets::select`]'s rule, which computes every set from every
+    /// rank's group. A scheme the groups cannot satisfy falls back to SINGLE, and rank 0
+    /// says so (SCR 1.2 downgrades silently).
     pub(super) fn select_sets(
         &mut self,
+        world: &SimpleCommunicator,
+        node: &NodePlace<'_>,
         params: &Params,
-        node_names: &[String],
-        warn: bool,
-    ) -> RedundancySets {
-        let scheme = self.scheme;
-        let groups = self.failure_groups(params, node_names);
-        match RedundancySets::select(scheme, &groups, self.set_size, self.failures) {
-            Ok(sets) => {
-                self.scheme = scheme;
-                sets
+    ) -> (RedundancySets, Option<SimpleCommunicator>) {
+        let rank = world.rank() as u64;
+        let ranks = world.size() as u64;
+        let single = || RedundancySets::own(Scheme::Single, vec![rank], rank, ranks);
+        if self.scheme == Scheme::Single {
+            return (single(), None);
+        }
+        // `within`: this rank's place in its group; the across-list: every group's rank there
+        let (within, across_groups) = if self.group == "NODE" {
+            (node.local_rank, None)
+        } else {
+            let group = comm::split_by_name(world, &self.failure_group(params, node.name));
+            let within = group.rank() as u64;
+            let across = world
+                .split_by_color(Color::with_value(within as i32))
+                .expect("a color was given");
+            (within, Some(across))
+        };
+        let across = across_groups.as_ref().unwrap_or(node.across);
+        let set = match self.scheme {
+            Scheme::Partner => across.duplicate(),
+            _ => {
+                let (i, n) = (across.rank() as u64, across.size() as u64);
+                let id = balanced_set_id(i, n, self.set_size);
+                across
+                    .split_by_color(Color::with_value(id as i32))
+                    .expect("a color was given")
             }
-            Err(why) => {
-                if warn {
+        };
+        let members: Vec<u64> = comm::allgather_u64s(&set, [rank])
+            .into_iter()
+            .map(|[r]| r)
+            .collect();
+        let leader = members[0] == rank;
+        // sets are numbered by their first world rank, as the whole-job rule numbers them
+        let before = comm::exclusive_sum_u64(world, u64::from(leader));
+        let id = comm::bcast_u64(&set, 0, before);
+        let [total, groups] = comm::sums_u64(world, [u64::from(leader), u64::from(within == 0)]);
+        let size = members.len() as u64;
+        let needed = members_needed(self.scheme, self.failures);
+        let problem = if comm::min_u64(world, size) < needed {
+            // `ranks`, not u64::MAX, stands for "none": see comm::min_u64
+            let short_leader = if leader && size < needed { rank } else { ranks };
+            let first = comm::min_u64(world, short_leader);
+            let first_size = comm::max_u64(world, if rank == first { size } else { 0 });
+            Some(too_small(
+                self.scheme,
+                needed,
+                first,
+                first_size,
+                ranks,
+                groups,
+            ))
+        } else if self.scheme == Scheme::ReedSolomon
+            && comm::max_u64(world, size) + self.failures > MAX_RS_CODE
+        {
+            Some(too_large_for_rs(comm::max_u64(world, size), self.failures))
+        } else {
+            None
+        };
+        match problem {
+            None => (
+                RedundancySets::own(self.scheme, members, id, total),
+                Some(set),
+            ),
+            Some(why) => {
+                if rank == 0 {
                     eprintln!(
                         "SCR: WARNING: redundancy is disabled for checkpoints in {}: {why}. \
                          They are cached with SINGLE: losing a node loses them until they are flushed.",
@@ -162,9 +216,16 @@ impl CkptDesc {
                     );
                 }
                 self.scheme = Scheme::Single;
-                RedundancySets::select(Scheme::Single, node_names, 1, 0)
-                    .expect("SINGLE always fits")
+                (single(), None)
             }
         }
     }
+}
+
+/// Where a rank sits among the nodes: what set selection needs of the node grouping.
+pub(super) struct NodePlace<'a> {
+    pub(super) name: &'a str,
+    pub(super) local_rank: u64,
+    /// The ranks with this rank's place on their nodes.
+    pub(super) across: &'a SimpleCommunicator,
 }
