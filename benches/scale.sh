@@ -68,7 +68,7 @@ done
 
 # one table per size: rows are phases, columns per rank count; then the growth 32 -> 256
 awk -v counts="${rank_counts[*]}" '
-  BEGIN { n = split(counts, rc, " "); f = (n > 1) ? 2 : 1 }
+  BEGIN { n = split(counts, rc, " "); f = (n > 2) ? 2 : 1 }  # from 32 of 8 32 128 256
   { key = $1 SUBSEP $4 SUBSEP $2
     if (!(($1 SUBSEP $4) in seen)) { seen[$1 SUBSEP $4] = 1; order[$1, ++np[$1]] = $4 }
     if (!($1 in sz)) { sz[$1] = 1; sizes[++ns] = $1 }

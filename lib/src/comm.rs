@@ -257,9 +257,9 @@ fn reduce_u64(comm: &SimpleCommunicator, x: u64, op: SystemOperation) -> u64 {
 }
 
 /// The largest `x` of all ranks. Values must stay below 2^63: MPICH 4.0.2 (ch4:ucx, as
-/// Debian ships it; Open MPI does not) compares
-/// MPI_UINT64_T as signed in MPI_MIN and MPI_MAX (the minimum of 4 and u64::MAX comes out
-/// u64::MAX), so a sentinel for "none" must be a value in range, not u64::MAX.
+/// Debian ships it; Open MPI does not) compares MPI_UINT64_T as signed in MPI_MIN and
+/// MPI_MAX (the minimum of 4 and u64::MAX comes out u64::MAX), so a sentinel for "none"
+/// must be a value in range, not u64::MAX.
 pub fn max_u64(comm: &SimpleCommunicator, x: u64) -> u64 {
     reduce_u64(comm, x, SystemOperation::max())
 }
