@@ -145,6 +145,55 @@ pub fn exchange(comm: &SimpleCommunicator, outgoing: &BTreeMap<u64, Vec<u8>>) ->
     received.into_iter().map(|(_, m)| m).collect()
 }
 
+/// Tag of [`neighbour_bytes`]' messages.
+const TAG_NEIGHBOURS: i32 = 7301;
+
+/// Sends `mine` to each rank of `to` and returns what each rank of `from` sent, in the
+/// order of `from`: a point-to-point trade among neighbours, where an allgather would wait
+/// for every rank of `comm` and bring each all the others' bytes. Every rank of `from`
+/// must send to this one, and every rank of `to` receive from it.
+pub fn neighbour_bytes(
+    comm: &SimpleCommunicator,
+    mine: &[u8],
+    to: &[i32],
+    from: &[i32],
+) -> Vec<Vec<u8>> {
+    let mut received: Vec<Option<Vec<u8>>> = vec![None; from.len()];
+    mpi::request::scope(|scope| {
+        let sends: Vec<_> = to
+            .iter()
+            .map(|&r| {
+                comm.process_at_rank(r).immediate_send_with_tag(
+                    scope,
+                    real_address(mine),
+                    TAG_NEIGHBOURS,
+                )
+            })
+            .collect();
+        while received.iter().any(Option::is_none) {
+            let mut progressed = false;
+            for (slot, &r) in received.iter_mut().zip(from) {
+                if slot.is_none()
+                    && let Some(probed) = comm
+                        .process_at_rank(r)
+                        .immediate_matched_probe_with_tag(TAG_NEIGHBOURS)
+                {
+                    *slot = Some(probed.matched_receive_vec::<u8>().0);
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                std::thread::yield_now();
+            }
+        }
+        wait_all(sends);
+    });
+    received
+        .into_iter()
+        .map(|m| m.expect("every one received"))
+        .collect()
+}
+
 /// Sleeps a little (longer each idle round, up to 100 µs) unless something happened.
 fn relax(progressed: bool, pause: &mut std::time::Duration) {
     if progressed {

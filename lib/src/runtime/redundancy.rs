@@ -196,15 +196,28 @@ impl Scr {
             rank: self.rank,
             files: files.iter().map(|(_, _, m)| m.clone()).collect(),
         };
-        // every member's file list: each header carries its k left neighbours'
-        let lists = comm::allgather_bytes(comm, &mine.to_hash(true).pack())
-            .into_iter()
-            .map(|b| {
-                Hash::unpack(&b)
-                    .map_err(|e| failure(format!("a member's file list: {e}")))
-                    .and_then(|h| MemberFiles::from_hash(&h, "member file list").map_err(failure))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        // each header carries its k left neighbours' file lists: this member's goes to the
+        // k on its right (and header_for reads no other member's)
+        let k = code.k;
+        let right: Vec<i32> = (1..=k).map(|s| ((me + s) % n) as i32).collect();
+        let left: Vec<i32> = (1..=k).map(|s| ((me + n - s) % n) as i32).collect();
+        let mut lists = vec![mine.clone(); n];
+        // a list that cannot be read fails this member after the ring, not before it: the
+        // others would wait in the ring for it forever
+        let mut unreadable: Option<Error> = None;
+        let packed = mine.to_hash(true).pack();
+        for (bytes, &from) in comm::neighbour_bytes(comm, &packed, &right, &left)
+            .iter()
+            .zip(&left)
+        {
+            match Hash::unpack(bytes)
+                .map_err(|e| failure(format!("a member's file list: {e}")))
+                .and_then(|h| MemberFiles::from_hash(&h, "member file list").map_err(failure))
+            {
+                Ok(list) => lists[from as usize] = list,
+                Err(e) => unreadable = Some(e),
+            }
+        }
         let template = XorHeader {
             chunk,
             ranks: self.ranks,
@@ -242,7 +255,9 @@ impl Scr {
         self.cache
             .filemap
             .set_expected_files(id, self.rank, expected + 1);
-        self.cache.filemap.write(&self.cache.filemap_path)?;
+        // (recorded before the file exists, so a crash leaves it known to be cleaned up; a
+        // failure to record it fails this member after the ring, which the others wait in)
+        let recorded = self.cache.filemap.write(&self.cache.filemap_path);
         let input = shuffle::Mapped::open(
             &files
                 .iter()
@@ -259,6 +274,10 @@ impl Scr {
         };
         let crc_on_copy = self.config.params.bool("SCR_CRC_ON_COPY");
         let crc = ring.encode(input, output, (&header, crc_on_copy), &path)?;
+        if let Some(e) = unreadable {
+            return Err(e);
+        }
+        recorded?;
         if let Some(crc) = crc {
             meta.set_crc32(crc);
         }
