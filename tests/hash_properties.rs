@@ -206,7 +206,15 @@ proptest! {
                 }
                 Op::SortKeys(descending) => {
                     h.sort_keys(descending);
-                    m.0.sort_by(|a, b| if descending { b.0.cmp(&a.0) } else { a.0.cmp(&b.0) });
+                    // numerically where both keys are integers, else as strings
+                    let order = |a: &str, b: &str| match (a.parse::<i64>(), b.parse::<i64>()) {
+                        (Ok(x), Ok(y)) => x.cmp(&y),
+                        _ => a.cmp(b),
+                    };
+                    m.0.sort_by(|a, b| {
+                        let o = order(&a.0, &b.0);
+                        if descending { o.reverse() } else { o }
+                    });
                 }
             }
             prop_assert_eq!(Model::of(&h), m.clone());

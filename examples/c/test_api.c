@@ -42,8 +42,10 @@ static long payload(int k, long size) {
 static int write_ckpt(int t, long size) {
   char name[SCR_MAX_FILENAME], dset[64], file[SCR_MAX_FILENAME];
   snprintf(dset, sizeof dset, "ckpt.%d", t);
-  if (SCR_Start_output(dset, SCR_FLAG_CHECKPOINT) != SCR_SUCCESS) return 1;
-  int valid = 1;
+  /* as SCR's own test_api does, a rank whose Start failed still completes the checkpoint
+   * (marked invalid): the others wait for it in SCR_Complete_output */
+  int valid = SCR_Start_output(dset, SCR_FLAG_CHECKPOINT) == SCR_SUCCESS;
+  if (!valid) fprintf(stderr, "test_api: rank %d: SCR_Start_output failed\n", rank);
   for (int k = 0; k < files_of(rank); k++) {
     file_name(name, sizeof name, t, k);
     long len = payload(k, size);

@@ -73,6 +73,9 @@ enum Phase {
         id: u64,
         flags: i32,
         bypass: bool,
+        /// Why this rank could not prepare the output (its filemap or directory): Complete
+        /// then fails the dataset on every rank, in the sums every rank enters.
+        broken: Option<String>,
     },
     /// Between Start_restart and Complete_restart.
     Restart {
@@ -339,8 +342,10 @@ fn load_filemaps(
     let here = comm::allgather_bytes(node, &rank.to_le_bytes());
     comm::relaxed_barrier(node);
     let filemap_path = layout::rank_filemap(cntl_dir, local_rank);
-    filemap.write(&filemap_path)?;
+    // (an error waits until the node's ranks have traded their paths: they wait for this one)
+    let written = filemap.write(&filemap_path);
     let mut local_paths = comm::allgather_bytes(node, filemap_path.to_string_lossy().as_bytes());
+    written?;
     let mut held = None;
     if local_rank == 0 {
         for r in here
@@ -444,12 +449,22 @@ impl Scr {
         prepare_prefix(&world, &prefix)?;
         comm::relaxed_barrier(&node);
 
+        // every rank learns whether every node could write its filemaps (a full control
+        // directory on one node), so none goes on into a collective the others left
+        let loaded = load_filemaps(&node, rank, local_rank, &cntl_dir);
+        if !comm::all_true(&world, loaded.is_ok()) {
+            return Err(loaded.err().unwrap_or_else(|| {
+                Error::collective(
+                    "another node could not write its filemaps (its ranks print why: a full or failing control directory?)",
+                )
+            }));
+        }
         let NodeFilemaps {
             filemap_path,
             filemap,
             held,
             reprotect,
-        } = load_filemaps(&node, rank, local_rank, &cntl_dir)?;
+        } = loaded?;
         write_nodes_file(&world, &prefix, nodes)?;
         let log = crate::event_log::EventLog::open(&params, &prefix, rank, &user, &jobid)?;
         let mut scr = Scr {

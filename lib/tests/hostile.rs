@@ -1,7 +1,8 @@
 //! The library against careless or hostile input, with real `mpiexec`: NULL outputs and a
 //! second SCR_Init fail cleanly, dataset names cannot forge index lines or leave their
 //! directory, a cache or control directory that is a link or someone else's is refused,
-//! and files keep the modes the umask and the application gave them.
+//! files keep the modes the umask and the application gave them, and a node whose control
+//! directory fills up leaves no rank waiting.
 
 mod common;
 
@@ -372,4 +373,83 @@ fn a_rank2file_graph_that_multiplies_reads_is_stopped_not_followed() {
         "{out}"
     );
     assert!(started.elapsed().as_secs() < 60);
+}
+
+/// A small tmpfs mounted over a directory for as long as it lives: a full disk.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &std::path::Path, bytes: usize) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes},mode=0700")])
+            .arg("tmpfs")
+            .arg(dir)
+            .status()
+            .expect("mount(8) runs");
+        assert!(
+            status.success(),
+            "mounting a {bytes}-byte tmpfs on {} failed: this test needs root (CI runs as root)",
+            dir.display()
+        );
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// One node's control directory fills up, at whichever point of a run its size makes it
+/// fill (before the first filemap, after it, between checkpoints): no rank is left waiting
+/// for one that gave up. Every run ends well inside the launcher's timeout, and the job
+/// either ends with an error on every rank that names the full directory's file, or goes
+/// on and flushes its checkpoints to the prefix.
+#[test]
+fn a_full_control_directory_on_one_node_leaves_no_rank_waiting() {
+    for pages in [1, 2, 3, 4, 6] {
+        for scheme in ["XOR", "PARTNER"] {
+            let job = Job::new();
+            let cntl = node_dirs(&job, "n2")[1].clone();
+            let _full = Tmpfs::mount(&cntl, pages * 4096);
+            let started = std::time::Instant::now();
+            let out = job.run_on(
+                Some("n1,n2,n3,n4"),
+                4,
+                &["3000", "8"],
+                &[
+                    ("SCR_COPY_TYPE", scheme),
+                    ("SCR_FLUSH", "1"),
+                    // the filemap grows with every cached dataset: the directory fills mid-run
+                    ("SCR_CACHE_SIZE", "8"),
+                    ("MPIEXEC_TIMEOUT", "60"),
+                ],
+            );
+            let t = text(&out);
+            let took = started.elapsed().as_secs();
+            assert!(took < 50, "{scheme}, {pages} pages: ran {took} s: {t}");
+            // said where and why, or not needed: every checkpoint reached the prefix
+            let named =
+                t.contains("No space left on device") && t.contains(&*cntl.to_string_lossy());
+            assert!(
+                named || job.prefix().join("ckpt.8").is_dir(),
+                "{scheme}, {pages} pages: neither an error naming the full directory nor the checkpoints: {t}"
+            );
+            // where SCR_Init went through, a checkpoint the job did not see fail reached the
+            // prefix (where it failed on every rank, the job ran without SCR)
+            let with_scr = !t.contains("SCR disabled, running without it");
+            for c in (1..=8).filter(|_| with_scr) {
+                assert!(
+                    t.contains(&format!("checkpoint {c} failed"))
+                        || job.prefix().join(format!("ckpt.{c}")).is_dir(),
+                    "{scheme}, {pages} pages: ckpt.{c}: {t}"
+                );
+            }
+        }
+    }
 }

@@ -49,7 +49,6 @@ impl Scr {
                 f.set_location(id, Location::Flushing)
             })
         });
-        let jobs = self.flush_targets(id)?;
         // the node's limit is shared by its ranks
         let node_ranks = self.node_comm.size().max(1) as f64;
         let bytes_per_sec =
@@ -60,16 +59,38 @@ impl Scr {
             .float("SCR_FLUSH_ASYNC_PERCENT")
             .unwrap_or(0.0);
         let transfer = self.transfer_file();
-        TransferFile::update(&transfer, PRIVATE_FILE, |t| {
-            for j in &jobs {
-                let size = std::fs::metadata(&j.src).map(|m| m.len()).unwrap_or(0);
-                t.add_file(&j.src.to_string_lossy(), &j.dst.to_string_lossy(), size);
+        let planned = self.flush_targets(id).and_then(|jobs| {
+            TransferFile::update(&transfer, PRIVATE_FILE, |t| {
+                for j in &jobs {
+                    let size = std::fs::metadata(&j.src).map(|m| m.len()).unwrap_or(0);
+                    t.add_file(&j.src.to_string_lossy(), &j.dst.to_string_lossy(), size);
+                }
+                t.set_limits(bytes_per_sec * node_ranks, percent);
+                t.set_command(Command::Run);
+                t.set_done(false);
+                Ok(())
+            })?;
+            Ok(jobs)
+        });
+        let jobs = match planned {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                // this rank's flush fails where every rank's is published, in the list of
+                // background flushes every rank keeps alike (returning here would leave the
+                // others waiting in the collectives after this call)
+                let problem = e.to_string();
+                let worker = std::thread::spawn(move || Copied {
+                    records: Err(problem),
+                    finished: Instant::now(),
+                });
+                self.async_flushes.push(AsyncFlush {
+                    id,
+                    started: Instant::now(),
+                    worker: Some(worker),
+                });
+                return Ok(());
             }
-            t.set_limits(bytes_per_sec * node_ranks, percent);
-            t.set_command(Command::Run);
-            t.set_done(false);
-            Ok(())
-        })?;
+        };
         if self.config.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
             let through = match TransferFile::read(&transfer) {
                 Ok(t) if agent_alive(&t) => {
@@ -164,13 +185,18 @@ impl Scr {
         let slowest = comm::max_u64(&self.world, (secs * 1e6) as u64) as f64 / 1e6;
         // the transfer file forgets this dataset's files
         let sources: Vec<String> = self.user_files(id);
-        TransferFile::update(&self.transfer_file(), PRIVATE_FILE, |t| {
+        // (housekeeping for the node's transfer agent: a failure is a warning, as the others
+        // go on to publish the flush with this rank)
+        let forgotten = TransferFile::update(&self.transfer_file(), PRIVATE_FILE, |t| {
             for s in &sources {
                 t.remove_file(s);
             }
             t.set_done(t.files().is_empty());
             Ok(())
-        })?;
+        });
+        if let Err(e) = forgotten {
+            eprintln!("SCR: WARNING: rank {}: {e}", self.rank);
+        }
         let published = self.publish_flushed(id, records, problem.is_none())?;
         if published {
             let name = self

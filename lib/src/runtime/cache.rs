@@ -92,7 +92,7 @@ impl Scr {
                 // the only wait an asynchronous flush imposes: its files must stay until copied
                 self.poll_async_flushes(Some(*victim))?;
             }
-            self.delete_cached(*victim)?;
+            self.delete_cached(*victim);
         }
         cached.retain(|d| !eviction.now.contains(d) && Some(*d) != eviction.deferred);
         // copies held for ranks that moved away go with the datasets of their age
@@ -145,12 +145,11 @@ impl Scr {
 
     /// Deletes a dataset's files from cache, then its filemap entries: this rank's, the
     /// copies it keeps for partners, and (on the node master) the held ones.
-    pub(super) fn delete_cached(&mut self, dset: u64) -> Result<()> {
-        self.discard_cached(dset)?;
+    pub(super) fn delete_cached(&mut self, dset: u64) {
+        self.discard_cached(dset);
         self.note_on_prefix("that a dataset left the cache", || {
             update_flush_file(&self.config.prefix, |f| forget_cached(f, dset))
         });
-        Ok(())
     }
 
     /// Starts unlinking the cache files this call discarded (see [`Discards`]): every SCR
@@ -160,7 +159,22 @@ impl Scr {
     }
 
     /// [`Scr::delete_cached`] but for the flush file, which the caller updates.
-    pub(super) fn discard_cached(&mut self, dset: u64) -> Result<()> {
+    ///
+    /// A failure here (a full or failing cache or control directory on this node) is a
+    /// warning, not an error: every caller is between collectives its peers go on into, and
+    /// leaving early would hang them. What is left is harmless: a file that could not be
+    /// removed stays until the job's cache is cleaned, and an entry whose files are gone
+    /// fails verification.
+    pub(super) fn discard_cached(&mut self, dset: u64) {
+        if let Err(e) = self.try_discard_cached(dset) {
+            eprintln!(
+                "SCR: WARNING: rank {}: dataset {dset} left the cache, but not cleanly: {e}",
+                self.rank
+            );
+        }
+    }
+
+    fn try_discard_cached(&mut self, dset: u64) -> Result<()> {
         if self.config.params.bool("SCR_CRC_ON_DELETE") {
             self.report_corrupt_files(dset);
         }

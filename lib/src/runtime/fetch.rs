@@ -83,7 +83,7 @@ impl Scr {
                     Ok(())
                 })
             });
-            self.delete_cached(id)?;
+            self.delete_cached(id);
             failed.push(name);
         }
     }
@@ -282,7 +282,7 @@ impl Scr {
     ) -> Result<()> {
         // what a failed recovery left in cache of this dataset is replaced by the fetched copy
         if self.cache.filemap.have_rank_by_dataset(id, self.rank) {
-            self.delete_cached(id)?;
+            self.delete_cached(id);
         }
         self.record_dataset(id, desc, files.len() as u64)?;
         let buf = self.file_buf_size();

@@ -71,7 +71,7 @@ impl Scr {
             return Ok(());
         }
         self.poll_async_flushes(Some(u64::MAX))?;
-        self.delete_cached(id)?;
+        self.delete_cached(id);
         comm::relaxed_barrier(&self.world);
         self.agreed_on_prefix(&format!("SCR_Delete of {name}"), || {
             prefix::delete_dataset(&self.config.prefix, id, name)?;
@@ -90,7 +90,7 @@ impl Scr {
             cached.sort_unstable();
             cached.dedup();
             for d in cached {
-                self.discard_cached(d)?;
+                self.discard_cached(d);
             }
             self.note_on_prefix("the purged cache in the flush file", || {
                 update_flush_file(&self.config.prefix, |f| {
@@ -150,7 +150,7 @@ impl Scr {
             if newer <= id {
                 break;
             }
-            self.delete_cached(newer)?;
+            self.delete_cached(newer);
         }
         let cached = comm::max_u64(&self.world, self.newest_cached_checkpoint(id + 1));
         if cached == id && self.recover(id)? {

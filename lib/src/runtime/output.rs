@@ -79,10 +79,18 @@ impl Scr {
             is_ckpt.then_some(self.checkpoint_id),
         );
         // record the dataset before its directory exists (filemap first)
-        self.record_dataset(id, &desc, 0)?;
-        safe_fs::create_dirs_in(&self.store_dir(&store), &self.dataset_dir(id), 0o700)?;
-        self.phase = Phase::Output { id, flags, bypass };
-        Ok(())
+        let prepared = self.record_dataset(id, &desc, 0).and_then(|()| {
+            safe_fs::create_dirs_in(&self.store_dir(&store), &self.dataset_dir(id), 0o700)
+        });
+        // a rank that could not prepare (a full control or cache directory) still enters
+        // the output, so that its Complete joins the others' and fails the dataset for all
+        self.phase = Phase::Output {
+            id,
+            flags,
+            bypass,
+            broken: prepared.as_ref().err().map(ToString::to_string),
+        };
+        prepared
     }
 
     /// The descriptor for a checkpoint id: the enabled one with the largest INTERVAL that
@@ -155,13 +163,25 @@ impl Scr {
     /// `SCR_Complete_output`: records sizes, agrees on validity, applies the redundancy
     /// scheme, flushes when due. Returns whether every rank's output was valid.
     pub(crate) fn complete_output(&mut self, valid: bool) -> Result<bool> {
-        let Phase::Output { id, flags, bypass } = self.phase.clone() else {
+        let Phase::Output {
+            id,
+            flags,
+            bypass,
+            broken,
+        } = self.phase.clone()
+        else {
             return Err(failure(
                 "SCR_Complete_output called without SCR_Start_output",
             ));
         };
         self.phase = Phase::Idle;
-        let (desc, failed) = self.record_completion(id, valid)?;
+        if let Some(why) = &broken {
+            eprintln!(
+                "SCR: ERROR: rank {}: dataset {id} was not prepared here ({why}): it is marked invalid",
+                self.rank
+            );
+        }
+        let (desc, failed) = self.record_completion(id, valid && broken.is_none())?;
         let name = desc.name().unwrap_or_default().to_string();
         if failed > 0 {
             self.log.event(
@@ -172,14 +192,14 @@ impl Scr {
                     ("failed_ranks", failed.to_string()),
                 ],
             );
-            self.delete_cached(id)?;
+            self.delete_cached(id);
             self.cache.deferred_eviction = None; // the older checkpoint is still the newest good one
             return Ok(false);
         }
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
         // as in SCR, a checkpoint its scheme could not protect is not a valid checkpoint
         if is_ckpt && self.apply_redundancy(id).is_err() {
-            self.delete_cached(id)?;
+            self.delete_cached(id);
             self.cache.deferred_eviction = None;
             return Ok(false);
         }
@@ -200,7 +220,7 @@ impl Scr {
             self.flush(id)?;
         }
         if flags & FLAG_OUTPUT != 0 && !is_ckpt {
-            self.delete_cached(id)?;
+            self.delete_cached(id);
         }
         let total_bytes = desc.size().unwrap_or(0);
         let secs = self.schedule.elapsed(Instant::now()).filter(|_| is_ckpt);
@@ -239,12 +259,20 @@ impl Scr {
                 .meta(id, self.rank, &f)
                 .unwrap_or_default();
             let size = std::fs::metadata(&f).map(|m| m.len());
-            let complete = valid && size.is_ok();
-            ok &= complete;
+            let mut complete = valid && size.is_ok();
             meta.set_size(*size.as_ref().unwrap_or(&0));
             if crc_on_copy && complete {
-                meta.set_crc32(io::file_crc32(Path::new(&f))?);
+                // an unreadable file makes the checkpoint incomplete on every rank (through
+                // the sums below), where leaving the call here would hang the others
+                match io::file_crc32(Path::new(&f)) {
+                    Ok(crc) => meta.set_crc32(crc),
+                    Err(e) => {
+                        eprintln!("SCR: ERROR: rank {}: {e}", self.rank);
+                        complete = false;
+                    }
+                }
             }
+            ok &= complete;
             meta.set_complete(complete);
             self.cache.filemap.set_meta(id, self.rank, &f, &meta);
             files += 1;
@@ -266,7 +294,13 @@ impl Scr {
         desc.set_totals(total_files, total_bytes, failed == 0);
         desc.set_created_us(created);
         self.cache.filemap.set_dataset(id, self.rank, &desc);
-        self.cache.filemap.write(&self.cache.filemap_path)?;
+        // the other ranks go on into the scheme and the halt decision: a control directory
+        // that cannot take the filemap now (full, failing) is warned of, and the filemap is
+        // written again as the checkpoint goes on; until then a restart finds the dataset
+        // incomplete here and uses another
+        if let Err(e) = self.cache.filemap.write(&self.cache.filemap_path) {
+            eprintln!("SCR: WARNING: rank {}: {e}", self.rank);
+        }
         Ok((desc, failed))
     }
 
@@ -283,7 +317,7 @@ impl Scr {
             if self.flushing_async(old) {
                 self.poll_async_flushes(Some(old))?;
             }
-            self.discard_cached(old)?;
+            self.discard_cached(old);
         }
         self.note_on_prefix("the new dataset in the flush file", || {
             update_flush_file(&self.config.prefix, |f| {

@@ -416,18 +416,34 @@ impl Scr {
                     .is_some_and(|t| t != FileType::User)
             })
             .collect();
-        for f in &old {
-            io::remove_if_present(Path::new(f))?;
-            self.cache.filemap.remove_file(d, self.rank, f);
+        let cleared = (|| {
+            for f in &old {
+                io::remove_if_present(Path::new(f))?;
+                self.cache.filemap.remove_file(d, self.rank, f);
+            }
+            let expected = self.cache.filemap.expected_files(d, self.rank).unwrap_or(0);
+            self.cache.filemap.set_expected_files(
+                d,
+                self.rank,
+                expected.saturating_sub(old.len() as u64),
+            );
+            self.cache.filemap.write(&self.cache.filemap_path)?;
+            self.drop_held(d)
+        })();
+        // every rank encodes anew or none does: the scheme is collective
+        if !comm::all_true(&self.world, cleared.is_ok()) {
+            if let Err(e) = &cleared {
+                eprintln!("SCR: ERROR: rank {}: {e}", self.rank);
+            }
+            if self.rank == 0 {
+                eprintln!(
+                    "SCR: WARNING: dataset {d} was recovered but its old redundancy data could \
+                     not be cleared on every node; it is not protected again, and is safe only \
+                     once flushed"
+                );
+            }
+            return Ok(());
         }
-        let expected = self.cache.filemap.expected_files(d, self.rank).unwrap_or(0);
-        self.cache.filemap.set_expected_files(
-            d,
-            self.rank,
-            expected.saturating_sub(old.len() as u64),
-        );
-        self.cache.filemap.write(&self.cache.filemap_path)?;
-        self.drop_held(d)?;
         self.cache.reprotect.retain(|&x| x != d);
         if self.apply_redundancy(d).is_err() && self.rank == 0 {
             eprintln!(

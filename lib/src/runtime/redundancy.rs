@@ -102,15 +102,20 @@ impl Scr {
         let replicas = self.config.descriptors[i]
             .replicas
             .clamp(1, set_size.saturating_sub(1).max(1));
+        // every replica's exchange runs even after one failed here: its peers wait in it
+        let mut first_error = None;
         for replica in 1..=replicas {
-            self.send_partner_copy(
+            let sent = self.send_partner_copy(
                 id,
                 i,
                 self.config.descriptors[i].hop * replica,
                 (true, true),
-            )?;
+            );
+            if let Err(e) = sent {
+                first_error.get_or_insert(e);
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// One PARTNER copy: to the member `hop` places right, from the one `hop` places left,

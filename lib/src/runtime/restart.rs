@@ -37,6 +37,12 @@ impl Scr {
             )));
         }
         match self.phase.clone() {
+            Phase::Output {
+                broken: Some(why), ..
+            } => Err(failure(format!(
+                "this rank could not prepare the output it is in ({why}); complete it as \
+                 invalid"
+            ))),
             Phase::Output { id, bypass, .. } => {
                 let (abs, rel) = self.prefix_path(name)?;
                 let cached = if bypass {
@@ -210,7 +216,7 @@ impl Scr {
                     Ok(())
                 })
             });
-            self.delete_cached(id)?;
+            self.delete_cached(id);
             if self.config.params.bool("SCR_FETCH") {
                 self.fetch(Some(id))?;
             }
