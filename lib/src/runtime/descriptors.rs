@@ -195,10 +195,10 @@ impl CkptDesc {
                 ranks,
                 groups,
             ))
-        } else if self.scheme == Scheme::ReedSolomon
-            && comm::max_u64(world, size) + self.failures > MAX_RS_CODE
-        {
-            Some(too_large_for_rs(comm::max_u64(world, size), self.failures))
+        } else if self.scheme == Scheme::ReedSolomon {
+            let largest = comm::max_u64(world, size);
+            (largest + self.failures > MAX_RS_CODE)
+                .then(|| too_large_for_rs(largest, self.failures))
         } else {
             None
         };
