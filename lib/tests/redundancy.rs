@@ -176,6 +176,38 @@ fn ranks_restarted_in_another_node_order_get_their_files_back() {
     }
 }
 
+/// After a restart in another node order, what a node still holds of a PARTNER checkpoint
+/// for ranks that moved (their own files, sent to them; the copy of a rank whose partner
+/// moved) goes once every rank's copy is where its partner runs: the cache holds each
+/// rank's file once and one copy of it, and the loss of a node is still survived.
+#[test]
+fn a_restart_in_another_order_leaves_no_partner_copy_behind() {
+    let job = Job::new();
+    let env = [
+        ("SCR_COPY_TYPE", "PARTNER"),
+        ("SCR_FLUSH", "0"),
+        ("SCR_FETCH", "0"),
+    ];
+    run_ok_on(&job, "n1,n2,n3,n4,n5,n6", 6, &["2000", "1"], &env);
+    // ranks 1 and 4 trade nodes: n2 keeps rank 1's files and rank 0's copy (rank 0's
+    // partner, rank 1, now runs on n5), n5 rank 4's files and rank 3's copy
+    let moved = "n1,n5,n3,n4,n2,n6";
+    let out = run_ok_on(&job, moved, 6, &["2000", "0"], &env);
+    assert!(out.contains("restarted from ckpt.1"), "{out}");
+    let cached = walk(&job.dir.path().join("cache"));
+    let files = cached
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "ckpt"))
+        .count();
+    assert_eq!(files, 12, "each rank's file and one copy: {cached:#?}");
+    lose_node(&job, "n5");
+    let out = run_ok_on(&job, moved, 6, &["2000", "1"], &env);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+}
+
 #[test]
 fn two_lost_members_of_one_xor_set_fall_back_to_the_flushed_checkpoint() {
     let job = Job::new();

@@ -226,6 +226,28 @@ impl Scr {
         }
     }
 
+    /// Node master: deletes the held files of dataset `dset` of `ranks` and their entries.
+    /// A failure is a warning: what stays is only space, until the dataset is evicted.
+    pub(super) fn drop_held_ranks(&mut self, dset: u64, ranks: &[u64]) {
+        if ranks.is_empty() {
+            return;
+        }
+        let confine = self.cache_dirs_of(dset);
+        let Some((path, held)) = &mut self.cache.held else {
+            return;
+        };
+        let dropped = ranks
+            .iter()
+            .try_for_each(|&r| remove_rank_files(held, dset, r, &confine, &mut self.cache.discards))
+            .and_then(|()| held.write(path));
+        if let Err(e) = dropped {
+            eprintln!(
+                "SCR: WARNING: rank {}: copies of dataset {dset} no rank needs stay in cache: {e}",
+                self.rank
+            );
+        }
+    }
+
     /// Node master: deletes held files of a dataset and their entries.
     pub(super) fn drop_held(&mut self, dset: u64) -> Result<()> {
         let confine = self.cache_dirs_of(dset);
@@ -258,19 +280,29 @@ pub(super) fn remove_dataset_files(
     confine: &[PathBuf],
     discards: &mut Discards,
 ) -> Result<()> {
+    for rank in map.ranks_by_dataset(dset) {
+        remove_rank_files(map, dset, rank, confine, discards)?;
+    }
+    map.remove_dataset(dset);
+    Ok(())
+}
+
+/// [`remove_dataset_files`] for one rank's files of a dataset and its entry.
+pub(super) fn remove_rank_files(
+    map: &mut Filemap,
+    dset: u64,
+    rank: u64,
+    confine: &[PathBuf],
+    discards: &mut Discards,
+) -> Result<()> {
     let files = map
-        .ranks_by_dataset(dset)
+        .files(dset, rank)
         .into_iter()
-        .flat_map(|rank| {
-            map.files(dset, rank)
-                .into_iter()
-                .map(PathBuf::from)
-                .collect::<Vec<_>>()
-        })
+        .map(PathBuf::from)
         .filter(|f| io::is_within_any(f, confine))
         .collect();
     discards.discard(files)?;
-    map.remove_dataset(dset);
+    map.remove_rank_by_dataset(dset, rank);
     Ok(())
 }
 

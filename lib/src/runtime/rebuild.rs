@@ -344,9 +344,11 @@ impl Scr {
         if !comm::all_true(&self.world, scheme == Scheme::Partner && replicas <= 1) {
             return Ok(false);
         }
-        // every rank's node, and the partner copies each node master holds intact
+        // every rank's node and partner, and the partner copies each node master holds intact
+        let (left, right) = self.sets[i].neighbours(self.rank, hop);
         let mut report = Hash::new();
         report.set_value("NODE", &self.node_name);
+        report.set_value("RIGHT", right);
         if let Some((_, held)) = &self.cache.held {
             for r in held.ranks_by_dataset(d) {
                 if held.tag(d, r, PARTNER_TAG).is_some() && verify_copy(held, d, r, self.ranks) {
@@ -367,8 +369,25 @@ impl Scr {
                         .is_some_and(|x| x.get(&r.to_string()).is_some())
             })
         };
-        let (left, _) = self.sets[i].neighbours(self.rank, hop);
         let flags = (missing(self.rank), missing(left));
+        // what this node holds of `d` that is no rank's partner copy here: a departed rank's
+        // own files (moved to it already), a copy for a rank whose partner runs elsewhere now,
+        // a copy that does not verify
+        let partner_node = |r: u64| {
+            let h = reports.get(r as usize)?;
+            node_of(h.parsed::<u64>("RIGHT").ok().flatten()?)
+        };
+        let stale: Vec<u64> = self.cache.held.as_ref().map_or(Vec::new(), |(_, held)| {
+            held.ranks_by_dataset(d)
+                .into_iter()
+                .filter(|&r| {
+                    let kept = held.tag(d, r, PARTNER_TAG).is_some()
+                        && verify_copy(held, d, r, self.ranks)
+                        && partner_node(r) == Some(self.node_name.as_str());
+                    !kept
+                })
+                .collect()
+        });
         let result = self.send_partner_copy(d, i, hop, flags);
         if let Err(e) = &result {
             eprintln!(
@@ -376,12 +395,19 @@ impl Scr {
                 self.rank
             );
         }
-        if !comm::all_true(&self.world, result.is_ok()) && self.rank == 0 {
-            eprintln!(
-                "SCR: WARNING: dataset {d} was recovered but could not be protected again; \
-                 it is safe only once flushed"
-            );
+        if !comm::all_true(&self.world, result.is_ok()) {
+            if self.rank == 0 {
+                eprintln!(
+                    "SCR: WARNING: dataset {d} was recovered but could not be protected again; \
+                     it is safe only once flushed"
+                );
+            }
+            return Ok(true);
         }
+        // every rank's files are in place and copied to its partner: what this node still
+        // holds for a rank whose partner runs elsewhere (a departed rank's own files, a copy
+        // for a partner that moved) protects nothing
+        self.drop_held_ranks(d, &stale);
         Ok(true)
     }
 
