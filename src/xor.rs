@@ -267,6 +267,11 @@ impl LogicalFile {
         Ok(LogicalFile { parts, created })
     }
 
+    /// The files in logical order: (path, open file, recorded size).
+    pub fn files(&self) -> impl Iterator<Item = (&Path, &File, u64)> {
+        self.parts.iter().map(|(p, f, s)| (p.as_path(), f, *s))
+    }
+
     /// The CRC32 of each recreated file, by its final name, before it has that name.
     pub fn created_crc32s(&self) -> Result<Vec<(PathBuf, u32)>> {
         self.created

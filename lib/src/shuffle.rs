@@ -15,7 +15,7 @@ use scr::Hash;
 use scr::xor::LogicalFile;
 use scr::{Error, Result};
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const TAG_SIZES: i32 = 7101;
 const TAG_HEADER: i32 = 7102;
@@ -49,12 +49,26 @@ pub(crate) struct Mapped {
 impl Mapped {
     /// Maps the files, each of the size the filemap records (another size is an error).
     pub(crate) fn open(files: &[(PathBuf, u64)]) -> Result<Self> {
-        let mut parts = Vec::with_capacity(files.len());
+        let opened = files
+            .iter()
+            .map(|(path, size)| {
+                let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+                Ok((path.as_path(), f, *size))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Self::of_open(opened.iter().map(|(p, f, s)| (*p, f, *s)))
+    }
+
+    /// [`Mapped::open`] for files already open: (path, file, recorded size) in logical
+    /// order.
+    pub(crate) fn of_open<'a>(
+        files: impl Iterator<Item = (&'a Path, &'a File, u64)>,
+    ) -> Result<Self> {
+        let mut parts = Vec::new();
         let mut start = 0;
-        for (path, size) in files {
-            let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+        for (path, f, size) in files {
             let actual = f.metadata().map_err(|e| Error::io(path, "stat", e))?.len();
-            if actual != *size {
+            if actual != size {
                 return Err(Error::invalid(
                     path,
                     format!("{actual} bytes, the filemap records {size}"),
@@ -65,11 +79,11 @@ impl Mapped {
             // reading them for the partner: filling the page tables up front (populate)
             // cost 35 ms at 256 MiB before the first piece left, and measured no faster
             // overall once the waits yield (the faults are taken while neighbours wait).
-            let map = (*size > 0)
-                .then(|| unsafe { memmap2::MmapOptions::new().map(&f) })
+            let map = (size > 0)
+                .then(|| unsafe { memmap2::MmapOptions::new().map(f) })
                 .transpose()
                 .map_err(|e| Error::io(path, "map", e))?;
-            parts.push((start, *size, map));
+            parts.push((start, size, map));
             start += size;
         }
         Ok(Mapped { parts })

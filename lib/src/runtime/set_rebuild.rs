@@ -170,7 +170,9 @@ impl Scr {
             .collect();
         let layout = (view.code, view.me, view.template.chunk);
         let store = MemberStore::open(layout, &files, &path, offset)?;
-        Ok((store, shuffle::Mapped::open(&files).ok()))
+        // (mapped from the files the store opened: one open per file)
+        let mapped = shuffle::Mapped::of_open(store.data.files()).ok();
+        Ok((store, mapped))
     }
 
     /// A lost member's files and parity file, recorded in its filemap (incomplete) before
