@@ -339,7 +339,7 @@ fn load_filemaps(
             reprotect.push(d);
         }
     }
-    let here = comm::allgather_bytes(node, &rank.to_le_bytes());
+    let here = comm::allgather_u64s(node, [rank]);
     comm::relaxed_barrier(node);
     let filemap_path = layout::rank_filemap(cntl_dir, local_rank);
     // (an error waits until the node's ranks have traded their paths: they wait for this one)
@@ -348,10 +348,7 @@ fn load_filemaps(
     written?;
     let mut held = None;
     if local_rank == 0 {
-        for r in here
-            .iter()
-            .filter_map(|b| Some(u64::from_le_bytes(b.as_slice().try_into().ok()?)))
-        {
+        for [r] in here {
             on_node.remove_rank(r);
         }
         let held_path = cntl_dir.join("filemap_held.scrinfo");

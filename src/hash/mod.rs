@@ -422,7 +422,7 @@ impl Hash {
     }
 
     /// Appends `key`, or merges `value` into the child `key` already has.
-    pub(crate) fn insert_or_merge(&mut self, key: Key, value: Hash) {
+    fn insert_or_merge(&mut self, key: Key, value: Hash) {
         match self.position(&key) {
             Some(_) if value.is_empty() => {}
             Some(i) => self.child_at_mut(i).merge_owned(value),
