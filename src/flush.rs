@@ -21,6 +21,8 @@ const LOCATION: &str = "LOCATION";
 const NAME: &str = "NAME";
 const CKPT: &str = "CKPT";
 const DIR: &str = "DIR";
+/// SCR v3's mark of a dataset holding output the user asked for (`OUTPUT 1`).
+const OUTPUT: &str = "OUTPUT";
 
 /// Where a dataset's files are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,6 +136,37 @@ impl FlushFile {
         }
     }
 
+    /// Records a dataset as the drain needs it: its name, its checkpoint id when it is a
+    /// checkpoint, and `OUTPUT 1` when it holds output (as SCR v3 does).
+    pub fn describe_dataset(&mut self, id: u64, desc: &crate::dataset::Dataset) {
+        self.describe(
+            id,
+            desc.name().unwrap_or_default(),
+            desc.checkpoint_id(),
+            None,
+        );
+        if desc.is_output() {
+            self.entry_mut(id).set_value(OUTPUT, 1);
+        }
+    }
+
+    fn flag(&self, id: u64, key: &str) -> bool {
+        self.datasets_hash()
+            .and_then(|h| h.get(&id.to_string()))
+            .and_then(|d| d.first_value(key))
+            .is_some_and(|v| v != "0")
+    }
+
+    /// Whether `id` was recorded as a checkpoint (it has a checkpoint id).
+    pub fn is_checkpoint(&self, id: u64) -> bool {
+        self.flag(id, CKPT)
+    }
+
+    /// Whether `id` was recorded as output the user asked for.
+    pub fn is_output(&self, id: u64) -> bool {
+        self.flag(id, OUTPUT)
+    }
+
     /// The prefix subdirectory recorded for `id` (`scr_flush_file --subdir`).
     pub fn dir(&self, id: u64) -> Option<&str> {
         self.datasets_hash()?.get(&id.to_string())?.first_value(DIR)
@@ -207,6 +240,20 @@ mod tests {
         map.add_file(1, 0, "/c/bare");
         let e = targets(&map, 1, 0).unwrap_err();
         assert!(e.contains("/c/bare") && e.contains("lacks"), "{e}");
+    }
+
+    #[test]
+    fn datasets_record_whether_they_are_checkpoints_or_output() {
+        use crate::dataset::{Dataset, Origin};
+        let mut f = FlushFile::new();
+        let o = Origin::default();
+        f.describe_dataset(1, &Dataset::create(1, "ckpt.1", true, false, &o, Some(1)));
+        f.describe_dataset(2, &Dataset::create(2, "out.2", false, true, &o, None));
+        f.describe_dataset(3, &Dataset::create(3, "both.3", true, true, &o, Some(2)));
+        assert!(f.is_checkpoint(1) && !f.is_output(1));
+        assert!(!f.is_checkpoint(2) && f.is_output(2));
+        assert!(f.is_checkpoint(3) && f.is_output(3));
+        assert_eq!(f.name(2), Some("out.2"));
     }
 
     #[test]

@@ -224,11 +224,28 @@ impl IndexFile {
     /// skipping copies that are incomplete or failed a fetch before.
     pub fn restart_candidates(&self, start: Option<&str>) -> Vec<IndexEntry> {
         let start_id = start.or(self.current()).and_then(|n| self.id_of(n));
-        self.entries()
+        self.usable_checkpoints()
             .into_iter()
             .filter(|e| start_id.is_none_or(|s| e.id <= s))
-            .filter(|e| e.complete && e.failed.is_empty())
             .collect()
+    }
+
+    /// Checkpoints a restart could load, newest first: complete, never failed a fetch, and
+    /// checkpoints (a dataset recorded as output only is never restarted from).
+    pub fn usable_checkpoints(&self) -> Vec<IndexEntry> {
+        self.entries()
+            .into_iter()
+            .filter(|e| e.complete && e.failed.is_empty())
+            .filter(|e| {
+                self.dataset(e.id, &e.name)
+                    .is_none_or(|d| d.is_checkpoint())
+            })
+            .collect()
+    }
+
+    /// The newest checkpoint a restart could load ([`IndexFile::usable_checkpoints`]).
+    pub fn newest_usable_checkpoint(&self) -> Option<IndexEntry> {
+        self.usable_checkpoints().into_iter().next()
     }
 }
 

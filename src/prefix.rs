@@ -56,23 +56,34 @@ pub fn publish(
 /// [`publish`] once the dataset's rank2file tree is written (the ranks of a flush write
 /// its leaves themselves): the summary, the index entry, `scr.current` and the flush
 /// file's PFS location, in that order.
+///
+/// A complete checkpoint becomes current only when no newer checkpoint a restart could
+/// load is indexed already: publishing an older one (the drain of a checkpoint the job
+/// left in cache after a newer one was flushed, an output dataset) never moves CURRENT
+/// backwards. Only `SCR_Current` and `scr index --current` choose an older one.
 pub fn publish_written(prefix: &Path, id: u64, desc: &Dataset, complete: bool) -> Result<()> {
     let name = desc
         .name()
         .map(str::to_string)
         .unwrap_or_else(|| layout::dataset_dir_name(id));
     Summary::create(desc, complete).write(&layout::summary_file(prefix, id))?;
+    let mut becomes_current = false;
     update_index(prefix, |idx| {
         idx.add(desc, &name, complete);
         idx.set_flushed(id, &name, chrono::Local::now());
-        if complete {
+        becomes_current = complete
+            && desc.is_checkpoint()
+            && idx.newest_usable_checkpoint().is_some_and(|e| e.id == id);
+        if becomes_current {
             idx.set_current(&name)
                 .map_err(|what| Error::invalid(layout::index_file(prefix), what))?;
         }
         Ok(())
     })?;
-    if complete {
+    if becomes_current {
         update_current_link(prefix, &name)?;
+    }
+    if complete {
         update_flush_file(prefix, |f| {
             f.unset_location(id, Location::Flushing);
             f.set_location(id, Location::Pfs);
@@ -169,16 +180,7 @@ fn missing_files(prefix: &Path, files: &RankFiles) -> Vec<String> {
 /// The checkpoint that becomes current when `gone` (id `gone_id`) leaves the index: the
 /// newest complete, never-failed one older than it, else the newest such one.
 fn next_current(index: &IndexFile, gone_id: u64) -> Option<String> {
-    let usable: Vec<_> = index
-        .entries()
-        .into_iter()
-        .filter(|e| e.complete && e.failed.is_empty())
-        .filter(|e| {
-            index
-                .dataset(e.id, &e.name)
-                .is_none_or(|d| d.is_checkpoint())
-        })
-        .collect();
+    let usable = index.usable_checkpoints();
     usable
         .iter()
         .find(|e| e.id < gone_id)
@@ -321,6 +323,46 @@ mod drop_tests {
         assert_eq!(index.current(), Some("ckpt.2"));
         assert_eq!(drop_dataset(prefix, "ckpt.2").unwrap(), Some(2));
         assert!(layout::current_link(prefix).symlink_metadata().is_err());
+    }
+
+    #[test]
+    fn publishing_never_moves_current_backwards_nor_onto_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path();
+        let current = || {
+            let index = IndexFile::read(&layout::index_file(prefix)).unwrap();
+            let link = std::fs::read_link(layout::current_link(prefix)).unwrap();
+            (index.current().map(str::to_string), link)
+        };
+        let publish_one =
+            |d: &Dataset| publish(prefix, d.id().unwrap(), d, 1, &RankFiles::new(), true);
+        publish_one(&checkpoint(3, "ckpt.3")).unwrap();
+        assert_eq!(current(), (Some("ckpt.3".into()), "ckpt.3".into()));
+        // an older checkpoint drained later is indexed complete, not current
+        publish_one(&checkpoint(2, "ckpt.2")).unwrap();
+        assert_eq!(current(), (Some("ckpt.3".into()), "ckpt.3".into()));
+        let index = IndexFile::read(&layout::index_file(prefix)).unwrap();
+        assert!(
+            index
+                .entries()
+                .iter()
+                .any(|e| e.name == "ckpt.2" && e.complete)
+        );
+        // output alone is never restarted from, however new
+        let out = Dataset::create(4, "out.4", false, true, &Origin::default(), None);
+        publish_one(&out).unwrap();
+        assert_eq!(current(), (Some("ckpt.3".into()), "ckpt.3".into()));
+        // a newer checkpoint does become current
+        publish_one(&checkpoint(5, "ckpt.5")).unwrap();
+        assert_eq!(current(), (Some("ckpt.5".into()), "ckpt.5".into()));
+        // one that failed a fetch does not hold CURRENT back
+        update_index(prefix, |idx| {
+            idx.mark_failed(5, "ckpt.5", chrono::Local::now());
+            Ok(())
+        })
+        .unwrap();
+        publish_one(&checkpoint(4, "ckpt.4")).unwrap();
+        assert_eq!(current(), (Some("ckpt.4".into()), "ckpt.4".into()));
     }
 }
 

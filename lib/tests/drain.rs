@@ -263,3 +263,84 @@ fn a_filemap_path_escaping_the_prefix_is_refused() {
     assert!(!job.prefix().join("../escaped.ckpt").exists());
     assert!(!job.index_entry("ckpt.1").complete);
 }
+
+#[test]
+fn the_drain_never_makes_an_older_checkpoint_current() {
+    // Two checkpoints fit in cache and SCR_Finalize flushes the last: ckpt.3 reaches the
+    // prefix while ckpt.2, older, stays only in cache
+    let job = Job::new();
+    run_ok_on(
+        &job,
+        HOSTS,
+        4,
+        &["100000", "3"],
+        &[
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_CACHE_SIZE", "2"),
+            ("SCR_FLUSH", "10"),
+        ],
+    );
+    assert!(job.index_entry("ckpt.3").is_current);
+    let flush = scr::flush::FlushFile::read(&scr::layout::flush_file(&job.prefix())).unwrap();
+    assert!(flush.needs_flush(2), "ckpt.2 is only in cache");
+    let (code, out) = postrun(&job, None);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("dataset 2 (ckpt.2) is older than ckpt.3") && !out.contains("draining"),
+        "{out}"
+    );
+    assert!(!job.prefix().join("ckpt.2").exists(), "not copied");
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    assert_eq!(index.current(), Some("ckpt.3"));
+    assert_eq!(
+        std::fs::read_link(job.prefix().join("scr.current")).unwrap(),
+        std::path::Path::new("ckpt.3")
+    );
+    // the next run restarts from the newest checkpoint, not the drained one
+    delete_caches(&job);
+    let out = run_ok_on(&job, HOSTS, 4, &["100000", "0"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+}
+
+#[test]
+fn publishing_an_older_checkpoint_leaves_current_on_the_newer_one() {
+    // the rule itself, below every caller: a drain of ckpt.2 after ckpt.3 was flushed
+    let job = killed_job(
+        "SINGLE",
+        "3",
+        &[("SCR_FLUSH", "3"), ("SCR_CACHE_SIZE", "3")],
+    );
+    assert!(job.index_entry("ckpt.3").is_current);
+    // the older one, forced through the drain's copy and index steps
+    let scr = scr_command();
+    let cntl = format!(
+        "{}/{}/scr.{JOB_ID}",
+        job.dir.path().join("cntl").display(),
+        user()
+    );
+    let out = Command::new(&scr)
+        .args(["scavenge", "-j", "n[1-4]", "-i", "2", "-f", &cntl, "-t"])
+        .arg(job.prefix())
+        .env("SCR_NODELIST", "n[1-4]")
+        .env_remove("SLURM_JOBID")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let out = Command::new(&scr)
+        .args(["index", "-p"])
+        .arg(job.prefix())
+        .args(["--build", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let e2 = job.index_entry("ckpt.2");
+    assert!(e2.complete && !e2.is_current, "{e2:?}");
+    assert!(job.index_entry("ckpt.3").is_current);
+    assert_eq!(
+        std::fs::read_link(job.prefix().join("scr.current")).unwrap(),
+        std::path::Path::new("ckpt.3")
+    );
+}

@@ -197,13 +197,17 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
 
 #[derive(clap::Args)]
 #[command(
-    about = "After the last run: drain the newest checkpoint not yet on the prefix",
-    long_about = "Find the datasets the flush file says are only in cache (newest first); for \
-                  each, copy it from every node still up, rebuild what lost nodes held from \
-                  PARTNER copies, XOR or Reed–Solomon parity, and index it; stop at the first \
-                  that is complete (it becomes current) and mark incomplete ones so restarts \
-                  skip them.\n\nExit codes: 0 when a dataset was drained or none needed it, 1 when \
-                  none could be completed."
+    about = "After the last run: drain output datasets and the newest checkpoint not yet on the prefix",
+    long_about = "Copy what the job left only in cache to the prefix, as SCR's scr_postrun: \
+                  first every output dataset, oldest first (stopping at one that cannot be \
+                  completed), then the newest checkpoint, stepping back to older ones when one \
+                  cannot be completed but never past a checkpoint already on the prefix: an \
+                  older checkpoint is neither copied nor made current. Each dataset is copied \
+                  from every node still up; what lost nodes held is rebuilt from PARTNER copies, \
+                  XOR or Reed–Solomon parity; a dataset that cannot be completed is indexed as \
+                  incomplete so restarts skip it.\n\nExit codes: 0 when everything drained (or \
+                  nothing needed it), 1 when an output dataset was lost or no checkpoint the \
+                  drain tried could be completed."
 )]
 pub struct PostrunArgs {
     /// The prefix directory [default: SCR_PREFIX, else the working directory]
@@ -215,6 +219,14 @@ pub struct PostrunArgs {
 }
 
 /// The drain of `prefix` after a job; `known_down` are nodes the launcher found down.
+///
+/// As SCR v3's `scr_postrun`: first every output dataset still in cache, oldest first,
+/// stopping at the first that cannot be completed; then the newest checkpoint, going to
+/// older ones when one cannot be completed, but never past a checkpoint already on the
+/// prefix (nor past an output dataset that was lost, so the job restarts from before it
+/// and writes that output again). A checkpoint older than the newest one on the prefix is
+/// not copied at all, and publishing never makes it current. Returns false when an output
+/// dataset was lost, or when every checkpoint the drain tried could not be completed.
 pub fn postrun_with(
     params: &Params,
     prefix: &Path,
@@ -229,33 +241,143 @@ pub fn postrun_with(
         }
         Err(e) => return Err(e),
     };
-    let mut candidates: Vec<u64> = flush
-        .datasets()
-        .into_iter()
-        .filter(|&d| flush.needs_flush(d))
+    let on_prefix = newest_checkpoint_on_prefix(prefix)?;
+    let datasets = flush.datasets();
+    // a dataset without a checkpoint id is output, whatever wrote the flush file
+    let outputs: Vec<u64> = datasets
+        .iter()
+        .copied()
+        .filter(|&d| flush.needs_flush(d) && (flush.is_output(d) || !flush.is_checkpoint(d)))
         .collect();
-    candidates.sort_unstable_by(|a, b| b.cmp(a));
-    if candidates.is_empty() {
+    let checkpoints: Vec<u64> = datasets
+        .iter()
+        .rev()
+        .copied()
+        .filter(|&d| flush.is_checkpoint(d))
+        .collect();
+    let newer_than_prefix = |d: u64| on_prefix.as_ref().is_none_or(|(id, _)| d > *id);
+    if outputs.is_empty()
+        && !checkpoints
+            .iter()
+            .any(|&d| flush.needs_flush(d) && newer_than_prefix(d))
+    {
+        for &id in checkpoints.iter().filter(|&&d| flush.needs_flush(d)) {
+            say_older(id, &flush, on_prefix.as_ref(), say);
+        }
         say("every dataset is on the prefix: nothing to drain");
         return Ok(true);
     }
-    let rm = job::detect_resource_manager();
-    let nodes = rm.nodes().map_err(fail)?;
-    let exclude = super::excluded_nodes(params)?;
-    let down_list = job::list_down_nodes(&DownNodeQuery {
-        resource_manager: rm.as_ref(),
-        nodes: nodes.clone(),
-        known_down: known_down.clone(),
-        exclude,
-        node_check: None,
-    });
-    let down = HostSet::from_names(down_list.iter().map(|d| d.node.as_str()));
-    let up = nodes.difference(&down);
-    let cntl = control_dir(params, &rm.job_id())?;
-    let buf_size = params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
-    for id in candidates {
+    let mut drain = Drain::new(params, prefix, known_down)?;
+    let mut drained = Vec::new();
+    let mut lost_output = None;
+    for &id in &outputs {
+        if drain.dataset(id, &flush, say) {
+            drained.push(id);
+        } else {
+            say(&format!(
+                "output dataset {id} ({}) is lost; checkpoints after it are not drained, so \
+                 the job restarts from before it and writes it again",
+                flush.name(id).unwrap_or("?")
+            ));
+            lost_output = Some(id);
+            break;
+        }
+    }
+    // whether a checkpoint this drain tried to copy was lost with every older one it tried
+    let mut checkpoint_lost = false;
+    for &id in checkpoints
+        .iter()
+        .filter(|&&d| lost_output.is_none_or(|l| d < l))
+    {
+        if on_prefix.as_ref().is_some_and(|(n, _)| id <= *n) {
+            for &older in checkpoints
+                .iter()
+                .filter(|&&d| d <= id && flush.needs_flush(d))
+            {
+                say_older(older, &flush, on_prefix.as_ref(), say);
+            }
+            break;
+        }
+        if drained.contains(&id) || !flush.needs_flush(id) {
+            break;
+        }
+        checkpoint_lost = !drain.dataset(id, &flush, say);
+        if !checkpoint_lost {
+            break;
+        }
+    }
+    Ok(!checkpoint_lost && lost_output.is_none())
+}
+
+/// Says that checkpoint `id`, still in cache, is left there because a newer one is on the
+/// prefix.
+fn say_older(
+    id: u64,
+    flush: &FlushFile,
+    on_prefix: Option<&(u64, String)>,
+    say: &mut dyn FnMut(&str),
+) {
+    if let Some((_, newest)) = on_prefix {
         say(&format!(
-            "draining dataset {id} from {} node(s){}",
+            "dataset {id} ({}) is older than {newest}, the newest checkpoint on the prefix: \
+             not drained",
+            flush.name(id).unwrap_or("?")
+        ));
+    }
+}
+
+/// The newest checkpoint a restart could load from the prefix's index (id, name).
+fn newest_checkpoint_on_prefix(prefix: &Path) -> scr::Result<Option<(u64, String)>> {
+    match scr::index::IndexFile::read(&layout::index_file(prefix)) {
+        Ok(index) => Ok(index.newest_usable_checkpoint().map(|e| (e.id, e.name))),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// What draining one dataset needs: the nodes up and down, the control directory.
+struct Drain<'a> {
+    prefix: &'a Path,
+    rm: Box<dyn job::ResourceManager>,
+    up: HostSet,
+    down: HostSet,
+    cntl: PathBuf,
+    buf_size: usize,
+}
+
+impl<'a> Drain<'a> {
+    fn new(params: &Params, prefix: &'a Path, known_down: &HostSet) -> scr::Result<Self> {
+        let rm = job::detect_resource_manager();
+        let nodes = rm.nodes().map_err(fail)?;
+        let exclude = super::excluded_nodes(params)?;
+        let down_list = job::list_down_nodes(&DownNodeQuery {
+            resource_manager: rm.as_ref(),
+            nodes: nodes.clone(),
+            known_down: known_down.clone(),
+            exclude,
+            node_check: None,
+        });
+        let down = HostSet::from_names(down_list.iter().map(|d| d.node.as_str()));
+        let up = nodes.difference(&down);
+        let cntl = control_dir(params, &rm.job_id())?;
+        let buf_size = params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
+        Ok(Drain {
+            prefix,
+            rm,
+            up,
+            down,
+            cntl,
+            buf_size,
+        })
+    }
+
+    /// Copies dataset `id` from every node up, rebuilds what lost nodes held and indexes
+    /// it; true when it is complete on the prefix.
+    fn dataset(&mut self, id: u64, flush: &FlushFile, say: &mut dyn FnMut(&str)) -> bool {
+        let (up, down) = (&self.up, &self.down);
+        say(&format!(
+            "draining dataset {id} ({}) from {} node(s){}",
+            flush.name(id).unwrap_or("?"),
             up.count(),
             if down.is_empty() {
                 String::new()
@@ -264,38 +386,48 @@ pub fn postrun_with(
             }
         ));
         let run = Scavenge {
-            cntl_dir: &cntl,
-            prefix,
+            cntl_dir: &self.cntl,
+            prefix: self.prefix,
             id,
-            buf_size,
-            rcmd: rcmd_for(rm.as_ref()),
+            buf_size: self.buf_size,
+            rcmd: rcmd_for(self.rm.as_ref()),
             fanout: 256,
         };
         // the progress display names each node that failed, and why
         let mut progress = DrainProgress::new("scr_postrun", up.count() as usize);
-        run.run(&up, &down, &mut progress);
+        run.run(up, down, &mut progress);
         progress.finish();
-        match scavenge::index_dataset(prefix, id, buf_size) {
+        match scavenge::index_dataset(self.prefix, id, self.buf_size) {
             Ok(report) if report.complete => {
                 let rebuilt = if report.rebuilt.is_empty() {
                     String::new()
                 } else {
                     format!(", ranks {:?} rebuilt from parity", report.rebuilt)
                 };
+                let current = newest_checkpoint_on_prefix(self.prefix)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|(n, _)| n == id);
                 say(&format!(
-                    "dataset {id} ({}) drained and current{rebuilt}",
-                    report.name
+                    "dataset {id} ({}) drained{}{rebuilt}",
+                    report.name,
+                    if current { " and current" } else { "" }
                 ));
-                return Ok(true);
+                true
             }
-            Ok(report) => say(&format!(
-                "dataset {id} ({}) cannot be completed: ranks {:?} missing; trying an older one",
-                report.name, report.missing
-            )),
-            Err(e) => say(&format!("dataset {id}: {e}; trying an older one")),
+            Ok(report) => {
+                say(&format!(
+                    "dataset {id} ({}) cannot be completed: ranks {:?} missing",
+                    report.name, report.missing
+                ));
+                false
+            }
+            Err(e) => {
+                say(&format!("dataset {id}: {e}"));
+                false
+            }
         }
     }
-    Ok(false)
 }
 
 pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {

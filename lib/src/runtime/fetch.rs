@@ -64,7 +64,7 @@ impl Scr {
                         Ok(())
                     })?;
                     update_flush_file(&self.config.prefix, |f| {
-                        f.describe(id, &name, desc.checkpoint_id(), None);
+                        f.describe_dataset(id, &desc);
                         f.set_location(id, Location::Cache);
                         f.set_location(id, Location::Pfs);
                     })

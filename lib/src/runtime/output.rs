@@ -321,12 +321,7 @@ impl Scr {
         }
         self.note_on_prefix("the new dataset in the flush file", || {
             update_flush_file(&self.config.prefix, |f| {
-                f.describe(
-                    id,
-                    desc.name().unwrap_or_default(),
-                    desc.checkpoint_id(),
-                    None,
-                );
+                f.describe_dataset(id, desc);
                 f.set_location(id, Location::Cache);
                 if let Some(old) = evicted {
                     forget_cached(f, old);
