@@ -159,6 +159,22 @@ impl HaltFile {
         self.0.unset(key);
     }
 
+    /// These conditions as a job is under them: `SCR_HALT_SECONDS` (`param`, when positive)
+    /// is the HaltSeconds wherever the halt file sets none. A HaltSeconds the file sets
+    /// (`scr halt --seconds`, before or during the job) wins over the parameter. SCR itself
+    /// ignores the parameter whenever a halt file exists at all (a previous run leaves one),
+    /// which silently drops the setting; here it is dropped only where the file says
+    /// otherwise. The parameter is not written into the file.
+    pub fn with_halt_seconds_default(&self, param: Option<i64>) -> HaltFile {
+        let mut effective = self.clone();
+        if effective.halt_seconds().is_none()
+            && let Some(secs) = param.filter(|&s| s > 0)
+        {
+            effective.set_halt_seconds(secs);
+        }
+        effective
+    }
+
     /// Counts one completed checkpoint against `CheckpointsLeft`, if set.
     pub fn decrement_checkpoints(&mut self) {
         if let Some(n) = self.checkpoints_left() {
@@ -289,6 +305,39 @@ mod tests {
             h.library_decision(0, None),
             Some(HaltCause::NoCheckpointsLeft)
         );
+    }
+
+    #[test]
+    fn halt_seconds_come_from_the_file_else_the_parameter() {
+        let mut h = HaltFile::new();
+        // SCR_HALT_SECONDS=20 with 20 s left halts, with 21 s left does not
+        let with_param = h.with_halt_seconds_default(Some(20));
+        assert_eq!(with_param.halt_seconds(), Some(20));
+        assert!(with_param.decision(0, Some(20)).is_some());
+        assert!(with_param.decision(0, Some(21)).is_none());
+        assert!(
+            h.with_halt_seconds_default(Some(0))
+                .decision(0, Some(0))
+                .is_none()
+        );
+        assert!(
+            h.with_halt_seconds_default(None)
+                .decision(0, Some(0))
+                .is_none()
+        );
+        // a value the halt file sets wins over the parameter
+        h.set_halt_seconds(5);
+        let file_wins = h.with_halt_seconds_default(Some(20));
+        assert_eq!(file_wins.halt_seconds(), Some(5));
+        assert!(file_wins.decision(0, Some(20)).is_none());
+        // and the parameter never lands in the file the caller holds
+        assert_eq!(
+            HaltFile::new()
+                .with_halt_seconds_default(Some(9))
+                .halt_seconds(),
+            Some(9)
+        );
+        assert_eq!(HaltFile::new().halt_seconds(), None);
     }
 
     #[test]

@@ -95,22 +95,52 @@ fn runs_exhausted_returns_the_applications_exit_status() {
 #[test]
 fn a_halt_file_stops_the_loop_after_the_current_run() {
     let job = Job::new();
-    let halt = scr::layout::halt_file(&job.prefix());
-    std::fs::create_dir_all(halt.parent().unwrap()).unwrap();
-    let mut h = scr::halt::HaltFile::new();
-    h.set_exit_reason("JOB_HALTED");
-    h.write(&halt).unwrap();
-    let (out, t) = output(scr_run_in(
-        &job,
-        &["sh", "-c", "exit 1"],
-        &[("SCR_RUNS", "5")],
-    ));
+    // the run itself asks for the halt, as a user's `scr halt` during the job would
+    let halt = format!(
+        "echo ran; {} halt {}; exit 1",
+        scr_command().display(),
+        job.prefix().display()
+    );
+    let (out, t) = output(scr_run_in(&job, &["sh", "-c", &halt], &[("SCR_RUNS", "5")]));
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(
         t.contains("Halt condition detected (Reason: JOB_HALTED.)"),
         "{t}"
     );
-    assert_eq!(t.matches("launching").count(), 1, "{t}");
+    assert_eq!(t.matches("ran\n").count(), 1, "{t}");
+}
+
+#[test]
+fn a_halt_condition_before_the_first_run_launches_nothing() {
+    let job = Job::new();
+    let halt = scr::layout::halt_file(&job.prefix());
+    std::fs::create_dir_all(halt.parent().unwrap()).unwrap();
+    let mut h = scr::halt::HaltFile::new();
+    h.set_exit_reason("JOB_HALTED");
+    h.write(&halt).unwrap();
+    let run = |env: &[(&str, &str)]| output(scr_run_in(&job, &["sh", "-c", "echo ran"], env));
+    let (out, t) = run(&[]);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(!t.contains("ran\n") && !t.contains("launching on"), "{t}");
+    assert!(
+        t.contains("Halt condition detected before the first run (Reason: JOB_HALTED.)")
+            && t.contains("scr halt -r"),
+        "{t}"
+    );
+    // the allocation ends within SCR_HALT_SECONDS: no launch either (the halt file has none)
+    h.unset(scr::halt::EXIT_REASON);
+    h.write(&halt).unwrap();
+    let end = (chrono::Utc::now().timestamp() + 600).to_string();
+    let (out, t) = run(&[("SCR_END_TIME", &end), ("SCR_HALT_SECONDS", "3600")]);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(!t.contains("ran\n"), "{t}");
+    assert!(t.contains("is at most HaltSeconds (3600 s)"), "{t}");
+    // a previous job's finished run does not hold the next one back
+    h.set_exit_reason("SCR_FINALIZE_CALLED");
+    h.write(&halt).unwrap();
+    let (out, t) = run(&[("SCR_RUNS", "1")]);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert_eq!(t.matches("ran\n").count(), 1, "{t}");
 }
 
 #[test]
@@ -224,14 +254,28 @@ fn scr_halt_immediate_stops_the_running_job_now() {
         "{t}"
     );
     assert_eq!(t.matches("launching").count(), 1, "{t}");
-    // the next job starts afresh: prerun clears the immediate stop (not the reason)
+    // the halt stays: the next job launches nothing until the user removes it (halt.rst)
     let halt = scr::halt::HaltFile::read(&scr::layout::halt_file(&job.prefix())).unwrap();
     assert!(halt.exit_now());
-    let (_, t) = output(scr_run_in(
-        &job,
-        &["sh", "-c", "exit 0"],
-        &[("SCR_RUNS", "1")],
-    ));
+    let next = || {
+        output(scr_run_in(
+            &job,
+            &["sh", "-c", "exit 0"],
+            &[("SCR_RUNS", "1")],
+        ))
+    };
+    let (_, t) = next();
+    assert!(
+        t.contains("before the first run (Reason: JOB_HALTED.)") && !t.contains("run ended"),
+        "{t}"
+    );
+    let removed = Command::new(scr_command())
+        .args(["halt", "-r"])
+        .arg(job.prefix())
+        .output()
+        .unwrap();
+    assert!(removed.status.success(), "{}", text(&removed));
+    let (_, t) = next();
     assert!(t.contains("run ended: exit code 0"), "{t}");
 }
 

@@ -324,6 +324,53 @@ fn halt_by_exit_before_and_halt_seconds_stops_in_init() {
 }
 
 #[test]
+fn scr_halt_seconds_halts_when_the_allocation_is_about_to_end() {
+    // halt.rst: with less than SCR_HALT_SECONDS left before the allocation ends (its end
+    // from SCR_END_TIME), SCR halts the job: here already in SCR_Init
+    let job = Job::new();
+    let end = (chrono::Utc::now().timestamp() + 600).to_string();
+    let env = [("SCR_END_TIME", end.as_str()), ("SCR_HALT_SECONDS", "3600")];
+    let out = job.run_ok(2, &["1000", "3"], &env);
+    assert!(
+        out.contains("is at most HaltSeconds (3600 s)") && !out.contains("test_api:"),
+        "{out}"
+    );
+    assert_eq!(halt_reason(&job).as_deref(), Some("TIME_LIMIT"));
+    assert_eq!(
+        scr::halt::HaltFile::read(&scr::layout::halt_file(&job.prefix()))
+            .unwrap()
+            .halt_seconds(),
+        None,
+        "the parameter is not written into the halt file"
+    );
+
+    // mid-run: 6 s left at the start, halted once 3 s or less remain, long before the
+    // 30 checkpoints of a second each are written
+    let job = Job::new();
+    let end = (chrono::Utc::now().timestamp() + 6).to_string();
+    let out = job.run_ok(
+        2,
+        &["1000", "30"],
+        &[
+            ("SCR_END_TIME", end.as_str()),
+            ("SCR_HALT_SECONDS", "3"),
+            ("TEST_API_SLEEP_MS", "1000"),
+        ],
+    );
+    assert!(!out.contains("test_api: done"), "{out}");
+    assert_eq!(halt_reason(&job).as_deref(), Some("TIME_LIMIT"), "{out}");
+    assert!(!job.prefix().join("ckpt.30").exists(), "{out}");
+
+    // a HaltSeconds the halt file sets before the first run wins over the parameter
+    let job = Job::new();
+    write_halt(&job, |h| h.set_halt_seconds(10));
+    let end = (chrono::Utc::now().timestamp() + 600).to_string();
+    let env = [("SCR_END_TIME", end.as_str()), ("SCR_HALT_SECONDS", "3600")];
+    let out = job.run_ok(2, &["1000", "2"], &env);
+    assert!(out.contains("test_api: done"), "{out}");
+}
+
+#[test]
 fn halt_by_exit_reason_and_a_previous_finalize_does_not_halt() {
     let job = Job::new();
     write_halt(&job, |h| h.set_exit_reason("JOB_HALTED"));

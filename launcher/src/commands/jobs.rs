@@ -31,13 +31,8 @@ pub struct ShouldExitArgs {
 pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
     let prefix = super::prefix_dir(args.prefix, &params)?;
-    let mut halt: HaltFile = super::read_or_empty(&layout::halt_file(&prefix))?;
-    // the library's own margin applies when the halt file does not set one
-    if halt.halt_seconds().is_none()
-        && let Some(secs) = params.int("SCR_HALT_SECONDS").filter(|&s| s > 0)
-    {
-        halt.set_halt_seconds(secs);
-    }
+    let halt: HaltFile = super::read_or_empty(&layout::halt_file(&prefix))?;
+    let halt = halt.with_halt_seconds_default(params.int("SCR_HALT_SECONDS"));
     let now = chrono::Utc::now().timestamp();
     let remaining = scr::halt::seconds_left(params.get("SCR_END_TIME"), now);
     match halt.decision(now, remaining) {

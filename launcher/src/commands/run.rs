@@ -81,6 +81,8 @@ struct Live<'a> {
     /// SCR_WATCHDOG: how long a run may go without flush progress (while computing, and
     /// while flushing to the prefix).
     watchdog: Option<(Duration, Duration)>,
+    /// SCR_HALT_SECONDS, where the halt file sets no HaltSeconds.
+    halt_seconds: Option<i64>,
 }
 
 /// What the launcher watches while a run goes on: the halt file's immediate stop, and the
@@ -208,11 +210,30 @@ impl JobOps for Live<'_> {
         }
     }
 
-    fn halt_condition(&mut self) -> Option<String> {
-        let halt = HaltFile::read(&layout::halt_file(&self.prefix)).ok()?;
+    fn halt_condition(&mut self, before_first_run: bool) -> Option<String> {
+        let halt = match HaltFile::read(&layout::halt_file(&self.prefix)) {
+            Ok(h) => h,
+            Err(e) if e.is_not_found() => HaltFile::new(),
+            Err(e) => {
+                // a halt file nobody can read must not stop the job (nor let it run
+                // unwatched without a word)
+                self.reporter.say(
+                    "warning",
+                    &format!("halt conditions not checked: {e}"),
+                    serde_json::json!({"error": e.to_string()}),
+                );
+                return None;
+            }
+        };
+        let halt = halt.with_halt_seconds_default(self.halt_seconds);
         let now = chrono::Utc::now().timestamp();
         let left = scr::halt::seconds_left(std::env::var("SCR_END_TIME").ok().as_deref(), now);
-        halt.decision(now, left).map(|cause| cause.to_string())
+        let cause = if before_first_run {
+            halt.library_decision(now, left)
+        } else {
+            halt.decision(now, left)
+        };
+        cause.map(|cause| cause.to_string())
     }
 
     fn stop_requested(&self) -> bool {
@@ -351,6 +372,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         stop,
         reporter: &reporter,
         watchdog,
+        halt_seconds: params.int("SCR_HALT_SECONDS"),
     };
     let outcome = job::run_loop(&mut live, &cfg);
     if let Some(agents) = agents {

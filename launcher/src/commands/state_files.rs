@@ -73,7 +73,7 @@ pub fn flush_file(args: FlushFileArgs) -> scr::Result<ExitCode> {
     long_about = "Read <DIR>/.scr/halt.scr and decide as SCR's launcher does: halt when an ExitReason is \
                   set (SCR_FINALIZE_CALLED included: the run finished), no checkpoints are left, or the \
                   ExitBefore/HaltSeconds or ExitAfter time has passed. SCR_END_TIME (epoch seconds) gives \
-                  the allocation end for HaltSeconds.\n\nExit codes: 0 halt, 1 continue (SCR's convention)."
+                  the allocation end for HaltSeconds (the halt file's, else SCR_HALT_SECONDS).\n\nExit codes: 0 halt, 1 continue (SCR's convention)."
 )]
 pub struct RetriesHaltArgs {
     /// The prefix directory
@@ -91,8 +91,10 @@ pub fn retries_halt(args: RetriesHaltArgs) -> scr::Result<ExitCode> {
         }
         Err(e) => return Err(e),
     };
+    let params = scr::params::Params::load(&scr::params::Sources::from_process())?;
+    let halt = halt.with_halt_seconds_default(params.int("SCR_HALT_SECONDS"));
     let now = chrono::Utc::now().timestamp();
-    let left = scr::halt::seconds_left(std::env::var("SCR_END_TIME").ok().as_deref(), now);
+    let left = scr::halt::seconds_left(params.get("SCR_END_TIME"), now);
     match halt.decision(now, left) {
         Some(cause) => {
             println!("scr_retries_halt: HALT RUN: {cause}");

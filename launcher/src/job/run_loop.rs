@@ -26,8 +26,10 @@ pub trait JobOps {
     /// Runs the application on all nodes but `exclude`; its exit code (None: killed by a
     /// signal, or it could not start — the error says why).
     fn launch(&mut self, attempt: u32, exclude: &HostSet) -> Result<Option<i32>, String>;
-    /// Why the job must stop relaunching (the halt file), if it must.
-    fn halt_condition(&mut self) -> Option<String>;
+    /// Why the job must stop relaunching (the halt file, the time left), if it must.
+    /// `before_first_run`: the job has not run yet, so a previous job's finished run
+    /// (SCR_FINALIZE_CALLED) does not count, as the library ignores it too.
+    fn halt_condition(&mut self, before_first_run: bool) -> Option<String>;
     /// True once scr-run was asked to stop (SIGTERM, SIGINT).
     fn stop_requested(&self) -> bool;
     fn sleep(&mut self, how_long: Duration);
@@ -77,10 +79,23 @@ pub enum Event {
 /// Why the loop stopped.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ending {
-    RunsExhausted { runs: u32 },
-    Halted { reason: String },
-    TooFewNodes { left: u64, needed: u64 },
-    LaunchNodeDown { node: String },
+    RunsExhausted {
+        runs: u32,
+    },
+    Halted {
+        reason: String,
+    },
+    /// A halt condition held before the first run: nothing was launched.
+    HaltedBeforeLaunch {
+        reason: String,
+    },
+    TooFewNodes {
+        left: u64,
+        needed: u64,
+    },
+    LaunchNodeDown {
+        node: String,
+    },
     StopRequested,
 }
 
@@ -91,6 +106,12 @@ impl std::fmt::Display for Ending {
             Ending::Halted { reason } => {
                 write!(f, "Halt condition detected ({reason}), ending run.")
             }
+            Ending::HaltedBeforeLaunch { reason } => write!(
+                f,
+                "Halt condition detected before the first run ({reason}): not launching. \
+                 `scr halt --list` shows the conditions; `scr halt -r` removes them \
+                 (or `scr halt --unset-...` one)."
+            ),
             Ending::TooFewNodes { left, needed } => {
                 write!(
                     f,
@@ -173,6 +194,11 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
         if ops.stop_requested() {
             return finish(ops, Ending::StopRequested, attempt, last_exit, &down);
         }
+        if attempt == 0
+            && let Some(reason) = ops.halt_condition(true)
+        {
+            return finish(ops, Ending::HaltedBeforeLaunch { reason }, 0, None, &down);
+        }
         attempt += 1;
         let left = match nodes_for_attempt(ops, cfg, &mut down, attempt) {
             Ok(left) => left,
@@ -207,7 +233,7 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
                 &down,
             );
         }
-        if let Some(reason) = ops.halt_condition() {
+        if let Some(reason) = ops.halt_condition(false) {
             return finish(ops, Ending::Halted { reason }, attempt, last_exit, &down);
         }
         if !cfg.delay.is_zero() {
@@ -216,7 +242,7 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
             });
             ops.sleep(cfg.delay);
             // a halt may arrive while sleeping (SCR checks again too)
-            if let Some(reason) = ops.halt_condition() {
+            if let Some(reason) = ops.halt_condition(false) {
                 return finish(ops, Ending::Halted { reason }, attempt, last_exit, &down);
             }
         }
@@ -269,11 +295,20 @@ mod tests {
                 .cloned()
                 .unwrap_or(Ok(Some(0)))
         }
-        fn halt_condition(&mut self) -> Option<String> {
+        fn halt_condition(&mut self, before_first_run: bool) -> Option<String> {
             let n = self.launched.len() as u32;
-            self.halt_after
-                .filter(|&h| n >= h)
-                .map(|_| "SCR_FINALIZE_CALLED".into())
+            assert_eq!(
+                before_first_run,
+                n == 0,
+                "asked before the first run only then"
+            );
+            // a finished run halts the loop; only a user's halt holds before the first
+            let reason = if before_first_run {
+                "JOB_HALTED"
+            } else {
+                "SCR_FINALIZE_CALLED"
+            };
+            self.halt_after.filter(|&h| n >= h).map(|_| reason.into())
         }
         fn stop_requested(&self) -> bool {
             self.stop_after
@@ -401,5 +436,26 @@ mod tests {
         let out = run_loop(&mut s, &config("n1", None));
         assert_eq!(out.attempts, 2);
         assert_eq!(out.last_exit, Some(0));
+    }
+
+    #[test]
+    fn a_halt_condition_before_the_first_run_launches_nothing() {
+        let mut s = Script {
+            halt_after: Some(0),
+            ..Default::default()
+        };
+        let out = run_loop(&mut s, &config("n1", None));
+        assert!(s.launched.is_empty(), "{:?}", s.launched);
+        assert_eq!(out.attempts, 0);
+        assert_eq!(out.last_exit, None);
+        let Ending::HaltedBeforeLaunch { reason } = &out.ending else {
+            panic!("{:?}", out.ending);
+        };
+        assert_eq!(reason, "JOB_HALTED");
+        assert!(
+            out.ending.to_string().contains("scr halt -r"),
+            "{}",
+            out.ending
+        );
     }
 }

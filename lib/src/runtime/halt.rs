@@ -21,7 +21,9 @@ impl Scr {
                 let now = chrono::Utc::now().timestamp();
                 let remaining =
                     scr::halt::seconds_left(self.config.params.get("SCR_END_TIME"), now);
-                if let Some(cause) = halt.library_decision(now, remaining) {
+                let conditions =
+                    halt.with_halt_seconds_default(self.config.params.int("SCR_HALT_SECONDS"));
+                if let Some(cause) = conditions.library_decision(now, remaining) {
                     eprintln!("SCR: Job exiting: {cause}");
                     halt.set_exit_reason(cause.reason());
                     halt_now = true;
