@@ -24,7 +24,12 @@ fn conditions_are_set_listed_unset_and_removed() {
         p,
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).starts_with(&format!("Updating halt file for {p}")));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .starts_with(&format!("Updating halt file {p}/.scr/halt.scr")),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let h = halt_file(d.path());
     assert_eq!(
         (
@@ -125,4 +130,119 @@ fn halt_cntl_takes_scr_s_own_flags() {
         let o = run(bad);
         assert_eq!(o.status.code(), Some(1), "{bad:?}");
     }
+}
+
+/// The halt sequence of LLNL's own test plan (testing/TEST, v3.1), with the ISO times its
+/// TESTING.sh and the user guide use: each call's output holds what the plan checks.
+#[test]
+fn scr_halt_prints_what_scr_prints_at_each_step() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().to_str().unwrap();
+    let step = |args: &[&str], must: &[&str], must_not: &[&str]| -> String {
+        let mut all = vec!["halt"];
+        all.extend_from_slice(args);
+        all.push(p);
+        let o = scr(&all);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "{args:?}: {out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        for m in must {
+            assert!(out.contains(m), "{args:?} must print {m:?}: {out}");
+        }
+        for m in must_not {
+            assert!(!out.contains(m), "{args:?} must not print {m:?}: {out}");
+        }
+        out
+    };
+    let line = |out: &str, key: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(key))
+            .unwrap_or_else(|| panic!("no {key} line: {out}"))
+            .to_string()
+    };
+    let listed = step(&["--list"], &["Halt file settings for", "None"], &[]);
+    assert!(listed.contains(&format!("{p}/.scr/halt.scr")), "{listed}");
+    let o = step(
+        &["--before", "2100-07-04T21:00:00"],
+        &[
+            "Setting ExitBefore",
+            "ExitBefore:",
+            "Sun Jul  4 21:00:00 2100",
+        ],
+        &["None"],
+    );
+    let before = line(&o, "ExitBefore:");
+    let o = step(
+        &["--after", "2100-07-04T16:00:00"],
+        &["Setting ExitAfter", "ExitBefore:", "ExitAfter:"],
+        &[],
+    );
+    assert_eq!(line(&o, "ExitBefore:"), before);
+    let after = line(&o, "ExitAfter:");
+    let o = step(
+        &["--seconds", "1200"],
+        &[
+            "Setting HaltSeconds",
+            "ExitBefore:",
+            "ExitAfter:",
+            "HaltSeconds:     1200",
+        ],
+        &[],
+    );
+    assert_eq!(
+        (line(&o, "ExitBefore:"), line(&o, "ExitAfter:")),
+        (before, after)
+    );
+    assert!(
+        line(&o, "ExitBefore - HaltSeconds:").ends_with("Sun Jul  4 20:40:00 2100"),
+        "{o}"
+    );
+    step(
+        &["--unset-before"],
+        &["Unsetting ExitBefore", "ExitAfter:", "HaltSeconds:"],
+        &["ExitBefore:"],
+    );
+    let o = step(
+        &["--unset-after"],
+        &["Unsetting ExitAfter"],
+        &["ExitAfter:"],
+    );
+    assert_eq!(line(&o, "HaltSeconds:"), "  HaltSeconds:     1200");
+    step(
+        &["--unset-seconds"],
+        &["Unsetting HaltSeconds", "None"],
+        &[],
+    );
+    step(
+        &[],
+        &["Setting ExitReason", "ExitReason:      JOB_HALTED"],
+        &[],
+    );
+    step(
+        &["--checkpoints", "5"],
+        &[
+            "Setting CheckpointsLeft",
+            "CheckpointsLeft: 5",
+            "ExitReason:",
+        ],
+        &[],
+    );
+    let o = step(
+        &["--unset-checkpoints"],
+        &["Unsetting CheckpointsLeft"],
+        &[],
+    );
+    assert_eq!(line(&o, "ExitReason:"), "  ExitReason:      JOB_HALTED");
+    step(&["--unset-reason"], &["Unsetting ExitReason", "None"], &[]);
+    step(&["-v", "--remove"], &["Updating halt file", "removed"], &[]);
+    assert!(!scr::layout::halt_file(d.path()).exists());
+    // -v/--verbose names the file first
+    step(
+        &["--verbose", "--list"],
+        &[&format!("scr_halt: halt file {p}/.scr/halt.scr")],
+        &[],
+    );
 }

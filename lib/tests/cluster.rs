@@ -521,7 +521,7 @@ exit $rc
     assert!(out.status.success(), "{t}\n{log}");
     assert!(log.contains("test_api: done"), "{log}");
     assert!(log.contains("ckpt.4"), "scr_index lists it: {log}");
-    assert!(log.contains("Halt conditions for"), "{log}");
+    assert!(log.contains("Halt file settings for"), "{log}");
     assert!(c.index_entry("ckpt.4").is_current, "{log}");
     eprintln!(
         "scenario 8 wall time: {:.1} s",

@@ -16,8 +16,11 @@ use std::process::ExitCode;
     about = "Stop a job after its next checkpoint, or at a time; list or remove halt conditions",
     long_about = "Update <prefix>/.scr/halt.scr of each PREFIX (default: SCR_PREFIX, else the working \
                   directory). Without a condition the job halts after its next checkpoint (ExitReason \
-                  JOB_HALTED); with --immediate scr-run stops it at once. TIME is '3pm', '3pm tomorrow', '15:30', '2026-12-01 08:00', '+30m' (s, m, h, d), \
-                  or '@EPOCH'.\n\nExit code: 1 if any halt file could not be updated.",
+                  JOB_HALTED); with --immediate scr-run stops it at once. TIME is SCR's ISO form \
+                  '2026-12-04T21:00:00' in local time, or '3pm', '3pm tomorrow', '15:30', \
+                  '2026-12-01 08:00', '+30m' (s, m, h, d), or '@EPOCH'. Prints what it sets and \
+                  unsets, then the halt file's settings, as SCR's scr_halt.\n\n\
+                  Exit code: 1 if any halt file could not be updated.",
     disable_help_flag = true
 )]
 pub struct Args {
@@ -53,6 +56,9 @@ pub struct Args {
     /// Remove the halt file
     #[arg(short = 'r', long)]
     remove: bool,
+    /// Also say which halt file each prefix has
+    #[arg(short = 'v', long)]
+    verbose: bool,
     /// Print help
     #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     help: Option<bool>,
@@ -65,7 +71,8 @@ pub fn parse_time(text: &str, now: DateTime<Local>) -> Result<DateTime<Local>, S
     let t = text.trim().to_ascii_lowercase();
     let bad = || {
         format!(
-            "cannot read time {text:?}: use '3pm', '3pm tomorrow', '15:30', '2026-12-01 08:00', '+30m' or '@EPOCH'"
+            "cannot read time {text:?}: use SCR's ISO form '2026-12-04T21:00:00' (local time), \
+             or '3pm', '3pm tomorrow', '15:30', '2026-12-01 08:00', '+30m' or '@EPOCH'"
         )
     };
     if let Some(epoch) = t.strip_prefix('@') {
@@ -85,11 +92,12 @@ pub fn parse_time(text: &str, now: DateTime<Local>) -> Result<DateTime<Local>, S
         };
         return Ok(now + Duration::seconds(secs));
     }
+    // `t` is lower case: SCR's ISO `T` separator reads as `t`
     for fmt in [
+        "%Y-%m-%dt%H:%M:%S",
         "%Y-%m-%d %H:%M:%S",
         "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%dt%H:%M",
     ] {
         if let Ok(n) = NaiveDateTime::parse_from_str(&t, fmt) {
             return Local.from_local_datetime(&n).earliest().ok_or_else(bad);
@@ -123,7 +131,9 @@ pub fn parse_time(text: &str, now: DateTime<Local>) -> Result<DateTime<Local>, S
         .ok_or_else(bad)
 }
 
-fn show(halt: &HaltFile) -> String {
+/// The halt file's settings as SCR's scr_halt prints them, under `Halt file settings for
+/// <file>:` (`None` when there are none).
+fn show(path: &std::path::Path, halt: &HaltFile) -> String {
     let when = |t: i64| {
         Local
             .timestamp_opt(t, 0)
@@ -147,14 +157,16 @@ fn show(halt: &HaltFile) -> String {
     if let Some(s) = halt.halt_seconds() {
         out += &format!("  HaltSeconds:     {s}\n");
     }
+    if let (Some(t), Some(s)) = (halt.exit_before(), halt.halt_seconds()) {
+        out += &format!("  ExitBefore - HaltSeconds: {}\n", when(t - s));
+    }
     if halt.exit_now() {
         out += "  ExitNow:         yes (scr-run stops the running job)\n";
     }
     if out.is_empty() {
-        "  (no halt conditions)\n".into()
-    } else {
-        out
+        out = "  None\n".into();
     }
+    format!("Halt file settings for {}:\n{out}", path.display())
 }
 
 pub fn run(args: Args) -> scr::Result<ExitCode> {
@@ -198,7 +210,8 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
 }
 
 /// What `args` ask of the halt file of `prefix` (remove, list, or change it, with the
-/// times already parsed); returns what to print.
+/// times already parsed); returns what to print: for a change, SCR's `Setting …` and
+/// `Unsetting …` lines (in its order), then the settings.
 fn change_halt_file(
     args: &Args,
     prefix: &std::path::Path,
@@ -206,9 +219,16 @@ fn change_halt_file(
     after: Option<i64>,
 ) -> scr::Result<String> {
     let path = layout::halt_file(prefix);
+    let mut out = String::new();
+    if args.verbose {
+        out += &format!("scr_halt: halt file {}\n", path.display());
+    }
     if args.remove {
         scr::io::remove_durably(&path)?;
-        return Ok(format!("Removed halt file {}\n", path.display()));
+        return Ok(format!(
+            "{out}Updating halt file {}: removed (no halt condition is left)\n",
+            path.display()
+        ));
     }
     if args.list {
         let halt = match HaltFile::read(&path) {
@@ -216,11 +236,7 @@ fn change_halt_file(
             Err(e) if e.is_not_found() => HaltFile::new(),
             Err(e) => return Err(e),
         };
-        return Ok(format!(
-            "Halt conditions for {}:\n{}",
-            prefix.display(),
-            show(&halt)
-        ));
+        return Ok(out + &show(&path, &halt));
     }
     let sets_something =
         args.checkpoints.is_some() || before.is_some() || after.is_some() || args.seconds.is_some();
@@ -229,6 +245,27 @@ fn change_halt_file(
         || args.unset_after
         || args.unset_seconds
         || args.unset_reason;
+    // no condition given (or --immediate): the job halts at its next check
+    let halt_now = (!sets_something && !unsets) || args.immediate;
+    // SCR's order of the lines
+    for (set, unset, key) in [
+        (
+            args.checkpoints.is_some(),
+            args.unset_checkpoints,
+            CHECKPOINTS_LEFT,
+        ),
+        (after.is_some(), args.unset_after, EXIT_AFTER),
+        (before.is_some(), args.unset_before, EXIT_BEFORE),
+        (args.seconds.is_some(), args.unset_seconds, HALT_SECONDS),
+        (halt_now, args.unset_reason, EXIT_REASON),
+    ] {
+        if set {
+            out += &format!("Setting {key}\n");
+        } else if unset {
+            out += &format!("Unsetting {key}\n");
+        }
+    }
+    out += "\n";
     scr::safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)?;
     let shown = HaltFile::update(&path, SHARED_FILE, |halt| {
         for (flag, key) in [
@@ -255,18 +292,17 @@ fn change_halt_file(
         if let Some(s) = args.seconds {
             halt.set_halt_seconds(s);
         }
-        // no condition given (or --immediate): the job halts at its next check
-        if (!sets_something && !unsets) || args.immediate {
+        if halt_now {
             halt.set_exit_reason(reasons::JOB_HALTED);
         }
         if args.immediate {
             halt.set_exit_now();
         }
-        Ok(show(halt))
+        Ok(show(&path, halt))
     })?;
     Ok(format!(
-        "Updating halt file for {}\n{shown}",
-        prefix.display()
+        "Updating halt file {}\n{out}{shown}",
+        path.display()
     ))
 }
 
@@ -289,13 +325,25 @@ mod tests {
         assert_eq!(at("12:30pm"), "2026-11-22 12:30:00");
         assert_eq!(at("15:30"), "2026-11-22 15:30:00");
         assert_eq!(at("2026-12-01 08:00"), "2026-12-01 08:00:00");
+        // the form SCR v3.1's scr_halt takes, and its user guide shows
+        assert_eq!(at("2026-12-04T21:00:00"), "2026-12-04 21:00:00");
+        assert_eq!(at("2023-07-04T21:00:00"), "2023-07-04 21:00:00");
+        assert_eq!(at("2026-12-04T21:00"), "2026-12-04 21:00:00");
         assert_eq!(at("+30m"), "2026-11-22 10:30:00");
         assert_eq!(at("+2h"), "2026-11-22 12:00:00");
         assert_eq!(
             parse_time("@1800000000", now).unwrap().timestamp(),
             1_800_000_000
         );
-        for bad in ["13pm", "later", "+5x", "25:00", ""] {
+        for bad in [
+            "13pm",
+            "later",
+            "+5x",
+            "25:00",
+            "",
+            "2026-13-04T21:00:00",
+            "2026-12-04X21:00:00",
+        ] {
             assert!(parse_time(bad, now).is_err(), "{bad}");
         }
     }
@@ -380,7 +428,7 @@ pub fn cntl(args: CntlArgs) -> scr::Result<ExitCode> {
                 (_, Some(n)) => halt.set_halt_seconds(n.parse().expect("checked")),
             }
         }
-        Ok(show(halt))
+        Ok(show(&file, halt))
     })?;
     if list || !changes.is_empty() {
         print!("{shown}");
