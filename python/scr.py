@@ -25,6 +25,7 @@ linker (``LD_LIBRARY_PATH``).
 
 import ctypes
 import os
+import sys
 
 FLAG_NONE = 0
 FLAG_CHECKPOINT = 1
@@ -32,26 +33,151 @@ FLAG_OUTPUT = 2
 MAX_FILENAME = 1024
 
 
-def _load():
+def _library_candidates():
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.environ.get("SCR_LIBRARY"),
-                  os.path.join(here, "..", "..", "..", "lib", "libscr.so"),
-                  "libscr.so"]
+    yield os.environ.get("SCR_LIBRARY")
+    yield os.path.join(here, "..", "..", "..", "lib", "libscr.so")
+    yield "libscr.so"
+
+
+def _on_library_path(name):
+    """Where the dynamic linker would find ``name`` through LD_LIBRARY_PATH, if there."""
+    for d in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if d and os.path.exists(os.path.join(d, name)):
+            return os.path.join(d, name)
+    return None
+
+
+# Which MPI a shared library belongs to, by its file name: MPICH's (libmpich, or
+# libmpi.so.12, MPICH's ABI name) or Open MPI's (libmpi.so.40 and its libopen-pal). Two of
+# them in one process cannot share MPI_COMM_WORLD: a program whose mpi4py initialized one
+# and whose libscr calls the other crashes in SCR_Init, and the one loaded first takes the
+# other's symbols.
+def _mpi_of(path):
+    name = os.path.basename(path)
+    if name.startswith("libmpich") or name.startswith("libmpi.so.12"):
+        return "MPICH"
+    if name.startswith(("libopen-pal", "libopen-rte")) or name.startswith("libmpi.so.4"):
+        return "Open MPI"
+    return None
+
+
+def _needed(path):
+    """The DT_NEEDED names of a 64-bit little-endian ELF shared object (its libraries)."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return []
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    names = []
+    for (_, kind, _, _, offset, size, link, _, _, entsize) in sections:
+        if kind != 6 or not entsize:  # SHT_DYNAMIC
+            continue
+        strtab_offset = sections[link][4]
+        for at in range(offset, offset + size, entsize):
+            tag, value = struct.unpack_from("<qQ", data, at)
+            if tag == 0:
+                break
+            if tag == 1:  # DT_NEEDED
+                start = strtab_offset + value
+                names.append(data[start:data.index(b"\0", start)].decode())
+    return names
+
+
+def _mpi_needed_by(path):
+    try:
+        return next((m for m in map(_mpi_of, _needed(path)) if m), None)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _mpi4py_mpi():
+    """The MPI mpi4py uses: asked when its MPI module is loaded, else read from that
+    module's file, so a mismatch is found before libscr loads another MPI beside it."""
+    module = sys.modules.get("mpi4py.MPI")
+    if module is not None:
+        try:
+            version = module.Get_library_version()
+        except Exception:
+            return None
+        return "Open MPI" if "Open MPI" in version else "MPICH" if "MPICH" in version else None
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("mpi4py.MPI")
+    except (ImportError, ValueError):
+        return None
+    return _mpi_needed_by(spec.origin) if spec and spec.origin else None
+
+
+def _refuse_two_mpis(error, mpi4py_mpi, libscr_mpi, libscr_path, detail=""):
+    raise error(
+        f"scr: mpi4py uses {mpi4py_mpi} but libscr ({libscr_path}) was built against "
+        f"{libscr_mpi}{detail}. One process can use only one MPI: install SCR against the MPI "
+        "mpi4py uses (scripts/install.sh --mpi openmpi for Debian's python3-mpi4py), or use "
+        "an mpi4py built against the MPI of this SCR (e.g. `MPICC=mpicc.mpich pip install "
+        "--no-binary mpi4py mpi4py`).")
+
+
+def _load():
     errors = []
-    for path in candidates:
+    for path in _library_candidates():
         if not path:
             continue
         if os.sep in path and not os.path.exists(path):
             continue
+        file = path if os.sep in path else _on_library_path(path)
+        if file:
+            mpi4py_mpi, libscr_mpi = _mpi4py_mpi(), _mpi_needed_by(file)
+            if mpi4py_mpi and libscr_mpi and mpi4py_mpi != libscr_mpi:
+                _refuse_two_mpis(ImportError, mpi4py_mpi, libscr_mpi, file)
         try:
-            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), path
         except OSError as e:
             errors.append(f"{path}: {e}")
     raise ImportError("scr: cannot load libscr.so (set SCR_LIBRARY to its path, or add its "
                       "directory to LD_LIBRARY_PATH): " + "; ".join(errors))
 
 
-_lib = _load()
+def _mpi_libraries():
+    """The MPI implementations loaded in this process: {name: a library file of it}."""
+    found = {}
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) == 6:
+                    path = fields[5].strip()
+                    mpi = _mpi_of(path)
+                    if mpi and mpi not in found:
+                        found[mpi] = path
+    except OSError:
+        pass
+    return found
+
+
+def _check_one_mpi(error=RuntimeError):
+    """Refuses to start SCR in a process holding two MPIs (a library loaded after this
+    module took another MPI in), naming both and the fix."""
+    found = _mpi_libraries()
+    if len(found) < 2:
+        return
+    mpi4py_mpi = _mpi4py_mpi()
+    others = [m for m in found if m != mpi4py_mpi]
+    if mpi4py_mpi in found and len(others) == 1:
+        _refuse_two_mpis(error, mpi4py_mpi, others[0], _lib_path,
+                         f" ({found[mpi4py_mpi]} and {found[others[0]]} are both loaded)")
+    raise error(
+        "scr: two MPI libraries are loaded in this process: "
+        + ", ".join(f"{m} ({p})" for m, p in sorted(found.items()))
+        + f"; libscr is {_lib_path}. One process can use only one MPI.")
+
+
+_lib, _lib_path = _load()
+_check_one_mpi(ImportError)
 _lib.SCR_Get_version.restype = ctypes.c_char_p
 _lib.SCR_Config.restype = ctypes.c_void_p
 _libc = ctypes.CDLL(None)
@@ -68,6 +194,7 @@ def _buffer():
 
 def init():
     """SCR_Init: start SCR (after MPI is initialized)."""
+    _check_one_mpi()
     _check(_lib.SCR_Init(), "SCR_Init")
 
 
@@ -99,9 +226,10 @@ def start_restart():
 
 
 def complete_restart(valid=True):
-    """SCR_Complete_restart: every rank says whether it read its files; False on any rank
-    makes SCR try an older checkpoint. Raises if the restart failed."""
-    _check(_lib.SCR_Complete_restart(ctypes.c_int(1 if valid else 0)), "SCR_Complete_restart")
+    """SCR_Complete_restart: every rank says whether it read its files. Returns True when
+    every rank read its files, False otherwise (then have_restart() offers an older
+    checkpoint), as SCR v3.1's module does; it does not raise."""
+    return _lib.SCR_Complete_restart(ctypes.c_int(1 if valid else 0)) == 0
 
 
 def need_checkpoint():
@@ -118,9 +246,8 @@ def start_checkpoint():
 
 
 def complete_checkpoint(valid=True):
-    """SCR_Complete_checkpoint."""
-    _check(_lib.SCR_Complete_checkpoint(ctypes.c_int(1 if valid else 0)),
-           "SCR_Complete_checkpoint")
+    """SCR_Complete_checkpoint (SCR v2.0's form of complete_output): True when complete."""
+    return _lib.SCR_Complete_checkpoint(ctypes.c_int(1 if valid else 0)) == 0
 
 
 def start_output(name, flags=FLAG_CHECKPOINT):
@@ -129,8 +256,10 @@ def start_output(name, flags=FLAG_CHECKPOINT):
 
 
 def complete_output(valid=True):
-    """SCR_Complete_output: every rank says whether it wrote its files."""
-    _check(_lib.SCR_Complete_output(ctypes.c_int(1 if valid else 0)), "SCR_Complete_output")
+    """SCR_Complete_output: every rank says whether it wrote its files. Returns True when
+    the dataset is complete on every rank, False otherwise, as SCR v3.1's module does; it
+    does not raise."""
+    return _lib.SCR_Complete_output(ctypes.c_int(1 if valid else 0)) == 0
 
 
 def should_exit():

@@ -252,9 +252,11 @@ clean:
 
 .PHONY: all clean
 EOF
-if [ -f python/scr.py ]; then
-  put 644 python/scr.py "$prefix/share/scr/python/scr.py"
-fi
+# what SCR v3.1 installs for Python, in the same place: the module, setup.py (pip install
+# of that directory), an example program and its README
+for f in scr.py setup.py scr_example.py README.md; do
+  put 644 "python/$f" "$prefix/share/scr/python/$f"
+done
 
 save_manifest
 trap - ERR

@@ -166,9 +166,34 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         "etc/scr.conf.example",
         "share/scr/examples/Makefile",
         "share/scr/python/scr.py",
+        "share/scr/python/setup.py",
+        "share/scr/python/scr_example.py",
+        "share/scr/python/README.md",
     ] {
         let meta = std::fs::symlink_metadata(prefix.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(meta.is_file(), "{f} is a real file");
+    }
+    // Debian's mpi4py is built against Open MPI: with this MPICH install, importing scr
+    // (in either order) names both MPIs and the fix, instead of crashing in SCR_Init
+    for program in [
+        "from mpi4py import MPI\nimport scr",
+        "import scr\nfrom mpi4py import MPI",
+    ] {
+        let o = Command::new("/usr/bin/python3")
+            .args(["-c", program])
+            .env("PYTHONPATH", prefix.join("share/scr/python"))
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert!(!o.status.success(), "{program}: {t}");
+        assert!(
+            t.contains("ImportError: scr: mpi4py uses Open MPI but libscr")
+                && t.contains("was built against MPICH")
+                && t.contains("install.sh --mpi openmpi"),
+            "{program}: {t}"
+        );
     }
     for name in [
         "scr_srun",
@@ -490,7 +515,7 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
     let py = top.path().join("py");
     std::fs::create_dir_all(py.join("prefix")).unwrap();
     let script = workspace().join("lib/tests/python/test_ckpt.py");
-    let run = |kill_after: &str| {
+    let run_with = |kill_after: &str, refuse_first: &str| {
         let mut cmd = Mpi::OpenMpi.launch(
             None,
             2,
@@ -501,9 +526,11 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
         private_job(&mut cmd, &py, &py.join("prefix"), "python");
         cmd.env("PYTHONPATH", prefix.join("share/scr/python"))
             .env("KILL_AFTER", kill_after)
+            .env("REFUSE_FIRST", refuse_first)
             .env("SCR_FLUSH", "1");
         cmd.output().unwrap()
     };
+    let run = |kill_after: &str| run_with(kill_after, "0");
     let killed = run("2");
     let t = text(&killed);
     assert!(!killed.status.success(), "{t}");
@@ -526,6 +553,40 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
     assert!(
         !py.join("prefix/ckpt.1").exists(),
         "SCR_Delete removed ckpt.1"
+    );
+    // python_api: complete_restart() returns False on every rank when one could not read its
+    // files, and the next checkpoint offered is an older one
+    let t = must(run_with("0", "1"), "python restart refused once");
+    assert!(
+        t.contains("complete_restart(ckpt.5) returned False")
+            && t.contains("complete_restart(ckpt.4) returned True")
+            && t.contains("restarted from ckpt.4, data verified"),
+        "{t}"
+    );
+    // the example v3.1 installs, in its place, runs as it is and restarts
+    let example = prefix.join("share/scr/python/scr_example.py");
+    let run_example = || {
+        let mut cmd = Mpi::OpenMpi.launch(
+            None,
+            2,
+            120,
+            Path::new("/usr/bin/python3"),
+            &[example.to_str().unwrap(), "4"],
+        );
+        private_job(&mut cmd, &py, &py.join("example"), "example");
+        cmd.env("PYTHONPATH", prefix.join("share/scr/python"));
+        must(cmd.output().unwrap(), "scr_example.py")
+    };
+    std::fs::create_dir_all(py.join("example")).unwrap();
+    let t = run_example();
+    assert!(
+        t.contains("checkpoint timestep_4 complete") && t.contains("done at timestep 4"),
+        "{t}"
+    );
+    let t = run_example();
+    assert!(
+        t.contains("restarted from timestep_4") && t.contains("done at timestep 8"),
+        "{t}"
     );
 
     uninstall(&prefix);

@@ -20,20 +20,35 @@ def payload(t):
 scr.config("SCR_CHECKPOINT_INTERVAL=1")
 assert scr.config("SCR_CHECKPOINT_INTERVAL") == "1", scr.config("SCR_CHECKPOINT_INTERVAL")
 scr.init()
+# the restart loop of SCR v3.1's own example: complete_restart() says whether every rank
+# read its files; if not, have_restart() offers an older checkpoint. REFUSE_FIRST=1 makes
+# rank 1 reject the first checkpoint offered.
 start = 0
-name = scr.have_restart()
-if name:
+refuse = os.environ.get("REFUSE_FIRST") == "1"
+name = None
+while True:
+    offered = scr.have_restart()
+    if not offered:
+        break
     restarted = scr.start_restart()
-    assert restarted == name, (restarted, name)
-    t = int(name.split(".")[1])
-    with open(scr.route_file(f"{name}/rank_{rank}.dat"), "rb") as f:
+    assert restarted == offered, (restarted, offered)
+    t = int(offered.split(".")[1])
+    with open(scr.route_file(f"{offered}/rank_{rank}.dat"), "rb") as f:
         ok = f.read() == payload(t)
-    scr.complete_restart(ok)
     if not ok:
-        sys.exit(f"rank {rank}: {name} failed verification")
-    start = t
+        sys.exit(f"rank {rank}: {offered} failed verification")
+    if refuse and rank == 1:
+        ok = False
+    completed = scr.complete_restart(ok)
+    assert completed is (not refuse), (completed, refuse)
     if rank == 0:
-        print(f"test_ckpt.py: restarted from {name}, data verified", flush=True)
+        print(f"test_ckpt.py: complete_restart({offered}) returned {completed}", flush=True)
+    if completed:
+        name, start = offered, t
+        break
+    refuse = False
+if name and rank == 0:
+    print(f"test_ckpt.py: restarted from {name}, data verified", flush=True)
 elif rank == 0:
     print("test_ckpt.py: no checkpoint, starting from the beginning", flush=True)
 
@@ -45,13 +60,14 @@ for t in range(start + 1, start + ckpts + 1):
     scr.start_output(dset, scr.FLAG_CHECKPOINT)
     with open(scr.route_file(f"{dset}/rank_{rank}.dat"), "wb") as f:
         f.write(payload(t))
-    scr.complete_output(True)
+    completed = scr.complete_output(True)
+    assert completed is True, completed
     if kill_after == t and rank == 0:
         print(f"test_ckpt.py: killed after {dset}", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     if scr.should_exit():
         break
-if start:
+if name:
     # the checkpoint restarted from is forgotten by name, the first one deleted
     scr.drop(name)
     scr.delete("ckpt.1")
