@@ -34,6 +34,10 @@ pub enum Error {
     #[error("{what}")]
     Refused { what: String },
 
+    /// SCR is turned off (SCR_ENABLE=0): calls do nothing and say nothing, as in SCR.
+    #[error("SCR is disabled (SCR_ENABLE=0)")]
+    Disabled,
+
     /// Another process of the job failed (a rank, a node's copy): this one did its part,
     /// and the collective step fails on every rank alike.
     #[error("{what}")]
@@ -62,6 +66,11 @@ impl Error {
 
     pub fn collective(what: impl Into<String>) -> Self {
         Error::Collective { what: what.into() }
+    }
+
+    /// True when SCR is turned off (SCR_ENABLE=0).
+    pub fn is_disabled(&self) -> bool {
+        matches!(self, Error::Disabled)
     }
 
     /// True when the error is "the file does not exist".

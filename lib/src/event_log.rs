@@ -122,7 +122,7 @@ impl EventLog {
                 .open(path)
                 .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
             if let Err(e) = appended {
-                eprintln!(
+                say!(
                     "SCR: WARNING: could not append to the event log {}: {e}",
                     path.display()
                 );

@@ -11,45 +11,100 @@ pub const SCR_SUCCESS: c_int = 0;
 pub const SCR_FAILURE: c_int = 1;
 pub const SCR_MAX_FILENAME: usize = 1024;
 
-static STATE: Mutex<Process> = Mutex::new(Process(None));
+static STATE: Mutex<Process> = Mutex::new(Process {
+    scr: None,
+    life: Life::NotInitialized,
+});
+
+/// Where the process is in SCR's life, for calls that come before SCR_Init or after it
+/// failed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Life {
+    NotInitialized,
+    /// SCR_ENABLE=0: every call fails without a word, as in SCR.
+    Disabled,
+    Running,
+}
 
 /// The process's SCR state. Open MPI's handles are pointers, so `Scr` is not `Send` there
 /// (MPICH's are integers); the state lives in one static behind a mutex, and MPI handles
 /// are process-wide, valid from any thread once MPI is initialized.
-struct Process(Option<Scr>);
+struct Process {
+    scr: Option<Scr>,
+    life: Life,
+}
 // SAFETY: every access goes through STATE's mutex; MPI handles are not tied to a thread.
 unsafe impl Send for Process {}
 
-/// Runs `f` on the state, turning errors and panics into SCR_FAILURE with one message.
-fn with_state(call: &str, f: impl FnOnce(&mut Option<Scr>) -> scr::Result<c_int>) -> c_int {
+/// Why a call cannot run: SCR is disabled (the call fails silently), or the error to print.
+enum Failure {
+    Disabled,
+    Error(scr::Error),
+}
+
+impl From<scr::Error> for Failure {
+    fn from(e: scr::Error) -> Self {
+        Failure::Error(e)
+    }
+}
+
+/// Stops the whole job with a message, as SCR does for a call it cannot go on from (one
+/// before SCR_Init, a failed SCR_Init): returning an error would leave the other ranks
+/// waiting in the next collective call, or let the job run on without checkpoints.
+pub(crate) fn abort_job(message: &str) -> ! {
+    // one write: another rank's abort may end this process at any moment
+    say!("SCR: ERROR: {message}; aborting the job");
+    if mpi::environment::is_initialized() && !mpi::environment::is_finalized() {
+        // SAFETY: MPI is initialized and not finalized; MPI_Abort does not return
+        unsafe {
+            mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 1);
+        }
+    }
+    std::process::exit(1)
+}
+
+/// Runs `f` on the running state (a call before SCR_Init stops the job, as SCR's does;
+/// with SCR_ENABLE=0 the call fails silently), turning errors into SCR_FAILURE with one
+/// message. A panic is a bug that may leave this rank out of a collective the others are
+/// in: it stops the job rather than return.
+fn with_state(call: &str, f: impl FnOnce(&mut Scr) -> Result<c_int, Failure>) -> c_int {
+    with_process(call, |process| match process.life {
+        Life::Disabled => Err(Failure::Disabled),
+        Life::NotInitialized => abort_job(&format!("Must call SCR_Init() before {call}()")),
+        Life::Running => f(process
+            .scr
+            .as_mut()
+            .expect("a running process has its state")),
+    })
+}
+
+/// [`with_state`] on the whole process state (SCR_Init and SCR_Finalize change its life).
+fn with_process(call: &str, f: impl FnOnce(&mut Process) -> Result<c_int, Failure>) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let mut guard = STATE.lock().unwrap_or_else(|p| p.into_inner());
-        let rc = f(&mut guard.0);
+        let rc = f(&mut guard);
         // what the call evicted is unlinked once it returns
-        if let Some(scr) = guard.0.as_mut() {
+        if let Some(scr) = guard.scr.as_mut() {
             scr.release_discards();
         }
         rc
     }));
     match result {
         Ok(Ok(rc)) => rc,
-        Ok(Err(e)) => {
-            eprintln!("SCR: ERROR: {call}: {e}");
+        Ok(Err(Failure::Disabled)) => SCR_FAILURE,
+        Ok(Err(Failure::Error(e))) => {
+            say!("SCR: ERROR: {call}: {e}");
             SCR_FAILURE
         }
-        Err(_) => {
-            eprintln!("SCR: ERROR: {call}: internal error (panic); the call failed");
-            SCR_FAILURE
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown");
+            abort_job(&format!("{call}: internal error (panic: {what})"))
         }
     }
-}
-
-fn enabled(state: &mut Option<Scr>) -> scr::Result<&mut Scr> {
-    state.as_mut().ok_or_else(|| {
-        scr::Error::refused(
-            "SCR is not initialized (SCR_Init failed, was not called, or SCR_ENABLE=0)",
-        )
-    })
 }
 
 fn string_arg<'a>(p: *const c_char, what: &str) -> scr::Result<Option<&'a str>> {
@@ -95,30 +150,47 @@ fn disabled() -> bool {
     std::env::var("SCR_ENABLE").is_ok_and(|v| v == "0")
 }
 
+/// `SCR_Init`. A failure stops the job with the error, as SCR's does: an application that
+/// went on would run without checkpoints and exit 0. SCR_ENABLE=0 fails silently.
 #[unsafe(no_mangle)]
 pub extern "C" fn SCR_Init() -> c_int {
-    if disabled() {
-        return SCR_FAILURE;
-    }
-    with_state("SCR_Init", |state| {
-        if state.is_some() {
+    with_process("SCR_Init", |process| {
+        if process.life == Life::Running {
             return Err(scr::Error::refused(
                 "SCR is already initialized; call SCR_Finalize before SCR_Init again",
-            ));
+            )
+            .into());
         }
-        *state = Some(Scr::init()?);
-        Ok(SCR_SUCCESS)
+        if disabled() {
+            process.life = Life::Disabled;
+            return Err(Failure::Disabled);
+        }
+        match Scr::init() {
+            Ok(scr) => {
+                process.scr = Some(scr);
+                process.life = Life::Running;
+                Ok(SCR_SUCCESS)
+            }
+            Err(e) if e.is_disabled() => {
+                process.life = Life::Disabled;
+                Err(Failure::Disabled)
+            }
+            Err(e) => abort_job(&format!("SCR_Init: {e}")),
+        }
     })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn SCR_Finalize() -> c_int {
-    with_state("SCR_Finalize", |state| {
-        let scr = state
-            .take()
-            .ok_or_else(|| scr::Error::refused("SCR is not initialized"))?;
-        scr.finalize()?;
-        Ok(SCR_SUCCESS)
+    with_process("SCR_Finalize", |process| match process.life {
+        Life::Disabled => Err(Failure::Disabled),
+        Life::NotInitialized => abort_job("Must call SCR_Init() before SCR_Finalize()"),
+        Life::Running => {
+            process.life = Life::NotInitialized;
+            let scr = process.scr.take().expect("a running process has its state");
+            scr.finalize()?;
+            Ok(SCR_SUCCESS)
+        }
     })
 }
 
@@ -130,8 +202,8 @@ pub unsafe extern "C" fn SCR_Need_checkpoint(flag: *mut c_int) -> c_int {
         // SAFETY: caller passes a valid int pointer
         unsafe { *flag = 0 };
     }
-    with_state("SCR_Need_checkpoint", |state| {
-        let yes = enabled(state)?.need_checkpoint()?;
+    with_state("SCR_Need_checkpoint", |scr| {
+        let yes = scr.need_checkpoint()?;
         required(flag, "the flag")?;
         // SAFETY: as above
         unsafe { *flag = c_int::from(yes) };
@@ -141,8 +213,8 @@ pub unsafe extern "C" fn SCR_Need_checkpoint(flag: *mut c_int) -> c_int {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn SCR_Start_checkpoint() -> c_int {
-    with_state("SCR_Start_checkpoint", |state| {
-        enabled(state)?.start_output(None, crate::FLAG_CHECKPOINT)?;
+    with_state("SCR_Start_checkpoint", |scr| {
+        scr.start_output(None, crate::FLAG_CHECKPOINT)?;
         Ok(SCR_SUCCESS)
     })
 }
@@ -156,9 +228,9 @@ pub extern "C" fn SCR_Complete_checkpoint(valid: c_int) -> c_int {
 /// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn SCR_Start_output(name: *const c_char, flags: c_int) -> c_int {
-    with_state("SCR_Start_output", |state| {
+    with_state("SCR_Start_output", |scr| {
         let name = string_arg(name, "dataset name")?;
-        enabled(state)?.start_output(name, flags)?;
+        scr.start_output(name, flags)?;
         Ok(SCR_SUCCESS)
     })
 }
@@ -169,8 +241,8 @@ pub extern "C" fn SCR_Complete_output(valid: c_int) -> c_int {
 }
 
 fn complete_output(call: &str, valid: c_int) -> c_int {
-    with_state(call, |state| {
-        let ok = enabled(state)?.complete_output(valid != 0)?;
+    with_state(call, |scr| {
+        let ok = scr.complete_output(valid != 0)?;
         Ok(if ok { SCR_SUCCESS } else { SCR_FAILURE })
     })
 }
@@ -179,11 +251,16 @@ fn complete_output(call: &str, valid: c_int) -> c_int {
 /// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn SCR_Route_file(name: *const c_char, file: *mut c_char) -> c_int {
-    with_state("SCR_Route_file", |state| {
+    with_process("SCR_Route_file", |process| {
         let name = string_arg(name, "file name")?
             .ok_or_else(|| scr::Error::refused("SCR_Route_file needs a file name"))?;
         required(file, "the output buffer")?;
-        let path = enabled(state)?.route_file(name)?;
+        // before SCR_Init (as in SCR) and with SCR disabled the name comes back unchanged:
+        // the program reads and writes its files where it would without SCR
+        let path = match process.scr.as_mut() {
+            Some(scr) => scr.route_file(name)?,
+            None => std::path::PathBuf::from(name),
+        };
         write_out(file, &path.to_string_lossy())?;
         Ok(SCR_SUCCESS)
     })
@@ -193,8 +270,8 @@ pub unsafe extern "C" fn SCR_Route_file(name: *const c_char, file: *mut c_char) 
 /// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn SCR_Have_restart(flag: *mut c_int, name: *mut c_char) -> c_int {
-    with_state("SCR_Have_restart", |state| {
-        let found = enabled(state)?.have_restart()?;
+    with_state("SCR_Have_restart", |scr| {
+        let found = scr.have_restart()?;
         required(flag, "the flag")?;
         // SAFETY: caller passes a valid int pointer
         unsafe { *flag = c_int::from(found.is_some()) };
@@ -210,8 +287,8 @@ pub unsafe extern "C" fn SCR_Have_restart(flag: *mut c_int, name: *mut c_char) -
 /// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn SCR_Start_restart(name: *mut c_char) -> c_int {
-    with_state("SCR_Start_restart", |state| {
-        let n = enabled(state)?.start_restart()?;
+    with_state("SCR_Start_restart", |scr| {
+        let n = scr.start_restart()?;
         write_out(name, &n)?;
         Ok(SCR_SUCCESS)
     })
@@ -219,8 +296,8 @@ pub unsafe extern "C" fn SCR_Start_restart(name: *mut c_char) -> c_int {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn SCR_Complete_restart(valid: c_int) -> c_int {
-    with_state("SCR_Complete_restart", |state| {
-        let ok = enabled(state)?.complete_restart(valid != 0)?;
+    with_state("SCR_Complete_restart", |scr| {
+        let ok = scr.complete_restart(valid != 0)?;
         Ok(if ok { SCR_SUCCESS } else { SCR_FAILURE })
     })
 }
@@ -229,8 +306,12 @@ pub extern "C" fn SCR_Complete_restart(valid: c_int) -> c_int {
 /// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn SCR_Should_exit(flag: *mut c_int) -> c_int {
-    with_state("SCR_Should_exit", |state| {
-        let yes = enabled(state)?.should_exit()?;
+    if !flag.is_null() {
+        // SAFETY: caller passes a valid int pointer; the flag is set whatever happens
+        unsafe { *flag = 0 };
+    }
+    with_state("SCR_Should_exit", |scr| {
+        let yes = scr.should_exit()?;
         required(flag, "the flag")?;
         // SAFETY: caller passes a valid int pointer
         unsafe { *flag = c_int::from(yes) };
@@ -257,13 +338,13 @@ pub unsafe extern "C" fn SCR_Config(config: *const c_char) -> *mut c_char {
     let line = match string_arg(config, "the SCR_Config argument") {
         Ok(Some(line)) => line,
         Ok(None) => {
-            eprintln!(
+            say!(
                 "SCR: ERROR: SCR_Config: called with NULL; pass \"KEY=VALUE\", \"KEY=\" or \"KEY\""
             );
             return std::ptr::null_mut();
         }
         Err(e) => {
-            eprintln!("SCR: ERROR: SCR_Config: {e}");
+            say!("SCR: ERROR: SCR_Config: {e}");
             return std::ptr::null_mut();
         }
     };
@@ -278,7 +359,7 @@ pub unsafe extern "C" fn SCR_Config(config: *const c_char) -> *mut c_char {
 pub(crate) fn config_line(line: &str) -> scr::Result<Option<String>> {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let guard = STATE.lock().unwrap_or_else(|p| p.into_inner());
-        match &guard.0 {
+        match &guard.scr {
             Some(scr) => crate::config_api::after_init(scr.params(), line),
             None => crate::config_api::before_init(line),
         }
@@ -290,7 +371,7 @@ pub(crate) fn config_line(line: &str) -> scr::Result<Option<String>> {
         })
     });
     if let Err(e) = &result {
-        eprintln!("SCR: ERROR: SCR_Config: {e}");
+        say!("SCR: ERROR: SCR_Config: {e}");
     }
     result
 }
@@ -310,12 +391,12 @@ fn with_name(
     name: *const c_char,
     f: impl FnOnce(&mut Scr, &str) -> scr::Result<()>,
 ) -> c_int {
-    with_state(call, |state| {
+    with_state(call, |scr| {
         let name = string_arg(name, "the dataset name")?.ok_or_else(|| scr::Error::Config {
             origin: call.into(),
             what: "called with a NULL name".into(),
         })?;
-        f(enabled(state)?, name)?;
+        f(scr, name)?;
         Ok(SCR_SUCCESS)
     })
 }

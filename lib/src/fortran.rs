@@ -30,7 +30,7 @@ unsafe fn from_fortran(s: *const c_char, len: usize) -> Option<CString> {
 unsafe fn to_fortran(c: &[u8], out: *mut c_char, len: usize) -> c_int {
     let n = c.iter().position(|&b| b == 0).unwrap_or(c.len());
     if n > len {
-        eprintln!(
+        say!(
             "SCR: ERROR: a result of {n} characters does not fit the {len}-character Fortran variable"
         );
         return SCR_FAILURE;

@@ -4,6 +4,8 @@
 //! formats, parameters, layout, redundancy arithmetic) live in the `scr` core crate; this
 //! crate does the communication: caching, redundancy, flush, fetch, restart and halts.
 
+#[macro_use]
+mod say;
 mod api;
 mod comm;
 mod config_api;

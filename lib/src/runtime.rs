@@ -243,7 +243,7 @@ fn prepare_prefix(world: &SimpleCommunicator, prefix: &Path) -> Result<()> {
         Ok(())
     };
     if let Err(e) = &prepared {
-        eprintln!("SCR: ERROR: {e}");
+        say!("SCR: ERROR: {e}");
     }
     if comm::all_true(world, prepared.is_ok()) {
         Ok(())
@@ -386,7 +386,7 @@ fn read_params(world: &SimpleCommunicator, rank: u64) -> Result<Params> {
         Ok(p) if ok => {
             if rank == 0 {
                 for w in &p.warnings {
-                    eprintln!("SCR: WARNING: {w}");
+                    say!("SCR: WARNING: {w}");
                 }
             }
             Ok(Params::from_hash(&comm::bcast_hash(world, 0, &p.to_hash())))
@@ -412,7 +412,7 @@ impl Scr {
 
         let params = read_params(&world, rank)?;
         if !params.bool("SCR_ENABLE") {
-            return Err(failure("SCR is disabled (SCR_ENABLE=0)"));
+            return Err(Error::Disabled);
         }
         let (name, emulated) = node_name();
         let Nodes {
@@ -535,7 +535,7 @@ impl Scr {
         if self.rank == 0
             && let Err(e) = f()
         {
-            eprintln!("SCR: WARNING: could not record {what} on the prefix: {e}");
+            say!("SCR: WARNING: could not record {what} on the prefix: {e}");
         }
     }
 
@@ -549,7 +549,7 @@ impl Scr {
     ) -> Result<()> {
         let outcome = if self.rank == 0 { f() } else { Ok(()) };
         if let Err(e) = &outcome {
-            eprintln!("SCR: ERROR: {what}: {e}");
+            say!("SCR: ERROR: {what}: {e}");
         }
         if comm::bcast_bool(&self.world, outcome.is_ok()) {
             Ok(())
@@ -573,7 +573,7 @@ impl Scr {
     /// only in cache, and frees the communicators.
     pub fn finalize(mut self) -> Result<()> {
         if self.phase != Phase::Idle {
-            eprintln!(
+            say!(
                 "SCR: WARNING: SCR_Finalize called with an output or restart still open; it is discarded"
             );
             self.phase = Phase::Idle;

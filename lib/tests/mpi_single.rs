@@ -125,10 +125,54 @@ fn invalid_parameter_values_are_rejected_clearly() {
         out.contains("SCR_FLUSH") && out.contains("non-negative integer"),
         "{out}"
     );
+    // as SCR does, a failed SCR_Init stops the job: it must not run on without checkpoints
+    assert!(!run.status.success(), "{out}");
+    assert!(out.contains("aborting the job"), "{out}");
     assert!(
-        out.contains("SCR disabled") || out.contains("running without it"),
+        !out.contains("SCR disabled") && !out.contains("test_api: done"),
         "{out}"
     );
+}
+
+#[test]
+fn a_failed_init_or_a_call_before_init_stops_the_job() {
+    // an unusable prefix (a file where the directory must be)
+    let job = Job::new();
+    let not_a_dir = job.dir.path().join("file");
+    std::fs::write(&not_a_dir, b"x").unwrap();
+    let run = job.run(
+        2,
+        &["1000", "1"],
+        &[("SCR_PREFIX", not_a_dir.join("sub").to_str().unwrap())],
+    );
+    let out = text(&run);
+    assert!(!run.status.success(), "{out}");
+    assert!(
+        out.contains("SCR: ERROR: SCR_Init:") && out.contains("aborting the job"),
+        "{out}"
+    );
+    assert!(!out.contains("test_api: done"), "{out}");
+
+    // a program that forgets SCR_Init on one path: SCR's message, and the job stops
+    let job = Job::with_c_program("before_init.c");
+    let run = job.run(2, &["need"], &[]);
+    let out = text(&run);
+    assert!(!run.status.success(), "{out}");
+    assert!(
+        out.contains("Must call SCR_Init() before SCR_Need_checkpoint()"),
+        "{out}"
+    );
+    assert!(!out.contains("before_init: went on"), "{out}");
+    // SCR_Route_file before SCR_Init gives the name back (as SCR's); SCR_Should_exit with
+    // SCR disabled fails, silently, and still sets its flag
+    let out = job.run_ok(2, &["route"], &[]);
+    assert!(
+        out.contains("before_init: routed plain.dat to plain.dat"),
+        "{out}"
+    );
+    let out = job.run_ok(2, &["disabled"], &[("SCR_ENABLE", "0")]);
+    assert!(out.contains("before_init: disabled, flag 0"), "{out}");
+    assert!(!out.contains("SCR:"), "SCR_ENABLE=0 is silent: {out}");
 }
 
 #[test]

@@ -17,10 +17,12 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 mod index;
+mod plan;
 #[cfg(test)]
 mod tests;
 
 pub use index::{IndexReport, index_dataset};
+pub use plan::DrainPlan;
 
 /// The filemap tag on a partner's copy (the owner's node).
 pub const PARTNER_TAG: &str = "PARTNER";

@@ -8,7 +8,7 @@ use crate::job::{self, DownNodeQuery, drain::Scavenge};
 use hostlist::HostSet;
 use scr::flush::FlushFile;
 use scr::params::{Params, Sources};
-use scr::scavenge::{self, CopyOptions};
+use scr::scavenge::{self, CopyOptions, DrainPlan};
 use scr::{HashView, layout};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -233,75 +233,52 @@ pub fn postrun_with(
     known_down: &HostSet,
     say: &mut dyn FnMut(&str),
 ) -> scr::Result<bool> {
-    let flush = match FlushFile::read(&layout::flush_file(prefix)) {
-        Ok(f) => f,
-        Err(e) if e.is_not_found() => {
-            say("no flush file: nothing to drain");
-            return Ok(true);
-        }
-        Err(e) => return Err(e),
+    let Some(plan) = DrainPlan::read(prefix)? else {
+        say("no flush file: nothing to drain");
+        return Ok(true);
     };
-    let on_prefix = newest_checkpoint_on_prefix(prefix)?;
-    let datasets = flush.datasets();
-    // a dataset without a checkpoint id is output, whatever wrote the flush file
-    let outputs: Vec<u64> = datasets
-        .iter()
-        .copied()
-        .filter(|&d| flush.needs_flush(d) && (flush.is_output(d) || !flush.is_checkpoint(d)))
-        .collect();
-    let checkpoints: Vec<u64> = datasets
-        .iter()
-        .rev()
-        .copied()
-        .filter(|&d| flush.is_checkpoint(d))
-        .collect();
-    let newer_than_prefix = |d: u64| on_prefix.as_ref().is_none_or(|(id, _)| d > *id);
-    if outputs.is_empty()
-        && !checkpoints
-            .iter()
-            .any(|&d| flush.needs_flush(d) && newer_than_prefix(d))
-    {
-        for &id in checkpoints.iter().filter(|&&d| flush.needs_flush(d)) {
-            say_older(id, &flush, on_prefix.as_ref(), say);
+    let flush_name = |id: u64| plan_name(prefix, id);
+    if let Some((_, newest)) = &plan.newest_on_prefix {
+        for &id in &plan.superseded {
+            say(&format!(
+                "dataset {id} ({}) is older than {newest}, the newest checkpoint on the \
+                 prefix: not drained",
+                flush_name(id)
+            ));
         }
+    }
+    if plan.is_empty() {
         say("every dataset is on the prefix: nothing to drain");
         return Ok(true);
     }
     let mut drain = Drain::new(params, prefix, known_down)?;
     let mut drained = Vec::new();
     let mut lost_output = None;
-    for &id in &outputs {
-        if drain.dataset(id, &flush, say) {
+    for &id in &plan.outputs {
+        if drain.dataset(id, &flush_name(id), say) {
             drained.push(id);
         } else {
             say(&format!(
                 "output dataset {id} ({}) is lost; checkpoints after it are not drained, so \
                  the job restarts from before it and writes it again",
-                flush.name(id).unwrap_or("?")
+                flush_name(id)
             ));
             lost_output = Some(id);
             break;
         }
     }
-    // whether a checkpoint this drain tried to copy was lost with every older one it tried
+    // whether every checkpoint this drain tried to copy could not be completed
     let mut checkpoint_lost = false;
-    for &id in checkpoints
+    for &id in plan
+        .checkpoints
         .iter()
         .filter(|&&d| lost_output.is_none_or(|l| d < l))
     {
-        if on_prefix.as_ref().is_some_and(|(n, _)| id <= *n) {
-            for &older in checkpoints
-                .iter()
-                .filter(|&&d| d <= id && flush.needs_flush(d))
-            {
-                say_older(older, &flush, on_prefix.as_ref(), say);
-            }
+        if drained.contains(&id) {
+            checkpoint_lost = false;
             break;
         }
-        if drained.contains(&id) || !flush.needs_flush(id) {
-            break;
-        }
-        checkpoint_lost = !drain.dataset(id, &flush, say);
+        checkpoint_lost = !drain.dataset(id, &flush_name(id), say);
         if !checkpoint_lost {
             break;
         }
@@ -309,24 +286,15 @@ pub fn postrun_with(
     Ok(!checkpoint_lost && lost_output.is_none())
 }
 
-/// Says that checkpoint `id`, still in cache, is left there because a newer one is on the
-/// prefix.
-fn say_older(
-    id: u64,
-    flush: &FlushFile,
-    on_prefix: Option<&(u64, String)>,
-    say: &mut dyn FnMut(&str),
-) {
-    if let Some((_, newest)) = on_prefix {
-        say(&format!(
-            "dataset {id} ({}) is older than {newest}, the newest checkpoint on the prefix: \
-             not drained",
-            flush.name(id).unwrap_or("?")
-        ));
-    }
+/// A dataset's name as the flush file records it (`?` when it does not).
+fn plan_name(prefix: &Path, id: u64) -> String {
+    FlushFile::read(&layout::flush_file(prefix))
+        .ok()
+        .and_then(|f| f.name(id).map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }
 
-/// The newest checkpoint a restart could load from the prefix's index (id, name).
+/// The newest checkpoint a restart could load from the prefix (id, name).
 fn newest_checkpoint_on_prefix(prefix: &Path) -> scr::Result<Option<(u64, String)>> {
     match scr::index::IndexFile::read(&layout::index_file(prefix)) {
         Ok(index) => Ok(index.newest_usable_checkpoint().map(|e| (e.id, e.name))),
@@ -373,11 +341,10 @@ impl<'a> Drain<'a> {
 
     /// Copies dataset `id` from every node up, rebuilds what lost nodes held and indexes
     /// it; true when it is complete on the prefix.
-    fn dataset(&mut self, id: u64, flush: &FlushFile, say: &mut dyn FnMut(&str)) -> bool {
+    fn dataset(&mut self, id: u64, name: &str, say: &mut dyn FnMut(&str)) -> bool {
         let (up, down) = (&self.up, &self.down);
         say(&format!(
-            "draining dataset {id} ({}) from {} node(s){}",
-            flush.name(id).unwrap_or("?"),
+            "draining dataset {id} ({name}) from {} node(s){}",
             up.count(),
             if down.is_empty() {
                 String::new()

@@ -101,7 +101,7 @@ impl Scr {
                 }
                 _ => "a background thread".into(),
             };
-            eprintln!(
+            say!(
                 "SCR: rank {}: dataset {id} flushes through {through}",
                 self.rank
             );
@@ -175,7 +175,7 @@ impl Scr {
             Err(e) => (Vec::new(), Some(e)),
         };
         if let Some(e) = &problem {
-            eprintln!(
+            say!(
                 "SCR: ERROR: rank {}: asynchronous flush of dataset {id}: {e}",
                 self.rank
             );
@@ -195,7 +195,7 @@ impl Scr {
             Ok(())
         });
         if let Err(e) = forgotten {
-            eprintln!("SCR: WARNING: rank {}: {e}", self.rank);
+            say!("SCR: WARNING: rank {}: {e}", self.rank);
         }
         let published = self.publish_flushed(id, records, problem.is_none())?;
         if published {
@@ -211,7 +211,7 @@ impl Scr {
         }
         if published && self.rank == 0 && self.config.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
             let nodes = self.nodes.max(1) as f64;
-            eprintln!(
+            say!(
                 "SCR: asynchronous flush of dataset {id} done: {total} bytes in {slowest:.3} s, {:.0} bytes/s per node",
                 total as f64 / slowest.max(1e-9) / nodes
             );
@@ -295,7 +295,7 @@ fn copy_or_watch(
                 std::thread::sleep(Duration::from_millis(20));
                 continue;
             }
-            eprintln!(
+            say!(
                 "SCR: WARNING: rank {rank}: the node's transfer agent (pid {}) finished no file for {:.0} s; copying this rank's files without it",
                 t.agent_pid().unwrap_or(0),
                 progress.1.elapsed().as_secs_f64()

@@ -167,7 +167,7 @@ impl Scr {
     /// fails verification.
     pub(super) fn discard_cached(&mut self, dset: u64) {
         if let Err(e) = self.try_discard_cached(dset) {
-            eprintln!(
+            say!(
                 "SCR: WARNING: rank {}: dataset {dset} left the cache, but not cleanly: {e}",
                 self.rank
             );
@@ -212,13 +212,13 @@ impl Scr {
             };
             match io::file_crc32(Path::new(&f)) {
                 Ok(got) if got == want => {}
-                Ok(got) => eprintln!(
+                Ok(got) => say!(
                     "SCR: WARNING: rank {}: {f}: CRC32 {} where {} was recorded: the cache corrupted it",
                     self.rank,
                     scr::hash::format_crc32(got),
                     scr::hash::format_crc32(want)
                 ),
-                Err(e) => eprintln!(
+                Err(e) => say!(
                     "SCR: WARNING: rank {}: CRC32 check before deleting: {e}",
                     self.rank
                 ),
@@ -241,7 +241,7 @@ impl Scr {
             .try_for_each(|&r| remove_rank_files(held, dset, r, &confine, &mut self.cache.discards))
             .and_then(|()| held.write(path));
         if let Err(e) = dropped {
-            eprintln!(
+            say!(
                 "SCR: WARNING: rank {}: copies of dataset {dset} no rank needs stay in cache: {e}",
                 self.rank
             );

@@ -209,7 +209,7 @@ impl CkptDesc {
             ),
             Some(why) => {
                 if rank == 0 {
-                    eprintln!(
+                    say!(
                         "SCR: WARNING: redundancy is disabled for checkpoints in {}: {why}. \
                          They are cached with SINGLE: losing a node loses them until they are flushed.",
                         self.store

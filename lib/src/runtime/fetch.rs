@@ -54,7 +54,7 @@ impl Scr {
                 Err(e) => Err(failure(format!("{name}: file list: {e}"))),
             };
             if let Err(e) = &result {
-                eprintln!("SCR: rank {}: fetch of {name} failed: {e}", self.rank);
+                say!("SCR: rank {}: fetch of {name} failed: {e}", self.rank);
             }
             if comm::all_true(&self.world, result.is_ok()) {
                 self.log_transfer(kinds::FETCH, id, fetch_started);
@@ -234,7 +234,7 @@ impl Scr {
             match loaded {
                 Ok((desc, files)) => return Some((entry.id, entry.name, desc, files)),
                 Err(e) => {
-                    eprintln!("SCR: cannot fetch {}: {e}", entry.name);
+                    say!("SCR: cannot fetch {}: {e}", entry.name);
                     let _ = update_index(&self.config.prefix, |idx| {
                         idx.mark_failed(entry.id, &entry.name, chrono::Local::now());
                         Ok(())

@@ -48,14 +48,14 @@ impl Scr {
             result = self.copy_to_prefix(id, want_crc, buf, containers, &mut records);
         }
         if let Err(e) = &result {
-            eprintln!("SCR: ERROR: rank {}: flush of dataset {id}: {e}", self.rank);
+            say!("SCR: ERROR: rank {}: flush of dataset {id}: {e}", self.rank);
         }
         let copy_secs = started.elapsed().as_secs_f64();
         // ranks done early wait sleeping, not in the gather's busy-poll
         comm::relaxed_barrier(&self.world);
         let copied = self.publish_flushed(id, records, result.is_ok())?;
         if self.config.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
-            eprintln!(
+            say!(
                 "SCR: rank {}: flush of dataset {id}: copied in {copy_secs:.3} s, all ranks done after {:.3} s",
                 self.rank,
                 started.elapsed().as_secs_f64()
@@ -127,7 +127,7 @@ impl Scr {
             scr::prefix::publish_written(prefix, id, &desc, true)?;
             let keep = self.config.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
             for gone in scr::prefix::enforce_window(prefix, keep)? {
-                eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_SIZE={keep})");
+                say!("SCR: deleted {gone} from the prefix (SCR_PREFIX_SIZE={keep})");
             }
             Ok(())
         })?;
@@ -180,7 +180,7 @@ impl Scr {
             Ok(None)
         };
         if let Err(e) = &written {
-            eprintln!(
+            say!(
                 "SCR: ERROR: rank {}: writing a rank2file leaf: {e}",
                 self.rank
             );

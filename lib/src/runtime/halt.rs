@@ -24,7 +24,7 @@ impl Scr {
                 let conditions =
                     halt.with_halt_seconds_default(self.config.params.int("SCR_HALT_SECONDS"));
                 if let Some(cause) = conditions.library_decision(now, remaining) {
-                    eprintln!("SCR: Job exiting: {cause}");
+                    say!("SCR: Job exiting: {cause}");
                     halt.set_exit_reason(cause.reason());
                     halt_now = true;
                 }
@@ -40,7 +40,7 @@ impl Scr {
         // the halt file is the prefix's: if rank 0 cannot read it (locked by someone else,
         // a full or failing file system) the job goes on rather than fail on rank 0 alone
         if let Err(e) = &result {
-            eprintln!("SCR: WARNING: halt conditions not checked this time: {e}");
+            say!("SCR: WARNING: halt conditions not checked this time: {e}");
         }
         Ok(comm::bcast_bool(&self.world, halt_now))
     }

@@ -36,7 +36,7 @@ impl Scr {
 
     fn unknown(&self, call: &str, name: &str) {
         if self.rank == 0 {
-            eprintln!(
+            say!(
                 "SCR: WARNING: {call}: no dataset {name} in cache or in the index of {}; nothing changed",
                 self.config.prefix.display()
             );
@@ -103,7 +103,7 @@ impl Scr {
         if self.config.params.bool("SCR_PREFIX_PURGE") {
             self.agreed_on_prefix("SCR_PREFIX_PURGE", || {
                 for gone in prefix::purge(&self.config.prefix)? {
-                    eprintln!("SCR: deleted {gone} from the prefix (SCR_PREFIX_PURGE=1)");
+                    say!("SCR: deleted {gone} from the prefix (SCR_PREFIX_PURGE=1)");
                 }
                 Ok(())
             })?;

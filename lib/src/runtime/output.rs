@@ -176,7 +176,7 @@ impl Scr {
         };
         self.phase = Phase::Idle;
         if let Some(why) = &broken {
-            eprintln!(
+            say!(
                 "SCR: ERROR: rank {}: dataset {id} was not prepared here ({why}): it is marked invalid",
                 self.rank
             );
@@ -267,7 +267,7 @@ impl Scr {
                 match io::file_crc32(Path::new(&f)) {
                     Ok(crc) => meta.set_crc32(crc),
                     Err(e) => {
-                        eprintln!("SCR: ERROR: rank {}: {e}", self.rank);
+                        say!("SCR: ERROR: rank {}: {e}", self.rank);
                         complete = false;
                     }
                 }
@@ -299,7 +299,7 @@ impl Scr {
         // written again as the checkpoint goes on; until then a restart finds the dataset
         // incomplete here and uses another
         if let Err(e) = self.cache.filemap.write(&self.cache.filemap_path) {
-            eprintln!("SCR: WARNING: rank {}: {e}", self.rank);
+            say!("SCR: WARNING: rank {}: {e}", self.rank);
         }
         Ok((desc, failed))
     }

@@ -80,7 +80,7 @@ impl Scr {
             // what is left of it stays in cache (the drain may see more nodes than this run)
             // until it ages out like any dataset
             if self.rank == 0 {
-                eprintln!("SCR: dataset {d} cannot be recovered from cache; trying older ones");
+                say!("SCR: dataset {d} cannot be recovered from cache; trying older ones");
             }
             below = d;
         }
@@ -145,7 +145,7 @@ impl Scr {
             if self.rank == 0
                 && let Some(why) = plan.first_value("WHY")
             {
-                eprintln!("SCR: dataset {d}: {why}");
+                say!("SCR: dataset {d}: {why}");
             }
             return Ok(false);
         }
@@ -162,7 +162,7 @@ impl Scr {
             if (self.rank == holder || self.rank == owner)
                 && let Err(e) = self.move_copy(d, owner, holder)
             {
-                eprintln!(
+                say!(
                     "SCR: rank {}: moving rank {owner}'s files of dataset {d}: {e}",
                     self.rank
                 );
@@ -195,7 +195,7 @@ impl Scr {
         if !rebuilds.is_empty() {
             let result = self.rebuild_sets(d, &rebuilds);
             if let Err(e) = &result {
-                eprintln!("SCR: rank {}: rebuilding dataset {d}: {e}", self.rank);
+                say!("SCR: rank {}: rebuilding dataset {d}: {e}", self.rank);
             }
             if !comm::all_true(&self.world, result.is_ok()) {
                 return Ok(false);
@@ -390,14 +390,14 @@ impl Scr {
         });
         let result = self.send_partner_copy(d, i, hop, flags);
         if let Err(e) = &result {
-            eprintln!(
+            say!(
                 "SCR: ERROR: rank {}: sending a partner copy of dataset {d} again: {e}",
                 self.rank
             );
         }
         if !comm::all_true(&self.world, result.is_ok()) {
             if self.rank == 0 {
-                eprintln!(
+                say!(
                     "SCR: WARNING: dataset {d} was recovered but could not be protected again; \
                      it is safe only once flushed"
                 );
@@ -459,10 +459,10 @@ impl Scr {
         // every rank encodes anew or none does: the scheme is collective
         if !comm::all_true(&self.world, cleared.is_ok()) {
             if let Err(e) = &cleared {
-                eprintln!("SCR: ERROR: rank {}: {e}", self.rank);
+                say!("SCR: ERROR: rank {}: {e}", self.rank);
             }
             if self.rank == 0 {
-                eprintln!(
+                say!(
                     "SCR: WARNING: dataset {d} was recovered but its old redundancy data could \
                      not be cleared on every node; it is not protected again, and is safe only \
                      once flushed"
@@ -472,7 +472,7 @@ impl Scr {
         }
         self.cache.reprotect.retain(|&x| x != d);
         if self.apply_redundancy(d).is_err() && self.rank == 0 {
-            eprintln!(
+            say!(
                 "SCR: WARNING: dataset {d} was recovered but could not be protected again; \
                  it is safe only once flushed"
             );

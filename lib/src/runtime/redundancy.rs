@@ -78,9 +78,10 @@ impl Scr {
             Scheme::Xor | Scheme::ReedSolomon => self.apply_parity(id, i),
         };
         if let Err(e) = &result {
-            eprintln!(
+            say!(
                 "SCR: ERROR: rank {}: applying {} to dataset {id}: {e}",
-                self.rank, self.config.descriptors[i].scheme
+                self.rank,
+                self.config.descriptors[i].scheme
             );
         }
         if comm::all_true(&self.world, result.is_ok()) {
