@@ -16,6 +16,7 @@ use crate::hash::Hash;
 use crate::meta::Meta;
 use crate::reddesc::RedDesc;
 use crate::view::{HashView, check_ids, check_value, hash_view, sorted_ids};
+use std::path::Path;
 
 hash_view!(
     /// One rank's (or a merged node's) filemap.
@@ -36,6 +37,8 @@ const REDDESC: &str = "REDDESC";
 const DSETDESC: &str = "DSETDESC";
 const FLUSH: &str = "FLUSH";
 const MASTER: &str = "Filemap";
+/// The prefix of the job whose cache the master filemap describes.
+const PREFIX: &str = "PREFIX";
 
 fn validate(h: &Hash) -> Result<(), String> {
     check_ids(h.get(DSET), "dataset id")?;
@@ -338,6 +341,24 @@ impl MasterFilemap {
     }
     pub fn remove(&mut self, path: &str) {
         self.0.unset_kv(MASTER, path);
+    }
+
+    /// The prefix of the job whose cache this is (None in control directories written by
+    /// SCR itself or before the prefix was recorded).
+    pub fn prefix(&self) -> Option<&Path> {
+        self.0.first_value(PREFIX).map(Path::new)
+    }
+
+    pub fn set_prefix(&mut self, prefix: &Path) {
+        self.0.set_value(PREFIX, prefix.to_string_lossy());
+    }
+
+    /// The prefix this cache belongs to when it is not `prefix` (by name, or the same
+    /// directory reached another way): another program that ran with the same job id
+    /// left it.
+    pub fn other_prefix(&self, prefix: &Path) -> Option<&Path> {
+        self.prefix()
+            .filter(|p| *p != prefix && !crate::io::same_file(p, prefix))
     }
 }
 

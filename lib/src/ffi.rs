@@ -54,6 +54,20 @@ impl From<scr::Error> for Failure {
 pub(crate) fn abort_job(message: &str) -> ! {
     // one write: another rank's abort may end this process at any moment
     say!("SCR: ERROR: {message}; aborting the job");
+    abort_now()
+}
+
+/// [`abort_job`] for an error whose cause another rank knows: that rank aborts the job
+/// itself, after saying why; this one waits a moment so its message is not cut off, and
+/// aborts only if the other has not.
+fn abort_job_after(error: &scr::Error) -> ! {
+    if matches!(error, scr::Error::Collective { .. }) {
+        std::thread::sleep(std::time::Duration::from_secs(3));
+    }
+    abort_job(&format!("SCR_Init: {error}"))
+}
+
+fn abort_now() -> ! {
     if mpi::environment::is_initialized() && !mpi::environment::is_finalized() {
         // SAFETY: MPI is initialized and not finalized; MPI_Abort does not return
         unsafe {
@@ -175,7 +189,7 @@ pub extern "C" fn SCR_Init() -> c_int {
                 process.life = Life::Disabled;
                 Err(Failure::Disabled)
             }
-            Err(e) => abort_job(&format!("SCR_Init: {e}")),
+            Err(e) => abort_job_after(&e),
         }
     })
 }

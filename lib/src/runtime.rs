@@ -319,6 +319,7 @@ fn load_filemaps(
     rank: u64,
     local_rank: u64,
     cntl_dir: &Path,
+    prefix: &Path,
 ) -> Result<NodeFilemaps> {
     // this rank's filemap: entries for this world rank from every filemap on the node
     let master_path = layout::master_filemap(cntl_dir);
@@ -359,6 +360,7 @@ fn load_filemaps(
             local_paths.push(held_path.to_string_lossy().into_owned().into_bytes());
         }
         let mut master = MasterFilemap::new();
+        master.set_prefix(prefix);
         for p in local_paths.drain(..) {
             master.add(&String::from_utf8_lossy(&p));
         }
@@ -371,6 +373,78 @@ fn load_filemaps(
         held,
         reprotect,
     })
+}
+
+/// Another program's cache on this node: a program that ran with the same job id and
+/// another prefix left it (the prefix its master filemap records). `undrained`: it holds
+/// datasets the drain of that prefix would still copy there (or that prefix cannot tell).
+struct ForeignCache {
+    other: PathBuf,
+    undrained: bool,
+}
+
+fn foreign_cache(cntl_dir: &Path, prefix: &Path) -> Option<ForeignCache> {
+    let master = MasterFilemap::read(&layout::master_filemap(cntl_dir)).ok()?;
+    let other = master.other_prefix(prefix)?.to_path_buf();
+    let mut cached = Vec::new();
+    for path in master.filemaps() {
+        if let Ok(map) = Filemap::read(Path::new(path)) {
+            cached.extend(map.datasets());
+        }
+    }
+    let undrained = match scr::scavenge::DrainPlan::read(&other) {
+        Ok(Some(plan)) => cached.iter().any(|&d| plan.copies(d)),
+        Ok(None) => false,
+        Err(_) => true,
+    };
+    Some(ForeignCache { other, undrained })
+}
+
+/// A cached checkpoint is only ever restarted by a job with its prefix. When a node's
+/// cache is another program's (`foreign`), every rank learns it: if any such cache still
+/// holds what only it has, SCR_Init fails on every rank with the reason; otherwise the
+/// foreign caches are discarded (true on the ranks that must discard theirs).
+/// Collective.
+fn agree_on_foreign_caches(
+    world: &SimpleCommunicator,
+    local_rank: u64,
+    cntl_dir: &Path,
+    prefix: &Path,
+    foreign: Option<&ForeignCache>,
+) -> Result<bool> {
+    if comm::all_true(world, foreign.is_none()) {
+        return Ok(false);
+    }
+    let undrained = foreign.filter(|f| f.undrained);
+    if !comm::all_true(world, undrained.is_none()) {
+        return Err(match undrained {
+            Some(f) => failure(format!(
+                "the cache in {} holds checkpoints of another program, whose prefix is {}, \
+                 that are not on that prefix yet; this job's prefix is {}. Programs that run \
+                 with the same job id share a cache: give this one its own SCR_JOB_ID, or \
+                 drain the other first (`scr postrun -p {}` with its job id)",
+                cntl_dir.display(),
+                f.other.display(),
+                prefix.display(),
+                f.other.display()
+            )),
+            None => Error::collective(
+                "another node's cache holds checkpoints of another program with this job id, \
+                 not yet on its prefix (that node's ranks say which)",
+            ),
+        });
+    }
+    if let Some(f) = foreign
+        && local_rank == 0
+    {
+        say!(
+            "SCR: WARNING: the cache in {} held datasets of another program with this job id \
+             (prefix {}), every one of them on that prefix already: discarded, not restarted from",
+            cntl_dir.display(),
+            f.other.display()
+        );
+    }
+    Ok(foreign.is_some())
 }
 
 /// Rank 0 reads the configuration (printing its warnings); every rank uses what it read.
@@ -444,11 +518,15 @@ impl Scr {
             .map(|d| d.select_sets(&world, &place, &params))
             .unzip();
         prepare_prefix(&world, &prefix)?;
+        // another program's cache must be judged before this job's filemaps replace it
+        let foreign = foreign_cache(&cntl_dir, &prefix);
+        let discard_foreign =
+            agree_on_foreign_caches(&world, local_rank, &cntl_dir, &prefix, foreign.as_ref())?;
         comm::relaxed_barrier(&node);
 
         // every rank learns whether every node could write its filemaps (a full control
         // directory on one node), so none goes on into a collective the others left
-        let loaded = load_filemaps(&node, rank, local_rank, &cntl_dir);
+        let loaded = load_filemaps(&node, rank, local_rank, &cntl_dir, &prefix);
         if !comm::all_true(&world, loaded.is_ok()) {
             return Err(loaded.err().unwrap_or_else(|| {
                 Error::collective(
@@ -499,6 +577,9 @@ impl Scr {
             log,
             async_flushes: Vec::new(),
         };
+        if discard_foreign {
+            scr.discard_whole_cache();
+        }
         scr.begin()?;
         Ok(scr)
     }

@@ -344,3 +344,83 @@ fn publishing_an_older_checkpoint_leaves_current_on_the_newer_one() {
         std::path::Path::new("ckpt.3")
     );
 }
+
+#[test]
+fn a_cached_checkpoint_is_only_restarted_by_a_job_with_its_prefix() {
+    // two programs in different directories run with the same job id (SCR_JOB_ID given,
+    // or SCR's default one outside a resource manager): they share the control directory
+    let job = Job::new();
+    let other = job.dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let other_prefix = [("SCR_PREFIX", other.to_str().unwrap())];
+    let xor = [("SCR_COPY_TYPE", "XOR"), ("SCR_FLUSH", "0")];
+    run_ok_on(&job, HOSTS, 4, &["4000", "2"], &xor);
+    let cached = job.cached("rank_0.ckpt");
+    assert!(!cached.is_empty());
+
+    // the second program must not load the first's checkpoint (it did: "restarted from")
+    // (the second program flushes at SCR_Finalize, as by default)
+    let env = [&[("SCR_COPY_TYPE", "XOR")][..], &other_prefix[..]].concat();
+    let run_other = || {
+        job.command(Some(HOSTS), 4, &["4000", "2"], &env)
+            .current_dir(&other)
+            .output()
+            .unwrap()
+    };
+    let run = run_other();
+    let t = text(&run);
+    assert!(!run.status.success(), "{t}");
+    assert!(!t.contains("restarted from"), "{t}");
+    assert!(
+        t.contains("holds checkpoints of another program, whose prefix is")
+            && t.contains(&job.prefix().display().to_string())
+            && t.contains("SCR_JOB_ID"),
+        "{t}"
+    );
+    assert_eq!(
+        job.cached("rank_0.ckpt"),
+        cached,
+        "the first program's cache is intact"
+    );
+
+    // once the first program's checkpoint is drained to its prefix, its cache is only a
+    // copy: the second program discards it, says so, and starts from the beginning
+    let (code, out) = postrun(&job, None);
+    assert_eq!(code, Some(0), "{out}");
+    let run = run_other();
+    let t = text(&run);
+    assert!(run.status.success(), "{t}");
+    assert!(
+        t.contains("held datasets of another program with this job id")
+            && t.contains("no checkpoint, starting from the beginning"),
+        "{t}"
+    );
+    assert!(
+        other.join("ckpt.2").is_dir(),
+        "the second program flushed its own: {t}"
+    );
+
+    // the drain of the first prefix refuses the cache that now belongs to the second
+    let (_, out) = postrun(&job, None);
+    assert!(!out.contains("draining"), "{out}");
+    let copied = Command::new(scr_command())
+        .args(["copy", "--cntldir"])
+        .arg(node_dirs(&job, "n1")[1].clone())
+        .args(["--id", "2", "--dstdir"])
+        .arg(job.prefix())
+        .output()
+        .unwrap();
+    assert!(
+        text(&copied).contains("this cache belongs to the job whose prefix is"),
+        "{}",
+        text(&copied)
+    );
+
+    // and the first program, run again, restarts from its own prefix, not from the cache
+    let t = run_ok_on(&job, HOSTS, 4, &["4000", "1"], &xor);
+    assert!(
+        t.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{t}"
+    );
+    assert_eq!(job.index_entry("ckpt.2").fetched.len(), 1, "fetched: {t}");
+}

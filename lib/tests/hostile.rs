@@ -79,8 +79,9 @@ fn a_cache_or_control_directory_that_is_a_link_or_open_to_others_is_refused() {
     std::os::unix::fs::symlink(&elsewhere, user_dir.join(format!("scr.{JOB_ID}"))).unwrap();
     let o = job.run(2, &["1000", "1"], &[]);
     let t = text(&o);
-    // SCR_Init fails; the example then runs without SCR
-    assert!(t.contains("SCR disabled, running without it"), "{t}");
+    // SCR_Init fails, and stops the job
+    assert!(!o.status.success(), "{t}");
+    assert!(t.contains("aborting the job"), "{t}");
     assert!(t.contains("symbolic link"), "{t}");
     assert_eq!(
         std::fs::read_dir(&elsewhere).unwrap().count(),
@@ -100,7 +101,7 @@ fn a_cache_or_control_directory_that_is_a_link_or_open_to_others_is_refused() {
     std::fs::set_permissions(&cntl, std::fs::Permissions::from_mode(0o777)).unwrap();
     let o = job.run(2, &["1000", "1"], &[]);
     let t = text(&o);
-    assert!(t.contains("SCR disabled, running without it"), "{t}");
+    assert!(!o.status.success() && t.contains("aborting the job"), "{t}");
     assert!(
         t.contains("writable by others") && t.contains("chmod go-w"),
         "{t}"
@@ -441,8 +442,12 @@ fn a_full_control_directory_on_one_node_leaves_no_rank_waiting() {
                 "{scheme}, {pages} pages: neither an error naming the full directory nor the checkpoints: {t}"
             );
             // where SCR_Init went through, a checkpoint the job did not see fail reached the
-            // prefix (where it failed on every rank, the job ran without SCR)
-            let with_scr = !t.contains("SCR disabled, running without it");
+            // prefix (where it failed, the job stopped)
+            let with_scr = !t.contains("SCR_Init:");
+            assert!(
+                with_scr || !out.status.success(),
+                "{scheme}, {pages} pages: {t}"
+            );
             for c in (1..=8).filter(|_| with_scr) {
                 assert!(
                     t.contains(&format!("checkpoint {c} failed"))

@@ -105,6 +105,15 @@ pub fn copy_node(
     }
     crate::safe_fs::check_owned_dir(cntl_dir)?;
     let master = MasterFilemap::read(&layout::master_filemap(cntl_dir))?;
+    if let Some(other) = master.other_prefix(prefix) {
+        return Err(Error::refused(format!(
+            "{}: this cache belongs to the job whose prefix is {}, not {}: a program with \
+             the same job id ran there; drain it to its own prefix",
+            cntl_dir.display(),
+            other.display(),
+            prefix.display()
+        )));
+    }
     // the job's user: a filemap may name only that user's files (a drain run with more
     // privileges must not copy, say, /etc/shadow because a filemap lists it)
     let owner = std::fs::metadata(cntl_dir)

@@ -83,15 +83,7 @@ impl Scr {
     /// dataset on the prefix, deleted before the restart is chosen.
     pub(super) fn purge(&mut self) -> Result<()> {
         if self.config.params.bool("SCR_CACHE_PURGE") {
-            let mut cached = self.cache.filemap.datasets();
-            if let Some((_, held)) = &self.cache.held {
-                cached.extend(held.datasets());
-            }
-            cached.sort_unstable();
-            cached.dedup();
-            for d in cached {
-                self.discard_cached(d);
-            }
+            self.discard_whole_cache();
             self.note_on_prefix("the purged cache in the flush file", || {
                 update_flush_file(&self.config.prefix, |f| {
                     for d in f.datasets() {
@@ -109,6 +101,19 @@ impl Scr {
             })?;
         }
         Ok(())
+    }
+
+    /// Discards every dataset this rank's filemap records and the node's held copies.
+    pub(super) fn discard_whole_cache(&mut self) {
+        let mut cached = self.cache.filemap.datasets();
+        if let Some((_, held)) = &self.cache.held {
+            cached.extend(held.datasets());
+        }
+        cached.sort_unstable();
+        cached.dedup();
+        for d in cached {
+            self.discard_cached(d);
+        }
     }
 
     /// `SCR_Current`: makes `name` the checkpoint a restart loads (and the index's
