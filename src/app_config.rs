@@ -6,7 +6,7 @@
 //! `KEY` asks for the value in effect; descriptor lines (`CKPT=0 TYPE=XOR SET_SIZE=16`,
 //! `STORE=/dev/shm COUNT=1`) set a descriptor and `CKPT=0 TYPE` asks for one attribute.
 
-use crate::config::{ConfigEntry, ConfigFile};
+use crate::config::{ConfigEntry, ConfigFile, escape_value};
 use crate::error::{Error, Result};
 use crate::params::{DESCRIPTOR_KEYS, Params};
 use std::path::{Path, PathBuf};
@@ -215,9 +215,10 @@ impl AppConfig {
         let mut out =
             String::from("# Settings made through SCR_Config; later runs use them too.\n");
         for e in &self.entries {
-            out.push_str(&format!("{}={}", e.key, e.value));
+            // values are stored expanded: written so that reading them expands nothing
+            out.push_str(&format!("{}={}", e.key, escape_value(&e.value)));
             for (k, v) in &e.children {
-                out.push_str(&format!(" {k}={v}"));
+                out.push_str(&format!(" {k}={}", escape_value(v)));
             }
             out.push('\n');
         }

@@ -9,8 +9,10 @@
 //! CKPTDESC=0 INTERVAL=1 BASE=/tmp TYPE=LOCAL HOP_DISTANCE=1
 //! CNTLDIR=/tmp BYTES=1GB                         # capacity checks
 //! ```
-//! `#` starts a comment anywhere; keys are upper-cased, values kept verbatim; spaces or
-//! tabs may surround `=`.
+//! `#` starts a comment anywhere; keys are upper-cased; spaces or tabs may surround `=`.
+//! In values, `$NAME` and `${NAME}` are replaced by that environment variable (as SCR
+//! does: `SCR_PREFIX=$PWD/ckpt`), an unset one is an error naming it, and `\` makes the
+//! next character literal (`\$`).
 
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -130,9 +132,82 @@ fn tokenize(line: &str) -> std::result::Result<Vec<(String, String)>, String> {
                 return Err(format!("{what} {token:?} contains a control character"));
             }
         }
-        pairs.push((key.to_ascii_uppercase(), value.to_string()));
+        let value = expand_value(value, &|name| std::env::var(name).ok())?;
+        pairs.push((key.to_ascii_uppercase(), value));
     }
     Ok(pairs)
+}
+
+/// A value with `$NAME` and `${NAME}` replaced by environment variables (`env`) and `\x`
+/// read as a literal `x`. SCR reads names of letters and `_`; digits after the first
+/// character are accepted too, as in a shell.
+pub fn expand_value(
+    raw: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some((_, next)) => out.push(next),
+                None => return Err(format!("{raw:?} ends in a lone '\\' (write \\\\ for one)")),
+            },
+            '$' => {
+                let braced = chars.next_if(|&(_, c)| c == '{').is_some();
+                let start = at + 1 + usize::from(braced);
+                let mut end = start;
+                while let Some(&(i, c)) = chars.peek() {
+                    let first = i == start;
+                    if c == '_' || c.is_ascii_alphabetic() || (!first && c.is_ascii_digit()) {
+                        end = i + c.len_utf8();
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                let name = &raw[start..end];
+                if braced && chars.next_if(|&(_, c)| c == '}').is_none() {
+                    return Err(format!("{raw:?}: '${{' without its closing '}}'"));
+                }
+                if name.is_empty() {
+                    return Err(format!(
+                        "{raw:?}: '$' must start an environment variable name (write \\$ for a '$')"
+                    ));
+                }
+                let value = env(name).ok_or_else(|| {
+                    format!(
+                        "{raw:?} uses the environment variable {name}, which is not set (set it, \
+                         or write \\$ for a '$')"
+                    )
+                })?;
+                out.push_str(&value);
+            }
+            c => out.push(c),
+        }
+    }
+    if out.len() > MAX_TOKEN {
+        return Err(format!(
+            "{raw:?} is {} characters long once expanded; at most {MAX_TOKEN} are allowed",
+            out.len()
+        ));
+    }
+    if out.chars().any(char::is_control) {
+        return Err(format!("{raw:?} holds a control character once expanded"));
+    }
+    Ok(out)
+}
+
+/// `value` written so that [`expand_value`] reads it back unchanged.
+pub fn escape_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if matches!(c, '$' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -164,6 +239,51 @@ CKPTDESC=0 INTERVAL=1 BASE=/tmp TYPE=LOCAL HOP_DISTANCE=1
         assert_eq!(c.entries[1].value, "xor", "values keep their case");
         assert_eq!(c.entries[3].children[2], ("TYPE".into(), "LOCAL".into()));
         assert_eq!(c.entries[4].children, [("BYTES".into(), "1GB".into())]);
+    }
+
+    #[test]
+    fn environment_variables_in_values_are_expanded() {
+        let env = |name: &str| match name {
+            "PWD" => Some("/home/u/run".to_string()),
+            "JOB_2" => Some("42".to_string()),
+            _ => None,
+        };
+        let x = |raw: &str| expand_value(raw, &env);
+        assert_eq!(x("$PWD/PFS").unwrap(), "/home/u/run/PFS");
+        assert_eq!(x("${PWD}x").unwrap(), "/home/u/runx");
+        assert_eq!(x("/s/$JOB_2/c").unwrap(), "/s/42/c");
+        assert_eq!(x("a\\$PWD").unwrap(), "a$PWD");
+        assert_eq!(x("plain").unwrap(), "plain");
+        for (bad, needle) in [
+            ("$NOPE/x", "NOPE, which is not set"),
+            ("$/x", "must start an environment variable"),
+            ("${PWD", "closing"),
+            ("x\\", "lone"),
+        ] {
+            let e = x(bad).unwrap_err();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
+        for v in ["/a$b\\c", "$", "plain"] {
+            assert_eq!(
+                expand_value(&escape_value(v), &|_| None).unwrap(),
+                v,
+                "escape_value reads back"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unset_variable_names_the_file_and_line() {
+        let err = ConfigFile::parse(
+            "SCR_FLUSH=1\nSCR_PREFIX=$SCR_TEST_SURELY_UNSET_VAR/p\n",
+            "u.conf",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("u.conf:2: ") && err.contains("SCR_TEST_SURELY_UNSET_VAR"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -831,3 +831,41 @@ fn a_prefix_reached_through_a_symbolic_link_works() {
     assert!(out.contains("test_api: done"), "{out}");
     check_file(&job.prefix().join("ckpt.1/rank_1.ckpt"), 1, 1, 3000);
 }
+
+#[test]
+fn environment_variables_in_a_config_file_are_expanded() {
+    // an application ships its configuration with SCR_PREFIX=$RUN/PFS (SCR expands it)
+    let job = Job::new();
+    let run_dir = job.dir.path();
+    let pfs = run_dir.join("PFS");
+    std::fs::create_dir(&pfs).unwrap();
+    let conf = run_dir.join("app.scrconf");
+    std::fs::write(
+        &conf,
+        "SCR_PREFIX=$RUN/PFS\nSCR_CACHE_BASE=${RUN}/node-cache\nSCR_FLUSH=1\n",
+    )
+    .unwrap();
+    let run = |env: &[(&str, &str)]| {
+        let mut cmd = job.command(None, 2, &["1000", "2"], env);
+        cmd.current_dir(&pfs)
+            .env("SCR_CONF_FILE", &conf)
+            .env_remove("SCR_PREFIX")
+            .env_remove("SCR_CACHE_BASE");
+        cmd.output().unwrap()
+    };
+    let o = run(&[("RUN", run_dir.to_str().unwrap())]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(!pfs.join("$RUN").exists(), "no directory named $RUN: {t}");
+    check_file(&pfs.join("ckpt.2/rank_1.ckpt"), 1, 2, 1000);
+    assert!(run_dir.join("node-cache").is_dir(), "{t}");
+
+    // an unset one stops the job with the file, line and name
+    let o = run(&[]);
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains("app.scrconf:1") && t.contains("RUN, which is not set"),
+        "{t}"
+    );
+}
