@@ -90,25 +90,39 @@ const COMPAT_NAMES: &[(&str, &str)] = &[
     ("scr_kill_jobstep", "kill-jobstep"),
 ];
 
-/// Rewrites `scr_print_hash_file FILE` into `scr print FILE`.
-fn normalize_args(mut args: Vec<OsString>) -> Vec<OsString> {
+/// The name the user ran this program by (`scr`, `scr-run`, or one of SCR's names such as
+/// `scr_index`): messages say it, so a batch script's log names the command it ran.
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The name the program was run by (`scr` until [`main_with`] learns it).
+pub fn program_name() -> &'static str {
+    PROGRAM.get().map_or("scr", String::as_str)
+}
+
+/// Rewrites `scr_print_hash_file FILE` into `scr print FILE`; returns the name it was run
+/// by too.
+fn normalize_args(mut args: Vec<OsString>) -> (Vec<OsString>, String) {
     let invoked = args
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if let Some((_, sub)) = COMPAT_NAMES.iter().find(|(name, _)| *name == invoked) {
+    let mut name = "scr".to_string();
+    if let Some((compat, sub)) = COMPAT_NAMES.iter().find(|(name, _)| *name == invoked) {
+        name = compat.to_string();
         args[0] = "scr".into();
         for (i, word) in sub.split(' ').enumerate() {
             args.insert(1 + i, word.into());
         }
     }
-    args
+    (args, name)
 }
 
 /// Runs the command line `args` (argv[0] first) and returns the exit status.
 pub fn main_with(args: Vec<OsString>) -> ExitCode {
-    let cli = match Cli::try_parse_from(normalize_args(args)) {
+    let (args, name) = normalize_args(args);
+    let _ = PROGRAM.set(name);
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -157,7 +171,7 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("scr: ERROR: {e}");
+            eprintln!("{}: ERROR: {e}", program_name());
             ExitCode::from(1)
         }
     }

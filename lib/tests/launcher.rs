@@ -224,6 +224,37 @@ fn json_event_stream_for_batch_tooling() {
     let ended = events.iter().find(|e| e["event"] == "run_ended").unwrap();
     assert_eq!(ended["exit_code"], 0);
     assert!(events.iter().all(|e| e["time"].is_string()));
+    // the end of the job as data, not Rust's debug text
+    let finished = events.iter().find(|e| e["event"] == "finished").unwrap();
+    assert_eq!(finished["ending"], "runs_exhausted", "{finished}");
+    assert_eq!(finished["runs"], 1, "{finished}");
+    for e in &events {
+        for (k, v) in e.as_object().unwrap() {
+            let v = v.to_string();
+            assert!(
+                !(v.contains(" { ") || v.contains("Some(") || v.contains("HostSet")),
+                "{k}: {v}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_run_scr_run_stopped_never_reports_exit_code_0() {
+    // the application catches SIGTERM and exits 0: the watchdog stopped it all the same
+    let job = Job::new();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "trap 'exit 0' TERM; sleep 60 & wait"],
+        &[
+            ("SCR_RUNS", "1"),
+            ("SCR_WATCHDOG", "1"),
+            ("SCR_WATCHDOG_TIMEOUT", "2"),
+        ],
+    ));
+    assert!(t.contains("run ended: stopped by scr-run (watchdog"), "{t}");
+    assert!(!t.contains("run ended: exit code 0"), "{t}");
+    assert_ne!(out.status.code(), Some(0), "{t}");
 }
 
 #[test]
@@ -294,7 +325,7 @@ fn the_watchdog_kills_a_run_that_makes_no_progress() {
     ));
     assert!(started.elapsed() < Duration::from_secs(20), "{t}");
     assert_eq!(
-        t.matches("watchdog: no checkpoint or flush progress for 2 s (SCR_WATCHDOG_TIMEOUT)")
+        t.matches("stopping the run (SIGTERM to its processes): watchdog: no checkpoint or flush progress for 2 s (SCR_WATCHDOG_TIMEOUT)")
             .count(),
         2,
         "{t}"
@@ -402,4 +433,88 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
     );
     let e = job.index_entry("ckpt.2");
     assert!(e.complete && e.is_current, "{e:?}");
+}
+
+/// `scr` under one of SCR's names, through a link in the job's directory.
+fn scr_as(job: &Job, name: &str) -> Command {
+    let link = job.dir.path().join(name);
+    if !link.exists() {
+        std::os::unix::fs::symlink(scr_command(), &link).unwrap();
+    }
+    let mut cmd = Command::new(link);
+    cmd.current_dir(job.prefix())
+        .env("SCR_PREFIX", job.prefix())
+        .env_remove("SLURM_JOBID")
+        .env_remove("SLURM_JOB_ID");
+    cmd
+}
+
+#[test]
+fn scr_srun_help_and_no_arguments_print_usage_and_launch_nothing() {
+    let job = Job::new();
+    for help in ["--help", "-h"] {
+        let out = scr_as(&job, "scr_srun").arg(help).output().unwrap();
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{t}");
+        assert!(
+            t.contains("Usage: scr_srun") && t.contains("--run-cmd"),
+            "{t}"
+        );
+        // srun's own help would say this
+        assert!(!t.contains("Usage: srun"), "srun ran: {t}");
+    }
+    for (name, args) in [("scr_srun", &[][..]), ("scr-run", &["mpiexec"][..])] {
+        let out = scr_as(&job, name).args(args).output().unwrap();
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{name}: {t}");
+        assert!(
+            t.contains("give the launcher's arguments and the program"),
+            "{t}"
+        );
+        assert!(!t.contains("launching"), "{t}");
+    }
+    let out = scr_as(&job, "scr-run").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("Usage: scr run"), "{}", text(&out));
+    // outside an allocation, srun cannot run a job: said, with how
+    let out = scr_as(&job, "scr_srun")
+        .args(["-N2", "hostname"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.starts_with("scr_srun: ERROR:") && t.contains("salloc --no-kill") && t.contains("sbatch"),
+        "the message says the name the user ran: {t}"
+    );
+}
+
+#[test]
+fn scr_run_takes_v3_1_s_run_and_restart_commands() {
+    let job = Job::new();
+    let app = job.app.to_string_lossy().into_owned();
+    let run_cmd = format!("--run-cmd={app} 1000 2");
+    let run = || {
+        output(scr_run_in(
+            &job,
+            &["env", &run_cmd, "-rs", "echo restarting from SCR_CKPT_NAME"],
+            &[("SCR_RUNS", "1"), ("SCR_FLUSH", "1")],
+        ))
+    };
+    // no checkpoint yet: the run command (test_api, as an MPI singleton) writes two
+    let (out, t) = run();
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("test_api: done") && !t.contains("restarting from"),
+        "{t}"
+    );
+    // now there is one: the restart command, with its name
+    let (out, t) = run();
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(t.contains("restarting from ckpt.2"), "{t}");
+    assert!(!t.contains("test_api:"), "{t}");
+    // a flag without its command is an error before anything runs
+    let (out, t) = output(scr_run_in(&job, &["env", "-rc"], &[]));
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("-rc needs a command"), "{t}");
 }

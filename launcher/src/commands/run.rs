@@ -27,7 +27,13 @@ use std::time::{Duration, Instant};
                   nodes left, and relaunches without the nodes found down (once down, always \
                   down), after SCR_RUN_DELAY seconds (SCR's 60). SIGTERM or SIGINT stops the \
                   current run and the loop. SCR_ENABLE=0 runs the command once, unchanged.\n\n\
-                  Exit status: the last run's (1 when no run finished)."
+                  SCR v3.1's scr_run options may stand among the launcher's arguments: \
+                  `-rc CMD` / `--run-cmd=CMD` is run when there is no checkpoint to restart from, \
+                  `-rs CMD` / `--restart-cmd=CMD` when there is one, with SCR_CKPT_NAME in it \
+                  replaced by that checkpoint's name (each is split at spaces; no shell reads \
+                  it). A halt condition that holds before the first run (`scr halt --list`) \
+                  launches nothing.\n\n\
+                  Exit status: the last run's (1 when no run finished or scr-run stopped it)."
 )]
 pub struct Args {
     /// Print one JSON object per event (for batch tooling) instead of text lines
@@ -62,7 +68,11 @@ impl Reporter {
             }
             println!("{obj}");
         } else {
-            eprintln!("scr-run: {} {text}", now.format("%Y-%m-%dT%H:%M:%S"));
+            eprintln!(
+                "{}: {} {text}",
+                crate::program_name(),
+                now.format("%Y-%m-%dT%H:%M:%S")
+            );
         }
     }
 }
@@ -70,6 +80,8 @@ impl Reporter {
 /// The real world for the loop: processes, the halt file, the nodes file, signals.
 struct Live<'a> {
     command: Vec<String>,
+    /// v3.1's `--run-cmd`/`--restart-cmd`, appended to `command` run by run.
+    run_commands: RunCommands,
     launcher: Launcher,
     nodes: HostSet,
     prefix: PathBuf,
@@ -155,7 +167,13 @@ impl JobOps for Live<'_> {
     }
 
     fn launch(&mut self, _attempt: u32, exclude: &HostSet) -> Result<Option<i32>, String> {
-        let argv = self.launcher.command(&self.command, &self.nodes, exclude);
+        let restart = self
+            .run_commands
+            .restart
+            .as_ref()
+            .and_then(|_| restart_name(&self.prefix));
+        let line = launch_line(&self.command, &self.run_commands, restart.as_deref());
+        let argv = self.launcher.command(&line, &self.nodes, exclude);
         let (app, line) = job::child::command(&argv[0], &argv[1..]);
         let app = app
             .unchecked()
@@ -176,6 +194,10 @@ impl JobOps for Live<'_> {
         };
         loop {
             match app.try_wait() {
+                // a run scr-run stopped did not finish, whatever it exited with
+                Ok(Some(_)) if why.is_some() => {
+                    return Err(format!("stopped by scr-run ({})", why.unwrap_or_default()));
+                }
                 Ok(Some(out)) => return Ok(out.status.code()),
                 Ok(None) => {}
                 Err(e) => return Err(format!("waiting for {}: {e}", argv[0])),
@@ -296,11 +318,7 @@ impl JobOps for Live<'_> {
                 &format!("next attempt in {seconds} s (SCR_RUN_DELAY)"),
                 serde_json::json!({"seconds": seconds}),
             ),
-            Event::Finished { ending } => r.say(
-                "finished",
-                &ending.to_string(),
-                serde_json::json!({"ending": format!("{ending:?}")}),
-            ),
+            Event::Finished { ending } => r.say("finished", &ending.to_string(), ending.to_json()),
         }
     }
 }
@@ -309,13 +327,142 @@ fn fail(text: impl std::fmt::Display) -> scr::Error {
     scr::Error::refused(text.to_string())
 }
 
-pub fn run(args: Args) -> scr::Result<ExitCode> {
+/// SCR v3.1's `scr_run` commands among the launcher's arguments: `-rc`/`--run-cmd` is run
+/// when there is no checkpoint to restart from, `-rs`/`--restart-cmd` when there is one
+/// (with SCR_CKPT_NAME replaced by its name). Each is split at white space into arguments;
+/// no shell reads them.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct RunCommands {
+    run: Option<String>,
+    restart: Option<String>,
+}
+
+/// Takes `-rc CMD`, `-rc=CMD`, `--run-cmd CMD`, `--run-cmd=CMD` and the same of `-rs` /
+/// `--restart-cmd` out of the launcher's arguments.
+fn take_run_commands(command: &mut Vec<String>) -> scr::Result<RunCommands> {
+    let mut found = RunCommands::default();
+    let mut i = 1;
+    while i < command.len() {
+        let arg = &command[i];
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) => (f, Some(v.to_string())),
+            None => (arg.as_str(), None),
+        };
+        let slot = match flag {
+            "-rc" | "--run-cmd" => &mut found.run,
+            "-rs" | "--restart-cmd" => &mut found.restart,
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let flag = flag.to_string();
+        command.remove(i);
+        let value = match inline {
+            Some(v) => v,
+            None if i < command.len() => command.remove(i),
+            None => return Err(fail(format!("{flag} needs a command"))),
+        };
+        if value.split_whitespace().next().is_none() {
+            return Err(fail(format!("{flag} needs a command, not an empty one")));
+        }
+        *slot = Some(value);
+    }
+    Ok(found)
+}
+
+/// The command line of one run: the launcher and its arguments, then the run or restart
+/// command v3.1's `--run-cmd`/`--restart-cmd` gave (the restart one when `restart` names
+/// the checkpoint a restart would load).
+fn launch_line(base: &[String], commands: &RunCommands, restart: Option<&str>) -> Vec<String> {
+    let mut line = base.to_vec();
+    let chosen = match (restart, &commands.restart) {
+        (Some(name), Some(cmd)) => Some(cmd.replace("SCR_CKPT_NAME", name)),
+        _ => commands.run.clone(),
+    };
+    if let Some(cmd) = chosen {
+        line.extend(cmd.split_whitespace().map(str::to_string));
+    }
+    line
+}
+
+/// The checkpoint a restart of the job would load, as far as the prefix tells: the newest
+/// of those the flush file says this allocation holds and the index's restart choice.
+fn restart_name(prefix: &std::path::Path) -> Option<String> {
+    let cached = scr::flush::FlushFile::read(&layout::flush_file(prefix))
+        .ok()
+        .and_then(|f| {
+            f.datasets()
+                .into_iter()
+                .rev()
+                .find(|&d| f.is_checkpoint(d))
+                .and_then(|d| f.name(d).map(|n| (d, n.to_string())))
+        });
+    let link = std::fs::read_link(layout::current_link(prefix))
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned());
+    let on_prefix = scr::index::IndexFile::read(&layout::index_file(prefix))
+        .ok()
+        .and_then(|i| {
+            i.restart_candidates(link.as_deref())
+                .into_iter()
+                .next()
+                .map(|e| (e.id, e.name))
+        });
+    [cached, on_prefix]
+        .into_iter()
+        .flatten()
+        .max_by_key(|(id, _)| *id)
+        .map(|(_, n)| n)
+}
+
+/// Usage, when the arguments hold no program to run (`scr_srun` alone) or ask for help
+/// right after the launcher (`scr_srun --help`): the launcher is not run.
+fn usage_instead(command: &[String]) -> Option<ExitCode> {
+    let help = matches!(command.get(1).map(String::as_str), Some("-h" | "--help"));
+    // a launcher alone has nothing to launch (a program alone runs as it is)
+    let launcher_alone =
+        command.len() == 1 && !matches!(Launcher::detect(&command[0]), Launcher::Direct);
+    if !help && !launcher_alone {
+        return None;
+    }
+    let mut cmd = <Args as clap::Args>::augment_args(clap::Command::new(crate::program_name()));
+    let text = cmd.render_long_help();
+    // (a reader that stops early, `| head`, is no error)
+    use std::io::Write;
+    if help {
+        let _ = write!(std::io::stdout(), "{text}");
+        Some(ExitCode::SUCCESS)
+    } else {
+        let _ = write!(
+            std::io::stderr(),
+            "{}: give the launcher's arguments and the program to run, e.g. `{} -N4 -n16 ./app`\n\n{text}",
+            crate::program_name(),
+            crate::program_name()
+        );
+        Some(ExitCode::from(1))
+    }
+}
+
+pub fn run(mut args: Args) -> scr::Result<ExitCode> {
+    if let Some(code) = usage_instead(&args.command) {
+        return Ok(code);
+    }
+    let run_commands = take_run_commands(&mut args.command)?;
     let reporter = Reporter { json: args.json };
     let params = Params::load(&Sources::from_process())?;
     if !params.bool("SCR_ENABLE") {
-        return run_without_scr(&args.command);
+        return run_without_scr(&launch_line(&args.command, &run_commands, None));
     }
     let rm = job::detect_resource_manager();
+    if matches!(Launcher::detect(&args.command[0]), Launcher::Srun { .. }) && !rm.nodes_are_hosts()
+    {
+        return Err(fail(
+            "srun runs jobs in a SLURM allocation, and this is not in one (no SLURM_JOB_ID): \
+             run it inside `salloc --no-kill -N <nodes>` or an sbatch script (--no-kill keeps \
+             the allocation when a node fails, so the next run can go on without it)",
+        ));
+    }
     let nodes = rm.nodes().map_err(fail)?;
     let job_id = rm.job_id();
     export_job(rm.as_ref(), &job_id);
@@ -364,6 +511,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     let mut live = Live {
         launcher: Launcher::detect(&args.command[0]),
         command: args.command,
+        run_commands,
         nodes,
         prefix,
         rm: rm.as_ref(),

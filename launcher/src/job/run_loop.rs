@@ -126,6 +126,25 @@ impl std::fmt::Display for Ending {
     }
 }
 
+impl Ending {
+    /// The ending as data for `--json`: `{"ending": KIND, …its fields}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        match self {
+            Ending::RunsExhausted { runs } => json!({"ending": "runs_exhausted", "runs": runs}),
+            Ending::Halted { reason } => json!({"ending": "halted", "reason": reason}),
+            Ending::HaltedBeforeLaunch { reason } => {
+                json!({"ending": "halted_before_launch", "reason": reason})
+            }
+            Ending::TooFewNodes { left, needed } => {
+                json!({"ending": "too_few_nodes", "nodes_left": left, "nodes_needed": needed})
+            }
+            Ending::LaunchNodeDown { node } => json!({"ending": "launch_node_down", "node": node}),
+            Ending::StopRequested => json!({"ending": "stop_requested"}),
+        }
+    }
+}
+
 /// The outcome: why the loop ended, and the last run's exit code (None if no run
 /// finished normally).
 #[derive(Clone, Debug, PartialEq)]
