@@ -50,6 +50,7 @@ enum Command {
     CkptInterval(commands::jobs::CkptIntervalArgs),
     Inspect(commands::jobs::InspectArgs),
     KillJobstep(commands::jobs::KillJobstepArgs),
+    Config(commands::config::Args),
     #[command(hide = true)]
     GenerateDocs(commands::docs::Args),
 }
@@ -134,6 +135,15 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
             };
         }
     };
+    // A command read through a pipe that closes early (`scr config | head`) ends quietly
+    // as any Unix tool does. scr-run and the transfer agent keep Rust's default: they
+    // supervise jobs and must not die because a reader went away.
+    if !matches!(cli.command, Command::Run(_) | Command::Transfer(_)) {
+        // SAFETY: restoring the default disposition of a signal, before any thread starts
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let result = match cli.command {
         Command::Print(args) => commands::print::run(args),
         Command::GlobHosts(args) => commands::glob_hosts::run(args),
@@ -166,6 +176,7 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
         Command::CkptInterval(args) => commands::jobs::ckpt_interval(args),
         Command::Inspect(args) => commands::jobs::inspect(args),
         Command::KillJobstep(args) => commands::jobs::kill_jobstep(args),
+        Command::Config(args) => commands::config::run(args),
         Command::GenerateDocs(args) => commands::docs::run(args, Cli::command(), COMPAT_NAMES),
     };
     match result {

@@ -68,6 +68,9 @@ fn abort_job_after(error: &scr::Error) -> ! {
 }
 
 fn abort_now() -> ! {
+    // the launcher forwards what the ranks wrote; an abort at once can end the job before
+    // the message above is through
+    std::thread::sleep(std::time::Duration::from_millis(300));
     if mpi::environment::is_initialized() && !mpi::environment::is_finalized() {
         // SAFETY: MPI is initialized and not finalized; MPI_Abort does not return
         unsafe {

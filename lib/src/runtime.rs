@@ -137,6 +137,9 @@ struct Config {
     descriptors: Vec<CkptDesc>,
     user: String,
     jobid: String,
+    /// SCR_DEBUG: 1 says what SCR does (restarts, rebuilds, fetches, flushes, each
+    /// checkpoint's cost), 2 also each file and directory, 3 also every routed file.
+    debug: u64,
 }
 
 /// The cache manager's state: this rank's filemap and what its node holds for others.
@@ -242,16 +245,14 @@ fn prepare_prefix(world: &SimpleCommunicator, prefix: &Path) -> Result<()> {
     } else {
         Ok(())
     };
-    if let Err(e) = &prepared {
-        say!("SCR: ERROR: {e}");
-    }
     if comm::all_true(world, prepared.is_ok()) {
         Ok(())
     } else {
-        Err(failure(format!(
+        // rank 0 says why; the others that it failed
+        prepared.and(Err(Error::collective(format!(
             "rank 0 could not prepare the prefix {}",
             prefix.display()
-        )))
+        ))))
     }
 }
 
@@ -462,6 +463,13 @@ fn read_params(world: &SimpleCommunicator, rank: u64) -> Result<Params> {
                 for w in &p.warnings {
                     say!("SCR: WARNING: {w}");
                 }
+                // the configuration in effect, with where each value came from (only rank 0
+                // knows: the others get the values alone)
+                if p.count("SCR_DEBUG").unwrap_or(0) >= 1 {
+                    for (setting, origin) in p.effective() {
+                        say!("SCR: {setting} ({origin})");
+                    }
+                }
             }
             Ok(Params::from_hash(&comm::bcast_hash(world, 0, &p.to_hash())))
         }
@@ -554,6 +562,7 @@ impl Scr {
             set_comms,
             sets,
             config: Config {
+                debug: params.count("SCR_DEBUG").unwrap_or(0),
                 params,
                 prefix,
                 descriptors,
@@ -588,6 +597,8 @@ impl Scr {
     /// the restart chosen (rebuilt in cache where it must be, SCR_CURRENT's pick, flushed
     /// on restart), the start logged, and the halt conditions checked.
     fn begin(&mut self) -> Result<()> {
+        self.debug(1, format_args!("NPROCS={}", self.ranks));
+        self.debug(1, format_args!("NNODES={}", self.nodes));
         self.purge()?;
         self.restart_from_cache()?;
         if let Some(name) = self.config.params.get("SCR_CURRENT").map(str::to_string) {
@@ -639,6 +650,46 @@ impl Scr {
                 .err()
                 .unwrap_or_else(|| failure(format!("{what} failed on rank 0"))))
         }
+    }
+
+    /// An SCR_DEBUG message of `level` about the job, said once (by rank 0).
+    pub(super) fn debug(&self, level: u64, text: std::fmt::Arguments) {
+        if self.rank == 0 && self.config.debug >= level {
+            say!("SCR: {text}");
+        }
+    }
+
+    /// An SCR_DEBUG message of `level` about this rank's own part, naming it.
+    pub(super) fn debug_rank(&self, level: u64, text: std::fmt::Arguments) {
+        if self.config.debug >= level {
+            say!("SCR: rank {}: {text}", self.rank);
+        }
+    }
+
+    /// A transfer's cost as SCR_DEBUG shows it: seconds, files, bytes and bandwidth of the
+    /// whole dataset (its descriptor's totals).
+    pub(super) fn transfer_cost(&self, id: u64, secs: f64) -> String {
+        let desc = self
+            .cache
+            .filemap
+            .dataset(id, self.rank)
+            .unwrap_or_default();
+        let (files, bytes) = (desc.files().unwrap_or(0), desc.size().unwrap_or(0));
+        let mbs = if secs > 0.0 {
+            bytes as f64 / secs / 1e6
+        } else {
+            0.0
+        };
+        format!("{secs:.6} secs, {files} files, {bytes} bytes, {mbs:.3} MB/s")
+    }
+
+    /// A dataset's name for messages (`?` when this rank does not know it).
+    pub(super) fn dataset_name(&self, id: u64) -> String {
+        self.cache
+            .filemap
+            .dataset(id, self.rank)
+            .and_then(|d| d.name().map(str::to_string))
+            .unwrap_or_else(|| layout::dataset_dir_name(id))
     }
 
     /// The parameters this job runs with.

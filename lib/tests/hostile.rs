@@ -377,35 +377,6 @@ fn a_rank2file_graph_that_multiplies_reads_is_stopped_not_followed() {
 }
 
 /// A small tmpfs mounted over a directory for as long as it lives: a full disk.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &std::path::Path, bytes: usize) -> Tmpfs {
-        std::fs::create_dir_all(dir).unwrap();
-        let status = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={bytes},mode=0700")])
-            .arg("tmpfs")
-            .arg(dir)
-            .status()
-            .expect("mount(8) runs");
-        assert!(
-            status.success(),
-            "mounting a {bytes}-byte tmpfs on {} failed: this test needs root (CI runs as root)",
-            dir.display()
-        );
-        Tmpfs(dir.to_path_buf())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 /// One node's control directory fills up, at whichever point of a run its size makes it
 /// fill (before the first filemap, after it, between checkpoints): no rank is left waiting
 /// for one that gave up. Every run ends well inside the launcher's timeout, and the job

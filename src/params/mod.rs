@@ -404,6 +404,33 @@ impl Params {
         self.descriptors.iter().filter(move |d| d.kind == kind)
     }
 
+    /// The configuration in effect, one line each, as `SCR_DEBUG=1` shows it and `scr config`
+    /// prints it: every parameter with a value in the table's order (`NAME=VALUE`, and where
+    /// the value came from), then every descriptor line.
+    pub fn effective(&self) -> Vec<(String, String)> {
+        let mut lines: Vec<(String, String)> = table::PARAMS
+            .iter()
+            .filter_map(|spec| {
+                let s = self.settings.get(spec.name)?;
+                Some((format!("{}={}", spec.name, s.value), s.origin.to_string()))
+            })
+            .collect();
+        // settings the table does not know (none today; kept in case a layer adds one)
+        for (name, s) in &self.settings {
+            if table::spec(name).is_none() {
+                lines.push((format!("{name}={}", s.value), s.origin.to_string()));
+            }
+        }
+        for d in &self.descriptors {
+            let mut line = format!("{}={}", d.kind, d.name);
+            for (k, v) in &d.attrs {
+                line.push_str(&format!(" {k}={v}"));
+            }
+            lines.push((line, d.origin.clone()));
+        }
+        lines
+    }
+
     /// All resolved settings, by name.
     pub fn settings(&self) -> impl Iterator<Item = (&str, &Setting)> {
         self.settings.iter().map(|(k, v)| (k.as_str(), v))

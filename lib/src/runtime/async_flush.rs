@@ -91,7 +91,14 @@ impl Scr {
                 return Ok(());
             }
         };
-        if self.config.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
+        if self.config.debug >= 1 {
+            self.debug(
+                1,
+                format_args!(
+                    "Initiating async flush of dataset {id} `{}'",
+                    self.dataset_name(id)
+                ),
+            );
             let through = match TransferFile::read(&transfer) {
                 Ok(t) if agent_alive(&t) => {
                     format!(
@@ -101,10 +108,7 @@ impl Scr {
                 }
                 _ => "a background thread".into(),
             };
-            say!(
-                "SCR: rank {}: dataset {id} flushes through {through}",
-                self.rank
-            );
+            self.debug_rank(1, format_args!("dataset {id} flushes through {through}"));
         }
         let want_crc = self.config.params.bool("SCR_CRC_ON_FLUSH");
         let buf = self.file_buf_size();
@@ -209,11 +213,21 @@ impl Scr {
             fields.push(("async", "1".to_string()));
             self.log.event(scr::event_log::kinds::FLUSH, &fields);
         }
-        if published && self.rank == 0 && self.config.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
+        if published {
             let nodes = self.nodes.max(1) as f64;
-            say!(
-                "SCR: asynchronous flush of dataset {id} done: {total} bytes in {slowest:.3} s, {:.0} bytes/s per node",
-                total as f64 / slowest.max(1e-9) / nodes
+            self.debug(
+                1,
+                format_args!(
+                    "asynchronous flush of dataset {id} done: {total} bytes in {slowest:.3} s, {:.0} bytes/s per node",
+                    total as f64 / slowest.max(1e-9) / nodes
+                ),
+            );
+            self.debug(
+                1,
+                format_args!(
+                    "Flush succeeded for dataset {id} `{}'",
+                    self.dataset_name(id)
+                ),
             );
         }
         Ok(())

@@ -166,6 +166,13 @@ impl Scr {
     /// removed stays until the job's cache is cleaned, and an entry whose files are gone
     /// fails verification.
     pub(super) fn discard_cached(&mut self, dset: u64) {
+        self.debug(
+            1,
+            format_args!(
+                "Deleting dataset {dset} `{}' from cache",
+                self.dataset_name(dset)
+            ),
+        );
         if let Err(e) = self.try_discard_cached(dset) {
             say!(
                 "SCR: WARNING: rank {}: dataset {dset} left the cache, but not cleanly: {e}",

@@ -39,6 +39,7 @@ impl Scr {
                 return Ok(()); // nothing (more) to fetch: a clean start
             };
             let desc = Dataset::wrap(pick.get("DSET").cloned().unwrap_or_default());
+            self.debug(1, format_args!("Attempting fetch: {name}"));
             let fetch_started = Instant::now();
             let mine = match pick.get("MAP") {
                 Some(m) => {
@@ -58,11 +59,22 @@ impl Scr {
             }
             if comm::all_true(&self.world, result.is_ok()) {
                 self.log_transfer(kinds::FETCH, id, fetch_started);
+                let secs = fetch_started.elapsed().as_secs_f64();
+                self.debug(
+                    1,
+                    format_args!("scr_fetch: {}", self.transfer_cost(id, secs)),
+                );
+                self.debug(1, format_args!("Fetch of dataset {id} `{name}' succeeded"));
                 self.note_on_prefix("the fetch", || {
                     update_index(&self.config.prefix, |idx| {
                         idx.mark_fetched(id, &name, chrono::Local::now());
-                        Ok(())
+                        // the checkpoint restarted from is the current one, as in SCR: a
+                        // newer one that failed to fetch no longer is
+                        idx.set_current(&name).map_err(|what| {
+                            Error::invalid(layout::index_file(&self.config.prefix), what)
+                        })
                     })?;
+                    scr::prefix::update_current_link(&self.config.prefix, &name)?;
                     update_flush_file(&self.config.prefix, |f| {
                         f.describe_dataset(id, &desc);
                         f.set_location(id, Location::Cache);
@@ -73,6 +85,7 @@ impl Scr {
                 self.restart = Some((id, name));
                 return Ok(());
             }
+            self.debug(1, format_args!("Failed to fetch dataset {id} `{name}'"));
             self.log.event(
                 kinds::FETCH_FAILED,
                 &[("name", name.clone()), ("dset", id.to_string())],
@@ -341,8 +354,10 @@ impl Scr {
             if let (Some(want), Some(got)) = (rec.crc, crc) {
                 if want != got {
                     return Err(failure(format!(
-                        "{}: CRC32 {}, the summary records {}",
+                        "CRC32 mismatch detected when fetching file from {} to {} of dataset \
+                         {id}: it has {}, the summary records {}",
                         src.display(),
+                        dst.display(),
                         scr::hash::format_crc32(got),
                         scr::hash::format_crc32(want)
                     )));

@@ -5,6 +5,8 @@ use super::*;
 impl Scr {
     /// Synchronous flush of a cached dataset to the prefix.
     pub(super) fn flush(&mut self, id: u64) -> Result<()> {
+        let name = self.dataset_name(id);
+        self.debug(1, format_args!("Initiating flush of dataset {id} `{name}'"));
         self.note_on_prefix("the flush's start in the flush file", || {
             update_flush_file(&self.config.prefix, |f| {
                 f.set_location(id, Location::Flushing)
@@ -54,18 +56,31 @@ impl Scr {
         // ranks done early wait sleeping, not in the gather's busy-poll
         comm::relaxed_barrier(&self.world);
         let copied = self.publish_flushed(id, records, result.is_ok())?;
-        if self.config.params.count("SCR_DEBUG").unwrap_or(0) > 0 {
-            say!(
-                "SCR: rank {}: flush of dataset {id}: copied in {copy_secs:.3} s, all ranks done after {:.3} s",
-                self.rank,
+        self.debug_rank(
+            2,
+            format_args!(
+                "flush of dataset {id}: copied in {copy_secs:.3} s, all ranks done after {:.3} s",
                 started.elapsed().as_secs_f64()
-            );
-        }
+            ),
+        );
         comm::relaxed_barrier(&self.world);
         if copied {
             self.log_transfer(kinds::FLUSH, id, started);
+            let secs = started.elapsed().as_secs_f64();
+            self.debug(
+                1,
+                format_args!("scr_flush_sync: {}", self.transfer_cost(id, secs)),
+            );
+            self.debug(
+                1,
+                format_args!("scr_flush_sync: Flush succeeded for dataset {id} `{name}'"),
+            );
             Ok(())
         } else {
+            self.debug(
+                1,
+                format_args!("scr_flush_sync: Flush failed for dataset {id} `{name}'"),
+            );
             Err(Error::collective(format!(
                 "flush of dataset {id} failed on at least one rank"
             )))

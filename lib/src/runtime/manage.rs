@@ -151,13 +151,13 @@ impl Scr {
         }
         self.restart = None;
         loop {
-            let newer = comm::max_u64(&self.world, self.newest_cached_checkpoint(u64::MAX));
+            let newer = comm::max_u64(&self.world, self.newest_cached(u64::MAX, true));
             if newer <= id {
                 break;
             }
             self.delete_cached(newer);
         }
-        let cached = comm::max_u64(&self.world, self.newest_cached_checkpoint(id + 1));
+        let cached = comm::max_u64(&self.world, self.newest_cached(id + 1, true));
         if cached == id && self.recover(id)? {
             let desc = self.cache.filemap.dataset(id, self.rank);
             let ckpt = desc.as_ref().and_then(|d| d.checkpoint_id()).unwrap_or(id);

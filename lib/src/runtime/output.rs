@@ -82,6 +82,13 @@ impl Scr {
         let prepared = self.record_dataset(id, &desc, 0).and_then(|()| {
             safe_fs::create_dirs_in(&self.store_dir(&store), &self.dataset_dir(id), 0o700)
         });
+        self.debug(
+            1,
+            format_args!(
+                "Starting dataset {id} `{}'",
+                desc.name().unwrap_or_default()
+            ),
+        );
         // a rank that could not prepare (a full control or cache directory) still enters
         // the output, so that its Complete joins the others' and fails the dataset for all
         self.phase = Phase::Output {
@@ -183,6 +190,13 @@ impl Scr {
         }
         let (desc, failed) = self.record_completion(id, valid && broken.is_none())?;
         let name = desc.name().unwrap_or_default().to_string();
+        if failed > 0 && self.rank == 0 {
+            say!(
+                "SCR: ERROR: dataset {id} `{name}' is not complete: {failed} of {} rank(s) marked \
+                 it invalid or lack a file they routed (those ranks say why); it is discarded",
+                self.ranks
+            );
+        }
         if failed > 0 {
             self.log.event(
                 kinds::CHECKPOINT_FAILED,
@@ -198,7 +212,10 @@ impl Scr {
         }
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
         // as in SCR, a checkpoint its scheme could not protect is not a valid checkpoint
-        if is_ckpt && self.apply_redundancy(id).is_err() {
+        if is_ckpt && let Err(e) = self.apply_redundancy(id) {
+            if self.rank == 0 {
+                say!("SCR: ERROR: dataset {id} `{name}' is discarded: {e}");
+            }
             self.delete_cached(id);
             self.cache.deferred_eviction = None;
             return Ok(false);
@@ -235,6 +252,16 @@ impl Scr {
             kinds::OUTPUT
         };
         self.log.event(kind, &fields);
+        if let Some(secs) = secs {
+            self.debug(
+                1,
+                format_args!("scr_complete_output: {}", self.transfer_cost(id, secs)),
+            );
+        }
+        self.debug(
+            1,
+            format_args!("Completed dataset {id} `{}'", self.dataset_name(id)),
+        );
         if is_ckpt {
             self.restart = None; // a new checkpoint supersedes the one restarted from
             self.schedule.complete(Instant::now());
@@ -259,6 +286,12 @@ impl Scr {
                 .meta(id, self.rank, &f)
                 .unwrap_or_default();
             let size = std::fs::metadata(&f).map(|m| m.len());
+            if size.is_err() {
+                say!(
+                    "SCR: ERROR: rank {}: {f} was routed for dataset {id} but not written",
+                    self.rank
+                );
+            }
             let mut complete = valid && size.is_ok();
             meta.set_size(*size.as_ref().unwrap_or(&0));
             if crc_on_copy && complete {
@@ -277,6 +310,19 @@ impl Scr {
             self.cache.filemap.set_meta(id, self.rank, &f, &meta);
             files += 1;
             bytes += size.unwrap_or(0);
+        }
+        // (each rank the application told would say only that; a full file system is news)
+        let full = if valid {
+            String::new()
+        } else {
+            full_file_system_note(&self.dataset_dir(id))
+        };
+        if !valid && (!full.is_empty() || self.config.debug >= 1) {
+            say!(
+                "SCR: ERROR: rank {}: dataset {id} is marked invalid here (SCR_Complete_output \
+                 was called with valid=0{full})",
+                self.rank
+            );
         }
         self.cache.filemap.set_expected_files(id, self.rank, files);
         let mut desc = self
@@ -329,5 +375,29 @@ impl Scr {
             })
         });
         Ok(())
+    }
+}
+
+/// Why a write into `dir` may have failed, when the reason is its file system: full, or
+/// nearly (an application told of a short write marks its output invalid, and says no more).
+fn full_file_system_note(dir: &Path) -> String {
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return String::new();
+    };
+    // SAFETY: a zeroed statvfs is a valid out-parameter; path is NUL-terminated
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return String::new();
+    }
+    let free = st.f_bavail as u64 * st.f_frsize as u64;
+    let size = st.f_blocks as u64 * st.f_frsize as u64;
+    if size > 0 && free < (size / 100).max(1 << 20) {
+        format!(
+            "; its cache directory {} is full ({free} of {size} bytes free): the cache is too \
+             small for this dataset (a larger store, a smaller SCR_CACHE_SIZE, or SCR_CACHE_BYPASS=1)",
+            dir.display()
+        )
+    } else {
+        String::new()
     }
 }

@@ -60,22 +60,21 @@ impl Scr {
         } else {
             0
         };
+        let started = Instant::now();
+        let mut attempted = false;
         loop {
-            let d = comm::max_u64(&self.world, self.newest_cached_checkpoint(below));
+            let d = comm::max_u64(&self.world, self.newest_cached(below, true));
             if d == 0 {
                 self.fetch_pending = self.config.params.bool("SCR_FETCH");
-                return Ok(());
+                break;
             }
-            if self.recover(d)? {
+            attempted = true;
+            if self.recover_and_say(d)? {
                 let desc = self.cache.filemap.dataset(d, self.rank);
-                let name = desc
-                    .as_ref()
-                    .and_then(|x| x.name().map(str::to_string))
-                    .unwrap_or_else(|| layout::dataset_dir_name(d));
                 let ckpt = desc.as_ref().and_then(Dataset::checkpoint_id).unwrap_or(d);
                 self.checkpoint_id = comm::max_u64(&self.world, ckpt);
-                self.restart = Some((d, name));
-                return Ok(());
+                self.restart = Some((d, self.dataset_name(d)));
+                break;
             }
             // what is left of it stays in cache (the drain may see more nodes than this run)
             // until it ages out like any dataset
@@ -84,6 +83,51 @@ impl Scr {
             }
             below = d;
         }
+        // every older dataset still cached is rebuilt too, so a later failure of the
+        // restart checkpoint still finds them protected (what cannot be is left as it is)
+        if let Some((restart, _)) = self.restart {
+            let mut older = restart;
+            loop {
+                let d = comm::max_u64(&self.world, self.newest_cached(older, false));
+                if d == 0 {
+                    break;
+                }
+                self.recover_and_say(d)?;
+                older = d;
+            }
+        }
+        if attempted {
+            let secs = started.elapsed().as_secs_f64();
+            match self.restart {
+                Some(_) => self.debug(
+                    1,
+                    format_args!(
+                        "Scalable restart succeeded for checkpoint {}, took {secs:.6} secs",
+                        self.checkpoint_id
+                    ),
+                ),
+                None => self.debug(
+                    1,
+                    format_args!("Scalable restart failed, took {secs:.6} secs"),
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Scr::recover`], saying so at SCR_DEBUG=1 as SCR does. Collective.
+    fn recover_and_say(&mut self, d: u64) -> Result<bool> {
+        self.debug(
+            1,
+            format_args!("Attempting to distribute and rebuild dataset {d}"),
+        );
+        let recovered = self.recover(d)?;
+        if recovered {
+            self.debug(1, format_args!("Rebuilt dataset {d}"));
+        } else {
+            self.debug(1, format_args!("Failed to rebuild dataset {d}"));
+        }
+        Ok(recovered)
     }
 
     /// SCR_FLUSH_ON_RESTART (and SCR_GLOBAL_RESTART): the checkpoint restarted from cache
@@ -112,16 +156,16 @@ impl Scr {
         Ok(())
     }
 
-    /// The newest checkpoint below `below` this rank (or, on the node master, the node's
-    /// held copies) records.
-    pub(super) fn newest_cached_checkpoint(&self, below: u64) -> u64 {
+    /// The newest dataset below `below` this rank (or, on the node master, the node's held
+    /// copies) records; with `checkpoints_only`, the newest checkpoint.
+    pub(super) fn newest_cached(&self, below: u64, checkpoints_only: bool) -> u64 {
         let newest = |map: &Filemap| {
             map.ranks()
                 .into_iter()
                 .flat_map(|r| {
-                    map.datasets_of_rank(r)
-                        .into_iter()
-                        .filter(move |&d| map.dataset(d, r).is_some_and(|x| x.is_checkpoint()))
+                    map.datasets_of_rank(r).into_iter().filter(move |&d| {
+                        !checkpoints_only || map.dataset(d, r).is_some_and(|x| x.is_checkpoint())
+                    })
                 })
                 .filter(|&d| d < below)
                 .max()
@@ -264,6 +308,14 @@ impl Scr {
     /// its own cache directory.
     fn move_copy(&mut self, d: u64, owner: u64, holder: u64) -> Result<()> {
         let buf = self.mpi_buf_size();
+        if self.rank == owner {
+            self.debug_rank(
+                1,
+                format_args!(
+                    "Receiving its files of dataset {d} from the copy rank {holder}'s node holds"
+                ),
+            );
+        }
         if self.rank == holder {
             let (_, held) = self
                 .cache

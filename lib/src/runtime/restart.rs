@@ -31,6 +31,17 @@ impl Scr {
 
     /// `SCR_Route_file`: where to write (during an output) or read (during a restart) `name`.
     pub(crate) fn route_file(&mut self, name: &str) -> Result<PathBuf> {
+        let routed = self.route_file_to(name);
+        if let Ok(path) = &routed {
+            self.debug_rank(
+                3,
+                format_args!("SCR_Route_file: {name} -> {}", path.display()),
+            );
+        }
+        routed
+    }
+
+    fn route_file_to(&mut self, name: &str) -> Result<PathBuf> {
         if name.is_empty() || name.len() >= 1024 {
             return Err(failure(format!(
                 "file name {name:?} must be non-empty and shorter than 1024 bytes"

@@ -179,6 +179,16 @@ impl Scr {
     /// they are created empty; returns the store and the filemap keys to mark complete.
     fn recreate_member(&mut self, d: u64, view: &SetView) -> Result<(MemberStore, Vec<String>)> {
         let (code, me, chunk) = (view.code, view.me, view.template.chunk);
+        self.debug_rank(
+            1,
+            format_args!(
+                "Rebuilding files of dataset {d} from {} segments",
+                match code.kind {
+                    scr::erasure::CodeKind::Xor => "XOR",
+                    scr::erasure::CodeKind::ReedSolomon => "Reed-Solomon",
+                }
+            ),
+        );
         let mut reddesc = view
             .reddesc
             .clone()

@@ -404,3 +404,34 @@ pub fn run_ok_on(
     assert!(out.status.success(), "{hosts}: {t}");
     t
 }
+
+/// A small tmpfs mounted over a directory for the test (root only), unmounted when dropped:
+/// a file system that fills up.
+pub struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &std::path::Path, bytes: usize) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes},mode=0700")])
+            .arg("tmpfs")
+            .arg(dir)
+            .status()
+            .expect("mount(8) runs");
+        assert!(
+            status.success(),
+            "mounting a {bytes}-byte tmpfs on {} failed: this test needs root (CI runs as root)",
+            dir.display()
+        );
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}

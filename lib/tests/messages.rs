@@ -1,0 +1,250 @@
+//! What SCR tells its user (SCR v3.1's user guide, config.rst SCR_DEBUG; LLNL's test plan
+//! checks these lines): at SCR_DEBUG=1 the configuration in effect with where each value
+//! came from, each dataset's start, cost and flush, which datasets a restart rebuilt and
+//! how, what it fetched; at the default level only what went wrong, and why. Every message
+//! is a whole line of its own.
+
+mod common;
+
+use common::*;
+use scr::HashView;
+
+const HOSTS: &str = "n1,n2,n3,n4";
+
+/// The lines of `out` that hold `needle`.
+fn lines_with<'a>(out: &'a str, needle: &str) -> Vec<&'a str> {
+    out.lines().filter(|l| l.contains(needle)).collect()
+}
+
+#[test]
+fn scr_debug_1_shows_the_configuration_and_each_checkpoint_and_flush() {
+    let job = Job::new();
+    let size = 10_000;
+    let out = run_ok_on(
+        &job,
+        HOSTS,
+        4,
+        &[&size.to_string(), "2"],
+        &[
+            ("SCR_DEBUG", "1"),
+            ("SCR_FLUSH", "2"),
+            ("SCR_COPY_TYPE", "XOR"),
+        ],
+    );
+    // every parameter in effect, once, with its origin
+    let conf = job.dir.path().join("scr.conf");
+    for (line, origin) in [
+        ("SCR: SCR_DEBUG=1", "(environment)".to_string()),
+        ("SCR: SCR_FLUSH=2", "(environment)".to_string()),
+        ("SCR: SCR_COPY_TYPE=XOR", "(environment)".to_string()),
+        ("SCR: SCR_CACHE_SIZE=1", "(built-in default)".to_string()),
+        ("SCR: SCR_CNTL_BASE=", format!("({}:1)", conf.display())),
+    ] {
+        let found = lines_with(&out, line);
+        assert_eq!(found.len(), 1, "{line}: {out}");
+        assert!(found[0].ends_with(&origin), "{line} {origin}: {out}");
+    }
+    assert_eq!(lines_with(&out, "SCR: NPROCS=4").len(), 1, "{out}");
+    assert_eq!(lines_with(&out, "SCR: NNODES=4").len(), 1, "{out}");
+    // each checkpoint: its start and its cost over the whole job (4 ranks' files of 8 + size
+    // bytes: what test_api writes, not what SCR reports of itself)
+    let bytes = 4 * (8 + size);
+    for t in 1..=2 {
+        assert_eq!(
+            lines_with(&out, &format!("SCR: Starting dataset {t} `ckpt.{t}'")).len(),
+            1,
+            "{out}"
+        );
+        assert_eq!(
+            lines_with(&out, &format!("SCR: Completed dataset {t} `ckpt.{t}'")).len(),
+            1,
+            "{out}"
+        );
+    }
+    let costs = lines_with(&out, "SCR: scr_complete_output: ");
+    assert_eq!(costs.len(), 2, "{out}");
+    for c in costs {
+        assert!(
+            c.contains(&format!(" secs, 4 files, {bytes} bytes, ")) && c.ends_with(" MB/s"),
+            "{c}"
+        );
+    }
+    // SCR_FLUSH=2: ckpt.2 is flushed, and says so with its cost
+    assert_eq!(
+        lines_with(&out, "SCR: Initiating flush of dataset 2 `ckpt.2'").len(),
+        1,
+        "{out}"
+    );
+    let flush = lines_with(&out, "SCR: scr_flush_sync: ");
+    assert!(
+        flush
+            .iter()
+            .any(|l| l.contains(&format!("4 files, {bytes} bytes"))),
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(
+            &out,
+            "SCR: scr_flush_sync: Flush succeeded for dataset 2 `ckpt.2'"
+        )
+        .len(),
+        1,
+        "{out}"
+    );
+    assert!(
+        lines_with(&out, "Initiating flush of dataset 1").is_empty(),
+        "{out}"
+    );
+    // no message shares its line with another
+    for l in out.lines().filter(|l| l.contains("SCR")) {
+        assert!(
+            l.starts_with("SCR: ") && l.matches("SCR: ").count() == 1,
+            "{l:?}"
+        );
+    }
+
+    // at the default level, none of it
+    let job = Job::new();
+    let out = run_ok_on(&job, HOSTS, 4, &["1000", "2"], &[("SCR_FLUSH", "2")]);
+    assert!(!out.contains("SCR:"), "{out}");
+}
+
+#[test]
+fn scr_debug_1_says_which_datasets_a_restart_rebuilt_and_how() {
+    // two checkpoints in cache (SCR_CACHE_SIZE=2), none flushed, then n3 is lost
+    let job = Job::new();
+    let env = [
+        ("SCR_COPY_TYPE", "XOR"),
+        ("SCR_CACHE_SIZE", "2"),
+        ("SCR_FLUSH", "0"),
+    ];
+    run_ok_on(&job, HOSTS, 4, &["20000", "2"], &env);
+    lose_node(&job, "n3");
+    let env = [&env[..], &[("SCR_DEBUG", "1")]].concat();
+    let out = run_ok_on(&job, HOSTS, 4, &["20000", "0"], &env);
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+    for d in [2, 1] {
+        for line in [
+            format!("SCR: Attempting to distribute and rebuild dataset {d}"),
+            format!("SCR: Rebuilt dataset {d}"),
+        ] {
+            assert_eq!(lines_with(&out, &line).len(), 1, "{line}: {out}");
+        }
+        // n3 ran rank 2 (round robin over 4 hosts): its files, and only those, rebuilt
+        let rebuilt = lines_with(
+            &out,
+            &format!("Rebuilding files of dataset {d} from XOR segments"),
+        );
+        assert_eq!(
+            rebuilt,
+            [format!(
+                "SCR: rank 2: Rebuilding files of dataset {d} from XOR segments"
+            )],
+            "{out}"
+        );
+    }
+    assert_eq!(
+        lines_with(
+            &out,
+            "SCR: Scalable restart succeeded for checkpoint 2, took "
+        )
+        .len(),
+        1,
+        "{out}"
+    );
+    // the older checkpoint is whole in cache again, not only its parity: its bytes verify
+    let n3 = node_dirs(&job, "n3")[0].clone();
+    let older: Vec<_> = walk(&n3)
+        .into_iter()
+        .filter(|p| p.ends_with("ckpt.1/rank_2.ckpt"))
+        .collect();
+    assert_eq!(older.len(), 1, "{:?}", walk(&n3));
+    check_file(&older[0], 2, 1, 20000);
+}
+
+#[test]
+fn scr_debug_1_names_the_fetch_and_a_failed_one_moves_current() {
+    let job = Job::new();
+    run_ok(&job, &["5000", "3"], &[("SCR_FLUSH", "1")]);
+    // ckpt.3 corrupted on the prefix (same size, another byte), every cache gone
+    let victim = job.prefix().join("ckpt.3/rank_1.ckpt");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[100] ^= 0x5a;
+    std::fs::write(&victim, bytes).unwrap();
+    delete_caches(&job);
+    let out = job.run_ok(2, &["5000", "0"], &[("SCR_DEBUG", "1")]);
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(&out, "SCR: Attempting fetch: ckpt.3").len(),
+        1,
+        "{out}"
+    );
+    let crc = lines_with(&out, "CRC32 mismatch detected when fetching file from");
+    assert!(
+        crc.len() == 1 && crc[0].contains("ckpt.3/rank_1.ckpt") && crc[0].contains("dataset 3"),
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(&out, "SCR: Failed to fetch dataset 3 `ckpt.3'").len(),
+        1,
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(&out, "SCR: Attempting fetch: ckpt.2").len(),
+        1,
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(&out, "SCR: Fetch of dataset 2 `ckpt.2' succeeded").len(),
+        1,
+        "{out}"
+    );
+    // as SCR, the checkpoint fetched is current now, not the one that failed (the index
+    // kept saying ckpt.3, and scr.current pointed there)
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    assert_eq!(index.current(), Some("ckpt.2"));
+    assert_eq!(
+        std::fs::read_link(job.prefix().join("scr.current")).unwrap(),
+        std::path::Path::new("ckpt.2")
+    );
+    let e3 = job.index_entry("ckpt.3");
+    assert!(
+        e3.complete && !e3.failed.is_empty() && !e3.is_current,
+        "{e3:?}"
+    );
+}
+
+#[test]
+fn a_checkpoint_too_big_for_the_cache_says_so_at_the_default_level() {
+    let job = Job::new();
+    let cache = job.dir.path().join("small-cache");
+    let _small = Tmpfs::mount(&cache, 64 * 1024);
+    let out = job.run(
+        2,
+        &["200000", "1"],
+        &[
+            ("SCR_CACHE_BASE", cache.to_str().unwrap()),
+            ("SCR_FLUSH", "0"),
+        ],
+    );
+    let t = text(&out);
+    assert!(t.contains("test_api: checkpoint 1 failed"), "{t}");
+    assert!(
+        t.contains("SCR: ERROR: dataset 1 `ckpt.1' is not complete"),
+        "the job is told: {t}"
+    );
+    assert!(
+        t.contains("is full") && t.contains("the cache is too small for this dataset"),
+        "and why: {t}"
+    );
+}
+
+fn run_ok(job: &Job, args: &[&str], env: &[(&str, &str)]) -> String {
+    job.run_ok(2, args, env)
+}
