@@ -156,6 +156,17 @@ impl Stats {
     pub fn mtbf(&self) -> Option<f64> {
         (self.failures > 0).then(|| self.run_seconds / self.failures as f64)
     }
+
+    /// The mean time between failures to plan with, and whether it is only a lower bound:
+    /// with no failure logged yet, the job has run at least its whole logged run time
+    /// without one (so the interval computed from it is a lower bound too). None when
+    /// nothing has run.
+    pub fn mtbf_estimate(&self) -> Option<(f64, bool)> {
+        match self.mtbf() {
+            Some(m) => Some((m, false)),
+            None => (self.run_seconds > 0.0).then_some((self.run_seconds, true)),
+        }
+    }
 }
 
 fn seconds_between(a: DateTime<FixedOffset>, b: DateTime<FixedOffset>) -> f64 {

@@ -49,9 +49,10 @@ pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
     about = "Compute the optimal checkpoint interval from the event log (Young or Daly)",
     long_about = "Read <prefix>/.scr/log (written with SCR_LOG_ENABLE=1): the mean cost C of a \
                   checkpoint, and the mean time between failures M (run time divided by the runs \
-                  that ended without SCR_Finalize and were started again). Print the interval in \
-                  seconds by Daly's formula (default) or Young's, sqrt(2CM).\n\n\
-                  Exit codes: 0 printed; 1 no log, no checkpoint or no failure in it to compute from."
+                  that ended without SCR_Finalize and were started again; with no failure yet, at \
+                  least the run time observed, and the interval printed is a lower bound). Print \
+                  the interval in seconds by Daly's formula (default) or Young's, sqrt(2CM).\n\n\
+                  Exit codes: 0 printed; 1 no log, or no checkpoint in it to compute from."
 )]
 pub struct CkptIntervalArgs {
     /// The prefix directory (default: SCR_PREFIX, scr.conf, the working directory)
@@ -87,15 +88,23 @@ pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
     };
     let events: Vec<Event> = text.lines().filter_map(event_log::parse_line).collect();
     let stats = Stats::from_events(&events);
-    let (Some(mtbf), true) = (stats.mtbf(), stats.checkpoints > 0) else {
+    let (Some((mtbf, lower_bound)), true) = (stats.mtbf_estimate(), stats.checkpoints > 0) else {
         eprintln!(
-            "scr_ckpt_interval: {} has {} checkpoint(s) and {} failure(s); both are needed",
+            "scr_ckpt_interval: {} records no completed checkpoint yet ({} run(s)): run the \
+             job with SCR_LOG_ENABLE=1 until it checkpoints",
             path.display(),
-            stats.checkpoints,
-            stats.failures
+            stats.runs
         );
         return Ok(ExitCode::from(1));
     };
+    if lower_bound && !args.json {
+        eprintln!(
+            "scr_ckpt_interval: no failure in the log yet: the mean time between failures is \
+             taken as the {:.0} s observed without one, so the interval is a lower bound (it \
+             grows as the job keeps running without failures)",
+            stats.run_seconds
+        );
+    }
     let cost = stats.mean_checkpoint_seconds;
     let (young, daly) = (event_log::young(cost, mtbf), event_log::daly(cost, mtbf));
     let interval = if args.young { young } else { daly };
@@ -107,7 +116,8 @@ pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
                 "interval_seconds": interval, "formula": if args.young { "young" } else { "daly" },
                 "young_seconds": young, "daly_seconds": daly, "percent_checkpointing": percent,
                 "runs": stats.runs, "failures": stats.failures, "run_seconds": stats.run_seconds,
-                "mtbf_seconds": mtbf, "checkpoints": stats.checkpoints,
+                "mtbf_seconds": mtbf, "mtbf_lower_bound": lower_bound,
+                "checkpoints": stats.checkpoints,
                 "mean_checkpoint_seconds": cost,
             })
         );
