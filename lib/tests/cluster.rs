@@ -90,8 +90,20 @@ impl Cluster {
 
     /// `salloc --no-kill -N<nodes> scr-run srun -N<ranks> -n<ranks> test_api <args>`.
     fn scr_run(&self, alloc: u32, ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Command {
+        self.scr_run_in(&[&format!("-N{alloc}")], ranks, args, env)
+    }
+
+    /// [`Cluster::scr_run`] with `salloc` options of the test's own (`-N4 -t 2`).
+    fn scr_run_in(
+        &self,
+        salloc: &[&str],
+        ranks: u32,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Command {
         let mut cmd = self.cmd(Path::new("timeout"));
-        cmd.args(["300", "salloc", "--no-kill", &format!("-N{alloc}")])
+        cmd.args(["300", "salloc", "--no-kill"])
+            .args(salloc)
             .arg(self.scr_run_bin())
             .args(["srun", &format!("-N{ranks}"), &format!("-n{ranks}")])
             .arg(&self.app)
@@ -391,6 +403,90 @@ fn scr_halt_stops_the_job_after_its_next_checkpoint_without_relaunch() {
     assert!((2..30).contains(&step), "{current}");
     eprintln!(
         "scenario 4 wall time: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// What SCR v3.1's user guide promises, under a real allocation: the drain never makes an
+/// older checkpoint current (manage.rst), SCR_HALT_SECONDS halts a job near the
+/// allocation's end (halt.rst), and a cached checkpoint is restarted only by a job with
+/// its prefix (two programs in one allocation share its job id).
+#[test]
+fn the_drain_halt_seconds_and_job_identity_hold_on_slurm() {
+    use scr::HashView;
+    let started = Instant::now();
+    let c = Cluster::up(4, "scenario-guide");
+    // 1. two checkpoints fit in cache; SCR_Finalize flushes ckpt.3, ckpt.2 stays cached
+    let (out, t) = run(c.scr_run(
+        4,
+        4,
+        &["100000", "3"],
+        &[("SCR_CACHE_SIZE", "2"), ("SCR_FLUSH", "10")],
+    ));
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("dataset 2 (ckpt.2) is older than ckpt.3") && !t.contains("draining dataset 2"),
+        "{t}"
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&c.prefix())).unwrap();
+    assert_eq!(index.current(), Some("ckpt.3"), "{t}");
+    assert_eq!(
+        std::fs::read_link(c.prefix().join("scr.current")).unwrap(),
+        Path::new("ckpt.3")
+    );
+
+    // 2. an allocation of two minutes and SCR_HALT_SECONDS=110: scr-run takes the end time
+    // from SLURM and the library halts once 110 s or less are left, long before the 60
+    // one-second steps are done; no relaunch
+    let cmd = c.scr_run_in(
+        &["-N4", "-t", "2"],
+        4,
+        &["1000", "60"],
+        &[
+            ("SCR_HALT_SECONDS", "110"),
+            ("TEST_API_SLEEP_MS", "1000"),
+            ("SCR_RUNS", "2"),
+        ],
+    );
+    let (out, t) = run(cmd);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("Job exiting: Remaining time"), "{t}");
+    assert!(
+        t.contains("Halt condition detected (Reason: TIME_LIMIT.)"),
+        "{t}"
+    );
+    assert!(
+        !t.contains("test_api: done") && !t.contains("attempt 2"),
+        "{t}"
+    );
+    scr::io::remove_if_present(&scr::layout::halt_file(&c.prefix())).unwrap();
+
+    // 3. two programs in one allocation, with different prefixes: the second must not load
+    // the first's cached checkpoint
+    let (first, other) = (c.dir.join("first"), c.dir.join("other"));
+    for d in [&first, &other] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let script = format!(
+        "cd {first} && SCR_FLUSH=0 SCR_PREFIX={first} srun -N4 -n4 {app} 100000 2 && \
+         cd {other} && SCR_PREFIX={other} SCR_RUNS=1 {scr_run} srun -N4 -n4 {app} 100000 2",
+        first = first.display(),
+        other = other.display(),
+        app = c.app.display(),
+        scr_run = c.scr_run_bin().display(),
+    );
+    let mut cmd = c.cmd(Path::new("timeout"));
+    cmd.args(["300", "salloc", "--no-kill", "-N4", "bash", "-c", &script]);
+    let (_, t) = run(cmd);
+    assert!(!t.contains("restarted from"), "{t}");
+    assert!(
+        t.contains("holds checkpoints of another program, whose prefix is")
+            && t.contains(&first.display().to_string()),
+        "{t}"
+    );
+    assert!(!other.join("ckpt.1").exists(), "{t}");
+    eprintln!(
+        "user guide scenario wall time: {:.1} s",
         started.elapsed().as_secs_f64()
     );
 }
