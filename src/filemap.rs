@@ -25,7 +25,7 @@ hash_view!(
 
 hash_view!(
     /// The master filemap: the paths of every filemap on the node.
-    MasterFilemap, "master filemap"
+    MasterFilemap, "master filemap", max_bytes = 16 << 20
 );
 
 const RANK: &str = "RANK";

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 hash_view!(
     /// The flush file.
-    FlushFile, "flush file", validate = validate
+    FlushFile, "flush file", validate = validate, max_bytes = 64 << 20
 );
 
 const DATASET: &str = "DATASET";

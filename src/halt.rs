@@ -11,7 +11,7 @@ use crate::view::{check_value, hash_view};
 
 hash_view!(
     /// The halt file.
-    HaltFile, "halt file", validate = validate
+    HaltFile, "halt file", validate = validate, max_bytes = 64 << 10
 );
 
 pub const EXIT_REASON: &str = "ExitReason";

@@ -18,7 +18,7 @@ use chrono::{DateTime, Local};
 
 hash_view!(
     /// The index file.
-    IndexFile, "index file", validate = validate
+    IndexFile, "index file", validate = validate, max_bytes = 64 << 20
 );
 
 const VERSION: &str = "VERSION";

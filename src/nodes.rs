@@ -6,7 +6,7 @@ use crate::view::{check_value, hash_view};
 
 hash_view!(
     /// The nodes file.
-    NodesFile, "nodes file", validate = validate
+    NodesFile, "nodes file", validate = validate, max_bytes = 64 << 10
 );
 
 const NODES: &str = "NODES";

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 hash_view!(
     /// The transfer file.
-    TransferFile, "transfer file", validate = validate
+    TransferFile, "transfer file", validate = validate, max_bytes = 16 << 20
 );
 
 const FILES: &str = "FILES";

@@ -9,6 +9,9 @@ use std::path::Path;
 pub trait HashView: Sized {
     /// What the file is, for error messages ("filemap", "index file" …).
     const KIND: &'static str;
+    /// The most bytes a file of this kind holds: reading a larger one is an error, not an
+    /// allocation of whatever size someone made it.
+    const MAX_BYTES: u64 = io::MAX_HASH_FILE_BYTES;
 
     /// Wraps a hash without checking it.
     fn wrap(hash: Hash) -> Self;
@@ -27,7 +30,7 @@ pub trait HashView: Sized {
 
     /// Reads and validates a file of this kind.
     fn read(path: &Path) -> Result<Self> {
-        let hash = io::read_hash_file(path)?;
+        let hash = io::read_hash_file_limited(path, Self::MAX_BYTES)?;
         Self::from_hash(hash)
             .map_err(|what| Error::invalid(path, format!("not a valid {}: {what}", Self::KIND)))
     }
@@ -36,7 +39,7 @@ pub trait HashView: Sized {
     /// reads as empty), lets `change` modify it, and replaces it atomically with `mode`.
     /// Nothing is written when `change` fails.
     fn update<R>(path: &Path, mode: u32, change: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
-        let (lock, hash) = io::LockedHashFile::open(path, mode)?;
+        let (lock, hash) = io::LockedHashFile::open(path, mode, Self::MAX_BYTES)?;
         let mut view = Self::from_hash(hash)
             .map_err(|what| Error::invalid(path, format!("not a valid {}: {what}", Self::KIND)))?;
         let result = change(&mut view)?;
@@ -52,13 +55,14 @@ pub trait HashView: Sized {
 
 /// Defines a newtype over [`Hash`] implementing [`HashView`].
 macro_rules! hash_view {
-    ($(#[$doc:meta])* $name:ident, $kind:literal $(, validate = $validate:path)?) => {
+    ($(#[$doc:meta])* $name:ident, $kind:literal $(, validate = $validate:path)? $(, max_bytes = $max:expr)?) => {
         $(#[$doc])*
         #[derive(Clone, Debug, Default, PartialEq, Eq)]
         pub struct $name(crate::hash::Hash);
 
         impl crate::view::HashView for $name {
             const KIND: &'static str = $kind;
+            $(const MAX_BYTES: u64 = $max;)?
             fn wrap(hash: crate::hash::Hash) -> Self {
                 $name(hash)
             }

@@ -22,6 +22,10 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+/// The most bytes a parity file's header may hold: its members' file lists (a set of 255
+/// members of many files each stays far below), never the parity after it.
+pub const MAX_HEADER_BYTES: u64 = 256 << 20;
+
 /// Bytes per chunk: the largest logical file spread over `data_chunks` chunks (`n-1` for
 /// XOR, SCR's rule), at least one byte.
 pub fn chunk_size(max_logical_bytes: u64, data_chunks: u64) -> u64 {
@@ -215,7 +219,7 @@ impl XorHeader {
 
     /// Reads the header of an XOR file; returns it and the offset where the parity starts.
     pub fn read(path: &Path) -> Result<(XorHeader, u64)> {
-        let (h, len) = crate::io::read_hash_file_with_size(path)?;
+        let (h, len) = crate::io::read_hash_file_with_size(path, MAX_HEADER_BYTES)?;
         let header = XorHeader::from_hash(&h).map_err(|e| Error::invalid(path, e))?;
         Ok((header, len))
     }
@@ -442,7 +446,7 @@ mod tests {
         assert_eq!(header.dataset.name(), Some("ckpt.3"));
         let len = std::fs::metadata(&path).unwrap().len();
         assert_eq!(len - offset, header.chunk, "parity follows the header");
-        let (raw, _) = crate::io::read_hash_file_with_size(&path).unwrap();
+        let (raw, _) = crate::io::read_hash_file_with_size(&path, MAX_HEADER_BYTES).unwrap();
         assert_eq!(
             header.to_hash().to_file_bytes(),
             raw.to_file_bytes(),

@@ -38,7 +38,8 @@ fn locked_updates_from_many_processes_lose_nothing() {
     if let Some((role, file, _)) = child_role() {
         assert_eq!(role, "increment");
         for _ in 0..INCREMENTS {
-            let (lock, hash) = LockedHashFile::open(&file, SHARED_FILE).unwrap();
+            let (lock, hash) =
+                LockedHashFile::open(&file, SHARED_FILE, scr::io::MAX_HASH_FILE_BYTES).unwrap();
             let mut halt = HaltFile::from_hash(hash).unwrap();
             let n = halt.checkpoints_left().unwrap_or(0);
             halt.set_checkpoints_left(n + 1);

@@ -244,3 +244,40 @@ fn a_fifo_or_huge_user_config_and_an_empty_prefix_are_errors_not_hangs() {
         "{t}"
     );
 }
+
+#[test]
+fn a_sparse_terabyte_halt_file_is_an_error_not_an_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().to_str().unwrap();
+    assert!(
+        scr(&["halt", "--checkpoints", "5", p], &[])
+            .status
+            .success()
+    );
+    let halt = scr::layout::halt_file(dir.path());
+    // the halt file is everyone's to write (SCR's contract): a neighbour makes it a sparse
+    // 1 TiB file whose header claims all of it (magic, type 1, version 1, size 2^40, flags)
+    as_nobody(&format!(
+        "printf '\\225\\037\\303\\365\\000\\001\\000\\001\\000\\000\\001\\000\\000\\000\\000\\000\\000\\000\\000\\000' > {0} && truncate -s 1T {0}",
+        halt.display()
+    ));
+    for args in [
+        vec!["halt", "--checkpoints", "3", p],
+        vec!["halt", "--list", p],
+        vec!["should-exit", "-p", p],
+        vec!["retries-halt", "--dir", p],
+    ] {
+        let o = scr(&args, &[]);
+        let t = text(&o);
+        // an error naming the file and what to do, never an abort (signal) or a halt
+        assert!(o.status.code().is_some(), "{args:?} died: {t}");
+        assert!(
+            t.contains("halt.scr") && t.contains("at most 65536") && t.contains("remove it"),
+            "{args:?}: {t}"
+        );
+    }
+    // and it can still be removed, by the one command that needs not read it
+    let o = scr(&["halt", "-r", p], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!halt.exists());
+}

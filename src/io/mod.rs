@@ -127,17 +127,29 @@ pub fn file_crc32(path: &Path) -> Result<u32> {
     }
 }
 
-/// Reads a hash file. Bytes after the size its header records are ignored (an XOR file
-/// keeps its parity there).
+/// The most bytes a hash file of a kind with no bound of its own may hold. Each kind of
+/// state file has a bound fit for it ([`crate::HashView::MAX_BYTES`]): anyone who can write
+/// a file (the halt file is everyone's) could make it a sparse terabyte, and a reader must
+/// say so, not allocate it.
+pub const MAX_HASH_FILE_BYTES: u64 = 1 << 30;
+
+/// Reads a hash file of at most [`MAX_HASH_FILE_BYTES`]. Bytes after the size its header
+/// records are ignored (an XOR file keeps its parity there).
 pub fn read_hash_file(path: &Path) -> Result<Hash> {
-    read_hash_file_with_size(path).map(|(hash, _)| hash)
+    read_hash_file_limited(path, MAX_HASH_FILE_BYTES)
+}
+
+/// Reads a hash file whose hash holds at most `max_bytes`.
+pub fn read_hash_file_limited(path: &Path, max_bytes: u64) -> Result<Hash> {
+    let mut file = open_regular(path)?;
+    decode_open_file(path, &mut file, false, max_bytes).map(|(hash, _)| hash)
 }
 
 /// Reads a hash file and returns the hash and the size its header records, which is where
-/// any payload after the hash starts.
-pub fn read_hash_file_with_size(path: &Path) -> Result<(Hash, u64)> {
+/// any payload after the hash starts (the hash itself at most `max_bytes`).
+pub fn read_hash_file_with_size(path: &Path, max_bytes: u64) -> Result<(Hash, u64)> {
     let mut file = open_regular(path)?;
-    decode_open_file(path, &mut file, false)
+    decode_open_file(path, &mut file, false, max_bytes)
 }
 
 /// Opens a file SCR reads for reading: only a regular file, opened so that a FIFO in its
@@ -186,6 +198,7 @@ fn decode_open_file(
     path: &Path,
     file: &mut File,
     empty_is_empty_hash: bool,
+    max_bytes: u64,
 ) -> Result<(Hash, u64)> {
     let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
     if meta.is_dir() {
@@ -204,6 +217,15 @@ fn decode_open_file(
         path: path.to_path_buf(),
         source,
     })?;
+    if recorded as u64 > max_bytes {
+        return Err(Error::invalid(
+            path,
+            format!(
+                "records a hash of {recorded} bytes; a file of this kind holds at most \
+                 {max_bytes} (a file planted or grown by someone else?): remove it"
+            ),
+        ));
+    }
     // `recorded` is bounded by the file's real length, so this allocation is too.
     let mut bytes = Vec::with_capacity(recorded);
     bytes.extend_from_slice(&header);
@@ -361,11 +383,22 @@ pub struct LockedHashFile {
 }
 
 impl LockedHashFile {
-    /// Locks `path` (creating it empty if missing) and reads it; an empty file reads as an
-    /// empty hash.
-    pub fn open(path: &Path, mode: u32) -> Result<(Self, Hash)> {
-        let mut file = lock_current(path, mode, true)?;
-        let (hash, _) = decode_open_file(path, &mut file, true)?;
+    /// Locks `path` (creating it empty if missing) and reads it (a hash of at most
+    /// `max_bytes`); an empty file reads as an empty hash.
+    pub fn open(path: &Path, mode: u32, max_bytes: u64) -> Result<(Self, Hash)> {
+        Self::open_waiting(path, mode, max_bytes, lock_timeout())
+    }
+
+    /// [`LockedHashFile::open`] waiting at most `wait` for the lock: a check that can be
+    /// skipped (the library's halt check, on a file anyone may lock) does not wait long.
+    pub fn open_waiting(
+        path: &Path,
+        mode: u32,
+        max_bytes: u64,
+        wait: std::time::Duration,
+    ) -> Result<(Self, Hash)> {
+        let mut file = lock_within(path, mode, true, wait)?;
+        let (hash, _) = decode_open_file(path, &mut file, true, max_bytes)?;
         Ok((
             LockedHashFile {
                 path: path.to_path_buf(),
@@ -386,10 +419,11 @@ impl LockedHashFile {
     }
 }
 
-/// Reads a shared hash file under a shared lock; a missing or empty file is an empty hash.
-pub fn read_with_lock(path: &Path) -> Result<Hash> {
+/// Reads a shared hash file (of at most `max_bytes`) under a shared lock; a missing or
+/// empty file is an empty hash.
+pub fn read_with_lock(path: &Path, max_bytes: u64) -> Result<Hash> {
     match lock_current(path, PRIVATE_FILE, false) {
-        Ok(mut file) => decode_open_file(path, &mut file, true).map(|(h, _)| h),
+        Ok(mut file) => decode_open_file(path, &mut file, true, max_bytes).map(|(h, _)| h),
         Err(e) if e.is_not_found() => Ok(Hash::new()),
         Err(e) => Err(e),
     }

@@ -122,12 +122,12 @@ fn errors_name_the_file() {
 fn locked_update_creates_and_replaces() {
     let dir = tempdir();
     let path = dir.join("halt.scr");
-    let (lock, h) = LockedHashFile::open(&path, SHARED_FILE).unwrap();
+    let (lock, h) = LockedHashFile::open(&path, SHARED_FILE, MAX_HASH_FILE_BYTES).unwrap();
     assert!(h.is_empty());
     let mut h = h;
     h.set_value("CheckpointsLeft", 3);
     lock.write_and_unlock(&h).unwrap();
-    assert_eq!(read_with_lock(&path).unwrap(), h);
+    assert_eq!(read_with_lock(&path, MAX_HASH_FILE_BYTES).unwrap(), h);
     assert_eq!(
         fs::metadata(&path).unwrap().permissions().mode() & 0o777,
         0o666

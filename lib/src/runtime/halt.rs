@@ -12,7 +12,14 @@ impl Scr {
         if self.rank == 0 {
             result = (|| {
                 let path = layout::halt_file(&self.config.prefix);
-                let (lock, hash) = LockedHashFile::open(&path, SHARED_FILE)?;
+                // the halt file is everyone's to write, so anyone can also hold its lock:
+                // a check waits a second for it at most, and the next check tries again
+                let (lock, hash) = LockedHashFile::open_waiting(
+                    &path,
+                    SHARED_FILE,
+                    HaltFile::MAX_BYTES,
+                    std::time::Duration::from_secs(1),
+                )?;
                 let was = hash.clone();
                 let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
                 if count_checkpoint {
