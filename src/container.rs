@@ -99,7 +99,7 @@ pub fn write_file(
 /// Reassembles a file from its `segments` under `prefix` into `dst` (fsynced). Returns its
 /// size and CRC32. A container too short for a segment is an error naming it.
 pub fn read_file(
-    prefix: &Path,
+    prefix: &crate::safe_fs::Beneath,
     segments: &[Segment],
     dst: &Path,
     buf_size: usize,
@@ -112,8 +112,9 @@ pub fn read_file(
     let mut buf = vec![0u8; buf_size.clamp(1 << 16, 16 << 20)];
     let mut written = 0u64;
     for seg in segments.iter().filter(|s| s.length > 0) {
-        let path = prefix.join(&seg.container);
-        let input = File::open(&path).map_err(|e| Error::io(&path, "open", e))?;
+        let path = prefix.root().join(&seg.container);
+        // read back from the prefix: through directory handles, this user's files only
+        let input = prefix.open_file(Path::new(&seg.container))?;
         let mut done = 0u64;
         while done < seg.length {
             let want = (seg.length - done).min(buf.len() as u64) as usize;
@@ -188,7 +189,13 @@ mod tests {
         );
         for (i, (bytes, segs)) in placed.iter().enumerate() {
             let back = dir.path().join(format!("back{i}"));
-            let (n, crc) = read_file(&prefix, segs, &back, 64).unwrap();
+            let (n, crc) = read_file(
+                &crate::safe_fs::Beneath::open(&prefix).unwrap(),
+                segs,
+                &back,
+                64,
+            )
+            .unwrap();
             assert_eq!((n, crc), (bytes.len() as u64, crc32fast::hash(bytes)));
             assert_eq!(&std::fs::read(&back).unwrap(), bytes);
         }
@@ -199,7 +206,13 @@ mod tests {
             .unwrap()
             .set_len(10)
             .unwrap();
-        let err = read_file(&prefix, &placed[3].1, &dir.path().join("x"), 64).unwrap_err();
+        let err = read_file(
+            &crate::safe_fs::Beneath::open(&prefix).unwrap(),
+            &placed[3].1,
+            &dir.path().join("x"),
+            64,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("ctr.5.scr"), "{err}");
         assert!(
             err.to_string()

@@ -34,6 +34,11 @@ pub enum Error {
     #[error("{what}")]
     Refused { what: String },
 
+    /// A file or directory SCR would take configuration or state from belongs to another
+    /// user, or others can write it: SCR does not trust what a neighbour could have written.
+    #[error("{}: {what}", path.display())]
+    Untrusted { path: PathBuf, what: String },
+
     /// SCR is turned off (SCR_ENABLE=0): calls do nothing and say nothing, as in SCR.
     #[error("SCR is disabled (SCR_ENABLE=0)")]
     Disabled,
@@ -66,6 +71,18 @@ impl Error {
 
     pub fn collective(what: impl Into<String>) -> Self {
         Error::Collective { what: what.into() }
+    }
+
+    pub fn untrusted(path: impl AsRef<Path>, what: impl Into<String>) -> Self {
+        Error::Untrusted {
+            path: path.as_ref().to_path_buf(),
+            what: what.into(),
+        }
+    }
+
+    /// True when a file or directory was refused because someone else could have written it.
+    pub fn is_untrusted(&self) -> bool {
+        matches!(self, Error::Untrusted { .. })
     }
 
     /// True when SCR is turned off (SCR_ENABLE=0).

@@ -234,15 +234,18 @@ pub fn delete_dataset_files(prefix: &Path, id: u64) -> Result<usize> {
         Ok(summary) => flushed_files(prefix, id, &summary)?,
         Err(_) => RankFiles::new(),
     };
+    // through directory handles: a directory swapped for a link (by anyone who can write
+    // the prefix) is refused, never followed to delete what lies elsewhere
+    let below = crate::safe_fs::Beneath::open(prefix)?;
     let mut removed = 0;
     let mut dirs = std::collections::BTreeSet::new();
     for rec in files.values().flatten() {
-        let path = prefix.join(&rec.name);
-        if io::remove_if_present(&path)? {
+        let rel = Path::new(&rec.name);
+        if below.remove_file(rel)? {
             removed += 1;
         }
-        let mut dir = path.parent();
-        while let Some(d) = dir.filter(|d| *d != prefix && d.starts_with(prefix)) {
+        let mut dir = rel.parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
             dirs.insert(d.to_path_buf());
             dir = d.parent();
         }
@@ -255,7 +258,7 @@ pub fn delete_dataset_files(prefix: &Path, id: u64) -> Result<usize> {
     }
     // deepest first; a directory still holding something of the user's stays
     for dir in dirs.iter().rev() {
-        let _ = std::fs::remove_dir(dir);
+        below.remove_empty_dir(dir)?;
     }
     io::sync_dir(prefix)?;
     Ok(removed)

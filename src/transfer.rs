@@ -34,6 +34,9 @@ const FLAG: &str = "FLAG";
 const DONE: &str = "DONE";
 const CRC: &str = "CRC";
 const PID: &str = "PID";
+/// The directory a file's destination lies below (the prefix): the copy goes through it by
+/// directory handles, never through a link (SCR's own transfer files do not record it).
+const ROOT: &str = "ROOT";
 
 fn validate(h: &Hash) -> Result<(), String> {
     check_value::<f64>(h, BW, "transfer file")?;
@@ -80,6 +83,8 @@ pub struct TransferEntry {
     pub size: u64,
     pub written: u64,
     pub crc: Option<u32>,
+    /// The prefix the destination lies below.
+    pub root: Option<String>,
 }
 
 impl TransferEntry {
@@ -91,11 +96,13 @@ impl TransferEntry {
 }
 
 impl TransferFile {
-    pub fn add_file(&mut self, source: &str, destination: &str, size: u64) {
+    /// Lists a file to copy to `destination`, which lies below `root` (the prefix).
+    pub fn add_file(&mut self, source: &str, destination: &str, root: &str, size: u64) {
         let f = self.0.set_kv(FILES, source);
         f.set_value(DESTINATION, destination);
         f.set_value(SIZE, size);
         f.set_value(WRITTEN, 0);
+        f.set_value(ROOT, root);
     }
 
     pub fn files(&self) -> Vec<TransferEntry> {
@@ -109,6 +116,7 @@ impl TransferFile {
                 size: f.parsed(SIZE).ok().flatten().unwrap_or(0),
                 written: f.parsed(WRITTEN).ok().flatten().unwrap_or(0),
                 crc: f.crc32(CRC).ok().flatten(),
+                root: f.first_value(ROOT).map(str::to_string),
             })
             .collect()
     }
@@ -244,10 +252,23 @@ pub fn copy_entry(
     throttle: &mut Throttle,
 ) -> Result<(u64, u32)> {
     let dst = Path::new(&entry.destination);
-    let (size, crc) =
-        io::copy_file_with_crc(Path::new(&entry.source), dst, None, buf_size, &mut |n| {
-            throttle.account(n)
-        })?;
+    // the copy goes below the prefix the library named, as every copy to the prefix does
+    let root = entry.root.as_deref().map(Path::new).ok_or_else(|| {
+        crate::Error::invalid(
+            transfer,
+            format!(
+                "names no prefix (ROOT) for {}: only SCR's library lists files here",
+                entry.source
+            ),
+        )
+    })?;
+    let (size, crc) = io::copy_file_with_crc(
+        Path::new(&entry.source),
+        dst,
+        Some(root),
+        buf_size,
+        &mut |n| throttle.account(n),
+    )?;
     if let Some(dir) = dst.parent() {
         io::sync_dir(dir)?;
     }
@@ -266,7 +287,7 @@ mod tests {
     #[test]
     fn protocol_fields() {
         let mut t = TransferFile::new();
-        t.add_file("/c/rank_0.ckpt", "/p/ckpt.1/rank_0.ckpt", 524294);
+        t.add_file("/c/rank_0.ckpt", "/p/ckpt.1/rank_0.ckpt", "/p", 524294);
         t.set_limits(52428800.0, 0.0);
         t.set_command(Command::Run);
         t.set_written("/c/rank_0.ckpt", 524294, 7);

@@ -25,7 +25,6 @@ mod set_rebuild;
 
 use cache::{Discards, TRASH_DIR, forget_cached};
 use descriptors::{CkptDesc, NodePlace};
-use flush::copy_file;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 use scr::container;

@@ -46,11 +46,24 @@ pub fn copy_file_with_crc(
     buf_size: usize,
     copied: &mut dyn FnMut(u64),
 ) -> Result<(u64, u32)> {
-    let mut input = OpenOptions::new()
+    let input = OpenOptions::new()
         .read(true)
         .custom_flags(O_NONBLOCK)
         .open(src)
         .map_err(|e| Error::io(src, "open", e))?;
+    copy_open_file_with_crc(input, src, dst, root, buf_size, copied)
+}
+
+/// [`copy_file_with_crc`] from a file already opened (`src` names it in messages): a source
+/// read back from the prefix is opened through directory handles and checked first.
+pub fn copy_open_file_with_crc(
+    mut input: File,
+    src: &Path,
+    dst: &Path,
+    root: Option<&Path>,
+    buf_size: usize,
+    copied: &mut dyn FnMut(u64),
+) -> Result<(u64, u32)> {
     let meta = input.metadata().map_err(|e| Error::io(src, "stat", e))?;
     if !meta.is_file() {
         return Err(Error::invalid(
@@ -65,20 +78,7 @@ pub fn copy_file_with_crc(
         copied(len);
         return Ok((len, crc));
     }
-    if let Some(root) = root {
-        crate::safe_fs::check_no_links_below(root, dst)?;
-    }
-    if let Some(dir) = dst.parent() {
-        fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-    }
-    let tmp = temporary_name(dst, "tmp");
-    let result = (|| {
-        let mut output = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(meta.mode() & 0o777)
-            .open(&tmp)
-            .map_err(|e| Error::io(&tmp, "create", e))?;
+    let mut copy = |output: &mut File| -> Result<u32> {
         let mut crc = crc32fast::Hasher::new();
         let mut buf = vec![0u8; buf_size.clamp(1 << 16, 16 << 20).min(len.max(1) as usize)];
         let mut done = 0u64;
@@ -102,9 +102,34 @@ pub fn copy_file_with_crc(
             done += got as u64;
             copied(got as u64);
         }
+        Ok(crc.finalize())
+    };
+    let mode = meta.mode() & 0o777;
+    // below a root (the prefix a flush or drain writes to): through directory handles,
+    // never through a link, only into directories of this user's
+    if let Some(root) = root {
+        if !root.is_dir() {
+            fs::create_dir_all(root).map_err(|e| Error::io(root, "create directory", e))?;
+        }
+        let (root, rel) = crate::safe_fs::below(root, dst)?;
+        let crc = crate::safe_fs::Beneath::open(&root)?.write_file(&rel, mode, 0o755, copy)?;
+        return Ok((len, crc));
+    }
+    if let Some(dir) = dst.parent() {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+    }
+    let tmp = temporary_name(dst, "tmp");
+    let result = (|| {
+        let mut output = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)
+            .map_err(|e| Error::io(&tmp, "create", e))?;
+        let crc = copy(&mut output)?;
         output.sync_all().map_err(|e| Error::io(dst, "fsync", e))?;
         fs::rename(&tmp, dst).map_err(|e| Error::io(dst, "rename a temporary over", e))?;
-        Ok((len, crc.finalize()))
+        Ok((len, crc))
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -181,6 +206,11 @@ pub fn read_small_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
         .metadata()
         .map_err(|e| Error::io(path, "stat", e))?
         .len();
+    read_open_file(path, file, len, limit)
+}
+
+/// The bytes of an opened regular file `len` bytes long, if no more than `limit`.
+pub fn read_open_file(path: &Path, file: File, len: u64, limit: u64) -> Result<Vec<u8>> {
     if len > limit {
         return Err(Error::invalid(
             path,

@@ -266,7 +266,12 @@ fn change_halt_file(
         }
     }
     out += "\n";
-    scr::safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)?;
+    // an administrator may halt a user's job: an existing `.scr` passed check_prefix's
+    // test for that; only a missing one is created (as this user's)
+    let hidden = layout::prefix_hidden_dir(prefix);
+    if std::fs::symlink_metadata(&hidden).is_err() {
+        scr::safe_fs::create_dirs_in(prefix, &hidden, 0o755)?;
+    }
     let shown = HaltFile::update(&path, SHARED_FILE, |halt| {
         for (flag, key) in [
             (args.unset_checkpoints, CHECKPOINTS_LEFT),

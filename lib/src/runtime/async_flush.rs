@@ -63,7 +63,12 @@ impl Scr {
             TransferFile::update(&transfer, PRIVATE_FILE, |t| {
                 for j in &jobs {
                     let size = std::fs::metadata(&j.src).map(|m| m.len()).unwrap_or(0);
-                    t.add_file(&j.src.to_string_lossy(), &j.dst.to_string_lossy(), size);
+                    t.add_file(
+                        &j.src.to_string_lossy(),
+                        &j.dst.to_string_lossy(),
+                        &self.config.prefix.to_string_lossy(),
+                        size,
+                    );
                 }
                 t.set_limits(bytes_per_sec * node_ranks, percent);
                 t.set_command(Command::Run);

@@ -301,21 +301,30 @@ impl Scr {
         let buf = self.file_buf_size();
         let in_place = self.config.params.bool("SCR_FETCH_BYPASS")
             || self.config.params.bool("SCR_GLOBAL_RESTART");
+        // what is read back from the prefix is opened through directory handles: every
+        // directory on the way and the file this user's, nobody else's to swap
+        let prefix = safe_fs::Beneath::open(&self.config.prefix)?;
         for rec in files {
             rank2file::check_relative(&rec.name).map_err(failure)?;
             let src = self.config.prefix.join(&rec.name);
-            if rec.segments.is_empty() {
+            let opened = if rec.segments.is_empty() {
+                let file = prefix.open_file(Path::new(&rec.name))?;
                 // a file that is not what the summary says is refused before a byte moves
-                let stat =
-                    std::fs::symlink_metadata(&src).map_err(|e| Error::io(&src, "stat", e))?;
-                if !stat.file_type().is_file() || stat.len() != rec.size {
+                let len = file
+                    .metadata()
+                    .map_err(|e| Error::io(&src, "stat", e))?
+                    .len();
+                if len != rec.size {
                     return Err(failure(format!(
                         "{}: not a regular file of {} bytes as the summary records",
                         src.display(),
                         rec.size
                     )));
                 }
-            }
+                Some(file)
+            } else {
+                None
+            };
             // SCR_FETCH_BYPASS: the restart reads the prefix's file where it is (measured and
             // CRC-checked like a copy); the cache keeps only the filemap entry
             let dst = if in_place && rec.segments.is_empty() {
@@ -337,12 +346,22 @@ impl Scr {
             self.cache.filemap.add_file(id, self.rank, &key);
             self.cache.filemap.set_meta(id, self.rank, &key, &meta);
             self.cache.filemap.write(&self.cache.filemap_path)?;
-            let (size, crc) = if rec.segments.is_empty() {
-                copy_file(&src, &dst, &self.dataset_dir(id), buf, rec.crc.is_some())?
-            } else {
-                let (size, crc) =
-                    container::read_file(&self.config.prefix, &rec.segments, &dst, buf)?;
-                (size, Some(crc))
+            let (size, crc) = match opened {
+                Some(file) => {
+                    let (size, crc) = io::copy_open_file_with_crc(
+                        file,
+                        &src,
+                        &dst,
+                        Some(&self.dataset_dir(id)),
+                        buf,
+                        &mut |_| {},
+                    )?;
+                    (size, rec.crc.is_some().then_some(crc))
+                }
+                None => {
+                    let (size, crc) = container::read_file(&prefix, &rec.segments, &dst, buf)?;
+                    (size, Some(crc))
+                }
             };
             if size != rec.size {
                 return Err(failure(format!(

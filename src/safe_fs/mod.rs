@@ -4,14 +4,51 @@
 //! are confined to, and a file SCR recreates (a rebuild, a fetch) is written as a hidden
 //! temporary and put in place with link(2), which never replaces what is there.
 
+mod beneath;
+
+pub use beneath::Beneath;
+
 use crate::error::{Error, Result};
 use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
-/// The user this process runs as (the owner of its own `/proc` entry).
+/// The user this process runs as.
 fn my_uid() -> Option<u32> {
-    fs::metadata("/proc/self").ok().map(|m| m.uid())
+    Some(rustix::process::geteuid().as_raw())
+}
+
+/// Why a file SCR would read configuration or state from cannot be trusted, judged on what
+/// an open handle says of it: it belongs neither to this user nor to root (the system's
+/// files), or group or others can write it.
+pub fn untrusted_file(meta: &fs::Metadata) -> Option<String> {
+    let me = my_uid()?;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Some(format!(
+            "belongs to user id {}, not to you (id {me}): SCR reads configuration and state \
+             only from files of yours (or root's); remove it, or ask its owner to",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Some(format!(
+            "is writable by others (mode {:o}): anyone could have changed it; run chmod go-w on it",
+            meta.mode() & 0o7777
+        ));
+    }
+    None
+}
+
+/// Reads a small file SCR takes configuration from (at most `limit` bytes), only when the
+/// opened file is this user's (or root's) and nobody else can write it; otherwise an
+/// [`Error::Untrusted`] saying why.
+pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let file = crate::io::open_regular(path)?;
+    let meta = file.metadata().map_err(|e| Error::io(path, "inspect", e))?;
+    if let Some(why) = untrusted_file(&meta) {
+        return Err(Error::untrusted(path, why));
+    }
+    crate::io::read_open_file(path, file, meta.len(), limit)
 }
 
 /// Checks that `dir` is a directory of this user's, reached without a symbolic link as its
@@ -77,7 +114,9 @@ pub fn check_prefix(prefix: &Path) -> Result<()> {
 
 /// Creates `dir` below `base` (which may be anyone's, like /tmp or a project directory):
 /// `base` is created as needed; every component from there to `dir` is created with `mode`
-/// (the umask still applies) or, if it exists, must pass [`check_owned_dir`].
+/// (the umask still applies) or, if it exists, must be this user's and not writable by
+/// group or others — checked on the handle of each directory as it is reached, never
+/// through a symbolic link ([`Beneath`]).
 pub fn create_dirs_in(base: &Path, dir: &Path, mode: u32) -> Result<()> {
     let rel = dir
         .strip_prefix(base)
@@ -85,37 +124,30 @@ pub fn create_dirs_in(base: &Path, dir: &Path, mode: u32) -> Result<()> {
     if !base.is_dir() {
         fs::create_dir_all(base).map_err(|e| Error::io(base, "create directory", e))?;
     }
-    let mut at = base.to_path_buf();
-    for c in rel.components() {
-        let Component::Normal(name) = c else {
-            return Err(Error::invalid(dir, "holds '.' or '..' below its base"));
-        };
-        at.push(name);
-        match fs::DirBuilder::new().mode(mode).create(&at) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => check_owned_dir(&at)?,
-            Err(e) => return Err(Error::io(&at, "create directory", e)),
-        }
-    }
-    Ok(())
+    Beneath::open(base)?.create_dirs(rel, mode).map(drop)
 }
 
-/// Checks that no existing component of `path` below `root` is a symbolic link, and that
-/// `path` is below `root` by name: a path from metadata (a rebuilt file's ORIG) must not
-/// lead out of the prefix through a link someone planted there.
-pub fn check_no_links_below(root: &Path, path: &Path) -> Result<()> {
-    // the root as named, or as the file system resolves it (a prefix reached through a
-    // link of the user's own: paths in metadata come back resolved)
-    let (root, rel): (PathBuf, PathBuf) = match path.strip_prefix(root) {
-        Ok(rel) => (root.to_path_buf(), rel.to_path_buf()),
+/// `path` as `root` and the part of it below `root`: the root as named, or as the file
+/// system resolves it (a prefix reached through a link of the user's own: paths in
+/// metadata come back resolved).
+pub fn below(root: &Path, path: &Path) -> Result<(PathBuf, PathBuf)> {
+    match path.strip_prefix(root) {
+        Ok(rel) => Ok((root.to_path_buf(), rel.to_path_buf())),
         Err(_) => fs::canonicalize(root)
             .ok()
             .and_then(|r| {
                 let rel = path.strip_prefix(&r).ok()?.to_path_buf();
                 Some((r, rel))
             })
-            .ok_or_else(|| Error::invalid(path, format!("is not inside {}", root.display())))?,
-    };
+            .ok_or_else(|| Error::invalid(path, format!("is not inside {}", root.display()))),
+    }
+}
+
+/// Checks that no existing component of `path` below `root` is a symbolic link, and that
+/// `path` is below `root` by name: a path from metadata (a rebuilt file's ORIG) must not
+/// lead out of the prefix through a link someone planted there.
+pub fn check_no_links_below(root: &Path, path: &Path) -> Result<()> {
+    let (root, rel) = below(root, path)?;
     let mut at = root;
     for c in rel.components() {
         let Component::Normal(name) = c else {

@@ -1,0 +1,259 @@
+//! Working below a directory through handles: every step from the root to a file is one
+//! `openat` of one name with `O_NOFOLLOW` (so no symbolic link is ever followed, and `..`
+//! never appears), each directory is checked on the handle just opened (this user's, not
+//! writable by group or others), and files are created, renamed and removed relative to
+//! the handle of their directory. A directory swapped for a link between two steps is
+//! refused at the step that meets it; nothing checked by name is used afterwards by name.
+//! This is what `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` gives, plus the ownership
+//! check, on any Linux.
+
+use crate::error::{Error, Result};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags};
+use std::fs::File;
+use std::path::{Component, Path, PathBuf};
+
+/// A directory SCR works below (the prefix, a cache or control base).
+pub struct Beneath {
+    root: PathBuf,
+    fd: OwnedFd,
+    owner: u32,
+}
+
+fn io_error(path: &Path, action: &'static str, e: rustix::io::Errno) -> Error {
+    Error::io(path, action, std::io::Error::from(e))
+}
+
+const DIR_FLAGS: OFlags = OFlags::DIRECTORY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::RDONLY);
+
+impl Beneath {
+    /// The directory `root` (reached as named: a link in its own path is the user's
+    /// choice), for this user.
+    pub fn open(root: &Path) -> Result<Beneath> {
+        let fd = rustix::fs::open(root, OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| io_error(root, "open directory", e))?;
+        Ok(Beneath {
+            root: root.to_path_buf(),
+            fd,
+            owner: rustix::process::geteuid().as_raw(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The names of `rel`, each a plain component (no `/`, `.` or `..`).
+    fn names(rel: &Path) -> Result<Vec<&std::ffi::OsStr>> {
+        rel.components()
+            .map(|c| match c {
+                Component::Normal(n) => Ok(n),
+                _ => Err(Error::invalid(
+                    rel,
+                    "is not a plain path below its directory ('/', '.' or '..' in it)",
+                )),
+            })
+            .collect()
+    }
+
+    /// Checks a directory handle met on the way: this user's, not writable by others.
+    fn check_dir(&self, fd: &OwnedFd, path: &Path) -> Result<()> {
+        let st = rustix::fs::fstat(fd).map_err(|e| io_error(path, "inspect", e))?;
+        if st.st_uid != self.owner {
+            return Err(Error::untrusted(
+                path,
+                format!(
+                    "belongs to user id {}, not to you (id {}): SCR writes and reads back only \
+                     directories of yours below {}; remove it, or ask its owner to",
+                    st.st_uid,
+                    self.owner,
+                    self.root.display()
+                ),
+            ));
+        }
+        if st.st_mode & 0o022 != 0 {
+            return Err(Error::untrusted(
+                path,
+                format!(
+                    "is writable by others (mode {:o}); run chmod go-w on it",
+                    st.st_mode & 0o7777
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn step(&self, at: &OwnedFd, name: &std::ffi::OsStr, path: &Path) -> Result<OwnedFd> {
+        match rustix::fs::openat(at, name, DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => {
+                self.check_dir(&fd, path)?;
+                Ok(fd)
+            }
+            Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => Err(Error::untrusted(
+                path,
+                "is a symbolic link or not a directory; SCR goes through no link it did not create",
+            )),
+            Err(e) => Err(io_error(path, "open directory", e)),
+        }
+    }
+
+    /// The directory `rel` below the root, each step checked; None when a step is missing.
+    pub fn open_dir(&self, rel: &Path) -> Result<Option<OwnedFd>> {
+        let mut at = self
+            .fd
+            .try_clone()
+            .map_err(|e| Error::io(&self.root, "dup", e))?;
+        let mut path = self.root.clone();
+        for name in Self::names(rel)? {
+            path.push(name);
+            match self.step(&at, name, &path) {
+                Ok(fd) => at = fd,
+                Err(e) if e.is_not_found() => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Some(at))
+    }
+
+    /// The directory `rel` below the root, created (with `mode`, the umask applying) where
+    /// missing; every existing step must be this user's and not writable by others.
+    pub fn create_dirs(&self, rel: &Path, mode: u32) -> Result<OwnedFd> {
+        let mut at = self
+            .fd
+            .try_clone()
+            .map_err(|e| Error::io(&self.root, "dup", e))?;
+        let mut path = self.root.clone();
+        for name in Self::names(rel)? {
+            path.push(name);
+            match rustix::fs::mkdirat(&at, name, Mode::from_raw_mode(mode)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(io_error(&path, "create directory", e)),
+            }
+            at = self.step(&at, name, &path)?;
+        }
+        Ok(at)
+    }
+
+    /// Splits `rel` into its directory and its last name.
+    fn split(rel: &Path) -> Result<(&Path, &std::ffi::OsStr)> {
+        let name = rel
+            .file_name()
+            .ok_or_else(|| Error::invalid(rel, "names no file"))?;
+        Ok((rel.parent().unwrap_or(Path::new("")), name))
+    }
+
+    /// Opens the regular file `rel` for reading: every directory on the way and the file
+    /// itself this user's, not writable by others (what SCR reads back from the prefix).
+    pub fn open_file(&self, rel: &Path) -> Result<File> {
+        let (dir, name) = Self::split(rel)?;
+        let path = self.root.join(rel);
+        let dir = self
+            .open_dir(dir)?
+            .ok_or_else(|| Error::io(&path, "open", std::io::ErrorKind::NotFound.into()))?;
+        let fd = rustix::fs::openat(
+            &dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            rustix::io::Errno::LOOP => Error::untrusted(
+                &path,
+                "is a symbolic link; SCR reads through no link it did not create",
+            ),
+            e => io_error(&path, "open", e),
+        })?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| io_error(&path, "inspect", e))?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(Error::invalid(&path, "is not a regular file; remove it"));
+        }
+        if st.st_uid != self.owner || st.st_mode & 0o022 != 0 {
+            return Err(Error::untrusted(
+                &path,
+                format!(
+                    "belongs to user id {} (mode {:o}): SCR reads back only files of yours \
+                     that nobody else can write",
+                    st.st_uid,
+                    st.st_mode & 0o7777
+                ),
+            ));
+        }
+        Ok(File::from(fd))
+    }
+
+    /// Writes `rel` as a temporary beside it (created with `mode`, never through a link),
+    /// fsynced, then renamed over `rel` and the directory fsynced: a reader sees the old
+    /// file or the new one. The directories on the way are created where missing.
+    pub fn write_file<R>(
+        &self,
+        rel: &Path,
+        mode: u32,
+        dir_mode: u32,
+        write: impl FnOnce(&mut File) -> Result<R>,
+    ) -> Result<R> {
+        let (dir, name) = Self::split(rel)?;
+        let path = self.root.join(rel);
+        let dir = self.create_dirs(dir, dir_mode)?;
+        let temp = crate::io::temporary_name(Path::new(name), "tmp");
+        let temp = temp.file_name().unwrap_or(name);
+        let fd = rustix::fs::openat(
+            &dir,
+            temp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map_err(|e| io_error(&path, "create a temporary for", e))?;
+        let mut file = File::from(fd);
+        let written = write(&mut file).and_then(|r| {
+            file.sync_all().map_err(|e| Error::io(&path, "fsync", e))?;
+            rustix::fs::renameat(&dir, temp, &dir, name)
+                .map_err(|e| io_error(&path, "rename a temporary over", e))?;
+            rustix::fs::fsync(&dir).map_err(|e| io_error(&path, "fsync the directory of", e))?;
+            Ok(r)
+        });
+        if written.is_err() {
+            let _ = rustix::fs::unlinkat(&dir, temp, AtFlags::empty());
+        }
+        written
+    }
+
+    /// Removes the file `rel` if it is there (never what a link points to); true if it was.
+    pub fn remove_file(&self, rel: &Path) -> Result<bool> {
+        let (dir, name) = Self::split(rel)?;
+        let Some(dir) = self.open_dir(dir)? else {
+            return Ok(false);
+        };
+        match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
+            Ok(()) => Ok(true),
+            Err(rustix::io::Errno::NOENT) => Ok(false),
+            Err(e) => Err(io_error(&self.root.join(rel), "remove", e)),
+        }
+    }
+
+    /// Removes the directory `rel` if it is there and empty; true if it was removed.
+    pub fn remove_empty_dir(&self, rel: &Path) -> Result<bool> {
+        let (dir, name) = Self::split(rel)?;
+        let Some(dir) = self.open_dir(dir)? else {
+            return Ok(false);
+        };
+        match rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR) {
+            Ok(()) => Ok(true),
+            Err(
+                rustix::io::Errno::NOENT | rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST,
+            ) => Ok(false),
+            Err(e) => Err(io_error(&self.root.join(rel), "remove directory", e)),
+        }
+    }
+
+    /// fsyncs the directory `rel` (its entries are durable).
+    pub fn sync_dir(&self, rel: &Path) -> Result<()> {
+        if let Some(fd) = self.open_dir(rel)? {
+            rustix::fs::fsync(fd.as_fd())
+                .map_err(|e| io_error(&self.root.join(rel), "fsync", e))?;
+        }
+        Ok(())
+    }
+}
