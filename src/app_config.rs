@@ -132,12 +132,20 @@ pub fn app_config_path(prefix: &Path) -> PathBuf {
 
 impl AppConfig {
     /// The settings kept by earlier runs; none when the file does not exist.
+    /// Only a file of the user's that nobody else can write, in a `.scr` of the user's, is
+    /// read: otherwise [`Error::Untrusted`] (callers pass over it with a warning).
     pub fn read(path: &Path) -> Result<AppConfig> {
-        if !path.exists() {
+        if path.symlink_metadata().is_err() {
             return Ok(AppConfig::default());
         }
+        if let Some(dir) = path.parent() {
+            crate::safe_fs::check_owned_dir(dir).map_err(|e| match e {
+                Error::Invalid { path, what } => Error::Untrusted { path, what },
+                e => e,
+            })?;
+        }
         Ok(AppConfig {
-            entries: ConfigFile::read(path)?.entries,
+            entries: ConfigFile::read_trusted(path)?.entries,
         })
     }
 

@@ -41,13 +41,23 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 impl ConfigFile {
     pub fn read(path: &Path) -> Result<Self> {
+        Self::read_with(path, crate::io::read_small_file)
+    }
+
+    /// [`ConfigFile::read`] of a file SCR takes settings from only when it is this user's
+    /// (or root's) and nobody else can write it: otherwise [`Error::Untrusted`].
+    pub fn read_trusted(path: &Path) -> Result<Self> {
+        Self::read_with(path, crate::safe_fs::read_trusted_file)
+    }
+
+    fn read_with(path: &Path, read: impl Fn(&Path, u64) -> Result<Vec<u8>>) -> Result<Self> {
         if path.is_dir() {
             return Err(Error::invalid(
                 path,
                 "is a directory, expected an SCR configuration file",
             ));
         }
-        let bytes = crate::io::read_small_file(path, MAX_CONFIG_BYTES)?;
+        let bytes = read(path, MAX_CONFIG_BYTES)?;
         let text = String::from_utf8(bytes).map_err(|e| {
             Error::invalid(
                 path,

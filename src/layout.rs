@@ -178,7 +178,31 @@ pub fn rank2file_root(prefix: &Path, id: u64) -> PathBuf {
 
 /// The `scr.current` symlink a user may point at a dataset directory.
 pub fn current_link(prefix: &Path) -> PathBuf {
-    prefix.join("scr.current")
+    prefix.join(CURRENT_LINK)
+}
+
+const CURRENT_LINK: &str = "scr.current";
+
+/// Names in the prefix that are SCR's own state: its `.scr` directory, the `scr.current`
+/// link and the user configuration `.scrconf`.
+pub const RESERVED_PREFIX_NAMES: [&str; 3] = [HIDDEN, CURRENT_LINK, ".scrconf"];
+
+/// The reserved name `rel` (a path relative to the prefix) starts with, if it does: an
+/// application's file or dataset there would overwrite SCR's own state.
+pub fn reserved_prefix_name(rel: &Path) -> Option<&'static str> {
+    let first = rel.components().next()?.as_os_str();
+    RESERVED_PREFIX_NAMES.into_iter().find(|r| first == *r)
+}
+
+/// An error for a name an application gave that is SCR's own (`what` says what it named).
+pub fn refuse_reserved(rel: &Path, what: &str) -> crate::Result<()> {
+    match reserved_prefix_name(rel) {
+        Some(r) => Err(crate::Error::refused(format!(
+            "{what} {} is SCR's own ({r} in the prefix holds SCR's state); choose another name",
+            rel.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// This machine's host name (the kernel's, as the MPI launchers see it), "localhost" when

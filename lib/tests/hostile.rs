@@ -22,6 +22,13 @@ fn null_outputs_a_second_init_and_forged_names_fail_and_scr_goes_on() {
         "forged name",
         "dotdot name",
         "route null out",
+        "dataset scr.current",
+        "dataset .scr",
+        "route .scr/index.scr",
+        "route .scr/halt.scr",
+        "route .scrconf",
+        "route scr.current",
+        "route scr.current/x",
     ] {
         assert!(
             out.contains(&format!("hostile_api: {case} rc=1")),
@@ -48,6 +55,13 @@ fn null_outputs_a_second_init_and_forged_names_fail_and_scr_goes_on() {
         "{out}"
     );
     assert!(out.contains("control character"), "{out}");
+    assert!(
+        out.contains("is SCR's own"),
+        "reserved names say why: {out}"
+    );
+    // and SCR's state is what SCR wrote: the index reads, no link or file was routed over
+    assert!(scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).is_ok());
+    assert!(!job.prefix().join(".scrconf").exists());
     // the index holds the good dataset and no forged line
     let listing = std::process::Command::new(scr_command())
         .args([

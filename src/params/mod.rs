@@ -168,8 +168,12 @@ impl Params {
                 );
             }
         }
+        // configuration comes only from files the user or root owns and nobody else can
+        // write: the system's and one the user names are errors otherwise (someone must fix
+        // them); a `.scrconf` found in the prefix, where a neighbour may have planted it, is
+        // passed over with a warning
         if let Some(path) = sources.system_config.as_deref().filter(|p| p.exists()) {
-            params.apply_file(&ConfigFile::read(path)?, false)?;
+            params.apply_file(&ConfigFile::read_trusted(path)?, false)?;
         }
         if let Some(app) = &sources.app_config {
             params.apply_file(app, true)?;
@@ -186,16 +190,27 @@ impl Params {
                         ),
                     });
                 }
-                Some(p)
+                Some(ConfigFile::read_trusted(&p)?)
             }
-            None => sources
-                .prefix
-                .as_ref()
-                .map(|p| p.join(".scrconf"))
-                .filter(|p| p.exists()),
+            None => {
+                let found = sources
+                    .prefix
+                    .as_ref()
+                    .map(|p| p.join(".scrconf"))
+                    .filter(|p| p.symlink_metadata().is_ok());
+                match found.map(|p| ConfigFile::read_trusted(&p)) {
+                    Some(Err(e)) if e.is_untrusted() => {
+                        params
+                            .warnings
+                            .push(format!("{e}; its settings are ignored"));
+                        None
+                    }
+                    other => other.transpose()?,
+                }
+            }
         };
-        if let Some(path) = user {
-            params.apply_file(&ConfigFile::read(&path)?, true)?;
+        if let Some(file) = user {
+            params.apply_file(&file, true)?;
         }
         for spec in PARAMS {
             if let Some(value) = (sources.env)(spec.name) {

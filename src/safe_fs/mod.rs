@@ -54,8 +54,10 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
 /// Checks that `dir` is a directory of this user's, reached without a symbolic link as its
 /// last component, that group and others cannot write: what SCR keeps there (filemaps,
 /// the index, cached checkpoints) must not be anyone else's to change. Root may also use a
-/// directory of the user who owns the directory above it (an administrator halting a
-/// user's job in the user's own prefix), never one planted by a third user.
+/// directory of the user who owns the directory above it when nobody else can write that
+/// one (an administrator halting a user's job in the user's own prefix), never one planted
+/// by a third user in a shared directory. SCR's own jobs create and check their
+/// directories through [`Beneath`], which accepts only the job user's, root's jobs too.
 pub fn check_owned_dir(dir: &Path) -> Result<()> {
     let meta = fs::symlink_metadata(dir).map_err(|e| Error::io(dir, "inspect", e))?;
     let refuse = |what: String| {
@@ -72,6 +74,8 @@ pub fn check_owned_dir(dir: &Path) -> Result<()> {
     if !meta.is_dir() {
         return refuse("is not a directory; remove it".into());
     }
+    // (the parent's owner, when nobody else can write the parent: then only that owner
+    // could have made `dir` there)
     let parent_owner = || {
         dir.parent()
             .and_then(|p| {
@@ -82,6 +86,7 @@ pub fn check_owned_dir(dir: &Path) -> Result<()> {
                 })
                 .ok()
             })
+            .filter(|m| m.mode() & 0o022 == 0)
             .map(|m| m.uid())
     };
     if let Some(me) = my_uid()

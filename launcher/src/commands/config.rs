@@ -39,7 +39,13 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     // what earlier runs set through SCR_Config, as SCR_Init layers it
     let prefix = scr::layout::prefix_dir(sources.prefix.as_deref(), None)?;
     let kept = app_config_path(&prefix);
-    let settings = AppConfig::read(&kept)?;
+    let settings = match AppConfig::read(&kept) {
+        Err(e) if e.is_untrusted() => {
+            eprintln!("{}: WARNING: {e}; ignored", crate::program_name());
+            AppConfig::default()
+        }
+        read => read?,
+    };
     if !settings.is_empty() {
         let origin = format!("SCR_Config settings (kept in {})", kept.display());
         sources.app_config = Some(settings.as_file(&origin));

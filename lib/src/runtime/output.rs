@@ -39,6 +39,7 @@ impl Scr {
         // a dataset name names directories and lines of the index: one plain component
         if let Some(n) = name {
             layout::check_component(n, "the dataset name given to SCR_Start_output")?;
+            layout::refuse_reserved(Path::new(n), "the dataset name")?;
         }
         // an application that writes before asking for a restart is not restarting
         self.fetch_pending = false;

@@ -26,6 +26,7 @@ impl Scr {
                 "{name} names the prefix directory itself, not a file"
             )));
         }
+        layout::refuse_reserved(&rel, "the file")?;
         Ok((abs, rel))
     }
 

@@ -25,10 +25,19 @@ int main(int argc, char** argv) {
   report("should_exit null", SCR_Should_exit(NULL));
   report("forged name", SCR_Start_output("evil\nDSET VALID FLUSHED NAME", SCR_FLAG_CHECKPOINT));
   report("dotdot name", SCR_Start_output("..", SCR_FLAG_CHECKPOINT));
+  /* names of SCR's own state: a dataset named like the current link, files routed onto
+   * the index, the halt file, the user configuration, the link */
+  report("dataset scr.current", SCR_Start_output("scr.current", SCR_FLAG_CHECKPOINT));
+  report("dataset .scr", SCR_Start_output(".scr", SCR_FLAG_CHECKPOINT));
   /* a real checkpoint still works */
   int rc = SCR_Start_output("good", SCR_FLAG_CHECKPOINT);
   report("good start", rc);
   report("route null out", SCR_Route_file("good/f", NULL));
+  report("route .scr/index.scr", SCR_Route_file(".scr/index.scr", buf));
+  report("route .scr/halt.scr", SCR_Route_file(".scr/halt.scr", buf));
+  report("route .scrconf", SCR_Route_file(".scrconf", buf));
+  report("route scr.current", SCR_Route_file("scr.current", buf));
+  report("route scr.current/x", SCR_Route_file("scr.current/x", buf));
   if (SCR_Route_file("good/f", buf) == SCR_SUCCESS) {
     FILE* f = fopen(buf, "w");
     if (f) { fprintf(f, "%d\n", rank); fclose(f); }
