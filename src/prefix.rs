@@ -23,17 +23,55 @@ pub fn update_flush_file(prefix: &Path, f: impl FnOnce(&mut FlushFile)) -> Resul
 
 /// Changes the prefix's index under its lock.
 pub fn update_index(prefix: &Path, f: impl FnOnce(&mut IndexFile) -> Result<()>) -> Result<()> {
-    IndexFile::update(&layout::index_file(prefix), 0o644, f)
+    // the user's alone: whoever can open a file can hold its lock
+    IndexFile::update(&layout::index_file(prefix), io::PRIVATE_FILE, f)
 }
 
 /// Points `<prefix>/scr.current` at a dataset directory, replacing the link atomically.
-pub fn update_current_link(prefix: &Path, name: &str) -> Result<()> {
+/// The index's CURRENT is what SCR goes by; the link is for the user. Where something that
+/// is not the user's link stands in its place (a directory, another user's link in a shared
+/// prefix, which only its owner may replace there), it is left alone and the returned
+/// warning says so.
+pub fn update_current_link(prefix: &Path, name: &str) -> Result<Option<String>> {
     let link = layout::current_link(prefix);
+    if let Ok(m) = std::fs::symlink_metadata(&link)
+        && !m.file_type().is_symlink()
+    {
+        return Ok(Some(format!(
+            "{} is not SCR's link (something of user id {} stands there): left alone; the \
+             index names {name} current",
+            link.display(),
+            std::os::unix::fs::MetadataExt::uid(&m)
+        )));
+    }
     let tmp = prefix.join(format!(".scr.current.tmp.{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
     std::os::unix::fs::symlink(name, &tmp).map_err(|e| Error::io(&tmp, "create symlink", e))?;
-    std::fs::rename(&tmp, &link).map_err(|e| Error::io(&link, "replace symlink", e))?;
-    io::sync_dir(prefix)
+    if let Err(e) = std::fs::rename(&tmp, &link) {
+        let _ = std::fs::remove_file(&tmp);
+        return Ok(Some(format!(
+            "{} could not be replaced ({e}; another user's link?): left alone; the index \
+             names {name} current",
+            link.display()
+        )));
+    }
+    io::sync_dir(prefix)?;
+    Ok(None)
+}
+
+/// The dataset `<prefix>/scr.current` names, when it is a link of the user's own (a user
+/// may point it at an older checkpoint to restart from; a link someone else planted in a
+/// shared prefix is not theirs to steer with).
+pub fn read_current_link(prefix: &Path) -> Option<String> {
+    let link = layout::current_link(prefix);
+    let m = std::fs::symlink_metadata(&link).ok()?;
+    let mine = std::os::unix::fs::MetadataExt::uid(&m) == rustix::process::geteuid().as_raw();
+    if !m.file_type().is_symlink() || !mine {
+        return None;
+    }
+    std::fs::read_link(&link)
+        .ok()
+        .map(|t| t.to_string_lossy().into_owned())
 }
 
 /// Records dataset `id`, whose files (`files`, by rank, names relative to the prefix) are
@@ -47,7 +85,7 @@ pub fn publish(
     ranks: u64,
     files: &RankFiles,
     complete: bool,
-) -> Result<()> {
+) -> Result<Option<String>> {
     crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
     rank2file::write_tree(prefix, &layout::dataset_meta_rel(id), ranks, files)?;
     publish_written(prefix, id, desc, complete)
@@ -55,13 +93,19 @@ pub fn publish(
 
 /// [`publish`] once the dataset's rank2file tree is written (the ranks of a flush write
 /// its leaves themselves): the summary, the index entry, `scr.current` and the flush
-/// file's PFS location, in that order.
+/// file's PFS location, in that order. Returns a warning for the user when the
+/// `scr.current` link could not be set ([`update_current_link`]).
 ///
 /// A complete checkpoint becomes current only when no newer checkpoint a restart could
 /// load is indexed already: publishing an older one (the drain of a checkpoint the job
 /// left in cache after a newer one was flushed, an output dataset) never moves CURRENT
 /// backwards. Only `SCR_Current` and `scr index --current` choose an older one.
-pub fn publish_written(prefix: &Path, id: u64, desc: &Dataset, complete: bool) -> Result<()> {
+pub fn publish_written(
+    prefix: &Path,
+    id: u64,
+    desc: &Dataset,
+    complete: bool,
+) -> Result<Option<String>> {
     let name = desc
         .name()
         .map(str::to_string)
@@ -80,16 +124,18 @@ pub fn publish_written(prefix: &Path, id: u64, desc: &Dataset, complete: bool) -
         }
         Ok(())
     })?;
-    if becomes_current {
-        update_current_link(prefix, &name)?;
-    }
+    let warning = if becomes_current {
+        update_current_link(prefix, &name)?
+    } else {
+        None
+    };
     if complete {
         update_flush_file(prefix, |f| {
             f.unset_location(id, Location::Flushing);
             f.set_location(id, Location::Pfs);
         })?;
     }
-    Ok(())
+    Ok(warning)
 }
 
 /// A dataset already on the prefix, as its summary and rank2file map describe it.
@@ -214,7 +260,7 @@ pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<u64>> {
     let link = layout::current_link(prefix);
     if dropped.is_some() && std::fs::read_link(&link).is_ok_and(|t| t == Path::new(name)) {
         match &successor {
-            Some(next) => update_current_link(prefix, next)?,
+            Some(next) => drop(update_current_link(prefix, next)?),
             None => {
                 std::fs::remove_file(&link).map_err(|e| Error::io(&link, "remove", e))?;
                 io::sync_dir(prefix)?;

@@ -10,8 +10,8 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// open(2)'s O_NONBLOCK on Linux: opening a FIFO for reading must not wait for a writer.
-const O_NONBLOCK: i32 = 0o4000;
+/// open(2)'s O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
+const O_NONBLOCK: i32 = libc::O_NONBLOCK;
 
 /// Mode of SCR state files: private to the user.
 pub const PRIVATE_FILE: u32 = 0o600;
@@ -427,6 +427,24 @@ impl LockedHashFile {
         max_bytes: u64,
         wait: std::time::Duration,
     ) -> Result<(Self, Hash)> {
+        // a private state file is locked through a private lock file beside it: anyone who
+        // can open a file can lock it, and a file an earlier version left readable to all
+        // could otherwise be held locked by a neighbour (a shared one, the halt file, is
+        // locked itself, as SCR's tools do)
+        if mode & 0o077 == 0 {
+            let lock = lock_within(&lock_file_of(path), PRIVATE_FILE, true, wait)?;
+            let hash = match open_regular(path) {
+                Ok(mut file) => decode_open_file(path, &mut file, true, max_bytes)?.0,
+                Err(e) if e.is_not_found() => Hash::new(),
+                Err(e) => return Err(e),
+            };
+            let locked = LockedHashFile {
+                path: path.to_path_buf(),
+                mode,
+                _file: lock,
+            };
+            return Ok((locked, hash));
+        }
         let mut file = lock_within(path, mode, true, wait)?;
         let (hash, _) = decode_open_file(path, &mut file, true, max_bytes)?;
         Ok((
@@ -449,6 +467,15 @@ impl LockedHashFile {
     }
 }
 
+/// The private lock file beside a private state file (`.<name>.lock`).
+fn lock_file_of(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parent_dir(path).join(format!(".{name}.lock"))
+}
+
 /// Reads a shared hash file (of at most `max_bytes`) under a shared lock; a missing or
 /// empty file is an empty hash.
 pub fn read_with_lock(path: &Path, max_bytes: u64) -> Result<Hash> {
@@ -462,7 +489,7 @@ pub fn read_with_lock(path: &Path, max_bytes: u64) -> Result<Hash> {
 /// open(2)'s O_NOFOLLOW on Linux: a state file SCR locks and rewrites is never reached
 /// through a symbolic link (an administrator's `scr halt` must not write where a link
 /// planted in a user's prefix points).
-const O_NOFOLLOW: i32 = 0o400000;
+const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
 
 /// How long a lock is waited for before SCR gives up with a message naming the holder:
 /// anyone who can read a state file can lock it, and a job must not hang forever on a lock

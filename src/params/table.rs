@@ -173,15 +173,48 @@ pub fn parse_bool(text: &str) -> Option<bool> {
     }
 }
 
+/// The sane range of a size or count parameter, where one is needed: a value outside it
+/// would do harm (a container per byte, a buffer MPI cannot count, sets too small to
+/// protect anything or too large for the code) rather than be merely slow.
+pub fn bounds(name: &str) -> Option<(u64, u64)> {
+    const KIB: u64 = 1 << 10;
+    const GIB: u64 = 1 << 30;
+    Some(match name {
+        // a piece of redundancy communication is one MPI message: its count is an int
+        "SCR_MPI_BUF_SIZE" => (4 * KIB, GIB),
+        "SCR_FILE_BUF_SIZE" => (4 * KIB, GIB),
+        "SCR_CONTAINER_SIZE" => (1 << 20, u64::MAX),
+        "SCR_SET_SIZE" => (2, 255),
+        "SCR_SET_FAILURES" => (1, 254),
+        "SCR_FETCH_WIDTH" | "SCR_FLUSH_WIDTH" => (1, u64::MAX),
+        _ => return None,
+    })
+}
+
 pub(super) fn check_value(spec: &ParamSpec, value: &str) -> std::result::Result<(), String> {
+    let in_bounds = |n: u64| match bounds(spec.name) {
+        Some((lo, hi)) if n < lo || n > hi => Err(format!(
+            "{}={value:?} is out of range: it must be between {lo} and {}",
+            spec.name,
+            if hi == u64::MAX {
+                "any larger value".to_string()
+            } else {
+                hi.to_string()
+            }
+        )),
+        _ => Ok(()),
+    };
     let ok = match spec.kind {
         Kind::Bool => parse_bool(value).is_some(),
-        Kind::Count => value.parse::<u64>().is_ok(),
+        Kind::Count => match value.parse::<u64>() {
+            Ok(n) => return in_bounds(n),
+            Err(_) => false,
+        },
         Kind::Int => value.parse::<i64>().is_ok(),
         Kind::Bytes => {
             return parse_bytecount(value)
-                .map(|_| ())
-                .map_err(|e| format!("{}: {e}", spec.name));
+                .map_err(|e| format!("{}: {e}", spec.name))
+                .and_then(in_bounds);
         }
         Kind::Float => value
             .parse::<f64>()

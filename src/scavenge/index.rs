@@ -23,6 +23,8 @@ pub struct IndexReport {
     pub rebuilt: Vec<u64>,
     /// Ranks still missing (when incomplete).
     pub missing: Vec<u64>,
+    /// What the user should know of the publishing (an `scr.current` left alone).
+    pub warnings: Vec<String>,
 }
 
 /// A rank's scavenged files are all there: every expected file complete, of its size.
@@ -85,12 +87,13 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
             .fold((0, 0), |(f, b), r| (f + 1, b + r.size));
         desc.set_totals(f, b, false);
     }
-    crate::prefix::publish(prefix, id, &desc, ranks, &files, complete)?;
+    let warnings = crate::prefix::publish(prefix, id, &desc, ranks, &files, complete)?;
     Ok(IndexReport {
         name,
         complete,
         rebuilt,
         missing,
+        warnings: warnings.into_iter().collect(),
     })
 }
 

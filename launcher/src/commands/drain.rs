@@ -364,7 +364,13 @@ impl<'a> Drain<'a> {
         let mut progress = DrainProgress::new("scr_postrun", up.count() as usize);
         run.run(up, down, &mut progress);
         progress.finish();
-        match scavenge::index_dataset(self.prefix, id, self.buf_size) {
+        let indexed = scavenge::index_dataset(self.prefix, id, self.buf_size);
+        if let Ok(report) = &indexed {
+            for w in &report.warnings {
+                say(&format!("WARNING: {w}"));
+            }
+        }
+        match indexed {
             Ok(report) if report.complete => {
                 let rebuilt = if report.rebuilt.is_empty() {
                     String::new()

@@ -107,6 +107,9 @@ fn add_flushed(prefix: &std::path::Path, name: &str) -> Result<ExitCode, Option<
 
 fn build(prefix: &std::path::Path, id: u64) -> scr::Result<ExitCode> {
     let report = scr::scavenge::index_dataset(prefix, id, 1 << 20)?;
+    for w in &report.warnings {
+        eprintln!("{}: WARNING: {w}", crate::program_name());
+    }
     if !report.rebuilt.is_empty() {
         println!(
             "Rebuilt ranks {:?} of `{}' from parity",
@@ -114,7 +117,13 @@ fn build(prefix: &std::path::Path, id: u64) -> scr::Result<ExitCode> {
         );
     }
     if report.complete {
-        println!("Added `{}' to index (complete, current)", report.name);
+        let current = scr::index::IndexFile::read(&scr::layout::index_file(prefix))
+            .is_ok_and(|i| i.current() == Some(report.name.as_str()));
+        println!(
+            "Added `{}' to index (complete{})",
+            report.name,
+            if current { ", current" } else { "" }
+        );
         Ok(ExitCode::SUCCESS)
     } else {
         println!(

@@ -398,9 +398,7 @@ fn restart_name(prefix: &std::path::Path) -> Option<String> {
                 .find(|&d| f.is_checkpoint(d))
                 .and_then(|d| f.name(d).map(|n| (d, n.to_string())))
         });
-    let link = std::fs::read_link(layout::current_link(prefix))
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned());
+    let link = scr::prefix::read_current_link(prefix);
     let on_prefix = scr::index::IndexFile::read(&layout::index_file(prefix))
         .ok()
         .and_then(|i| {

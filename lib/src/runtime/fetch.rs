@@ -74,7 +74,9 @@ impl Scr {
                             Error::invalid(layout::index_file(&self.config.prefix), what)
                         })
                     })?;
-                    scr::prefix::update_current_link(&self.config.prefix, &name)?;
+                    if let Some(w) = scr::prefix::update_current_link(&self.config.prefix, &name)? {
+                        say!("SCR: WARNING: {w}");
+                    }
                     update_flush_file(&self.config.prefix, |f| {
                         f.describe_dataset(id, &desc);
                         f.set_location(id, Location::Cache);
@@ -203,10 +205,10 @@ impl Scr {
         failed: &[String],
     ) -> Option<(u64, String, Dataset, FileList)> {
         let index = IndexFile::read(&layout::index_file(&self.config.prefix)).ok()?;
-        let link = std::fs::read_link(layout::current_link(&self.config.prefix)).ok();
+        let link = scr::prefix::read_current_link(&self.config.prefix);
         let start = link
             .as_ref()
-            .and_then(|l| l.file_name())
+            .and_then(|l| Path::new(l).file_name())
             .map(|n| n.to_string_lossy().into_owned())
             .filter(|n| index.id_of(n).is_some());
         for entry in index.restart_candidates(start.as_deref()) {

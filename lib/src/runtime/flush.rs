@@ -139,10 +139,20 @@ impl Scr {
                 .map(|bytes| rank2file::unpack_entry(bytes).map_err(failure))
                 .collect::<Result<Vec<_>>>()?;
             rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), self.ranks, entries)?;
-            scr::prefix::publish_written(prefix, id, &desc, true)?;
+            if let Some(w) = scr::prefix::publish_written(prefix, id, &desc, true)? {
+                say!("SCR: WARNING: {w}");
+            }
+            // the dataset is published; an older one that cannot be deleted stays (said)
             let keep = self.config.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
-            for gone in scr::prefix::enforce_window(prefix, keep)? {
-                say!("SCR: deleted {gone} from the prefix (SCR_PREFIX_SIZE={keep})");
+            match scr::prefix::enforce_window(prefix, keep) {
+                Ok(gone) => {
+                    for name in gone {
+                        say!("SCR: deleted {name} from the prefix (SCR_PREFIX_SIZE={keep})");
+                    }
+                }
+                Err(e) => say!(
+                    "SCR: WARNING: SCR_PREFIX_SIZE={keep}: an older dataset stays on the prefix: {e}"
+                ),
             }
             Ok(())
         })?;

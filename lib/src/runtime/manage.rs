@@ -140,7 +140,9 @@ impl Scr {
                     idx.set_current(name)
                         .map_err(|what| scr::Error::invalid(&index_path, what))
                 })?;
-                prefix::update_current_link(&self.config.prefix, name)?;
+                if let Some(w) = prefix::update_current_link(&self.config.prefix, name)? {
+                    say!("SCR: WARNING: {w}");
+                }
             }
             Ok(())
         })?;

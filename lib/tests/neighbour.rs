@@ -1,0 +1,341 @@
+//! A hostile neighbour on a shared prefix: the prefix is a directory everyone can write
+//! (1777, as scratch areas and /tmp are), the job runs as root (no root exception helps the
+//! attacker), and the neighbour is another user (nobody, through setpriv) who plants files,
+//! directories and links there. Nothing the neighbour writes is trusted: each attack is
+//! refused or passed over with a message, and nothing of the job's is lost.
+
+mod common;
+
+use common::*;
+use scr::HashView;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A job whose prefix is a shared directory (1777) of its own.
+struct Shared {
+    job: Job,
+    prefix: PathBuf,
+}
+
+impl Shared {
+    fn new() -> Shared {
+        use std::os::unix::fs::PermissionsExt;
+        let job = Job::new();
+        std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let prefix = job.dir.path().join("shared");
+        std::fs::create_dir(&prefix).unwrap();
+        std::fs::set_permissions(&prefix, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        Shared { job, prefix }
+    }
+
+    fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut cmd = self.job.command(None, 2, args, env);
+        cmd.current_dir(&self.prefix)
+            .env("SCR_PREFIX", &self.prefix);
+        cmd
+    }
+
+    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+        let out = self.command(args, env).output().unwrap();
+        (out.status.success(), text(&out))
+    }
+
+    fn run_ok(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        let (ok, t) = self.run(args, env);
+        assert!(ok, "{t}");
+        t
+    }
+
+    fn index(&self) -> scr::index::IndexFile {
+        scr::index::IndexFile::read(&scr::layout::index_file(&self.prefix)).unwrap()
+    }
+}
+
+/// Runs a shell command as another user (nobody).
+fn as_nobody(script: &str) {
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+            script,
+        ])
+        .output()
+        .expect("setpriv (util-linux)");
+    assert!(o.status.success(), "{script}: {}", text(&o));
+}
+
+/// A directory of the neighbour's, anyone may read.
+fn neighbours_dir(parent: &Path, name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = parent.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    dir
+}
+
+#[test]
+fn a_planted_user_configuration_is_passed_over() {
+    let s = Shared::new();
+    s.run_ok(&["1000", "2"], &[("SCR_FLUSH", "1")]);
+    // purge everything at the next SCR_Init; restart from the neighbour's prefix
+    let theirs = neighbours_dir(s.job.dir.path(), "theirs");
+    as_nobody(&format!(
+        "printf 'SCR_PREFIX_PURGE=1\\nSCR_PREFIX={}\\n' > {}/.scrconf",
+        theirs.display(),
+        s.prefix.display()
+    ));
+    let t = s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    assert!(
+        t.contains(".scrconf") && t.contains("belongs to user id 65534") && t.contains("ignored"),
+        "{t}"
+    );
+    assert!(t.contains("restarted from ckpt.2"), "{t}");
+    assert!(s.prefix.join("ckpt.1").is_dir(), "nothing purged: {t}");
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0, "{t}");
+}
+
+#[test]
+fn a_planted_metadata_directory_and_its_settings_are_refused() {
+    let s = Shared::new();
+    // before the first run: .scr with SCR_Config settings that move the cache elsewhere
+    let theirs = neighbours_dir(s.job.dir.path(), "theirs");
+    as_nobody(&format!(
+        "mkdir -m 777 {0}/.scr && printf 'SCR_CACHE_BASE={1}\\n' > {0}/.scr/app.conf",
+        s.prefix.display(),
+        theirs.display()
+    ));
+    let (ok, t) = s.run(&["1000", "1"], &[]);
+    assert!(!ok, "{t}");
+    assert!(
+        t.contains(".scr") && t.contains("belongs to user id 65534, not to you"),
+        "{t}"
+    );
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0, "{t}");
+}
+
+#[test]
+fn a_dataset_directory_planted_before_the_flush_is_not_written_into() {
+    let s = Shared::new();
+    let planted = neighbours_dir(&s.prefix, "ckpt.1");
+    let (_, t) = s.run(&["1000", "2"], &[("SCR_FLUSH", "1")]);
+    assert!(
+        t.contains("ckpt.1") && t.contains("belongs to user id 65534"),
+        "{t}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&planted).unwrap().count(),
+        0,
+        "nothing written there: {t}"
+    );
+    // ckpt.1 never became usable from the prefix; ckpt.2 did
+    assert!(s.index().id_of("ckpt.2").is_some(), "{t}");
+    let e1 = s.index().entries().into_iter().find(|e| e.name == "ckpt.1");
+    assert!(e1.as_ref().is_none_or(|e| !e.complete), "{e1:?}");
+}
+
+#[test]
+fn files_on_the_prefix_another_user_could_have_swapped_are_not_fetched() {
+    let s = Shared::new();
+    s.run_ok(&["1000", "2"], &[("SCR_FLUSH", "1")]);
+    // the user's own mistake opens ckpt.2 to everyone; the neighbour puts a file of theirs
+    // in place of rank 1's (the same bytes: only its owner gives it away)
+    let dir = s.prefix.join("ckpt.2");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    as_nobody(&format!(
+        "cp {0}/rank_1.ckpt /tmp/.n.$$ && rm -f {0}/rank_1.ckpt && cp /tmp/.n.$$ {0}/rank_1.ckpt",
+        dir.display()
+    ));
+    delete_caches(&s.job);
+    let t = s.run_ok(&["1000", "1"], &[]);
+    assert!(!t.contains("restarted from ckpt.2"), "{t}");
+    assert!(
+        t.contains("writable by others") || t.contains("belongs to user id 65534"),
+        "{t}"
+    );
+    assert!(
+        t.contains("restarted from ckpt.1"),
+        "the older one, intact: {t}"
+    );
+}
+
+#[test]
+fn pruning_the_prefix_never_deletes_through_a_link() {
+    let s = Shared::new();
+    s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    // ckpt.1 becomes a link to someone's directory holding a file of the same name
+    let victim = s.job.dir.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("rank_0.ckpt"), b"precious").unwrap();
+    std::fs::remove_dir_all(s.prefix.join("ckpt.1")).unwrap();
+    std::os::unix::fs::symlink(&victim, s.prefix.join("ckpt.1")).unwrap();
+    // SCR_PREFIX_SIZE=1: the next flush prunes ckpt.1, and must not follow the link
+    let t = s.run_ok(
+        &["1000", "1"],
+        &[("SCR_FLUSH", "1"), ("SCR_PREFIX_SIZE", "1")],
+    );
+    assert_eq!(
+        std::fs::read(victim.join("rank_0.ckpt")).unwrap(),
+        b"precious",
+        "{t}"
+    );
+    assert!(
+        t.contains("an older dataset stays on the prefix"),
+        "said: {t}"
+    );
+    assert_eq!(
+        s.index().current(),
+        Some("ckpt.2"),
+        "the new checkpoint is published: {t}"
+    );
+}
+
+#[test]
+fn a_planted_scr_current_neither_fails_publishing_nor_steers_a_restart() {
+    for planted_as in ["link", "directory"] {
+        let s = Shared::new();
+        let theirs = neighbours_dir(s.job.dir.path(), "theirs");
+        let link = s.prefix.join("scr.current");
+        match planted_as {
+            "link" => as_nobody(&format!("ln -s {} {}", theirs.display(), link.display())),
+            _ => as_nobody(&format!("mkdir {}", link.display())),
+        }
+        let t = s.run_ok(&["1000", "2"], &[("SCR_FLUSH", "1")]);
+        assert_eq!(s.index().current(), Some("ckpt.2"), "{planted_as}: {t}");
+        match planted_as {
+            // root may replace anyone's link: it is SCR's now
+            "link" => assert_eq!(std::fs::read_link(&link).unwrap(), Path::new("ckpt.2")),
+            // a directory is left alone, and said so
+            _ => assert!(t.contains("scr.current is not SCR's link"), "said: {t}"),
+        }
+        let left: Vec<_> = std::fs::read_dir(&s.prefix)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("tmp"))
+            .collect();
+        assert!(left.is_empty(), "{planted_as}: temporaries left: {left:?}");
+        delete_caches(&s.job);
+        let t = s.run_ok(&["1000", "1"], &[]);
+        assert!(t.contains("restarted from ckpt.2"), "{planted_as}: {t}");
+    }
+    // a link of another user's is not followed for a restart: the neighbour's points at
+    // the older checkpoint (a user's own link there would choose it)
+    let s = Shared::new();
+    s.run_ok(&["1000", "2"], &[("SCR_FLUSH", "1")]);
+    let link = s.prefix.join("scr.current");
+    std::fs::remove_file(&link).unwrap();
+    as_nobody(&format!("ln -s ckpt.1 {}", link.display()));
+    delete_caches(&s.job);
+    let t = s.run_ok(&["1000", "1"], &[]);
+    assert!(t.contains("restarted from ckpt.2"), "{t}");
+}
+
+#[test]
+fn a_link_planted_at_a_dataset_directory_is_not_written_through_by_a_background_flush() {
+    let s = Shared::new();
+    let victim = s.job.dir.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    as_nobody(&format!(
+        "ln -s {} {}/ckpt.1",
+        victim.display(),
+        s.prefix.display()
+    ));
+    let (_, t) = s.run(
+        &["1000", "2"],
+        &[("SCR_FLUSH", "1"), ("SCR_FLUSH_ASYNC", "1")],
+    );
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        0,
+        "written through the link: {t}"
+    );
+    assert!(s.index().id_of("ckpt.2").is_some(), "{t}");
+}
+
+#[test]
+fn nobody_else_can_hold_the_index_lock() {
+    let s = Shared::new();
+    s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    // the neighbour cannot even open SCR's state files to lock them
+    let index = scr::layout::index_file(&s.prefix);
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "flock",
+            "-x",
+            "-w",
+            "1",
+        ])
+        .arg(&index)
+        .arg("true")
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success(),
+        "the neighbour locked {}: {}",
+        index.display(),
+        text(&o)
+    );
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&index).unwrap().permissions());
+    assert_eq!(mode & 0o077, 0, "index mode {mode:o}");
+    // an index an earlier version left readable to all, locked by the neighbour for a
+    // minute: SCR's own lock is elsewhere, so publishing does not wait for it
+    std::fs::set_permissions(&index, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let mut holder = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "flock",
+            "-x",
+        ])
+        .arg(&index)
+        .args(["sleep", "60"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let t = s.run_ok(
+        &["1000", "1"],
+        &[("SCR_FLUSH", "1"), ("SCR_LOCK_TIMEOUT", "20")],
+    );
+    // the holder and its sleep, as a group
+    let _ = Command::new("kill")
+        .args(["-9", "--", &format!("-{}", holder.id())])
+        .status();
+    let _ = holder.wait();
+    assert_eq!(s.index().current(), Some("ckpt.2"), "{t}");
+    assert!(!t.contains("locked"), "{t}");
+    assert!(
+        started.elapsed().as_secs() < 15,
+        "waited for the neighbour's lock: {t}"
+    );
+}
+
+#[test]
+fn size_parameters_out_of_bounds_are_refused_by_name() {
+    let s = Shared::new();
+    for (name, value) in [
+        ("SCR_CONTAINER_SIZE", "0"),
+        ("SCR_MPI_BUF_SIZE", "0"),
+        ("SCR_MPI_BUF_SIZE", "4GB"),
+        ("SCR_FILE_BUF_SIZE", "0"),
+        ("SCR_SET_SIZE", "1"),
+        ("SCR_SET_SIZE", "100000"),
+    ] {
+        let (ok, t) = s.run(&["1000", "1"], &[(name, value)]);
+        assert!(!ok, "{name}={value}: {t}");
+        assert!(
+            t.contains(name) && t.contains("between"),
+            "{name}={value}: {t}"
+        );
+    }
+}
