@@ -54,6 +54,8 @@ const CKPT: &str = "CKPT";
 const ORIG: &str = "ORIG";
 const PATH: &str = "PATH";
 const NAME: &str = "NAME";
+/// The file's permission bits when it completed (octal): a file SCR recreates gets them.
+const MODE: &str = "MODE";
 
 fn validate(h: &Hash) -> Result<(), String> {
     check_value::<u64>(h, SIZE, "meta data")?;
@@ -113,6 +115,17 @@ impl Meta {
     }
     pub fn set_size(&mut self, size: u64) {
         self.0.set_value(SIZE, size);
+    }
+
+    /// The permission bits recorded when the file completed.
+    pub fn mode(&self) -> Option<u32> {
+        self.0
+            .first_value(MODE)
+            .and_then(|m| u32::from_str_radix(m, 8).ok())
+            .map(|m| m & 0o777)
+    }
+    pub fn set_mode(&mut self, mode: u32) {
+        self.0.set_value(MODE, format!("{:o}", mode & 0o777));
     }
 
     pub fn crc32(&self) -> Option<u32> {

@@ -294,6 +294,18 @@ impl LogicalFile {
         self.created.into_iter().try_for_each(|n| n.commit())
     }
 
+    /// Gives the recreated files the permission bits their metadata records (`modes`, in
+    /// the order given to [`LogicalFile::create`]; None leaves one readable by the user
+    /// alone): as readable as the files they recreate, never more.
+    pub fn set_modes(&self, modes: impl IntoIterator<Item = Option<u32>>) -> Result<()> {
+        for (new, mode) in self.created.iter().zip(modes) {
+            if let Some(m) = mode {
+                new.set_mode(m)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The pieces of `[offset, offset + len)` inside the files: (part, offset in its file,
     /// start in the caller's buffer, length). What lies past the last file is not covered.
     fn pieces(&self, mut offset: u64, len: usize) -> Vec<(usize, u64, usize, usize)> {

@@ -29,7 +29,11 @@ pub struct Outgoing {
 }
 
 /// Given a received header, the files to write and their sizes.
-pub type Placement<'a> = &'a mut dyn FnMut(&Hash) -> Result<Vec<(PathBuf, u64)>>;
+pub type Placement<'a> = &'a mut dyn FnMut(&Hash) -> Result<Vec<Placed>>;
+
+/// Where one received file goes: its path, its size, and the permission bits of the file
+/// it copies (the copy is never more readable; None: the user's alone).
+pub type Placed = (PathBuf, u64, Option<u32>);
 
 /// Where a received copy goes: given the header, the paths and sizes to write (the callback
 /// records them in the filemap before they are created).
@@ -237,7 +241,8 @@ fn trade_headers(
 /// announced length, created afresh as temporaries.
 fn open_sink(header: &[u8], length: u64, place: Placement<'_>) -> Result<LogicalFile> {
     let h = Hash::unpack(header).map_err(|e| Error::invalid("received copy", e.to_string()))?;
-    let files = place(&h)?;
+    let placed = place(&h)?;
+    let files: Vec<(PathBuf, u64)> = placed.iter().map(|(p, s, _)| (p.clone(), *s)).collect();
     let total: u64 = files.iter().map(|(_, s)| s).sum();
     if total != length {
         return Err(Error::invalid(
@@ -250,7 +255,9 @@ fn open_sink(header: &[u8], length: u64, place: Placement<'_>) -> Result<Logical
     for (path, _) in &files {
         scr::io::remove_if_present(path)?;
     }
-    LogicalFile::create(&files)
+    let sink = LogicalFile::create(&files)?;
+    sink.set_modes(placed.iter().map(|(_, _, m)| *m))?;
+    Ok(sink)
 }
 
 /// One side of an exchange: where this process sends and receives, in pieces of `piece`.

@@ -339,3 +339,75 @@ fn size_parameters_out_of_bounds_are_refused_by_name() {
         );
     }
 }
+
+/// The job on emulated nodes under `umask`, as a shell would start it.
+fn run_with_umask(job: &Job, umask: &str, args: &[&str], env: &[(&str, &str)]) -> String {
+    let cmd = job.command(Some("n1,n2,n3,n4"), 4, args, env);
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .current_dir(job.prefix());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    let o = sh.output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    text(&o)
+}
+
+fn mode_of(p: &Path) -> u32 {
+    std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777
+}
+
+#[test]
+fn what_scr_derives_is_no_more_readable_than_its_source() {
+    for scheme in ["XOR", "PARTNER"] {
+        // the application's files are 0600 (umask 077)
+        let job = Job::new();
+        let env = [
+            ("SCR_COPY_TYPE", scheme),
+            ("SCR_FLUSH", "0"),
+            ("TEST_API_NO_FINALIZE", "1"),
+        ];
+        run_with_umask(&job, "077", &["4000", "1"], &env);
+        let cached = walk(&job.dir.path().join("cache"));
+        let derived: Vec<_> = cached
+            .iter()
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with("xor.") || p.to_string_lossy().contains("/partner.")
+            })
+            .collect();
+        assert!(!derived.is_empty(), "{scheme}: {cached:?}");
+        for p in &derived {
+            assert_eq!(mode_of(p), 0o600, "{scheme}: {}", p.display());
+        }
+        // a lost node's files rebuilt in SCR_Init, and the drain's copies on the prefix
+        lose_node(&job, "n3");
+        run_with_umask(
+            &job,
+            "022",
+            &["4000", "0"],
+            &[("SCR_COPY_TYPE", scheme), ("SCR_FLUSH", "0")],
+        );
+        let rebuilt = job.cached("rank_2.ckpt");
+        assert!(!rebuilt.is_empty(), "{scheme}");
+        for p in &rebuilt {
+            assert_eq!(mode_of(p), 0o600, "{scheme}: {}", p.display());
+        }
+    }
+    // files the application left readable stay as readable when rebuilt
+    let job = Job::new();
+    let env = [("SCR_COPY_TYPE", "XOR"), ("SCR_FLUSH", "0")];
+    run_with_umask(&job, "022", &["4000", "1"], &env);
+    lose_node(&job, "n2");
+    run_with_umask(&job, "077", &["4000", "0"], &env);
+    for p in job.cached("rank_1.ckpt") {
+        assert_eq!(mode_of(&p), 0o644, "{}", p.display());
+    }
+}

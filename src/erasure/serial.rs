@@ -319,7 +319,12 @@ impl SetFiles<'_> {
                 .to_hash()
                 .to_file_bytes();
             let layout = (code, pos, chunk);
-            stores.push(MemberStore::create(layout, &paths, &missing[i], &header)?);
+            let store = MemberStore::create(layout, &paths, &missing[i], &header)?;
+            // as readable as the files they recreate, never more
+            store
+                .data
+                .set_modes(self.lists[pos].files.iter().map(crate::meta::Meta::mode))?;
+            stores.push(store);
             outputs.extend(paths.into_iter().map(|(p, _)| p));
         }
         Ok((stores, outputs))

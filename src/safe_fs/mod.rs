@@ -195,11 +195,13 @@ impl NewFile {
             ));
         }
         let temp = crate::io::temporary_name(target, "new");
+        // readable by the user alone until [`NewFile::set_mode`] gives it its source's mode:
+        // a file SCR derives is never more readable than what it was derived from
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .mode(0o644)
+            .mode(0o600)
             .open(&temp)
             .map_err(|e| Error::io(&temp, "create", e))?;
         Ok(NewFile {
@@ -213,6 +215,14 @@ impl NewFile {
     /// The open temporary.
     pub fn file(&self) -> &File {
         &self.file
+    }
+
+    /// Gives the file permission bits `mode` (those of the file it recreates), on its handle.
+    pub fn set_mode(&self, mode: u32) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        self.file
+            .set_permissions(fs::Permissions::from_mode(mode & 0o777))
+            .map_err(|e| Error::io(&self.temp, "set the mode of", e))
     }
 
     /// Where the bytes are until the commit.

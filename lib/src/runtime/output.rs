@@ -286,7 +286,11 @@ impl Scr {
                 .filemap
                 .meta(id, self.rank, &f)
                 .unwrap_or_default();
-            let size = std::fs::metadata(&f).map(|m| m.len());
+            let stat = std::fs::metadata(&f);
+            if let Ok(m) = &stat {
+                meta.set_mode(std::os::unix::fs::PermissionsExt::mode(&m.permissions()));
+            }
+            let size = stat.map(|m| m.len());
             if size.is_err() {
                 say!(
                     "SCR: ERROR: rank {}: {f} was routed for dataset {id} but not written",

@@ -349,7 +349,7 @@ impl Scr {
         );
         let (filemap, filemap_path) = (&mut self.cache.filemap, &self.cache.filemap_path);
         let mut placed_paths = Vec::new();
-        let mut place = |h: &Hash| -> Result<Vec<(PathBuf, u64)>> {
+        let mut place = |h: &Hash| -> Result<Vec<shuffle::Placed>> {
             let store = h
                 .get_path(&[&"ENTRY", &"REDDESC"])
                 .and_then(|r| RedDesc::wrap(r.clone()).store().map(str::to_string))
@@ -365,7 +365,7 @@ impl Scr {
             filemap.write(filemap_path)?;
             placed_paths = placed
                 .iter()
-                .map(|(p, _)| p.to_string_lossy().into_owned())
+                .map(|(p, _, _)| p.to_string_lossy().into_owned())
                 .collect();
             Ok(placed)
         };

@@ -8,7 +8,7 @@ use crate::shuffle::{self, Incoming, Outgoing};
 use mpi::topology::Color;
 use scr::erasure::{self, StripeCode};
 use scr::xor::{self, MemberFiles, XorHeader};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 
 impl Scr {
     /// Makes the communicator of this rank's set under descriptor `i` (collective).
@@ -141,7 +141,7 @@ impl Scr {
         let comm = self.set_comms[i].as_ref().expect("made by apply_partner");
         let (filemap, filemap_path) = (&mut self.cache.filemap, &self.cache.filemap_path);
         let mut received: Option<(u64, Vec<String>)> = None;
-        let mut place = |h: &Hash| -> Result<Vec<(PathBuf, u64)>> {
+        let mut place = |h: &Hash| -> Result<Vec<shuffle::Placed>> {
             let (owner, placed) = place_copy(filemap, id, h, |owner, rel| {
                 hidden.join(format!("partner.{owner}")).join(rel)
             })?;
@@ -152,7 +152,7 @@ impl Scr {
                 owner,
                 placed
                     .iter()
-                    .map(|(p, _)| p.to_string_lossy().into_owned())
+                    .map(|(p, _, _)| p.to_string_lossy().into_owned())
                     .collect(),
             ));
             Ok(placed)
@@ -461,7 +461,14 @@ impl ParityRing<'_> {
 fn create_with_header(path: &Path, header: &[u8]) -> Result<std::fs::File> {
     let hidden = path.parent().expect("in .scr");
     safe_fs::create_dirs_in(hidden.parent().expect("in a dataset"), hidden, 0o700)?;
-    let f = std::fs::File::create(path).map_err(|e| Error::io(path, "create", e))?;
+    // parity holds the bytes of every member's files: the user's alone
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| Error::io(path, "create", e))?;
     f.write_all_at(header, 0)
         .map_err(|e| Error::io(path, "write", e))?;
     Ok(f)
@@ -497,7 +504,7 @@ pub(super) fn place_copy(
     id: u64,
     h: &Hash,
     dest: impl Fn(u64, &str) -> PathBuf,
-) -> Result<(u64, Vec<(PathBuf, u64)>)> {
+) -> Result<(u64, Vec<shuffle::Placed>)> {
     let owner = h
         .parsed::<u64>("RANK")
         .ok()
@@ -526,7 +533,7 @@ pub(super) fn place_copy(
         let key = path.to_string_lossy().into_owned();
         fresh.add_file(id, owner, &key);
         fresh.set_meta(id, owner, &key, &meta);
-        placed.push((path, size));
+        placed.push((path, size, meta.mode()));
     }
     filemap.remove_rank_by_dataset(id, owner);
     filemap.merge(&fresh);

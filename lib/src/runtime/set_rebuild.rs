@@ -246,6 +246,9 @@ impl Scr {
         }
         keys.push(parity_key);
         let store = MemberStore::create((code, me, chunk), &files, &parity_path, &header)?;
+        store
+            .data
+            .set_modes(view.lists[me].files.iter().map(Meta::mode))?;
         Ok((store, keys))
     }
 }
