@@ -424,3 +424,98 @@ fn a_cached_checkpoint_is_only_restarted_by_a_job_with_its_prefix() {
     );
     assert_eq!(job.index_entry("ckpt.2").fetched.len(), 1, "fetched: {t}");
 }
+
+#[test]
+fn a_rebuild_from_damaged_parity_never_becomes_current() {
+    // SCR_CRC_ON_COPY=0 (the default): the CRCs come from the encode all the same
+    for scheme in ["XOR", "RS"] {
+        let job = killed_job(scheme, "1", &[("SCR_CRC_ON_COPY", "0")]);
+        // a bit flips in a survivor's parity, past its header; then nodes are lost
+        let parity = walk(&node_dirs(&job, "n1")[0])
+            .into_iter()
+            .find(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with("xor.") || n.starts_with("rs.")
+            })
+            .expect("n1's parity file");
+        // (a byte of the first chunk of parity: the start of the members' files)
+        let (_, parity_start) = scr::xor::XorHeader::read(&parity).unwrap();
+        let mut bytes = std::fs::read(&parity).unwrap();
+        bytes[parity_start as usize + 10] ^= 0x10;
+        std::fs::write(&parity, bytes).unwrap();
+        // as many nodes lost as the code rebuilds: every surviving element is used
+        let lost: &[&str] = if scheme == "XOR" {
+            &["n3"]
+        } else {
+            &["n3", "n4"]
+        };
+        for n in lost {
+            lose_node(&job, n);
+        }
+        let (code, out) = postrun(&job, Some(&lost.join(",")));
+        assert_eq!(code, Some(1), "{scheme}: {out}");
+        assert!(
+            out.contains("CRC32") && out.contains("damaged"),
+            "{scheme}: {out}"
+        );
+        // indexed as incomplete, or not at all: never complete or current
+        let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix()));
+        let e = index
+            .ok()
+            .and_then(|i| i.entries().into_iter().find(|e| e.name == "ckpt.1"));
+        assert!(
+            e.as_ref().is_none_or(|e| !e.complete && !e.is_current),
+            "{scheme}: {e:?}"
+        );
+    }
+}
+
+#[test]
+fn every_file_of_a_parity_set_has_its_crc_recorded_without_crc_on_copy() {
+    let job = killed_job("XOR", "1", &[]);
+    // the CRC each rank's filemap records is the CRC of the file's bytes (computed here,
+    // from the cache, by this test)
+    let mut checked = 0;
+    for fm in ["n1", "n2", "n3", "n4"].iter().flat_map(|n| {
+        ["filemap_0.scrinfo", "filemap_1.scrinfo"].map(|f| node_dirs(&job, n)[1].join(f))
+    }) {
+        let map = scr::filemap::Filemap::read(&fm).unwrap();
+        for rank in map.ranks() {
+            for f in map.user_files(1, rank) {
+                let want = crc32fast::hash(&std::fs::read(&f).unwrap());
+                let meta = map.meta(1, rank, &f).unwrap();
+                assert_eq!(meta.crc32(), Some(want), "{f}");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 7, "rank r writes r % 3 files");
+}
+
+#[test]
+fn a_restart_never_rebuilds_from_damaged_parity_in_silence() {
+    let job = killed_job("XOR", "1", &[("SCR_CRC_ON_COPY", "0")]);
+    let parity = walk(&node_dirs(&job, "n1")[0])
+        .into_iter()
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("xor."))
+        .expect("n1's parity file");
+    let (_, parity_start) = scr::xor::XorHeader::read(&parity).unwrap();
+    let mut bytes = std::fs::read(&parity).unwrap();
+    bytes[parity_start as usize + 10] ^= 0x10;
+    std::fs::write(&parity, bytes).unwrap();
+    lose_node(&job, "n3");
+    // the rebuilt files fail their CRCs: no restart from ckpt.1 (which the application would
+    // find wrong), a clean start instead
+    let out = run_ok_on(
+        &job,
+        HOSTS,
+        8,
+        &["4000", "0"],
+        &[("TEST_API_VARY", "1"), ("SCR_DEBUG", "1")],
+    );
+    assert!(out.contains("SCR: Failed to rebuild dataset 1"), "{out}");
+    assert!(
+        out.contains("no checkpoint, starting from the beginning"),
+        "{out}"
+    );
+}

@@ -11,10 +11,12 @@
 //! parity chunks in slot order.
 
 mod code;
+mod file_crcs;
 pub mod gf;
 mod serial;
 
 pub use code::*;
+pub use file_crcs::FileCrcs;
 pub use serial::*;
 
 #[cfg(test)]

@@ -77,6 +77,61 @@ pub fn header_for(
     }
 }
 
+/// The CRC a file's metadata carries in a parity header until the encode has computed the
+/// real one: a wide value, so the real one is never longer, and a wrong one, so a header
+/// the encode could not finish makes every rebuild from it fail its check.
+pub const CRC_PLACEHOLDER: u32 = u32::MAX;
+
+/// How long the padding of a parity header is at least (see [`padded_header_bytes`]).
+const MIN_PAD: usize = 8;
+
+/// The bytes of member `pos`'s parity header with the files' CRCs, the size it had when the
+/// encode wrote it with [`CRC_PLACEHOLDER`]s: what the encode writes at the end, and what a
+/// rebuild of the member writes again, byte for byte.
+pub fn parity_header_bytes(
+    code: StripeCode,
+    pos: usize,
+    lists: &[MemberFiles],
+    template: &XorHeader,
+) -> Vec<u8> {
+    let size = padded_header_bytes(code, pos, &with_placeholders(lists), template, None).len();
+    padded_header_bytes(code, pos, lists, template, Some(size))
+}
+
+/// `lists` with every file's CRC a placeholder (the header the encode starts with).
+pub fn with_placeholders(lists: &[MemberFiles]) -> Vec<MemberFiles> {
+    let mut lists = lists.to_vec();
+    for list in lists.iter_mut() {
+        for m in list.files.iter_mut() {
+            m.set_crc32(CRC_PLACEHOLDER);
+        }
+    }
+    lists
+}
+
+/// The bytes of member `pos`'s parity header, padded to exactly `size` bytes when given:
+/// the encode writes the header with [`CRC_PLACEHOLDER`]s before the parity, and the same
+/// header with the files' real CRCs over it once it knows them, and the parity must not
+/// move. The padding is a `PAD` key of zeros, which readers pass over.
+pub fn padded_header_bytes(
+    code: StripeCode,
+    pos: usize,
+    lists: &[MemberFiles],
+    template: &XorHeader,
+    size: Option<usize>,
+) -> Vec<u8> {
+    let with_pad = |pad: usize| {
+        let mut h = header_for(code, pos, lists, template).to_hash();
+        h.set_value("PAD", "0".repeat(pad));
+        h.to_file_bytes()
+    };
+    let bytes = with_pad(MIN_PAD);
+    match size {
+        Some(size) if size > bytes.len() => with_pad(MIN_PAD + size - bytes.len()),
+        _ => bytes,
+    }
+}
+
 /// One member's files under a stripe code: its logical file and its parity file, whose
 /// parity chunks start after the header at `parity_start`.
 pub struct MemberStore {
@@ -315,9 +370,7 @@ impl SetFiles<'_> {
                 crate::safe_fs::check_no_links_below(self.root, path)?;
             }
             crate::safe_fs::check_no_links_below(self.root, &missing[i])?;
-            let header = header_for(code, pos, self.lists, self.header)
-                .to_hash()
-                .to_file_bytes();
+            let header = parity_header_bytes(code, pos, self.lists, self.header);
             let layout = (code, pos, chunk);
             let store = MemberStore::create(layout, &paths, &missing[i], &header)?;
             // as readable as the files they recreate, never more

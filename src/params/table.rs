@@ -177,12 +177,11 @@ pub fn parse_bool(text: &str) -> Option<bool> {
 /// would do harm (a container per byte, a buffer MPI cannot count, sets too small to
 /// protect anything or too large for the code) rather than be merely slow.
 pub fn bounds(name: &str) -> Option<(u64, u64)> {
-    const KIB: u64 = 1 << 10;
     const GIB: u64 = 1 << 30;
     Some(match name {
         // a piece of redundancy communication is one MPI message: its count is an int
-        "SCR_MPI_BUF_SIZE" => (4 * KIB, GIB),
-        "SCR_FILE_BUF_SIZE" => (4 * KIB, GIB),
+        "SCR_MPI_BUF_SIZE" => (1, GIB),
+        "SCR_FILE_BUF_SIZE" => (1, GIB),
         "SCR_CONTAINER_SIZE" => (1 << 20, u64::MAX),
         "SCR_SET_SIZE" => (2, 255),
         "SCR_SET_FAILURES" => (1, 254),

@@ -224,6 +224,9 @@ impl Scr {
                 Err(e) => unreadable = Some(e),
             }
         }
+        // every file's CRC32 goes into the headers that carry its list, so that any rebuild
+        // can be checked: the encode computes them on the way, and the header is written
+        // over at the end (until then it carries placeholders)
         let template = XorHeader {
             chunk,
             ranks: self.ranks,
@@ -238,9 +241,13 @@ impl Scr {
             failures: None,
             far_partners: Vec::new(),
         };
-        let header = erasure::header_for(code, me, &lists, &template)
-            .to_hash()
-            .to_file_bytes();
+        let header = erasure::padded_header_bytes(
+            code,
+            me,
+            &erasure::with_placeholders(&lists),
+            &template,
+            None,
+        );
         let pos = self.sets[i].position(self.rank);
         let name = code.file_name(pos.group_id, pos.group_rank);
         let path = self.dataset_dir(id).join(".scr").join(&name);
@@ -279,13 +286,56 @@ impl Scr {
             piece: self.mpi_buf_size().min(chunk as usize).max(1),
         };
         let crc_on_copy = self.config.params.bool("SCR_CRC_ON_COPY");
-        let crc = ring.encode(input, output, (&header, crc_on_copy), &path)?;
+        let sizes: Vec<u64> = files.iter().map(|(_, s, _)| *s).collect();
+        let mut own_crcs = erasure::FileCrcs::new(&sizes, chunk);
+        let encoded = ring.encode(input, output, crc_on_copy, &header, &path, &mut own_crcs);
+        // the files' CRCs to the members whose headers carry this member's list (every
+        // member takes part, whatever happened to it in the ring)
+        let crcs = own_crcs.finish();
+        let packed: Vec<u8> = crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
+        for (bytes, &from) in comm::neighbour_bytes(comm, &packed, &right, &left)
+            .iter()
+            .zip(&left)
+        {
+            let theirs = &mut lists[from as usize].files;
+            if bytes.len() == 4 * theirs.len() {
+                for (m, c) in theirs.iter_mut().zip(bytes.chunks_exact(4)) {
+                    m.set_crc32(u32::from_le_bytes(c.try_into().expect("4 bytes")));
+                }
+            }
+        }
+        for (m, c) in lists[me].files.iter_mut().zip(&crcs) {
+            m.set_crc32(*c);
+        }
+        let (output, slots) = encoded?;
         if let Some(e) = unreadable {
             return Err(e);
         }
         recorded?;
-        if let Some(crc) = crc {
-            meta.set_crc32(crc);
+        let first = header.len();
+        let header = erasure::parity_header_bytes(code, me, &lists, &template);
+        if header.len() != first {
+            return Err(failure(format!(
+                "{}: the header with the files' CRCs is {} bytes, not the {first} written",
+                path.display(),
+                header.len()
+            )));
+        }
+        write_final_header(&output, &header, &path)?;
+        for ((f, _, _), c) in files.iter().zip(&crcs) {
+            let key = f.to_string_lossy();
+            if let Some(mut m) = self.cache.filemap.meta(id, self.rank, &key) {
+                m.set_crc32(*c);
+                self.cache.filemap.set_meta(id, self.rank, &key, &m);
+            }
+        }
+        if let Some(slots) = slots {
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(&header);
+            for slot in &slots {
+                crc.combine(slot);
+            }
+            meta.set_crc32(crc.finalize());
         }
         meta.set_complete(true);
         self.cache.filemap.set_meta(id, self.rank, &key, &meta);
@@ -338,9 +388,11 @@ impl ParityRing<'_> {
         &self,
         input: Result<shuffle::Mapped>,
         output: Result<std::fs::File>,
-        (header, with_crc): (&[u8], bool),
+        with_crc: bool,
+        header: &[u8],
         path: &Path,
-    ) -> Result<Option<u32>> {
+        own: &mut erasure::FileCrcs,
+    ) -> Result<(std::fs::File, Option<Vec<crc32fast::Hasher>>)> {
         let (n, k) = (self.code.n, self.code.k);
         let mut failed: Option<Error> = None;
         let (input, output) = match (input, output) {
@@ -372,7 +424,9 @@ impl ParityRing<'_> {
                 for (j, &(offset, len)) in pieces.iter().enumerate() {
                     let data = match (mine, &input) {
                         (Some((at, index)), Some(d)) => {
-                            Some((d.bytes(at + offset, len, &mut scratch), index))
+                            let bytes = d.bytes(at + offset, len, &mut scratch);
+                            own.update(at + offset, bytes);
+                            Some((bytes, index))
                         }
                         _ => None,
                     };
@@ -437,23 +491,21 @@ impl ParityRing<'_> {
                 }
             }
         }
-        if let Some(out) = &output
-            && let Err(e) = out.sync_all()
-        {
-            failed.get_or_insert(Error::io(path, "fsync", e));
-        }
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(crcs.map(|slots| {
-                let mut crc = crc32fast::Hasher::new();
-                crc.update(header);
-                for slot in &slots {
-                    crc.combine(slot);
-                }
-                crc.finalize()
-            })),
+        match (failed, output) {
+            (Some(e), _) => Err(e),
+            (None, Some(out)) => Ok((out, crcs)),
+            (None, None) => Err(failure("the parity file was not opened")),
         }
     }
+}
+
+/// Writes a parity file's final header over the one it was created with (the same size:
+/// the parity after it stays where it is), then makes the file durable.
+fn write_final_header(output: &std::fs::File, header: &[u8], path: &Path) -> Result<()> {
+    output
+        .write_all_at(header, 0)
+        .map_err(|e| Error::io(path, "write", e))?;
+    output.sync_all().map_err(|e| Error::io(path, "fsync", e))
 }
 
 /// Creates a parity file (and its `.scr` directory, in the dataset's own) holding just its

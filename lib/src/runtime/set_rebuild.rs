@@ -217,9 +217,7 @@ impl Scr {
             files.push((path, meta.size().unwrap_or(0)));
             keys.push(key);
         }
-        let header = erasure::header_for(code, me, &view.lists, &view.template)
-            .to_hash()
-            .to_file_bytes();
+        let header = erasure::parity_header_bytes(code, me, &view.lists, &view.template);
         let name = code.file_name(pos.group_id, me as u64);
         let parity_path = base.join(".scr").join(&name);
         let parity_key = parity_path.to_string_lossy().into_owned();
