@@ -176,9 +176,8 @@ fn write_set(code: StripeCode, root: &Path, sizes: &[Vec<usize>]) -> Vec<PathBuf
                     }
                 }
             }
-            let mut bytes = header_for(code, p, &lists, &template)
-                .to_hash()
-                .to_file_bytes();
+            // the header the encode writes last, which a rebuild writes again
+            let mut bytes = parity_header_bytes(code, p, &lists, &template);
             bytes.extend(parity);
             let path = dir.join(code.file_name(0, p as u64));
             std::fs::write(&path, bytes).unwrap();

@@ -182,7 +182,7 @@ pub fn bounds(name: &str) -> Option<(u64, u64)> {
         // a piece of redundancy communication is one MPI message: its count is an int
         "SCR_MPI_BUF_SIZE" => (1, GIB),
         "SCR_FILE_BUF_SIZE" => (1, GIB),
-        "SCR_CONTAINER_SIZE" => (1 << 20, u64::MAX),
+        "SCR_CONTAINER_SIZE" => (4096, u64::MAX),
         "SCR_SET_SIZE" => (2, 255),
         "SCR_SET_FAILURES" => (1, 254),
         "SCR_FETCH_WIDTH" | "SCR_FLUSH_WIDTH" => (1, u64::MAX),
