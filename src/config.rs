@@ -120,15 +120,28 @@ fn tokenize(line: &str) -> std::result::Result<Vec<(String, String)>, String> {
             return Err("found '=' without a key before it".into());
         }
         rest = after_eq.trim_start_matches([' ', '\t']);
-        let value_end = rest.find([' ', '\t', '=']).unwrap_or(rest.len());
-        let value = &rest[..value_end];
+        // a value in double quotes may hold '=' and spaces (SCR v3.1's
+        // SCR_PREFIX="/my/dir/with/=/sign")
+        let (value, after) = match rest.strip_prefix('"') {
+            Some(quoted) => {
+                let end = quoted
+                    .find('"')
+                    .ok_or_else(|| format!("the value of {key} opens a '\"' it does not close"))?;
+                (&quoted[..end], &quoted[end + 1..])
+            }
+            None => {
+                let value_end = rest.find([' ', '\t', '=']).unwrap_or(rest.len());
+                (&rest[..value_end], &rest[value_end..])
+            }
+        };
         if value.is_empty() {
             return Err(format!("{key}= has no value"));
         }
-        rest = rest[value_end..].trim_start_matches([' ', '\t']);
+        rest = after.trim_start_matches([' ', '\t']);
         if rest.starts_with('=') {
             return Err(format!(
-                "value of {key} is followed by another '='; values cannot contain '='"
+                "value of {key} is followed by another '='; put a value holding '=' in double \
+                 quotes ({key}=\"a=b\")"
             ));
         }
         for (what, token) in [("key", key), ("value", value)] {
@@ -208,16 +221,21 @@ pub fn expand_value(
     Ok(out)
 }
 
-/// `value` written so that [`expand_value`] reads it back unchanged.
+/// `value` written so that a configuration line reads it back unchanged: `$` and `\`
+/// escaped, in double quotes when it holds `=` or white space.
 pub fn escape_value(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
+    let mut out = String::with_capacity(value.len() + 2);
     for c in value.chars() {
         if matches!(c, '$' | '\\') {
             out.push('\\');
         }
         out.push(c);
     }
-    out
+    if value.contains(['=', ' ', '\t']) {
+        format!("\"{out}\"")
+    } else {
+        out
+    }
 }
 
 #[cfg(test)]
@@ -273,12 +291,10 @@ CKPTDESC=0 INTERVAL=1 BASE=/tmp TYPE=LOCAL HOP_DISTANCE=1
             let e = x(bad).unwrap_err();
             assert!(e.contains(needle), "{bad}: {e}");
         }
-        for v in ["/a$b\\c", "$", "plain"] {
-            assert_eq!(
-                expand_value(&escape_value(v), &|_| None).unwrap(),
-                v,
-                "escape_value reads back"
-            );
+        for v in ["/a$b\\c", "$", "plain", "/with/=/sign", "two words"] {
+            let line = format!("K={}", escape_value(v));
+            let back = ConfigFile::parse(&line, "t").unwrap();
+            assert_eq!(back.entries[0].value, v, "{line} reads back");
         }
     }
 
@@ -294,6 +310,20 @@ CKPTDESC=0 INTERVAL=1 BASE=/tmp TYPE=LOCAL HOP_DISTANCE=1
             err.starts_with("u.conf:2: ") && err.contains("SCR_TEST_SURELY_UNSET_VAR"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_quoted_value_may_hold_equals_signs_and_spaces() {
+        let c = ConfigFile::parse(
+            "SCR_PREFIX=\"/my/dir/with/=/sign\" # as v3.1's guide\nA=\"x y\" B=1",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.entries[0].value, "/my/dir/with/=/sign");
+        assert_eq!(c.entries[1].value, "x y");
+        assert_eq!(c.entries[1].children, [("B".into(), "1".into())]);
+        let e = ConfigFile::parse("A=\"open", "t").unwrap_err().to_string();
+        assert!(e.contains("does not close"), "{e}");
     }
 
     #[test]

@@ -417,7 +417,8 @@ mod drop_tests {
 
 /// The checkpoints SCR_PREFIX_SIZE=`keep` lets go: the complete checkpoints on the prefix
 /// beyond the newest `keep`, oldest last, never the current one (a user may have pointed a
-/// restart at an older checkpoint). `keep` = 0 keeps everything.
+/// restart at an older checkpoint) nor one marked as output too. `keep` = 0 keeps
+/// everything.
 pub fn beyond_window(index: &IndexFile, keep: u64) -> Vec<(u64, String)> {
     if keep == 0 {
         return Vec::new();
@@ -433,6 +434,8 @@ pub fn beyond_window(index: &IndexFile, keep: u64) -> Vec<(u64, String)> {
                 .is_none_or(|d| d.is_checkpoint())
         })
         .skip(keep as usize)
+        // a checkpoint that is also output the user asked for stays (as SCR's window)
+        .filter(|e| index.dataset(e.id, &e.name).is_none_or(|d| !d.is_output()))
         .filter(|e| Some(e.name.as_str()) != current)
         .map(|e| (e.id, e.name))
         .collect()
@@ -499,5 +502,10 @@ mod window_tests {
         assert_eq!(names(beyond_window(&index, 4)), ["ckpt.1"]);
         assert!(beyond_window(&index, 0).is_empty());
         assert!(beyond_window(&index, 9).is_empty());
+        // a checkpoint that is output too stays, whatever its age (config.rst)
+        let both = Dataset::create(0, "both.0", true, true, &Origin::default(), Some(0));
+        index.add(&both, "both.0", true);
+        index.set_flushed(0, "both.0", now);
+        assert_eq!(names(beyond_window(&index, 2)), ["ckpt.3", "ckpt.1"]);
     }
 }

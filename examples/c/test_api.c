@@ -1,10 +1,12 @@
 /* Example SCR application (C): restarts from the newest checkpoint if there is one,
  * verifies every byte, then writes CKPTS checkpoints of SIZE bytes per rank.
- * Rank r's file in timestep t holds an 8-byte timestep header, then byte i = (r + i + t) % 256.
+ * Rank r's file k in timestep t holds an 8-byte timestep header, then bytes that say where
+ * they belong (see pattern below): a piece of a file moved anywhere else fails to verify.
  * Usage: test_api [SIZE [CKPTS]]; exits 1 on any mismatch (see TEST_API_VARY below).
  * TEST_API_UNTIL=T makes T the last timestep whatever the restart point (a job that must
  * end in the same state however often it was interrupted); CKPTS is then ignored. */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,15 @@ static int vary;
 static int many, pad;
 
 static int files_of(int r);
+
+/* Byte i of the data of file k of rank r at timestep t: byte i % 8 of the little-endian
+ * word (t << 56) ^ (r << 40) ^ (k << 32) ^ (i / 8). Every 8 bytes of a checkpoint differ
+ * from every other 8 (for fewer than 2^16 ranks, 256 files, 256 timesteps and 32 GiB a
+ * file), so a piece swapped, duplicated or misplaced by any transfer fails to verify. */
+static unsigned char pattern(int r, int k, int t, long i) {
+  uint64_t w = ((uint64_t)t << 56) ^ ((uint64_t)r << 40) ^ ((uint64_t)k << 32) ^ (uint64_t)(i / 8);
+  return (unsigned char)(w >> (8 * (i % 8)));
+}
 
 static int files_of(int r) { return many > 0 ? many : vary ? r % 3 : 1; }
 
@@ -58,7 +69,7 @@ static int write_ckpt(int t, long size) {
           long long ts = t;
           ok = fwrite(&ts, sizeof ts, 1, f) == 1;
           char* buf = malloc(len + 1);
-          for (long i = 0; i < len; i++) buf[i] = (char)((rank + i + t) % 256);
+          for (long i = 0; i < len; i++) buf[i] = (char)pattern(rank, k, t, i);
           ok = ok && fwrite(buf, 1, len, f) == (size_t)len;
           free(buf);
         }
@@ -91,7 +102,7 @@ static int read_ckpt(const char* dset, long size, int* t_out) {
       long long ts = -1;
       ok = fread(&ts, sizeof ts, 1, f) == 1 && ts == t;
       ok = ok && fread(buf, 1, len + 1, f) == (size_t)len;
-      for (long i = 0; ok && i < len; i++) ok = buf[i] == (char)((rank + i + t) % 256);
+      for (long i = 0; ok && i < len; i++) ok = buf[i] == (char)pattern(rank, k, t, i);
     }
     free(buf);
     fclose(f);

@@ -89,3 +89,41 @@ fn unknown_names_and_missing_indexes_fail_clearly() {
         "a failed change creates no empty index"
     );
 }
+
+#[test]
+fn choosing_the_current_dataset_moves_the_link_too() {
+    // a restart follows the user's own scr.current first: `--current` moves it with the
+    // index (manage.rst: the library restarts from the current dataset)
+    use scr::HashView;
+    let d = tempfile::tempdir().unwrap();
+    let prefix = d.path();
+    std::fs::create_dir(prefix.join(".scr")).unwrap();
+    for id in 1..=2u64 {
+        let name = format!("ckpt.{id}");
+        let ds =
+            scr::dataset::Dataset::create(id, &name, true, false, &Default::default(), Some(id));
+        scr::prefix::update_index(prefix, |i| {
+            i.add(&ds, &name, true);
+            Ok(())
+        })
+        .unwrap();
+    }
+    scr::prefix::update_current_link(prefix, "ckpt.2").unwrap();
+    let o = common::scr(
+        &[
+            "index",
+            "--prefix",
+            prefix.to_str().unwrap(),
+            "--current",
+            "ckpt.1",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", common::text(&o));
+    assert_eq!(
+        std::fs::read_link(prefix.join("scr.current")).unwrap(),
+        std::path::Path::new("ckpt.1")
+    );
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(prefix)).unwrap();
+    assert_eq!(index.current(), Some("ckpt.1"));
+}

@@ -1,6 +1,7 @@
 //! Example SCR application in Rust: restarts from the newest checkpoint when there is one
 //! (verifying every byte), then writes checkpoints. Rank r's file in timestep t holds the
-//! timestep (8 bytes, little endian) and then SIZE bytes with byte i = (r + i + t) % 256.
+//! timestep (8 bytes, little endian) and then SIZE bytes that say where they belong: byte
+//! i is byte i % 8 of the little-endian word (t << 56) ^ (r << 40) ^ (i / 8), as test_api.
 //! Run: mpiexec -n 4 target/debug/examples/rust_ckpt [SIZE [CKPTS]]
 
 use mpi::traits::*;
@@ -14,7 +15,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ckpts: u64 = args.next().map_or(Ok(2), |a| a.parse())?;
     let pattern = |t: u64| -> Vec<u8> {
         let mut v = t.to_le_bytes().to_vec();
-        v.extend((0..size).map(|i| ((rank + i + t as usize) % 256) as u8));
+        v.extend((0..size).map(|i| {
+            let w = (t << 56) ^ ((rank as u64) << 40) ^ (i as u64 / 8);
+            (w >> (8 * (i % 8))) as u8
+        }));
         v
     };
 

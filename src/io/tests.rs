@@ -134,3 +134,37 @@ fn locked_update_creates_and_replaces() {
     );
     fs::remove_dir_all(dir).unwrap();
 }
+
+/// Open flags differ between architectures (O_NOFOLLOW is 0o400000 on x86-64 and 0x8000 on
+/// aarch64, where 0o400000 is O_DIRECT on ppc64le): every flag comes from libc or rustix,
+/// never a literal in the source.
+#[test]
+fn no_open_flag_is_a_literal() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut offending = Vec::new();
+    let mut stack: Vec<std::path::PathBuf> = ["src", "lib/src", "launcher/src", "hostlist/src"]
+        .iter()
+        .map(|d| root.join(d))
+        .collect();
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") || p.ends_with("io/tests.rs") {
+                continue;
+            }
+            for (n, line) in std::fs::read_to_string(&p).unwrap().lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let literal_flags = code.contains("custom_flags(0")
+                    || (code.contains("const O_") && code.contains("= 0"));
+                if literal_flags {
+                    offending.push(format!("{}:{}: {line}", p.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(offending.is_empty(), "{offending:#?}");
+}

@@ -183,6 +183,12 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             }
             Ok(())
         })?;
+        // the link says the same as the index: a restart follows the user's own link first
+        if let Some(name) = &args.current
+            && let Some(w) = scr::prefix::update_current_link(&prefix, name)?
+        {
+            eprintln!("{}: WARNING: {w}", crate::program_name());
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let index = IndexFile::read(&path)?;
