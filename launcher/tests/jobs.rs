@@ -36,6 +36,49 @@ fn should_exit_answers_from_the_halt_file_and_the_time_left() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
+#[test]
+fn should_exit_takes_v3_1_s_node_options() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().to_str().unwrap();
+    let nodes = [("SCR_NODELIST", "n[1-4]")];
+    // one of four down, three needed: go on; four needed: stop
+    let o = scr(
+        &[
+            "should-exit",
+            "-p",
+            p,
+            "--down",
+            "n2",
+            "--min-nodes",
+            "3",
+            "-v",
+        ],
+        &nodes,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("3 node(s) left"), "{}", text(&o));
+    let o = scr(
+        &[
+            "should-exit",
+            "-p",
+            p,
+            "--down",
+            "n2",
+            "--min-nodes",
+            "4",
+            "--runs",
+            "0",
+        ],
+        &nodes,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("nodes_remaining=3 < nodes_needed=4"),
+        "{}",
+        text(&o)
+    );
+}
+
 /// Runs the binary under another name, as SCR's command names do.
 trait Arg0 {
     fn arg0_compat(&mut self, name: &str) -> &mut Self;

@@ -8,7 +8,7 @@ use scr::flush::{FlushFile, Location};
 use scr::halt::HaltFile;
 use scr::index::IndexFile;
 use scr::params::{Params, Sources};
-use scr::{Error, layout};
+use scr::{Error, HashView, layout};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,6 +26,18 @@ pub struct ShouldExitArgs {
     /// The prefix directory (default: SCR_PREFIX, scr.conf, the working directory)
     #[arg(short = 'p', long, alias = "dir", value_name = "DIR")]
     prefix: Option<PathBuf>,
+    /// Nodes known to be down (SCR v3.1's --down): too few left also stops the job
+    #[arg(long, value_name = "NODESET")]
+    down: Option<String>,
+    /// Nodes the job needs [default: SCR_MIN_NODES, else the last run's, else all]
+    #[arg(long, value_name = "N")]
+    min_nodes: Option<u64>,
+    /// Accepted for SCR v3.1's scripts (which ignore it too)
+    #[arg(long, value_name = "N")]
+    runs: Option<u64>,
+    /// Say what was checked
+    #[arg(short = 'v', long)]
+    verbose: bool,
 }
 
 pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
@@ -35,13 +47,41 @@ pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
     let halt = halt.with_halt_seconds_default(params.int("SCR_HALT_SECONDS"));
     let now = chrono::Utc::now().timestamp();
     let remaining = scr::halt::seconds_left(params.get("SCR_END_TIME"), now);
-    match halt.decision(now, remaining) {
-        Some(cause) => {
-            println!("scr_should_exit: the job should stop: {cause}");
-            Ok(ExitCode::SUCCESS)
-        }
-        None => Ok(ExitCode::from(1)),
+    if let Some(cause) = halt.decision(now, remaining) {
+        println!("scr_should_exit: the job should stop: {cause}");
+        return Ok(ExitCode::SUCCESS);
     }
+    // too few nodes left for another run (as v3.1's scr_should_exit)
+    if args.down.is_some() || args.min_nodes.is_some() {
+        let nodes = crate::job::detect_resource_manager()
+            .nodes()
+            .map_err(Error::refused)?;
+        let down = super::host_set(args.down.as_deref(), "--down")?;
+        let left = nodes.difference(&down).count();
+        let last_run = || {
+            scr::nodes::NodesFile::read(&layout::nodes_file(&prefix))
+                .ok()
+                .and_then(|n| n.nodes())
+        };
+        let needed = args
+            .min_nodes
+            .or_else(|| params.count("SCR_MIN_NODES").filter(|&n| n > 0))
+            .or_else(last_run)
+            .unwrap_or(nodes.count());
+        if args.verbose {
+            println!("scr_should_exit: {left} node(s) left of {nodes}, {needed} needed");
+        }
+        if left < needed {
+            println!(
+                "scr_should_exit: the job should stop: nodes_remaining={left} < nodes_needed={needed}"
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    if args.verbose {
+        println!("scr_should_exit: no halt condition; the job may go on");
+    }
+    Ok(ExitCode::from(1))
 }
 
 #[derive(clap::Args)]
