@@ -11,7 +11,7 @@
 
 use crate::rank2file::Segment;
 use crate::{Error, Result, layout};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -73,18 +73,12 @@ pub fn write_file(
     // the copy reads no further than that
     let map = unsafe { memmap2::Mmap::map(&input) }.map_err(|e| Error::io(src, "map", e))?;
     let mut at = 0usize;
+    // containers mix many files' bytes: the user's alone, reached through directory handles
+    let below = crate::safe_fs::Beneath::open(prefix)?;
     for seg in segments.iter().filter(|s| s.length > 0) {
         let path = prefix.join(&seg.container);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-        }
         // several ranks write one container side by side: create, never truncate
-        let out = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| Error::io(&path, "open", e))?;
+        let out = below.open_in_place(Path::new(&seg.container), 0o600, 0o755)?;
         let piece = &map[at..at + seg.length as usize];
         crc.update(piece);
         out.write_all_at(piece, seg.offset)

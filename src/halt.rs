@@ -74,7 +74,7 @@ impl std::fmt::Display for HaltCause {
     /// `scr_retries_halt`'s wording.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HaltCause::Reason(r) => write!(f, "Reason: {r}."),
+            HaltCause::Reason(r) => write!(f, "Reason: {}.", r.escape_debug()),
             HaltCause::NoCheckpointsLeft => write!(f, "No checkpoints remaining."),
             HaltCause::ExitBefore { now, deadline } => write!(
                 f,
@@ -119,6 +119,12 @@ impl HaltFile {
 
     pub fn exit_reason(&self) -> Option<&str> {
         self.0.first_value(EXIT_REASON).filter(|r| !r.is_empty())
+    }
+
+    /// The exit reason as it may be printed: anyone may write the halt file, and control
+    /// characters in it must not steer a terminal or forge log lines.
+    pub fn exit_reason_shown(&self) -> Option<String> {
+        self.exit_reason().map(|r| r.escape_debug().to_string())
     }
     pub fn halt_seconds(&self) -> Option<i64> {
         self.int(HALT_SECONDS)
@@ -178,7 +184,7 @@ impl HaltFile {
     /// Counts one completed checkpoint against `CheckpointsLeft`, if set.
     pub fn decrement_checkpoints(&mut self) {
         if let Some(n) = self.checkpoints_left() {
-            self.set_checkpoints_left((n - 1).max(0));
+            self.set_checkpoints_left(n.saturating_sub(1).max(0));
         }
     }
 
@@ -204,7 +210,7 @@ impl HaltFile {
         }
         let halt_seconds = self.halt_seconds().unwrap_or(0);
         if let Some(before) = self.exit_before() {
-            let deadline = before - halt_seconds;
+            let deadline = before.saturating_sub(halt_seconds);
             if now >= deadline {
                 return Some(HaltCause::ExitBefore { now, deadline });
             }

@@ -247,6 +247,24 @@ pub fn user_name() -> Option<String> {
     ["SCR_USER_NAME", "USER"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .or_else(account_name)
+}
+
+/// The name of the account this process runs as (the password database's), for when the
+/// environment names none: users without USER must not share one `unknown` directory.
+fn account_name() -> Option<String> {
+    let uid = rustix::process::geteuid().as_raw();
+    let mut buf = vec![0 as libc::c_char; 4096];
+    // SAFETY: a zeroed passwd is a valid out-parameter; buf outlives the call and the result
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+        return Some(format!("uid{uid}"));
+    }
+    // SAFETY: getpwuid_r set pw_name to a NUL-terminated string inside buf
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().into_owned())
 }
 
 /// XOR redundancy file name (v1.1.8+): `xor.<gid>_<r+1>_of_<n>.scr`.

@@ -44,9 +44,17 @@ pub fn update_current_link(prefix: &Path, name: &str) -> Result<Option<String>> 
             std::os::unix::fs::MetadataExt::uid(&m)
         )));
     }
-    let tmp = prefix.join(format!(".scr.current.tmp.{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    std::os::unix::fs::symlink(name, &tmp).map_err(|e| Error::io(&tmp, "create symlink", e))?;
+    // a name nobody can have taken ahead (the prefix may be anyone's to write): the link is
+    // created where none exists, and another name is tried when one does
+    let mut tries = 0;
+    let tmp = loop {
+        let tmp = io::temporary_name(&link, "tmp");
+        match std::os::unix::fs::symlink(name, &tmp) {
+            Ok(()) => break tmp,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 64 => tries += 1,
+            Err(e) => return Err(Error::io(&tmp, "create symlink", e)),
+        }
+    };
     if let Err(e) = std::fs::rename(&tmp, &link) {
         let _ = std::fs::remove_file(&tmp);
         return Ok(Some(format!(

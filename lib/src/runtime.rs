@@ -239,7 +239,10 @@ impl NodeDirs<'_> {
 /// its failure fails SCR_Init on every rank.
 fn prepare_prefix(world: &SimpleCommunicator, prefix: &Path) -> Result<()> {
     let prepared = if world.rank() == 0 {
-        safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)
+        safe_fs::check_prefix_mode(prefix)
+            .and_then(|()| {
+                safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)
+            })
             .and_then(|()| crate::config_api::keep(prefix))
     } else {
         Ok(())

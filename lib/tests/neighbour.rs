@@ -411,3 +411,85 @@ fn what_scr_derives_is_no_more_readable_than_its_source() {
         assert_eq!(mode_of(&p), 0o644, "{}", p.display());
     }
 }
+
+#[test]
+fn a_prefix_everyone_may_rename_in_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Shared::new();
+    std::fs::set_permissions(&s.prefix, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (ok, t) = s.run(&["1000", "1"], &[]);
+    assert!(!ok, "{t}");
+    assert!(
+        t.contains("writable by everyone and not sticky") && t.contains("chmod +t"),
+        "{t}"
+    );
+}
+
+#[test]
+fn bypass_writes_no_file_into_a_directory_another_user_planted() {
+    let s = Shared::new();
+    let planted = neighbours_dir(&s.prefix, "ckpt.1");
+    let (_, t) = s.run(&["1000", "1"], &[("SCR_CACHE_BYPASS", "1")]);
+    assert_eq!(
+        std::fs::read_dir(&planted).unwrap().count(),
+        0,
+        "written there: {t}"
+    );
+    assert!(t.contains("belongs to user id 65534"), "{t}");
+    let e1 = scr::index::IndexFile::read(&scr::layout::index_file(&s.prefix))
+        .ok()
+        .and_then(|i| i.entries().into_iter().find(|e| e.name == "ckpt.1"));
+    assert!(e1.as_ref().is_none_or(|e| !e.complete), "{e1:?}");
+}
+
+#[test]
+fn a_neighbours_link_to_someones_configuration_is_not_followed() {
+    let s = Shared::new();
+    // a configuration file root owns (a site's, another project's), linked by the neighbour
+    let theirs = s.job.dir.path().join("some.conf");
+    std::fs::write(&theirs, "SCR_PREFIX_PURGE=1\n").unwrap();
+    s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    as_nobody(&format!(
+        "ln -s {} {}/.scrconf",
+        theirs.display(),
+        s.prefix.display()
+    ));
+    let t = s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    assert!(
+        t.contains("is a symbolic link of user id 65534") && t.contains("ignored"),
+        "{t}"
+    );
+    assert!(s.prefix.join("ckpt.1").is_dir(), "nothing purged: {t}");
+}
+
+#[test]
+fn names_taken_ahead_for_scr_s_temporaries_do_not_stop_publishing() {
+    let s = Shared::new();
+    // every name of the old pattern, for every process id this machine hands out
+    as_nobody(&format!(
+        "cd {} && for i in $(seq 1 $(cat /proc/sys/kernel/pid_max)); do : > .scr.current.tmp.$i; done",
+        s.prefix.display()
+    ));
+    let t = s.run_ok(&["1000", "2"], &[("SCR_FLUSH", "1")]);
+    assert!(!t.contains("failed") && !t.contains("ERROR"), "{t}");
+    assert_eq!(s.index().current(), Some("ckpt.2"), "{t}");
+}
+
+#[test]
+fn containers_of_private_files_are_private() {
+    let job = Job::new();
+    let env = [
+        ("SCR_FLUSH", "1"),
+        ("SCR_USE_CONTAINERS", "1"),
+        ("SCR_COPY_TYPE", "SINGLE"),
+    ];
+    run_with_umask(&job, "077", &["4000", "1"], &env);
+    let containers: Vec<_> = walk(&job.prefix().join(".scr"))
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("ctr."))
+        .collect();
+    assert!(!containers.is_empty(), "{:?}", walk(&job.prefix()));
+    for c in containers {
+        assert_eq!(mode_of(&c), 0o600, "{}", c.display());
+    }
+}

@@ -386,7 +386,12 @@ pub(crate) fn temporary_name(path: &Path, kind: &str) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    // the counter keeps this process's names apart; the clock's low bits make them
+    // unguessable to anyone who would take one ahead in a directory others can write
+    let salt = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed) ^ (salt << 20);
     parent_dir(path).join(format!(".{name}.{kind}.{}.{n}", std::process::id()))
 }
 

@@ -220,6 +220,39 @@ impl Beneath {
         written
     }
 
+    /// Opens `rel` for writing in place, created with `mode` if missing and never truncated
+    /// (a container several ranks write side by side): the directories on the way are
+    /// created and checked as by [`Beneath::create_dirs`], the file is never reached
+    /// through a link, and an existing one must be this user's.
+    pub fn open_in_place(&self, rel: &Path, mode: u32, dir_mode: u32) -> Result<File> {
+        let (dir, name) = Self::split(rel)?;
+        let path = self.root.join(rel);
+        let dir = self.create_dirs(dir, dir_mode)?;
+        let fd = rustix::fs::openat(
+            &dir,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map_err(|e| match e {
+            rustix::io::Errno::LOOP => Error::untrusted(
+                &path,
+                "is a symbolic link; SCR writes through no link it did not create",
+            ),
+            e => io_error(&path, "open", e),
+        })?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| io_error(&path, "inspect", e))?;
+        if st.st_uid != self.owner
+            || rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile
+        {
+            return Err(Error::untrusted(
+                &path,
+                format!("is not a regular file of yours (user id {})", st.st_uid),
+            ));
+        }
+        Ok(File::from(fd))
+    }
+
     /// Removes the file `rel` if it is there (never what a link points to); true if it was.
     pub fn remove_file(&self, rel: &Path) -> Result<bool> {
         let (dir, name) = Self::split(rel)?;

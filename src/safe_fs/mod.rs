@@ -43,6 +43,22 @@ pub fn untrusted_file(meta: &fs::Metadata) -> Option<String> {
 /// opened file is this user's (or root's) and nobody else can write it; otherwise an
 /// [`Error::Untrusted`] saying why.
 pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    // a link is followed only when it is the user's own (a neighbour's link to a file of
+    // root's or the user's would choose what the user reads)
+    let link = fs::symlink_metadata(path).map_err(|e| Error::io(path, "inspect", e))?;
+    if link.file_type().is_symlink()
+        && let Some(me) = my_uid()
+        && link.uid() != me
+    {
+        return Err(Error::untrusted(
+            path,
+            format!(
+                "is a symbolic link of user id {}, not yours: SCR follows only your own links \
+                 to configuration; remove it, or ask its owner to",
+                link.uid()
+            ),
+        ));
+    }
     let file = crate::io::open_regular(path)?;
     let meta = file.metadata().map_err(|e| Error::io(path, "inspect", e))?;
     if let Some(why) = untrusted_file(&meta) {
@@ -107,9 +123,33 @@ pub fn check_owned_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Checks a prefix before a command reads or changes what SCR keeps there: its `.scr`
-/// directory, when there is one, must pass [`check_owned_dir`].
+/// Refuses a prefix everyone can write without the sticky bit: there anyone can rename
+/// `.scr` or a dataset's directory away and put their own in its place between two of
+/// SCR's steps. (A shared scratch area is sticky, as /tmp is: there only its owner may
+/// rename what SCR keeps. A group-writable prefix trusts its group.)
+pub fn check_prefix_mode(prefix: &Path) -> Result<()> {
+    let Ok(m) = fs::metadata(prefix) else {
+        return Ok(()); // created as the user's own
+    };
+    if m.mode() & 0o002 != 0 && m.mode() & 0o1000 == 0 {
+        return Err(Error::untrusted(
+            prefix,
+            format!(
+                "is writable by everyone and not sticky (mode {:o}): anyone could rename what \
+                 SCR keeps there and put their own in its place; run chmod +t on it (as /tmp \
+                 is), or choose a prefix of your own",
+                m.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a prefix before a command reads or changes what SCR keeps there: not open to
+/// everyone without the sticky bit ([`check_prefix_mode`]), and its `.scr` directory, when
+/// there is one, must pass [`check_owned_dir`].
 pub fn check_prefix(prefix: &Path) -> Result<()> {
+    check_prefix_mode(prefix)?;
     let hidden = crate::layout::prefix_hidden_dir(prefix);
     match fs::symlink_metadata(&hidden) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

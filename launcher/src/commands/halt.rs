@@ -142,7 +142,7 @@ fn show(path: &std::path::Path, halt: &HaltFile) -> String {
             .unwrap_or_else(|| t.to_string())
     };
     let mut out = String::new();
-    if let Some(r) = halt.exit_reason() {
+    if let Some(r) = halt.exit_reason_shown() {
         out += &format!("  ExitReason:      {r}\n");
     }
     if let Some(n) = halt.checkpoints_left() {
@@ -158,7 +158,10 @@ fn show(path: &std::path::Path, halt: &HaltFile) -> String {
         out += &format!("  HaltSeconds:     {s}\n");
     }
     if let (Some(t), Some(s)) = (halt.exit_before(), halt.halt_seconds()) {
-        out += &format!("  ExitBefore - HaltSeconds: {}\n", when(t - s));
+        out += &format!(
+            "  ExitBefore - HaltSeconds: {}\n",
+            when(t.saturating_sub(s))
+        );
     }
     if halt.exit_now() {
         out += "  ExitNow:         yes (scr-run stops the running job)\n";

@@ -86,7 +86,10 @@ impl ResourceManager for Slurm {
             Ok(out) => out,
             Err(e) => {
                 // the other node tests still run; say why this one could not
-                eprintln!("scr: could not ask SLURM which nodes are down: {e}");
+                eprintln!(
+                    "{}: could not ask SLURM which nodes are down: {e}",
+                    crate::program_name()
+                );
                 return Vec::new();
             }
         };
@@ -102,7 +105,12 @@ impl ResourceManager for Slurm {
     }
     fn end_time(&self) -> Option<i64> {
         let text = child::read("scontrol", ["show", "job", &self.job_id])
-            .map_err(|e| eprintln!("scr: could not read the allocation's end time: {e}"))
+            .map_err(|e| {
+                eprintln!(
+                    "{}: could not read the allocation's end time: {e}",
+                    crate::program_name()
+                )
+            })
             .ok()?;
         let end = text
             .split_whitespace()

@@ -87,10 +87,10 @@ impl Scr {
                 if let Some(parent) = cached.parent() {
                     if bypass {
                         // the application's own directory on the prefix, as a flush makes
-                        // it, reached through no link planted below the prefix
-                        safe_fs::check_no_links_below(&self.config.prefix, &abs)?;
-                        std::fs::create_dir_all(parent)
-                            .map_err(|e| Error::io(parent, "create directory", e))?;
+                        // it: through directory handles, each the user's (a directory a
+                        // neighbour made in a shared prefix is refused, not written into)
+                        let (root, rel_dir) = safe_fs::below(&self.config.prefix, parent)?;
+                        safe_fs::Beneath::open(&root)?.create_dirs(&rel_dir, 0o755)?;
                     } else {
                         safe_fs::create_dirs_in(&self.dataset_dir(id), parent, 0o700)?;
                     }

@@ -375,7 +375,7 @@ pub fn delete_caches(job: &Job) {
 pub const JOB_ID: &str = "4242";
 
 pub fn user() -> String {
-    std::env::var("USER").unwrap_or_else(|_| "unknown".into())
+    scr::layout::user_name().expect("a user name")
 }
 
 /// A node's cache and control directories, as the library names emulated nodes.
