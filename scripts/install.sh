@@ -20,9 +20,15 @@
 # Open MPI (Debian's openmpi-bin and libopenmpi-dev) in its own target directory.
 # --config-file PATH builds in where the system configuration is read (SCR's CMake option
 # SCR_CONFIG_FILE); without it, /etc/scr.conf (or /etc/scr/scr.conf when only that exists).
+# The build goes to CARGO_TARGET_DIR when it is set (Open MPI's to its openmpi/ below), else
+# to target/: a build with a configuration path compiled in belongs in a directory of its
+# own, not where others take target/release's library from.
 set -euo pipefail
+here=$(pwd)
 cd "$(dirname "$0")/.."
 src=$(pwd)
+target_base=${CARGO_TARGET_DIR:-$src/target}
+case $target_base in /*) ;; *) target_base=$here/$target_base ;; esac
 
 usage() { echo "usage: scripts/install.sh --prefix DIR [--mpi mpich|openmpi] [--config-file PATH] [--uninstall]" >&2; exit 2; }
 prefix="" mpi=mpich uninstall=0 config_file=""
@@ -35,12 +41,12 @@ while [ $# -gt 0 ]; do
     --config-file) [ $# -ge 2 ] || usage; config_file=$2; shift 2 ;;
     --config-file=*) config_file=${1#--config-file=}; shift ;;
     --uninstall) uninstall=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
     *) echo "install: unknown argument '$1'" >&2; usage ;;
   esac
 done
 [ -n "$prefix" ] || { echo "install: --prefix DIR is required" >&2; usage; }
-case $prefix in /*) ;; *) prefix=$(pwd)/$prefix ;; esac
+case $prefix in /*) ;; *) prefix=$here/$prefix ;; esac
 prefix=${prefix%/}
 manifest=$prefix/share/scr/install-manifest.txt
 
@@ -64,8 +70,8 @@ if [ $uninstall -eq 1 ]; then
 fi
 
 case $mpi in
-  mpich) mpicc=mpicc.mpich mpif90=mpif90.mpich pc_requires=mpich target=$src/target ;;
-  openmpi) mpicc=mpicc.openmpi mpif90=mpif90.openmpi pc_requires=ompi-c target=$src/target/openmpi ;;
+  mpich) mpicc=mpicc.mpich mpif90=mpif90.mpich pc_requires=mpich target=$target_base ;;
+  openmpi) mpicc=mpicc.openmpi mpif90=mpif90.openmpi pc_requires=ompi-c target=$target_base/openmpi ;;
   *) echo "install: --mpi must be mpich or openmpi, not '$mpi'" >&2; exit 2 ;;
 esac
 command -v "$mpicc" >/dev/null || {
@@ -84,8 +90,8 @@ if [ -n "$config_file" ]; then export SCR_CONFIG_FILE=$config_file; else unset S
 echo "install: building (release, $mpi${config_file:+, system configuration $config_file})"
 # the library links MPI: it gets a target directory per MPI; the commands do not link MPI
 MPICC=$mpicc CARGO_TARGET_DIR=$target cargo build --release --quiet -p scr-runtime --lib
-CARGO_TARGET_DIR=$src/target cargo build --release --quiet -p scr-launcher
-libdir=$target/release bindir=$src/target/release
+CARGO_TARGET_DIR=$target_base cargo build --release --quiet -p scr-launcher
+libdir=$target/release bindir=$target_base/release
 
 entries=()
 mkdirs() {

@@ -36,6 +36,13 @@ fn system_config() -> PathBuf {
     conf
 }
 
+/// Where the installs build: a target directory of their own, since their library and
+/// commands have the test's configuration path compiled in and target/release's are taken
+/// by benchmarks and users.
+fn install_target() -> PathBuf {
+    workspace().join("target/install-test/target")
+}
+
 fn install(prefix: &Path, mpi: &str) {
     let out = Command::new(workspace().join("scripts/install.sh"))
         .arg("--prefix")
@@ -43,11 +50,29 @@ fn install(prefix: &Path, mpi: &str) {
         .args(["--mpi", mpi])
         .arg("--config-file")
         .arg(system_config())
-        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO_TARGET_DIR", install_target())
         .env_remove("MPICC")
         .output()
         .unwrap();
     must(out, "install.sh");
+}
+
+/// The release artifacts of the workspace's shared target directory, each with when it
+/// was last written (None: not there).
+fn shared_release_artifacts() -> Vec<(PathBuf, Option<std::time::SystemTime>)> {
+    let release = workspace().join("target/release");
+    ["libscr_runtime.so", "libscr_runtime.a", "scr", "scr-run"]
+        .into_iter()
+        .map(|f| {
+            let path = release.join(f);
+            let written = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+            (path, written)
+        })
+        .collect()
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// `pkg-config --cflags --libs scr` against the install's scr.pc.
@@ -146,7 +171,30 @@ fn copy_example(prefix: &Path, dir: &Path, file: &str) -> PathBuf {
 fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     let top = tempfile::tempdir().unwrap();
     let prefix = top.path().join("scr");
+    let shared_before = shared_release_artifacts();
     install(&prefix, "mpich");
+
+    // the configuration path the install was built to read is in its library, and in
+    // nothing this install wrote to the shared target/release
+    let config = system_config();
+    let config = config.to_str().unwrap().as_bytes();
+    assert!(
+        contains(
+            &std::fs::read(prefix.join("lib/libscr.so")).unwrap(),
+            config
+        ),
+        "the installed libscr.so reads the configuration it was built with"
+    );
+    for (path, before) in shared_before {
+        let after = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        if after.is_some() && after != before {
+            assert!(
+                !contains(&std::fs::read(&path).unwrap(), config),
+                "{} was built by the install test with its configuration path compiled in",
+                path.display()
+            );
+        }
+    }
 
     // the layout
     for f in [
