@@ -7,10 +7,12 @@
 #
 # Layout under DIR:
 #   bin/                 scr, scr-run, and SCR's command names (scr_srun, scr_index, …) as links
-#   lib/                 libscr.so (soname libscr.so), libscr.a, libscrf.so/.a (for -lscrf -lscr),
+#   lib/                 libscr.so (soname libscr.so), libscr.a, libscrf.so/.a (SCR's Fortran
+#                        library: links to libscr, which carries the Fortran interface),
 #                        pkgconfig/scr.pc
 #   include/             scr.h, scrf.h
-#   share/scr/cmake/     scrConfig.cmake, scrConfigVersion.cmake (targets scr::scr, scr::scr-static)
+#   share/scr/cmake/     scrConfig.cmake, scrConfigVersion.cmake (targets scr::scr, scr::scr-static,
+#                        scr::scrf, scr::scrf-static)
 #   share/man/man1/      a page per command; share/bash-completion, share/zsh: completions
 #   share/scr/examples/  the C and Fortran examples with a Makefile for this prefix
 #   share/scr/python/    the Python module (PYTHONPATH=DIR/share/scr/python, then import scr)
@@ -136,19 +138,16 @@ for name in $(ls "$links"); do
 done
 rm -rf "$links"
 
-# libraries: libscr.so is the real file (its soname is libscr.so); libscrf carries no code
-# of its own, the Fortran symbols are in libscr, so `-lscrf -lscr` links as with SCR
+# libraries: libscr.so is the real file (its soname is libscr.so). libscr carries SCR's
+# Fortran interface (scr_init_, …) itself, so SCR's Fortran library libscrf is libscr under
+# that name: `-lscrf` alone links a Fortran program, as SCR documents, shared or static.
+# Links rather than copies: a program linked with -lscrf records libscr.so, so one copy of
+# SCR's state is loaded however its C and Fortran parts were linked (-lscrf, -lscr, both),
+# and a program linked against SCR's own libscrf.so still finds one by that name.
 put 755 "$libdir/libscr_runtime.so" "$prefix/lib/libscr.so"
 put 644 "$libdir/libscr_runtime.a" "$prefix/lib/libscr.a"
-scrf=$(mktemp -d)
-echo '/* The Fortran interface (scr_init, …) lives in libscr; this library keeps -lscrf -lscr working. */' > "$scrf/scrf.c"
-cc -fPIC -c "$scrf/scrf.c" -o "$scrf/scrf.o"
-cc -shared -o "$scrf/libscrf.so" -Wl,-soname,libscrf.so "$scrf/scrf.o" \
-  -L"$prefix/lib" -Wl,--no-as-needed -lscr -Wl,-rpath,"$prefix/lib"
-ar rcs "$scrf/libscrf.a" "$scrf/scrf.o"
-put 755 "$scrf/libscrf.so" "$prefix/lib/libscrf.so"
-put 644 "$scrf/libscrf.a" "$prefix/lib/libscrf.a"
-rm -rf "$scrf"
+link libscr.so "$prefix/lib/libscrf.so"
+link libscr.a "$prefix/lib/libscrf.a"
 put 644 lib/include/scr.h "$prefix/include/scr.h"
 put 644 lib/include/scrf.h "$prefix/include/scrf.h"
 
@@ -172,15 +171,28 @@ Libs.private: $static_libs
 EOF
 
 mpicc_path=$(command -v "$mpicc")
+mpif90_path=$(command -v "$mpif90" || echo "$mpif90")
+cmake_static_libs=$(echo "$static_libs" | sed 's/-l//g; s/ /;/g')
 write 644 "$prefix/share/scr/cmake/scrConfig.cmake" <<EOF
 # CMake package for SCR (find_package(scr)): imported targets scr::scr (shared) and
-# scr::scr-static, with MPI::MPI_C from the MPI libscr was built against ($mpi).
+# scr::scr-static, with MPI::MPI_C from the MPI libscr was built against ($mpi), and SCR's
+# Fortran targets scr::scrf and scr::scrf-static (libscr carries the Fortran interface),
+# which add MPI::MPI_Fortran when the project enables Fortran before find_package(scr).
 include(CMakeFindDependencyMacro)
 get_filename_component(_scr_prefix "\${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 if(NOT MPI_C_COMPILER)
   set(MPI_C_COMPILER "$mpicc_path")
 endif()
-find_dependency(MPI COMPONENTS C)
+set(_scr_mpi_components C)
+set(_scr_fortran_mpi "MPI::MPI_C")
+if(CMAKE_Fortran_COMPILER_LOADED)
+  if(NOT MPI_Fortran_COMPILER)
+    set(MPI_Fortran_COMPILER "$mpif90_path")
+  endif()
+  list(APPEND _scr_mpi_components Fortran)
+  set(_scr_fortran_mpi "MPI::MPI_Fortran;MPI::MPI_C")
+endif()
+find_dependency(MPI COMPONENTS \${_scr_mpi_components})
 set(scr_INCLUDE_DIRS "\${_scr_prefix}/include")
 set(scr_LIBRARIES scr::scr)
 if(NOT TARGET scr::scr)
@@ -196,10 +208,27 @@ if(NOT TARGET scr::scr-static)
   set_target_properties(scr::scr-static PROPERTIES
     IMPORTED_LOCATION "\${_scr_prefix}/lib/libscr.a"
     INTERFACE_INCLUDE_DIRECTORIES "\${_scr_prefix}/include"
-    INTERFACE_LINK_LIBRARIES "MPI::MPI_C;$(echo $static_libs | sed 's/-l//g; s/ /;/g')")
+    INTERFACE_LINK_LIBRARIES "MPI::MPI_C;$cmake_static_libs")
+endif()
+if(NOT TARGET scr::scrf)
+  add_library(scr::scrf SHARED IMPORTED)
+  set_target_properties(scr::scrf PROPERTIES
+    IMPORTED_LOCATION "\${_scr_prefix}/lib/libscrf.so"
+    IMPORTED_SONAME "libscr.so"
+    INTERFACE_INCLUDE_DIRECTORIES "\${_scr_prefix}/include"
+    INTERFACE_LINK_LIBRARIES "\${_scr_fortran_mpi}")
+endif()
+if(NOT TARGET scr::scrf-static)
+  add_library(scr::scrf-static STATIC IMPORTED)
+  set_target_properties(scr::scrf-static PROPERTIES
+    IMPORTED_LOCATION "\${_scr_prefix}/lib/libscrf.a"
+    INTERFACE_INCLUDE_DIRECTORIES "\${_scr_prefix}/include"
+    INTERFACE_LINK_LIBRARIES "\${_scr_fortran_mpi};$cmake_static_libs")
 endif()
 set(scr_FOUND TRUE)
 unset(_scr_prefix)
+unset(_scr_mpi_components)
+unset(_scr_fortran_mpi)
 EOF
 write 644 "$prefix/share/scr/cmake/scrConfigVersion.cmake" <<EOF
 # Compatible when the requested version is not newer than $version and has the same major.
@@ -250,8 +279,9 @@ all: test_api test_ckpt
 test_api: test_api.c
 	\$(MPICC) \$(CPPFLAGS) -O2 -o \$@ \$< \$(LDLIBS)
 
+# Fortran: -lscrf, as SCR documents its Fortran link line
 test_ckpt: test_ckpt.F90
-	\$(MPIF90) \$(CPPFLAGS) -O2 -o \$@ \$< -L\$(SCR_PREFIX_DIR)/lib -Wl,-rpath,\$(SCR_PREFIX_DIR)/lib -lscrf -lscr
+	\$(MPIF90) \$(CPPFLAGS) -O2 -o \$@ \$< -L\$(SCR_PREFIX_DIR)/lib -Wl,-rpath,\$(SCR_PREFIX_DIR)/lib -lscrf
 
 clean:
 	rm -f test_api test_ckpt

@@ -1,7 +1,7 @@
 //! `scripts/install.sh` as a user meets it: install to a fresh prefix, then build the example
 //! against the installed SCR the three ways HPC users do (pkg-config, CMake's
-//! `find_package(scr)`, plain `mpicc -I -L -lscr`) plus Fortran with `-lscrf -lscr` through
-//! the installed examples' Makefile, and run each checkpoint → restart under real MPI; the
+//! `find_package(scr)`, plain `mpicc -I -L -lscr`) plus Fortran with SCR's `-lscrf` alone and
+//! CMake's `scr::scrf`/`scr::scrf-static`, and run each checkpoint → restart under real MPI; the
 //! same against an Open MPI install under Open MPI's `mpirun`; every man page renders; the
 //! uninstall removes exactly what was installed. Under Open MPI also: scr-run relaunches
 //! around a down node, and the installed Python module checkpoints, is killed, restarts.
@@ -202,8 +202,6 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         "bin/scr-run",
         "lib/libscr.so",
         "lib/libscr.a",
-        "lib/libscrf.so",
-        "lib/libscrf.a",
         "include/scr.h",
         "include/scrf.h",
         "lib/pkgconfig/scr.pc",
@@ -220,6 +218,14 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     ] {
         let meta = std::fs::symlink_metadata(prefix.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(meta.is_file(), "{f} is a real file");
+    }
+    // SCR's Fortran library is libscr under its name (libscr carries the Fortran interface)
+    for (name, target) in [("libscrf.so", "libscr.so"), ("libscrf.a", "libscr.a")] {
+        assert_eq!(
+            std::fs::read_link(prefix.join("lib").join(name)).unwrap(),
+            Path::new(target),
+            "{name}"
+        );
     }
     // Debian's mpi4py is built against Open MPI: with this MPICH install, importing scr
     // (in either order) names both MPIs and the fix, instead of crashing in SCR_Init
@@ -338,15 +344,19 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     );
     checkpoint_then_restart(mpi, &app, &["4000", "2"], restarted);
 
-    // 2. CMake: find_package(scr), scr::scr and scr::scr-static
+    // 2. CMake: find_package(scr), scr::scr and scr::scr-static; SCR's Fortran targets
+    // scr::scrf and scr::scrf-static
     let project = work.join("cmake");
     std::fs::create_dir(&project).unwrap();
     std::fs::copy(&source, project.join("test_api.c")).unwrap();
+    copy_example(&prefix, &project, "test_ckpt.F90");
     std::fs::write(
         project.join("CMakeLists.txt"),
-        "cmake_minimum_required(VERSION 3.14)\nproject(app C)\nfind_package(scr 0.1 REQUIRED)\n\
+        "cmake_minimum_required(VERSION 3.14)\nproject(app C Fortran)\nfind_package(scr 0.1 REQUIRED)\n\
          add_executable(app test_api.c)\ntarget_link_libraries(app scr::scr)\n\
-         add_executable(app_static test_api.c)\ntarget_link_libraries(app_static scr::scr-static)\n",
+         add_executable(app_static test_api.c)\ntarget_link_libraries(app_static scr::scr-static)\n\
+         add_executable(appf test_ckpt.F90)\ntarget_link_libraries(appf scr::scrf)\n\
+         add_executable(appf_static test_ckpt.F90)\ntarget_link_libraries(appf_static scr::scrf-static)\n",
     )
     .unwrap();
     let build = project.join("build");
@@ -376,6 +386,19 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         "app_static links libscr.a: {linked}"
     );
     checkpoint_then_restart(mpi, &build.join("app_static"), &["4000", "2"], restarted);
+    let fortran_restarted = "restarted from ckpt.2, data verified";
+    let linked = dynamic_section(&build.join("appf"));
+    assert!(
+        linked.contains("[libscr.so]") && !linked.contains("libscrf"),
+        "scr::scrf records libscr.so: {linked}"
+    );
+    checkpoint_then_restart(mpi, &build.join("appf"), &[], fortran_restarted);
+    let linked = dynamic_section(&build.join("appf_static"));
+    assert!(
+        !linked.contains("[libscr.so]"),
+        "appf_static links libscrf.a: {linked}"
+    );
+    checkpoint_then_restart(mpi, &build.join("appf_static"), &[], fortran_restarted);
 
     // 3. plain mpicc -I -L -lscr (the run finds libscr through LD_LIBRARY_PATH)
     let app = work.join("app_plain");
@@ -396,7 +419,29 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     checkpoint_then_restart(mpi, &app, &["4000", "2"], restarted);
     unsafe { std::env::remove_var("LD_LIBRARY_PATH") };
 
-    // Fortran through the installed examples' Makefile: -lscrf -lscr
+    // Fortran with SCR's documented link line, -lscrf alone (no -lscr)
+    let app = work.join("app_fortran");
+    must(
+        Command::new("mpif90")
+            .arg(format!("-I{}/include", prefix.display()))
+            .arg(prefix.join("share/scr/examples/test_ckpt.F90"))
+            .arg("-o")
+            .arg(&app)
+            .arg(format!("-L{}/lib", prefix.display()))
+            .arg("-lscrf")
+            .arg(format!("-Wl,-rpath,{}/lib", prefix.display()))
+            .output()
+            .unwrap(),
+        "mpif90 -lscrf",
+    );
+    let linked = dynamic_section(&app);
+    assert!(
+        linked.contains("[libscr.so]") && !linked.contains("libscrf"),
+        "one libscr whatever the name it was linked by: {linked}"
+    );
+    checkpoint_then_restart(mpi, &app, &[], fortran_restarted);
+
+    // and through the installed examples' Makefile, which uses the same line
     let examples = work.join("examples");
     std::fs::create_dir(&examples).unwrap();
     for f in ["Makefile", "test_api.c", "test_ckpt.F90"] {
@@ -410,12 +455,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
             .unwrap(),
         "make in the installed examples",
     );
-    checkpoint_then_restart(
-        mpi,
-        &examples.join("test_ckpt"),
-        &[],
-        "restarted from ckpt.2, data verified",
-    );
+    checkpoint_then_restart(mpi, &examples.join("test_ckpt"), &[], fortran_restarted);
 
     // uninstall: exactly what was installed goes; a file of the user's stays
     let mine = prefix.join("etc/site.conf");
