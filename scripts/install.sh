@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds SCR in release mode and installs it under a prefix, as an HPC library is installed:
 #
-#   scripts/install.sh --prefix DIR [--mpi mpich|openmpi] [--config-file PATH]
+#   scripts/install.sh --prefix DIR [--mpi mpich|openmpi] [--config-file PATH] [--libdir DIR]
 #                                                           build and install
 #   scripts/install.sh --prefix DIR --uninstall             remove exactly what was installed
 #
@@ -9,7 +9,9 @@
 #   bin/                 scr, scr-run, and SCR's command names (scr_srun, scr_index, …) as links
 #   lib/                 libscr.so (soname libscr.so), libscr.a, libscrf.so/.a (SCR's Fortran
 #                        library: links to libscr, which carries the Fortran interface),
-#                        pkgconfig/scr.pc
+#                        pkgconfig/scr.pc; --libdir DIR puts them in DIR instead, as CMake's
+#                        GNUInstallDirs does (relative to the prefix, e.g. lib64, or absolute
+#                        inside it), and everything that names the directory follows
 #   include/             scr.h, scrf.h
 #   share/scr/cmake/     scrConfig.cmake, scrConfigVersion.cmake (targets scr::scr, scr::scr-static,
 #                        scr::scrf, scr::scrf-static)
@@ -32,8 +34,8 @@ src=$(pwd)
 target_base=${CARGO_TARGET_DIR:-$src/target}
 case $target_base in /*) ;; *) target_base=$here/$target_base ;; esac
 
-usage() { echo "usage: scripts/install.sh --prefix DIR [--mpi mpich|openmpi] [--config-file PATH] [--uninstall]" >&2; exit 2; }
-prefix="" mpi=mpich uninstall=0 config_file=""
+usage() { echo "usage: scripts/install.sh --prefix DIR [--mpi mpich|openmpi] [--config-file PATH] [--libdir DIR] [--uninstall]" >&2; exit 2; }
+prefix="" mpi=mpich uninstall=0 config_file="" libdir_arg=lib
 while [ $# -gt 0 ]; do
   case $1 in
     --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
@@ -42,6 +44,8 @@ while [ $# -gt 0 ]; do
     --mpi=*) mpi=${1#--mpi=}; shift ;;
     --config-file) [ $# -ge 2 ] || usage; config_file=$2; shift 2 ;;
     --config-file=*) config_file=${1#--config-file=}; shift ;;
+    --libdir) [ $# -ge 2 ] || usage; libdir_arg=$2; shift 2 ;;
+    --libdir=*) libdir_arg=${1#--libdir=}; shift ;;
     --uninstall) uninstall=1; shift ;;
     -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
     *) echo "install: unknown argument '$1'" >&2; usage ;;
@@ -89,11 +93,29 @@ case $config_file in
   *) echo "install: --config-file must be an absolute path, not '$config_file'" >&2; exit 2 ;;
 esac
 if [ -n "$config_file" ]; then export SCR_CONFIG_FILE=$config_file; else unset SCR_CONFIG_FILE; fi
+
+# the library directory, as CMake's GNUInstallDirs takes CMAKE_INSTALL_LIBDIR: relative to
+# the prefix, or absolute; it must be inside the prefix, since --uninstall removes nothing
+# outside it and the installed files name it relative to the prefix
+case $libdir_arg in
+  "") echo "install: --libdir needs a directory (lib, lib64, …)" >&2; exit 2 ;;
+  /*) libdir=$libdir_arg ;;
+  *) libdir=$prefix/$libdir_arg ;;
+esac
+while [ "${libdir%/}" != "$libdir" ]; do libdir=${libdir%/}; done
+case $libdir/ in
+  */../*|*/./*|*//*) echo "install: --libdir '$libdir_arg' must not hold '.', '..' or empty components" >&2; exit 2 ;;
+esac
+case $libdir in
+  "$prefix"/?*) ;;
+  *) echo "install: --libdir '$libdir_arg' is not inside the prefix $prefix" >&2; exit 2 ;;
+esac
+libdir_rel=${libdir#"$prefix"/}
 echo "install: building (release, $mpi${config_file:+, system configuration $config_file})"
 # the library links MPI: it gets a target directory per MPI; the commands do not link MPI
 MPICC=$mpicc CARGO_TARGET_DIR=$target cargo build --release --quiet -p scr-runtime --lib
 CARGO_TARGET_DIR=$target_base cargo build --release --quiet -p scr-launcher
-libdir=$target/release bindir=$target_base/release
+built_lib=$target/release built_bin=$target_base/release
 
 entries=()
 mkdirs() {
@@ -129,10 +151,10 @@ mkdirs "$prefix"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
 # commands: scr and scr-run, SCR's names as links to scr
-put 755 "$bindir/scr" "$prefix/bin/scr"
-put 755 "$bindir/scr-run" "$prefix/bin/scr-run"
+put 755 "$built_bin/scr" "$prefix/bin/scr"
+put 755 "$built_bin/scr-run" "$prefix/bin/scr-run"
 links=$(mktemp -d)
-"$bindir/scr" install-links "$links" >/dev/null
+"$built_bin/scr" install-links "$links" >/dev/null
 for name in $(ls "$links"); do
   [ -e "$prefix/bin/$name" ] || link scr "$prefix/bin/$name"
 done
@@ -144,20 +166,20 @@ rm -rf "$links"
 # Links rather than copies: a program linked with -lscrf records libscr.so, so one copy of
 # SCR's state is loaded however its C and Fortran parts were linked (-lscrf, -lscr, both),
 # and a program linked against SCR's own libscrf.so still finds one by that name.
-put 755 "$libdir/libscr_runtime.so" "$prefix/lib/libscr.so"
-put 644 "$libdir/libscr_runtime.a" "$prefix/lib/libscr.a"
-link libscr.so "$prefix/lib/libscrf.so"
-link libscr.a "$prefix/lib/libscrf.a"
+put 755 "$built_lib/libscr_runtime.so" "$libdir/libscr.so"
+put 644 "$built_lib/libscr_runtime.a" "$libdir/libscr.a"
+link libscr.so "$libdir/libscrf.so"
+link libscr.a "$libdir/libscrf.a"
 put 644 lib/include/scr.h "$prefix/include/scr.h"
 put 644 lib/include/scrf.h "$prefix/include/scrf.h"
 
 # what a static link of libscr.a needs besides MPI (rustc --print native-static-libs)
 static_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
 
-write 644 "$prefix/lib/pkgconfig/scr.pc" <<EOF
+write 644 "$libdir/pkgconfig/scr.pc" <<EOF
 prefix=$prefix
 exec_prefix=\${prefix}
-libdir=\${exec_prefix}/lib
+libdir=\${exec_prefix}/$libdir_rel
 includedir=\${prefix}/include
 
 Name: scr
@@ -198,7 +220,7 @@ set(scr_LIBRARIES scr::scr)
 if(NOT TARGET scr::scr)
   add_library(scr::scr SHARED IMPORTED)
   set_target_properties(scr::scr PROPERTIES
-    IMPORTED_LOCATION "\${_scr_prefix}/lib/libscr.so"
+    IMPORTED_LOCATION "\${_scr_prefix}/$libdir_rel/libscr.so"
     IMPORTED_SONAME "libscr.so"
     INTERFACE_INCLUDE_DIRECTORIES "\${_scr_prefix}/include"
     INTERFACE_LINK_LIBRARIES "MPI::MPI_C")
@@ -206,14 +228,14 @@ endif()
 if(NOT TARGET scr::scr-static)
   add_library(scr::scr-static STATIC IMPORTED)
   set_target_properties(scr::scr-static PROPERTIES
-    IMPORTED_LOCATION "\${_scr_prefix}/lib/libscr.a"
+    IMPORTED_LOCATION "\${_scr_prefix}/$libdir_rel/libscr.a"
     INTERFACE_INCLUDE_DIRECTORIES "\${_scr_prefix}/include"
     INTERFACE_LINK_LIBRARIES "MPI::MPI_C;$cmake_static_libs")
 endif()
 if(NOT TARGET scr::scrf)
   add_library(scr::scrf SHARED IMPORTED)
   set_target_properties(scr::scrf PROPERTIES
-    IMPORTED_LOCATION "\${_scr_prefix}/lib/libscrf.so"
+    IMPORTED_LOCATION "\${_scr_prefix}/$libdir_rel/libscrf.so"
     IMPORTED_SONAME "libscr.so"
     INTERFACE_INCLUDE_DIRECTORIES "\${_scr_prefix}/include"
     INTERFACE_LINK_LIBRARIES "\${_scr_fortran_mpi}")
@@ -221,7 +243,7 @@ endif()
 if(NOT TARGET scr::scrf-static)
   add_library(scr::scrf-static STATIC IMPORTED)
   set_target_properties(scr::scrf-static PROPERTIES
-    IMPORTED_LOCATION "\${_scr_prefix}/lib/libscrf.a"
+    IMPORTED_LOCATION "\${_scr_prefix}/$libdir_rel/libscrf.a"
     INTERFACE_INCLUDE_DIRECTORIES "\${_scr_prefix}/include"
     INTERFACE_LINK_LIBRARIES "\${_scr_fortran_mpi};$cmake_static_libs")
 endif()
@@ -254,7 +276,7 @@ EOF
 
 # man pages and completions, generated from the commands' own clap definitions
 docs=$(mktemp -d)
-"$bindir/scr" generate-docs --man "$docs/man1" --completions "$docs/completions" >/dev/null
+"$built_bin/scr" generate-docs --man "$docs/man1" --completions "$docs/completions" >/dev/null
 for page in "$docs"/man1/*.1; do put 644 "$page" "$prefix/share/man/man1/$(basename "$page")"; done
 for f in scr scr-run; do
   put 644 "$docs/completions/bash/$f" "$prefix/share/bash-completion/completions/$f"
@@ -269,10 +291,11 @@ put 644 examples/fortran/test_ckpt.F90 "$prefix/share/scr/examples/test_ckpt.F90
 write 644 "$prefix/share/scr/examples/Makefile" <<EOF
 # Builds the examples against this SCR install ($mpi): make; then e.g. mpiexec -n 4 ./test_api
 SCR_PREFIX_DIR ?= $prefix
+SCR_LIBDIR ?= \$(SCR_PREFIX_DIR)/$libdir_rel
 MPICC ?= $mpicc
 MPIF90 ?= $mpif90
 CPPFLAGS = -I\$(SCR_PREFIX_DIR)/include
-LDLIBS = -L\$(SCR_PREFIX_DIR)/lib -Wl,-rpath,\$(SCR_PREFIX_DIR)/lib -lscr
+LDLIBS = -L\$(SCR_LIBDIR) -Wl,-rpath,\$(SCR_LIBDIR) -lscr
 
 all: test_api test_ckpt
 
@@ -281,7 +304,7 @@ test_api: test_api.c
 
 # Fortran: -lscrf, as SCR documents its Fortran link line
 test_ckpt: test_ckpt.F90
-	\$(MPIF90) \$(CPPFLAGS) -O2 -o \$@ \$< -L\$(SCR_PREFIX_DIR)/lib -Wl,-rpath,\$(SCR_PREFIX_DIR)/lib -lscrf
+	\$(MPIF90) \$(CPPFLAGS) -O2 -o \$@ \$< -L\$(SCR_LIBDIR) -Wl,-rpath,\$(SCR_LIBDIR) -lscrf
 
 clean:
 	rm -f test_api test_ckpt
@@ -290,11 +313,31 @@ clean:
 EOF
 # what SCR v3.1 installs for Python, in the same place: the module, setup.py (pip install
 # of that directory), an example program and its README
-for f in scr.py setup.py scr_example.py README.md; do
+for f in setup.py scr_example.py README.md; do
   put 644 "python/$f" "$prefix/share/scr/python/$f"
 done
+# the installed module loads this install's libscr: the library directory goes into its
+# copy, relative to share/scr/python and absolute (for a copy pip moves elsewhere)
+py_string() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
+module=$(mktemp) written=0
+while IFS= read -r line || [ -n "$line" ]; do
+  case $line in
+    "_INSTALL_LIBDIR_RELATIVE = "*)
+      printf '_INSTALL_LIBDIR_RELATIVE = %s\n' "$(py_string "../../../$libdir_rel")"; written=$((written + 1)) ;;
+    "_INSTALL_LIBDIR = "*)
+      printf '_INSTALL_LIBDIR = %s\n' "$(py_string "$libdir")"; written=$((written + 1)) ;;
+    *) printf '%s\n' "$line" ;;
+  esac
+done < python/scr.py > "$module"
+if [ "$written" -ne 2 ]; then
+  rm -f "$module"
+  echo "install: python/scr.py lacks the _INSTALL_LIBDIR lines the library directory goes into" >&2
+  false
+fi
+put 644 "$module" "$prefix/share/scr/python/scr.py"
+rm -f "$module"
 
 save_manifest
 trap - ERR
 echo "installed SCR $version ($mpi) in $prefix"
-echo "  PATH=$prefix/bin:\$PATH  MANPATH=$prefix/share/man:  PKG_CONFIG_PATH=$prefix/lib/pkgconfig  CMAKE_PREFIX_PATH=$prefix"
+echo "  PATH=$prefix/bin:\$PATH  MANPATH=$prefix/share/man:  PKG_CONFIG_PATH=$libdir/pkgconfig  CMAKE_PREFIX_PATH=$prefix"

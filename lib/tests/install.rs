@@ -43,11 +43,12 @@ fn install_target() -> PathBuf {
     workspace().join("target/install-test/target")
 }
 
-fn install(prefix: &Path, mpi: &str) {
+fn install(prefix: &Path, mpi: &str, more: &[&str]) {
     let out = Command::new(workspace().join("scripts/install.sh"))
         .arg("--prefix")
         .arg(prefix)
         .args(["--mpi", mpi])
+        .args(more)
         .arg("--config-file")
         .arg(system_config())
         .env("CARGO_TARGET_DIR", install_target())
@@ -75,12 +76,12 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// `pkg-config --cflags --libs scr` against the install's scr.pc.
-fn pkg_config(prefix: &Path) -> String {
+/// `pkg-config --cflags --libs scr` against the scr.pc of the install's library directory.
+fn pkg_config(libdir: &Path) -> String {
     must(
         Command::new("pkg-config")
             .args(["--cflags", "--libs", "scr"])
-            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+            .env("PKG_CONFIG_PATH", libdir.join("pkgconfig"))
             .output()
             .unwrap(),
         "pkg-config",
@@ -161,6 +162,20 @@ fn checkpoint_then_restart(mpi: Mpi, app: &Path, args: &[&str], restarted: &str)
     assert!(cntl.is_dir(), "{} missing", cntl.display());
 }
 
+/// An application's own Makefile, with the link lines of SCR's user guide (integration.rst)
+/// for an SCR installed in `$(SCR_ROOT)` with its libraries in lib64.
+const APPLICATION_MAKEFILE: &str = "\
+SCR_ROOT ?= /opt/scr
+MPICC = mpicc.openmpi
+MPIF90 = mpif90.openmpi
+CFLAGS = -O2 -I$(SCR_ROOT)/include
+all: app appf
+app: test_api.c
+\t$(MPICC) $(CFLAGS) -o $@ $< -L$(SCR_ROOT)/lib64 -lscr -Wl,-rpath,$(SCR_ROOT)/lib64
+appf: test_ckpt.F90
+\t$(MPIF90) $(CFLAGS) -o $@ $< -L$(SCR_ROOT)/lib64 -lscrf -Wl,-rpath,$(SCR_ROOT)/lib64
+";
+
 fn copy_example(prefix: &Path, dir: &Path, file: &str) -> PathBuf {
     let to = dir.join(file);
     std::fs::copy(prefix.join("share/scr/examples").join(file), &to).unwrap();
@@ -172,7 +187,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     let top = tempfile::tempdir().unwrap();
     let prefix = top.path().join("scr");
     let shared_before = shared_release_artifacts();
-    install(&prefix, "mpich");
+    install(&prefix, "mpich", &[]);
 
     // the configuration path the install was built to read is in its library, and in
     // nothing this install wrote to the shared target/release
@@ -244,6 +259,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         assert!(!o.status.success(), "{program}: {t}");
         assert!(
             t.contains("ImportError: scr: mpi4py uses Open MPI but libscr")
+                && t.contains(&format!("libscr ({}/lib/libscr.so)", prefix.display()))
                 && t.contains("was built against MPICH")
                 && t.contains("install.sh --mpi openmpi"),
             "{program}: {t}"
@@ -326,7 +342,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     let restarted = "restarted from ckpt.2 (timestep 2), data verified";
 
     // 1. pkg-config
-    let pc = pkg_config(&prefix);
+    let pc = pkg_config(&prefix.join("lib"));
     assert!(
         pc.contains(&format!("-I{}/include", prefix.display())),
         "{pc}"
@@ -468,7 +484,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     std::fs::remove_dir(&prefix).unwrap();
 
     // installed again into an empty prefix and uninstalled: nothing at all is left
-    install(&prefix, "mpich");
+    install(&prefix, "mpich", &[]);
     uninstall(&prefix);
     assert!(
         !prefix.exists() || walk(&prefix).is_empty(),
@@ -478,16 +494,33 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
 }
 
 #[test]
-fn an_open_mpi_install_restarts_under_open_mpi() {
+fn an_open_mpi_install_in_lib64_restarts_under_open_mpi() {
     let top = tempfile::tempdir().unwrap();
     let prefix = top.path().join("scr-openmpi");
-    install(&prefix, "openmpi");
-    let pc = pkg_config(&prefix);
+    // as CMake's GNUInstallDirs on distributions that use lib64: relative to the prefix
+    install(&prefix, "openmpi", &["--libdir", "lib64"]);
+    let lib64 = prefix.join("lib64");
+    for f in ["libscr.so", "libscr.a", "pkgconfig/scr.pc"] {
+        assert!(lib64.join(f).is_file(), "{f} in lib64");
+    }
+    assert_eq!(
+        std::fs::read_link(lib64.join("libscrf.so")).unwrap(),
+        Path::new("libscr.so")
+    );
+    assert!(!prefix.join("lib").exists(), "nothing in lib");
+    let pc = pkg_config(&lib64);
     assert!(
         pc.contains("openmpi"),
         "scr.pc requires Open MPI's flags: {pc}"
     );
-    let dynamic = dynamic_section(&prefix.join("lib/libscr.so"));
+    let lib64_flags = [
+        format!("-L{}", lib64.display()),
+        format!("-Wl,-rpath,{}", lib64.display()),
+    ];
+    for flag in &lib64_flags {
+        assert!(pc.contains(flag.as_str()), "{flag} in {pc}");
+    }
+    let dynamic = dynamic_section(&lib64.join("libscr.so"));
     assert!(
         dynamic.contains("libmpi.so.40"),
         "libscr links Open MPI: {dynamic}"
@@ -503,11 +536,112 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
             .unwrap(),
         "mpicc.openmpi",
     );
+    let restarted = "restarted from ckpt.2 (timestep 2), data verified";
+    checkpoint_then_restart(Mpi::OpenMpi, &app, &["4000", "2"], restarted);
+
+    // an application's own Makefile with SCR's documented link lines in $(SCR_ROOT)/lib64
+    let apps = top.path().join("apps");
+    std::fs::create_dir(&apps).unwrap();
+    for f in ["test_api.c", "test_ckpt.F90"] {
+        copy_example(&prefix, &apps, f);
+    }
+    std::fs::write(apps.join("Makefile"), APPLICATION_MAKEFILE).unwrap();
+    must(
+        Command::new("make")
+            .arg("-C")
+            .arg(&apps)
+            .arg(format!("SCR_ROOT={}", prefix.display()))
+            .output()
+            .unwrap(),
+        "make with SCR_ROOT",
+    );
+    checkpoint_then_restart(Mpi::OpenMpi, &apps.join("app"), &["4000", "2"], restarted);
     checkpoint_then_restart(
         Mpi::OpenMpi,
-        &app,
-        &["4000", "2"],
-        "restarted from ckpt.2 (timestep 2), data verified",
+        &apps.join("appf"),
+        &[],
+        "restarted from ckpt.2, data verified",
+    );
+    // the installed examples' Makefile and CMake's package name lib64 too
+    let examples = top.path().join("examples");
+    std::fs::create_dir(&examples).unwrap();
+    for f in ["Makefile", "test_api.c", "test_ckpt.F90"] {
+        copy_example(&prefix, &examples, f);
+    }
+    must(
+        Command::new("make")
+            .arg("-C")
+            .arg(&examples)
+            .output()
+            .unwrap(),
+        "make in the installed examples",
+    );
+    for app in ["test_api", "test_ckpt"] {
+        let linked = dynamic_section(&examples.join(app));
+        assert!(
+            linked.contains(&format!("[{}]", lib64.display())),
+            "{app} finds libscr in lib64: {linked}"
+        );
+    }
+    let project = top.path().join("cmake");
+    std::fs::create_dir(&project).unwrap();
+    copy_example(&prefix, &project, "test_api.c");
+    std::fs::write(
+        project.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.14)\nproject(app C)\nfind_package(scr REQUIRED)\n\
+         add_executable(app test_api.c)\ntarget_link_libraries(app scr::scr)\n",
+    )
+    .unwrap();
+    let build = project.join("build");
+    for args in [
+        vec![
+            "-S".into(),
+            project.display().to_string(),
+            "-B".into(),
+            build.display().to_string(),
+            format!("-DCMAKE_PREFIX_PATH={}", prefix.display()),
+        ],
+        vec!["--build".into(), build.display().to_string()],
+    ] {
+        must(Command::new("cmake").args(&args).output().unwrap(), "cmake");
+    }
+    let linked = dynamic_section(&build.join("app"));
+    assert!(
+        linked.contains("[libscr.so]") && linked.contains(&lib64.display().to_string()),
+        "scr::scr is lib64's libscr: {linked}"
+    );
+
+    // the Python module finds lib64's libscr with neither SCR_LIBRARY nor LD_LIBRARY_PATH:
+    // installed, copied elsewhere (as pip install does), and from the source tree
+    let elsewhere = top.path().join("site-packages");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::copy(
+        prefix.join("share/scr/python/scr.py"),
+        elsewhere.join("scr.py"),
+    )
+    .unwrap();
+    let library_of = |module_dir: &Path, library: Option<&Path>| {
+        let mut cmd = Command::new("/usr/bin/python3");
+        cmd.args(["-c", "import scr; print(scr._lib_path)"])
+            .env("PYTHONPATH", module_dir)
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("SCR_LIBRARY");
+        if let Some(l) = library {
+            cmd.env("SCR_LIBRARY", l);
+        }
+        PathBuf::from(must(cmd.output().unwrap(), "import scr").trim())
+    };
+    for dir in [prefix.join("share/scr/python"), elsewhere] {
+        assert_eq!(
+            library_of(&dir, None),
+            lib64.join("libscr.so"),
+            "{}",
+            dir.display()
+        );
+    }
+    assert_eq!(
+        library_of(&workspace().join("python"), Some(&lib64.join("libscr.so"))),
+        lib64.join("libscr.so")
     );
 
     // scr-run relaunches the Open MPI job around a down node: n1..n4 emulated through an
@@ -613,6 +747,8 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
         );
         private_job(&mut cmd, &py, &py.join("prefix"), "python");
         cmd.env("PYTHONPATH", prefix.join("share/scr/python"))
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("SCR_LIBRARY")
             .env("KILL_AFTER", kill_after)
             .env("REFUSE_FIRST", refuse_first)
             .env("SCR_FLUSH", "1");
