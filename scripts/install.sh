@@ -18,6 +18,8 @@
 #   share/man/man1/      a page per command; share/bash-completion, share/zsh: completions
 #   share/scr/examples/  the C and Fortran examples with a Makefile for this prefix
 #   share/scr/python/    the Python module (PYTHONPATH=DIR/share/scr/python, then import scr)
+#   share/modulefiles/scr/VERSION.lua
+#                        an Lmod modulefile: module use DIR/share/modulefiles; module load scr
 #   etc/scr.conf.example
 # Every file, link and directory created is listed in DIR/share/scr/install-manifest.txt,
 # which --uninstall reads. MPICH is the default MPI; --mpi openmpi builds libscr against
@@ -337,7 +339,40 @@ fi
 put 644 "$module" "$prefix/share/scr/python/scr.py"
 rm -f "$module"
 
+# an Lmod modulefile, where sites keep a package's own: DIR/share/modulefiles/scr/<version>.lua.
+# It sets no LD_LIBRARY_PATH: programs built with scr.pc, scrConfig.cmake or SCR's link
+# lines carry an rpath, the Python module loads libscr by its path, and a library path
+# would also redirect programs built against another SCR.
+lua_string() { printf '[==[%s]==]' "$1"; }
+write 644 "$prefix/share/modulefiles/scr/$version.lua" <<EOF
+-- SCR $version (built against $mpi), installed by scripts/install.sh:
+--   module use $prefix/share/modulefiles
+--   module load scr
+help([[
+SCR $version: Scalable Checkpoint/Restart for MPI applications (built against $mpi).
+Run a job: scr-run srun ./app (or SCR's scr_srun); commands: scr help.
+Manuals: man scr, man scr-run (and a page per command).
+Build: mpicc app.c \$(pkg-config --cflags --libs scr); CMake: find_package(scr),
+scr::scr or scr::scrf; Fortran: -lscrf; Python: import scr.
+]])
+whatis("Name: scr")
+whatis("Version: $version")
+whatis("Description: Scalable Checkpoint/Restart for MPI applications (built against $mpi)")
+whatis("URL: https://github.com/LLNL/scr")
+local root = $(lua_string "$prefix")
+prepend_path("PATH", pathJoin(root, "bin"))
+prepend_path("MANPATH", pathJoin(root, "share/man"))
+prepend_path("PKG_CONFIG_PATH", $(lua_string "$libdir/pkgconfig"))
+prepend_path("CMAKE_PREFIX_PATH", root)
+prepend_path("PYTHONPATH", pathJoin(root, "share/scr/python"))
+-- the install's root for Makefiles: SCR_ROOT, as sites' modules name a package's root
+-- (Spack's {name}_ROOT), and SCR_INSTALL_DIR, the name SCR's user guide uses
+setenv("SCR_ROOT", root)
+setenv("SCR_INSTALL_DIR", root)
+EOF
+
 save_manifest
 trap - ERR
 echo "installed SCR $version ($mpi) in $prefix"
-echo "  PATH=$prefix/bin:\$PATH  MANPATH=$prefix/share/man:  PKG_CONFIG_PATH=$libdir/pkgconfig  CMAKE_PREFIX_PATH=$prefix"
+echo "  module use $prefix/share/modulefiles; module load scr"
+echo "  or: PATH=$prefix/bin:\$PATH  MANPATH=$prefix/share/man:  PKG_CONFIG_PATH=$libdir/pkgconfig  CMAKE_PREFIX_PATH=$prefix"

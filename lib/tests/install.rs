@@ -162,6 +162,33 @@ fn checkpoint_then_restart(mpi: Mpi, app: &Path, args: &[&str], restarted: &str)
     assert!(cntl.is_dir(), "{} missing", cntl.display());
 }
 
+/// A path as one shell word.
+fn quoted(path: &Path) -> String {
+    let text = path.to_str().unwrap();
+    assert!(!text.contains('\''), "{text}");
+    format!("'{text}'")
+}
+
+/// What `script` prints in a login shell after `module use <prefix>/share/modulefiles;
+/// module load scr` with Debian's Lmod, as on an HPC site; the variables the module sets
+/// are unset first.
+fn with_module_loaded(prefix: &Path, script: &str) -> String {
+    let script = format!(
+        "set -e\nsource /usr/share/lmod/lmod/init/bash\n\
+         unset LD_LIBRARY_PATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH PYTHONPATH SCR_ROOT SCR_LIBRARY\n\
+         module use {}/share/modulefiles\nmodule load scr\n{script}",
+        quoted(prefix)
+    );
+    let out = Command::new("bash")
+        .arg("-lc")
+        .arg(script)
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "module load scr: {}", text(&out));
+    t
+}
+
 /// An application's own Makefile, with the link lines of SCR's user guide (integration.rst)
 /// for an SCR installed in `$(SCR_ROOT)` with its libraries in lib64.
 const APPLICATION_MAKEFILE: &str = "\
@@ -539,21 +566,82 @@ fn an_open_mpi_install_in_lib64_restarts_under_open_mpi() {
     let restarted = "restarted from ckpt.2 (timestep 2), data verified";
     checkpoint_then_restart(Mpi::OpenMpi, &app, &["4000", "2"], restarted);
 
-    // an application's own Makefile with SCR's documented link lines in $(SCR_ROOT)/lib64
+    // Lmod: in a login shell, `module use <prefix>/share/modulefiles; module load scr` sets
+    // what building and running need, and nothing else is needed: an application's own
+    // Makefile (SCR's documented link lines in $(SCR_ROOT)/lib64) and a CMake project
+    // build in that environment alone
     let apps = top.path().join("apps");
     std::fs::create_dir(&apps).unwrap();
     for f in ["test_api.c", "test_ckpt.F90"] {
         copy_example(&prefix, &apps, f);
     }
     std::fs::write(apps.join("Makefile"), APPLICATION_MAKEFILE).unwrap();
-    must(
-        Command::new("make")
-            .arg("-C")
-            .arg(&apps)
-            .arg(format!("SCR_ROOT={}", prefix.display()))
-            .output()
-            .unwrap(),
-        "make with SCR_ROOT",
+    let project = top.path().join("cmake");
+    std::fs::create_dir(&project).unwrap();
+    copy_example(&prefix, &project, "test_api.c");
+    std::fs::write(
+        project.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.14)\nproject(app C)\nfind_package(scr REQUIRED)\n\
+         add_executable(app test_api.c)\ntarget_link_libraries(app scr::scr)\n",
+    )
+    .unwrap();
+    let build = project.join("build");
+    let loaded = with_module_loaded(
+        &prefix,
+        &format!(
+            "make -C {apps} >&2\ncmake -S {project} -B {build} >&2\ncmake --build {build} >&2\n\
+             for v in PATH MANPATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH PYTHONPATH SCR_ROOT; do\n\
+               printf '%s=%s\\n' \"$v\" \"${{!v-}}\"\n\
+             done\n\
+             printf 'LD_LIBRARY_PATH=%s\\n' \"${{LD_LIBRARY_PATH-unset}}\"\n\
+             printf 'scr=%s\\n' \"$(command -v scr)\"\n\
+             printf 'pkg-config=%s\\n' \"$(pkg-config --libs scr)\"\n\
+             printf 'man=%s\\n' \"$(man -w scr_srun)\"\n\
+             printf 'python=%s\\n' \"$(python3 -c 'import scr; print(scr._lib_path)')\"\n\
+             module unload scr\n\
+             printf 'unloaded=%s\\n' \"$PATH\"\n",
+            apps = quoted(&apps),
+            project = quoted(&project),
+            build = quoted(&build),
+        ),
+    );
+    let var = |name: &str| -> String {
+        loaded
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {loaded}"))
+            .to_string()
+    };
+    let has = |name: &str, dir: PathBuf| {
+        assert!(
+            var(name).split(':').any(|d| Path::new(d) == dir),
+            "{name} has {}: {loaded}",
+            dir.display()
+        );
+    };
+    has("PATH", prefix.join("bin"));
+    has("MANPATH", prefix.join("share/man"));
+    has("PKG_CONFIG_PATH", lib64.join("pkgconfig"));
+    has("CMAKE_PREFIX_PATH", prefix.clone());
+    has("PYTHONPATH", prefix.join("share/scr/python"));
+    assert_eq!(Path::new(&var("SCR_ROOT")), prefix, "{loaded}");
+    assert_eq!(
+        var("LD_LIBRARY_PATH"),
+        "unset",
+        "rpaths, not a library path"
+    );
+    assert_eq!(Path::new(&var("scr")), prefix.join("bin/scr"));
+    assert!(var("pkg-config").contains(&lib64_flags[0]), "{loaded}");
+    assert_eq!(
+        Path::new(&var("man")),
+        prefix.join("share/man/man1/scr_srun.1")
+    );
+    assert_eq!(Path::new(&var("python")), lib64.join("libscr.so"));
+    assert!(
+        !var("unloaded")
+            .split(':')
+            .any(|d| Path::new(d) == prefix.join("bin")),
+        "module unload scr takes it out of PATH: {loaded}"
     );
     checkpoint_then_restart(Mpi::OpenMpi, &apps.join("app"), &["4000", "2"], restarted);
     checkpoint_then_restart(
@@ -582,28 +670,6 @@ fn an_open_mpi_install_in_lib64_restarts_under_open_mpi() {
             linked.contains(&format!("[{}]", lib64.display())),
             "{app} finds libscr in lib64: {linked}"
         );
-    }
-    let project = top.path().join("cmake");
-    std::fs::create_dir(&project).unwrap();
-    copy_example(&prefix, &project, "test_api.c");
-    std::fs::write(
-        project.join("CMakeLists.txt"),
-        "cmake_minimum_required(VERSION 3.14)\nproject(app C)\nfind_package(scr REQUIRED)\n\
-         add_executable(app test_api.c)\ntarget_link_libraries(app scr::scr)\n",
-    )
-    .unwrap();
-    let build = project.join("build");
-    for args in [
-        vec![
-            "-S".into(),
-            project.display().to_string(),
-            "-B".into(),
-            build.display().to_string(),
-            format!("-DCMAKE_PREFIX_PATH={}", prefix.display()),
-        ],
-        vec!["--build".into(), build.display().to_string()],
-    ] {
-        must(Command::new("cmake").args(&args).output().unwrap(), "cmake");
     }
     let linked = dynamic_section(&build.join("app"));
     assert!(
