@@ -318,12 +318,16 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     let dynamic = dynamic_section(&prefix.join("lib/libscr.so"));
     assert!(dynamic.contains("Library soname: [libscr.so]"), "{dynamic}");
 
-    // every man page renders, and every command has one under each of its names
+    // every man page renders without a warning, every command has one under each of its
+    // names, and scr.conf(5) is there
     let man = prefix.join("share/man/man1");
-    let pages: Vec<PathBuf> = std::fs::read_dir(&man)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut pages: Vec<PathBuf> = Vec::new();
+    for section in ["man1", "man5"] {
+        for e in std::fs::read_dir(prefix.join("share/man").join(section)).unwrap() {
+            pages.push(e.unwrap().path());
+        }
+    }
+    assert!(prefix.join("share/man/man5/scr.conf.5").is_file());
     for page in [
         "scr",
         "scr-run",
@@ -353,6 +357,12 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
             "{}: {t}",
             page.display()
         );
+        let warnings = Command::new("groff")
+            .args(["-k", "-ww", "-z", "-t", "-man"])
+            .arg(page)
+            .output()
+            .unwrap();
+        assert_eq!(text(&warnings), "", "{}", page.display());
     }
     // man finds the pages by name through MANPATH
     let out = Command::new("man")
@@ -361,6 +371,15 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         .output()
         .unwrap();
     assert!(must(out, "man -w").contains("scr_index.1"));
+    let out = Command::new("man")
+        .args(["-w", "scr.conf"])
+        .env("MANPATH", prefix.join("share/man"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        Path::new(must(out, "man -w").trim()),
+        prefix.join("share/man/man5/scr.conf.5")
+    );
 
     let mpi = Mpi::Mpich;
     let work = top.path().join("apps");

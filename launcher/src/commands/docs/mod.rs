@@ -1,6 +1,9 @@
 //! `scr generate-docs`: man pages (clap_mangen) and shell completions (clap_complete) from
 //! the same clap definitions the commands parse with, so the installed documentation never
-//! drifts from the flags. `scripts/install.sh` runs it; it is hidden from `scr --help`.
+//! drifts from the flags, and scr.conf(5) rendered from the parameter table ([`conf`]).
+//! `scripts/install.sh` runs it; it is hidden from `scr --help`.
+
+pub mod conf;
 
 use scr::Error;
 use std::path::{Path, PathBuf};
@@ -12,6 +15,9 @@ pub struct Args {
     /// Directory for the section 1 man pages (scr.1, scr-index.1, scr_index.1, …)
     #[arg(long, value_name = "DIR")]
     man: Option<PathBuf>,
+    /// Directory for the section 5 page scr.conf.5 (every parameter, from the parameter table)
+    #[arg(long, value_name = "DIR")]
+    man5: Option<PathBuf>,
     /// Directory for completions: bash/scr, bash/scr-run, zsh/_scr, zsh/_scr-run
     #[arg(long, value_name = "DIR")]
     completions: Option<PathBuf>,
@@ -20,10 +26,10 @@ pub struct Args {
 /// `root` is the `scr` command; `compat` lists SCR's names with the subcommand (and leading
 /// arguments) each one means, as argv[0] dispatch reads them.
 pub fn run(args: Args, root: clap::Command, compat: &[(&str, &str)]) -> scr::Result<ExitCode> {
-    if args.man.is_none() && args.completions.is_none() {
+    if args.man.is_none() && args.man5.is_none() && args.completions.is_none() {
         return Err(Error::invalid(
             "scr generate-docs",
-            "give --man DIR and/or --completions DIR",
+            "give --man DIR, --man5 DIR and/or --completions DIR",
         ));
     }
     let mut root = root;
@@ -36,6 +42,9 @@ pub fn run(args: Args, root: clap::Command, compat: &[(&str, &str)]) -> scr::Res
                 .map_err(|e| Error::io(dir, "render a man page", e))?;
             write(&dir.join(format!("{name}.1")), &text)?;
         }
+    }
+    if let Some(dir) = &args.man5 {
+        write(&dir.join("scr.conf.5"), conf::render().as_bytes())?;
     }
     if let Some(dir) = &args.completions {
         let run = named(&root, "run", "scr-run");
