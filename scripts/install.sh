@@ -16,7 +16,7 @@
 #   share/scr/cmake/     scrConfig.cmake, scrConfigVersion.cmake (targets scr::scr, scr::scr-static,
 #                        scr::scrf, scr::scrf-static)
 #   share/man/           man1: a page per command; man5: scr.conf (every parameter, generated
-#                        from the parameter table)
+#                        from the parameter table); man7: scr (the concepts)
 #   share/bash-completion/, share/zsh/  completions
 #   share/scr/examples/  the C and Fortran examples with a Makefile for this prefix
 #   share/scr/python/    the Python module (PYTHONPATH=DIR/share/scr/python, then import scr)
@@ -280,12 +280,13 @@ EOF
 
 # man pages and completions, generated from the commands' own clap definitions, and
 # scr.conf(5) from the parameter table, by the scr being installed (so it names the system
-# configuration path built in)
+# configuration path built in); scr(7) is written by hand
 docs=$(mktemp -d)
 "$built_bin/scr" generate-docs --man "$docs/man1" --man5 "$docs/man5" \
   --completions "$docs/completions" >/dev/null
 for page in "$docs"/man1/*.1; do put 644 "$page" "$prefix/share/man/man1/$(basename "$page")"; done
 put 644 "$docs/man5/scr.conf.5" "$prefix/share/man/man5/scr.conf.5"
+put 644 doc/scr.7 "$prefix/share/man/man7/scr.7"
 for f in scr scr-run; do
   put 644 "$docs/completions/bash/$f" "$prefix/share/bash-completion/completions/$f"
   put 644 "$docs/completions/zsh/_$f" "$prefix/share/zsh/site-functions/_$f"
@@ -357,7 +358,7 @@ write 644 "$prefix/share/modulefiles/scr/$version.lua" <<EOF
 help([[
 SCR $version: Scalable Checkpoint/Restart for MPI applications (built against $mpi).
 Run a job: scr-run srun ./app (or SCR's scr_srun); commands: scr help.
-Manuals: man scr.conf (parameters), man scr-run (a page per command).
+Manuals: man 7 scr (concepts), man scr.conf (parameters), man scr-run (a page per command).
 Build: mpicc app.c \$(pkg-config --cflags --libs scr); CMake: find_package(scr),
 scr::scr or scr::scrf; Fortran: -lscrf; Python: import scr.
 ]])

@@ -1,6 +1,6 @@
-//! The manual pages `scr generate-docs` writes: scr.conf(5) lists every parameter of the
-//! table with its default and v3.1's where they differ, and renders without a warning
-//! from groff.
+//! The manual pages `scr generate-docs` writes and the hand-written scr(7): scr.conf(5)
+//! lists every parameter of the table with its default and v3.1's where they differ, scr(7)
+//! names every default that differs, and both render without a warning from groff.
 
 mod common;
 
@@ -8,7 +8,7 @@ use common::{scr_args, stdout_ok};
 use std::path::Path;
 use std::process::Command;
 
-/// The pages `scr generate-docs --man --man5` writes, in one man tree.
+/// The pages `scr generate-docs --man --man5` writes, and doc/scr.7, in one man tree.
 fn manual() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let man1 = dir.path().join("man1");
@@ -20,6 +20,13 @@ fn manual() -> tempfile::TempDir {
         "--man5",
         man5.to_str().unwrap(),
     ]));
+    let man7 = dir.path().join("man7");
+    std::fs::create_dir(&man7).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../doc/scr.7"),
+        man7.join("scr.7"),
+    )
+    .unwrap();
     dir
 }
 
@@ -119,5 +126,33 @@ fn scr_conf_5_lists_every_parameter_with_its_default() {
     for key in ["STORE", "CKPT", "CACHEDESC"] {
         let attrs = scr::params::allowed_children(key).unwrap().join(", ");
         assert!(text.contains(&attrs), "{key}'s attributes {attrs}");
+    }
+}
+
+#[test]
+fn scr_7_names_every_default_that_differs_from_v31() {
+    let tree = manual();
+    let page = tree.path().join("man7/scr.7");
+    assert_eq!(groff_warnings(&page), "");
+    let text = rendered(&page);
+    let differ = section(&text, "DEFAULTS THAT DIFFER FROM SCR V3.1").expect("the section");
+    for d in scr::params::V31_DEFAULTS {
+        assert!(differ.contains(d.name), "{} missing:\n{differ}", d.name);
+    }
+    for concept in [
+        "CACHE",
+        "CONTROL DIRECTORY",
+        "REDUNDANCY SCHEMES",
+        "FLUSH",
+        "DRAIN AND SCAVENGE",
+        "HALT",
+        "RESTART AND FETCH",
+        "THE PREFIX DIRECTORY",
+    ] {
+        assert!(section(&text, concept).is_some(), "no {concept} section");
+    }
+    let schemes = section(&text, "REDUNDANCY SCHEMES").unwrap();
+    for scheme in ["SINGLE", "PARTNER", "XOR", "RS"] {
+        assert!(schemes.contains(scheme), "{scheme}");
     }
 }

@@ -319,15 +319,17 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     assert!(dynamic.contains("Library soname: [libscr.so]"), "{dynamic}");
 
     // every man page renders without a warning, every command has one under each of its
-    // names, and scr.conf(5) is there
+    // names, and scr.conf(5) and scr(7) are there
     let man = prefix.join("share/man/man1");
     let mut pages: Vec<PathBuf> = Vec::new();
-    for section in ["man1", "man5"] {
+    for section in ["man1", "man5", "man7"] {
         for e in std::fs::read_dir(prefix.join("share/man").join(section)).unwrap() {
             pages.push(e.unwrap().path());
         }
     }
-    assert!(prefix.join("share/man/man5/scr.conf.5").is_file());
+    for page in ["man5/scr.conf.5", "man7/scr.7"] {
+        assert!(prefix.join("share/man").join(page).is_file(), "{page}");
+    }
     for page in [
         "scr",
         "scr-run",
@@ -371,15 +373,21 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         .output()
         .unwrap();
     assert!(must(out, "man -w").contains("scr_index.1"));
-    let out = Command::new("man")
-        .args(["-w", "scr.conf"])
-        .env("MANPATH", prefix.join("share/man"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        Path::new(must(out, "man -w").trim()),
-        prefix.join("share/man/man5/scr.conf.5")
-    );
+    for (args, page) in [
+        (&["scr.conf"][..], "man5/scr.conf.5"),
+        (&["7", "scr"][..], "man7/scr.7"),
+    ] {
+        let out = Command::new("man")
+            .arg("-w")
+            .args(args)
+            .env("MANPATH", prefix.join("share/man"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            Path::new(must(out, "man -w").trim()),
+            prefix.join("share/man").join(page)
+        );
+    }
 
     let mpi = Mpi::Mpich;
     let work = top.path().join("apps");

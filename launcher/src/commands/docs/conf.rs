@@ -350,7 +350,7 @@ pub fn render() -> String {
     section(&mut r, "SEE ALSO");
     r.control("nh", [])
         .text([roman(
-            "scr(1), scr-run(1), scr-list-dir(1), scr-check-node(1)",
+            "scr(7), scr(1), scr-run(1), scr-list-dir(1), scr-check-node(1)",
         )])
         .control("hy", []);
     r.render()
