@@ -1,11 +1,13 @@
 //! The manual pages `scr generate-docs` writes and the hand-written scr(7): scr.conf(5)
-//! lists every parameter of the table with its default and v3.1's where they differ, scr(7)
-//! names every default that differs, and both render without a warning from groff.
+//! lists every parameter of the table with its default and v3.1's where they differ; every
+//! page renders without a warning from groff; every page a SEE ALSO names exists; the
+//! section 1 pages say what their commands read and show examples.
 
 mod common;
 
 use common::{scr_args, stdout_ok};
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The pages `scr generate-docs --man --man5` writes, and doc/scr.7, in one man tree.
@@ -28,6 +30,17 @@ fn manual() -> tempfile::TempDir {
     )
     .unwrap();
     dir
+}
+
+fn pages(tree: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for section in ["man1", "man5", "man7"] {
+        for e in std::fs::read_dir(tree.join(section)).unwrap() {
+            out.push(e.unwrap().path());
+        }
+    }
+    out.sort();
+    out
 }
 
 /// A page as `man -l` shows it, 80 columns wide and not hyphenated.
@@ -66,6 +79,22 @@ fn section(text: &str, name: &str) -> Option<String> {
 
 fn flat(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `name(section)` references in a text.
+fn references(text: &str) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for piece in text.split([' ', ',', '\n']) {
+        if let Some((name, rest)) = piece.split_once('(')
+            && let Some(section) = rest.strip_suffix(')')
+            && section.len() == 1
+            && section.chars().all(|c| c.is_ascii_digit())
+            && !name.is_empty()
+        {
+            out.insert((name.to_string(), section.to_string()));
+        }
+    }
+    out
 }
 
 #[test]
@@ -154,5 +183,87 @@ fn scr_7_names_every_default_that_differs_from_v31() {
     let schemes = section(&text, "REDUNDANCY SCHEMES").unwrap();
     for scheme in ["SINGLE", "PARTNER", "XOR", "RS"] {
         assert!(schemes.contains(scheme), "{scheme}");
+    }
+}
+
+#[test]
+fn every_page_renders_cleanly_and_names_only_pages_that_exist() {
+    let tree = manual();
+    let all = pages(tree.path());
+    let existing: BTreeSet<(String, String)> = all
+        .iter()
+        .map(|p| {
+            let file = p.file_name().unwrap().to_str().unwrap();
+            let (name, section) = file.rsplit_once('.').unwrap();
+            (name.to_string(), section.to_string())
+        })
+        .collect();
+    for page in &all {
+        assert_eq!(groff_warnings(page), "", "{}", page.display());
+        let text = rendered(page);
+        let see_also = section(&text, "SEE ALSO")
+            .unwrap_or_else(|| panic!("{} has no SEE ALSO", page.display()));
+        let named = references(&see_also);
+        assert!(!named.is_empty(), "{}: {see_also}", page.display());
+        for reference in &named {
+            assert!(
+                existing.contains(reference),
+                "{} names {}({}), which is not a page",
+                page.display(),
+                reference.0,
+                reference.1
+            );
+        }
+    }
+}
+
+#[test]
+fn command_pages_say_what_they_read_and_show_examples() {
+    let tree = manual();
+    let man1 = tree.path().join("man1");
+    let page = |name: &str| rendered(&man1.join(format!("{name}.1")));
+    // scr-run reads the relaunch loop's parameters, each described from the table
+    let run = page("scr-run");
+    let environment = section(&run, "ENVIRONMENT").expect("scr-run's ENVIRONMENT");
+    for name in [
+        "SCR_RUNS",
+        "SCR_MIN_NODES",
+        "SCR_EXCLUDE_NODES",
+        "SCR_RUN_DELAY",
+        "SCR_HALT_SECONDS",
+        "SLURM_JOB_NODELIST",
+        "PDSH_RCMD_TYPE",
+        "SCR_CONF_FILE",
+    ] {
+        assert!(environment.contains(name), "{name}:\n{environment}");
+    }
+    let help = scr::params::spec("SCR_RUN_DELAY").unwrap().help;
+    assert!(environment.contains(help), "described from the table");
+    let examples = section(&run, "EXAMPLES").expect("scr-run's EXAMPLES");
+    assert!(examples.contains("scr-run srun -N4"), "{examples}");
+    // SCR's names show examples as they are typed: scr_srun without the srun it implies
+    let srun = page("scr_srun");
+    let examples = section(&srun, "EXAMPLES").expect("scr_srun's EXAMPLES");
+    assert!(
+        examples.contains("scr_srun -N4") && !examples.contains("scr_srun srun"),
+        "{examples}"
+    );
+    let named = references(&section(&srun, "SEE ALSO").unwrap());
+    assert!(named.contains(&("scr-run".into(), "1".into())), "{named:?}");
+    // a command that reads nothing from the environment has no ENVIRONMENT section
+    let print = page("scr-print");
+    assert!(section(&print, "ENVIRONMENT").is_none());
+    assert!(section(&print, "EXAMPLES").unwrap().contains("scr print"));
+    // scr(1) names every command's page
+    let scr = page("scr");
+    let named = references(&section(&scr, "SEE ALSO").unwrap());
+    for name in [
+        "scr-run",
+        "scr-index",
+        "scr-halt",
+        "scr-postrun",
+        "scr-kill-jobstep",
+    ] {
+        assert!(named.contains(&(name.into(), "1".into())), "{name}");
     }
 }

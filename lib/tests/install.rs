@@ -319,7 +319,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     assert!(dynamic.contains("Library soname: [libscr.so]"), "{dynamic}");
 
     // every man page renders without a warning, every command has one under each of its
-    // names, and scr.conf(5) and scr(7) are there
+    // names, scr.conf(5) and scr(7) are there, and every page a SEE ALSO names is installed
     let man = prefix.join("share/man/man1");
     let mut pages: Vec<PathBuf> = Vec::new();
     for section in ["man1", "man5", "man7"] {
@@ -365,6 +365,33 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
             .output()
             .unwrap();
         assert_eq!(text(&warnings), "", "{}", page.display());
+        let see_also = t
+            .split("\nSEE ALSO\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{} has no SEE ALSO", page.display()));
+        let see_also = see_also
+            .lines()
+            .take_while(|l| l.is_empty() || l.starts_with(' '))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut named = 0;
+        for word in see_also.split([' ', ',']) {
+            let Some((name, section)) = word.strip_suffix(')').and_then(|w| w.split_once('('))
+            else {
+                continue;
+            };
+            let file = prefix
+                .join("share/man")
+                .join(format!("man{section}"))
+                .join(format!("{name}.{section}"));
+            assert!(
+                file.is_file(),
+                "{} names {word}, which is not installed",
+                page.display()
+            );
+            named += 1;
+        }
+        assert!(named > 0, "{}: SEE ALSO {see_also}", page.display());
     }
     // man finds the pages by name through MANPATH
     let out = Command::new("man")
