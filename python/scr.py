@@ -2,9 +2,9 @@
 
 The functions follow SCR v3.1's ``scr`` module: import mpi4py first (SCR needs MPI
 initialized), then ``scr.init()``. A failed call raises ``RuntimeError`` naming the SCR
-function. libscr is found as ``$SCR_LIBRARY`` if set, else ``../../../lib/libscr.so`` from this
-file (its place in an install prefix: ``<prefix>/share/scr/python``), else by the dynamic
-linker (``LD_LIBRARY_PATH``).
+function. libscr is found as ``$SCR_LIBRARY`` if set, else in the library directory of the
+install this file belongs to (``<prefix>/share/scr/python``; ``scripts/install.sh`` writes its
+``--libdir`` into the copy it installs), else by the dynamic linker (``LD_LIBRARY_PATH``).
 
     from mpi4py import MPI
     import scr
@@ -33,10 +33,19 @@ FLAG_OUTPUT = 2
 MAX_FILENAME = 1024
 
 
+# The install's library directory: relative to this file's directory, and as an absolute
+# path for a copy that `pip install` moved elsewhere. scripts/install.sh writes its --libdir
+# into both lines of the copy it installs; these values are the default layout's.
+_INSTALL_LIBDIR_RELATIVE = os.path.join("..", "..", "..", "lib")
+_INSTALL_LIBDIR = None
+
+
 def _library_candidates():
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.realpath(__file__))
     yield os.environ.get("SCR_LIBRARY")
-    yield os.path.join(here, "..", "..", "..", "lib", "libscr.so")
+    yield os.path.normpath(os.path.join(here, _INSTALL_LIBDIR_RELATIVE, "libscr.so"))
+    if _INSTALL_LIBDIR:
+        yield os.path.join(_INSTALL_LIBDIR, "libscr.so")
     yield "libscr.so"
 
 

@@ -79,9 +79,11 @@ deps=(
   "python3-mpi4py file /usr/lib/python3/dist-packages/mpi4py/__init__.py"
   # the event log's syslog test runs a real rsyslogd
   "rsyslog cmd rsyslogd"
-  # the install tests: CMake's find_package, man -l
+  # the install tests: CMake's find_package, man -l, and the installed modulefile loaded
+  # with Debian's Lmod (its shell initialization, which the test sources)
   "cmake cmd cmake"
   "man-db cmd man"
+  "lmod file /usr/share/lmod/lmod/init/bash"
   # the SLURM cluster of the end-to-end tests (tests/cluster/cluster.sh)
   "slurm-wlm cmd slurmctld"
   "slurm-wlm cmd slurmd"

@@ -81,6 +81,7 @@ fn setup_asks_for_each_missing_package_and_nothing_else() {
         "mpich",
         "gfortran",
         "cmake",
+        "lmod",
         "slurm-wlm",
     ] {
         assert!(proofs.contains_key(pkg), "no proof for {pkg}: {proofs:?}");

@@ -1,7 +1,7 @@
 //! `scripts/install.sh` as a user meets it: install to a fresh prefix, then build the example
 //! against the installed SCR the three ways HPC users do (pkg-config, CMake's
-//! `find_package(scr)`, plain `mpicc -I -L -lscr`) plus Fortran with `-lscrf -lscr` through
-//! the installed examples' Makefile, and run each checkpoint → restart under real MPI; the
+//! `find_package(scr)`, plain `mpicc -I -L -lscr`) plus Fortran with SCR's `-lscrf` alone and
+//! CMake's `scr::scrf`/`scr::scrf-static`, and run each checkpoint → restart under real MPI; the
 //! same against an Open MPI install under Open MPI's `mpirun`; every man page renders; the
 //! uninstall removes exactly what was installed. Under Open MPI also: scr-run relaunches
 //! around a down node, and the installed Python module checkpoints, is killed, restarts.
@@ -36,26 +36,52 @@ fn system_config() -> PathBuf {
     conf
 }
 
-fn install(prefix: &Path, mpi: &str) {
+/// Where the installs build: a target directory of their own, since their library and
+/// commands have the test's configuration path compiled in and target/release's are taken
+/// by benchmarks and users.
+fn install_target() -> PathBuf {
+    workspace().join("target/install-test/target")
+}
+
+fn install(prefix: &Path, mpi: &str, more: &[&str]) {
     let out = Command::new(workspace().join("scripts/install.sh"))
         .arg("--prefix")
         .arg(prefix)
         .args(["--mpi", mpi])
+        .args(more)
         .arg("--config-file")
         .arg(system_config())
-        .env_remove("CARGO_TARGET_DIR")
+        .env("CARGO_TARGET_DIR", install_target())
         .env_remove("MPICC")
         .output()
         .unwrap();
     must(out, "install.sh");
 }
 
-/// `pkg-config --cflags --libs scr` against the install's scr.pc.
-fn pkg_config(prefix: &Path) -> String {
+/// The release artifacts of the workspace's shared target directory, each with when it
+/// was last written (None: not there).
+fn shared_release_artifacts() -> Vec<(PathBuf, Option<std::time::SystemTime>)> {
+    let release = workspace().join("target/release");
+    ["libscr_runtime.so", "libscr_runtime.a", "scr", "scr-run"]
+        .into_iter()
+        .map(|f| {
+            let path = release.join(f);
+            let written = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+            (path, written)
+        })
+        .collect()
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `pkg-config --cflags --libs scr` against the scr.pc of the install's library directory.
+fn pkg_config(libdir: &Path) -> String {
     must(
         Command::new("pkg-config")
             .args(["--cflags", "--libs", "scr"])
-            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+            .env("PKG_CONFIG_PATH", libdir.join("pkgconfig"))
             .output()
             .unwrap(),
         "pkg-config",
@@ -136,6 +162,47 @@ fn checkpoint_then_restart(mpi: Mpi, app: &Path, args: &[&str], restarted: &str)
     assert!(cntl.is_dir(), "{} missing", cntl.display());
 }
 
+/// A path as one shell word.
+fn quoted(path: &Path) -> String {
+    let text = path.to_str().unwrap();
+    assert!(!text.contains('\''), "{text}");
+    format!("'{text}'")
+}
+
+/// What `script` prints in a login shell after `module use <prefix>/share/modulefiles;
+/// module load scr` with Debian's Lmod, as on an HPC site; the variables the module sets
+/// are unset first.
+fn with_module_loaded(prefix: &Path, script: &str) -> String {
+    let script = format!(
+        "set -e\nsource /usr/share/lmod/lmod/init/bash\n\
+         unset LD_LIBRARY_PATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH PYTHONPATH SCR_ROOT SCR_LIBRARY\n\
+         module use {}/share/modulefiles\nmodule load scr\n{script}",
+        quoted(prefix)
+    );
+    let out = Command::new("bash")
+        .arg("-lc")
+        .arg(script)
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "module load scr: {}", text(&out));
+    t
+}
+
+/// An application's own Makefile, with the link lines of SCR's user guide (integration.rst)
+/// for an SCR installed in `$(SCR_ROOT)` with its libraries in lib64.
+const APPLICATION_MAKEFILE: &str = "\
+SCR_ROOT ?= /opt/scr
+MPICC = mpicc.openmpi
+MPIF90 = mpif90.openmpi
+CFLAGS = -O2 -I$(SCR_ROOT)/include
+all: app appf
+app: test_api.c
+\t$(MPICC) $(CFLAGS) -o $@ $< -L$(SCR_ROOT)/lib64 -lscr -Wl,-rpath,$(SCR_ROOT)/lib64
+appf: test_ckpt.F90
+\t$(MPIF90) $(CFLAGS) -o $@ $< -L$(SCR_ROOT)/lib64 -lscrf -Wl,-rpath,$(SCR_ROOT)/lib64
+";
+
 fn copy_example(prefix: &Path, dir: &Path, file: &str) -> PathBuf {
     let to = dir.join(file);
     std::fs::copy(prefix.join("share/scr/examples").join(file), &to).unwrap();
@@ -146,7 +213,30 @@ fn copy_example(prefix: &Path, dir: &Path, file: &str) -> PathBuf {
 fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     let top = tempfile::tempdir().unwrap();
     let prefix = top.path().join("scr");
-    install(&prefix, "mpich");
+    let shared_before = shared_release_artifacts();
+    install(&prefix, "mpich", &[]);
+
+    // the configuration path the install was built to read is in its library, and in
+    // nothing this install wrote to the shared target/release
+    let config = system_config();
+    let config = config.to_str().unwrap().as_bytes();
+    assert!(
+        contains(
+            &std::fs::read(prefix.join("lib/libscr.so")).unwrap(),
+            config
+        ),
+        "the installed libscr.so reads the configuration it was built with"
+    );
+    for (path, before) in shared_before {
+        let after = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        if after.is_some() && after != before {
+            assert!(
+                !contains(&std::fs::read(&path).unwrap(), config),
+                "{} was built by the install test with its configuration path compiled in",
+                path.display()
+            );
+        }
+    }
 
     // the layout
     for f in [
@@ -154,8 +244,6 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         "bin/scr-run",
         "lib/libscr.so",
         "lib/libscr.a",
-        "lib/libscrf.so",
-        "lib/libscrf.a",
         "include/scr.h",
         "include/scrf.h",
         "lib/pkgconfig/scr.pc",
@@ -172,6 +260,14 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     ] {
         let meta = std::fs::symlink_metadata(prefix.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(meta.is_file(), "{f} is a real file");
+    }
+    // SCR's Fortran library is libscr under its name (libscr carries the Fortran interface)
+    for (name, target) in [("libscrf.so", "libscr.so"), ("libscrf.a", "libscr.a")] {
+        assert_eq!(
+            std::fs::read_link(prefix.join("lib").join(name)).unwrap(),
+            Path::new(target),
+            "{name}"
+        );
     }
     // Debian's mpi4py is built against Open MPI: with this MPICH install, importing scr
     // (in either order) names both MPIs and the fix, instead of crashing in SCR_Init
@@ -190,6 +286,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         assert!(!o.status.success(), "{program}: {t}");
         assert!(
             t.contains("ImportError: scr: mpi4py uses Open MPI but libscr")
+                && t.contains(&format!("libscr ({}/lib/libscr.so)", prefix.display()))
                 && t.contains("was built against MPICH")
                 && t.contains("install.sh --mpi openmpi"),
             "{program}: {t}"
@@ -221,12 +318,18 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     let dynamic = dynamic_section(&prefix.join("lib/libscr.so"));
     assert!(dynamic.contains("Library soname: [libscr.so]"), "{dynamic}");
 
-    // every man page renders, and every command has one under each of its names
+    // every man page renders without a warning, every command has one under each of its
+    // names, scr.conf(5) and scr(7) are there, and every page a SEE ALSO names is installed
     let man = prefix.join("share/man/man1");
-    let pages: Vec<PathBuf> = std::fs::read_dir(&man)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut pages: Vec<PathBuf> = Vec::new();
+    for section in ["man1", "man5", "man7"] {
+        for e in std::fs::read_dir(prefix.join("share/man").join(section)).unwrap() {
+            pages.push(e.unwrap().path());
+        }
+    }
+    for page in ["man5/scr.conf.5", "man7/scr.7"] {
+        assert!(prefix.join("share/man").join(page).is_file(), "{page}");
+    }
     for page in [
         "scr",
         "scr-run",
@@ -256,6 +359,39 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
             "{}: {t}",
             page.display()
         );
+        let warnings = Command::new("groff")
+            .args(["-k", "-ww", "-z", "-t", "-man"])
+            .arg(page)
+            .output()
+            .unwrap();
+        assert_eq!(text(&warnings), "", "{}", page.display());
+        let see_also = t
+            .split("\nSEE ALSO\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{} has no SEE ALSO", page.display()));
+        let see_also = see_also
+            .lines()
+            .take_while(|l| l.is_empty() || l.starts_with(' '))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut named = 0;
+        for word in see_also.split([' ', ',']) {
+            let Some((name, section)) = word.strip_suffix(')').and_then(|w| w.split_once('('))
+            else {
+                continue;
+            };
+            let file = prefix
+                .join("share/man")
+                .join(format!("man{section}"))
+                .join(format!("{name}.{section}"));
+            assert!(
+                file.is_file(),
+                "{} names {word}, which is not installed",
+                page.display()
+            );
+            named += 1;
+        }
+        assert!(named > 0, "{}: SEE ALSO {see_also}", page.display());
     }
     // man finds the pages by name through MANPATH
     let out = Command::new("man")
@@ -264,6 +400,21 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         .output()
         .unwrap();
     assert!(must(out, "man -w").contains("scr_index.1"));
+    for (args, page) in [
+        (&["scr.conf"][..], "man5/scr.conf.5"),
+        (&["7", "scr"][..], "man7/scr.7"),
+    ] {
+        let out = Command::new("man")
+            .arg("-w")
+            .args(args)
+            .env("MANPATH", prefix.join("share/man"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            Path::new(must(out, "man -w").trim()),
+            prefix.join("share/man").join(page)
+        );
+    }
 
     let mpi = Mpi::Mpich;
     let work = top.path().join("apps");
@@ -272,7 +423,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     let restarted = "restarted from ckpt.2 (timestep 2), data verified";
 
     // 1. pkg-config
-    let pc = pkg_config(&prefix);
+    let pc = pkg_config(&prefix.join("lib"));
     assert!(
         pc.contains(&format!("-I{}/include", prefix.display())),
         "{pc}"
@@ -290,15 +441,19 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     );
     checkpoint_then_restart(mpi, &app, &["4000", "2"], restarted);
 
-    // 2. CMake: find_package(scr), scr::scr and scr::scr-static
+    // 2. CMake: find_package(scr), scr::scr and scr::scr-static; SCR's Fortran targets
+    // scr::scrf and scr::scrf-static
     let project = work.join("cmake");
     std::fs::create_dir(&project).unwrap();
     std::fs::copy(&source, project.join("test_api.c")).unwrap();
+    copy_example(&prefix, &project, "test_ckpt.F90");
     std::fs::write(
         project.join("CMakeLists.txt"),
-        "cmake_minimum_required(VERSION 3.14)\nproject(app C)\nfind_package(scr 0.1 REQUIRED)\n\
+        "cmake_minimum_required(VERSION 3.14)\nproject(app C Fortran)\nfind_package(scr 0.1 REQUIRED)\n\
          add_executable(app test_api.c)\ntarget_link_libraries(app scr::scr)\n\
-         add_executable(app_static test_api.c)\ntarget_link_libraries(app_static scr::scr-static)\n",
+         add_executable(app_static test_api.c)\ntarget_link_libraries(app_static scr::scr-static)\n\
+         add_executable(appf test_ckpt.F90)\ntarget_link_libraries(appf scr::scrf)\n\
+         add_executable(appf_static test_ckpt.F90)\ntarget_link_libraries(appf_static scr::scrf-static)\n",
     )
     .unwrap();
     let build = project.join("build");
@@ -328,6 +483,19 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         "app_static links libscr.a: {linked}"
     );
     checkpoint_then_restart(mpi, &build.join("app_static"), &["4000", "2"], restarted);
+    let fortran_restarted = "restarted from ckpt.2, data verified";
+    let linked = dynamic_section(&build.join("appf"));
+    assert!(
+        linked.contains("[libscr.so]") && !linked.contains("libscrf"),
+        "scr::scrf records libscr.so: {linked}"
+    );
+    checkpoint_then_restart(mpi, &build.join("appf"), &[], fortran_restarted);
+    let linked = dynamic_section(&build.join("appf_static"));
+    assert!(
+        !linked.contains("[libscr.so]"),
+        "appf_static links libscrf.a: {linked}"
+    );
+    checkpoint_then_restart(mpi, &build.join("appf_static"), &[], fortran_restarted);
 
     // 3. plain mpicc -I -L -lscr (the run finds libscr through LD_LIBRARY_PATH)
     let app = work.join("app_plain");
@@ -348,7 +516,29 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     checkpoint_then_restart(mpi, &app, &["4000", "2"], restarted);
     unsafe { std::env::remove_var("LD_LIBRARY_PATH") };
 
-    // Fortran through the installed examples' Makefile: -lscrf -lscr
+    // Fortran with SCR's documented link line, -lscrf alone (no -lscr)
+    let app = work.join("app_fortran");
+    must(
+        Command::new("mpif90")
+            .arg(format!("-I{}/include", prefix.display()))
+            .arg(prefix.join("share/scr/examples/test_ckpt.F90"))
+            .arg("-o")
+            .arg(&app)
+            .arg(format!("-L{}/lib", prefix.display()))
+            .arg("-lscrf")
+            .arg(format!("-Wl,-rpath,{}/lib", prefix.display()))
+            .output()
+            .unwrap(),
+        "mpif90 -lscrf",
+    );
+    let linked = dynamic_section(&app);
+    assert!(
+        linked.contains("[libscr.so]") && !linked.contains("libscrf"),
+        "one libscr whatever the name it was linked by: {linked}"
+    );
+    checkpoint_then_restart(mpi, &app, &[], fortran_restarted);
+
+    // and through the installed examples' Makefile, which uses the same line
     let examples = work.join("examples");
     std::fs::create_dir(&examples).unwrap();
     for f in ["Makefile", "test_api.c", "test_ckpt.F90"] {
@@ -362,12 +552,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
             .unwrap(),
         "make in the installed examples",
     );
-    checkpoint_then_restart(
-        mpi,
-        &examples.join("test_ckpt"),
-        &[],
-        "restarted from ckpt.2, data verified",
-    );
+    checkpoint_then_restart(mpi, &examples.join("test_ckpt"), &[], fortran_restarted);
 
     // uninstall: exactly what was installed goes; a file of the user's stays
     let mine = prefix.join("etc/site.conf");
@@ -380,7 +565,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     std::fs::remove_dir(&prefix).unwrap();
 
     // installed again into an empty prefix and uninstalled: nothing at all is left
-    install(&prefix, "mpich");
+    install(&prefix, "mpich", &[]);
     uninstall(&prefix);
     assert!(
         !prefix.exists() || walk(&prefix).is_empty(),
@@ -390,16 +575,33 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
 }
 
 #[test]
-fn an_open_mpi_install_restarts_under_open_mpi() {
+fn an_open_mpi_install_in_lib64_restarts_under_open_mpi() {
     let top = tempfile::tempdir().unwrap();
     let prefix = top.path().join("scr-openmpi");
-    install(&prefix, "openmpi");
-    let pc = pkg_config(&prefix);
+    // as CMake's GNUInstallDirs on distributions that use lib64: relative to the prefix
+    install(&prefix, "openmpi", &["--libdir", "lib64"]);
+    let lib64 = prefix.join("lib64");
+    for f in ["libscr.so", "libscr.a", "pkgconfig/scr.pc"] {
+        assert!(lib64.join(f).is_file(), "{f} in lib64");
+    }
+    assert_eq!(
+        std::fs::read_link(lib64.join("libscrf.so")).unwrap(),
+        Path::new("libscr.so")
+    );
+    assert!(!prefix.join("lib").exists(), "nothing in lib");
+    let pc = pkg_config(&lib64);
     assert!(
         pc.contains("openmpi"),
         "scr.pc requires Open MPI's flags: {pc}"
     );
-    let dynamic = dynamic_section(&prefix.join("lib/libscr.so"));
+    let lib64_flags = [
+        format!("-L{}", lib64.display()),
+        format!("-Wl,-rpath,{}", lib64.display()),
+    ];
+    for flag in &lib64_flags {
+        assert!(pc.contains(flag.as_str()), "{flag} in {pc}");
+    }
+    let dynamic = dynamic_section(&lib64.join("libscr.so"));
     assert!(
         dynamic.contains("libmpi.so.40"),
         "libscr links Open MPI: {dynamic}"
@@ -415,11 +617,151 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
             .unwrap(),
         "mpicc.openmpi",
     );
+    let restarted = "restarted from ckpt.2 (timestep 2), data verified";
+    checkpoint_then_restart(Mpi::OpenMpi, &app, &["4000", "2"], restarted);
+
+    // Lmod: in a login shell, `module use <prefix>/share/modulefiles; module load scr` sets
+    // what building and running need, and nothing else is needed: an application's own
+    // Makefile (SCR's documented link lines in $(SCR_ROOT)/lib64) and a CMake project
+    // build in that environment alone
+    let apps = top.path().join("apps");
+    std::fs::create_dir(&apps).unwrap();
+    for f in ["test_api.c", "test_ckpt.F90"] {
+        copy_example(&prefix, &apps, f);
+    }
+    std::fs::write(apps.join("Makefile"), APPLICATION_MAKEFILE).unwrap();
+    let project = top.path().join("cmake");
+    std::fs::create_dir(&project).unwrap();
+    copy_example(&prefix, &project, "test_api.c");
+    std::fs::write(
+        project.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.14)\nproject(app C)\nfind_package(scr REQUIRED)\n\
+         add_executable(app test_api.c)\ntarget_link_libraries(app scr::scr)\n",
+    )
+    .unwrap();
+    let build = project.join("build");
+    let loaded = with_module_loaded(
+        &prefix,
+        &format!(
+            "make -C {apps} >&2\ncmake -S {project} -B {build} >&2\ncmake --build {build} >&2\n\
+             for v in PATH MANPATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH PYTHONPATH SCR_ROOT; do\n\
+               printf '%s=%s\\n' \"$v\" \"${{!v-}}\"\n\
+             done\n\
+             printf 'LD_LIBRARY_PATH=%s\\n' \"${{LD_LIBRARY_PATH-unset}}\"\n\
+             printf 'scr=%s\\n' \"$(command -v scr)\"\n\
+             printf 'pkg-config=%s\\n' \"$(pkg-config --libs scr)\"\n\
+             printf 'man=%s\\n' \"$(man -w scr_srun)\"\n\
+             printf 'python=%s\\n' \"$(python3 -c 'import scr; print(scr._lib_path)')\"\n\
+             module unload scr\n\
+             printf 'unloaded=%s\\n' \"$PATH\"\n",
+            apps = quoted(&apps),
+            project = quoted(&project),
+            build = quoted(&build),
+        ),
+    );
+    let var = |name: &str| -> String {
+        loaded
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {loaded}"))
+            .to_string()
+    };
+    let has = |name: &str, dir: PathBuf| {
+        assert!(
+            var(name).split(':').any(|d| Path::new(d) == dir),
+            "{name} has {}: {loaded}",
+            dir.display()
+        );
+    };
+    has("PATH", prefix.join("bin"));
+    has("MANPATH", prefix.join("share/man"));
+    has("PKG_CONFIG_PATH", lib64.join("pkgconfig"));
+    has("CMAKE_PREFIX_PATH", prefix.clone());
+    has("PYTHONPATH", prefix.join("share/scr/python"));
+    assert_eq!(Path::new(&var("SCR_ROOT")), prefix, "{loaded}");
+    assert_eq!(
+        var("LD_LIBRARY_PATH"),
+        "unset",
+        "rpaths, not a library path"
+    );
+    assert_eq!(Path::new(&var("scr")), prefix.join("bin/scr"));
+    assert!(var("pkg-config").contains(&lib64_flags[0]), "{loaded}");
+    assert_eq!(
+        Path::new(&var("man")),
+        prefix.join("share/man/man1/scr_srun.1")
+    );
+    assert_eq!(Path::new(&var("python")), lib64.join("libscr.so"));
+    assert!(
+        !var("unloaded")
+            .split(':')
+            .any(|d| Path::new(d) == prefix.join("bin")),
+        "module unload scr takes it out of PATH: {loaded}"
+    );
+    checkpoint_then_restart(Mpi::OpenMpi, &apps.join("app"), &["4000", "2"], restarted);
     checkpoint_then_restart(
         Mpi::OpenMpi,
-        &app,
-        &["4000", "2"],
-        "restarted from ckpt.2 (timestep 2), data verified",
+        &apps.join("appf"),
+        &[],
+        "restarted from ckpt.2, data verified",
+    );
+    // the installed examples' Makefile and CMake's package name lib64 too
+    let examples = top.path().join("examples");
+    std::fs::create_dir(&examples).unwrap();
+    for f in ["Makefile", "test_api.c", "test_ckpt.F90"] {
+        copy_example(&prefix, &examples, f);
+    }
+    must(
+        Command::new("make")
+            .arg("-C")
+            .arg(&examples)
+            .output()
+            .unwrap(),
+        "make in the installed examples",
+    );
+    for app in ["test_api", "test_ckpt"] {
+        let linked = dynamic_section(&examples.join(app));
+        assert!(
+            linked.contains(&format!("[{}]", lib64.display())),
+            "{app} finds libscr in lib64: {linked}"
+        );
+    }
+    let linked = dynamic_section(&build.join("app"));
+    assert!(
+        linked.contains("[libscr.so]") && linked.contains(&lib64.display().to_string()),
+        "scr::scr is lib64's libscr: {linked}"
+    );
+
+    // the Python module finds lib64's libscr with neither SCR_LIBRARY nor LD_LIBRARY_PATH:
+    // installed, copied elsewhere (as pip install does), and from the source tree
+    let elsewhere = top.path().join("site-packages");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::copy(
+        prefix.join("share/scr/python/scr.py"),
+        elsewhere.join("scr.py"),
+    )
+    .unwrap();
+    let library_of = |module_dir: &Path, library: Option<&Path>| {
+        let mut cmd = Command::new("/usr/bin/python3");
+        cmd.args(["-c", "import scr; print(scr._lib_path)"])
+            .env("PYTHONPATH", module_dir)
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("SCR_LIBRARY");
+        if let Some(l) = library {
+            cmd.env("SCR_LIBRARY", l);
+        }
+        PathBuf::from(must(cmd.output().unwrap(), "import scr").trim())
+    };
+    for dir in [prefix.join("share/scr/python"), elsewhere] {
+        assert_eq!(
+            library_of(&dir, None),
+            lib64.join("libscr.so"),
+            "{}",
+            dir.display()
+        );
+    }
+    assert_eq!(
+        library_of(&workspace().join("python"), Some(&lib64.join("libscr.so"))),
+        lib64.join("libscr.so")
     );
 
     // scr-run relaunches the Open MPI job around a down node: n1..n4 emulated through an
@@ -525,6 +867,8 @@ fn an_open_mpi_install_restarts_under_open_mpi() {
         );
         private_job(&mut cmd, &py, &py.join("prefix"), "python");
         cmd.env("PYTHONPATH", prefix.join("share/scr/python"))
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("SCR_LIBRARY")
             .env("KILL_AFTER", kill_after)
             .env("REFUSE_FIRST", refuse_first)
             .env("SCR_FLUSH", "1");

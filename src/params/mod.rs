@@ -117,7 +117,7 @@ impl Sources {
     /// `SCR_PREFIX` or the working directory.
     pub fn from_process() -> Sources {
         let env = |k: &str| std::env::var(k).ok();
-        let system = system_config_path(&env, option_env!("SCR_CONFIG_FILE"), &|p| p.exists());
+        let system = system_config_path(&env, BUILT_SYSTEM_CONFIG, &|p| p.exists());
         let prefix = std::env::var_os("SCR_PREFIX")
             .map(PathBuf::from)
             .or_else(|| std::env::current_dir().ok());

@@ -115,6 +115,49 @@ params! {
     "SCR_WATCHDOG_TIMEOUT_PFS", None, Count, "the same while flushing to the prefix";
 }
 
+/// A built-in default that differs from SCR v3.1's (its user guide, `config.rst`): what
+/// v3.1 uses and why this one is kept. `scr.conf(5)` and `scr(7)` print them.
+#[derive(Clone, Copy, Debug)]
+pub struct V31Default {
+    pub name: &'static str,
+    /// v3.1's default as its user guide gives it.
+    pub v31: &'static str,
+    pub why: &'static str,
+}
+
+/// Every parameter whose default here is not SCR v3.1's.
+pub const V31_DEFAULTS: &[V31Default] = &[
+    V31Default {
+        name: "SCR_CNTL_BASE",
+        v31: "/dev/shm",
+        why: "SCR v2.0's default is kept, as for every default v3.1 changed; sites set their own in the system configuration",
+    },
+    V31Default {
+        name: "SCR_CACHE_BASE",
+        v31: "/dev/shm",
+        why: "SCR v2.0's default is kept; set SCR_CACHE_BASE=/dev/shm (or a STORE line) to cache in memory as v3.1 does",
+    },
+    V31Default {
+        name: "SCR_CACHE_BYPASS",
+        v31: "1",
+        why: "Checkpoints go to cache, as in SCR v2.0, which has no bypass; set 1 for v3.1's behaviour",
+    },
+    V31Default {
+        name: "SCR_HALT_EXIT",
+        v31: "0",
+        why: "Unset, SCR v2.0's SCR_HALT_ENABLED (default 1) decides, so a halted job exits as it did in v2.0; set 0 for v3.1's",
+    },
+    V31Default {
+        name: "SCR_MPI_BUF_SIZE",
+        v31: "131072",
+        why: "4 MiB pieces make redundancy encoding 10-40x faster where ranks share cores (benches/redundancy.sh)",
+    },
+];
+
+/// The system configuration file path this build was given (`scripts/install.sh
+/// --config-file`, SCR's `SCR_CONFIG_FILE`), if any.
+pub const BUILT_SYSTEM_CONFIG: Option<&str> = option_env!("SCR_CONFIG_FILE");
+
 /// Parents of descriptor lines (entries with attributes), current and 1.1-8.
 pub const DESCRIPTOR_KEYS: &[&str] = &[
     "STORE",
@@ -127,7 +170,7 @@ pub const DESCRIPTOR_KEYS: &[&str] = &[
 ];
 
 /// Attributes each descriptor accepts.
-pub(super) fn allowed_children(parent: &str) -> Option<&'static [&'static str]> {
+pub fn allowed_children(parent: &str) -> Option<&'static [&'static str]> {
     Some(match parent {
         "STORE" => &["GROUP", "COUNT", "ENABLED", "MKDIR", "FLUSH"],
         "CKPT" => &[

@@ -256,3 +256,16 @@ fn a_store_keeps_its_own_count_else_the_cache_size_and_at_least_one() {
     let p = load(&[("SCR_CACHE_SIZE", "0")], None, None).unwrap();
     assert_eq!(p.cache_size("/tmp"), 1);
 }
+
+#[test]
+fn every_default_said_to_differ_from_v31_does() {
+    for d in V31_DEFAULTS {
+        let spec = spec(d.name).unwrap_or_else(|| panic!("{} is not a parameter", d.name));
+        assert_ne!(spec.default, Some(d.v31), "{}", d.name);
+        check_value(spec, d.v31).unwrap_or_else(|e| panic!("v3.1's default: {e}"));
+    }
+    let mut names: Vec<&str> = V31_DEFAULTS.iter().map(|d| d.name).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), V31_DEFAULTS.len(), "a parameter listed twice");
+}
