@@ -435,10 +435,17 @@ pub fn extra(sub: Option<&str>) -> Extra {
         },
         "should-exit" => Extra {
             environment: vars(&[&["SCR_HALT_SECONDS", "SCR_END_TIME"], CONFIG]),
-            examples: &[(
-                "--prefix /p/lscratch/run1",
-                "exit 0, saying why, when that job should stop",
-            )],
+            examples: &[
+                (
+                    "--prefix /p/lscratch/run1",
+                    "exit 0, saying why, when that job should stop",
+                ),
+                (
+                    "--prefix /p/lscratch/run1 --down node7 --min-nodes 16 -v",
+                    "also stop when, without node7, fewer than 16 nodes are left; say what \
+                     was checked",
+                ),
+            ],
             related: &["halt", "retries-halt"],
             reads_config: true,
         },
