@@ -162,6 +162,7 @@ mod tests {
     fn files_written_side_by_side_read_back_whole() {
         let dir = tempfile::tempdir().unwrap();
         let prefix = dir.path().join("prefix");
+        std::fs::create_dir(&prefix).unwrap();
         let sizes = [1000u64, 0, 2500, 333];
         let mut at = 0;
         let mut placed = Vec::new();

@@ -242,17 +242,17 @@ pub fn job_id(scr_job_id: Option<&str>, env: impl Fn(&str) -> Option<String>) ->
         .or_else(|| resource_manager_job_id(env))
 }
 
-/// The user name in directory names: SCR_USER_NAME, else USER (None when neither is set).
-pub fn user_name() -> Option<String> {
+/// The user name in directory names: SCR_USER_NAME, else USER, else the account's.
+pub fn user_name() -> String {
     ["SCR_USER_NAME", "USER"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-        .or_else(account_name)
+        .unwrap_or_else(account_name)
 }
 
 /// The name of the account this process runs as (the password database's), for when the
 /// environment names none: users without USER must not share one `unknown` directory.
-fn account_name() -> Option<String> {
+pub(crate) fn account_name() -> String {
     let uid = rustix::process::geteuid().as_raw();
     let mut buf = vec![0 as libc::c_char; 4096];
     // SAFETY: a zeroed passwd is a valid out-parameter; buf outlives the call and the result
@@ -260,11 +260,11 @@ fn account_name() -> Option<String> {
     let mut found: *mut libc::passwd = std::ptr::null_mut();
     let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
     if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
-        return Some(format!("uid{uid}"));
+        return format!("uid{uid}");
     }
     // SAFETY: getpwuid_r set pw_name to a NUL-terminated string inside buf
     let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
-    Some(name.to_string_lossy().into_owned())
+    name.to_string_lossy().into_owned()
 }
 
 /// XOR redundancy file name (v1.1.8+): `xor.<gid>_<r+1>_of_<n>.scr`.

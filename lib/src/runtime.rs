@@ -506,7 +506,7 @@ impl Scr {
             nodes,
         } = group_by_node(&world, &name);
 
-        let user = layout::user_name().unwrap_or_else(|| "unknown".into());
+        let user = layout::user_name();
         let jobid = layout::job_id(params.get("SCR_JOB_ID"), |k| std::env::var(k).ok())
             .unwrap_or_else(|| "defjobid".into());
         let prefix = layout::prefix_dir(None, params.get("SCR_PREFIX"))?;

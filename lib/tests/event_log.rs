@@ -68,12 +68,7 @@ fn the_text_log_records_a_failed_run_and_ckpt_interval_gives_dalys_interval() {
     let run1 = (ev[starts[1] - 1].0 - ev[starts[0]].0) as f64 / 1000.0;
     let run2 = (ev.last().unwrap().0 - ev[starts[1]].0) as f64 / 1000.0;
     let m = run1 + run2;
-    let costs: Vec<f64> = ev
-        .iter()
-        .filter(|e| e.1 == "CHECKPOINT")
-        .map(|e| e.2.unwrap())
-        .collect();
-    let c = costs.iter().sum::<f64>() / costs.len() as f64;
+    let c = mean_checkpoint_cost(&ev);
     let daly = if c >= 2.0 * m {
         m
     } else {
@@ -108,12 +103,7 @@ fn the_text_log_records_a_failed_run_and_ckpt_interval_gives_dalys_interval() {
     let log = std::fs::read_to_string(job2.prefix().join(".scr/log")).unwrap();
     let ev = events(&log);
     let observed = (ev.last().unwrap().0 - ev[0].0) as f64 / 1000.0;
-    let costs: Vec<f64> = ev
-        .iter()
-        .filter(|e| e.1 == "CHECKPOINT")
-        .map(|e| e.2.unwrap())
-        .collect();
-    let c = costs.iter().sum::<f64>() / costs.len() as f64;
+    let c = mean_checkpoint_cost(&ev);
     let out = Command::new(&scr)
         .args(["ckpt-interval", "--json", "-p"])
         .arg(job2.prefix())
@@ -294,4 +284,14 @@ fn events_reach_a_real_syslog_daemon_with_the_configured_facility_level_and_iden
         !job.prefix().join(".scr/log").exists(),
         "SCR_LOG_TXT_ENABLE=0"
     );
+}
+
+/// The mean of the logged checkpoints' costs, in seconds.
+fn mean_checkpoint_cost(ev: &[(i64, String, Option<f64>)]) -> f64 {
+    let costs: Vec<f64> = ev
+        .iter()
+        .filter(|e| e.1 == "CHECKPOINT")
+        .map(|e| e.2.unwrap())
+        .collect();
+    costs.iter().sum::<f64>() / costs.len() as f64
 }

@@ -117,7 +117,7 @@ fn a_cache_or_control_directory_that_is_a_link_or_open_to_others_is_refused() {
     let t = text(&o);
     assert!(!o.status.success() && t.contains("aborting the job"), "{t}");
     assert!(
-        t.contains("writable by others") && t.contains("chmod go-w"),
+        t.contains("writable by everyone") && t.contains("chmod o-w"),
         "{t}"
     );
 }
@@ -125,44 +125,48 @@ fn a_cache_or_control_directory_that_is_a_link_or_open_to_others_is_refused() {
 #[test]
 fn modes_follow_the_umask_and_a_flushed_file_keeps_its_own() {
     let job = Job::new();
-    let cmd = job.command(None, 2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
-    // the same launch under umask 077: the application's files are 0600
-    let mut sh = std::process::Command::new("sh");
-    sh.arg("-c")
-        .arg("umask 077; exec \"$0\" \"$@\"")
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .current_dir(job.prefix());
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => sh.env(k, v),
-            None => sh.env_remove(k),
-        };
-    }
-    let o = sh.output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    // under umask 077: the application's files are 0600
+    job.run_ok_under_umask("077", None, 2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&job.prefix().join("ckpt.1/rank_1.ckpt")), 0o600);
     assert_eq!(mode(&job.prefix().join(".scr")), 0o700);
     assert_eq!(mode(&job.prefix().join(".scr/index.scr")), 0o600);
     // without a umask of its own a 0640 file stays 0640 on the prefix
     let job = Job::new();
-    let mut sh = std::process::Command::new("sh");
-    let cmd = job.command(None, 2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
-    sh.arg("-c")
-        .arg("umask 027; exec \"$0\" \"$@\"")
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .current_dir(job.prefix());
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            sh.env(k, v);
-        }
-    }
-    let o = sh.output().unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    job.run_ok_under_umask("027", None, 2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
     assert_eq!(mode(&job.prefix().join("ckpt.1/rank_0.ckpt")), 0o640);
     assert_eq!(mode(&job.prefix().join(".scr")), 0o750);
+}
+
+#[test]
+fn under_umask_002_checkpoints_restart_from_the_prefix_and_a_shared_group_is_not_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    // RHEL-family defaults: umask 002, each user in a group of their own (root's here);
+    // with the cache bypassed the application's own group-writable files are on the prefix
+    let job = Job::new();
+    let bypass = [("SCR_CACHE_BYPASS", "1"), ("SCR_FLUSH", "0")];
+    job.run_ok_under_umask("002", None, 2, &["1000", "2"], &bypass);
+    let file = job.prefix().join("ckpt.2/rank_1.ckpt");
+    assert_eq!(mode(&file), 0o664);
+    delete_caches(&job);
+    let t = job.run_ok_under_umask("002", None, 2, &["1000", "0"], &[("SCR_FLUSH", "0")]);
+    assert!(t.contains("restarted from ckpt.2"), "{t}");
+    // the copies a flush keeps are the user's alone to write, whatever the umask
+    let flushed = Job::new();
+    flushed.run_ok_under_umask("002", None, 2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
+    assert_eq!(mode(&flushed.prefix().join("ckpt.1/rank_0.ckpt")), 0o644);
+    // a file a group of several users (users, 100) may write is not read back
+    std::os::unix::fs::chown(&file, None, Some(100)).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o664)).unwrap();
+    delete_caches(&job);
+    let o = job.run(2, &["1000", "0"], &[("SCR_FLUSH", "0")]);
+    let t = text(&o);
+    assert!(!t.contains("restarted from ckpt.2"), "{t}");
+    assert!(
+        t.contains("rank_1.ckpt") && t.contains("writable by its group") && t.contains("chmod g-w"),
+        "{t}"
+    );
 }
 
 #[test]

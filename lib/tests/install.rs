@@ -209,6 +209,20 @@ fn copy_example(prefix: &Path, dir: &Path, file: &str) -> PathBuf {
     to
 }
 
+/// Copies the installed C and Fortran examples with their Makefile into `dir` and builds
+/// them there with make, as a user starting from them would.
+fn make_installed_examples(prefix: &Path, dir: &Path) -> PathBuf {
+    std::fs::create_dir(dir).unwrap();
+    for f in ["Makefile", "test_api.c", "test_ckpt.F90"] {
+        copy_example(prefix, dir, f);
+    }
+    must(
+        Command::new("make").arg("-C").arg(dir).output().unwrap(),
+        "make in the installed examples",
+    );
+    dir.to_path_buf()
+}
+
 #[test]
 fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     let top = tempfile::tempdir().unwrap();
@@ -539,19 +553,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     checkpoint_then_restart(mpi, &app, &[], fortran_restarted);
 
     // and through the installed examples' Makefile, which uses the same line
-    let examples = work.join("examples");
-    std::fs::create_dir(&examples).unwrap();
-    for f in ["Makefile", "test_api.c", "test_ckpt.F90"] {
-        copy_example(&prefix, &examples, f);
-    }
-    must(
-        Command::new("make")
-            .arg("-C")
-            .arg(&examples)
-            .output()
-            .unwrap(),
-        "make in the installed examples",
-    );
+    let examples = make_installed_examples(&prefix, &work.join("examples"));
     checkpoint_then_restart(mpi, &examples.join("test_ckpt"), &[], fortran_restarted);
 
     // uninstall: exactly what was installed goes; a file of the user's stays
@@ -705,19 +707,7 @@ fn an_open_mpi_install_in_lib64_restarts_under_open_mpi() {
         "restarted from ckpt.2, data verified",
     );
     // the installed examples' Makefile and CMake's package name lib64 too
-    let examples = top.path().join("examples");
-    std::fs::create_dir(&examples).unwrap();
-    for f in ["Makefile", "test_api.c", "test_ckpt.F90"] {
-        copy_example(&prefix, &examples, f);
-    }
-    must(
-        Command::new("make")
-            .arg("-C")
-            .arg(&examples)
-            .output()
-            .unwrap(),
-        "make in the installed examples",
-    );
+    let examples = make_installed_examples(&prefix, &top.path().join("examples"));
     for app in ["test_api", "test_ckpt"] {
         let linked = dynamic_section(&examples.join(app));
         assert!(

@@ -78,7 +78,7 @@ pub fn copy_open_file_with_crc(
         copied(len);
         return Ok((len, crc));
     }
-    let mut copy = |output: &mut File| -> Result<u32> {
+    let copy = |output: &mut File| -> Result<u32> {
         let mut crc = crc32fast::Hasher::new();
         let mut buf = vec![0u8; buf_size.clamp(1 << 16, 16 << 20).min(len.max(1) as usize)];
         let mut done = 0u64;
@@ -104,7 +104,8 @@ pub fn copy_open_file_with_crc(
         }
         Ok(crc.finalize())
     };
-    let mode = meta.mode() & 0o777;
+    // a copy SCR keeps is the user's to write alone: it is read back as such
+    let mode = meta.mode() & 0o755;
     // below a root (the prefix a flush or drain writes to): through directory handles,
     // never through a link, only into directories of this user's
     if let Some(root) = root {
@@ -118,18 +119,30 @@ pub fn copy_open_file_with_crc(
     if let Some(dir) = dst.parent() {
         fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
     }
-    let tmp = temporary_name(dst, "tmp");
+    let crc = replace_through_temporary(dst, mode, copy)?;
+    Ok((len, crc))
+}
+
+/// Writes a file under a temporary name in `path`'s directory with `write`, fsyncs it and
+/// renames it over `path`, so `path` is never seen half written; on an error the temporary
+/// is removed and `path` is as it was.
+fn replace_through_temporary<T>(
+    path: &Path,
+    mode: u32,
+    write: impl FnOnce(&mut File) -> Result<T>,
+) -> Result<T> {
+    let tmp = temporary_name(path, "tmp");
     let result = (|| {
-        let mut output = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(mode)
             .open(&tmp)
             .map_err(|e| Error::io(&tmp, "create", e))?;
-        let crc = copy(&mut output)?;
-        output.sync_all().map_err(|e| Error::io(dst, "fsync", e))?;
-        fs::rename(&tmp, dst).map_err(|e| Error::io(dst, "rename a temporary over", e))?;
-        Ok((len, crc))
+        let value = write(&mut file)?;
+        file.sync_all().map_err(|e| Error::io(&tmp, "fsync", e))?;
+        fs::rename(&tmp, path).map_err(|e| Error::io(path, "rename a temporary over", e))?;
+        Ok(value)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -289,31 +302,17 @@ pub fn write_hash_file(path: &Path, hash: &Hash) -> Result<()> {
 /// the old content or the new, never a mix: temporary in the same directory, fsync,
 /// rename, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
-    let dir = parent_dir(path);
-    let tmp = temporary_name(path, "tmp");
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)
-            .map_err(|e| Error::io(&tmp, "create", e))?;
+    replace_through_temporary(path, mode, |file| {
         // O_CREAT is filtered by the umask, as every other file SCR writes is; only the halt
         // file's 0666 is part of SCR's contract (an administrator may halt a user's job)
         if mode == SHARED_FILE {
             file.set_permissions(fs::Permissions::from_mode(mode))
-                .map_err(|e| Error::io(&tmp, "set permissions of", e))?;
+                .map_err(|e| Error::io(path, "set permissions of", e))?;
         }
         file.write_all(bytes)
-            .map_err(|e| Error::io(&tmp, "write", e))?;
-        file.sync_all().map_err(|e| Error::io(&tmp, "fsync", e))?;
-        fs::rename(&tmp, path).map_err(|e| Error::io(path, "rename a temporary over", e))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result?;
-    sync_dir(&dir)
+            .map_err(|e| Error::io(path, "write", e))
+    })?;
+    sync_dir(&parent_dir(path))
 }
 
 /// Fsyncs a directory so a rename or create inside it is durable.

@@ -20,6 +20,29 @@ pub struct Beneath {
     owner: u32,
 }
 
+/// Opens `name` in `dir` with `flags`, never through a symbolic link (one there is a
+/// neighbour's doing: said as untrusted, naming what SCR `does` through it), and says what
+/// the handle is.
+fn open_no_link(
+    dir: &OwnedFd,
+    name: &std::ffi::OsStr,
+    path: &Path,
+    flags: OFlags,
+    mode: Mode,
+    does: &str,
+) -> Result<(OwnedFd, rustix::fs::Stat)> {
+    let fd = rustix::fs::openat(dir, name, flags | OFlags::NOFOLLOW | OFlags::CLOEXEC, mode)
+        .map_err(|e| match e {
+            rustix::io::Errno::LOOP => Error::untrusted(
+                path,
+                format!("is a symbolic link; SCR {does} through no link it did not create"),
+            ),
+            e => io_error(path, "open", e),
+        })?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| io_error(path, "inspect", e))?;
+    Ok((fd, st))
+}
+
 fn io_error(path: &Path, action: &'static str, e: rustix::io::Errno) -> Error {
     Error::io(path, action, std::io::Error::from(e))
 }
@@ -74,16 +97,10 @@ impl Beneath {
                 ),
             ));
         }
-        if st.st_mode & 0o022 != 0 {
-            return Err(Error::untrusted(
-                path,
-                format!(
-                    "is writable by others (mode {:o}); run chmod go-w on it",
-                    st.st_mode & 0o7777
-                ),
-            ));
+        match super::writable_by_others(st.st_mode, st.st_gid) {
+            Some(why) => Err(Error::untrusted(path, why)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn step(&self, at: &OwnedFd, name: &std::ffi::OsStr, path: &Path) -> Result<OwnedFd> {
@@ -153,33 +170,29 @@ impl Beneath {
         let dir = self
             .open_dir(dir)?
             .ok_or_else(|| Error::io(&path, "open", std::io::ErrorKind::NotFound.into()))?;
-        let fd = rustix::fs::openat(
+        let (fd, st) = open_no_link(
             &dir,
             name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            &path,
+            OFlags::RDONLY | OFlags::NONBLOCK,
             Mode::empty(),
-        )
-        .map_err(|e| match e {
-            rustix::io::Errno::LOOP => Error::untrusted(
-                &path,
-                "is a symbolic link; SCR reads through no link it did not create",
-            ),
-            e => io_error(&path, "open", e),
-        })?;
-        let st = rustix::fs::fstat(&fd).map_err(|e| io_error(&path, "inspect", e))?;
+            "reads",
+        )?;
         if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
             return Err(Error::invalid(&path, "is not a regular file; remove it"));
         }
-        if st.st_uid != self.owner || st.st_mode & 0o022 != 0 {
+        if st.st_uid != self.owner {
             return Err(Error::untrusted(
                 &path,
                 format!(
-                    "belongs to user id {} (mode {:o}): SCR reads back only files of yours \
-                     that nobody else can write",
-                    st.st_uid,
-                    st.st_mode & 0o7777
+                    "belongs to user id {}, not to you (id {}): SCR reads back only files of \
+                     yours; remove it, or ask its owner to",
+                    st.st_uid, self.owner
                 ),
             ));
+        }
+        if let Some(why) = super::writable_by_others(st.st_mode, st.st_gid) {
+            return Err(Error::untrusted(&path, why));
         }
         Ok(File::from(fd))
     }
@@ -228,20 +241,14 @@ impl Beneath {
         let (dir, name) = Self::split(rel)?;
         let path = self.root.join(rel);
         let dir = self.create_dirs(dir, dir_mode)?;
-        let fd = rustix::fs::openat(
+        let (fd, st) = open_no_link(
             &dir,
             name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            &path,
+            OFlags::WRONLY | OFlags::CREATE,
             Mode::from_raw_mode(mode),
-        )
-        .map_err(|e| match e {
-            rustix::io::Errno::LOOP => Error::untrusted(
-                &path,
-                "is a symbolic link; SCR writes through no link it did not create",
-            ),
-            e => io_error(&path, "open", e),
-        })?;
-        let st = rustix::fs::fstat(&fd).map_err(|e| io_error(&path, "inspect", e))?;
+            "writes",
+        )?;
         if st.st_uid != self.owner
             || rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile
         {

@@ -14,15 +14,71 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
 /// The user this process runs as.
-fn my_uid() -> Option<u32> {
-    Some(rustix::process::geteuid().as_raw())
+fn my_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// The group that is the user's alone, if the account has one: the effective group when it
+/// is named as the user and lists nobody else (the user private groups of RHEL-family
+/// systems, whose default umask 002 makes every file group-writable). What that group may
+/// write, only the user may.
+fn private_group() -> Option<u32> {
+    static PRIVATE: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *PRIVATE.get_or_init(|| {
+        let gid = rustix::process::getegid().as_raw();
+        let mut buf = vec![0 as libc::c_char; 1 << 16];
+        // SAFETY: a zeroed group is a valid out-parameter; buf outlives every use of the result
+        let mut grp: libc::group = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        let rc =
+            unsafe { libc::getgrgid_r(gid, &mut grp, buf.as_mut_ptr(), buf.len(), &mut found) };
+        if rc != 0 || found.is_null() || grp.gr_name.is_null() {
+            return None;
+        }
+        let me = crate::layout::account_name();
+        // SAFETY: getgrgid_r set gr_name and gr_mem (a NULL-ended array of NUL-terminated
+        // strings) inside buf
+        let name = unsafe { std::ffi::CStr::from_ptr(grp.gr_name) };
+        if name.to_bytes() != me.as_bytes() {
+            return None;
+        }
+        let mut member = grp.gr_mem;
+        while !member.is_null() && !unsafe { *member }.is_null() {
+            if unsafe { std::ffi::CStr::from_ptr(*member) }.to_bytes() != me.as_bytes() {
+                return None;
+            }
+            member = unsafe { member.add(1) };
+        }
+        Some(gid)
+    })
+}
+
+/// Why a file or directory of the user's, with `mode` and group `gid`, may be written by
+/// someone else: everyone may write it, or a group that is not the user's alone. (Writable
+/// by the user's private group is the user's umask 002, not anyone else's access.)
+pub(crate) fn writable_by_others(mode: u32, gid: u32) -> Option<String> {
+    if mode & 0o002 != 0 {
+        return Some(format!(
+            "is writable by everyone (mode {:o}): anyone could have changed it; run chmod o-w \
+             on it",
+            mode & 0o7777
+        ));
+    }
+    if mode & 0o020 != 0 && private_group() != Some(gid) {
+        return Some(format!(
+            "is writable by its group (group id {gid}, mode {:o}), not yours alone: any member \
+             could have changed it; run chmod g-w on it",
+            mode & 0o7777
+        ));
+    }
+    None
 }
 
 /// Why a file SCR would read configuration or state from cannot be trusted, judged on what
 /// an open handle says of it: it belongs neither to this user nor to root (the system's
 /// files), or group or others can write it.
 pub fn untrusted_file(meta: &fs::Metadata) -> Option<String> {
-    let me = my_uid()?;
+    let me = my_uid();
     if meta.uid() != me && meta.uid() != 0 {
         return Some(format!(
             "belongs to user id {}, not to you (id {me}): SCR reads configuration and state \
@@ -30,13 +86,7 @@ pub fn untrusted_file(meta: &fs::Metadata) -> Option<String> {
             meta.uid()
         ));
     }
-    if meta.mode() & 0o022 != 0 {
-        return Some(format!(
-            "is writable by others (mode {:o}): anyone could have changed it; run chmod go-w on it",
-            meta.mode() & 0o7777
-        ));
-    }
-    None
+    writable_by_others(meta.mode(), meta.gid())
 }
 
 /// Reads a small file SCR takes configuration from (at most `limit` bytes), only when the
@@ -46,10 +96,7 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
     // a link is followed only when it is the user's own (a neighbour's link to a file of
     // root's or the user's would choose what the user reads)
     let link = fs::symlink_metadata(path).map_err(|e| Error::io(path, "inspect", e))?;
-    if link.file_type().is_symlink()
-        && let Some(me) = my_uid()
-        && link.uid() != me
-    {
+    if link.file_type().is_symlink() && link.uid() != my_uid() {
         return Err(Error::untrusted(
             path,
             format!(
@@ -102,25 +149,20 @@ pub fn check_owned_dir(dir: &Path) -> Result<()> {
                 })
                 .ok()
             })
-            .filter(|m| m.mode() & 0o022 == 0)
+            .filter(|m| writable_by_others(m.mode(), m.gid()).is_none())
             .map(|m| m.uid())
     };
-    if let Some(me) = my_uid()
-        && meta.uid() != me
-        && !(me == 0 && parent_owner() == Some(meta.uid()))
-    {
+    let me = my_uid();
+    if meta.uid() != me && !(me == 0 && parent_owner() == Some(meta.uid())) {
         return refuse(format!(
             "belongs to user id {}, not to you (id {me}); remove it or choose another directory",
             meta.uid()
         ));
     }
-    if meta.mode() & 0o022 != 0 {
-        return refuse(format!(
-            "is writable by others (mode {:o}); run chmod go-w on it",
-            meta.mode() & 0o7777
-        ));
+    match writable_by_others(meta.mode(), meta.gid()) {
+        Some(why) => refuse(why),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Refuses a prefix everyone can write without the sticky bit: there anyone can rename

@@ -36,7 +36,7 @@ pub enum Which {
     about = "Print the job's control or cache directories (space separated)",
     long_about = "Print <base>/<user>/scr.<jobid> for the control directory, or for every cache store \
                   (SCR_CACHE_BASE and the STORE of each CKPT descriptor), from SCR's configuration. \
-                  Prints INVALID and exits 1 when the user or job id is unknown.\n\n\
+                  Prints INVALID and exits 1 when the job id is unknown.\n\n\
                   As scr_cntl_dir (SCR 1.1-8) it prints the control directory, or with --cache the caches."
 )]
 pub struct ListDirArgs {
@@ -64,7 +64,7 @@ pub fn list_dir(args: ListDirArgs) -> scr::Result<ExitCode> {
     });
     let params = Params::load(&Sources::from_process())?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let user = args.user.or_else(layout::user_name);
+    let user = args.user.unwrap_or_else(layout::user_name);
     let jobid = args
         .jobid
         .or_else(|| layout::job_id(params.get("SCR_JOB_ID"), env));
@@ -89,10 +89,10 @@ pub fn list_dir(args: ListDirArgs) -> scr::Result<ExitCode> {
         println!("{}", bases.join(" "));
         return Ok(ExitCode::SUCCESS);
     }
-    let (Some(user), Some(jobid)) = (user, jobid) else {
+    let Some(jobid) = jobid else {
         println!("INVALID");
         eprintln!(
-            "scr_list_dir: ERROR: the user name or job id is unknown: set USER / SCR_USER_NAME and SCR_JOB_ID (or run inside a SLURM job)"
+            "scr_list_dir: ERROR: the job id is unknown: set SCR_JOB_ID (or run inside a SLURM job)"
         );
         return Ok(ExitCode::from(1));
     };

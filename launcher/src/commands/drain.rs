@@ -106,7 +106,7 @@ fn rcmd_for(rm: &dyn job::ResourceManager) -> Rcmd {
 
 /// The job's control directory: `<SCR_CNTL_BASE>/<user>/scr.<jobid>`.
 pub(crate) fn control_dir(params: &Params, job_id: &str) -> scr::Result<PathBuf> {
-    let user = layout::user_name().unwrap_or_else(|| "unknown".into());
+    let user = layout::user_name();
     layout::job_dir(
         Path::new(params.get("SCR_CNTL_BASE").unwrap_or("/tmp")),
         &user,

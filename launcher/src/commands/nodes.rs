@@ -212,7 +212,7 @@ pub struct EnvArgs {
 pub fn env(args: EnvArgs) -> scr::Result<ExitCode> {
     let rm = job::detect_resource_manager();
     let answer: Option<String> = if args.user {
-        layout::user_name()
+        Some(layout::user_name())
     } else if args.jobid {
         Some(rm.job_id())
     } else if args.nodes {

@@ -268,6 +268,34 @@ impl Job {
         t
     }
 
+    /// Runs the job on `hosts` (as [`Job::run_on`]) under `umask`, as a shell would start
+    /// it; asserts it succeeded and returns what it printed.
+    pub fn run_ok_under_umask(
+        &self,
+        umask: &str,
+        hosts: Option<&str>,
+        ranks: u32,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> String {
+        let cmd = self.command(hosts, ranks, args, env);
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
+            .arg(cmd.get_program())
+            .args(cmd.get_args())
+            .current_dir(self.prefix());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => sh.env(k, v),
+                None => sh.env_remove(k),
+            };
+        }
+        let o = sh.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        text(&o)
+    }
+
     pub fn index_entry(&self, name: &str) -> scr::index::IndexEntry {
         let index = scr::index::IndexFile::read(&scr::layout::index_file(&self.prefix())).unwrap();
         index
@@ -375,7 +403,7 @@ pub fn delete_caches(job: &Job) {
 pub const JOB_ID: &str = "4242";
 
 pub fn user() -> String {
-    scr::layout::user_name().expect("a user name")
+    scr::layout::user_name()
 }
 
 /// A node's cache and control directories, as the library names emulated nodes.
