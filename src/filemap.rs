@@ -355,10 +355,13 @@ impl MasterFilemap {
 
     /// The prefix this cache belongs to when it is not `prefix` (by name, or the same
     /// directory reached another way): another program that ran with the same job id
-    /// left it.
+    /// left it. (A name that is not UTF-8 is recorded with U+FFFD in place of what is not,
+    /// and compared so.)
     pub fn other_prefix(&self, prefix: &Path) -> Option<&Path> {
-        self.prefix()
-            .filter(|p| *p != prefix && !crate::io::same_file(p, prefix))
+        self.prefix().filter(|p| {
+            p.as_os_str().to_str() != Some(&*prefix.to_string_lossy())
+                && !crate::io::same_file(p, prefix)
+        })
     }
 }
 

@@ -380,7 +380,8 @@ fn load_filemaps(
 
 /// Another program's cache on this node: a program that ran with the same job id and
 /// another prefix left it (the prefix its master filemap records). `undrained`: it holds
-/// datasets the drain of that prefix would still copy there (or that prefix cannot tell).
+/// datasets the drain of that prefix would still copy there, or that prefix cannot tell
+/// (moved, not mounted, unreadable: the cache may hold the only copy).
 struct ForeignCache {
     other: PathBuf,
     undrained: bool,
@@ -397,8 +398,8 @@ fn foreign_cache(cntl_dir: &Path, prefix: &Path) -> Option<ForeignCache> {
     }
     let undrained = match scr::scavenge::DrainPlan::read(&other) {
         Ok(Some(plan)) => cached.iter().any(|&d| plan.copies(d)),
-        Ok(None) => false,
-        Err(_) => true,
+        // no record of what that program flushed: what it cached may be nowhere else
+        Ok(None) | Err(_) => !cached.is_empty(),
     };
     Some(ForeignCache { other, undrained })
 }
@@ -425,7 +426,9 @@ fn agree_on_foreign_caches(
                 "the cache in {} holds checkpoints of another program, whose prefix is {}, \
                  that are not on that prefix yet; this job's prefix is {}. Programs that run \
                  with the same job id share a cache: give this one its own SCR_JOB_ID, or \
-                 drain the other first (`scr postrun -p {}` with its job id)",
+                 drain the other first (`scr postrun -p {}` with its job id), or, if they \
+                 are not wanted, remove this job id's control and cache directories on \
+                 every node (`scr list-dir` names them)",
                 cntl_dir.display(),
                 f.other.display(),
                 prefix.display(),

@@ -519,3 +519,45 @@ fn a_restart_never_rebuilds_from_damaged_parity_in_silence() {
         "{out}"
     );
 }
+
+#[test]
+fn a_cache_whose_prefix_cannot_be_read_is_kept_not_discarded() {
+    // the first program's prefix is moved away (or its file system is not mounted): its
+    // cache may hold the only copy of its checkpoints, so a second program with the same
+    // job id refuses it rather than throwing it away
+    let job = Job::new();
+    let other = job.dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    run_ok_on(
+        &job,
+        HOSTS,
+        4,
+        &["4000", "2"],
+        &[("SCR_COPY_TYPE", "XOR"), ("SCR_FLUSH", "0")],
+    );
+    let cached = job.cached("rank_0.ckpt");
+    assert!(!cached.is_empty());
+    let moved = job.dir.path().join("moved");
+    std::fs::rename(job.prefix(), &moved).unwrap();
+    let run = job
+        .command(
+            Some(HOSTS),
+            4,
+            &["4000", "2"],
+            &[("SCR_PREFIX", other.to_str().unwrap())],
+        )
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    let t = text(&run);
+    assert!(!run.status.success(), "{t}");
+    assert!(
+        t.contains("holds checkpoints of another program") && t.contains("scr list-dir"),
+        "{t}"
+    );
+    assert_eq!(job.cached("rank_0.ckpt"), cached, "the cache is intact");
+    // back in place, the first program restarts from its cache
+    std::fs::rename(&moved, job.prefix()).unwrap();
+    let t = run_ok_on(&job, HOSTS, 4, &["4000", "1"], &[("SCR_COPY_TYPE", "XOR")]);
+    assert!(t.contains("restarted from ckpt.2"), "{t}");
+}
