@@ -234,11 +234,19 @@ pub struct LogicalFile {
 }
 
 impl LogicalFile {
-    /// Opens existing files for reading, with the sizes the filemap records.
-    pub fn open(files: &[(PathBuf, u64)]) -> Result<LogicalFile> {
+    /// Opens existing files for reading, with the sizes the filemap records: below
+    /// `within`'s root through directory handles when given (files on the prefix), else
+    /// by path (SCR's own cache).
+    pub fn open(
+        files: &[(PathBuf, u64)],
+        within: Option<&crate::safe_fs::Beneath>,
+    ) -> Result<LogicalFile> {
         let mut parts = Vec::with_capacity(files.len());
         for (path, size) in files {
-            let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+            let f = match within {
+                Some(beneath) => beneath.open_path(path)?,
+                None => File::open(path).map_err(|e| Error::io(path, "open", e))?,
+            };
             parts.push((path.clone(), f, *size));
         }
         Ok(LogicalFile {
@@ -249,15 +257,16 @@ impl LogicalFile {
 
     /// Starts recreating missing files, each of its recorded size: none of them may exist
     /// (a rebuild never replaces a file), and until [`LogicalFile::commit`] they are hidden
-    /// temporaries beside their names.
-    pub fn create(files: &[(PathBuf, u64)]) -> Result<LogicalFile> {
+    /// temporaries beside their names. Below `within`'s root when given, as
+    /// [`crate::safe_fs::NewFile::create_in`].
+    pub fn create(
+        files: &[(PathBuf, u64)],
+        within: Option<&crate::safe_fs::Beneath>,
+    ) -> Result<LogicalFile> {
         let mut parts = Vec::with_capacity(files.len());
         let mut created = Vec::with_capacity(files.len());
         for (path, size) in files {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-            }
-            let new = crate::safe_fs::NewFile::create(path)?;
+            let new = crate::safe_fs::NewFile::create_in(within, path, 0o755)?;
             new.file()
                 .set_len(*size)
                 .map_err(|e| Error::io(path, "resize", e))?;
@@ -283,7 +292,7 @@ impl LogicalFile {
             .map(|n| {
                 Ok((
                     n.target().to_path_buf(),
-                    crate::io::file_crc32(n.temp_path())?,
+                    crate::io::open_file_crc32(n.temp_path(), n.file())?,
                 ))
             })
             .collect()
@@ -431,12 +440,15 @@ mod tests {
         let c = dir.path().join("c");
         std::fs::write(&c, b"defg").unwrap();
         let files = [(a.clone(), 3), (b.clone(), 0), (c.clone(), 4)];
-        let lf = LogicalFile::open(&files).unwrap();
+        let lf = LogicalFile::open(&files, None).unwrap();
         let mut buf = [0xffu8; 10];
         lf.read_at(1, &mut buf).unwrap();
         assert_eq!(&buf, b"bcdefg\0\0\0\0");
-        let out =
-            LogicalFile::create(&[(dir.path().join("x"), 2), (dir.path().join("y"), 5)]).unwrap();
+        let out = LogicalFile::create(
+            &[(dir.path().join("x"), 2), (dir.path().join("y"), 5)],
+            None,
+        )
+        .unwrap();
         out.write_at(0, b"hello world").unwrap();
         out.sync().unwrap();
         assert!(!dir.path().join("x").exists(), "named only when committed");

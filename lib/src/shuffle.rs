@@ -255,7 +255,7 @@ fn open_sink(header: &[u8], length: u64, place: Placement<'_>) -> Result<Logical
     for (path, _) in &files {
         scr::io::remove_if_present(path)?;
     }
-    let sink = LogicalFile::create(&files)?;
+    let sink = LogicalFile::create(&files, None)?;
     sink.set_modes(placed.iter().map(|(_, _, m)| *m))?;
     Ok(sink)
 }

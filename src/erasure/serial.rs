@@ -2,6 +2,7 @@
 //! member's files and parity file recreated from the survivors'.
 
 use super::{CodeKind, Role, StripeCode, gf};
+use crate::safe_fs::Beneath;
 use crate::xor::{self, LogicalFile, MemberFiles, XorHeader};
 use crate::{Error, Result};
 use std::fs::File;
@@ -148,19 +149,25 @@ pub struct MemberStore {
 }
 
 impl MemberStore {
-    /// Opens a surviving member's files.
+    /// Opens a surviving member's files (below `within`'s root through directory handles
+    /// when given, as [`LogicalFile::open`]).
     pub fn open(
         (code, member, chunk): (StripeCode, usize, u64),
         data: &[(PathBuf, u64)],
         parity_path: &Path,
         parity_start: u64,
+        within: Option<&Beneath>,
     ) -> Result<Self> {
+        let parity = match within {
+            Some(beneath) => beneath.open_path(parity_path)?,
+            None => File::open(parity_path).map_err(|e| Error::io(parity_path, "open", e))?,
+        };
         Ok(MemberStore {
             code,
             member,
             chunk,
-            data: LogicalFile::open(data)?,
-            parity: File::open(parity_path).map_err(|e| Error::io(parity_path, "open", e))?,
+            data: LogicalFile::open(data, within)?,
+            parity,
             parity_path: parity_path.to_path_buf(),
             parity_start,
             new_parity: None,
@@ -168,17 +175,16 @@ impl MemberStore {
     }
 
     /// Creates a lost member's files: its data files at their sizes, and its parity file
-    /// holding `header`.
+    /// holding `header` (below `within`'s root through directory handles when given, as
+    /// [`LogicalFile::create`]).
     pub fn create(
         (code, member, chunk): (StripeCode, usize, u64),
         data: &[(PathBuf, u64)],
         parity_path: &Path,
         header: &[u8],
+        within: Option<&Beneath>,
     ) -> Result<Self> {
-        if let Some(dir) = parity_path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-        }
-        let new_parity = crate::safe_fs::NewFile::create(parity_path)?;
+        let new_parity = crate::safe_fs::NewFile::create_in(within, parity_path, 0o700)?;
         let parity = new_parity
             .file()
             .try_clone()
@@ -190,7 +196,7 @@ impl MemberStore {
             code,
             member,
             chunk,
-            data: LogicalFile::create(data)?,
+            data: LogicalFile::create(data, within)?,
             parity,
             parity_path: parity_path.to_path_buf(),
             parity_start: header.len() as u64,
@@ -346,7 +352,8 @@ struct SetFiles<'a> {
 
 impl SetFiles<'_> {
     /// Every member's store: the survivors' files and parity opened, the lost members'
-    /// created (inside the prefix, through no planted link) from their recorded names.
+    /// created from their recorded names, all below the root through directory handles
+    /// (the prefix: no planted link followed, no directory of another user's used).
     /// Returns the stores by position and the user files to be recreated.
     fn open_stores(
         &self,
@@ -358,21 +365,19 @@ impl SetFiles<'_> {
         let (code, chunk) = (self.code, self.header.chunk);
         let mut stores: Vec<MemberStore> = Vec::with_capacity(code.n);
         let mut outputs = Vec::new();
+        let beneath = Beneath::open(self.root)?;
         for pos in 0..code.n {
             let paths = member_paths(&self.lists[pos], self.root, self.parity_dir)?;
             let Some(i) = lost.iter().position(|&l| l == pos) else {
                 let path = parity[pos].as_ref().expect("a survivor's parity file");
                 let layout = (code, pos, chunk);
-                stores.push(MemberStore::open(layout, &paths, path, offsets[pos])?);
+                let store = MemberStore::open(layout, &paths, path, offsets[pos], Some(&beneath));
+                stores.push(store?);
                 continue;
             };
-            for (path, _) in &paths {
-                crate::safe_fs::check_no_links_below(self.root, path)?;
-            }
-            crate::safe_fs::check_no_links_below(self.root, &missing[i])?;
             let header = parity_header_bytes(code, pos, self.lists, self.header);
             let layout = (code, pos, chunk);
-            let store = MemberStore::create(layout, &paths, &missing[i], &header)?;
+            let store = MemberStore::create(layout, &paths, &missing[i], &header, Some(&beneath))?;
             // as readable as the files they recreate, never more
             store
                 .data

@@ -152,16 +152,26 @@ fn replace_through_temporary<T>(
 
 /// CRC32 of a whole file.
 pub fn file_crc32(path: &Path) -> Result<u32> {
-    use std::io::Read;
-    let mut f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    open_file_crc32(path, &f)
+}
+
+/// CRC32 of the whole of an open file (`path` names it in errors), read from its start
+/// whatever its position.
+pub fn open_file_crc32(path: &Path, f: &File) -> Result<u32> {
+    use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; 1 << 20];
     let mut crc = crc32fast::Hasher::new();
+    let mut at = 0u64;
     loop {
-        let n = f.read(&mut buf).map_err(|e| Error::io(path, "read", e))?;
+        let n = f
+            .read_at(&mut buf, at)
+            .map_err(|e| Error::io(path, "read", e))?;
         if n == 0 {
             return Ok(crc.finalize());
         }
         crc.update(&buf[..n]);
+        at += n as u64;
     }
 }
 

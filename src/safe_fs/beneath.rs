@@ -197,6 +197,37 @@ impl Beneath {
         Ok(File::from(fd))
     }
 
+    /// The directory of `path` (below the root, by name or as resolved), created with
+    /// `dir_mode` where missing and checked as by [`Beneath::create_dirs`], and the name
+    /// of `path` in it.
+    pub fn create_parent(
+        &self,
+        path: &Path,
+        dir_mode: u32,
+    ) -> Result<(OwnedFd, std::ffi::OsString)> {
+        let (_, rel) = super::below(&self.root, path)?;
+        let (dir, name) = Self::split(&rel)?;
+        Ok((self.create_dirs(dir, dir_mode)?, name.to_os_string()))
+    }
+
+    /// Opens the regular file at `path` below the root (by name or as resolved) for
+    /// reading, as [`Beneath::open_file`].
+    pub fn open_path(&self, path: &Path) -> Result<File> {
+        let (_, rel) = super::below(&self.root, path)?;
+        self.open_file(&rel)
+    }
+
+    /// Removes the file at `path` below the root if it is there, as
+    /// [`Beneath::remove_file`], and makes the removal durable.
+    pub fn remove_path(&self, path: &Path) -> Result<bool> {
+        let (_, rel) = super::below(&self.root, path)?;
+        let removed = self.remove_file(&rel)?;
+        if removed && let Some(dir) = self.open_dir(Self::split(&rel)?.0)? {
+            rustix::fs::fsync(&dir).map_err(|e| io_error(path, "fsync the directory of", e))?;
+        }
+        Ok(removed)
+    }
+
     /// Writes `rel` as a temporary beside it (created with `mode`, never through a link),
     /// fsynced, then renamed over `rel` and the directory fsynced: a reader sees the old
     /// file or the new one. The directories on the way are created where missing.

@@ -230,32 +230,6 @@ pub fn below(root: &Path, path: &Path) -> Result<(PathBuf, PathBuf)> {
     }
 }
 
-/// Checks that no existing component of `path` below `root` is a symbolic link, and that
-/// `path` is below `root` by name: a path from metadata (a rebuilt file's ORIG) must not
-/// lead out of the prefix through a link someone planted there.
-pub fn check_no_links_below(root: &Path, path: &Path) -> Result<()> {
-    let (root, rel) = below(root, path)?;
-    let mut at = root;
-    for c in rel.components() {
-        let Component::Normal(name) = c else {
-            return Err(Error::invalid(path, "holds '.' or '..'"));
-        };
-        at.push(name);
-        match fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(Error::invalid(
-                    &at,
-                    "is a symbolic link below the prefix; SCR writes through no link it did not create",
-                ));
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(Error::io(&at, "inspect", e)),
-        }
-    }
-    Ok(())
-}
-
 /// A file SCR creates where none may exist yet (a rebuilt or received file): written as a
 /// hidden temporary beside its target, created exclusively (no link is followed), and put
 /// in place by [`NewFile::commit`] with link(2), which fails rather than replace a file
@@ -266,15 +240,51 @@ pub struct NewFile {
     temp: PathBuf,
     target: PathBuf,
     committed: bool,
+    /// Below a directory SCR must not be steered out of (the prefix): the handle of the
+    /// target's directory, through which the temporary is created, linked and removed.
+    dir: Option<rustix::fd::OwnedFd>,
 }
 
 impl NewFile {
+    /// Starts recreating `target` below `within`'s root when given (through directory
+    /// handles: every directory on the way the user's, created with `dir_mode` where
+    /// missing, no link followed), else at its path in a directory of SCR's own (a cache).
+    pub fn create_in(within: Option<&Beneath>, target: &Path, dir_mode: u32) -> Result<NewFile> {
+        let Some(beneath) = within else {
+            if let Some(dir) = target.parent() {
+                fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+            }
+            return NewFile::create(target);
+        };
+        let (dir, name) = beneath.create_parent(target, dir_mode)?;
+        if rustix::fs::statat(&dir, &name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+            return Err(already_exists(target));
+        }
+        let temp = crate::io::temporary_name(target, "new");
+        let temp_name = temp.file_name().unwrap_or(&name);
+        let fd = rustix::fs::openat(
+            &dir,
+            temp_name,
+            rustix::fs::OFlags::RDWR
+                | rustix::fs::OFlags::CREATE
+                | rustix::fs::OFlags::EXCL
+                | rustix::fs::OFlags::NOFOLLOW
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .map_err(|e| Error::io(&temp, "create", e.into()))?;
+        Ok(NewFile {
+            file: File::from(fd),
+            temp,
+            target: target.to_path_buf(),
+            committed: false,
+            dir: Some(dir),
+        })
+    }
+
     pub fn create(target: &Path) -> Result<NewFile> {
         if fs::symlink_metadata(target).is_ok() {
-            return Err(Error::invalid(
-                target,
-                "already exists; SCR only recreates missing files and never replaces one",
-            ));
+            return Err(already_exists(target));
         }
         let temp = crate::io::temporary_name(target, "new");
         // readable by the user alone until [`NewFile::set_mode`] gives it its source's mode:
@@ -291,6 +301,7 @@ impl NewFile {
             temp,
             target: target.to_path_buf(),
             committed: false,
+            dir: None,
         })
     }
 
@@ -321,7 +332,7 @@ impl NewFile {
         self.file
             .sync_all()
             .map_err(|e| Error::io(&self.temp, "fsync", e))?;
-        fs::hard_link(&self.temp, &self.target).map_err(|e| {
+        let appeared = |e: std::io::Error| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
                 Error::invalid(
                     &self.target,
@@ -330,20 +341,58 @@ impl NewFile {
             } else {
                 Error::io(&self.target, "put in place", e)
             }
-        })?;
-        self.committed = true;
-        fs::remove_file(&self.temp).map_err(|e| Error::io(&self.temp, "remove", e))?;
-        if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            crate::io::sync_dir(dir)?;
+        };
+        let (temp_name, name) = {
+            let (t, n) = self.names();
+            (t.to_os_string(), n.to_os_string())
+        };
+        match &self.dir {
+            Some(dir) => {
+                rustix::fs::linkat(dir, &temp_name, dir, &name, rustix::fs::AtFlags::empty())
+                    .map_err(|e| appeared(e.into()))?;
+                self.committed = true;
+                rustix::fs::unlinkat(dir, &temp_name, rustix::fs::AtFlags::empty())
+                    .map_err(|e| Error::io(&self.temp, "remove", e.into()))?;
+                rustix::fs::fsync(dir)
+                    .map_err(|e| Error::io(&self.target, "fsync the directory of", e.into()))?;
+            }
+            None => {
+                fs::hard_link(&self.temp, &self.target).map_err(appeared)?;
+                self.committed = true;
+                fs::remove_file(&self.temp).map_err(|e| Error::io(&self.temp, "remove", e))?;
+                if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    crate::io::sync_dir(dir)?;
+                }
+            }
         }
         Ok(())
     }
+
+    /// The temporary's name and the target's, in their directory.
+    fn names(&self) -> (&std::ffi::OsStr, &std::ffi::OsStr) {
+        let name = self.target.file_name().unwrap_or_default();
+        (self.temp.file_name().unwrap_or(name), name)
+    }
+}
+
+fn already_exists(target: &Path) -> Error {
+    Error::invalid(
+        target,
+        "already exists; SCR only recreates missing files and never replaces one",
+    )
 }
 
 impl Drop for NewFile {
     fn drop(&mut self) {
         if !self.committed {
-            let _ = fs::remove_file(&self.temp);
+            match &self.dir {
+                Some(dir) => {
+                    let _ = rustix::fs::unlinkat(dir, self.names().0, rustix::fs::AtFlags::empty());
+                }
+                None => {
+                    let _ = fs::remove_file(&self.temp);
+                }
+            }
         }
     }
 }
@@ -400,21 +449,50 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("writable by others") && e.contains("chmod go-w"),
+            e.contains("writable by everyone") && e.contains("chmod o-w"),
             "{e}"
         );
         assert!(create_dirs_in(base, &base.join("../x"), 0o700).is_err());
     }
 
     #[test]
-    fn links_below_the_root_are_found() {
+    fn a_file_recreated_beneath_goes_through_no_link_and_no_directory_of_anothers() {
+        use std::os::unix::fs::FileExt;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        fs::create_dir(root.join("ckpt.1")).unwrap();
-        check_no_links_below(root, &root.join("ckpt.1/rank_0")).unwrap();
-        check_no_links_below(root, &root.join("ckpt.9/x/y")).unwrap();
-        std::os::unix::fs::symlink("/etc", root.join("ckpt.2")).unwrap();
-        assert!(check_no_links_below(root, &root.join("ckpt.2/passwd")).is_err());
-        assert!(check_no_links_below(root, Path::new("/etc/passwd")).is_err());
+        let beneath = Beneath::open(root).unwrap();
+        // the user's own directories: created where missing, the file appears at commit
+        let target = root.join("ckpt.3/sub/rank_2.ckpt");
+        let f = NewFile::create_in(Some(&beneath), &target, 0o755).unwrap();
+        f.file().write_all_at(b"rank 2", 0).unwrap();
+        assert!(!target.exists());
+        f.commit().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"rank 2");
+        assert!(NewFile::create_in(Some(&beneath), &target, 0o755).is_err());
+        // a link planted on the way is not followed
+        let elsewhere = root.join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("ckpt.4")).unwrap();
+        let e = NewFile::create_in(Some(&beneath), &root.join("ckpt.4/rank_0.ckpt"), 0o755)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        // nor is a directory another user made, open to all (the tests run as root)
+        let theirs = root.join("ckpt.5");
+        fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        fs::set_permissions(&theirs, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = NewFile::create_in(Some(&beneath), &theirs.join("rank_0.ckpt"), 0o755)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("belongs to user id 65534"), "{e}");
+        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+        assert_eq!(
+            fs::read_dir(root.join("ckpt.3/sub")).unwrap().count(),
+            1,
+            "no temporary"
+        );
     }
 }

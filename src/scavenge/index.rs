@@ -346,22 +346,21 @@ impl DrainedJob<'_> {
         parity_paths: &[PathBuf],
         maps: &BTreeMap<u64, Filemap>,
     ) -> Result<()> {
+        // through directory handles: never through a link planted below the prefix
+        let beneath = crate::safe_fs::Beneath::open(self.prefix)?;
         for &rank in lost {
             let listed = maps
                 .get(&rank)
                 .map(|m| m.files(self.id, rank))
                 .unwrap_or_default();
             for f in listed {
-                let path = self.prefix.join(f);
-                if rank2file::check_relative(f).is_ok()
-                    && crate::safe_fs::check_no_links_below(self.prefix, &path).is_ok()
-                {
-                    io::remove_durably(&path)?;
+                if rank2file::check_relative(f).is_ok() {
+                    beneath.remove_path(&self.prefix.join(f))?;
                 }
             }
         }
         for path in parity_paths {
-            io::remove_durably(path)?;
+            beneath.remove_path(path)?;
         }
         Ok(())
     }

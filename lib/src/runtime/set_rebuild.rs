@@ -169,7 +169,7 @@ impl Scr {
             .map(|(p, s, _)| (p, s))
             .collect();
         let layout = (view.code, view.me, view.template.chunk);
-        let store = MemberStore::open(layout, &files, &path, offset)?;
+        let store = MemberStore::open(layout, &files, &path, offset, None)?;
         // (mapped from the files the store opened: one open per file)
         let mapped = shuffle::Mapped::of_open(store.data.files()).ok();
         Ok((store, mapped))
@@ -243,7 +243,7 @@ impl Scr {
             io::remove_if_present(path)?;
         }
         keys.push(parity_key);
-        let store = MemberStore::create((code, me, chunk), &files, &parity_path, &header)?;
+        let store = MemberStore::create((code, me, chunk), &files, &parity_path, &header, None)?;
         store
             .data
             .set_modes(view.lists[me].files.iter().map(Meta::mode))?;
