@@ -242,10 +242,18 @@ fn next_current(index: &IndexFile, gone_id: u64) -> Option<String> {
         .map(|e| e.name.clone())
 }
 
+/// A dataset forgotten by the prefix's index.
+#[derive(Debug)]
+pub struct Dropped {
+    pub id: u64,
+    /// Why `scr.current` could not follow the index (the index is what a restart reads).
+    pub link_warning: Option<String>,
+}
+
 /// Forgets dataset `name` in the prefix's index (SCR_Drop): its files stay. When it was
 /// current, the next older complete checkpoint becomes current, in the index and in the
-/// `scr.current` link. Returns the id it had, or None when the index does not name it.
-pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<u64>> {
+/// `scr.current` link. None when the index does not name it.
+pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<Dropped>> {
     if !layout::index_file(prefix).exists() {
         return Ok(None);
     }
@@ -265,17 +273,20 @@ pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<u64>> {
         }
         Ok(())
     })?;
+    let Some(id) = dropped else {
+        return Ok(None);
+    };
     let link = layout::current_link(prefix);
-    if dropped.is_some() && std::fs::read_link(&link).is_ok_and(|t| t == Path::new(name)) {
-        match &successor {
-            Some(next) => drop(update_current_link(prefix, next)?),
-            None => {
-                std::fs::remove_file(&link).map_err(|e| Error::io(&link, "remove", e))?;
-                io::sync_dir(prefix)?;
-            }
-        }
+    let mut link_warning = None;
+    if read_current_link(prefix).as_deref() == Some(name) {
+        link_warning = match &successor {
+            Some(next) => update_current_link(prefix, next)?,
+            None => io::remove_durably(&link).err().map(|e| {
+                format!("{e}; remove it yourself, as it names a dataset the index forgot")
+            }),
+        };
     }
-    Ok(dropped)
+    Ok(Some(Dropped { id, link_warning }))
 }
 
 /// Deletes dataset `id`'s files from the prefix (SCR_Delete): every file its rank2file map
@@ -365,8 +376,11 @@ mod drop_tests {
         })
         .unwrap();
         update_current_link(prefix, "ckpt.3").unwrap();
-        assert_eq!(drop_dataset(prefix, "nothing").unwrap(), None);
-        assert_eq!(drop_dataset(prefix, "ckpt.3").unwrap(), Some(3));
+        assert!(drop_dataset(prefix, "nothing").unwrap().is_none());
+        assert_eq!(
+            drop_dataset(prefix, "ckpt.3").unwrap().map(|d| d.id),
+            Some(3)
+        );
         let index = IndexFile::read(&layout::index_file(prefix)).unwrap();
         assert_eq!(index.current(), Some("ckpt.2"));
         assert_eq!(index.entries().len(), 2);
@@ -375,10 +389,16 @@ mod drop_tests {
             Path::new("ckpt.2")
         );
         // dropping one that is not current changes nothing else
-        assert_eq!(drop_dataset(prefix, "ckpt.1").unwrap(), Some(1));
+        assert_eq!(
+            drop_dataset(prefix, "ckpt.1").unwrap().map(|d| d.id),
+            Some(1)
+        );
         let index = IndexFile::read(&layout::index_file(prefix)).unwrap();
         assert_eq!(index.current(), Some("ckpt.2"));
-        assert_eq!(drop_dataset(prefix, "ckpt.2").unwrap(), Some(2));
+        assert_eq!(
+            drop_dataset(prefix, "ckpt.2").unwrap().map(|d| d.id),
+            Some(2)
+        );
         assert!(layout::current_link(prefix).symlink_metadata().is_err());
     }
 
@@ -450,40 +470,63 @@ pub fn beyond_window(index: &IndexFile, keep: u64) -> Vec<(u64, String)> {
 }
 
 /// Removes a dataset from the prefix: its files, its metadata and its index entry (the
-/// current checkpoint passes to the next older one). The flush file forgets it.
-pub fn delete_dataset(prefix: &Path, id: u64, name: &str) -> Result<()> {
+/// current checkpoint passes to the next older one). The flush file forgets it. Returns
+/// a warning when `scr.current` could not follow the index.
+pub fn delete_dataset(prefix: &Path, id: u64, name: &str) -> Result<Option<String>> {
     delete_dataset_files(prefix, id)?;
-    drop_dataset(prefix, name)?;
-    update_flush_file(prefix, |f| f.unset_location(id, Location::Pfs))
+    let dropped = drop_dataset(prefix, name)?;
+    update_flush_file(prefix, |f| f.unset_location(id, Location::Pfs))?;
+    Ok(dropped.and_then(|d| d.link_warning))
+}
+
+/// What deleting several datasets from the prefix did: one that cannot be deleted stays
+/// (said), and the others are deleted all the same.
+#[derive(Debug, Default)]
+pub struct Deletions {
+    /// The datasets deleted, by name.
+    pub deleted: Vec<String>,
+    /// Those that stay, each with why.
+    pub failed: Vec<(String, Error)>,
+    /// What else the user should know (`scr.current` could not follow the index).
+    pub warnings: Vec<String>,
+}
+
+impl Deletions {
+    fn delete_all(prefix: &Path, datasets: Vec<(u64, String)>) -> Deletions {
+        let mut done = Deletions::default();
+        for (id, name) in datasets {
+            match delete_dataset(prefix, id, &name) {
+                Ok(warning) => {
+                    done.warnings.extend(warning);
+                    done.deleted.push(name);
+                }
+                Err(e) => done.failed.push((name, e)),
+            }
+        }
+        done
+    }
 }
 
 /// Keeps a sliding window of `keep` checkpoints on the prefix (SCR_PREFIX_SIZE): deletes
-/// the older ones [`beyond_window`] names. Returns their names.
-pub fn enforce_window(prefix: &Path, keep: u64) -> Result<Vec<String>> {
+/// the older ones [`beyond_window`] names.
+pub fn enforce_window(prefix: &Path, keep: u64) -> Deletions {
     let Ok(index) = IndexFile::read(&layout::index_file(prefix)) else {
-        return Ok(Vec::new());
+        return Deletions::default();
     };
-    let gone = beyond_window(&index, keep);
-    for (id, name) in &gone {
-        delete_dataset(prefix, *id, name)?;
-    }
-    Ok(gone.into_iter().map(|(_, n)| n).collect())
+    Deletions::delete_all(prefix, beyond_window(&index, keep))
 }
 
-/// Deletes every dataset the prefix's index lists (SCR_PREFIX_PURGE). Returns their names.
-pub fn purge(prefix: &Path) -> Result<Vec<String>> {
+/// Deletes every dataset the prefix's index lists (SCR_PREFIX_PURGE).
+pub fn purge(prefix: &Path) -> Deletions {
     let Ok(index) = IndexFile::read(&layout::index_file(prefix)) else {
-        return Ok(Vec::new());
+        return Deletions::default();
     };
-    let all: Vec<(u64, String)> = index
+    let all = index
         .entries()
         .into_iter()
         .map(|e| (e.id, e.name))
         .collect();
-    for (id, name) in &all {
-        delete_dataset(prefix, *id, name)?;
-    }
-    Ok(all.into_iter().map(|(_, n)| n).collect())
+    Deletions::delete_all(prefix, all)
 }
 
 #[cfg(test)]

@@ -155,6 +155,21 @@ struct CacheState {
     discards: Discards,
 }
 
+/// Says what deleting datasets from the prefix did (rank 0 calls it): each deleted, each
+/// that stays and why, and what else the user should know. `why` is the parameter that
+/// asked for it.
+fn say_deletions(done: &scr::prefix::Deletions, why: &str) {
+    for name in &done.deleted {
+        say!("SCR: deleted {name} from the prefix ({why})");
+    }
+    for (name, e) in &done.failed {
+        say!("SCR: WARNING: {why}: {name} stays on the prefix: {e}");
+    }
+    for w in &done.warnings {
+        say!("SCR: WARNING: {w}");
+    }
+}
+
 /// This process's node: `SCR_NODE_NAME` if set, else the name MPICH's hydra gave the
 /// host (`mpiexec -launcher fork -hosts n1,n2 …` emulates nodes that way), else the host
 /// name. Returns the name and whether it is an emulated node (differs from the host name).

@@ -425,6 +425,40 @@ fn prefix_size_keeps_a_window_and_the_purges_empty_prefix_and_cache() {
 }
 
 #[test]
+fn a_dataset_the_window_cannot_delete_stays_and_the_others_go_all_the_same() {
+    let job = Job::new();
+    let prefix = job.prefix();
+    job.run_ok(2, &["2000", "3"], &[("SCR_FLUSH", "1")]);
+    // ckpt.1 cannot be deleted: a directory (with something in it) where its file was
+    let stuck = prefix.join("ckpt.1/rank_0.ckpt");
+    std::fs::remove_file(&stuck).unwrap();
+    std::fs::create_dir_all(stuck.join("inside")).unwrap();
+    let out = job.run_ok(
+        2,
+        &["2000", "1"],
+        &[("SCR_FLUSH", "1"), ("SCR_PREFIX_SIZE", "1")],
+    );
+    assert!(
+        out.contains("SCR_PREFIX_SIZE=1: ckpt.1 stays on the prefix")
+            && out.contains("rank_0.ckpt"),
+        "{out}"
+    );
+    for t in 2..=3 {
+        assert!(
+            out.contains(&format!(
+                "deleted ckpt.{t} from the prefix (SCR_PREFIX_SIZE=1)"
+            )),
+            "{out}"
+        );
+        assert!(
+            !prefix.join(format!("ckpt.{t}")).exists(),
+            "ckpt.{t}: {out}"
+        );
+    }
+    assert!(prefix.join("ckpt.4/rank_1.ckpt").is_file());
+}
+
+#[test]
 fn with_only_slurm_job_id_set_the_library_and_scr_list_dir_agree_on_the_control_directory() {
     let job = Job::new();
     let cntl = job.dir.path().join("cntl");

@@ -11,7 +11,7 @@ pub use beneath::Beneath;
 use crate::error::{Error, Result};
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// The user this process runs as.
 fn my_uid() -> u32 {

@@ -144,16 +144,8 @@ impl Scr {
             }
             // the dataset is published; an older one that cannot be deleted stays (said)
             let keep = self.config.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
-            match scr::prefix::enforce_window(prefix, keep) {
-                Ok(gone) => {
-                    for name in gone {
-                        say!("SCR: deleted {name} from the prefix (SCR_PREFIX_SIZE={keep})");
-                    }
-                }
-                Err(e) => say!(
-                    "SCR: WARNING: SCR_PREFIX_SIZE={keep}: an older dataset stays on the prefix: {e}"
-                ),
-            }
+            let done = scr::prefix::enforce_window(prefix, keep);
+            super::say_deletions(&done, &format!("SCR_PREFIX_SIZE={keep}"));
             Ok(())
         })?;
         Ok(true)

@@ -48,7 +48,12 @@ impl Scr {
     pub fn drop_dataset(&mut self, name: &str) -> Result<()> {
         let mut dropped = false;
         self.agreed_on_prefix(&format!("SCR_Drop of {name}"), || {
-            dropped = prefix::drop_dataset(&self.config.prefix, name)?.is_some();
+            if let Some(d) = prefix::drop_dataset(&self.config.prefix, name)? {
+                dropped = true;
+                if let Some(w) = d.link_warning {
+                    say!("SCR: WARNING: {w}");
+                }
+            }
             Ok(())
         })?;
         if !comm::bcast_bool(&self.world, dropped) {
@@ -74,7 +79,9 @@ impl Scr {
         self.delete_cached(id);
         comm::relaxed_barrier(&self.world);
         self.agreed_on_prefix(&format!("SCR_Delete of {name}"), || {
-            prefix::delete_dataset(&self.config.prefix, id, name)?;
+            if let Some(w) = prefix::delete_dataset(&self.config.prefix, id, name)? {
+                say!("SCR: WARNING: {w}");
+            }
             update_flush_file(&self.config.prefix, |f| f.remove(id))
         })
     }
@@ -94,10 +101,15 @@ impl Scr {
         }
         if self.config.params.bool("SCR_PREFIX_PURGE") {
             self.agreed_on_prefix("SCR_PREFIX_PURGE", || {
-                for gone in prefix::purge(&self.config.prefix)? {
-                    say!("SCR: deleted {gone} from the prefix (SCR_PREFIX_PURGE=1)");
+                let done = prefix::purge(&self.config.prefix);
+                super::say_deletions(&done, "SCR_PREFIX_PURGE=1");
+                match done.failed.first() {
+                    Some((name, _)) => Err(scr::Error::invalid(
+                        &self.config.prefix,
+                        format!("SCR_PREFIX_PURGE=1 could not delete {name} (said above)"),
+                    )),
+                    None => Ok(()),
                 }
-                Ok(())
             })?;
         }
         Ok(())
