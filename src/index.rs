@@ -223,7 +223,10 @@ impl IndexFile {
     /// `scr.current` link, else `CURRENT`, else the newest) and going to older ids,
     /// skipping copies that are incomplete or failed a fetch before.
     pub fn restart_candidates(&self, start: Option<&str>) -> Vec<IndexEntry> {
-        let start_id = start.or(self.current()).and_then(|n| self.id_of(n));
+        // a start the index does not name (a link left by hand) is as none
+        let start_id = start
+            .and_then(|n| self.id_of(n))
+            .or_else(|| self.current().and_then(|n| self.id_of(n)));
         self.usable_checkpoints()
             .into_iter()
             .filter(|e| start_id.is_none_or(|s| e.id <= s))

@@ -69,7 +69,8 @@ pub fn update_current_link(prefix: &Path, name: &str) -> Result<Option<String>> 
 
 /// The dataset `<prefix>/scr.current` names, when it is a link of the user's own (a user
 /// may point it at an older checkpoint to restart from; a link someone else planted in a
-/// shared prefix is not theirs to steer with).
+/// shared prefix is not theirs to steer with). The name is the link target's last
+/// component: `ckpt.2` and `/p/run/ckpt.2` name the same dataset.
 pub fn read_current_link(prefix: &Path) -> Option<String> {
     let link = layout::current_link(prefix);
     let m = std::fs::symlink_metadata(&link).ok()?;
@@ -79,7 +80,7 @@ pub fn read_current_link(prefix: &Path) -> Option<String> {
     }
     std::fs::read_link(&link)
         .ok()
-        .map(|t| t.to_string_lossy().into_owned())
+        .and_then(|t| Some(t.file_name()?.to_string_lossy().into_owned()))
 }
 
 /// Records dataset `id`, whose files (`files`, by rank, names relative to the prefix) are
@@ -400,6 +401,26 @@ mod drop_tests {
             Some(2)
         );
         assert!(layout::current_link(prefix).symlink_metadata().is_err());
+    }
+
+    #[test]
+    fn a_current_link_by_hand_names_its_dataset_however_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path();
+        let publish_one =
+            |d: &Dataset| publish(prefix, d.id().unwrap(), d, 1, &RankFiles::new(), true);
+        for id in 1..=3 {
+            publish_one(&checkpoint(id, &format!("ckpt.{id}"))).unwrap();
+        }
+        let link = layout::current_link(prefix);
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(prefix.join("ckpt.2"), &link).unwrap();
+        assert_eq!(read_current_link(prefix).as_deref(), Some("ckpt.2"));
+        let index = IndexFile::read(&layout::index_file(prefix)).unwrap();
+        let first = |start: Option<&str>| index.restart_candidates(start)[0].name.clone();
+        assert_eq!(first(read_current_link(prefix).as_deref()), "ckpt.2");
+        // a link to a name the index does not know starts where the index says
+        assert_eq!(first(Some("elsewhere")), "ckpt.3");
     }
 
     #[test]

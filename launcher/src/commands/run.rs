@@ -338,12 +338,17 @@ struct RunCommands {
 }
 
 /// Takes `-rc CMD`, `-rc=CMD`, `--run-cmd CMD`, `--run-cmd=CMD` and the same of `-rs` /
-/// `--restart-cmd` out of the launcher's arguments.
+/// `--restart-cmd` out of the launcher's arguments, up to the program the launcher runs
+/// (or `--`): what follows the program is the program's own (an application may have a
+/// `-rs` option of its own).
 fn take_run_commands(command: &mut Vec<String>) -> scr::Result<RunCommands> {
     let mut found = RunCommands::default();
     let mut i = 1;
     while i < command.len() {
         let arg = &command[i];
+        if arg == "--" || (!arg.starts_with('-') && names_a_program(arg)) {
+            break;
+        }
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) => (f, Some(v.to_string())),
             None => (arg.as_str(), None),
@@ -369,6 +374,20 @@ fn take_run_commands(command: &mut Vec<String>) -> scr::Result<RunCommands> {
         *slot = Some(value);
     }
     Ok(found)
+}
+
+/// Whether a launcher argument names the program to run: a path to an executable file, or
+/// an executable's name on the PATH (a value such as the `4` of `-n 4` is neither).
+fn names_a_program(arg: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if arg.contains('/') {
+        return executable(std::path::Path::new(arg));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| executable(&d.join(arg))))
 }
 
 /// The command line of one run: the launcher and its arguments, then the run or restart
@@ -732,5 +751,55 @@ impl Agents {
                 &mut |_, _| {},
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn run_commands_are_taken_before_the_program_never_from_its_arguments() {
+        let mut line = args("srun -N 2 -rc=/bin/true --restart-cmd /bin/echo SCR_CKPT_NAME");
+        let found = take_run_commands(&mut line).unwrap();
+        assert_eq!(found.run.as_deref(), Some("/bin/true"));
+        assert_eq!(found.restart.as_deref(), Some("/bin/echo"));
+        assert_eq!(line, args("srun -N 2 SCR_CKPT_NAME"));
+        // the application's own -rs, and everything after `--`, are the application's
+        for whole in [
+            "srun -n 4 /bin/true -rs 5",
+            "srun -n 4 true -rs 5",
+            "srun -- x -rc y",
+        ] {
+            let mut line = args(whole);
+            assert_eq!(
+                take_run_commands(&mut line).unwrap(),
+                RunCommands::default()
+            );
+            assert_eq!(line, args(whole));
+        }
+        let mut line = args("srun -rc");
+        assert!(take_run_commands(&mut line).is_err());
+    }
+
+    #[test]
+    fn a_launch_line_takes_the_restart_command_only_with_a_checkpoint() {
+        let commands = RunCommands {
+            run: Some("./app fresh".into()),
+            restart: Some("./app --from SCR_CKPT_NAME".into()),
+        };
+        let base = args("srun -N 2");
+        assert_eq!(
+            launch_line(&base, &commands, None),
+            args("srun -N 2 ./app fresh")
+        );
+        assert_eq!(
+            launch_line(&base, &commands, Some("ckpt.7")),
+            args("srun -N 2 ./app --from ckpt.7")
+        );
     }
 }

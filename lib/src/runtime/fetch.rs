@@ -206,12 +206,7 @@ impl Scr {
     ) -> Option<(u64, String, Dataset, FileList)> {
         let index = IndexFile::read(&layout::index_file(&self.config.prefix)).ok()?;
         let link = scr::prefix::read_current_link(&self.config.prefix);
-        let start = link
-            .as_ref()
-            .and_then(|l| Path::new(l).file_name())
-            .map(|n| n.to_string_lossy().into_owned())
-            .filter(|n| index.id_of(n).is_some());
-        for entry in index.restart_candidates(start.as_deref()) {
+        for entry in index.restart_candidates(link.as_deref()) {
             if below.is_some_and(|b| entry.id >= b) || failed.contains(&entry.name) {
                 continue;
             }
