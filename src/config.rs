@@ -75,7 +75,7 @@ impl ConfigFile {
         let mut entries = Vec::new();
         for (n, raw) in text.lines().enumerate() {
             let line = n + 1;
-            let content = raw.split('#').next().unwrap_or("");
+            let content = strip_comment(raw);
             let pairs = tokenize(content).map_err(|what| Error::Config {
                 origin: format!("{origin}:{line}"),
                 what,
@@ -103,6 +103,36 @@ impl ConfigFile {
     }
 }
 
+/// A line up to its comment: a `#` that is neither in double quotes nor escaped (`\#`).
+fn strip_comment(line: &str) -> &str {
+    let (mut quoted, mut escaped) = (false, false);
+    for (at, c) in line.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => quoted = !quoted,
+            '#' if !quoted => return &line[..at],
+            _ => {}
+        }
+    }
+    line
+}
+
+/// Where the double quote that closes a quoted value is in `quoted` (what follows the
+/// opening one): the first not escaped with `\`.
+fn closing_quote(quoted: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (at, c) in quoted.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(at),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Splits a line into `KEY=VALUE` pairs, upper-casing keys.
 fn tokenize(line: &str) -> std::result::Result<Vec<(String, String)>, String> {
     let mut pairs = Vec::new();
@@ -124,8 +154,7 @@ fn tokenize(line: &str) -> std::result::Result<Vec<(String, String)>, String> {
         // SCR_PREFIX="/my/dir/with/=/sign")
         let (value, after) = match rest.strip_prefix('"') {
             Some(quoted) => {
-                let end = quoted
-                    .find('"')
+                let end = closing_quote(quoted)
                     .ok_or_else(|| format!("the value of {key} opens a '\"' it does not close"))?;
                 (&quoted[..end], &quoted[end + 1..])
             }
@@ -221,12 +250,12 @@ pub fn expand_value(
     Ok(out)
 }
 
-/// `value` written so that a configuration line reads it back unchanged: `$` and `\`
-/// escaped, in double quotes when it holds `=` or white space.
+/// `value` written so that a configuration line reads it back unchanged: `$`, `\`, `"`
+/// and `#` escaped, in double quotes when it holds `=` or white space.
 pub fn escape_value(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     for c in value.chars() {
-        if matches!(c, '$' | '\\') {
+        if matches!(c, '$' | '\\' | '"' | '#') {
             out.push('\\');
         }
         out.push(c);
@@ -291,7 +320,17 @@ CKPTDESC=0 INTERVAL=1 BASE=/tmp TYPE=LOCAL HOP_DISTANCE=1
             let e = x(bad).unwrap_err();
             assert!(e.contains(needle), "{bad}: {e}");
         }
-        for v in ["/a$b\\c", "$", "plain", "/with/=/sign", "two words"] {
+        for v in [
+            "/a$b\\c",
+            "$",
+            "plain",
+            "/with/=/sign",
+            "two words",
+            "\"x",
+            "a\"b c",
+            "/a/#b",
+            "# x",
+        ] {
             let line = format!("K={}", escape_value(v));
             let back = ConfigFile::parse(&line, "t").unwrap();
             assert_eq!(back.entries[0].value, v, "{line} reads back");
@@ -322,6 +361,11 @@ CKPTDESC=0 INTERVAL=1 BASE=/tmp TYPE=LOCAL HOP_DISTANCE=1
         assert_eq!(c.entries[0].value, "/my/dir/with/=/sign");
         assert_eq!(c.entries[1].value, "x y");
         assert_eq!(c.entries[1].children, [("B".into(), "1".into())]);
+        // a '#' in quotes or escaped is the value's; an escaped '"' does not close it
+        let c = ConfigFile::parse("P=\"/a/#b\" # c\nQ=/x\\#y#z\nR=\"s \\\" t\"", "t").unwrap();
+        assert_eq!(c.entries[0].value, "/a/#b");
+        assert_eq!(c.entries[1].value, "/x#y");
+        assert_eq!(c.entries[2].value, "s \" t");
         let e = ConfigFile::parse("A=\"open", "t").unwrap_err().to_string();
         assert!(e.contains("does not close"), "{e}");
     }
