@@ -144,6 +144,11 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
+    // the commands whose 1 means "go on" say an error with 2, so a script can tell them apart
+    let error_code = match cli.command {
+        Command::ShouldExit(_) | Command::RetriesHalt(_) => 2,
+        _ => 1,
+    };
     let result = match cli.command {
         Command::Print(args) => commands::print::run(args),
         Command::GlobHosts(args) => commands::glob_hosts::run(args),
@@ -183,7 +188,7 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{}: ERROR: {e}", program_name());
-            ExitCode::from(1)
+            ExitCode::from(error_code)
         }
     }
 }

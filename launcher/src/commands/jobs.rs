@@ -20,7 +20,8 @@ use std::process::ExitCode;
                   (scr halt's conditions, checkpoints left, a reason already recorded) and the time \
                   left in the allocation (SCR_END_TIME, epoch seconds) against SCR_HALT_SECONDS. \
                   For batch scripts between runs: `scr_should_exit || srun …`.\n\n\
-                  Exit codes: 0 the job should stop (the reason is printed), 1 it may go on."
+                  Exit codes: 0 the job should stop (the reason is printed), 1 it may go on, 2 an \
+                  error (said: the state or configuration cannot be read)."
 )]
 pub struct ShouldExitArgs {
     /// The prefix directory (default: SCR_PREFIX, scr.conf, the working directory)

@@ -73,7 +73,8 @@ pub fn flush_file(args: FlushFileArgs) -> scr::Result<ExitCode> {
     long_about = "Read <DIR>/.scr/halt.scr and decide as SCR's launcher does: halt when an ExitReason is \
                   set (SCR_FINALIZE_CALLED included: the run finished), no checkpoints are left, or the \
                   ExitBefore/HaltSeconds or ExitAfter time has passed. SCR_END_TIME (epoch seconds) gives \
-                  the allocation end for HaltSeconds (the halt file's, else SCR_HALT_SECONDS).\n\nExit codes: 0 halt, 1 continue (SCR's convention)."
+                  the allocation end for HaltSeconds (the halt file's, else SCR_HALT_SECONDS).\n\nExit codes: 0 halt, 1 continue (SCR's convention), 2 an error (said: the halt \
+                  file or the configuration cannot be read)."
 )]
 pub struct RetriesHaltArgs {
     /// The prefix directory
