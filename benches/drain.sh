@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Drain benchmark (issue 7): 4 ranks on 4 emulated nodes each leave SIZE MiB only in cache
+# Drain benchmark: 4 ranks on 4 emulated nodes each leave SIZE MiB only in cache
 # (SCR_FLUSH=0, the job dies after its checkpoint); `scr postrun` copies it to the prefix,
 # CRC-checks and indexes it. Compared in the same run with 4 parallel `cp` of the same cached
 # files to the same file system, each followed by sync. Cache and prefix on tmpfs.

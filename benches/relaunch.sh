@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Relaunch overhead of scr-run (issue 6): the time from one run's exit to the next run's
+# Relaunch overhead of scr-run: the time from one run's exit to the next run's
 # start with SCR_RUN_DELAY=0. Target: under 2 s for 4 nodes.
 #
 #   ./benches/relaunch.sh           4 emulated nodes (SCR_NODELIST) on this machine, 10

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runtime library benchmark (issue 4): 4 ranks on 4 emulated nodes, cache on tmpfs, prefix on
+# Runtime library benchmark: 4 ranks on 4 emulated nodes, cache on tmpfs, prefix on
 # disk (/tmp, as a parallel file system would be: tmpfs on this VM pays for first-touch pages
 # on every new GiB, which swamps the copy itself),
 # SINGLE scheme, 64 and 256 MiB per rank. Prints the median time per checkpoint and its ratio

@@ -73,9 +73,13 @@ def _mpi_of(path):
 
 def _needed(path):
     """The DT_NEEDED names of a 64-bit little-endian ELF shared object (its libraries)."""
+    import mmap
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return _needed_in(data)
+
+
+def _needed_in(data):
     import struct
-    with open(path, "rb") as f:
-        data = f.read()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         return []
     shoff, = struct.unpack_from("<Q", data, 0x28)
@@ -93,14 +97,18 @@ def _needed(path):
                 break
             if tag == 1:  # DT_NEEDED
                 start = strtab_offset + value
-                names.append(data[start:data.index(b"\0", start)].decode())
+                end = data.find(b"\0", start)
+                if end < 0:
+                    raise ValueError("a DT_NEEDED name runs past the end of the file")
+                names.append(data[start:end].decode())
     return names
 
 
 def _mpi_needed_by(path):
     try:
         return next((m for m in map(_mpi_of, _needed(path)) if m), None)
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, __import__("struct").error):
+        # not an ELF file this reads (truncated, odd): the MPI is found at SCR_Init instead
         return None
 
 

@@ -149,6 +149,18 @@ impl AppConfig {
         })
     }
 
+    /// [`AppConfig::read`], where settings someone else could have written are passed over:
+    /// `warn` is told why, and no settings are read.
+    pub fn read_or_warn(path: &Path, warn: impl FnOnce(&Error)) -> Result<AppConfig> {
+        match AppConfig::read(path) {
+            Err(e) if e.is_untrusted() => {
+                warn(&e);
+                Ok(AppConfig::default())
+            }
+            read => read,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -336,14 +336,19 @@ mod tests {
         let file_wins = h.with_halt_seconds_default(Some(20));
         assert_eq!(file_wins.halt_seconds(), Some(5));
         assert!(file_wins.decision(0, Some(20)).is_none());
-        // and the parameter never lands in the file the caller holds
+        // the parameter applies where the file sets none; 0 (its default) is none
         assert_eq!(
             HaltFile::new()
                 .with_halt_seconds_default(Some(9))
                 .halt_seconds(),
             Some(9)
         );
-        assert_eq!(HaltFile::new().halt_seconds(), None);
+        assert_eq!(
+            HaltFile::new()
+                .with_halt_seconds_default(Some(0))
+                .halt_seconds(),
+            None
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Rank2file map (the rank2file seed): which rank wrote which files of a flushed dataset,
+//! Rank2file map: which rank wrote which files of a flushed dataset,
 //! stored as a tree of hash files under `<prefix>/.scr/scr.dataset.<id>/` so that no file,
 //! and so no reader, handles more than [`MAX_FILE_BYTES`].
 //!

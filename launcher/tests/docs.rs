@@ -129,6 +129,16 @@ fn scr_conf_5_lists_every_parameter_with_its_default() {
             d.name
         );
     }
+    // and what SCR v3.1's own guide says of it, written here, not taken from our table
+    // (config.rst: "One must set SCR_CACHE_BYPASS=0 to instruct SCR to use cache"; the
+    // control and cache directories in /dev/shm)
+    for line in [
+        "SCR_CACHE_BYPASS: 0 here, 1 in v3.1",
+        "SCR_CNTL_BASE: /tmp here, /dev/shm in v3.1",
+        "SCR_CACHE_BASE: /tmp here, /dev/shm in v3.1",
+    ] {
+        assert!(differ.contains(line), "{line} missing:\n{differ}");
+    }
     // the syntax and the precedence
     for words in [
         "KEY=VALUE",

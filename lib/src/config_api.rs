@@ -31,14 +31,9 @@ fn with_layer<R>(f: impl FnOnce(&mut Layer) -> Result<R>) -> Result<R> {
     let mut guard = LAYER.lock().unwrap_or_else(|p| p.into_inner());
     if guard.is_none() {
         let kept_in = app_config::app_config_path(&prefix_before_init());
-        // settings someone else could have written are passed over, and said so
-        let settings = match AppConfig::read(&kept_in) {
-            Err(e) if e.is_untrusted() => {
-                say!("SCR: WARNING: {e}; the SCR_Config settings kept there are ignored");
-                AppConfig::default()
-            }
-            read => read?,
-        };
+        let settings = AppConfig::read_or_warn(&kept_in, |e| {
+            say!("SCR: WARNING: {e}; the SCR_Config settings kept there are ignored")
+        })?;
         *guard = Some(Layer {
             settings,
             kept_in,

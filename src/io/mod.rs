@@ -203,9 +203,25 @@ pub fn read_hash_file_with_size(path: &Path, max_bytes: u64) -> Result<(Hash, u6
 /// Opens a file SCR reads for reading: only a regular file, opened so that a FIFO in its
 /// place cannot block the open (it is then refused).
 pub fn open_regular(path: &Path) -> Result<File> {
+    open_regular_with(path, O_NONBLOCK)
+}
+
+/// [`open_regular`] where a symbolic link is refused, not followed (SCR's own state files,
+/// which SCR never makes links).
+pub fn open_regular_no_link(path: &Path) -> Result<File> {
+    open_regular_with(path, O_NONBLOCK | O_NOFOLLOW).map_err(|e| match e {
+        Error::Io { source, .. } if source.raw_os_error() == Some(libc::ELOOP) => Error::untrusted(
+            path,
+            "is a symbolic link; SCR reads its state through no link it did not create",
+        ),
+        e => e,
+    })
+}
+
+fn open_regular_with(path: &Path, flags: i32) -> Result<File> {
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(O_NONBLOCK)
+        .custom_flags(flags)
         .open(path)
         .map_err(|e| Error::io(path, "open", e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
@@ -325,6 +341,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     sync_dir(&parent_dir(path))
 }
 
+/// The bytes free to an unprivileged user on `dir`'s file system, and its size.
+pub fn space_of(dir: &Path) -> Option<(u64, u64)> {
+    let st = rustix::fs::statvfs(dir).ok()?;
+    Some((
+        st.f_bavail.saturating_mul(st.f_frsize),
+        st.f_blocks.saturating_mul(st.f_frsize),
+    ))
+}
+
 /// Fsyncs a directory so a rename or create inside it is durable.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
@@ -395,12 +420,20 @@ pub(crate) fn temporary_name(path: &Path, kind: &str) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    // the counter keeps this process's names apart; the clock's low bits make them
+    // the counter keeps this process's names apart; random bits from the kernel make them
     // unguessable to anyone who would take one ahead in a directory others can write
-    let salt = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos()));
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed) ^ (salt << 20);
+    let mut random = [0u8; 8];
+    // SAFETY: getrandom writes at most random.len() bytes into it
+    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    let salt = if got == random.len() as isize {
+        u64::from_le_bytes(random)
+    } else {
+        // (no getrandom: the clock's low bits, which still differ between two runs)
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::from(d.subsec_nanos()))
+    };
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed) ^ (salt << 16);
     parent_dir(path).join(format!(".{name}.{kind}.{}.{n}", std::process::id()))
 }
 
@@ -446,8 +479,8 @@ impl LockedHashFile {
         // could otherwise be held locked by a neighbour (a shared one, the halt file, is
         // locked itself, as SCR's tools do)
         if mode & 0o077 == 0 {
-            let lock = lock_within(&lock_file_of(path), PRIVATE_FILE, true, wait)?;
-            let hash = match open_regular(path) {
+            let lock = lock_within(&lock_file_of(path), PRIVATE_FILE, wait)?;
+            let hash = match open_regular_no_link(path) {
                 Ok(mut file) => decode_open_file(path, &mut file, true, max_bytes)?.0,
                 Err(e) if e.is_not_found() => Hash::new(),
                 Err(e) => return Err(e),
@@ -459,7 +492,7 @@ impl LockedHashFile {
             };
             return Ok((locked, hash));
         }
-        let mut file = lock_within(path, mode, true, wait)?;
+        let mut file = lock_within(path, mode, wait)?;
         let (hash, _) = decode_open_file(path, &mut file, true, max_bytes)?;
         Ok((
             LockedHashFile {
@@ -488,16 +521,6 @@ fn lock_file_of(path: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     parent_dir(path).join(format!(".{name}.lock"))
-}
-
-/// Reads a shared hash file (of at most `max_bytes`) under a shared lock; a missing or
-/// empty file is an empty hash.
-pub fn read_with_lock(path: &Path, max_bytes: u64) -> Result<Hash> {
-    match lock_current(path, PRIVATE_FILE, false) {
-        Ok(mut file) => decode_open_file(path, &mut file, true, max_bytes).map(|(h, _)| h),
-        Err(e) if e.is_not_found() => Ok(Hash::new()),
-        Err(e) => Err(e),
-    }
 }
 
 /// open(2)'s O_NOFOLLOW on Linux: a state file SCR locks and rewrites is never reached
@@ -535,44 +558,25 @@ fn lock_holder(locked: &fs::Metadata) -> Option<u32> {
         })
 }
 
-fn lock_current(path: &Path, mode: u32, exclusive: bool) -> Result<File> {
-    lock_within(path, mode, exclusive, lock_timeout())
-}
-
-fn lock_within(
-    path: &Path,
-    mode: u32,
-    exclusive: bool,
-    timeout: std::time::Duration,
-) -> Result<File> {
+/// Opens `path` (created with `mode` where missing, never through a link) and takes an
+/// exclusive lock on it, waiting at most `timeout`.
+fn lock_within(path: &Path, mode: u32, timeout: std::time::Duration) -> Result<File> {
     loop {
-        let file = if exclusive {
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .mode(mode)
-                .custom_flags(O_NOFOLLOW | O_NONBLOCK)
-                .open(path)
-        } else {
-            OpenOptions::new()
-                .read(true)
-                .custom_flags(O_NOFOLLOW | O_NONBLOCK)
-                .open(path)
-        }
-        .map_err(|e| Error::io(path, "open", e))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(mode)
+            .custom_flags(O_NOFOLLOW | O_NONBLOCK)
+            .open(path)
+            .map_err(|e| Error::io(path, "open", e))?;
         let opened = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
         if !opened.is_file() {
             return Err(Error::invalid(path, "is not a regular file; remove it"));
         }
         let waited = std::time::Instant::now();
         loop {
-            let tried = if exclusive {
-                file.try_lock()
-            } else {
-                file.try_lock_shared()
-            };
-            match tried {
+            match file.try_lock() {
                 Ok(()) => break,
                 Err(fs::TryLockError::WouldBlock) if waited.elapsed() < timeout => {
                     std::thread::sleep(std::time::Duration::from_millis(20));

@@ -30,11 +30,11 @@ fn a_lock_held_by_another_process_times_out_naming_it_and_links_are_not_followed
         .expect("flock(1) from util-linux");
     // wait until it holds the lock
     let started = std::time::Instant::now();
-    while lock_within(&f, 0o600, false, std::time::Duration::ZERO).is_ok() {
+    while lock_within(&f, 0o600, std::time::Duration::ZERO).is_ok() {
         assert!(started.elapsed().as_secs() < 10, "flock never locked");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let e = lock_within(&f, 0o600, true, std::time::Duration::from_millis(200))
+    let e = lock_within(&f, 0o600, std::time::Duration::from_millis(200))
         .unwrap_err()
         .to_string();
     holder.kill().unwrap();
@@ -43,11 +43,11 @@ fn a_lock_held_by_another_process_times_out_naming_it_and_links_are_not_followed
         e.contains("is locked by process") && e.contains("SCR_LOCK_TIMEOUT"),
         "{e}"
     );
-    assert!(lock_within(&f, 0o600, true, std::time::Duration::from_secs(5)).is_ok());
+    assert!(lock_within(&f, 0o600, std::time::Duration::from_secs(5)).is_ok());
     // a link where the state file should be is refused, its target untouched
     let target = dir.path().join("elsewhere");
     std::os::unix::fs::symlink(&target, dir.path().join("index.scr")).unwrap();
-    assert!(lock_current(&dir.path().join("index.scr"), 0o600, true).is_err());
+    assert!(lock_within(&dir.path().join("index.scr"), 0o600, lock_timeout()).is_err());
     assert!(!target.exists());
 }
 
@@ -127,7 +127,7 @@ fn locked_update_creates_and_replaces() {
     let mut h = h;
     h.set_value("CheckpointsLeft", 3);
     lock.write_and_unlock(&h).unwrap();
-    assert_eq!(read_with_lock(&path, MAX_HASH_FILE_BYTES).unwrap(), h);
+    assert_eq!(read_hash_file(&path).unwrap(), h);
     assert_eq!(
         fs::metadata(&path).unwrap().permissions().mode() & 0o777,
         0o666

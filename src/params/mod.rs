@@ -430,7 +430,7 @@ impl Params {
                 Some((format!("{}={}", spec.name, s.value), s.origin.to_string()))
             })
             .collect();
-        // settings the table does not know (none today; kept in case a layer adds one)
+        // names the table does not know, given to [`Params::set`]
         for (name, s) in &self.settings {
             if table::spec(name).is_none() {
                 lines.push((format!("{name}={}", s.value), s.origin.to_string()));

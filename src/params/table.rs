@@ -236,12 +236,12 @@ pub fn bounds(name: &str) -> Option<(u64, u64)> {
 pub(super) fn check_value(spec: &ParamSpec, value: &str) -> std::result::Result<(), String> {
     let in_bounds = |n: u64| match bounds(spec.name) {
         Some((lo, hi)) if n < lo || n > hi => Err(format!(
-            "{}={value:?} is out of range: it must be between {lo} and {}",
+            "{}={value:?} is out of range: it must be {}",
             spec.name,
             if hi == u64::MAX {
-                "any larger value".to_string()
+                format!("at least {lo}")
             } else {
-                hi.to_string()
+                format!("between {lo} and {hi}")
             }
         )),
         _ => Ok(()),

@@ -54,7 +54,9 @@ const DIR_FLAGS: OFlags = OFlags::DIRECTORY
 
 impl Beneath {
     /// The directory `root` (reached as named: a link in its own path is the user's
-    /// choice), for this user.
+    /// choice), for this user: what is below it must be this user's. The root itself may
+    /// be anyone's (a shared scratch area); the prefix's own mode is judged by
+    /// [`super::check_prefix_mode`].
     pub fn open(root: &Path) -> Result<Beneath> {
         let fd = rustix::fs::open(root, OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| io_error(root, "open directory", e))?;

@@ -106,7 +106,13 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
             ),
         ));
     }
-    let file = crate::io::open_regular(path)?;
+    // (what was no link when looked at is opened as none: a link swapped in meanwhile is
+    // refused, not followed)
+    let file = if link.file_type().is_symlink() {
+        crate::io::open_regular(path)?
+    } else {
+        crate::io::open_regular_no_link(path)?
+    };
     let meta = file.metadata().map_err(|e| Error::io(path, "inspect", e))?;
     if let Some(why) = untrusted_file(&meta) {
         return Err(Error::untrusted(path, why));

@@ -39,13 +39,9 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     // what earlier runs set through SCR_Config, as SCR_Init layers it
     let prefix = scr::layout::prefix_dir(sources.prefix.as_deref(), None)?;
     let kept = app_config_path(&prefix);
-    let settings = match AppConfig::read(&kept) {
-        Err(e) if e.is_untrusted() => {
-            eprintln!("{}: WARNING: {e}; ignored", crate::program_name());
-            AppConfig::default()
-        }
-        read => read?,
-    };
+    let settings = AppConfig::read_or_warn(&kept, |e| {
+        eprintln!("{}: WARNING: {e}; ignored", crate::program_name())
+    })?;
     if !settings.is_empty() {
         let origin = format!("SCR_Config settings (kept in {})", kept.display());
         sources.app_config = Some(settings.as_file(&origin));

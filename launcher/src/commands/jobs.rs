@@ -129,12 +129,22 @@ pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
     };
     let events: Vec<Event> = text.lines().filter_map(event_log::parse_line).collect();
     let stats = Stats::from_events(&events);
-    let (Some((mtbf, lower_bound)), true) = (stats.mtbf_estimate(), stats.checkpoints > 0) else {
+    if stats.checkpoints == 0 {
         eprintln!(
             "scr_ckpt_interval: {} records no completed checkpoint yet ({} run(s)): run the \
              job with SCR_LOG_ENABLE=1 until it checkpoints",
             path.display(),
             stats.runs
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let Some((mtbf, lower_bound)) = stats.mtbf_estimate() else {
+        eprintln!(
+            "scr_ckpt_interval: {} records {} checkpoint(s) but no run time to estimate the \
+             time between failures from (no run's start and end): run the job with \
+             SCR_LOG_ENABLE=1 through a whole run",
+            path.display(),
+            stats.checkpoints
         );
         return Ok(ExitCode::from(1));
     };

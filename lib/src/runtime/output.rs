@@ -386,16 +386,9 @@ impl Scr {
 /// Why a write into `dir` may have failed, when the reason is its file system: full, or
 /// nearly (an application told of a short write marks its output invalid, and says no more).
 fn full_file_system_note(dir: &Path) -> String {
-    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+    let Some((free, size)) = scr::io::space_of(dir) else {
         return String::new();
     };
-    // SAFETY: a zeroed statvfs is a valid out-parameter; path is NUL-terminated
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return String::new();
-    }
-    let free = st.f_bavail as u64 * st.f_frsize as u64;
-    let size = st.f_blocks as u64 * st.f_frsize as u64;
     if size > 0 && free < (size / 100).max(1 << 20) {
         format!(
             "; its cache directory {} is full ({free} of {size} bytes free): the cache is too \

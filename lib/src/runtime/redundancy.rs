@@ -293,22 +293,30 @@ impl Scr {
         // member takes part, whatever happened to it in the ring)
         let crcs = own_crcs.finish();
         let packed: Vec<u8> = crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
+        let mut mismatch = None;
         for (bytes, &from) in comm::neighbour_bytes(comm, &packed, &right, &left)
             .iter()
             .zip(&left)
         {
             let theirs = &mut lists[from as usize].files;
-            if bytes.len() == 4 * theirs.len() {
-                for (m, c) in theirs.iter_mut().zip(bytes.chunks_exact(4)) {
-                    m.set_crc32(u32::from_le_bytes(c.try_into().expect("4 bytes")));
-                }
+            if bytes.len() != 4 * theirs.len() {
+                // a header left with placeholders would fail every rebuild's check later
+                mismatch.get_or_insert(failure(format!(
+                    "set member {from} sent {} CRC32s for the {} files its list holds",
+                    bytes.len() / 4,
+                    theirs.len()
+                )));
+                continue;
+            }
+            for (m, c) in theirs.iter_mut().zip(bytes.chunks_exact(4)) {
+                m.set_crc32(u32::from_le_bytes(c.try_into().expect("4 bytes")));
             }
         }
         for (m, c) in lists[me].files.iter_mut().zip(&crcs) {
             m.set_crc32(*c);
         }
         let (output, slots) = encoded?;
-        if let Some(e) = unreadable {
+        if let Some(e) = unreadable.or(mismatch) {
             return Err(e);
         }
         recorded?;
