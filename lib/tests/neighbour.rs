@@ -185,7 +185,7 @@ fn pruning_the_prefix_never_deletes_through_a_link() {
         "{t}"
     );
     assert!(
-        t.contains("an older dataset stays on the prefix"),
+        t.contains("ckpt.1 stays on the prefix") && t.contains("symbolic link"),
         "said: {t}"
     );
     assert_eq!(
@@ -335,7 +335,7 @@ fn size_parameters_out_of_bounds_are_refused_by_name() {
         let (ok, t) = s.run(&["1000", "1"], &[(name, value)]);
         assert!(!ok, "{name}={value}: {t}");
         assert!(
-            t.contains(name) && t.contains("between"),
+            t.contains(name) && (t.contains("between") || t.contains("at least")),
             "{name}={value}: {t}"
         );
     }
