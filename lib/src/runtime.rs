@@ -672,6 +672,12 @@ impl Scr {
         }
     }
 
+    /// SCR_CRC_ON_COPY: whether each copy, and each restart from cache, checks every byte
+    /// against its file's CRC32.
+    pub(super) fn crc_on_copy(&self) -> bool {
+        self.config.params.bool("SCR_CRC_ON_COPY")
+    }
+
     /// An SCR_DEBUG message of `level` about the job, said once (by rank 0).
     pub(super) fn debug(&self, level: u64, text: std::fmt::Arguments) {
         if self.rank == 0 && self.config.debug >= level {

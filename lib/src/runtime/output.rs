@@ -277,7 +277,7 @@ impl Scr {
     /// Records this rank's files of `id` (sizes, CRCs with SCR_CRC_ON_COPY, completeness)
     /// and the job's totals in the dataset. Returns the dataset and how many ranks failed.
     fn record_completion(&mut self, id: u64, valid: bool) -> Result<(Dataset, u64)> {
-        let crc_on_copy = self.config.params.bool("SCR_CRC_ON_COPY");
+        let crc_on_copy = self.crc_on_copy();
         // no barrier first: the sums below wait for every rank, sleeping as they do
         let (mut files, mut bytes, mut ok) = (0u64, 0u64, valid);
         for f in self.my_files(id) {

@@ -11,9 +11,17 @@ use crate::shuffle::{self, Incoming, Outgoing};
 use scr::xor::XorHeader;
 use std::collections::{HashMap, HashSet};
 
-/// True when `map` holds every file of (dset, rank) complete, of the recorded size and
-/// CRC, for a checkpoint of a job of `ranks` ranks.
-pub(super) fn verify_copy(map: &Filemap, dset: u64, rank: u64, ranks: u64) -> bool {
+/// True when `map` holds every file of (dset, rank) complete, of the recorded size (and,
+/// with `check_crc`, CRC), for a checkpoint of a job of `ranks` ranks. Reading every
+/// cached byte at each SCR_Init is what SCR_CRC_ON_COPY=1 asks for; without it a restart
+/// trusts sizes, as SCR does, and the CRCs recorded at Complete check what is rebuilt.
+pub(super) fn verify_copy(
+    map: &Filemap,
+    dset: u64,
+    rank: u64,
+    ranks: u64,
+    check_crc: bool,
+) -> bool {
     let is_ckpt = map
         .dataset(dset, rank)
         .is_some_and(|d| d.is_checkpoint() && d.is_complete());
@@ -27,7 +35,10 @@ pub(super) fn verify_copy(map: &Filemap, dset: u64, rank: u64, ranks: u64) -> bo
             let Ok(stat) = std::fs::metadata(f) else {
                 return false;
             };
-            let crc = meta.crc32().and_then(|_| io::file_crc32(Path::new(f)).ok());
+            let crc = meta
+                .crc32()
+                .filter(|_| check_crc)
+                .and_then(|_| io::file_crc32(Path::new(f)).ok());
             meta.verify(stat.len(), crc).is_ok()
         })
 }
@@ -183,7 +194,7 @@ impl Scr {
     /// Tries to give every rank its files of `d`; true when every rank has them, verified.
     pub(super) fn recover(&mut self, d: u64) -> Result<bool> {
         // 1. what each rank has, what each node holds for others, and rank 0's plan
-        let own_ok = verify_cached_of(self, d);
+        let own_ok = verify_cached_of(self, d, self.crc_on_copy());
         let plan = self.plan_for(d, own_ok);
         if plan.first_value("OK") != Some("1") {
             if self.rank == 0
@@ -245,8 +256,9 @@ impl Scr {
                 return Ok(false);
             }
         }
-        // only ranks whose files arrived or were rebuilt need checking again
-        if !comm::all_true(&self.world, own_ok || verify_cached_of(self, d)) {
+        // only ranks whose files arrived or were rebuilt need checking again: every byte
+        // against the CRCs recorded at Complete, whatever SCR_CRC_ON_COPY says
+        if !comm::all_true(&self.world, own_ok || verify_cached_of(self, d, true)) {
             return Ok(false);
         }
 
@@ -284,7 +296,7 @@ impl Scr {
         let mut held_ok = Vec::new();
         if let Some((_, held)) = &self.cache.held {
             for r in held.ranks_by_dataset(d) {
-                if r < self.ranks && verify_copy(held, d, r, self.ranks) {
+                if r < self.ranks && verify_copy(held, d, r, self.ranks, self.crc_on_copy()) {
                     held_ok.push(r);
                     if let Some(header) = parity_header_in(held, d, r) {
                         add_set(header);
@@ -403,7 +415,9 @@ impl Scr {
         report.set_value("RIGHT", right);
         if let Some((_, held)) = &self.cache.held {
             for r in held.ranks_by_dataset(d) {
-                if held.tag(d, r, PARTNER_TAG).is_some() && verify_copy(held, d, r, self.ranks) {
+                if held.tag(d, r, PARTNER_TAG).is_some()
+                    && verify_copy(held, d, r, self.ranks, self.crc_on_copy())
+                {
                     report.child("HELD").child(r.to_string());
                 }
             }
@@ -434,7 +448,7 @@ impl Scr {
                 .into_iter()
                 .filter(|&r| {
                     let kept = held.tag(d, r, PARTNER_TAG).is_some()
-                        && verify_copy(held, d, r, self.ranks)
+                        && verify_copy(held, d, r, self.ranks, self.crc_on_copy())
                         && partner_node(r) == Some(self.node_name.as_str());
                     !kept
                 })
@@ -557,8 +571,8 @@ pub(super) fn parity_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHe
     parity_file_in(map, d, rank).map(|(_, h, _)| h)
 }
 
-fn verify_cached_of(scr: &Scr, d: u64) -> bool {
-    verify_copy(&scr.cache.filemap, d, scr.rank, scr.ranks)
+fn verify_cached_of(scr: &Scr, d: u64, check_crc: bool) -> bool {
+    verify_copy(&scr.cache.filemap, d, scr.rank, scr.ranks, check_crc)
 }
 
 /// Rank 0: from every rank's report, who sends whose files where, which XOR sets rebuild

@@ -285,7 +285,7 @@ impl Scr {
             chunk,
             piece: self.mpi_buf_size().min(chunk as usize).max(1),
         };
-        let crc_on_copy = self.config.params.bool("SCR_CRC_ON_COPY");
+        let crc_on_copy = self.crc_on_copy();
         let sizes: Vec<u64> = files.iter().map(|(_, s, _)| *s).collect();
         let mut own_crcs = erasure::FileCrcs::new(&sizes, chunk);
         let encoded = ring.encode(input, output, crc_on_copy, &header, &path, &mut own_crcs);
