@@ -296,9 +296,12 @@ pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<Dropped>> {
 /// map, which refuses names that leave the prefix. Returns how many files it removed.
 pub fn delete_dataset_files(prefix: &Path, id: u64) -> Result<usize> {
     let meta = layout::dataset_meta_dir(prefix, id);
+    // a summary that cannot be read leaves the dataset where it is (said by the caller):
+    // without its file list, deleting its metadata would orphan its files
     let files = match Summary::read(&layout::summary_file(prefix, id)) {
         Ok(summary) => flushed_files(prefix, id, &summary)?,
-        Err(_) => RankFiles::new(),
+        Err(e) if e.is_not_found() => RankFiles::new(),
+        Err(e) => return Err(e),
     };
     // through directory handles: a directory swapped for a link (by anyone who can write
     // the prefix) is refused, never followed to delete what lies elsewhere

@@ -342,11 +342,29 @@ fn load_filemaps(
     // this rank's filemap: entries for this world rank from every filemap on the node
     let master_path = layout::master_filemap(cntl_dir);
     let mut on_node = Filemap::new(); // everything this node's filemaps record
-    if let Ok(master) = MasterFilemap::read(&master_path) {
-        for path in master.filemaps() {
-            if let Ok(map) = Filemap::read(Path::new(path)) {
-                on_node.merge_preferring_untagged(&map, PARTNER_TAG);
-            }
+    let warn = |what: String| {
+        if local_rank == 0 {
+            say!("SCR: WARNING: {what}");
+        }
+    };
+    let listed: Vec<PathBuf> = match MasterFilemap::read(&master_path) {
+        Ok(master) => master.filemaps().into_iter().map(PathBuf::from).collect(),
+        Err(e) if e.is_not_found() => Vec::new(),
+        // a damaged master filemap must not make the node forget its cache: the ranks'
+        // filemaps beside it say what it would
+        Err(e) => {
+            warn(format!("{e}; reading the filemaps beside it instead"));
+            filemaps_beside(cntl_dir)
+        }
+    };
+    for path in listed {
+        match Filemap::read(&path) {
+            Ok(map) => on_node.merge_preferring_untagged(&map, PARTNER_TAG),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => warn(format!(
+                "{e}; the cached datasets it records are not restarted from (remove it, or \
+                 drain the cache with scr postrun first)"
+            )),
         }
     }
     let mut filemap = on_node.extract_rank(rank);
@@ -391,6 +409,29 @@ fn load_filemaps(
         held,
         reprotect,
     })
+}
+
+/// The ranks' filemaps in a control directory (`filemap_<n>.scrinfo`, and the node's
+/// `filemap_held.scrinfo`), found by name.
+fn filemaps_beside(cntl_dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(cntl_dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix("filemap_")?.strip_suffix(".scrinfo"))
+                .is_some_and(|which| {
+                    which == "held"
+                        || (!which.is_empty() && which.bytes().all(|b| b.is_ascii_digit()))
+                })
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 /// Another program's cache on this node: a program that ran with the same job id and

@@ -447,3 +447,38 @@ fn a_full_control_directory_on_one_node_leaves_no_rank_waiting() {
         }
     }
 }
+
+#[test]
+fn a_damaged_master_filemap_or_summary_is_said_and_loses_nothing() {
+    // the node's master filemap damaged: the ranks' filemaps beside it still say what is
+    // cached, and the restart comes from cache
+    let job = Job::new();
+    run_ok_on(&job, "n1,n2", 2, &["1000", "1"], &[("SCR_FLUSH", "0")]);
+    let master = node_dirs(&job, "n1")[1].join("filemap.scrinfo");
+    std::fs::write(&master, b"not a hash file").unwrap();
+    let t = run_ok_on(&job, "n1,n2", 2, &["1000", "0"], &[("SCR_FLUSH", "0")]);
+    assert!(
+        t.contains("filemap.scrinfo") && t.contains("reading the filemaps beside it"),
+        "{t}"
+    );
+    assert!(t.contains("restarted from ckpt.1"), "{t}");
+
+    // a flushed dataset whose summary cannot be read is not deleted by the window (its
+    // files would be orphaned): it stays, said, and the others go
+    let job = Job::new();
+    job.run_ok(2, &["1000", "2"], &[("SCR_FLUSH", "1")]);
+    let summary = job.prefix().join(".scr/scr.dataset.1/summary.scr");
+    assert!(summary.is_file());
+    std::fs::write(&summary, b"garbage").unwrap();
+    let t = job.run_ok(
+        2,
+        &["1000", "1"],
+        &[("SCR_FLUSH", "1"), ("SCR_PREFIX_SIZE", "1")],
+    );
+    assert!(
+        t.contains("ckpt.1 stays on the prefix") && t.contains("summary.scr"),
+        "{t}"
+    );
+    assert!(job.prefix().join("ckpt.1/rank_0.ckpt").is_file(), "{t}");
+    assert!(!job.prefix().join("ckpt.2").exists(), "{t}");
+}

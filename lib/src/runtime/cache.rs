@@ -379,7 +379,11 @@ impl Discards {
     pub(super) fn wait(&mut self) {
         self.release();
         for t in self.threads.drain(..) {
-            let _ = t.join();
+            if t.join().is_err() {
+                say!(
+                    "SCR: WARNING: removing discarded cache files failed; some may be left in .trash"
+                );
+            }
         }
     }
 }
