@@ -255,7 +255,7 @@ impl AppConfig {
                 _ => Ok(()),
             };
         }
-        crate::io::write_atomic(path, self.text().as_bytes(), 0o644)
+        crate::io::write_atomic(path, self.text().as_bytes(), crate::io::PRIVATE_FILE)
     }
 }
 

@@ -69,26 +69,35 @@ pub fn write_file(
     if len == 0 {
         return Ok((0, crc.finalize()));
     }
-    // SAFETY: cache files are not modified during a flush; the size was checked above and
-    // the copy reads no further than that
-    let map = unsafe { memmap2::Mmap::map(&input) }.map_err(|e| Error::io(src, "map", e))?;
-    let mut at = 0usize;
+    // plain reads: a file that shrinks meanwhile is a read error, not a SIGBUS
+    let mut buf = vec![0u8; (len.min(COPY_BUFFER as u64)) as usize];
+    let mut at = 0u64;
     // containers mix many files' bytes: the user's alone, reached through directory handles
     let below = crate::safe_fs::Beneath::open(prefix)?;
     for seg in segments.iter().filter(|s| s.length > 0) {
         let path = prefix.join(&seg.container);
         // several ranks write one container side by side: create, never truncate
         let out = below.open_in_place(Path::new(&seg.container), 0o600, 0o755)?;
-        let piece = &map[at..at + seg.length as usize];
-        crc.update(piece);
-        out.write_all_at(piece, seg.offset)
-            .map_err(|e| Error::io(&path, "write", e))?;
+        let mut done = 0u64;
+        while done < seg.length {
+            let piece = &mut buf[..(seg.length - done).min(COPY_BUFFER as u64) as usize];
+            input
+                .read_exact_at(piece, at)
+                .map_err(|e| Error::io(src, "read", e))?;
+            crc.update(piece);
+            out.write_all_at(piece, seg.offset + done)
+                .map_err(|e| Error::io(&path, "write", e))?;
+            done += piece.len() as u64;
+            at += piece.len() as u64;
+        }
         out.sync_data().map_err(|e| Error::io(&path, "fsync", e))?;
         copied(seg.length);
-        at += seg.length as usize;
     }
     Ok((len, crc.finalize()))
 }
+
+/// The most bytes a flush into containers reads at once.
+const COPY_BUFFER: usize = 4 << 20;
 
 /// Reassembles a file from its `segments` under `prefix` into `dst` (fsynced). Returns its
 /// size and CRC32. A container too short for a segment is an error naming it.

@@ -47,6 +47,14 @@ fn current_drop_and_drop_after_update_the_index() {
         out.contains("   2 YES   2026-11-22T04:51:15   * ckpt.2"),
         "{out}"
     );
+    // the index stays the user's alone, locked through its private lock file
+    let index = prefix.join(".scr/index.scr");
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&index).unwrap().permissions())
+            & 0o777,
+        0o600
+    );
+    assert!(prefix.join(".scr/.index.scr.lock").is_file());
     stdout(&scr(&["index", "-p", p, "--drop-after", "ckpt.1"]));
     let out = stdout(&scr(&["index", "-p", p]));
     assert_eq!(out.lines().count(), 2, "{out}");

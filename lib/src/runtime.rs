@@ -452,6 +452,16 @@ fn foreign_cache(cntl_dir: &Path, prefix: &Path) -> Option<ForeignCache> {
             cached.extend(map.datasets());
         }
     }
+    // that prefix's records count only when they are the user's: a neighbour who recreates
+    // a prefix that was moved away must not be able to say "all drained there"
+    let trusted = safe_fs::check_prefix_mode(&other).is_ok()
+        && safe_fs::is_own_dir(&layout::prefix_hidden_dir(&other));
+    if !trusted {
+        return Some(ForeignCache {
+            other,
+            undrained: !cached.is_empty(),
+        });
+    }
     let undrained = match scr::scavenge::DrainPlan::read(&other) {
         Ok(Some(plan)) => cached.iter().any(|&d| plan.copies(d)),
         // no record of what that program flushed: what it cached may be nowhere else

@@ -6,16 +6,14 @@
 //! A sender and its receiver first trade the lengths and the header, then walk the same
 //! sequence of data pieces, a window of them at a time ([`pieces_in_flight`]), every send
 //! nonblocking and posted before the receives, so a ring of exchanges never deadlocks. The
-//! sender's files are mapped: a piece inside one file is sent straight from its page cache,
-//! a copy fewer than read-then-send.
+//! sender's files are read with plain reads ([`SourceFiles`]).
 
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use scr::Hash;
 use scr::xor::LogicalFile;
 use scr::{Error, Result};
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const TAG_SIZES: i32 = 7101;
 const TAG_HEADER: i32 = 7102;
@@ -42,35 +40,22 @@ pub struct Incoming<'a> {
     pub place: Placement<'a>,
 }
 
-/// A rank's cached files seen as one logical byte range through read-only mappings (empty
-/// files unmapped; a mapping outlives the file handle it was made from). Sending and parity
-/// read the data from the page cache this way, without a copy.
-pub(crate) struct Mapped {
-    /// (logical start, length, mapping)
-    parts: Vec<(u64, u64, Option<memmap2::Mmap>)>,
+/// A rank's cached files read as one logical byte range, with plain reads: a file that
+/// shrinks meanwhile (the application, a fault) is a read error, said once the exchange
+/// is over, where a mapping would have killed the rank with SIGBUS inside a collective.
+pub(crate) struct SourceFiles {
+    files: LogicalFile,
+    len: u64,
+    /// The first read that failed; what it should have read was sent as zeros.
+    error: std::cell::RefCell<Option<Error>>,
 }
 
-impl Mapped {
-    /// Maps the files, each of the size the filemap records (another size is an error).
+impl SourceFiles {
+    /// Opens the files, each of the size the filemap records (another size is an error).
     pub(crate) fn open(files: &[(PathBuf, u64)]) -> Result<Self> {
-        let opened = files
-            .iter()
-            .map(|(path, size)| {
-                let f = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-                Ok((path.as_path(), f, *size))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Self::of_open(opened.iter().map(|(p, f, s)| (*p, f, *s)))
-    }
-
-    /// [`Mapped::open`] for files already open: (path, file, recorded size) in logical
-    /// order.
-    pub(crate) fn of_open<'a>(
-        files: impl Iterator<Item = (&'a Path, &'a File, u64)>,
-    ) -> Result<Self> {
-        let mut parts = Vec::new();
-        let mut start = 0;
-        for (path, f, size) in files {
+        let files = LogicalFile::open(files, None)?;
+        let mut len = 0;
+        for (path, f, size) in files.files() {
             let actual = f.metadata().map_err(|e| Error::io(path, "stat", e))?.len();
             if actual != size {
                 return Err(Error::invalid(
@@ -78,64 +63,39 @@ impl Mapped {
                     format!("{actual} bytes, the filemap records {size}"),
                 ));
             }
-            // SAFETY: cached files are not changed while the job runs SCR calls. The pages
-            // are mapped as they are first touched, by this rank adding them or by MPI
-            // reading them for the partner: filling the page tables up front (populate)
-            // cost 35 ms at 256 MiB before the first piece left, and measured no faster
-            // overall once the waits yield (the faults are taken while neighbours wait).
-            let map = (size > 0)
-                .then(|| unsafe { memmap2::MmapOptions::new().map(f) })
-                .transpose()
-                .map_err(|e| Error::io(path, "map", e))?;
-            parts.push((start, size, map));
-            start += size;
+            len += size;
         }
-        Ok(Mapped { parts })
+        Ok(SourceFiles {
+            files,
+            len,
+            error: std::cell::RefCell::new(None),
+        })
     }
 
-    /// `[offset, offset + len)` when it lies inside one file.
-    pub(crate) fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
-        let (start, size, map) = self
-            .parts
-            .iter()
-            .find(|(start, size, _)| offset >= *start && offset < start + size)?;
-        if offset + len as u64 > start + size {
-            return None;
-        }
-        let at = (offset - start) as usize;
-        Some(&map.as_ref()?[at..at + len])
+    /// The bytes of all the files.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
     }
 
-    /// Copies `[offset, offset + buf.len())` across files; what lies past the last is zero.
-    pub(crate) fn read_at(&self, mut offset: u64, buf: &mut [u8]) {
-        let mut done = 0;
-        for (start, size, map) in &self.parts {
-            if done == buf.len() {
-                break;
-            }
-            let Some(map) = map else { continue };
-            if offset >= start + size || offset < *start {
-                continue;
-            }
-            let at = (offset - start) as usize;
-            let n = (*size as usize - at).min(buf.len() - done);
-            buf[done..done + n].copy_from_slice(&map[at..at + n]);
-            done += n;
-            offset += n as u64;
+    /// Reads `[offset, offset + buf.len())` across files; what lies past the last is zero.
+    /// A read that fails leaves zeros and is kept for [`SourceFiles::take_error`]: the partner
+    /// is still sent every byte it waits for.
+    pub(crate) fn read_at(&self, offset: u64, buf: &mut [u8]) {
+        if let Err(e) = self.files.read_at(offset, buf) {
+            buf.fill(0);
+            self.error.borrow_mut().get_or_insert(e);
         }
-        buf[done..].fill(0);
     }
 
-    /// `len` bytes from `offset`: a slice of a mapping when they lie inside one file, else
-    /// copied (across files, zero past the end) into `scratch`.
-    pub(crate) fn bytes<'a>(&'a self, offset: u64, len: usize, scratch: &'a mut [u8]) -> &'a [u8] {
-        match self.slice(offset, len) {
-            Some(s) => s,
-            None => {
-                self.read_at(offset, &mut scratch[..len]);
-                &scratch[..len]
-            }
-        }
+    /// `len` bytes from `offset`, read into `scratch`.
+    pub(crate) fn bytes<'a>(&self, offset: u64, len: usize, scratch: &'a mut [u8]) -> &'a [u8] {
+        self.read_at(offset, &mut scratch[..len]);
+        &scratch[..len]
+    }
+
+    /// The first read that failed, if one did.
+    pub(crate) fn take_error(&self) -> Option<Error> {
+        self.error.borrow_mut().take()
     }
 }
 
@@ -157,7 +117,7 @@ pub fn exchange(
     let mut failure: Option<Error> = None;
     // a sender that cannot read its files sends an empty header, which placement refuses
     let (to, header, source) = match send {
-        Some(o) => match Mapped::open(&o.files) {
+        Some(o) => match SourceFiles::open(&o.files) {
             Ok(m) => (Some(o.to), o.header.pack(), Some(m)),
             Err(e) => {
                 failure = Some(e);
@@ -166,9 +126,7 @@ pub fn exchange(
         },
         None => (None, Vec::new(), None),
     };
-    let send_data: u64 = source
-        .as_ref()
-        .map_or(0, |m| m.parts.iter().map(|p| p.1).sum());
+    let send_data: u64 = source.as_ref().map_or(0, SourceFiles::len);
     let from = recv.as_ref().map(|r| r.from);
     let (header_in, recv_data) = trade_headers(comm, (to, &header, send_data), from);
     let mut sink = None;
@@ -191,6 +149,9 @@ pub fn exchange(
         (&mut sink, recv_data),
         &mut failure,
     );
+    if let Some(e) = source.as_ref().and_then(SourceFiles::take_error) {
+        failure.get_or_insert(e);
+    }
     if let Some(s) = sink
         && let Err(e) = s.sync().and_then(|()| s.commit())
     {
@@ -274,13 +235,13 @@ impl Link<'_> {
         total.saturating_sub(step * self.piece).min(self.piece) as usize
     }
 
-    /// The data: a window of pieces in flight at once, sent straight from the mappings,
+    /// The data: a window of pieces in flight at once, read into a buffer and sent from it,
     /// received into the window's buffers and written once the window has arrived (writing
     /// one window while the next travels measured no faster: MPI moves nothing while this
     /// rank is in the write). A failed write stops the writing, not the receiving.
     fn move_data(
         &self,
-        (source, send_data): (Option<&Mapped>, u64),
+        (source, send_data): (Option<&SourceFiles>, u64),
         (sink, recv_data): (&mut Option<LogicalFile>, u64),
         failure: &mut Option<Error>,
     ) {
@@ -295,7 +256,7 @@ impl Link<'_> {
                 0
             }
         ];
-        // pieces that span files, gathered for sending
+        // the window's pieces, read for sending
         let mut staging = Vec::new();
         for first in (0..steps).step_by(window as usize) {
             let pieces = first..(first + window).min(steps);
@@ -304,9 +265,9 @@ impl Link<'_> {
             mpi::request::scope(|scope| {
                 let sends: Vec<_> = outgoing
                     .iter()
-                    .filter(|(len, _, _)| *len > 0)
-                    .map(|&(len, direct, at)| {
-                        let piece = direct.unwrap_or_else(|| &staged[at..at + len]);
+                    .filter(|(len, _)| *len > 0)
+                    .map(|&(len, at)| {
+                        let piece = &staged[at..at + len];
                         self.comm
                             .process_at_rank(self.to.expect("sending"))
                             .immediate_send_with_tag(scope, piece, TAG_DATA)
@@ -341,29 +302,25 @@ impl Link<'_> {
         }
     }
 
-    /// What each piece of a window sends: (length, the mapping's slice where the piece lies
-    /// inside one file, else its offset in `staging`, where it is gathered).
-    fn stage<'m>(
+    /// What each piece of a window sends: (length, its offset in `staging`, where it is
+    /// read).
+    fn stage(
         &self,
-        source: Option<&'m Mapped>,
+        source: Option<&SourceFiles>,
         send_data: u64,
         pieces: std::ops::Range<u64>,
         staging: &mut Vec<u8>,
-    ) -> Vec<(usize, Option<&'m [u8]>, usize)> {
+    ) -> Vec<(usize, usize)> {
         staging.clear();
         pieces
             .map(|step| {
                 let len = self.len(send_data, step);
-                let direct = source.and_then(|s| s.slice(step * self.piece, len));
-                if len == 0 || direct.is_some() {
-                    return (len, direct, 0);
-                }
                 let at = staging.len();
                 staging.resize(at + len, 0);
                 if let Some(s) = source {
                     s.read_at(step * self.piece, &mut staging[at..]);
                 }
-                (len, None, at)
+                (len, at)
             })
             .collect()
     }
@@ -374,7 +331,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mapped_files_read_as_one_range_zero_past_the_end() {
+    fn cached_files_read_as_one_range_zero_past_the_end_and_a_short_file_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b, empty) = (
             dir.path().join("a"),
@@ -384,14 +341,10 @@ mod tests {
         std::fs::write(&a, b"abcd").unwrap();
         std::fs::write(&empty, b"").unwrap();
         std::fs::write(&b, b"efg").unwrap();
-        let m = Mapped::open(&[(a.clone(), 4), (empty.clone(), 0), (b.clone(), 3)]).unwrap();
-        assert_eq!(
-            m.slice(1, 3),
-            Some(&b"bcd"[..]),
-            "inside one file: the mapping itself"
-        );
-        assert_eq!(m.slice(2, 3), None, "across files: no single slice");
+        let m = SourceFiles::open(&[(a.clone(), 4), (empty.clone(), 0), (b.clone(), 3)]).unwrap();
+        assert_eq!(m.len(), 7);
         let mut scratch = [0xffu8; 8];
+        assert_eq!(m.bytes(1, 3, &mut scratch), b"bcd");
         assert_eq!(
             m.bytes(2, 4, &mut scratch),
             b"cdef",
@@ -403,7 +356,14 @@ mod tests {
             b"fg\0\0\0\0",
             "zero past the last file"
         );
-        let err = Mapped::open(&[(a, 5)]).err().unwrap().to_string();
+        assert!(m.take_error().is_none());
+        // a file that shrinks after it was opened: zeros, and the error kept (not SIGBUS)
+        std::fs::write(&b, b"").unwrap();
+        let mut scratch = [0xffu8; 8];
+        assert_eq!(m.bytes(3, 3, &mut scratch), b"\0\0\0");
+        let err = m.take_error().expect("the short read").to_string();
+        assert!(err.contains("/b"), "{err}");
+        let err = SourceFiles::open(&[(a, 5)]).err().unwrap().to_string();
         assert!(err.contains("4 bytes, the filemap records 5"), "{err}");
     }
 

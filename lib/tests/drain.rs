@@ -556,6 +556,37 @@ fn a_cache_whose_prefix_cannot_be_read_is_kept_not_discarded() {
         "{t}"
     );
     assert_eq!(job.cached("rank_0.ckpt"), cached, "the cache is intact");
+    // nor when someone else puts a prefix there whose records say everything was drained
+    // (another job's, which flushed its checkpoints, given to another user)
+    let elsewhere = Job::new();
+    elsewhere.run_ok(2, &["4000", "2"], &[("SCR_FLUSH", "1")]);
+    std::fs::create_dir(job.prefix()).unwrap();
+    std::fs::create_dir(job.prefix().join(".scr")).unwrap();
+    for f in ["flush.scr", "index.scr"] {
+        std::fs::copy(
+            elsewhere.prefix().join(".scr").join(f),
+            job.prefix().join(".scr").join(f),
+        )
+        .unwrap();
+    }
+    for p in [job.prefix(), job.prefix().join(".scr")] {
+        std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+    }
+    let run = job
+        .command(
+            Some(HOSTS),
+            4,
+            &["4000", "2"],
+            &[("SCR_PREFIX", other.to_str().unwrap())],
+        )
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    let t = text(&run);
+    assert!(!run.status.success(), "{t}");
+    assert!(t.contains("holds checkpoints of another program"), "{t}");
+    assert_eq!(job.cached("rank_0.ckpt"), cached, "the cache is intact");
+    std::fs::remove_dir_all(job.prefix()).unwrap();
     // back in place, the first program restarts from its cache
     std::fs::rename(&moved, job.prefix()).unwrap();
     let t = run_ok_on(&job, HOSTS, 4, &["4000", "1"], &[("SCR_COPY_TYPE", "XOR")]);

@@ -381,23 +381,10 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// Removes from `dir` the temporaries SCR's own writers name `.<file>.tmp.<pid>.<n>` and
-/// `.<file>.new.<pid>.<n>`, which a writer killed mid-copy leaves behind. Only for a
-/// directory no SCR writer is using any more (the drain calls it once every copy ended).
-pub fn remove_temporaries(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if is_temporary_name(&name) && e.file_type().is_ok_and(|t| t.is_file()) {
-            let _ = fs::remove_file(e.path());
-        }
-    }
-}
-
-/// Whether a file name is one of [`temporary_name`]'s.
-fn is_temporary_name(name: &str) -> bool {
+/// Whether a file name is one of [`temporary_name`]'s: `.<file>.tmp.<pid>.<n>` and
+/// `.<file>.new.<pid>.<n>`, which a writer killed mid-copy leaves behind
+/// ([`crate::safe_fs::Beneath::remove_temporaries`] removes them).
+pub(crate) fn is_temporary_name(name: &str) -> bool {
     let Some(rest) = name.strip_prefix('.') else {
         return false;
     };
@@ -413,7 +400,7 @@ fn is_temporary_name(name: &str) -> bool {
 
 /// A hidden temporary beside `path`, `.<file>.<kind>.<pid>.<n>` (`kind` is `tmp` for a
 /// replacement renamed over the file, `new` for a file linked into place):
-/// [`remove_temporaries`] recognises exactly these names.
+/// [`is_temporary_name`] recognises exactly these names.
 pub(crate) fn temporary_name(path: &Path, kind: &str) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path

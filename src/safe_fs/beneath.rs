@@ -306,6 +306,33 @@ impl Beneath {
         }
     }
 
+    /// Removes from the directory `rel` (reached through handles, never a link) the
+    /// temporaries SCR's writers leave when killed mid-copy ([`crate::io::is_temporary_name`]),
+    /// regular files only. For a directory no SCR writer uses any more (the drain calls it
+    /// once every copy ended). A directory that is not there, or not this user's, is left.
+    pub fn remove_temporaries(&self, rel: &Path) {
+        let Ok(Some(dir)) = self.open_dir(rel) else {
+            return;
+        };
+        let Ok(listing) = rustix::fs::Dir::read_from(&dir) else {
+            return;
+        };
+        for entry in listing.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !crate::io::is_temporary_name(&name) {
+                continue;
+            }
+            let regular = rustix::fs::statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| {
+                    rustix::fs::FileType::from_raw_mode(st.st_mode)
+                        == rustix::fs::FileType::RegularFile
+                });
+            if regular {
+                let _ = rustix::fs::unlinkat(&dir, entry.file_name(), AtFlags::empty());
+            }
+        }
+    }
+
     /// Removes the directory `rel` if it is there and empty; true if it was removed.
     pub fn remove_empty_dir(&self, rel: &Path) -> Result<bool> {
         let (dir, name) = Self::split(rel)?;

@@ -171,6 +171,14 @@ pub fn check_owned_dir(dir: &Path) -> Result<()> {
     }
 }
 
+/// Whether `dir` is a directory (not a link) of this user's alone, strictly: no exception
+/// for root, whose records of another job must be its own as anyone's.
+pub fn is_own_dir(dir: &Path) -> bool {
+    fs::symlink_metadata(dir).is_ok_and(|m| {
+        m.is_dir() && m.uid() == my_uid() && writable_by_others(m.mode(), m.gid()).is_none()
+    })
+}
+
 /// Refuses a prefix everyone can write without the sticky bit: there anyone can rename
 /// `.scr` or a dataset's directory away and put their own in its place between two of
 /// SCR's steps. (A shared scratch area is sticky, as /tmp is: there only its owner may
@@ -500,5 +508,28 @@ mod tests {
             1,
             "no temporary"
         );
+    }
+
+    #[test]
+    fn leftover_temporaries_are_swept_only_below_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("prefix");
+        fs::create_dir_all(root.join("ckpt.1")).unwrap();
+        fs::write(root.join("ckpt.1/.rank_0.ckpt.tmp.1234.7"), b"half").unwrap();
+        fs::write(root.join("ckpt.1/rank_0.ckpt"), b"whole").unwrap();
+        // a link a neighbour planted to a directory holding temporary-looking names
+        let elsewhere = dir.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        fs::write(elsewhere.join(".notes.new.1.2"), b"mine").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("ckpt.2")).unwrap();
+        let beneath = Beneath::open(&root).unwrap();
+        beneath.remove_temporaries(Path::new("ckpt.1"));
+        beneath.remove_temporaries(Path::new("ckpt.2"));
+        let left: Vec<_> = fs::read_dir(root.join("ckpt.1"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["rank_0.ckpt"]);
+        assert!(elsewhere.join(".notes.new.1.2").exists());
     }
 }

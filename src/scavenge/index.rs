@@ -10,7 +10,7 @@ use crate::meta::{FileType, Meta};
 use crate::rank2file::{self, FileRecord, RankFiles};
 use crate::view::HashView;
 use crate::xor::{MemberFiles, XorHeader};
-use crate::{Error, Result, io, layout};
+use crate::{Error, Result, layout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -142,18 +142,23 @@ fn read_drained(prefix: &Path, id: u64) -> Result<Drained> {
 
 /// Every copy of the drain has ended: what a killed one left half-written goes.
 fn sweep_temporaries(prefix: &Path, id: u64, dir: &Path, maps: &BTreeMap<u64, Filemap>) {
-    let mut dirs: std::collections::BTreeSet<PathBuf> = [dir.to_path_buf()].into();
+    // through directory handles: a link planted below the prefix leads nowhere
+    let Ok(beneath) = crate::safe_fs::Beneath::open(prefix) else {
+        return;
+    };
+    let mut dirs = std::collections::BTreeSet::<PathBuf>::new();
+    dirs.extend(crate::safe_fs::below(prefix, dir).ok().map(|(_, rel)| rel));
     for (r, m) in maps {
         for f in m.files(id, *r) {
             if rank2file::check_relative(f).is_ok()
-                && let Some(parent) = prefix.join(f).parent()
+                && let Some(parent) = Path::new(f).parent()
             {
                 dirs.insert(parent.to_path_buf());
             }
         }
     }
     for d in &dirs {
-        io::remove_temporaries(d);
+        beneath.remove_temporaries(d);
     }
 }
 

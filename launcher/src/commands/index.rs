@@ -164,7 +164,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
                 format!("dataset {name} is not in the index; `scr index --list` shows what is"),
             )
         };
-        IndexFile::update(&path, 0o644, |index| {
+        IndexFile::update(&path, scr::io::PRIVATE_FILE, |index| {
             if let Some(name) = &args.drop {
                 if !index.remove(name) {
                     return Err(missing(name));

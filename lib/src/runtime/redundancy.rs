@@ -271,7 +271,7 @@ impl Scr {
         // (recorded before the file exists, so a crash leaves it known to be cleaned up; a
         // failure to record it fails this member after the ring, which the others wait in)
         let recorded = self.cache.filemap.write(&self.cache.filemap_path);
-        let input = shuffle::Mapped::open(
+        let input = shuffle::SourceFiles::open(
             &files
                 .iter()
                 .map(|(p, s, _)| (p.clone(), *s))
@@ -389,12 +389,12 @@ impl ParityRing<'_> {
 
     /// Runs the ring, writing this member's parity after `header` in `output`, and returns
     /// the parity file's CRC32 when asked (`with_crc`, SCR_CRC_ON_COPY). The data is read
-    /// from the files' mappings as it is added. A member that cannot read its data or
+    /// from the files with plain reads as it is added. A member that cannot read its data or
     /// write its file keeps the ring turning (so no member hangs) and returns its error at
     /// the end.
     fn encode(
         &self,
-        input: Result<shuffle::Mapped>,
+        input: Result<shuffle::SourceFiles>,
         output: Result<std::fs::File>,
         with_crc: bool,
         header: &[u8],
@@ -498,6 +498,9 @@ impl ParityRing<'_> {
                     }
                 }
             }
+        }
+        if let Some(e) = input.as_ref().and_then(shuffle::SourceFiles::take_error) {
+            failed.get_or_insert(e);
         }
         match (failed, output) {
             (Some(e), _) => Err(e),

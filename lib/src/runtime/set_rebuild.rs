@@ -56,10 +56,9 @@ impl Scr {
         // chain (adding and writing nothing), so no member waits for it, and returns it
         let opened = if view.am_lost() {
             self.recreate_member(d, &view)
-                .map(|(store, keys)| (store, keys, None))
         } else {
             self.open_survivor(d, &view)
-                .map(|(store, mapped)| (store, Vec::new(), mapped))
+                .map(|store| (store, Vec::new()))
         };
         let chains = RebuildChains {
             comm: &comm,
@@ -68,15 +67,15 @@ impl Scr {
             chunk: view.template.chunk,
             piece: self.mpi_buf_size().min(view.template.chunk as usize).max(1),
         };
-        let (store, keys, mapped) = match opened {
+        let (store, keys) = match opened {
             Ok(opened) => opened,
             Err(e) => {
                 // the chains' own errors (the weights) are every member's, like the view's
-                chains.run(None, None, &view.lost)?;
+                chains.run(None, &view.lost)?;
                 return Err(e);
             }
         };
-        chains.run(Some(&store), mapped.as_ref(), &view.lost)?;
+        chains.run(Some(&store), &view.lost)?;
         if view.am_lost() {
             store.sync()?;
             store.commit()?;
@@ -151,14 +150,8 @@ impl Scr {
         })
     }
 
-    /// A surviving member's files and parity file, opened for reading, and its files mapped
-    /// (its data elements are added from the page cache, without a copy; where mapping
-    /// fails they are read).
-    fn open_survivor(
-        &self,
-        d: u64,
-        view: &SetView,
-    ) -> Result<(MemberStore, Option<shuffle::Mapped>)> {
+    /// A surviving member's files and parity file, opened for reading.
+    fn open_survivor(&self, d: u64, view: &SetView) -> Result<MemberStore> {
         let (path, _, offset) = view
             .survivor
             .clone()
@@ -169,10 +162,7 @@ impl Scr {
             .map(|(p, s, _)| (p, s))
             .collect();
         let layout = (view.code, view.me, view.template.chunk);
-        let store = MemberStore::open(layout, &files, &path, offset, None)?;
-        // (mapped from the files the store opened: one open per file)
-        let mapped = shuffle::Mapped::of_open(store.data.files()).ok();
-        Ok((store, mapped))
+        MemberStore::open(layout, &files, &path, offset, None)
     }
 
     /// A lost member's files and parity file, recorded in its filemap (incomplete) before
@@ -276,12 +266,7 @@ struct RebuildChains<'c> {
 impl RebuildChains<'_> {
     /// Runs every chain this member is on; a member that cannot read or write keeps its
     /// chains moving (so none hangs) and returns its error at the end.
-    fn run(
-        &self,
-        store: Option<&MemberStore>,
-        mapped: Option<&shuffle::Mapped>,
-        lost: &[usize],
-    ) -> Result<()> {
+    fn run(&self, store: Option<&MemberStore>, lost: &[usize]) -> Result<()> {
         let n = self.comm.size() as usize;
         let mut tasks = Vec::new();
         for stripe in 0..n {
@@ -304,7 +289,7 @@ impl RebuildChains<'_> {
         // every member groups the same tasks the same way: consecutive ones on one chain
         for group in tasks.chunk_by(|a, b| a.chain == b.chain) {
             if let Some(place) = group[0].chain.iter().position(|&m| m == self.me) {
-                self.stream(group, place, (store, mapped), &mut failed);
+                self.stream(group, place, store, &mut failed);
             }
         }
         failed.map_or(Ok(()), Err)
@@ -315,7 +300,7 @@ impl RebuildChains<'_> {
         &self,
         group: &[ChainTask],
         place: usize,
-        (store, mapped): (Option<&MemberStore>, Option<&shuffle::Mapped>),
+        store: Option<&MemberStore>,
         failed: &mut Option<Error>,
     ) {
         let chain = &group[0].chain;
@@ -356,12 +341,9 @@ impl RebuildChains<'_> {
                 let (Some(w), Some(store)) = (task.weight, store) else {
                     continue;
                 };
-                let added = match (mapped, store.place(task.stripe, offset)) {
-                    (Some(m), (false, at)) => Ok(m.bytes(at, len, &mut element)),
-                    _ => store
-                        .read_element(task.stripe, offset, &mut element[..len])
-                        .map(|()| &element[..len]),
-                };
+                let added = store
+                    .read_element(task.stripe, offset, &mut element[..len])
+                    .map(|()| &element[..len]);
                 match added {
                     Ok(src) => erasure::gf::mul_add(&mut sum[..len], src, w),
                     Err(e) => {
