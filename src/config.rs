@@ -51,13 +51,14 @@ impl ConfigFile {
     }
 
     fn read_with(path: &Path, read: impl Fn(&Path, u64) -> Result<Vec<u8>>) -> Result<Self> {
-        if path.is_dir() {
-            return Err(Error::invalid(
-                path,
-                "is a directory, expected an SCR configuration file",
-            ));
-        }
-        let bytes = read(path, MAX_CONFIG_BYTES)?;
+        // (the reader judges whose the entry is first; a directory of the user's own is
+        // then named as such)
+        let bytes = read(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+            Error::Invalid { .. } if path.is_dir() => {
+                Error::invalid(path, "is a directory, expected an SCR configuration file")
+            }
+            e => e,
+        })?;
         let text = String::from_utf8(bytes).map_err(|e| {
             Error::invalid(
                 path,

@@ -262,7 +262,6 @@ fn a_sparse_terabyte_halt_file_is_an_error_not_an_allocation() {
         halt.display()
     ));
     for args in [
-        vec!["halt", "--checkpoints", "3", p],
         vec!["halt", "--list", p],
         vec!["should-exit", "-p", p],
         vec!["retries-halt", "--dir", p],
@@ -278,6 +277,16 @@ fn a_sparse_terabyte_halt_file_is_an_error_not_an_allocation() {
             "{args:?}: {t}"
         );
     }
+    // the user can still halt their own job: the file is replaced by what they ask for
+    let o = scr(&["halt", "--checkpoints", "3", p], &[]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("at most 65536") && t.contains("replacing it"),
+        "{t}"
+    );
+    let o = scr(&["halt", "--list", p], &[]);
+    assert!(text(&o).contains("CheckpointsLeft"), "{}", text(&o));
     // and it can still be removed, by the one command that needs not read it
     let o = scr(&["halt", "-r", p], &[]);
     assert!(o.status.success(), "{}", text(&o));

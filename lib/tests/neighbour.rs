@@ -97,6 +97,21 @@ fn a_planted_user_configuration_is_passed_over() {
     assert!(t.contains("restarted from ckpt.2"), "{t}");
     assert!(s.prefix.join("ckpt.1").is_dir(), "nothing purged: {t}");
     assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0, "{t}");
+    // nor can one the user cannot read, a FIFO or a directory in its place stop the job
+    for plant in ["touch {0} && chmod 600 {0}", "mkfifo {0}", "mkdir {0}"] {
+        let conf = s.prefix.join(".scrconf");
+        let _ = std::fs::remove_file(&conf);
+        let _ = std::fs::remove_dir(&conf);
+        as_nobody(&plant.replace("{0}", &conf.display().to_string()));
+        let t = s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+        assert!(
+            t.contains(".scrconf")
+                && t.contains("belongs to user id 65534")
+                && t.contains("ignored"),
+            "{plant}: {t}"
+        );
+        assert!(t.contains("restarted from ckpt."), "{plant}: {t}");
+    }
 }
 
 #[test]
@@ -474,4 +489,26 @@ fn containers_of_private_files_are_private() {
     for c in containers {
         assert_eq!(mode_of(&c), 0o600, "{}", c.display());
     }
+}
+
+#[test]
+fn a_damaged_halt_file_does_not_hide_the_allocations_end() {
+    let s = Shared::new();
+    s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    let halt = s.prefix.join(".scr/halt.scr");
+    as_nobody(&format!("printf garbage > {}", halt.display()));
+    let end = (chrono::Utc::now().timestamp() + 60).to_string();
+    let t = s.run_ok(
+        &["1000", "3"],
+        &[
+            ("SCR_FLUSH", "1"),
+            ("SCR_HALT_SECONDS", "3600"),
+            ("SCR_END_TIME", &end),
+        ],
+    );
+    assert!(
+        t.contains("halt file's conditions not checked")
+            && t.contains("Job exiting: Remaining time"),
+        "{t}"
+    );
 }

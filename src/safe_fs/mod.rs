@@ -49,8 +49,34 @@ fn private_group() -> Option<u32> {
             }
             member = unsafe { member.add(1) };
         }
-        Some(gid)
+        // nor is anyone else in it by their account's own group
+        (!another_account_has_group(gid, me.as_bytes())).then_some(gid)
     })
+}
+
+/// Whether an account other than `me` has `gid` as its own group (the password database's
+/// group, which the group database does not list as a member).
+fn another_account_has_group(gid: u32, me: &[u8]) -> bool {
+    let mut buf = vec![0 as libc::c_char; 1 << 16];
+    // SAFETY: a zeroed passwd is a valid out-parameter; each entry is read before the next
+    // call reuses buf; the enumeration is this process's one (at most once, under OnceLock)
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    let mut shared = false;
+    unsafe { libc::setpwent() };
+    while unsafe { libc::getpwent_r(&mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) } == 0
+        && !found.is_null()
+    {
+        if pwd.pw_gid == gid
+            && !pwd.pw_name.is_null()
+            && unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) }.to_bytes() != me
+        {
+            shared = true;
+            break;
+        }
+    }
+    unsafe { libc::endpwent() };
+    shared
 }
 
 /// Why a file or directory of the user's, with `mode` and group `gid`, may be written by
@@ -105,6 +131,13 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
                 link.uid()
             ),
         ));
+    }
+    // another's file is judged before it is opened: one the user cannot open, or a FIFO
+    // or directory in its place, says no more about the user's job than a readable one
+    if !link.file_type().is_symlink()
+        && let Some(why) = untrusted_file(&link)
+    {
+        return Err(Error::untrusted(path, why));
     }
     // (what was no link when looked at is opened as none: a link swapped in meanwhile is
     // refused, not followed)
@@ -531,5 +564,13 @@ mod tests {
             .collect();
         assert_eq!(left, ["rank_0.ckpt"]);
         assert!(elsewhere.join(".notes.new.1.2").exists());
+    }
+
+    #[test]
+    fn a_group_is_shared_when_another_account_has_it_as_its_own() {
+        // nobody's account has the group nogroup (65534) as its own; no account but root
+        // has root's group
+        assert!(another_account_has_group(65534, b"root"));
+        assert!(!another_account_has_group(0, b"root"));
     }
 }

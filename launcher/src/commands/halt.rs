@@ -275,6 +275,16 @@ fn change_halt_file(
     if std::fs::symlink_metadata(&hidden).is_err() {
         scr::safe_fs::create_dirs_in(prefix, &hidden, 0o755)?;
     }
+    // a halt file that does not decode (anyone may write it) is replaced by what the user
+    // asks for, never a reason the user cannot halt their own job
+    if let Err(e @ (scr::Error::Decode { .. } | scr::Error::Invalid { .. })) = HaltFile::read(&path)
+    {
+        eprintln!(
+            "{}: WARNING: {e}; replacing it with the conditions given",
+            crate::program_name()
+        );
+        scr::io::remove_durably(&path)?;
+    }
     let shown = HaltFile::update(&path, SHARED_FILE, |halt| {
         for (flag, key) in [
             (args.unset_checkpoints, CHECKPOINTS_LEFT),

@@ -9,9 +9,22 @@ impl Scr {
     pub(super) fn halt_decision(&self, count_checkpoint: bool) -> Result<bool> {
         let mut halt_now = false;
         let mut result: Result<()> = Ok(());
-        if self.rank == 0 {
+        let now = chrono::Utc::now().timestamp();
+        let remaining = scr::halt::seconds_left(self.config.params.get("SCR_END_TIME"), now);
+        let halt_seconds = self.config.params.int("SCR_HALT_SECONDS");
+        let path = layout::halt_file(&self.config.prefix);
+        // a check that changes nothing reads the file without its lock (it is replaced
+        // whole, never written in place): one a neighbour holds locked slows no
+        // SCR_Should_exit loop
+        let nothing_to_do = self.rank == 0
+            && !count_checkpoint
+            && HaltFile::read(&path).is_ok_and(|h| {
+                h.with_halt_seconds_default(halt_seconds)
+                    .library_decision(now, remaining)
+                    .is_none()
+            });
+        if self.rank == 0 && !nothing_to_do {
             result = (|| {
-                let path = layout::halt_file(&self.config.prefix);
                 // the halt file is everyone's to write, so anyone can also hold its lock:
                 // a check waits a second for it at most, and the next check tries again
                 let (lock, hash) = LockedHashFile::open_waiting(
@@ -25,11 +38,7 @@ impl Scr {
                 if count_checkpoint {
                     halt.decrement_checkpoints();
                 }
-                let now = chrono::Utc::now().timestamp();
-                let remaining =
-                    scr::halt::seconds_left(self.config.params.get("SCR_END_TIME"), now);
-                let conditions =
-                    halt.with_halt_seconds_default(self.config.params.int("SCR_HALT_SECONDS"));
+                let conditions = halt.with_halt_seconds_default(halt_seconds);
                 if let Some(cause) = conditions.library_decision(now, remaining) {
                     say!("SCR: Job exiting: {cause}");
                     halt.set_exit_reason(cause.reason());
@@ -45,9 +54,17 @@ impl Scr {
             })();
         }
         // the halt file is the prefix's: if rank 0 cannot read it (locked by someone else,
-        // a full or failing file system) the job goes on rather than fail on rank 0 alone
+        // damaged, a full or failing file system) the job goes on rather than fail on rank 0
+        // alone, and the allocation's end still stops it in time
         if let Err(e) = &result {
-            say!("SCR: WARNING: halt conditions not checked this time: {e}");
+            say!("SCR: WARNING: the halt file's conditions not checked this time: {e}");
+            let by_time = HaltFile::new()
+                .with_halt_seconds_default(halt_seconds)
+                .library_decision(now, remaining);
+            if let Some(cause) = by_time {
+                say!("SCR: Job exiting: {cause}");
+                halt_now = true;
+            }
         }
         Ok(comm::bcast_bool(&self.world, halt_now))
     }
