@@ -20,6 +20,10 @@ pub trait ResourceManager {
     fn end_time(&self) -> Option<i64>;
     /// Whether node names are real hosts one can ping and reach.
     fn nodes_are_hosts(&self) -> bool;
+    /// Whether this is a SLURM allocation (where srun can run a job).
+    fn is_slurm(&self) -> bool {
+        self.name() == "SLURM"
+    }
 }
 
 /// SCR_JOB_ID, which names the job's directories for the library as for the launcher.
