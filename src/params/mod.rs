@@ -1,7 +1,7 @@
 //! SCR parameters: every name with its default in one table, resolved with SCR's
 //! precedence — environment > user config (`$SCR_CONF_FILE`, else `<prefix>/.scrconf`) >
-//! system config > built-in default. `SCR_CNTL_BASE` may only come from the system config
-//! or the default (an administrator's choice); a user setting is ignored with a warning.
+//! system config > built-in default, as SCR v3.1 (whose user guide sets `SCR_CNTL_BASE`
+//! per test case in a user's file; v2.0 took it from the system config only).
 
 use crate::config::{ConfigEntry, ConfigFile};
 use crate::error::{Error, Result};
@@ -173,10 +173,10 @@ impl Params {
         // them); a `.scrconf` found in the prefix, where a neighbour may have planted it, is
         // passed over with a warning
         if let Some(path) = sources.system_config.as_deref().filter(|p| p.exists()) {
-            params.apply_file(&ConfigFile::read_trusted(path)?, false)?;
+            params.apply_file(&ConfigFile::read_trusted(path)?)?;
         }
         if let Some(app) = &sources.app_config {
-            params.apply_file(app, true)?;
+            params.apply_file(app)?;
         }
         let user = match (sources.env)("SCR_CONF_FILE") {
             Some(p) => {
@@ -210,16 +210,10 @@ impl Params {
             }
         };
         if let Some(file) = user {
-            params.apply_file(&file, true)?;
+            params.apply_file(&file)?;
         }
         for spec in PARAMS {
             if let Some(value) = (sources.env)(spec.name) {
-                if spec.name == "SCR_CNTL_BASE" {
-                    params.warnings.push(
-                        "SCR_CNTL_BASE cannot be set in the environment or a user configuration file, ignoring setting".into(),
-                    );
-                    continue;
-                }
                 let origin = format!("environment variable {}", spec.name);
                 check_value(spec, &value).map_err(|what| Error::Config { origin, what })?;
                 params.settings.insert(
@@ -248,7 +242,7 @@ impl Params {
         Ok(params)
     }
 
-    fn apply_file(&mut self, file: &ConfigFile, is_user: bool) -> Result<()> {
+    fn apply_file(&mut self, file: &ConfigFile) -> Result<()> {
         for entry in &file.entries {
             let at = file.location(entry);
             let err = |what: String| Error::Config {
@@ -271,12 +265,6 @@ impl Params {
                     "{} takes a single value, but attributes follow it",
                     entry.key
                 )));
-            }
-            if is_user && spec.name == "SCR_CNTL_BASE" {
-                self.warnings.push(format!(
-                    "{at}: SCR_CNTL_BASE cannot be set in the environment or a user configuration file, ignoring setting"
-                ));
-                continue;
             }
             check_value(spec, &entry.value).map_err(err)?;
             self.settings.insert(

@@ -55,15 +55,18 @@ fn precedence_env_user_system_default() {
 }
 
 #[test]
-fn cntl_base_is_not_user_settable() {
+fn cntl_base_is_the_users_to_set_as_in_v3_1() {
+    // config.rst: "SCR_CNTL_BASE=/dev/shm/test1" in each test case's own file
+    let p = load(&[], Some("SCR_CNTL_BASE=/ssd"), Some("SCR_CNTL_BASE=/user")).unwrap();
+    assert_eq!(p.get("SCR_CNTL_BASE"), Some("/user"));
     let p = load(
-        &[("SCR_CNTL_BASE", "/evil")],
+        &[("SCR_CNTL_BASE", "/env")],
         Some("SCR_CNTL_BASE=/ssd"),
         Some("SCR_CNTL_BASE=/user"),
     )
     .unwrap();
-    assert_eq!(p.get("SCR_CNTL_BASE"), Some("/ssd"));
-    assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+    assert_eq!(p.get("SCR_CNTL_BASE"), Some("/env"));
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
 }
 
 #[test]

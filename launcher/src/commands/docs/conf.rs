@@ -161,9 +161,8 @@ pub fn render() -> String {
     }
     para(
         &mut r,
-        "SCR_CNTL_BASE, the control directory's base, is an administrator's choice: only the \
-         system configuration file sets it; a setting in the environment or a user file is \
-         ignored with a warning. A bad value anywhere is an error naming the file and line \
+        "SCR_CNTL_BASE, the control directory's base, is set as other parameters are (as in \
+         SCR v3.1; SCR_Config cannot set it). A bad value anywhere is an error naming the file and line \
          (or the environment variable) and the parameter; an unknown parameter in a file is a \
          warning.",
     );
