@@ -69,6 +69,18 @@ fn conditions_are_set_listed_unset_and_removed() {
 
     assert!(scr(&["halt", "--remove", p]).status.success());
     assert!(!scr::layout::halt_file(d.path()).exists());
+    // a mistyped prefix halts nothing and is not created
+    let typo = d.path().join("no-such-prefix");
+    for args in [vec!["halt"], vec!["halt", "-l"]] {
+        let o = scr(&[&args[..], &[typo.to_str().unwrap()]].concat());
+        assert_eq!(o.status.code(), Some(1));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("no such directory"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!typo.exists());
+    }
 }
 
 #[test]

@@ -201,6 +201,16 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     };
     let mut failed = false;
     for prefix in prefixes {
+        // a mistyped prefix halts nothing: say so rather than create it
+        if !prefix.is_dir() {
+            eprintln!(
+                "scr_halt: ERROR: {}: no such directory; give the prefix of the job to halt \
+                 (its SCR_PREFIX, the directory its checkpoints are flushed to)",
+                prefix.display()
+            );
+            failed = true;
+            continue;
+        }
         match change_halt_file(&args, &prefix, before, after) {
             Ok(text) => print!("{text}"),
             Err(e) => {
