@@ -153,6 +153,9 @@ trap 'save_manifest; echo "install: failed; what was installed so far is in $man
 
 mkdirs "$prefix"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+# the SCR API this implements (scr.h's SCR_VERSION): what build systems compare, so that a
+# program's find_package(scr 3.1) or pkg-config --atleast-version=3.1 finds it
+api_version=$(sed -n 's/^#define SCR_VERSION "v\(.*\)"/\1/p' lib/include/scr.h)
 
 # commands: scr and scr-run, SCR's names as links to scr
 put 755 "$built_bin/scr" "$prefix/bin/scr"
@@ -187,8 +190,8 @@ libdir=\${exec_prefix}/$libdir_rel
 includedir=\${prefix}/include
 
 Name: scr
-Description: Scalable Checkpoint/Restart for MPI applications (built against $mpi)
-Version: $version
+Description: Scalable Checkpoint/Restart for MPI applications, SCR v$api_version's API (SCR in Rust $version, built against $mpi)
+Version: $api_version
 URL: https://github.com/LLNL/scr
 Requires: $pc_requires
 Cflags: -I\${includedir}
@@ -257,8 +260,9 @@ unset(_scr_mpi_components)
 unset(_scr_fortran_mpi)
 EOF
 write 644 "$prefix/share/scr/cmake/scrConfigVersion.cmake" <<EOF
-# Compatible when the requested version is not newer than $version and has the same major.
-set(PACKAGE_VERSION "$version")
+# The SCR API this implements (SCR in Rust $version): compatible when the requested version is
+# not newer than $api_version and has the same major.
+set(PACKAGE_VERSION "$api_version")
 if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
   set(PACKAGE_VERSION_COMPATIBLE FALSE)
 else()
@@ -356,15 +360,19 @@ write 644 "$prefix/share/modulefiles/scr/$version.lua" <<EOF
 --   module use $prefix/share/modulefiles
 --   module load scr
 help([[
-SCR $version: Scalable Checkpoint/Restart for MPI applications (built against $mpi).
+SCR $version: Scalable Checkpoint/Restart for MPI applications, SCR v$api_version's API
+(built against $mpi).
 Run a job: scr-run srun ./app (or SCR's scr_srun); commands: scr help.
+Defaults that differ from SCR v3.1 (man 7 scr): the cache is used (SCR_CACHE_BYPASS=0),
+cache and control directories are in /tmp, a halt exits the job (SCR_HALT_EXIT unset);
+scr-run drains the cache at the end of a job.
 Manuals: man 7 scr (concepts), man scr.conf (parameters), man scr-run (a page per command).
 Build: mpicc app.c \$(pkg-config --cflags --libs scr); CMake: find_package(scr),
 scr::scr or scr::scrf; Fortran: -lscrf; Python: import scr.
 ]])
 whatis("Name: scr")
 whatis("Version: $version")
-whatis("Description: Scalable Checkpoint/Restart for MPI applications (built against $mpi)")
+whatis("Description: Scalable Checkpoint/Restart for MPI applications, SCR v$api_version's API (built against $mpi)")
 whatis("URL: https://github.com/LLNL/scr")
 local root = $(lua_string "$prefix")
 prepend_path("PATH", pathJoin(root, "bin"))

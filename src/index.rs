@@ -188,6 +188,9 @@ impl IndexFile {
     /// Every dataset copy, newest id first (names of one id in stored order).
     pub fn entries(&self) -> Vec<IndexEntry> {
         let current = self.current();
+        // a name written again (a restart from an older checkpoint) is current once: the
+        // copy a restart would take
+        let current_id = current.and_then(|n| self.id_of(n));
         let mut out = Vec::new();
         for (id, dh) in self.0.get(self.dset_key()).into_iter().flat_map(Hash::iter) {
             let Ok(id) = id.parse::<u64>() else { continue };
@@ -204,7 +207,7 @@ impl IndexFile {
                     flushed: rec.first_value(FLUSHED).map(str::to_string),
                     fetched: values(FETCHED),
                     failed: values(FAILED),
-                    is_current: current == Some(name),
+                    is_current: current == Some(name) && current_id == Some(id),
                 });
             }
         }
@@ -319,5 +322,21 @@ mod tests {
         let idx = IndexFile::from_hash(h).unwrap();
         assert_eq!(idx.id_of("scr.dataset.6"), Some(6));
         assert_eq!(idx.restart_candidates(None)[0].name, "scr.dataset.6");
+    }
+
+    #[test]
+    fn a_name_written_again_is_current_once_the_copy_a_restart_takes() {
+        let mut index = IndexFile::new();
+        index.add(&dset(5), "timestep.4", true);
+        index.add(&dset(9), "timestep.4", true);
+        index.set_current("timestep.4").unwrap();
+        let current: Vec<u64> = index
+            .entries()
+            .into_iter()
+            .filter(|e| e.is_current)
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(current, [9]);
+        assert_eq!(index.restart_candidates(None)[0].id, 9);
     }
 }

@@ -122,8 +122,23 @@ fn normalize_args(mut args: Vec<OsString>) -> (Vec<OsString>, String) {
 /// Runs the command line `args` (argv[0] first) and returns the exit status.
 pub fn main_with(args: Vec<OsString>) -> ExitCode {
     let (args, name) = normalize_args(args);
+    // under an SCR name, usage and help say that name (`scr_run`, not `scr run`)
+    let mut command = Cli::command();
+    if name != "scr"
+        && let Some(sub) = args.get(1).and_then(|a| a.to_str())
+    {
+        let shown = name.clone();
+        command = command.mut_subcommand(sub, |s| {
+            let usage = s.clone().bin_name(&shown).render_usage().to_string();
+            let usage = usage.trim_start_matches("Usage:").trim().to_string();
+            s.override_usage(usage)
+        });
+    }
     let _ = PROGRAM.set(name);
-    let cli = match Cli::try_parse_from(args) {
+    let parsed = command
+        .try_get_matches_from(args)
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

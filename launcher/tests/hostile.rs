@@ -23,7 +23,9 @@ fn shell_metacharacters_in_a_node_list_run_nothing() {
     })
     .unwrap();
     let m = marker(dir.path());
-    let hostile = format!("n1,n2';touch${{IFS}}{};'", m.display());
+    // (a space, not ${IFS}: SCR expands $NAME in parameter values, as v3.1 does, and an
+    // unset IFS is refused before the host list is read)
+    let hostile = format!("n1,n2';touch {};'", m.display());
     for (var, args) in [
         (
             "SCR_NODELIST",

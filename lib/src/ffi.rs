@@ -336,7 +336,17 @@ pub unsafe extern "C" fn SCR_Should_exit(flag: *mut c_int) -> c_int {
     })
 }
 
-static VERSION: &CStr = c"SCR in Rust 0.1.0 (SCR v3.1 API)";
+static VERSION: &CStr = match CStr::from_bytes_with_nul(
+    concat!(
+        "SCR in Rust ",
+        env!("CARGO_PKG_VERSION"),
+        " (SCR v3.1 API)\0"
+    )
+    .as_bytes(),
+) {
+    Ok(v) => v,
+    Err(_) => panic!("the version string holds no NUL but its last byte"),
+};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn SCR_Get_version() -> *const c_char {

@@ -185,6 +185,22 @@ pub unsafe extern "C" fn scr_should_exit_(flag: *mut c_int, ierror: *mut c_int) 
     unsafe { *ierror = ffi::SCR_Should_exit(flag) };
 }
 
+/// `SCR_GET_VERSION(VERSION, IERROR)`, as SCR v3.1's guide documents it (its library has
+/// no such routine): `SCR_Get_version`'s string, blank-padded; fails when it does not fit.
+///
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_get_version_(
+    version: *mut c_char,
+    ierror: *mut c_int,
+    version_len: usize,
+) {
+    // SAFETY: SCR_Get_version returns a static NUL-terminated string
+    let c = unsafe { std::ffi::CStr::from_ptr(ffi::SCR_Get_version()) };
+    unsafe { *ierror = to_fortran(c.to_bytes_with_nul(), version, version_len) };
+}
+
 /// `SCR_CONFIG(CONFIG, VAL, IERROR)` (SCR v3.1): sets, unsets or queries as `SCR_Config`;
 /// VAL receives a query's value, blank-padded (all blanks when unset or for a set).
 ///

@@ -442,6 +442,15 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
         pc.contains(&format!("-I{}/include", prefix.display())),
         "{pc}"
     );
+    // a build that asks for SCR v3.1's API finds it (SCR's own scr.pc says 3.1.0)
+    must(
+        Command::new("pkg-config")
+            .args(["--atleast-version=3.1", "scr"])
+            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+            .output()
+            .unwrap(),
+        "pkg-config --atleast-version=3.1 scr",
+    );
     let app = work.join("app_pkgconfig");
     must(
         Command::new("mpicc")
@@ -463,7 +472,7 @@ fn installed_scr_builds_apps_three_ways_and_uninstalls_cleanly() {
     copy_example(&prefix, &project, "test_ckpt.F90");
     std::fs::write(
         project.join("CMakeLists.txt"),
-        "cmake_minimum_required(VERSION 3.14)\nproject(app C Fortran)\nfind_package(scr 0.1 REQUIRED)\n\
+        "cmake_minimum_required(VERSION 3.14)\nproject(app C Fortran)\nfind_package(scr 3.1 REQUIRED)\n\
          add_executable(app test_api.c)\ntarget_link_libraries(app scr::scr)\n\
          add_executable(app_static test_api.c)\ntarget_link_libraries(app_static scr::scr-static)\n\
          add_executable(appf test_ckpt.F90)\ntarget_link_libraries(appf scr::scrf)\n\

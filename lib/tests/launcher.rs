@@ -475,7 +475,7 @@ fn scr_srun_help_and_no_arguments_print_usage_and_launch_nothing() {
     }
     let out = scr_as(&job, "scr-run").output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("Usage: scr run"), "{}", text(&out));
+    assert!(text(&out).contains("Usage: scr-run"), "{}", text(&out));
     // outside an allocation, srun cannot run a job: said, with how
     let out = scr_as(&job, "scr_srun")
         .args(["-N2", "hostname"])

@@ -213,8 +213,19 @@ impl Params {
             params.apply_file(&file)?;
         }
         for spec in PARAMS {
-            if let Some(value) = (sources.env)(spec.name) {
+            if let Some(raw) = (sources.env)(spec.name) {
                 let origin = format!("environment variable {}", spec.name);
+                // `$NAME` in an environment value expands too, as in SCR v3.1
+                let value = if raw.contains('$') {
+                    crate::config::expand_value(&raw, &|name| (sources.env)(name)).map_err(
+                        |what| Error::Config {
+                            origin: origin.clone(),
+                            what,
+                        },
+                    )?
+                } else {
+                    raw
+                };
                 check_value(spec, &value).map_err(|what| Error::Config { origin, what })?;
                 params.settings.insert(
                     spec.name.into(),

@@ -272,3 +272,21 @@ fn every_default_said_to_differ_from_v31_does() {
     names.dedup();
     assert_eq!(names.len(), V31_DEFAULTS.len(), "a parameter listed twice");
 }
+
+#[test]
+fn environment_values_expand_variables_as_in_v3_1() {
+    let p = load(
+        &[("SCR_PREFIX", "$MYDIR/p"), ("MYDIR", "/scratch/u")],
+        None,
+        None,
+    )
+    .unwrap();
+    assert_eq!(p.get("SCR_PREFIX"), Some("/scratch/u/p"));
+    let e = load(&[("SCR_PREFIX", "$NOT_SET_HERE/p")], None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("environment variable SCR_PREFIX") && e.contains("NOT_SET_HERE"),
+        "{e}"
+    );
+}

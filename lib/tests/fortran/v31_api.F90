@@ -9,12 +9,14 @@ program v31_api
   include 'scrf.h'
   integer :: ierr, rank, have, t, u, r
   character(len=16) :: mode
-  character(len=64) :: val
+  character(len=64) :: val, version
   character(len=SCR_MAX_FILENAME) :: dset, name, file
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call get_command_argument(1, mode)
+  call SCR_GET_VERSION(version, ierr)
+  call check(ierr == SCR_SUCCESS .and. index(version, 'SCR') > 0, 'SCR_GET_VERSION')
   call SCR_CONFIG('SCR_FLUSH=1', val, ierr)
   call check(ierr == SCR_SUCCESS .and. len_trim(val) == 0, 'SCR_CONFIG set')
   call SCR_CONFIG('SCR_FLUSH', val, ierr)

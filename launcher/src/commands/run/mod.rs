@@ -437,6 +437,19 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         halt_seconds: params.int("SCR_HALT_SECONDS"),
     };
     let outcome = job::run_loop(&mut live, &cfg);
+    if matches!(outcome.ending, Ending::TooFewNodes { .. })
+        && !rm.is_slurm()
+        && std::env::var_os("SCR_NODELIST").is_none()
+    {
+        // (the library names nodes as MPI does; outside SLURM scr-run knows only this host)
+        reporter.say(
+            "hint",
+            "outside a resource manager scr-run knows only the nodes SCR_NODELIST names (else \
+             this host): set it to the nodes the job runs on, e.g. SCR_NODELIST='n[1-4]', so \
+             that runs are counted, relaunched and drained on them",
+            serde_json::json!({"set": "SCR_NODELIST"}),
+        );
+    }
     if let Some(agents) = agents {
         // what they did not finish, the drain copies from the caches
         agents.stop();
