@@ -335,7 +335,7 @@ fn a_lock_someone_holds_on_a_state_file_is_waited_for_a_while_then_named_not_wai
     assert!(started.elapsed().as_secs() < 60, "waited on the lock: {t}");
     // the halt check is skipped with a warning naming the holder; the job restarts and goes on
     assert!(
-        t.contains("halt conditions not checked")
+        t.contains("halt file's conditions not checked")
             && t.contains("halt.scr")
             && t.contains(&format!("locked by process {}", holder.id())),
         "{t}"
