@@ -46,8 +46,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         }
         let mut ckpt = scr.checkpoint(Some(&format!("ckpt.{t}")))?;
-        let path = ckpt.route(&format!("ckpt.{t}/rank_{rank}.ckpt"))?;
-        let ok = std::fs::write(&path, pattern(t)).is_ok();
+        // a rank that could not prepare its part still completes the checkpoint (invalid):
+        // it is collective, and the other ranks' complete waits for this one's
+        if let Some(why) = ckpt.unprepared() {
+            eprintln!("rust_ckpt: rank {rank}: checkpoint {t}: {why}");
+        }
+        let ok = ckpt.unprepared().is_none()
+            && ckpt
+                .route(&format!("ckpt.{t}/rank_{rank}.ckpt"))
+                .is_ok_and(|path| std::fs::write(&path, pattern(t)).is_ok());
         if !ckpt.complete(ok)? {
             return Err(format!("checkpoint {t} failed").into());
         }

@@ -3,7 +3,7 @@
 //! can be started; completing consumes the handle.
 
 use crate::runtime::{FLAG_CHECKPOINT, Scr};
-use scr::Result;
+use scr::{Error, Result};
 use std::path::PathBuf;
 
 /// An open output or checkpoint dataset (`SCR_Start_output` … `SCR_Complete_output`).
@@ -13,9 +13,17 @@ use std::path::PathBuf;
 pub struct Output<'a> {
     scr: &'a mut Scr,
     open: bool,
+    unprepared: Option<Error>,
 }
 
 impl Output<'_> {
+    /// Why this rank could not prepare the dataset (its filemap or cache directory could
+    /// not be written), when it could not. The others are in the dataset all the same:
+    /// complete it, and [`Output::complete`] answers false on every rank.
+    pub fn unprepared(&self) -> Option<&Error> {
+        self.unprepared.as_ref()
+    }
+
     /// Where to write `name` (a path under the prefix, relative to the working directory or absolute).
     pub fn route(&mut self, name: &str) -> Result<PathBuf> {
         self.scr.route_file(name)
@@ -79,12 +87,21 @@ impl Scr {
     }
 
     /// Starts a dataset with SCR's flags (`FLAG_CHECKPOINT`, `FLAG_OUTPUT`).
+    ///
+    /// An error means no rank started it (a name SCR refuses, another dataset still open).
+    /// A rank that could not prepare its part still gets the [`Output`], with
+    /// [`Output::unprepared`] saying why: the dataset is collective, and the other ranks'
+    /// Complete waits for this one's.
     pub fn output(&mut self, name: Option<&str>, flags: i32) -> Result<Output<'_>> {
-        self.start_output(name, flags)?;
-        Ok(Output {
-            scr: self,
-            open: true,
-        })
+        let started = self.start_output(name, flags);
+        match started {
+            Err(e) if !self.in_output() => Err(e),
+            started => Ok(Output {
+                scr: self,
+                open: true,
+                unprepared: started.err(),
+            }),
+        }
     }
 
     /// Starts restarting from the newest dataset available, if there is one.

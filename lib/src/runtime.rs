@@ -13,6 +13,7 @@ use scr::event_log::kinds;
 mod async_flush;
 mod cache;
 mod descriptors;
+mod fault;
 mod fetch;
 mod flush;
 mod halt;

@@ -482,3 +482,48 @@ fn a_damaged_master_filemap_or_summary_is_said_and_loses_nothing() {
     assert!(job.prefix().join("ckpt.1/rank_0.ckpt").is_file(), "{t}");
     assert!(!job.prefix().join("ckpt.2").exists(), "{t}");
 }
+
+/// A rank whose SCR_Start_output fails alone (its eviction bookkeeping, a fault injected
+/// in this debug build) still enters the dataset: every rank's Complete says the
+/// checkpoint failed, the job goes on to the next one, and no rank waits for another.
+/// Through the C API (test_api completes, marked invalid, a checkpoint its Start refused,
+/// as SCR's own test_api does) and the Rust API (an `Output` whose `unprepared()` says why).
+#[test]
+fn a_start_that_fails_on_one_rank_leaves_no_rank_waiting() {
+    let fault = [("SCR_TEST_FAULT", "evict@1#2"), ("MPIEXEC_TIMEOUT", "60")];
+    let job = Job::new();
+    let started = std::time::Instant::now();
+    let out = job.run_on(
+        Some("n1,n2,n3,n4"),
+        4,
+        &["3000", "4"],
+        &[fault[0], fault[1], ("SCR_FLUSH", "1")],
+    );
+    let t = text(&out);
+    assert!(started.elapsed().as_secs() < 50, "ran into the timeout: {t}");
+    assert!(
+        t.contains("a fault injected at evict on rank 1"),
+        "the fault was not injected: {t}"
+    );
+    assert!(t.contains("test_api: checkpoint 2 failed"), "{t}");
+    assert!(!out.status.success(), "{t}");
+    assert!(!job.prefix().join("ckpt.2").exists(), "{t}");
+    // the checkpoints after it are whole: a new run restarts from the last and checks it
+    let t = job.run_ok(4, &["3000", "0"], &[]);
+    assert!(t.contains("restarted from ckpt.4"), "{t}");
+
+    let job = Job {
+        app: rust_example("rust_ckpt"),
+        ..Job::new()
+    };
+    let started = std::time::Instant::now();
+    let out = job.run_on(Some("n1,n2,n3,n4"), 4, &["3000", "3"], &fault);
+    let t = text(&out);
+    assert!(started.elapsed().as_secs() < 50, "ran into the timeout: {t}");
+    assert!(
+        t.contains("rust_ckpt: rank 1: checkpoint 2: a fault injected at evict on rank 1"),
+        "{t}"
+    );
+    // every rank learned from its own complete that checkpoint 2 failed, and says so
+    assert_eq!(t.matches("checkpoint 2 failed").count(), 4, "{t}");
+}

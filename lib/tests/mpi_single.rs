@@ -581,24 +581,7 @@ fn emulated_nodes_get_their_own_directories() {
 #[test]
 fn rust_program_checkpoints_and_restarts() {
     let job = Job::new();
-    // the example binary is built by cargo alongside the tests (cargo test builds examples)
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut build = Command::new(cargo);
-    build
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "scr-runtime",
-            "--example",
-            "rust_ckpt",
-        ])
-        .current_dir(workspace());
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    assert!(build.status().unwrap().success());
-    let app = library("examples/rust_ckpt");
+    let app = rust_example("rust_ckpt");
     let job = Job { app, ..job };
     let out = job.run_ok(3, &["50000", "2"], &[("SCR_FLUSH", "2")]);
     assert!(

@@ -103,6 +103,9 @@ impl Scr {
             .chain(cached.first().copied())
             .min()
             .unwrap_or(self.dataset_id);
+        // (this rank's own bookkeeping, after the collectives: a failure here is this
+        // rank's alone, and the caller must still take it into the dataset's agreement)
+        fault::point("evict", self.rank)?;
         let held: Vec<u64> = self
             .cache
             .held

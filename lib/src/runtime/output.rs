@@ -43,7 +43,11 @@ impl Scr {
         }
         // an application that writes before asking for a restart is not restarting
         self.fetch_pending = false;
-        self.poll_async_flushes(None)?;
+        // From here every rank enters the output, whatever fails: the failures below are
+        // agreed (an asynchronous flush's publishing) or this rank's alone (its eviction
+        // bookkeeping, its filemap, its directory), and a rank that returned before the
+        // phase is set would skip the collective its Complete must join.
+        let polled = self.poll_async_flushes(None);
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
         if is_ckpt {
             self.schedule.start(Instant::now());
@@ -55,7 +59,7 @@ impl Scr {
         let id = self.dataset_id;
         let desc = self.descriptor_for(is_ckpt.then_some(self.checkpoint_id));
         let (store, bypass) = (desc.store.clone(), desc.bypass);
-        self.evict_for(&store)?;
+        let evicted = self.evict_for(&store);
         // every rank describes the dataset alike (the name and the parameters are the same
         // everywhere); only the creation time differs, and Complete replaces it with rank
         // 0's, which it learns in the collective it needs anyway, so Start broadcasts nothing
@@ -80,9 +84,12 @@ impl Scr {
             is_ckpt.then_some(self.checkpoint_id),
         );
         // record the dataset before its directory exists (filemap first)
-        let prepared = self.record_dataset(id, &desc, 0).and_then(|()| {
-            safe_fs::create_dirs_in(&self.store_dir(&store), &self.dataset_dir(id), 0o700)
-        });
+        let prepared = polled
+            .and(evicted)
+            .and_then(|()| self.record_dataset(id, &desc, 0))
+            .and_then(|()| {
+                safe_fs::create_dirs_in(&self.store_dir(&store), &self.dataset_dir(id), 0o700)
+            });
         self.debug(
             1,
             format_args!(
@@ -99,6 +106,11 @@ impl Scr {
             broken: prepared.as_ref().err().map(ToString::to_string),
         };
         prepared
+    }
+
+    /// Whether an output dataset is open on this rank (its Complete is still to come).
+    pub(crate) fn in_output(&self) -> bool {
+        matches!(self.phase, Phase::Output { .. })
     }
 
     /// The descriptor for a checkpoint id: the enabled one with the largest INTERVAL that

@@ -41,6 +41,17 @@ pub fn scr_command() -> PathBuf {
     built(&BUILT, &["-p", "scr-launcher"], "scr", None)
 }
 
+/// The Rust example program `name` (lib/examples), built first.
+pub fn rust_example(name: &str) -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    built(
+        &BUILT,
+        &["-p", "scr-runtime", "--example", name],
+        &format!("examples/{name}"),
+        None,
+    )
+}
+
 /// Runs `cargo build <what>` once per test process (in the profile the tests run in) and
 /// returns the path of `file` among its outputs; `mpi` names an MPI compiler wrapper and a
 /// target directory to build against another MPI than the run's.
