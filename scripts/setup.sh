@@ -61,6 +61,8 @@ deps=(
   "slurm-client cmd scontrol"
   "clustershell cmd nodeset"
   "bc cmd bc"
+  # the state-file durability test reads a writer's system calls
+  "strace cmd strace"
   "iputils-ping cmd ping"
   # MPICH: hydra's launcher and the compiler wrapper the mpi crate's build probes
   "mpich cmd mpiexec.mpich"

@@ -21,7 +21,15 @@ if command -v cargo-nextest >/dev/null; then
   timeout 1500 tests/cluster/faults.sh --seed 3 --rounds 12 --cycle || status=$?
   exit $status
 else
-  cargo test --workspace --no-fail-fast -- --skip cluster::
+  # every test target but the cluster's, which runs on its own below
+  targets=$(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    for t in p["targets"]:
+        if "test" in t["kind"] and t["name"] != "cluster":
+            print("--test", t["name"])')
+  # shellcheck disable=SC2086 # one word per target
+  cargo test --workspace --no-fail-fast --lib --bins $targets
   for t in mpi_single compat redundancy containers async_flush; do
     "${openmpi_env[@]}" cargo test -p scr-runtime --test $t
   done

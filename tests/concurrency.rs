@@ -1,5 +1,7 @@
-//! Real processes sharing SCR state files: locked read-modify-write loses no update, and a
-//! writer SIGKILLed at any instant leaves the file old or new, never torn.
+//! Real processes sharing SCR state files: locked read-modify-write loses no update; a
+//! writer SIGKILLed at any instant leaves the file old or new, never torn; and a state file
+//! is made durable in the order a power loss needs (the file fsynced before it replaces the
+//! old one, its directory after), as `strace` sees the writer's system calls.
 //!
 //! The test binary re-executes itself as the child process (`SCR_TEST_CHILD` selects the
 //! role), so no helper binary is needed.
@@ -84,6 +86,10 @@ fn a_killed_writer_never_leaves_a_torn_file() {
         let (a, b) = (version(1), version(2));
         for i in 0.. {
             write_hash_file(&file, if i % 2 == 0 { &a } else { &b }).unwrap();
+            if i == 0 {
+                // the parent kills only a writer that is writing
+                std::fs::write(file.with_extension("writing"), b"").unwrap();
+            }
         }
         return;
     }
@@ -91,8 +97,9 @@ fn a_killed_writer_never_leaves_a_torn_file() {
     let file = dir.path().join("index.scr");
     write_hash_file(&file, &version(1)).unwrap();
     let (a, b) = (version(1), version(2));
-    // a fixed-seed sequence of kill delays between 1 and 60 ms
+    // a fixed-seed sequence of kill delays between 0 and 60 ms after the first write
     let mut seed: u64 = 0x5eed;
+    let writing = file.with_extension("writing");
     for round in 0..25 {
         let mut child = spawn_child(
             "a_killed_writer_never_leaves_a_torn_file",
@@ -103,7 +110,21 @@ fn a_killed_writer_never_leaves_a_torn_file() {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        std::thread::sleep(Duration::from_millis(30 + (seed >> 33) % 60));
+        // (a child that ran no test never says it writes: the round fails, not passes)
+        let started = std::time::Instant::now();
+        while !writing.exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "round {round}: the writer never wrote"
+            );
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "round {round}: the writer ended"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::fs::remove_file(&writing).unwrap();
+        std::thread::sleep(Duration::from_millis((seed >> 33) % 60));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let got = read_hash_file(&file).unwrap_or_else(|e| panic!("round {round}: torn file: {e}"));
@@ -112,4 +133,83 @@ fn a_killed_writer_never_leaves_a_torn_file() {
             "round {round}: content is neither version"
         );
     }
+}
+
+/// The system calls `strace` saw a child make while it wrote `file` once, one a line.
+fn traced_write(test: &str, file: &Path) -> String {
+    let log = file.with_extension("strace");
+    let status = Command::new("strace")
+        .args(["-f", "-qq", "-o"])
+        .arg(&log)
+        .args([
+            "-e",
+            "trace=openat,fsync,fdatasync,rename,renameat,renameat2",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env("SCR_TEST_CHILD", "write-once")
+        .env("SCR_TEST_FILE", file)
+        .env("SCR_TEST_ARG", "0")
+        .stdout(Stdio::null())
+        .status()
+        .expect("strace must be installed (scripts/setup.sh installs it)");
+    assert!(status.success());
+    std::fs::read_to_string(&log).unwrap()
+}
+
+/// The quoted paths and the result of one strace line.
+fn call(line: &str) -> (Vec<&str>, Option<&str>) {
+    let paths = line.split('"').skip(1).step_by(2).collect();
+    (paths, line.rsplit(" = ").next().map(str::trim))
+}
+
+#[test]
+fn a_state_file_is_fsynced_before_it_replaces_the_old_and_its_directory_after() {
+    let test = "a_state_file_is_fsynced_before_it_replaces_the_old_and_its_directory_after";
+    if let Some((role, file, _)) = child_role() {
+        assert_eq!(role, "write-once");
+        write_hash_file(&file, &version(2)).unwrap();
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("index.scr");
+    write_hash_file(&file, &version(1)).unwrap();
+    let trace = traced_write(test, &file);
+    let lines: Vec<&str> = trace.lines().collect();
+    let target = file.to_str().unwrap();
+    // the rename of a temporary over the file
+    let at = lines
+        .iter()
+        .position(|l| l.contains("rename") && call(l).0.last() == Some(&target))
+        .unwrap_or_else(|| panic!("no rename over {target}:\n{trace}"));
+    let temporary = call(lines[at]).0[0];
+    assert_ne!(temporary, target);
+    // the temporary's descriptor, and an fsync of it before the rename
+    let opened = lines[..at]
+        .iter()
+        .rposition(|l| l.contains("openat(") && call(l).0.first() == Some(&temporary))
+        .unwrap_or_else(|| panic!("{temporary} never opened:\n{trace}"));
+    let fd = call(lines[opened]).1.unwrap();
+    let synced = |from: usize, to: usize, fd: &str| {
+        lines[from..to]
+            .iter()
+            .any(|l| l.contains(&format!("fsync({fd})")) || l.contains(&format!("fdatasync({fd})")))
+    };
+    assert!(
+        synced(opened, at, fd),
+        "{temporary} (fd {fd}) not fsynced before the rename:\n{trace}"
+    );
+    // the directory opened and fsynced after it
+    let parent = dir.path().to_str().unwrap();
+    let dir_opened = lines[at..]
+        .iter()
+        .position(|l| l.contains("openat(") && call(l).0.first() == Some(&parent))
+        .map(|i| at + i)
+        .unwrap_or_else(|| panic!("{parent} not opened after the rename:\n{trace}"));
+    let dir_fd = call(lines[dir_opened]).1.unwrap();
+    assert!(
+        synced(dir_opened, lines.len(), dir_fd),
+        "{parent} (fd {dir_fd}) not fsynced after the rename:\n{trace}"
+    );
+    assert_eq!(read_hash_file(&file).unwrap(), version(2));
 }

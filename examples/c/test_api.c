@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "scr.h"
 
@@ -147,9 +148,26 @@ int main(int argc, char** argv) {
     SCR_Need_checkpoint(&need);
     double began = MPI_Wtime();
     if (need && write_ckpt(t, size)) { rc = 1; if (rank == 0) printf("test_api: checkpoint %d failed\n", t); }
-    /* TEST_API_TIMES=1: how long each checkpoint kept the application from computing */
-    if (need && rank == 0 && getenv("TEST_API_TIMES"))
+    /* TEST_API_TIMES=1: how long each checkpoint kept the application from computing, and
+     * when it returned */
+    if (need && rank == 0 && getenv("TEST_API_TIMES")) {
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
       printf("test_api: checkpoint %d took %.3f s\n", t, MPI_Wtime() - began);
+      /* when it returned, on the clock file times use (to compare with the prefix's files) */
+      printf("test_api: checkpoint %d ended at %lld.%09ld\n", t, (long long)now.tv_sec, now.tv_nsec);
+    }
+    /* TEST_API_SHOULD_EXIT=1: ask SCR after each timestep whether to stop, as the user
+     * guide's loop does, and stop when it says so */
+    const char* ask = getenv("TEST_API_SHOULD_EXIT");
+    if (ask && atoi(ask)) {
+      int stop = 0;
+      if (SCR_Should_exit(&stop) != SCR_SUCCESS) rc = 1;
+      if (stop) {
+        if (rank == 0) printf("test_api: SCR_Should_exit says stop after timestep %d\n", t);
+        break;
+      }
+    }
     /* TEST_API_SLEEP_MS=n: compute for n ms per timestep (so a test can kill a node mid-run) */
     const char* sleep_ms = getenv("TEST_API_SLEEP_MS");
     if (sleep_ms) usleep(1000 * atol(sleep_ms));

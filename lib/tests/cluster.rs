@@ -320,6 +320,7 @@ fn a_node_dying_in_the_last_run_is_rebuilt_by_the_drain_through_srun() {
             ("SCR_COPY_TYPE", "XOR"),
             ("SCR_RUNS", "1"),
             ("TEST_API_SLEEP_MS", "400"),
+            ("TEST_API_TIMES", "1"),
             ("PDSH_RCMD_TYPE", "srun"),
             ("PDSH_SSH_ARGS_APPEND", "-o ProxyCommand=false"),
         ],
@@ -342,12 +343,34 @@ fn a_node_dying_in_the_last_run_is_rebuilt_by_the_drain_through_srun() {
         })
         .unwrap_or_else(|| panic!("nothing drained: {t}"))
         .to_string();
+    // the newest checkpoint the application saw complete (its own words, not SCR's index)
+    // is the one drained, and the one the next job restarts from
+    let newest = t
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("test_api: checkpoint ")?
+                .split(" took ")
+                .next()?
+                .parse::<u32>()
+                .ok()
+        })
+        .max()
+        .unwrap_or_else(|| panic!("no checkpoint completed: {t}"));
+    assert!(
+        drained.contains(&format!("(ckpt.{newest})")),
+        "drained {drained}, newest ckpt.{newest}: {t}"
+    );
     // a new job (node3 revived, its cache gone) restarts from the prefix
     c.control(&["revive", "3"]);
     std::thread::sleep(Duration::from_secs(2));
     let (out, t) = run(c.scr_run(4, 4, &["200000", "1"], &[("SCR_COPY_TYPE", "XOR")]));
     assert!(out.status.success(), "{t}");
-    assert!(t.contains("data verified"), "{t}");
+    assert!(
+        t.contains(&format!(
+            "restarted from ckpt.{newest} (timestep {newest}), data verified"
+        )),
+        "{t}"
+    );
     eprintln!(
         "scenario 3 wall time: {:.1} s (drained {drained})",
         started.elapsed().as_secs_f64()

@@ -248,7 +248,7 @@ fn cache_bypass_writes_straight_to_the_prefix_and_restarts_after_the_metadata_is
 }
 
 #[test]
-fn flush_on_restart_global_restart_distribute_fetch_width_and_flush_type_do_what_v3_1_says() {
+fn flush_on_restart_global_restart_distribute_and_flush_type_do_what_v3_1_says() {
     let job = Job::new();
     let run = |env: &[(&str, &str)]| job.run_ok(2, &["4096", "1"], env);
     run(&[("SCR_FLUSH", "0")]);
@@ -275,17 +275,25 @@ fn flush_on_restart_global_restart_distribute_fetch_width_and_flush_type_do_what
     check_file(&job.prefix().join("ckpt.2/rank_0.ckpt"), 0, 2, 4096);
 
     // SCR_DISTRIBUTE=0: the cached ckpt.3 is not used; the prefix's newest, ckpt.2, is
-    // fetched one rank at a time; SCR_FLUSH_TYPE=PTHREAD flushes the next one in the
-    // background, finished by SCR_Finalize
+    // fetched; SCR_FLUSH_TYPE=PTHREAD flushes the next one in the background (2 s at
+    // SCR_FLUSH_ASYNC_BW: the checkpoint returns first), finished by SCR_Finalize
     let out = run(&[
         ("SCR_DISTRIBUTE", "0"),
-        ("SCR_FETCH_WIDTH", "1"),
         ("SCR_FLUSH", "1"),
         ("SCR_FLUSH_TYPE", "PTHREAD"),
+        ("SCR_FLUSH_ASYNC_BW", "4096"),
+        ("TEST_API_TIMES", "1"),
     ]);
     assert!(
         out.contains("restarted from ckpt.2 (timestep 2), data verified"),
         "{out}"
+    );
+    let returned = checkpoint_ended_at(&out, 3);
+    // (dataset 4: the cached ckpt.3 was dataset 3)
+    let published = write_interval(&job.prefix().join(".scr/scr.dataset.4/summary.scr")).1;
+    assert!(
+        published > returned,
+        "ckpt.3 was published at {published:.6}, before the checkpoint returned at {returned:.6}: {out}"
     );
     check_file(&job.prefix().join("ckpt.3/rank_1.ckpt"), 1, 3, 4096);
     assert_eq!(

@@ -426,8 +426,17 @@ fn a_full_control_directory_on_one_node_leaves_no_rank_waiting() {
             // said where and why, or not needed: every checkpoint reached the prefix
             let named =
                 t.contains("No space left on device") && t.contains(&*cntl.to_string_lossy());
+            let flushed = |c: usize| {
+                (0..4).all(|r| {
+                    let f = job.prefix().join(format!("ckpt.{c}/rank_{r}.ckpt"));
+                    f.is_file() && {
+                        check_file(&f, r, c as i64, 3000);
+                        true
+                    }
+                })
+            };
             assert!(
-                named || job.prefix().join("ckpt.8").is_dir(),
+                named || flushed(8),
                 "{scheme}, {pages} pages: neither an error naming the full directory nor the checkpoints: {t}"
             );
             // where SCR_Init went through, a checkpoint the job did not see fail reached the
@@ -439,8 +448,7 @@ fn a_full_control_directory_on_one_node_leaves_no_rank_waiting() {
             );
             for c in (1..=8).filter(|_| with_scr) {
                 assert!(
-                    t.contains(&format!("checkpoint {c} failed"))
-                        || job.prefix().join(format!("ckpt.{c}")).is_dir(),
+                    t.contains(&format!("checkpoint {c} failed")) || flushed(c),
                     "{scheme}, {pages} pages: ckpt.{c}: {t}"
                 );
             }
@@ -500,7 +508,10 @@ fn a_start_that_fails_on_one_rank_leaves_no_rank_waiting() {
         &[fault[0], fault[1], ("SCR_FLUSH", "1")],
     );
     let t = text(&out);
-    assert!(started.elapsed().as_secs() < 50, "ran into the timeout: {t}");
+    assert!(
+        started.elapsed().as_secs() < 50,
+        "ran into the timeout: {t}"
+    );
     assert!(
         t.contains("a fault injected at evict on rank 1"),
         "the fault was not injected: {t}"
@@ -519,7 +530,10 @@ fn a_start_that_fails_on_one_rank_leaves_no_rank_waiting() {
     let started = std::time::Instant::now();
     let out = job.run_on(Some("n1,n2,n3,n4"), 4, &["3000", "3"], &fault);
     let t = text(&out);
-    assert!(started.elapsed().as_secs() < 50, "ran into the timeout: {t}");
+    assert!(
+        started.elapsed().as_secs() < 50,
+        "ran into the timeout: {t}"
+    );
     assert!(
         t.contains("rust_ckpt: rank 1: checkpoint 2: a fault injected at evict on rank 1"),
         "{t}"

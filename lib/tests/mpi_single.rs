@@ -346,7 +346,28 @@ fn with_scr_halt_exit_0_a_halt_leaves_the_application_in_control() {
         &[("SCR_HALT_EXIT", "0"), ("SCR_FLUSH", "1")],
     );
     assert!(out.contains("test_api: done"), "{out}");
-    assert!(job.prefix().join("ckpt.4/rank_0.ckpt").exists(), "{out}");
+    check_file(&job.prefix().join("ckpt.4/rank_0.ckpt"), 0, 4, 10000);
+
+    // an application that asks SCR_Should_exit after each timestep, as the guide's loop
+    // does, learns to stop after the last checkpoint the halt allows, and stops
+    let job = Job::new();
+    write_halt(&job, |h| h.set_checkpoints_left(2));
+    let out = job.run_ok(
+        2,
+        &["10000", "4"],
+        &[
+            ("SCR_HALT_EXIT", "0"),
+            ("SCR_FLUSH", "10"),
+            ("TEST_API_SHOULD_EXIT", "1"),
+        ],
+    );
+    assert!(
+        out.contains("SCR_Should_exit says stop after timestep 2"),
+        "{out}"
+    );
+    // the checkpoint at the halt was flushed (SCR_FLUSH=10 notwithstanding), none after it
+    check_file(&job.prefix().join("ckpt.2/rank_1.ckpt"), 1, 2, 10000);
+    assert!(!job.prefix().join("ckpt.3").exists(), "{out}");
 }
 
 #[test]
@@ -597,8 +618,11 @@ fn rust_program_checkpoints_and_restarts() {
     assert_eq!(index.current(), Some("ckpt.3"));
 }
 
+/// SCR_FLUSH_WIDTH=1 and SCR_FETCH_WIDTH=1: one rank writes to (or reads from) the prefix at
+/// a time, in rank order, as the file system's own times of the copies show; a store's COUNT
+/// bounds the datasets it keeps.
 #[test]
-fn flush_width_and_store_count() {
+fn flush_and_fetch_widths_of_one_copy_a_rank_at_a_time_and_store_count_bounds_the_cache() {
     let job = Job::new();
     // four ranks flushing one at a time; the cache store keeps two datasets
     std::fs::write(
@@ -610,9 +634,12 @@ fn flush_width_and_store_count() {
         ),
     )
     .unwrap();
+    // files large enough that ranks copying together would overlap
+    const SIZE: usize = 2 << 20;
+    let size = SIZE.to_string();
     let out = job.run_ok(
         4,
-        &["3000", "3"],
+        &[&size, "3"],
         &[
             ("SCR_FLUSH_WIDTH", "1"),
             ("SCR_FLUSH", "1"),
@@ -621,14 +648,13 @@ fn flush_width_and_store_count() {
     );
     assert!(!out.contains("WARNING"), "{out}");
     for t in 1..=3i64 {
-        for r in 0..4 {
-            check_file(
-                &job.prefix().join(format!("ckpt.{t}/rank_{r}.ckpt")),
-                r,
-                t,
-                3000,
-            );
+        let files: Vec<PathBuf> = (0..4)
+            .map(|r| job.prefix().join(format!("ckpt.{t}/rank_{r}.ckpt")))
+            .collect();
+        for (r, f) in files.iter().enumerate() {
+            check_file(f, r, t, SIZE);
         }
+        assert_written_one_at_a_time(&files);
     }
     let cached = job.cached("rank_0.ckpt");
     assert_eq!(
@@ -636,6 +662,22 @@ fn flush_width_and_store_count() {
         2,
         "COUNT=2 keeps two datasets in cache: {cached:?}"
     );
+
+    // every cache lost: ckpt.3 is fetched one rank at a time
+    delete_caches(&job);
+    let out = job.run_ok(4, &[&size, "0"], &[("SCR_FETCH_WIDTH", "1")]);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+    let fetched: Vec<PathBuf> = (0..4)
+        .map(|r| {
+            let copies = job.cached(&format!("ckpt.3/rank_{r}.ckpt"));
+            assert_eq!(copies.len(), 1, "{copies:?}");
+            copies[0].clone()
+        })
+        .collect();
+    assert_written_one_at_a_time(&fetched);
 }
 
 #[test]

@@ -229,7 +229,14 @@ fn two_lost_members_of_one_xor_set_fall_back_to_the_flushed_checkpoint() {
         &["5000", "3"],
         &[env[0], env[1], ("TEST_API_NO_FINALIZE", "1")],
     );
-    assert!(job.prefix().join("ckpt.2").is_dir());
+    for r in 0..4 {
+        check_file(
+            &job.prefix().join(format!("ckpt.2/rank_{r}.ckpt")),
+            r,
+            2,
+            5000,
+        );
+    }
     assert!(!job.prefix().join("ckpt.3").exists());
     lose_node(&job, "n1");
     lose_node(&job, "n2");

@@ -7,24 +7,42 @@ use std::process::{Command, Output};
 
 /// Runs `scr ARGS` with `env` on top of a clean SCR environment.
 pub fn scr(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scr"));
-    cmd.args(args)
-        .env_remove("SLURM_JOBID")
-        .env_remove("SLURM_JOB_ID")
-        .env_remove("SLURM_NODELIST")
-        .env_remove("SLURM_JOB_NODELIST")
-        .env_remove("SCR_NODELIST")
-        .env_remove("SCR_JOB_ID")
-        .env_remove("SCR_PREFIX")
-        .env_remove("SCR_EXCLUDE_NODES")
-        .env_remove("SCR_END_TIME")
-        .env_remove("SCR_HALT_SECONDS")
-        .env_remove("SCR_CONF_FILE")
-        .env("SCR_SYSTEM_CONF_FILE", "/nonexistent/scr.conf");
+    scr_within(60, args, env)
+}
+
+/// [`scr`] given at most `seconds`: a command that should end but hangs (on a FIFO, a lock)
+/// fails the test instead of blocking it (coreutils' timeout kills it).
+pub fn scr_within(seconds: u32, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("timeout");
+    cmd.args([
+        "--signal=KILL",
+        &seconds.to_string(),
+        env!("CARGO_BIN_EXE_scr"),
+    ])
+    .args(args)
+    .env_remove("SLURM_JOBID")
+    .env_remove("SLURM_JOB_ID")
+    .env_remove("SLURM_NODELIST")
+    .env_remove("SLURM_JOB_NODELIST")
+    .env_remove("SCR_NODELIST")
+    .env_remove("SCR_JOB_ID")
+    .env_remove("SCR_PREFIX")
+    .env_remove("SCR_EXCLUDE_NODES")
+    .env_remove("SCR_END_TIME")
+    .env_remove("SCR_HALT_SECONDS")
+    .env_remove("SCR_CONF_FILE")
+    .env("SCR_SYSTEM_CONF_FILE", "/nonexistent/scr.conf");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.output().unwrap()
+    let out = cmd.output().unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(128 + 9),
+        "scr {args:?} did not end within {seconds} s: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// `scr ARGS` with no environment of the test's own.

@@ -41,6 +41,105 @@ pub fn scr_command() -> PathBuf {
     built(&BUILT, &["-p", "scr-launcher"], "scr", None)
 }
 
+/// Waits for `child` (its output piped) at most `limit`: a call that should end but hangs
+/// fails the test, the child killed, instead of blocking it forever.
+pub fn wait_within(mut child: std::process::Child, limit: std::time::Duration) -> Output {
+    use std::io::Read;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let (o, e) = (stdout.join().unwrap(), stderr.join().unwrap());
+            panic!(
+                "did not end within {limit:?}:\n{}{}",
+                String::from_utf8_lossy(&o),
+                String::from_utf8_lossy(&e)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// Runs `cmd` and waits at most `limit` for it (see [`wait_within`]).
+pub fn output_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_within(child, limit)
+}
+
+/// When a file was created and when it was last written, in seconds since the epoch (the
+/// file system's own record, not anything SCR says about it).
+pub fn write_interval(path: &Path) -> (f64, f64) {
+    let m = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let secs = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let born = m
+        .created()
+        .unwrap_or_else(|e| panic!("{}: no birth time on this file system: {e}", path.display()));
+    (secs(born), secs(m.modified().unwrap()))
+}
+
+/// Asserts that the files were written one after another in the order given, none while
+/// another was being written.
+pub fn assert_written_one_at_a_time(files: &[PathBuf]) {
+    let spans: Vec<(f64, f64)> = files.iter().map(|f| write_interval(f)).collect();
+    for (i, pair) in spans.windows(2).enumerate() {
+        assert!(
+            pair[0].1 <= pair[1].0,
+            "{} was still written ({:.6}) when {} was created ({:.6}): {spans:?}",
+            files[i].display(),
+            pair[0].1,
+            files[i + 1].display(),
+            pair[1].0
+        );
+    }
+}
+
+/// When test_api's checkpoint `t` returned (its TEST_API_TIMES line), in seconds since the
+/// epoch.
+pub fn checkpoint_ended_at(out: &str, t: u64) -> f64 {
+    let line = format!("test_api: checkpoint {t} ended at ");
+    out.lines()
+        .find_map(|l| l.strip_prefix(&line)?.parse().ok())
+        .unwrap_or_else(|| panic!("no end time of checkpoint {t}: {out}"))
+}
+
 /// The Rust example program `name` (lib/examples), built first.
 pub fn rust_example(name: &str) -> PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
