@@ -237,10 +237,12 @@ impl HaltFile {
 /// its setting, from the environment or the parameters): one rule for the library and
 /// every command. None when unset, unparsable or not positive.
 pub fn seconds_left(value: Option<&str>, now: i64) -> Option<i64> {
-    value
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .filter(|&t| t > 0)
-        .map(|t| t - now)
+    seconds_until(value.and_then(|v| v.trim().parse::<i64>().ok()), now)
+}
+
+/// The seconds from `now` to an end time, when there is one (a positive time).
+pub fn seconds_until(end: Option<i64>, now: i64) -> Option<i64> {
+    end.filter(|&t| t > 0).map(|t| t - now)
 }
 
 #[cfg(test)]

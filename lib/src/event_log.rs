@@ -4,7 +4,7 @@
 //! cannot be written costs a warning, never the checkpoint.
 
 use scr::event_log::{format_line, log_path};
-use scr::params::Params;
+use scr::params::settings::Log;
 use scr::{Error, Result};
 use std::ffi::{CString, c_int};
 use std::io::Write;
@@ -60,31 +60,29 @@ impl EventLog {
     /// The log rank 0 writes (other ranks get one that writes nothing). Bad facility or
     /// level names are errors naming the parameter.
     pub fn open(
-        params: &Params,
+        settings: &Log,
         prefix: &std::path::Path,
         rank: u64,
         user: &str,
         jobid: &str,
     ) -> Result<EventLog> {
-        if !params.bool("SCR_LOG_ENABLE") {
+        if !settings.enable {
             return Ok(EventLog::default());
         }
         // every rank checks the names (the parameters are the same everywhere), so a bad
         // one fails SCR_Init on all ranks alike rather than leaving rank 0 alone
-        let priority = if params.bool("SCR_LOG_SYSLOG_ENABLE") {
-            let get = |p: &str, d: &'static str| params.get(p).unwrap_or(d).to_string();
-            let f = get("SCR_LOG_SYSLOG_FACILITY", "LOG_LOCAL7");
-            let l = get("SCR_LOG_SYSLOG_LEVEL", "LOG_INFO");
-            let fac = facility(&f).ok_or_else(|| {
+        let priority = if settings.syslog {
+            let (f, l) = (&settings.facility, &settings.level);
+            let fac = facility(f).ok_or_else(|| {
                 bad(
                     "SCR_LOG_SYSLOG_FACILITY",
-                    &f,
+                    f,
                     "LOG_USER, LOG_DAEMON or LOG_LOCAL0 … LOG_LOCAL7",
                 )
             })?;
-            let lev = level(&l)
-                .ok_or_else(|| bad("SCR_LOG_SYSLOG_LEVEL", &l, "LOG_EMERG … LOG_DEBUG"))?;
-            let ident = CString::new(get("SCR_LOG_SYSLOG_PREFIX", "SCR"))
+            let lev = level(l)
+                .ok_or_else(|| bad("SCR_LOG_SYSLOG_LEVEL", l, "LOG_EMERG … LOG_DEBUG"))?;
+            let ident = CString::new(settings.identity.as_str())
                 .map_err(|_| bad("SCR_LOG_SYSLOG_PREFIX", "", "text without NUL"))?;
             Some((fac, lev, ident))
         } else {
@@ -101,7 +99,7 @@ impl EventLog {
             fac | lev
         });
         Ok(EventLog {
-            text: params.bool("SCR_LOG_TXT_ENABLE").then(|| log_path(prefix)),
+            text: settings.text.then(|| log_path(prefix)),
             syslog,
             who: vec![("user", user.to_string()), ("jobid", jobid.to_string())],
         })

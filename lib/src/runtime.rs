@@ -41,7 +41,7 @@ use scr::index::IndexFile;
 use scr::io::{self, LockedHashFile, SHARED_FILE};
 use scr::meta::{FileType, Meta};
 use scr::nodes::NodesFile;
-use scr::params::Params;
+use scr::params::{Params, Settings};
 use scr::prefix::{update_flush_file, update_index};
 use scr::rank2file::{self, Delivery, FileRecord, RankFiles, TreeTask};
 use scr::reddesc::{RedDesc, Scheme};
@@ -139,9 +139,8 @@ struct Config {
     descriptors: Vec<CkptDesc>,
     user: String,
     jobid: String,
-    /// SCR_DEBUG: 1 says what SCR does (restarts, rebuilds, fetches, flushes, each
-    /// checkpoint's cost), 2 also each file and directory, 3 also every routed file.
-    debug: u64,
+    /// The parameters as typed values, read once.
+    settings: Settings,
 }
 
 /// The cache manager's state: this rank's filemap and what its node holds for others.
@@ -224,11 +223,10 @@ impl NodeDirs<'_> {
     fn prepare(
         &self,
         world: &SimpleCommunicator,
-        params: &Params,
+        cntl_base: &str,
         descriptors: &[CkptDesc],
         local_rank: u64,
     ) -> Result<PathBuf> {
-        let cntl_base = params.get("SCR_CNTL_BASE").unwrap_or("/tmp");
         let dirs = (|| {
             let cntl_dir = self.under(cntl_base, "SCR_CNTL_BASE")?;
             safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, 0o700)?;
@@ -337,7 +335,7 @@ fn read_params(world: &SimpleCommunicator, rank: u64) -> Result<Params> {
                 }
                 // the configuration in effect, with where each value came from (only rank 0
                 // knows: the others get the values alone)
-                if p.count("SCR_DEBUG").unwrap_or(0) >= 1 {
+                if Settings::from_params(&p).debug >= 1 {
                     for (setting, origin) in p.effective() {
                         say!("SCR: {setting} ({origin})");
                     }
@@ -365,7 +363,8 @@ impl Scr {
         let ranks = world.size() as u64;
 
         let params = read_params(&world, rank)?;
-        if !params.bool("SCR_ENABLE") {
+        let settings = Settings::from_params(&params);
+        if !settings.enable {
             return Err(Error::Disabled);
         }
         let (name, emulated) = node_name();
@@ -377,17 +376,18 @@ impl Scr {
         } = group_by_node(&world, &name);
 
         let user = layout::user_name();
-        let jobid = layout::job_id(params.get("SCR_JOB_ID"), |k| std::env::var(k).ok())
+        let places = &settings.places;
+        let jobid = layout::job_id(places.job_id.as_deref(), |k| std::env::var(k).ok())
             .unwrap_or_else(|| "defjobid".into());
-        let prefix = layout::prefix_dir(None, params.get("SCR_PREFIX"))?;
+        let prefix = layout::prefix_dir(None, places.prefix.as_deref())?;
         let emulated_node = emulated.then(|| name.clone());
-        let mut descriptors = CkptDesc::from_params(&params)?;
+        let mut descriptors = CkptDesc::from_params(&params, &settings.redundancy)?;
         let node_dirs = NodeDirs {
             user: &user,
             jobid: &jobid,
             emulated_node: emulated_node.as_deref(),
         };
-        let cntl_dir = node_dirs.prepare(&world, &params, &descriptors, local_rank)?;
+        let cntl_dir = node_dirs.prepare(&world, &places.cntl_base, &descriptors, local_rank)?;
         let place = NodePlace {
             name: &name,
             local_rank,
@@ -421,7 +421,7 @@ impl Scr {
             reprotect,
         } = loaded?;
         write_nodes_file(&world, &prefix, nodes)?;
-        let log = crate::event_log::EventLog::open(&params, &prefix, rank, &user, &jobid)?;
+        let log = crate::event_log::EventLog::open(&settings.log, &prefix, rank, &user, &jobid)?;
         let mut scr = Scr {
             world,
             node_comm: node,
@@ -434,7 +434,7 @@ impl Scr {
             set_comms,
             sets,
             config: Config {
-                debug: params.count("SCR_DEBUG").unwrap_or(0),
+                settings,
                 params,
                 prefix,
                 descriptors,
@@ -473,7 +473,7 @@ impl Scr {
         self.debug(1, format_args!("NNODES={}", self.nodes));
         self.purge()?;
         self.restart_from_cache()?;
-        if let Some(name) = self.config.params.get("SCR_CURRENT").map(str::to_string) {
+        if let Some(name) = self.config.settings.current.clone() {
             self.set_current(&name)?;
         }
         self.flush_on_restart()?;
@@ -527,19 +527,19 @@ impl Scr {
     /// SCR_CRC_ON_COPY: whether each copy, and each restart from cache, checks every byte
     /// against its file's CRC32.
     pub(super) fn crc_on_copy(&self) -> bool {
-        self.config.params.bool("SCR_CRC_ON_COPY")
+        self.config.settings.crc.on_copy
     }
 
     /// An SCR_DEBUG message of `level` about the job, said once (by rank 0).
     pub(super) fn debug(&self, level: u64, text: std::fmt::Arguments) {
-        if self.rank == 0 && self.config.debug >= level {
+        if self.rank == 0 && self.config.settings.debug >= level {
             say!("SCR: {text}");
         }
     }
 
     /// An SCR_DEBUG message of `level` about this rank's own part, naming it.
     pub(super) fn debug_rank(&self, level: u64, text: std::fmt::Arguments) {
-        if self.config.debug >= level {
+        if self.config.settings.debug >= level {
             say!("SCR: rank {}: {text}", self.rank);
         }
     }

@@ -10,7 +10,9 @@ use crate::units::parse_bytecount;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub mod settings;
 mod table;
+pub use settings::Settings;
 pub use table::*;
 
 /// Where SCR v2.0 keeps the system configuration.
@@ -143,6 +145,11 @@ impl Params {
             .or(self.count("SCR_CACHE_SIZE"))
             .unwrap_or(1)
             .max(1)
+    }
+
+    /// The parameters as typed values (see [`Settings`]).
+    pub fn typed(&self) -> Settings {
+        Settings::from_params(self)
     }
 
     /// Whether checkpoints flush in the background: SCR_FLUSH_ASYNC=1, or SCR v3.1's

@@ -290,3 +290,44 @@ fn environment_values_expand_variables_as_in_v3_1() {
         "{e}"
     );
 }
+
+#[test]
+fn typed_settings_take_the_tables_defaults_and_what_is_set() {
+    let default = |name: &str| spec(name).unwrap().default.unwrap();
+    let s = load(&[], None, None).unwrap().typed();
+    assert_eq!(s.flush.every.to_string(), default("SCR_FLUSH"));
+    assert_eq!(s.flush.width.to_string(), default("SCR_FLUSH_WIDTH"));
+    assert_eq!(s.fetch.width.to_string(), default("SCR_FETCH_WIDTH"));
+    assert_eq!(s.buffers.file.to_string(), default("SCR_FILE_BUF_SIZE"));
+    assert_eq!(s.buffers.mpi.to_string(), default("SCR_MPI_BUF_SIZE"));
+    assert_eq!(s.launch.run_delay_secs.to_string(), default("SCR_RUN_DELAY"));
+    assert_eq!(s.places.cntl_base, default("SCR_CNTL_BASE"));
+    assert_eq!(s.redundancy.cache_base, default("SCR_CACHE_BASE"));
+    assert_eq!(s.redundancy.group, default("SCR_GROUP"));
+    assert_eq!(s.log.facility, default("SCR_LOG_SYSLOG_FACILITY"));
+    assert!(s.enable && s.crc.on_flush && !s.crc.on_copy && s.fetch.enabled);
+    assert_eq!((s.halt.end_time, s.launch.runs, s.current), (None, None, None));
+
+    let s = load(
+        &[
+            ("SCR_FLUSH", "3"),
+            ("SCR_GLOBAL_RESTART", "1"),
+            ("SCR_END_TIME", "1700000000"),
+            ("SCR_FLUSH_TYPE", "PTHREAD"),
+            ("SCR_RUNS", "-1"),
+            ("SCR_GROUP", "power"),
+        ],
+        None,
+        Some("SCR_MPI_BUF_SIZE=1MB\nSCR_CURRENT=ckpt.4"),
+    )
+    .unwrap()
+    .typed();
+    assert_eq!(s.flush.every, 3);
+    assert!(s.flush.on_restart && s.fetch.in_place && s.fetch.global_restart);
+    assert!(s.flush.in_background);
+    assert_eq!(s.halt.end_time, Some(1_700_000_000));
+    assert_eq!(s.launch.runs, Some(-1));
+    assert_eq!(s.redundancy.group, "POWER");
+    assert_eq!(s.buffers.mpi, 1 << 20);
+    assert_eq!(s.current.as_deref(), Some("ckpt.4"));
+}

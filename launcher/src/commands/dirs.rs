@@ -13,7 +13,7 @@ pub struct PrefixArgs {}
 
 pub fn prefix(_: PrefixArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
-    match layout::prefix_dir(None, params.get("SCR_PREFIX")) {
+    match layout::prefix_dir(None, params.typed().places.prefix.as_deref()) {
         Ok(p) => {
             println!("{}", p.display());
             Ok(ExitCode::SUCCESS)
@@ -63,15 +63,16 @@ pub fn list_dir(args: ListDirArgs) -> scr::Result<ExitCode> {
         Which::Control
     });
     let params = Params::load(&Sources::from_process())?;
+    let settings = params.typed();
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let user = args.user.unwrap_or_else(layout::user_name);
     let jobid = args
         .jobid
-        .or_else(|| layout::job_id(params.get("SCR_JOB_ID"), env));
+        .or_else(|| layout::job_id(settings.places.job_id.as_deref(), env));
     let bases: Vec<String> = match which {
-        Which::Control => vec![params.get("SCR_CNTL_BASE").unwrap_or("/tmp").to_string()],
+        Which::Control => vec![settings.places.cntl_base],
         Which::Cache => {
-            let mut b = vec![params.get("SCR_CACHE_BASE").unwrap_or("/tmp").to_string()];
+            let mut b = vec![settings.redundancy.cache_base];
             for d in params
                 .descriptors_of("CKPT")
                 .chain(params.descriptors_of("CKPTDESC"))

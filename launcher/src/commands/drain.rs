@@ -108,7 +108,7 @@ fn rcmd_for(rm: &dyn job::ResourceManager) -> Rcmd {
 pub(crate) fn control_dir(params: &Params, job_id: &str) -> scr::Result<PathBuf> {
     let user = layout::user_name();
     layout::job_dir(
-        Path::new(params.get("SCR_CNTL_BASE").unwrap_or("/tmp")),
+        Path::new(&params.typed().places.cntl_base),
         &user,
         job_id,
     )
@@ -179,7 +179,7 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
         cntl_dir: &cntl,
         prefix: &args.to,
         id: args.id,
-        buf_size: params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize,
+        buf_size: params.typed().buffers.file,
         rcmd: rcmd_for(rm.as_ref()),
         fanout: args.fanout,
     };
@@ -328,7 +328,7 @@ impl<'a> Drain<'a> {
         let down = HostSet::from_names(down_list.iter().map(|d| d.node.as_str()));
         let up = nodes.difference(&down);
         let cntl = control_dir(params, &rm.job_id())?;
-        let buf_size = params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
+        let buf_size = params.typed().buffers.file;
         Ok(Drain {
             prefix,
             rm,
@@ -405,7 +405,7 @@ impl<'a> Drain<'a> {
 
 pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
-    if !params.bool("SCR_ENABLE") {
+    if !params.typed().enable {
         return Ok(ExitCode::SUCCESS);
     }
     let prefix = super::prefix_dir(args.prefix, &params)?;

@@ -45,9 +45,10 @@ pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
     let prefix = super::prefix_dir(args.prefix, &params)?;
     let halt: HaltFile = super::read_or_empty(&layout::halt_file(&prefix))?;
-    let halt = halt.with_halt_seconds_default(params.int("SCR_HALT_SECONDS"));
+    let settings = params.typed();
+    let halt = halt.with_halt_seconds_default(Some(settings.halt.seconds as i64));
     let now = chrono::Utc::now().timestamp();
-    let remaining = scr::halt::seconds_left(params.get("SCR_END_TIME"), now);
+    let remaining = scr::halt::seconds_until(settings.halt.end_time, now);
     if let Some(cause) = halt.decision(now, remaining) {
         println!("scr_should_exit: the job should stop: {cause}");
         return Ok(ExitCode::SUCCESS);
@@ -66,7 +67,7 @@ pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
         };
         let needed = args
             .min_nodes
-            .or_else(|| params.count("SCR_MIN_NODES").filter(|&n| n > 0))
+            .or_else(|| settings.launch.min_nodes.filter(|&n| n > 0))
             .or_else(last_run)
             .unwrap_or(nodes.count());
         if args.verbose {

@@ -27,9 +27,10 @@ pub fn configured_node_check(params: &Params, free: bool) -> NodeCheck {
         }
     }
     if dirs.is_empty() {
+        let settings = params.typed();
         for base in [
-            params.get("SCR_CNTL_BASE").unwrap_or("/tmp"),
-            params.get("SCR_CACHE_BASE").unwrap_or("/tmp"),
+            settings.places.cntl_base.as_str(),
+            settings.redundancy.cache_base.as_str(),
         ] {
             if !dirs.iter().any(|(d, _)| d == &PathBuf::from(base)) {
                 dirs.push((PathBuf::from(base), None));
@@ -269,7 +270,7 @@ pub struct PrerunArgs {
 
 pub fn prerun(args: PrerunArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
-    if !params.bool("SCR_ENABLE") {
+    if !params.typed().enable {
         return Ok(ExitCode::SUCCESS);
     }
     let prefix = super::prefix_dir(args.prefix, &params)?;

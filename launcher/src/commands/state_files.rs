@@ -93,9 +93,10 @@ pub fn retries_halt(args: RetriesHaltArgs) -> scr::Result<ExitCode> {
         Err(e) => return Err(e),
     };
     let params = scr::params::Params::load(&scr::params::Sources::from_process())?;
-    let halt = halt.with_halt_seconds_default(params.int("SCR_HALT_SECONDS"));
+    let settings = params.typed();
+    let halt = halt.with_halt_seconds_default(Some(settings.halt.seconds as i64));
     let now = chrono::Utc::now().timestamp();
-    let left = scr::halt::seconds_left(params.get("SCR_END_TIME"), now);
+    let left = scr::halt::seconds_until(settings.halt.end_time, now);
     match halt.decision(now, left) {
         Some(cause) => {
             println!("scr_retries_halt: HALT RUN: {cause}");

@@ -62,8 +62,8 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     }
     let params = Params::load(&Sources::from_process())?;
     let period =
-        Duration::from_secs_f64(params.float("SCR_TRANSFER_SECS").unwrap_or(60.0).max(0.01));
-    let buf = params.bytes("SCR_FILE_BUF_SIZE").unwrap_or(1 << 20) as usize;
+        Duration::from_secs_f64(params.typed().launch.transfer_poll_secs.max(0.01));
+    let buf = params.typed().buffers.file;
     let set_state = |state: State, pid: Option<u32>| {
         TransferFile::update(&path, mode, |t| {
             t.set_state(state);

@@ -52,12 +52,8 @@ impl Scr {
         // the node's limit is shared by its ranks
         let node_ranks = self.node_comm.size().max(1) as f64;
         let bytes_per_sec =
-            self.config.params.bytes("SCR_FLUSH_ASYNC_BW").unwrap_or(0) as f64 / node_ranks;
-        let percent = self
-            .config
-            .params
-            .float("SCR_FLUSH_ASYNC_PERCENT")
-            .unwrap_or(0.0);
+            self.config.settings.flush.async_bytes_per_sec as f64 / node_ranks;
+        let percent = self.config.settings.flush.async_percent;
         let transfer = self.transfer_file();
         let planned = self.flush_targets(id).and_then(|jobs| {
             TransferFile::update(&transfer, PRIVATE_FILE, |t| {
@@ -96,7 +92,7 @@ impl Scr {
                 return Ok(());
             }
         };
-        if self.config.debug >= 1 {
+        if self.config.settings.debug >= 1 {
             self.debug(
                 1,
                 format_args!(
@@ -115,16 +111,13 @@ impl Scr {
             };
             self.debug_rank(1, format_args!("dataset {id} flushes through {through}"));
         }
-        let want_crc = self.config.params.bool("SCR_CRC_ON_FLUSH");
+        let want_crc = self.config.settings.crc.on_flush;
         let buf = self.file_buf_size();
         let pace = Pace {
             bytes_per_sec,
             percent,
             stall: Duration::from_secs(
-                self.config
-                    .params
-                    .count("SCR_FLUSH_ASYNC_STALL")
-                    .unwrap_or(30),
+                self.config.settings.flush.async_stall_secs,
             ),
         };
         let rank = self.rank;

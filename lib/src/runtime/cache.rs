@@ -185,7 +185,7 @@ impl Scr {
     }
 
     fn try_discard_cached(&mut self, dset: u64) -> Result<()> {
-        if self.config.params.bool("SCR_CRC_ON_DELETE") {
+        if self.config.settings.crc.on_delete {
             self.report_corrupt_files(dset);
         }
         let confine = self.cache_dirs_of(dset);

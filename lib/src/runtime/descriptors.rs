@@ -2,6 +2,7 @@
 //! redundancy sets each one chooses.
 
 use super::*;
+use scr::params::settings::Redundancy;
 use scr::redset::{MAX_RS_CODE, balanced_set_id, members_needed, too_large_for_rs, too_small};
 
 /// A checkpoint descriptor: which store a checkpoint goes to, how often, and which
@@ -28,23 +29,18 @@ impl CkptDesc {
     /// From `CKPT=` (and 1.1-8 `CKPTDESC=`) lines where they apply
     /// ([`Params::descriptor_lines_apply`]), else the one SCR implies from SCR_CACHE_BASE
     /// and SCR_COPY_TYPE; one enabled descriptor must have INTERVAL=1.
-    pub(super) fn from_params(params: &Params) -> Result<Vec<CkptDesc>> {
-        let base = params.get("SCR_CACHE_BASE").unwrap_or("/tmp").to_string();
-        let default_scheme = params
-            .get("SCR_COPY_TYPE")
-            .and_then(Scheme::parse)
-            .unwrap_or(Scheme::Xor);
-        let number = |text: Option<&str>, param: &str, fallback: u64| {
-            text.and_then(|t| t.parse().ok())
-                .or(params.count(param))
-                .unwrap_or(fallback)
+    pub(super) fn from_params(params: &Params, implied: &Redundancy) -> Result<Vec<CkptDesc>> {
+        let base = implied.cache_base.clone();
+        let default_scheme = implied.scheme;
+        let number = |text: Option<&str>, fallback: u64| {
+            text.and_then(|t| t.parse().ok()).unwrap_or(fallback)
         };
         let mut out = Vec::new();
         let lines = params
             .descriptors_of("CKPT")
             .chain(params.descriptors_of("CKPTDESC"))
             .filter(|_| params.descriptor_lines_apply());
-        let bypass_default = params.bool("SCR_CACHE_BYPASS");
+        let bypass_default = implied.bypass;
         for d in lines {
             if d.attr("ENABLED") == Some("0") {
                 continue;
@@ -64,9 +60,9 @@ impl CkptDesc {
                     .attr("TYPE")
                     .and_then(Scheme::parse)
                     .unwrap_or(default_scheme),
-                set_size: number(d.attr("SET_SIZE"), "SCR_SET_SIZE", 8),
-                failures: number(d.attr("SET_FAILURES"), "SCR_SET_FAILURES", 2),
-                hop: number(d.attr("HOP_DISTANCE"), "SCR_HOP_DISTANCE", 1).max(1),
+                set_size: number(d.attr("SET_SIZE"), implied.set_size),
+                failures: number(d.attr("SET_FAILURES"), implied.set_failures),
+                hop: number(d.attr("HOP_DISTANCE"), implied.hop_distance).max(1),
                 replicas: d
                     .attr("REPLICAS")
                     .and_then(|r| r.parse().ok())
@@ -74,9 +70,7 @@ impl CkptDesc {
                     .max(1),
                 group: d
                     .attr("GROUP")
-                    .or(params.get("SCR_GROUP"))
-                    .unwrap_or("NODE")
-                    .to_ascii_uppercase(),
+                    .map_or_else(|| implied.group.clone(), str::to_ascii_uppercase),
             });
         }
         if out.is_empty() {
@@ -85,14 +79,11 @@ impl CkptDesc {
                 interval: 1,
                 store: base,
                 scheme: default_scheme,
-                set_size: number(None, "SCR_SET_SIZE", 8),
-                failures: number(None, "SCR_SET_FAILURES", 2),
-                hop: number(None, "SCR_HOP_DISTANCE", 1).max(1),
+                set_size: implied.set_size,
+                failures: implied.set_failures,
+                hop: implied.hop_distance,
                 replicas: 1,
-                group: params
-                    .get("SCR_GROUP")
-                    .unwrap_or("NODE")
-                    .to_ascii_uppercase(),
+                group: implied.group.clone(),
             });
         }
         if !out.iter().any(|d| d.interval == 1) {

@@ -263,12 +263,7 @@ impl Scr {
         desc: &Dataset,
         files: &[FileRecord],
     ) -> Result<()> {
-        let width = self
-            .config
-            .params
-            .count("SCR_FETCH_WIDTH")
-            .unwrap_or(256)
-            .max(1);
+        let width = self.config.settings.fetch.width;
         let mut result = Ok(());
         for wave in 0..self.ranks.div_ceil(width) {
             if wave > 0 {
@@ -296,8 +291,7 @@ impl Scr {
         }
         self.record_dataset(id, desc, files.len() as u64)?;
         let buf = self.file_buf_size();
-        let in_place = self.config.params.bool("SCR_FETCH_BYPASS")
-            || self.config.params.bool("SCR_GLOBAL_RESTART");
+        let in_place = self.config.settings.fetch.in_place;
         // what is read back from the prefix is opened through directory handles: every
         // directory on the way and the file this user's, nobody else's to swap
         let prefix = safe_fs::Beneath::open(&self.config.prefix)?;

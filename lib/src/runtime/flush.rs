@@ -14,28 +14,19 @@ impl Scr {
         });
         comm::relaxed_barrier(&self.world);
         let started = Instant::now();
-        let want_crc = self.config.params.bool("SCR_CRC_ON_FLUSH");
+        let want_crc = self.config.settings.crc.on_flush;
         let buf = self.file_buf_size();
         // at most SCR_FLUSH_WIDTH ranks write to the prefix at once: ranks go in waves
-        let width = self
-            .config
-            .params
-            .count("SCR_FLUSH_WIDTH")
-            .unwrap_or(256)
-            .max(1);
+        let width = self.config.settings.flush.width;
         let waves = self.ranks.div_ceil(width);
-        let containers = self.config.params.bool("SCR_USE_CONTAINERS").then(|| {
+        let containers = self.config.settings.flush.containers.then(|| {
             let mine = self
                 .user_files(id)
                 .iter()
                 .filter_map(|f| std::fs::metadata(f).ok())
                 .map(|m| m.len())
                 .sum();
-            let size = self
-                .config
-                .params
-                .bytes("SCR_CONTAINER_SIZE")
-                .unwrap_or(100 << 30);
+            let size = self.config.settings.flush.container_size;
             (self.container_start(mine), size)
         });
         let mut records = Vec::new();
@@ -143,7 +134,7 @@ impl Scr {
                 say!("SCR: WARNING: {w}");
             }
             // the dataset is published; an older one that cannot be deleted stays (said)
-            let keep = self.config.params.count("SCR_PREFIX_SIZE").unwrap_or(0);
+            let keep = self.config.settings.prefix.size;
             let done = scr::prefix::enforce_window(prefix, keep);
             super::say_deletions(&done, &format!("SCR_PREFIX_SIZE={keep}"));
             Ok(())
@@ -310,7 +301,7 @@ impl Scr {
 
     /// SCR_FLUSH: flush every this many checkpoints; 0 never flushes.
     pub(super) fn flush_every(&self) -> u64 {
-        self.config.params.count("SCR_FLUSH").unwrap_or(10)
+        self.config.settings.flush.every
     }
 
     /// Flushes the newest complete checkpoint when the flush file says it is not on the prefix.

@@ -10,8 +10,8 @@ impl Scr {
         let mut halt_now = false;
         let mut result: Result<()> = Ok(());
         let now = chrono::Utc::now().timestamp();
-        let remaining = scr::halt::seconds_left(self.config.params.get("SCR_END_TIME"), now);
-        let halt_seconds = self.config.params.int("SCR_HALT_SECONDS");
+        let remaining = scr::halt::seconds_until(self.config.settings.halt.end_time, now);
+        let halt_seconds = Some(self.config.settings.halt.seconds as i64);
         let path = layout::halt_file(&self.config.prefix);
         // a check that changes nothing reads the file without its lock (it is replaced
         // whole, never written in place): one a neighbour holds locked slows no

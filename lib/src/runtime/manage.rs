@@ -89,7 +89,7 @@ impl Scr {
     /// SCR_CACHE_PURGE and SCR_PREFIX_PURGE, in SCR_Init: every cached dataset, and every
     /// dataset on the prefix, deleted before the restart is chosen.
     pub(super) fn purge(&mut self) -> Result<()> {
-        if self.config.params.bool("SCR_CACHE_PURGE") {
+        if self.config.settings.cache.purge {
             self.discard_whole_cache();
             self.note_on_prefix("the purged cache in the flush file", || {
                 update_flush_file(&self.config.prefix, |f| {
@@ -99,7 +99,7 @@ impl Scr {
                 })
             });
         }
-        if self.config.params.bool("SCR_PREFIX_PURGE") {
+        if self.config.settings.prefix.purge {
             self.agreed_on_prefix("SCR_PREFIX_PURGE", || {
                 let done = prefix::purge(&self.config.prefix);
                 super::say_deletions(&done, "SCR_PREFIX_PURGE=1");
@@ -179,7 +179,7 @@ impl Scr {
             self.restart = Some((id, name.to_string()));
             return Ok(());
         }
-        if self.config.params.bool("SCR_FETCH") {
+        if self.config.settings.fetch.enabled {
             // the fetch loop starts at the index's current checkpoint, now `name`
             self.fetch(Some(id + 1))?;
         }

@@ -7,22 +7,11 @@ impl Scr {
     /// `SCR_Need_checkpoint`.
     pub fn need_checkpoint(&mut self) -> Result<bool> {
         self.poll_async_flushes(None)?;
+        let schedule = &self.config.settings.schedule;
         let rules = scr::schedule::Rules {
-            interval: self
-                .config
-                .params
-                .count("SCR_CHECKPOINT_INTERVAL")
-                .unwrap_or(0),
-            seconds: self
-                .config
-                .params
-                .count("SCR_CHECKPOINT_SECONDS")
-                .unwrap_or(0),
-            overhead: self
-                .config
-                .params
-                .float("SCR_CHECKPOINT_OVERHEAD")
-                .unwrap_or(0.0),
+            interval: schedule.interval,
+            seconds: schedule.seconds,
+            overhead: schedule.overhead_percent,
         };
         let decided = self.schedule.need(rules, Instant::now());
         let due = comm::bcast_bool(&self.world, self.rank == 0 && decided);
@@ -65,13 +54,9 @@ impl Scr {
         // 0's, which it learns in the collective it needs anyway, so Start broadcasts nothing
         let origin = DatasetOrigin {
             user: Some(self.config.user.clone()),
-            jobname: self.config.params.get("SCR_JOB_NAME").map(str::to_string),
+            jobname: self.config.settings.origin.job_name.clone(),
             jobid: Some(self.config.jobid.clone()),
-            cluster: self
-                .config
-                .params
-                .get("SCR_CLUSTER_NAME")
-                .map(str::to_string),
+            cluster: self.config.settings.origin.cluster_name.clone(),
             created_us: chrono::Utc::now().timestamp_micros().max(0) as u64,
         };
         let default_name = format!("scr.dataset.{id}");
@@ -148,15 +133,10 @@ impl Scr {
         // how the files go to the prefix: SCR's own scr_copy reads this to drain a node
         // (PRESERVE=1: into the application's directories, not scr.dataset.<id>/)
         let mut flush = Hash::new();
-        let flag = |name: &str| {
-            if self.config.params.bool(name) {
-                "1"
-            } else {
-                "0"
-            }
-        };
-        flush.set_value("PRESERVE", flag("SCR_PRESERVE_DIRECTORIES"));
-        flush.set_value("CONTAINER", flag("SCR_USE_CONTAINERS"));
+        let flag = |on: bool| if on { "1" } else { "0" };
+        let settings = &self.config.settings.flush;
+        flush.set_value("PRESERVE", flag(settings.preserve_directories));
+        flush.set_value("CONTAINER", flag(settings.containers));
         self.cache.filemap.set_flushdesc(id, self.rank, flush);
         self.cache.filemap.write(&self.cache.filemap_path)
     }
@@ -243,7 +223,7 @@ impl Scr {
         let in_background = !bypass
             && is_ckpt
             && flags & FLAG_OUTPUT == 0
-            && self.config.params.flush_in_background();
+            && self.config.settings.flush.in_background;
         if due && in_background {
             self.start_async_flush(id)?;
         } else if due {
@@ -334,7 +314,7 @@ impl Scr {
         } else {
             full_file_system_note(&self.dataset_dir(id))
         };
-        if !valid && (!full.is_empty() || self.config.debug >= 1) {
+        if !valid && (!full.is_empty() || self.config.settings.debug >= 1) {
             say!(
                 "SCR: ERROR: rank {}: dataset {id} is marked invalid here (SCR_Complete_output \
                  was called with valid=0{full})",

@@ -66,7 +66,7 @@ impl Scr {
         self.dataset_id = comm::max_u64(&self.world, prefix_max.max(mine_max).max(held_max));
 
         // SCR_DISTRIBUTE=0: no rebuild in cache; a restart comes from the prefix
-        let mut below = if self.config.params.bool("SCR_DISTRIBUTE") {
+        let mut below = if self.config.settings.fetch.distribute {
             u64::MAX
         } else {
             0
@@ -76,7 +76,7 @@ impl Scr {
         loop {
             let d = comm::max_u64(&self.world, self.newest_cached(below, true));
             if d == 0 {
-                self.fetch_pending = self.config.params.bool("SCR_FETCH");
+                self.fetch_pending = self.config.settings.fetch.enabled;
                 break;
             }
             attempted = true;
@@ -147,8 +147,8 @@ impl Scr {
     /// processes needs the global file system): the cached copy steps aside for a fetch in
     /// place when the application asks for its restart.
     pub(super) fn flush_on_restart(&mut self) -> Result<()> {
-        let global = self.config.params.bool("SCR_GLOBAL_RESTART");
-        if !(global || self.config.params.bool("SCR_FLUSH_ON_RESTART")) {
+        let global = self.config.settings.fetch.global_restart;
+        if !self.config.settings.flush.on_restart {
             return Ok(());
         }
         let Some((id, _)) = self.restart.clone() else {

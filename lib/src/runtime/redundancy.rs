@@ -36,17 +36,11 @@ impl Scr {
 
     /// SCR_FILE_BUF_SIZE: the piece size of file copies to and from the prefix.
     pub(super) fn file_buf_size(&self) -> usize {
-        self.config
-            .params
-            .bytes("SCR_FILE_BUF_SIZE")
-            .unwrap_or(1 << 20) as usize
+        self.config.settings.buffers.file
     }
 
     pub(super) fn mpi_buf_size(&self) -> usize {
-        self.config
-            .params
-            .bytes("SCR_MPI_BUF_SIZE")
-            .unwrap_or(4 << 20) as usize
+        self.config.settings.buffers.mpi
     }
 
     /// This rank's user files of a dataset with the sizes and meta the filemap records.

@@ -229,7 +229,7 @@ impl Scr {
                 })
             });
             self.delete_cached(id);
-            if self.config.params.bool("SCR_FETCH") {
+            if self.config.settings.fetch.enabled {
                 self.fetch(Some(id))?;
             }
         }

@@ -366,7 +366,8 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     let run_commands = take_run_commands(&mut args.command)?;
     let reporter = Reporter { json: args.json };
     let params = Params::load(&Sources::from_process())?;
-    if !params.bool("SCR_ENABLE") {
+    let settings = params.typed();
+    if !settings.enable {
         return run_without_scr(&launch_line(&args.command, &run_commands, None));
     }
     let rm = job::detect_resource_manager();
@@ -390,9 +391,9 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     let cfg = LoopConfig {
         nodes: nodes.clone(),
         runs: runs_allowed(&params)?,
-        min_nodes: params.count("SCR_MIN_NODES"),
+        min_nodes: settings.launch.min_nodes,
         launch_node,
-        delay: Duration::from_secs(params.count("SCR_RUN_DELAY").unwrap_or(60)),
+        delay: Duration::from_secs(settings.launch.run_delay_secs),
     };
     let watchdog = watchdog_timeouts(&params)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -411,7 +412,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         serde_json::json!({"job_id": job_id, "resource_manager": rm.name(), "nodes": nodes.to_string(), "prefix": prefix.display().to_string()}),
     );
     scr::prefix::prerun(&prefix)?;
-    let agents = if params.bool("SCR_FLUSH_ASYNC") {
+    let agents = if settings.flush.in_background {
         Some(Agents::start(
             &params,
             rm.as_ref(),
@@ -434,7 +435,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         stop,
         reporter: &reporter,
         watchdog,
-        halt_seconds: params.int("SCR_HALT_SECONDS"),
+        halt_seconds: Some(settings.halt.seconds as i64),
     };
     let outcome = job::run_loop(&mut live, &cfg);
     if matches!(outcome.ending, Ending::TooFewNodes { .. })
@@ -494,23 +495,24 @@ fn export_job(rm: &dyn job::ResourceManager, job_id: &str) {
 
 /// How many runs the job may have: SCR_RUNS (-1: no limit), else SCR_RETRIES + 1.
 fn runs_allowed(params: &Params) -> scr::Result<Option<u32>> {
-    match params.get("SCR_RUNS").map(str::parse::<i64>) {
-        Some(Ok(n)) if n < 0 => Ok(None),
-        Some(Ok(n)) => Ok(Some(n.max(1) as u32)),
-        Some(Err(_)) => Err(fail("SCR_RUNS must be an integer (-1 for unlimited)")),
-        None => Ok(Some(params.count("SCR_RETRIES").unwrap_or(0) as u32 + 1)),
-    }
+    let launch = params.typed().launch;
+    Ok(match launch.runs {
+        Some(n) if n < 0 => None,
+        Some(n) => Some(n.clamp(1, i64::from(u32::MAX)) as u32),
+        None => Some(launch.retries.saturating_add(1).min(u64::from(u32::MAX)) as u32),
+    })
 }
 
 /// SCR_WATCHDOG's timeouts (a run's progress in compute, and while on the prefix).
 fn watchdog_timeouts(params: &Params) -> scr::Result<Option<(Duration, Duration)>> {
-    if !params.bool("SCR_WATCHDOG") {
+    let launch = params.typed().launch;
+    if !launch.watchdog {
         return Ok(None);
     }
-    let compute = params.count("SCR_WATCHDOG_TIMEOUT").ok_or_else(|| {
+    let compute = launch.watchdog_timeout.ok_or_else(|| {
         fail("SCR_WATCHDOG=1 needs SCR_WATCHDOG_TIMEOUT (seconds a run may go without progress)")
     })?;
-    let pfs = params.count("SCR_WATCHDOG_TIMEOUT_PFS").unwrap_or(compute);
+    let pfs = launch.watchdog_timeout_pfs.unwrap_or(compute);
     Ok(Some((
         Duration::from_secs(compute),
         Duration::from_secs(pfs),
