@@ -1,4 +1,5 @@
-//! The few collectives SCR needs, over byte buffers and hashes.
+//! The few collectives SCR needs, over byte buffers and hashes, and the one way ranks
+//! agree on the outcome of a step: [`agree`] (every rank's) and [`agree_root`] (rank 0's).
 
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
@@ -7,6 +8,7 @@ use mpi::request::{Request, Scope};
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 use scr::hash::Hash;
+use scr::{Error, Result};
 use std::collections::BTreeMap;
 
 /// Broadcasts `bytes` from `root` (other ranks' input is ignored).
@@ -353,6 +355,31 @@ pub fn all_true(comm: &SimpleCommunicator, x: bool) -> bool {
 /// Rank 0's value of a flag on every rank.
 pub fn bcast_bool(comm: &SimpleCommunicator, x: bool) -> bool {
     bcast_u64(comm, 0, u64::from(x)) == 1
+}
+
+/// Every rank's outcome of one step, agreed: on every rank `Ok` when every rank's step
+/// went well; otherwise a rank's own error, or, on a rank whose step went well, an error
+/// saying `elsewhere` (what failed on another rank, which says why itself). Collective: a
+/// step that may fail on some ranks and not others ends here before the next collective,
+/// so no rank goes on into one the others left.
+pub fn agree<T>(comm: &SimpleCommunicator, outcome: Result<T>, elsewhere: &str) -> Result<T> {
+    let everywhere = all_true(comm, outcome.is_ok());
+    match outcome {
+        Ok(v) if everywhere => Ok(v),
+        Ok(_) => Err(Error::collective(elsewhere)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Rank 0's outcome of a step only it takes (the others pass `Ok`), on every rank: rank 0's
+/// own error there, an error saying `on_root` elsewhere. Collective.
+pub fn agree_root<T>(comm: &SimpleCommunicator, outcome: Result<T>, on_root: &str) -> Result<T> {
+    let went_well = bcast_bool(comm, outcome.is_ok());
+    match outcome {
+        Ok(v) if went_well => Ok(v),
+        Ok(_) => Err(Error::collective(on_root)),
+        Err(e) => Err(e),
+    }
 }
 
 /// A barrier that sleeps while it waits.

@@ -80,8 +80,8 @@ impl EventLog {
                     "LOG_USER, LOG_DAEMON or LOG_LOCAL0 … LOG_LOCAL7",
                 )
             })?;
-            let lev = level(l)
-                .ok_or_else(|| bad("SCR_LOG_SYSLOG_LEVEL", l, "LOG_EMERG … LOG_DEBUG"))?;
+            let lev =
+                level(l).ok_or_else(|| bad("SCR_LOG_SYSLOG_LEVEL", l, "LOG_EMERG … LOG_DEBUG"))?;
             let ident = CString::new(settings.identity.as_str())
                 .map_err(|_| bad("SCR_LOG_SYSLOG_PREFIX", "", "text without NUL"))?;
             Some((fac, lev, ident))

@@ -18,6 +18,7 @@ mod fetch;
 mod flush;
 mod halt;
 mod manage;
+mod messages;
 mod node_cache;
 mod output;
 mod rebuild;
@@ -240,14 +241,11 @@ impl NodeDirs<'_> {
             }
             Ok(cntl_dir)
         })();
-        let agreed = comm::all_true(world, dirs.is_ok());
-        match dirs {
-            Ok(d) if agreed => Ok(d),
-            Ok(_) => Err(Error::collective(
-                "another node could not prepare its control or cache directory",
-            )),
-            Err(e) => Err(e),
-        }
+        comm::agree(
+            world,
+            dirs,
+            "another node could not prepare its control or cache directory",
+        )
     }
 }
 
@@ -263,15 +261,11 @@ fn prepare_prefix(world: &SimpleCommunicator, prefix: &Path) -> Result<()> {
     } else {
         Ok(())
     };
-    if comm::all_true(world, prepared.is_ok()) {
-        Ok(())
-    } else {
-        // rank 0 says why; the others that it failed
-        prepared.and(Err(Error::collective(format!(
-            "rank 0 could not prepare the prefix {}",
-            prefix.display()
-        ))))
-    }
+    comm::agree_root(
+        world,
+        prepared,
+        &format!("rank 0 could not prepare the prefix {}", prefix.display()),
+    )
 }
 
 /// Rank 0 records how many nodes the run has in the prefix's nodes file; its failure
@@ -282,12 +276,11 @@ fn write_nodes_file(world: &SimpleCommunicator, prefix: &Path, nodes: u64) -> Re
     } else {
         Ok(())
     };
-    if comm::bcast_bool(world, written.is_ok()) {
-        return Ok(());
-    }
-    Err(written.err().unwrap_or_else(|| {
-        Error::collective("rank 0 could not write the nodes file on the prefix")
-    }))
+    comm::agree_root(
+        world,
+        written,
+        "rank 0 could not write the nodes file on the prefix",
+    )
 }
 
 /// The ranks grouped by node.
@@ -326,28 +319,22 @@ fn read_params(world: &SimpleCommunicator, rank: u64) -> Result<Params> {
     } else {
         Ok(Params::default())
     };
-    let ok = comm::all_true(world, loaded.is_ok());
-    match loaded {
-        Ok(p) if ok => {
-            if rank == 0 {
-                for w in &p.warnings {
-                    say!("SCR: WARNING: {w}");
-                }
-                // the configuration in effect, with where each value came from (only rank 0
-                // knows: the others get the values alone)
-                if Settings::from_params(&p).debug >= 1 {
-                    for (setting, origin) in p.effective() {
-                        say!("SCR: {setting} ({origin})");
-                    }
+    let loaded = comm::agree(world, loaded, "rank 0 could not read the SCR configuration");
+    loaded.map(|p| {
+        if rank == 0 {
+            for w in &p.warnings {
+                say!("SCR: WARNING: {w}");
+            }
+            // the configuration in effect, with where each value came from (only rank 0
+            // knows: the others get the values alone)
+            if Settings::from_params(&p).debug >= 1 {
+                for (setting, origin) in p.effective() {
+                    say!("SCR: {setting} ({origin})");
                 }
             }
-            Ok(Params::from_hash(&comm::bcast_hash(world, 0, &p.to_hash())))
         }
-        Ok(_) => Err(Error::collective(
-            "rank 0 could not read the SCR configuration",
-        )),
-        Err(e) => Err(e),
-    }
+        Params::from_hash(&comm::bcast_hash(world, 0, &p.to_hash()))
+    })
 }
 
 impl Scr {
@@ -406,14 +393,11 @@ impl Scr {
 
         // every rank learns whether every node could write its filemaps (a full control
         // directory on one node), so none goes on into a collective the others left
-        let loaded = load_filemaps(&node, rank, local_rank, &cntl_dir, &prefix);
-        if !comm::all_true(&world, loaded.is_ok()) {
-            return Err(loaded.err().unwrap_or_else(|| {
-                Error::collective(
-                    "another node could not write its filemaps (its ranks print why: a full or failing control directory?)",
-                )
-            }));
-        }
+        let loaded = comm::agree(
+            &world,
+            load_filemaps(&node, rank, local_rank, &cntl_dir, &prefix),
+            "another node could not write its filemaps (its ranks print why: a full or failing control directory?)",
+        );
         let NodeFilemaps {
             filemap_path,
             filemap,
@@ -515,13 +499,7 @@ impl Scr {
         if let Err(e) = &outcome {
             say!("SCR: ERROR: {what}: {e}");
         }
-        if comm::bcast_bool(&self.world, outcome.is_ok()) {
-            Ok(())
-        } else {
-            Err(outcome
-                .err()
-                .unwrap_or_else(|| failure(format!("{what} failed on rank 0"))))
-        }
+        comm::agree_root(&self.world, outcome, &format!("{what} failed on rank 0"))
     }
 
     /// SCR_CRC_ON_COPY: whether each copy, and each restart from cache, checks every byte

@@ -31,7 +31,9 @@ fn bytes(p: &Params, name: &str) -> u64 {
 }
 
 fn text(p: &Params, name: &str) -> Option<String> {
-    p.get(name).or_else(|| spec(name)?.default).map(str::to_string)
+    p.get(name)
+        .or_else(|| spec(name)?.default)
+        .map(str::to_string)
 }
 
 /// Every typed setting the library and the commands use.
@@ -326,7 +328,9 @@ impl Settings {
                 set_size: count(p, "SCR_SET_SIZE"),
                 set_failures: count(p, "SCR_SET_FAILURES"),
                 hop_distance: count(p, "SCR_HOP_DISTANCE").max(1),
-                group: text(p, "SCR_GROUP").unwrap_or_default().to_ascii_uppercase(),
+                group: text(p, "SCR_GROUP")
+                    .unwrap_or_default()
+                    .to_ascii_uppercase(),
                 bypass: flag(p, "SCR_CACHE_BYPASS"),
             },
         }

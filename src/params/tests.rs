@@ -300,13 +300,19 @@ fn typed_settings_take_the_tables_defaults_and_what_is_set() {
     assert_eq!(s.fetch.width.to_string(), default("SCR_FETCH_WIDTH"));
     assert_eq!(s.buffers.file.to_string(), default("SCR_FILE_BUF_SIZE"));
     assert_eq!(s.buffers.mpi.to_string(), default("SCR_MPI_BUF_SIZE"));
-    assert_eq!(s.launch.run_delay_secs.to_string(), default("SCR_RUN_DELAY"));
+    assert_eq!(
+        s.launch.run_delay_secs.to_string(),
+        default("SCR_RUN_DELAY")
+    );
     assert_eq!(s.places.cntl_base, default("SCR_CNTL_BASE"));
     assert_eq!(s.redundancy.cache_base, default("SCR_CACHE_BASE"));
     assert_eq!(s.redundancy.group, default("SCR_GROUP"));
     assert_eq!(s.log.facility, default("SCR_LOG_SYSLOG_FACILITY"));
     assert!(s.enable && s.crc.on_flush && !s.crc.on_copy && s.fetch.enabled);
-    assert_eq!((s.halt.end_time, s.launch.runs, s.current), (None, None, None));
+    assert_eq!(
+        (s.halt.end_time, s.launch.runs, s.current),
+        (None, None, None)
+    );
 
     let s = load(
         &[

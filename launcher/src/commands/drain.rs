@@ -107,11 +107,7 @@ fn rcmd_for(rm: &dyn job::ResourceManager) -> Rcmd {
 /// The job's control directory: `<SCR_CNTL_BASE>/<user>/scr.<jobid>`.
 pub(crate) fn control_dir(params: &Params, job_id: &str) -> scr::Result<PathBuf> {
     let user = layout::user_name();
-    layout::job_dir(
-        Path::new(&params.typed().places.cntl_base),
-        &user,
-        job_id,
-    )
+    layout::job_dir(Path::new(&params.typed().places.cntl_base), &user, job_id)
 }
 
 #[derive(clap::Args)]

@@ -23,7 +23,8 @@ pub fn prefix_dir(
     given: Option<std::path::PathBuf>,
     params: &scr::params::Params,
 ) -> scr::Result<std::path::PathBuf> {
-    let prefix = scr::layout::prefix_dir(given.as_deref(), params.typed().places.prefix.as_deref())?;
+    let prefix =
+        scr::layout::prefix_dir(given.as_deref(), params.typed().places.prefix.as_deref())?;
     scr::safe_fs::check_prefix(&prefix)?;
     Ok(prefix)
 }
@@ -50,5 +51,8 @@ pub fn host_set(text: Option<&str>, what: &str) -> scr::Result<::hostlist::HostS
 
 /// SCR_EXCLUDE_NODES: the nodes never to use.
 pub fn excluded_nodes(params: &scr::params::Params) -> scr::Result<::hostlist::HostSet> {
-    host_set(params.typed().launch.exclude_nodes.as_deref(), "SCR_EXCLUDE_NODES")
+    host_set(
+        params.typed().launch.exclude_nodes.as_deref(),
+        "SCR_EXCLUDE_NODES",
+    )
 }

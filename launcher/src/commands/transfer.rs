@@ -61,8 +61,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let params = Params::load(&Sources::from_process())?;
-    let period =
-        Duration::from_secs_f64(params.typed().launch.transfer_poll_secs.max(0.01));
+    let period = Duration::from_secs_f64(params.typed().launch.transfer_poll_secs.max(0.01));
     let buf = params.typed().buffers.file;
     let set_state = |state: State, pid: Option<u32>| {
         TransferFile::update(&path, mode, |t| {

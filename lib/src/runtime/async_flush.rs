@@ -51,8 +51,7 @@ impl Scr {
         });
         // the node's limit is shared by its ranks
         let node_ranks = self.node_comm.size().max(1) as f64;
-        let bytes_per_sec =
-            self.config.settings.flush.async_bytes_per_sec as f64 / node_ranks;
+        let bytes_per_sec = self.config.settings.flush.async_bytes_per_sec as f64 / node_ranks;
         let percent = self.config.settings.flush.async_percent;
         let transfer = self.transfer_file();
         let planned = self.flush_targets(id).and_then(|jobs| {
@@ -116,9 +115,7 @@ impl Scr {
         let pace = Pace {
             bytes_per_sec,
             percent,
-            stall: Duration::from_secs(
-                self.config.settings.flush.async_stall_secs,
-            ),
+            stall: Duration::from_secs(self.config.settings.flush.async_stall_secs),
         };
         let rank = self.rank;
         let worker = std::thread::spawn(move || {

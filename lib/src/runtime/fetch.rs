@@ -188,14 +188,15 @@ impl Scr {
                 self.rank
             ));
         }
-        let everywhere = comm::all_true(&self.world, problem.is_none());
-        match (problem, mine) {
-            (Some(p), _) => Err(failure(p)),
-            (None, _) if !everywhere => Err(Error::collective(
-                "another rank could not read its file list",
-            )),
-            (None, mine) => Ok(mine.unwrap_or_default()),
-        }
+        let mine = match problem {
+            Some(p) => Err(failure(p)),
+            None => Ok(mine.unwrap_or_default()),
+        };
+        comm::agree(
+            &self.world,
+            mine,
+            "another rank could not read its file list",
+        )
     }
 
     /// Rank 0: the next dataset to try, with its descriptor and where its file lists are.

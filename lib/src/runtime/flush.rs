@@ -193,11 +193,11 @@ impl Scr {
                 self.rank
             );
         }
-        if !comm::all_true(&self.world, written.is_ok()) {
-            return Err(Error::collective(format!(
-                "the rank2file map of dataset {id} could not be written on the prefix"
-            )));
-        }
+        let written = comm::agree(
+            &self.world,
+            written,
+            &format!("the rank2file map of dataset {id} could not be written on the prefix"),
+        )?;
         let writers_color = if writer {
             Color::with_value(0)
         } else {
@@ -205,7 +205,7 @@ impl Scr {
         };
         let mut entries = Vec::new();
         if let Some(writers) = self.world.split_by_color(writers_color) {
-            let entry = written?
+            let entry = written
                 .map(|e| rank2file::pack_entry(&e))
                 .unwrap_or_default();
             entries = comm::gather_bytes(&writers, 0, &entry);

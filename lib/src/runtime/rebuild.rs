@@ -5,6 +5,7 @@
 //! recovered it stays in cache (for the drain) and the next older one is tried, then the
 //! prefix.
 
+use super::messages::{PartnerReport, RecoveryPlan, RecoveryReport, RedundancySet, SetRebuild};
 use super::redundancy::{copy_header, mark_complete, place_copy};
 use super::*;
 use crate::shuffle::{self, Incoming, Outgoing};
@@ -195,23 +196,17 @@ impl Scr {
     pub(super) fn recover(&mut self, d: u64) -> Result<bool> {
         // 1. what each rank has, what each node holds for others, and rank 0's plan
         let own_ok = verify_cached_of(self, d, self.crc_on_copy());
-        let plan = self.plan_for(d, own_ok);
-        if plan.first_value("OK") != Some("1") {
-            if self.rank == 0
-                && let Some(why) = plan.first_value("WHY")
-            {
-                say!("SCR: dataset {d}: {why}");
+        let (moves, rebuilds) = match self.plan_for(d, own_ok) {
+            RecoveryPlan::Recover { moves, rebuilds } => (moves, rebuilds),
+            RecoveryPlan::Impossible(why) => {
+                if self.rank == 0 {
+                    say!("SCR: dataset {d}: {why}");
+                }
+                return Ok(false);
             }
-            return Ok(false);
-        }
+        };
 
         // 2. move copies to their owners, in one global order so no pair waits on another
-        let moves: Vec<(u64, u64)> = plan
-            .get("MOVE")
-            .into_iter()
-            .flat_map(Hash::iter)
-            .filter_map(|(r, h)| Some((r.parse().ok()?, h.keys().next()?.parse().ok()?)))
-            .collect();
         let mut moved_ok = true;
         for &(owner, holder) in &moves {
             if (self.rank == holder || self.rank == owner)
@@ -229,24 +224,6 @@ impl Scr {
         }
 
         // 3. rebuild the lost members of each set that lost some
-        let rebuilds: Vec<SetRebuild> = plan
-            .get("REBUILD")
-            .into_iter()
-            .flat_map(Hash::iter)
-            .filter_map(|(_, h)| {
-                let ranks = |key: &str| -> Option<Vec<u64>> {
-                    h.get(key)?.keys().map(|m| m.parse().ok()).collect()
-                };
-                Some(SetRebuild {
-                    members: h
-                        .first_value("MEMBERS")?
-                        .split(',')
-                        .map(|x| x.parse().ok())
-                        .collect::<Option<_>>()?,
-                    lost: ranks("LOST")?,
-                })
-            })
-            .collect();
         if !rebuilds.is_empty() {
             let result = self.rebuild_sets(d, &rebuilds);
             if let Err(e) = &result {
@@ -280,40 +257,39 @@ impl Scr {
     /// Every rank reports what it has of `d` (its own files, verified; the copies its node
     /// holds; the redundancy sets their parity headers describe); rank 0 plans the
     /// recovery and every rank gets the plan (collective).
-    fn plan_for(&self, d: u64, own_ok: bool) -> Hash {
-        let mut report = Hash::new();
-        report.set_value("OWN", u8::from(own_ok));
-        // the sets, as the headers of the parity files at hand record them:
-        // "<failures tolerated>:<members>", RS headers say how many; XOR survives one
-        let mut add_set = |header: XorHeader| {
-            let list: Vec<String> = header.group.iter().map(u64::to_string).collect();
-            let k = header.failures.unwrap_or(1);
-            report.child("SET").child(format!("{k}:{}", list.join(",")));
+    fn plan_for(&self, d: u64, own_ok: bool) -> RecoveryPlan {
+        let mut report = RecoveryReport {
+            own: own_ok,
+            ..RecoveryReport::default()
         };
+        // the sets, as the headers of the parity files at hand record them (RS headers say
+        // how many failures they survive; XOR survives one)
+        let mut headers = Vec::new();
         if own_ok && let Some(header) = parity_header_in(&self.cache.filemap, d, self.rank) {
-            add_set(header);
+            headers.push(header);
         }
-        let mut held_ok = Vec::new();
         if let Some((_, held)) = &self.cache.held {
             for r in held.ranks_by_dataset(d) {
                 if r < self.ranks && verify_copy(held, d, r, self.ranks, self.crc_on_copy()) {
-                    held_ok.push(r);
-                    if let Some(header) = parity_header_in(held, d, r) {
-                        add_set(header);
-                    }
+                    report.held.push(r);
+                    headers.extend(parity_header_in(held, d, r));
                 }
             }
         }
-        for r in held_ok {
-            report.child("HELD").child(r.to_string());
-        }
-        let reports = comm::gather_bytes(&self.world, 0, &report.pack());
+        report.sets = headers
+            .into_iter()
+            .map(|header| RedundancySet {
+                failures: header.failures.unwrap_or(1),
+                members: header.group,
+            })
+            .collect();
+        let reports = comm::gather_bytes(&self.world, 0, &report.to_bytes());
         let plan = if self.rank == 0 {
-            plan_recovery(self.ranks, &reports)
+            plan_recovery(self.ranks, &reports).to_bytes()
         } else {
-            Hash::new()
+            Vec::new()
         };
-        comm::bcast_hash(&self.world, 0, &plan)
+        RecoveryPlan::from_bytes(&comm::bcast_bytes(&self.world, 0, plan))
     }
 
     /// One move: the node master `holder` sends rank `owner`'s copy, `owner` stores it in
@@ -410,39 +386,51 @@ impl Scr {
         }
         // every rank's node and partner, and the partner copies each node master holds intact
         let (left, right) = self.sets[i].neighbours(self.rank, hop);
-        let mut report = Hash::new();
-        report.set_value("NODE", &self.node_name);
-        report.set_value("RIGHT", right);
+        let mut report = PartnerReport {
+            node: self.node_name.clone(),
+            right,
+            held: Vec::new(),
+        };
         if let Some((_, held)) = &self.cache.held {
             for r in held.ranks_by_dataset(d) {
                 if held.tag(d, r, PARTNER_TAG).is_some()
                     && verify_copy(held, d, r, self.ranks, self.crc_on_copy())
                 {
-                    report.child("HELD").child(r.to_string());
+                    report.held.push(r);
                 }
             }
         }
-        let reports: Vec<Hash> = comm::allgather_bytes(&self.world, &report.pack())
-            .iter()
-            .map(|b| Hash::unpack(b).unwrap_or_default())
-            .collect();
-        let node_of = |r: u64| reports[r as usize].first_value("NODE");
+        // every rank decodes the same reports, so every rank reaches the same answer: one
+        // that does not decode has the dataset encoded anew
+        let decoded: std::result::Result<Vec<PartnerReport>, String> =
+            comm::allgather_bytes(&self.world, &report.to_bytes())
+                .iter()
+                .enumerate()
+                .map(|(r, b)| PartnerReport::from_bytes(b).map_err(|e| format!("rank {r}: {e}")))
+                .collect();
+        let reports = match decoded {
+            Ok(reports) => reports,
+            Err(e) => {
+                if self.rank == 0 {
+                    say!(
+                        "SCR: WARNING: dataset {d}: a report on partner copies could not be read ({e}); it is protected anew"
+                    );
+                }
+                return Ok(false);
+            }
+        };
+        let node_of = |r: u64| reports.get(r as usize).map(|p| p.node.as_str());
         let missing = |r: u64| {
             let (_, right) = self.sets[i].neighbours(r, hop);
-            !reports.iter().any(|h| {
-                h.first_value("NODE") == node_of(right)
-                    && h.get("HELD")
-                        .is_some_and(|x| x.get(&r.to_string()).is_some())
-            })
+            !reports
+                .iter()
+                .any(|p| Some(p.node.as_str()) == node_of(right) && p.held.contains(&r))
         };
         let flags = (missing(self.rank), missing(left));
         // what this node holds of `d` that is no rank's partner copy here: a departed rank's
         // own files (moved to it already), a copy for a rank whose partner runs elsewhere now,
         // a copy that does not verify
-        let partner_node = |r: u64| {
-            let h = reports.get(r as usize)?;
-            node_of(h.parsed::<u64>("RIGHT").ok().flatten()?)
-        };
+        let partner_node = |r: u64| node_of(reports.get(r as usize)?.right);
         let stale: Vec<u64> = self.cache.held.as_ref().map_or(Vec::new(), |(_, held)| {
             held.ranks_by_dataset(d)
                 .into_iter()
@@ -561,12 +549,6 @@ pub(super) fn parity_file_in(
     })
 }
 
-/// One set's rebuild as rank 0 planned it.
-pub(super) struct SetRebuild {
-    pub(super) members: Vec<u64>,
-    pub(super) lost: Vec<u64>,
-}
-
 pub(super) fn parity_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHeader> {
     parity_file_in(map, d, rank).map(|(_, h, _)| h)
 }
@@ -575,53 +557,49 @@ fn verify_cached_of(scr: &Scr, d: u64, check_crc: bool) -> bool {
     verify_copy(&scr.cache.filemap, d, scr.rank, scr.ranks, check_crc)
 }
 
-/// Rank 0: from every rank's report, who sends whose files where, which XOR sets rebuild
-/// which member, or why the dataset cannot be recovered.
-fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
-    let reports: Vec<Hash> = reports
+/// Rank 0: from every rank's report, who sends whose files where, which sets rebuild
+/// which members, or why the dataset cannot be recovered.
+fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> RecoveryPlan {
+    let decoded: std::result::Result<Vec<RecoveryReport>, String> = reports
         .iter()
-        .map(|b| Hash::unpack(b).unwrap_or_default())
+        .enumerate()
+        .map(|(r, b)| {
+            RecoveryReport::from_bytes(b)
+                .map_err(|e| format!("rank {r}'s report could not be read: {e}"))
+        })
         .collect();
-    let mut plan = Hash::new();
-    // (failures tolerated, members) of every set some header described; maps instead of
-    // scans, so a job of N ranks that all moved plans in O(N), not O(N^2), on rank 0
-    let mut sets: Vec<(u64, Vec<u64>)> = Vec::new();
-    let mut known: HashSet<Vec<u64>> = HashSet::new();
+    let reports = match decoded {
+        Ok(reports) => reports,
+        Err(why) => return RecoveryPlan::Impossible(why),
+    };
+    // every set some header described, once; maps instead of scans, so a job of N ranks
+    // that all moved plans in O(N), not O(N^2), on rank 0
+    let mut sets: Vec<&RedundancySet> = Vec::new();
+    let mut known: HashSet<&RedundancySet> = HashSet::new();
     let mut set_of: HashMap<u64, usize> = HashMap::new(); // member -> first set naming it
-    for r in &reports {
-        for (text, _) in r.get("SET").into_iter().flat_map(Hash::iter) {
-            let Some((k, list)) = text.split_once(':') else {
-                continue;
-            };
-            let members: Option<Vec<u64>> = list.split(',').map(|x| x.parse().ok()).collect();
-            if let (Ok(k), Some(m)) = (k.parse::<u64>(), members)
-                && known.insert(m.clone())
-            {
-                for &member in &m {
-                    set_of.entry(member).or_insert(sets.len());
-                }
-                sets.push((k, m));
+    for set in reports.iter().flat_map(|r| &r.sets) {
+        if known.insert(set) {
+            for &member in &set.members {
+                set_of.entry(member).or_insert(sets.len());
             }
+            sets.push(set);
         }
     }
-    // the first rank (in rank order) whose node holds a copy of each rank's files, by the
-    // rank as the reports write it
-    let mut holder_of: HashMap<&str, usize> = HashMap::new();
+    // the first rank (in rank order) whose node holds a copy of each rank's files
+    let mut holder_of: HashMap<u64, u64> = HashMap::new();
     for (h, report) in reports.iter().enumerate() {
-        for (r, _) in report.get("HELD").into_iter().flat_map(Hash::iter) {
-            holder_of.entry(r).or_insert(h);
+        for &r in &report.held {
+            holder_of.entry(r).or_insert(h as u64);
         }
     }
+    let mut moves = Vec::new();
     let mut missing = Vec::new();
     for r in 0..ranks {
-        let own = reports[r as usize].first_value("OWN") == Some("1");
-        if own {
+        if reports.get(r as usize).is_some_and(|x| x.own) {
             continue;
         }
-        match holder_of.get(r.to_string().as_str()) {
-            Some(h) => {
-                plan.child("MOVE").child(r.to_string()).child(h.to_string());
-            }
+        match holder_of.get(&r) {
+            Some(&h) => moves.push((r, h)),
             None => missing.push(r),
         }
     }
@@ -630,11 +608,9 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
     let mut rebuild_of: HashMap<usize, usize> = HashMap::new();
     for &m in &missing {
         let Some(&s) = set_of.get(&m) else {
-            plan.set_value(
-                "WHY",
-                format!("rank {m}'s files are on no surviving node and no redundancy set can rebuild them"),
-            );
-            return plan;
+            return RecoveryPlan::Impossible(format!(
+                "rank {m}'s files are on no surviving node and no redundancy set can rebuild them"
+            ));
         };
         let at = *rebuild_of.entry(s).or_insert_with(|| {
             rebuild.push((s, Vec::new()));
@@ -643,7 +619,7 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
         rebuild[at].1.push(m);
     }
     for (s, lost) in &rebuild {
-        let k = sets[*s].0;
+        let k = sets[*s].failures;
         if lost.len() as u64 > k {
             let names: Vec<String> = lost.iter().map(u64::to_string).collect();
             let scheme = if k > 1 {
@@ -651,28 +627,21 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> Hash {
             } else {
                 "XOR"
             };
-            plan.set_value(
-                "WHY",
-                format!(
-                    "ranks {} of one redundancy set are all lost; {scheme} rebuilds at most {k}",
-                    names.join(", ")
-                ),
-            );
-            return plan;
+            return RecoveryPlan::Impossible(format!(
+                "ranks {} of one redundancy set are all lost; {scheme} rebuilds at most {k}",
+                names.join(", ")
+            ));
         }
     }
-    for (i, (s, lost)) in rebuild.iter().enumerate() {
-        let (k, members) = &sets[*s];
-        let h = plan.child("REBUILD").child(i.to_string());
-        let list: Vec<String> = members.iter().map(u64::to_string).collect();
-        h.set_value("MEMBERS", list.join(","));
-        h.set_value("FAILURES", k);
-        for l in lost {
-            h.child("LOST").child(l.to_string());
-        }
-    }
-    plan.set_value("OK", 1);
-    plan
+    let rebuilds = rebuild
+        .into_iter()
+        .map(|(s, lost)| SetRebuild {
+            members: sets[s].members.clone(),
+            failures: sets[s].failures,
+            lost,
+        })
+        .collect();
+    RecoveryPlan::Recover { moves, rebuilds }
 }
 
 #[cfg(test)]
@@ -680,22 +649,39 @@ mod tests {
     use super::*;
 
     /// A rank's report: whether its own files are intact, the ranks whose copies its node
-    /// holds, the sets its parity headers describe.
-    fn report(own: bool, held: &[u64], sets: &[&str]) -> Vec<u8> {
-        let mut h = Hash::new();
-        h.set_value("OWN", u8::from(own));
-        for r in held {
-            h.child("HELD").child(r.to_string());
+    /// holds, the sets its parity headers describe (`(failures, members)`).
+    fn report(own: bool, held: &[u64], sets: &[(u64, &[u64])]) -> Vec<u8> {
+        RecoveryReport {
+            own,
+            held: held.to_vec(),
+            sets: sets
+                .iter()
+                .map(|&(failures, members)| RedundancySet {
+                    failures,
+                    members: members.to_vec(),
+                })
+                .collect(),
         }
-        for s in sets {
-            h.child("SET").child(*s);
+        .to_bytes()
+    }
+
+    fn recovered(plan: RecoveryPlan) -> (Vec<(u64, u64)>, Vec<SetRebuild>) {
+        match plan {
+            RecoveryPlan::Recover { moves, rebuilds } => (moves, rebuilds),
+            RecoveryPlan::Impossible(why) => panic!("no plan: {why}"),
         }
-        h.pack()
+    }
+
+    fn impossible(plan: RecoveryPlan) -> String {
+        match plan {
+            RecoveryPlan::Impossible(why) => why,
+            plan => panic!("a plan where none should be: {plan:?}"),
+        }
     }
 
     #[test]
     fn a_held_copy_moves_and_a_lost_set_member_is_rebuilt() {
-        let set = "1:0,1,2,3";
+        let set = (1, &[0, 1, 2, 3][..]);
         // rank 1's copy is held by rank 2's node; rank 3 is gone but its set survives
         let reports = [
             report(true, &[], &[set]),
@@ -703,50 +689,44 @@ mod tests {
             report(true, &[1], &[set]),
             report(false, &[], &[]),
         ];
-        let plan = plan_recovery(4, &reports);
-        assert_eq!(plan.first_value("OK"), Some("1"), "{plan:?}");
+        let (moves, rebuilds) = recovered(plan_recovery(4, &reports));
+        assert_eq!(moves, [(1, 2)]);
         assert_eq!(
-            plan.get_path(&[&"MOVE", &1]).and_then(|h| h.keys().next()),
-            Some("2")
-        );
-        let rebuild = plan.get_path(&[&"REBUILD", &0]).expect("a rebuild");
-        assert_eq!(rebuild.first_value("MEMBERS"), Some("0,1,2,3"));
-        assert_eq!(
-            rebuild.get("LOST").map(|l| l.keys().collect::<Vec<_>>()),
-            Some(vec!["3"])
+            rebuilds,
+            [SetRebuild {
+                members: vec![0, 1, 2, 3],
+                failures: 1,
+                lost: vec![3]
+            }]
         );
     }
 
     #[test]
     fn more_lost_members_than_the_code_rebuilds_is_refused_with_the_reason() {
-        let set = "1:0,1,2,3";
+        let set = (1, &[0, 1, 2, 3][..]);
         let reports = [
             report(true, &[], &[set]),
             report(false, &[], &[]),
             report(false, &[], &[]),
             report(true, &[], &[set]),
         ];
-        let plan = plan_recovery(4, &reports);
-        assert_ne!(plan.first_value("OK"), Some("1"));
-        let why = plan.first_value("WHY").unwrap_or_default();
+        let why = impossible(plan_recovery(4, &reports));
         assert!(
             why.contains("ranks 1, 2") && why.contains("XOR rebuilds at most 1"),
             "{why}"
         );
         // a Reed–Solomon set tolerating two rebuilds both
-        let rs = "2:0,1,2,3";
+        let rs = (2, &[0, 1, 2, 3][..]);
         let reports = [
             report(true, &[], &[rs]),
             report(false, &[], &[]),
             report(false, &[], &[]),
             report(true, &[], &[rs]),
         ];
-        let plan = plan_recovery(4, &reports);
-        assert_eq!(plan.first_value("OK"), Some("1"), "{plan:?}");
+        let (_, rebuilds) = recovered(plan_recovery(4, &reports));
         assert_eq!(
-            plan.get_path(&[&"REBUILD", &0])
-                .and_then(|r| r.first_value("FAILURES")),
-            Some("2")
+            (rebuilds[0].failures, &rebuilds[0].lost[..]),
+            (2, &[1, 2][..])
         );
     }
 
@@ -766,42 +746,44 @@ mod tests {
         };
         let reports: Vec<Vec<u8>> = (0..n)
             .map(|h| {
-                let sets: &[&str] = match h {
-                    8 => &["1:8,9,10,11"],
-                    12 => &["1:12,13,14,15", "1:8,9,10,11"],
+                let sets: &[(u64, &[u64])] = match h {
+                    8 => &[(1, &[8, 9, 10, 11])],
+                    12 => &[(1, &[12, 13, 14, 15]), (1, &[8, 9, 10, 11])],
                     _ => &[],
                 };
                 report(false, &held_by(h), sets)
             })
             .collect();
         let plan = plan_recovery(n, &reports);
-        assert_eq!(plan.first_value("OK"), Some("1"), "{:?}", plan.get("WHY"));
-        let moves = plan.get("MOVE").unwrap();
+        // the plan every rank receives is the one rank 0 made
+        assert_eq!(RecoveryPlan::from_bytes(&plan.to_bytes()), plan);
+        let (moves, rebuilds) = recovered(plan);
         assert_eq!(moves.len() as u64, n - 1);
-        for r in (0..n).filter(|&r| r != 11) {
+        for &(r, h) in &moves {
             let expect = if r == 5 { 2 } else { (r + 7) % n };
-            assert_eq!(
-                moves.get(&r.to_string()).and_then(|h| h.keys().next()),
-                Some(expect.to_string().as_str()),
-                "rank {r}"
-            );
+            assert_eq!(h, expect, "rank {r}");
         }
-        let rebuild = plan.get("REBUILD").unwrap();
-        assert_eq!(rebuild.len(), 1, "one set rebuilds, once");
-        let only = rebuild.get("0").unwrap();
-        assert_eq!(only.first_value("MEMBERS"), Some("8,9,10,11"));
-        assert_eq!(only.get("LOST").unwrap().keys().collect::<Vec<_>>(), ["11"]);
+        assert_eq!(rebuilds.len(), 1, "one set rebuilds, once");
+        assert_eq!(
+            (&rebuilds[0].members[..], &rebuilds[0].lost[..]),
+            (&[8, 9, 10, 11][..], &[11][..])
+        );
     }
 
     #[test]
     fn a_rank_no_node_holds_and_no_set_covers_cannot_be_recovered() {
         let reports = [report(true, &[], &[]), report(false, &[], &[])];
-        let plan = plan_recovery(2, &reports);
-        assert_ne!(plan.first_value("OK"), Some("1"));
+        let why = impossible(plan_recovery(2, &reports));
         assert!(
-            plan.first_value("WHY")
-                .is_some_and(|w| w.contains("rank 1's files are on no surviving node")),
-            "{plan:?}"
+            why.contains("rank 1's files are on no surviving node"),
+            "{why}"
         );
+    }
+
+    #[test]
+    fn a_report_that_does_not_decode_makes_no_plan_and_says_whose() {
+        let reports = [report(true, &[], &[]), b"not a report".to_vec()];
+        let why = impossible(plan_recovery(2, &reports));
+        assert!(why.contains("rank 1's report could not be read"), "{why}");
     }
 }

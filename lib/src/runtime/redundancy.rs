@@ -78,14 +78,14 @@ impl Scr {
                 self.config.descriptors[i].scheme
             );
         }
-        if comm::all_true(&self.world, result.is_ok()) {
-            Ok(())
-        } else {
-            Err(Error::collective(format!(
+        comm::agree(
+            &self.world,
+            result,
+            &format!(
                 "dataset {id} could not be protected by {} on every rank",
                 self.config.descriptors[i].scheme
-            )))
-        }
+            ),
+        )
     }
 
     /// PARTNER: send this rank's files to the right neighbour (and, with REPLICAS=r, to the

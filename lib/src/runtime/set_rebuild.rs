@@ -4,7 +4,7 @@
 //! and every stripe element it had is summed back along a chain of the survivors that
 //! contribute to it ([`scr::erasure`] gives the weights), ending at the lost member.
 
-use super::rebuild::SetRebuild;
+use super::messages::SetRebuild;
 use super::redundancy::{cache_rel_path, mark_complete};
 use super::*;
 use crate::shuffle;

@@ -1,0 +1,302 @@
+//! The messages ranks send each other to recover a dataset at SCR_Init, as typed values
+//! encoded one way (a packed `Hash`, SCR's own codec). A message that does not decode is
+//! an error saying what was wrong with it, never a rank quietly left out of the plan.
+
+use scr::hash::Hash;
+
+/// Why a message could not be read.
+type Malformed = String;
+
+fn ranks_under(h: &Hash, key: &str) -> Result<Vec<u64>, Malformed> {
+    h.get(key)
+        .into_iter()
+        .flat_map(Hash::keys)
+        .map(|r| {
+            r.parse()
+                .map_err(|_| format!("{key} names {r:?}, not a rank"))
+        })
+        .collect()
+}
+
+fn list(ranks: &[u64]) -> String {
+    ranks
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn parse_list(text: &str) -> Result<Vec<u64>, Malformed> {
+    text.split(',')
+        .map(|x| {
+            x.parse()
+                .map_err(|_| format!("{text:?} is not a list of ranks"))
+        })
+        .collect()
+}
+
+fn unpack(bytes: &[u8]) -> Result<Hash, Malformed> {
+    Hash::unpack(bytes).map_err(|e| e.to_string())
+}
+
+/// A redundancy set as a parity file's header records it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct RedundancySet {
+    /// How many lost members it rebuilds (XOR: 1).
+    pub(super) failures: u64,
+    pub(super) members: Vec<u64>,
+}
+
+/// What one rank has of a dataset, sent to rank 0 to plan its recovery.
+#[derive(Clone, Debug, Default)]
+pub(super) struct RecoveryReport {
+    /// Its own files are in its cache, verified.
+    pub(super) own: bool,
+    /// The ranks whose files its node holds (verified copies).
+    pub(super) held: Vec<u64>,
+    /// The sets the parity headers at hand describe.
+    pub(super) sets: Vec<RedundancySet>,
+}
+
+impl RecoveryReport {
+    pub(super) fn to_bytes(&self) -> Vec<u8> {
+        let mut h = Hash::new();
+        h.set_value("OWN", u8::from(self.own));
+        for r in &self.held {
+            h.child("HELD").child(r.to_string());
+        }
+        for s in &self.sets {
+            h.child("SET")
+                .child(format!("{}:{}", s.failures, list(&s.members)));
+        }
+        h.pack()
+    }
+
+    pub(super) fn from_bytes(bytes: &[u8]) -> Result<RecoveryReport, Malformed> {
+        let h = unpack(bytes)?;
+        let sets = h
+            .get("SET")
+            .into_iter()
+            .flat_map(Hash::keys)
+            .map(|text| {
+                let (k, members) = text
+                    .split_once(':')
+                    .ok_or_else(|| format!("set {text:?} lacks its failure count"))?;
+                Ok(RedundancySet {
+                    failures: k
+                        .parse()
+                        .map_err(|_| format!("set {text:?}: {k:?} is no count"))?,
+                    members: parse_list(members)?,
+                })
+            })
+            .collect::<Result<_, Malformed>>()?;
+        Ok(RecoveryReport {
+            own: h.first_value("OWN") == Some("1"),
+            held: ranks_under(&h, "HELD")?,
+            sets,
+        })
+    }
+}
+
+/// One set's rebuild as rank 0 planned it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct SetRebuild {
+    pub(super) members: Vec<u64>,
+    /// How many lost members the set's code rebuilds.
+    pub(super) failures: u64,
+    pub(super) lost: Vec<u64>,
+}
+
+/// Rank 0's plan to give every rank its files of a dataset, or why it cannot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum RecoveryPlan {
+    Recover {
+        /// (owner, holder): the holder's node sends the owner its files, in this order.
+        moves: Vec<(u64, u64)>,
+        rebuilds: Vec<SetRebuild>,
+    },
+    Impossible(String),
+}
+
+impl RecoveryPlan {
+    pub(super) fn to_bytes(&self) -> Vec<u8> {
+        let mut plan = Hash::new();
+        match self {
+            RecoveryPlan::Impossible(why) => {
+                plan.set_value("WHY", why);
+            }
+            RecoveryPlan::Recover { moves, rebuilds } => {
+                for (i, (owner, holder)) in moves.iter().enumerate() {
+                    // numbered: the order of the moves is the plan's
+                    let m = plan.child("MOVE").child(i.to_string());
+                    m.set_value("OWNER", owner);
+                    m.set_value("HOLDER", holder);
+                }
+                for (i, r) in rebuilds.iter().enumerate() {
+                    let h = plan.child("REBUILD").child(i.to_string());
+                    h.set_value("MEMBERS", list(&r.members));
+                    h.set_value("FAILURES", r.failures);
+                    h.set_value("LOST", list(&r.lost));
+                }
+                plan.set_value("OK", 1);
+            }
+        }
+        plan.pack()
+    }
+
+    /// A plan that does not decode is one no rank can follow: impossible, saying why.
+    pub(super) fn from_bytes(bytes: &[u8]) -> RecoveryPlan {
+        Self::decode(bytes).unwrap_or_else(|e| {
+            RecoveryPlan::Impossible(format!("the recovery plan could not be read: {e}"))
+        })
+    }
+
+    fn decode(bytes: &[u8]) -> Result<RecoveryPlan, Malformed> {
+        let h = unpack(bytes)?;
+        if h.first_value("OK") != Some("1") {
+            let why = h.first_value("WHY").unwrap_or("no reason given");
+            return Ok(RecoveryPlan::Impossible(why.to_string()));
+        }
+        let number = |h: &Hash, key: &str| -> Result<u64, Malformed> {
+            h.first_value(key)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("{key} missing or not a number"))
+        };
+        let numbered = |key: &str| -> Result<Vec<&Hash>, Malformed> {
+            let mut items: Vec<(u64, &Hash)> = h
+                .get(key)
+                .into_iter()
+                .flat_map(Hash::iter)
+                .map(|(i, x)| Ok((i.parse().map_err(|_| format!("{key} {i:?}"))?, x)))
+                .collect::<Result<_, Malformed>>()?;
+            items.sort_by_key(|(i, _)| *i);
+            Ok(items.into_iter().map(|(_, x)| x).collect())
+        };
+        let moves = numbered("MOVE")?
+            .into_iter()
+            .map(|m| Ok((number(m, "OWNER")?, number(m, "HOLDER")?)))
+            .collect::<Result<_, Malformed>>()?;
+        let rebuilds = numbered("REBUILD")?
+            .into_iter()
+            .map(|r| {
+                Ok(SetRebuild {
+                    members: parse_list(r.first_value("MEMBERS").unwrap_or_default())?,
+                    failures: number(r, "FAILURES")?,
+                    lost: parse_list(r.first_value("LOST").unwrap_or_default())?,
+                })
+            })
+            .collect::<Result<_, Malformed>>()?;
+        Ok(RecoveryPlan::Recover { moves, rebuilds })
+    }
+}
+
+/// What a rank tells every other before PARTNER copies are sent again: its node, its right
+/// neighbour, and the partner copies its node holds intact.
+#[derive(Clone, Debug, Default)]
+pub(super) struct PartnerReport {
+    pub(super) node: String,
+    pub(super) right: u64,
+    pub(super) held: Vec<u64>,
+}
+
+impl PartnerReport {
+    pub(super) fn to_bytes(&self) -> Vec<u8> {
+        let mut h = Hash::new();
+        h.set_value("NODE", &self.node);
+        h.set_value("RIGHT", self.right);
+        for r in &self.held {
+            h.child("HELD").child(r.to_string());
+        }
+        h.pack()
+    }
+
+    pub(super) fn from_bytes(bytes: &[u8]) -> Result<PartnerReport, Malformed> {
+        let h = unpack(bytes)?;
+        Ok(PartnerReport {
+            node: h.first_value("NODE").ok_or("NODE missing")?.to_string(),
+            right: h
+                .parsed::<u64>("RIGHT")
+                .ok()
+                .flatten()
+                .ok_or("RIGHT missing or not a rank")?,
+            held: ranks_under(&h, "HELD")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_reads_back_as_written() {
+        let report = RecoveryReport {
+            own: true,
+            held: vec![3, 7],
+            sets: vec![RedundancySet {
+                failures: 2,
+                members: vec![0, 1, 2, 3],
+            }],
+        };
+        let back = RecoveryReport::from_bytes(&report.to_bytes()).unwrap();
+        assert_eq!(
+            (back.own, back.held, back.sets),
+            (true, vec![3, 7], report.sets)
+        );
+
+        // the moves keep their order past ten (numbered, not sorted as text)
+        let plan = RecoveryPlan::Recover {
+            moves: (0..12).map(|r| (11 - r, r)).collect(),
+            rebuilds: vec![SetRebuild {
+                members: vec![8, 9, 10, 11],
+                failures: 1,
+                lost: vec![11],
+            }],
+        };
+        assert_eq!(RecoveryPlan::from_bytes(&plan.to_bytes()), plan);
+        let no = RecoveryPlan::Impossible("why".into());
+        assert_eq!(RecoveryPlan::from_bytes(&no.to_bytes()), no);
+
+        let partner = PartnerReport {
+            node: "n2".into(),
+            right: 5,
+            held: vec![1],
+        };
+        let back = PartnerReport::from_bytes(&partner.to_bytes()).unwrap();
+        assert_eq!(
+            (back.node, back.right, back.held),
+            ("n2".into(), 5, vec![1])
+        );
+    }
+
+    #[test]
+    fn a_message_that_does_not_decode_says_what_is_wrong() {
+        let mut h = Hash::new();
+        h.child("SET").child("0,1,2");
+        assert!(
+            RecoveryReport::from_bytes(&h.pack())
+                .unwrap_err()
+                .contains("failure count")
+        );
+        let mut h = Hash::new();
+        h.child("HELD").child("three");
+        assert!(
+            RecoveryReport::from_bytes(&h.pack())
+                .unwrap_err()
+                .contains("not a rank")
+        );
+        assert!(RecoveryReport::from_bytes(b"garbage").is_err());
+        let mut h = Hash::new();
+        h.set_value("OK", 1);
+        h.child("MOVE").child("0").set_value("OWNER", 1);
+        match RecoveryPlan::from_bytes(&h.pack()) {
+            RecoveryPlan::Impossible(why) => assert!(why.contains("HOLDER"), "{why}"),
+            plan => panic!("{plan:?}"),
+        }
+        assert!(
+            PartnerReport::from_bytes(&Hash::new().pack())
+                .unwrap_err()
+                .contains("NODE")
+        );
+    }
+}
