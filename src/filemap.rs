@@ -185,9 +185,6 @@ impl Filemap {
     pub fn latest_dataset(&self) -> Option<u64> {
         self.datasets().last().copied()
     }
-    pub fn oldest_dataset(&self) -> Option<u64> {
-        self.datasets().first().copied()
-    }
 
     /// Rank ids, smallest first.
     pub fn ranks(&self) -> Vec<u64> {
@@ -198,9 +195,6 @@ impl Filemap {
     }
     pub fn datasets_of_rank(&self, rank: u64) -> Vec<u64> {
         sorted_ids(self.0.get_path(&[&RANK, &rank, &DSET]))
-    }
-    pub fn have_rank(&self, rank: u64) -> bool {
-        self.0.get_kv(RANK, &rank.to_string()).is_some()
     }
     pub fn have_rank_by_dataset(&self, dset: u64, rank: u64) -> bool {
         self.entry(dset, rank).is_some()
@@ -213,11 +207,6 @@ impl Filemap {
             .map(|f| f.keys().collect())
             .unwrap_or_default()
     }
-    pub fn num_files(&self, dset: u64, rank: u64) -> usize {
-        self.entry(dset, rank)
-            .and_then(|e| e.get(FILE))
-            .map_or(0, Hash::len)
-    }
 
     /// Files the rank wrote in the dataset, which may be more than the filemap holds.
     pub fn expected_files(&self, dset: u64, rank: u64) -> Option<u64> {
@@ -225,11 +214,6 @@ impl Filemap {
     }
     pub fn set_expected_files(&mut self, dset: u64, rank: u64, count: u64) {
         self.entry_mut(dset, rank).set_value(FILES, count);
-    }
-    pub fn unset_expected_files(&mut self, dset: u64, rank: u64) {
-        if let Some(e) = self.0.get_path_mut(&[&RANK, &rank, &DSET, &dset]) {
-            e.unset(FILES);
-        }
     }
 
     pub fn meta(&self, dset: u64, rank: u64, file: &str) -> Option<Meta> {
@@ -241,14 +225,6 @@ impl Filemap {
             .set_kv(FILE, file)
             .set(META, meta.hash().clone());
     }
-    pub fn unset_meta(&mut self, dset: u64, rank: u64, file: &str) {
-        if let Some(f) = self
-            .0
-            .get_path_mut(&[&RANK, &rank, &DSET, &dset, &FILE, &file])
-        {
-            f.unset(META);
-        }
-    }
 
     pub fn dataset(&self, dset: u64, rank: u64) -> Option<Dataset> {
         self.entry(dset, rank)?
@@ -259,9 +235,6 @@ impl Filemap {
         self.entry_mut(dset, rank)
             .set(DSETDESC, desc.hash().clone());
     }
-    pub fn unset_dataset(&mut self, dset: u64, rank: u64) {
-        self.unset_key(dset, rank, DSETDESC);
-    }
 
     pub fn reddesc(&self, dset: u64, rank: u64) -> Option<RedDesc> {
         self.entry(dset, rank)?
@@ -270,9 +243,6 @@ impl Filemap {
     }
     pub fn set_reddesc(&mut self, dset: u64, rank: u64, desc: &RedDesc) {
         self.entry_mut(dset, rank).set(REDDESC, desc.hash().clone());
-    }
-    pub fn unset_reddesc(&mut self, dset: u64, rank: u64) {
-        self.unset_key(dset, rank, REDDESC);
     }
 
     /// The files of (dset, rank) the application wrote (not redundancy files), in filemap

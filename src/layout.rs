@@ -139,11 +139,6 @@ pub fn cache_dataset_dir(cache_dir: &Path, id: u64) -> PathBuf {
     cache_dir.join(dataset_dir_name(id))
 }
 
-/// Where redundancy files of a cached dataset go.
-pub fn cache_hidden_dir(cache_dir: &Path, id: u64) -> PathBuf {
-    cache_dataset_dir(cache_dir, id).join(HIDDEN)
-}
-
 pub fn prefix_hidden_dir(prefix: &Path) -> PathBuf {
     prefix.join(HIDDEN)
 }

@@ -153,15 +153,9 @@ impl Meta {
     pub fn rank(&self) -> Option<u64> {
         self.0.parsed(RANK).ok().flatten()
     }
-    pub fn set_rank(&mut self, rank: u64) {
-        self.0.set_value(RANK, rank);
-    }
 
     pub fn checkpoint(&self) -> Option<u64> {
         self.0.parsed(CKPT).ok().flatten()
-    }
-    pub fn set_checkpoint(&mut self, id: u64) {
-        self.0.set_value(CKPT, id);
     }
 
     /// The name the application passed to `SCR_Route_file`.

@@ -134,9 +134,6 @@ impl RedDesc {
         })
     }
 
-    pub fn is_enabled(&self) -> bool {
-        self.0.parsed::<u8>(ENABLED) != Ok(Some(0))
-    }
     pub fn interval(&self) -> Option<u64> {
         self.0.parsed(INTERVAL).ok().flatten()
     }

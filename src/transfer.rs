@@ -160,10 +160,6 @@ impl TransferFile {
         }
     }
 
-    pub fn clear_files(&mut self) {
-        self.0.unset(FILES);
-    }
-
     pub fn set_limits(&mut self, bytes_per_sec: f64, cpu_percent: f64) {
         self.0.set_value(BW, format!("{bytes_per_sec:.6}"));
         self.0.set_value(PERCENT, format!("{cpu_percent:.6}"));

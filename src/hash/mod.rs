@@ -508,21 +508,6 @@ impl Hash {
         })
     }
 
-    /// The one value of `key` as a byte count: plain digits, or a number with a unit
-    /// (`KB`, `MB`, `GB`, `TB`, `PB`, binary multiples; `K`, `KiB` … accepted too).
-    pub fn bytecount(&self, key: &str) -> Result<Option<u64>, ValueError> {
-        let Some(text) = self.value(key)? else {
-            return Ok(None);
-        };
-        crate::units::parse_bytecount(text)
-            .map(Some)
-            .map_err(|_| ValueError::Malformed {
-                key: key.into(),
-                value: text.into(),
-                expected: "a byte count such as 1048576 or 1MB",
-            })
-    }
-
     /// The one value of `key` as a CRC32 written the way SCR writes it (`0x1b39e4e4`).
     pub fn crc32(&self, key: &str) -> Result<Option<u32>, ValueError> {
         let Some(text) = self.value(key)? else {

@@ -393,9 +393,6 @@ impl Params {
     pub fn bytes(&self, name: &str) -> Option<u64> {
         parse_bytecount(self.get(name)?).ok()
     }
-    pub fn float(&self, name: &str) -> Option<f64> {
-        self.get(name)?.parse().ok()
-    }
     /// Whether the `CKPT=` (and 1.1-8 `CKPTDESC=`) lines decide the redundancy. SCR uses
     /// them only with SCR_COPY_TYPE=FILE and otherwise implies one descriptor from
     /// SCR_COPY_TYPE; here they also apply when SCR_COPY_TYPE is set nowhere, where SCR
@@ -534,13 +531,6 @@ impl Params {
         }
         params
     }
-}
-
-/// The user configuration file in effect for a prefix (SCR v1.1.8+ rule).
-pub fn user_config_path(env: &dyn Fn(&str) -> Option<String>, prefix: &Path) -> PathBuf {
-    env("SCR_CONF_FILE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| prefix.join(".scrconf"))
 }
 
 #[cfg(test)]
