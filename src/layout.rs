@@ -208,11 +208,21 @@ pub fn host_name() -> String {
         .unwrap_or_else(|_| "localhost".into())
 }
 
+/// Whether a node name names this machine: the kernel's host name, the same name fully
+/// qualified or not (a resource manager's `node1` and a kernel's `node1.cluster.example`
+/// are one machine), in any case. A node named otherwise on this machine is an emulated
+/// one, whose directories are kept apart by name. One rule for the library and the drain.
+pub fn is_this_host(node: &str) -> bool {
+    let short = |n: &str| n.split('.').next().unwrap_or_default().to_ascii_lowercase();
+    let host = host_name();
+    node.eq_ignore_ascii_case(&host) || (!node.is_empty() && short(node) == short(&host))
+}
+
 /// A node's own directory inside a job directory: the job directory itself for this
 /// machine's host, `node.<name>` for an emulated node (several share one machine's file
 /// systems and keep apart by name). One rule for the library and the launcher.
 pub fn node_dir(job_dir: &Path, node: &str) -> Result<PathBuf> {
-    if node == host_name() {
+    if is_this_host(node) {
         Ok(job_dir.to_path_buf())
     } else {
         emulated_node_dir(job_dir, node)
@@ -333,6 +343,20 @@ mod job_id_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn this_host_is_known_by_its_short_or_full_name_and_another_is_not() {
+        let host = host_name();
+        let short = host.split('.').next().unwrap().to_string();
+        assert!(is_this_host(&host));
+        assert!(is_this_host(&short.to_uppercase()));
+        assert!(is_this_host(&format!("{short}.cluster.example")));
+        assert!(!is_this_host(&format!("{short}x")));
+        assert!(!is_this_host(""));
+        let job = Path::new("/cntl/u/scr.1");
+        assert_eq!(node_dir(job, &format!("{short}.cluster.example")).unwrap(), job);
+        assert_eq!(node_dir(job, "n7").unwrap(), job.join("node.n7"));
+    }
 
     #[test]
     fn names() {

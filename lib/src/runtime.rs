@@ -175,15 +175,15 @@ fn say_deletions(done: &scr::prefix::Deletions, why: &str) {
 
 /// This process's node: `SCR_NODE_NAME` if set, else the name MPICH's hydra gave the
 /// host (`mpiexec -launcher fork -hosts n1,n2 …` emulates nodes that way), else the host
-/// name. Returns the name and whether it is an emulated node (differs from the host name).
+/// name. Returns the name and whether it is an emulated node (not this machine's host,
+/// [`layout::is_this_host`], the rule the drain follows too).
 fn node_name() -> (String, bool) {
-    let host = layout::host_name();
     let chosen = std::env::var("SCR_NODE_NAME")
         .ok()
         .or_else(|| std::env::var("MPIR_CVAR_CH3_INTERFACE_HOSTNAME").ok())
         .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| host.clone());
-    let emulated = chosen != host;
+        .unwrap_or_else(layout::host_name);
+    let emulated = !layout::is_this_host(&chosen);
     (chosen, emulated)
 }
 
