@@ -364,20 +364,21 @@ pub fn bcast_bool(comm: &SimpleCommunicator, x: bool) -> bool {
 /// so no rank goes on into one the others left.
 pub fn agree<T>(comm: &SimpleCommunicator, outcome: Result<T>, elsewhere: &str) -> Result<T> {
     let everywhere = all_true(comm, outcome.is_ok());
-    match outcome {
-        Ok(v) if everywhere => Ok(v),
-        Ok(_) => Err(Error::collective(elsewhere)),
-        Err(e) => Err(e),
-    }
+    settle(everywhere, outcome, elsewhere)
 }
 
 /// Rank 0's outcome of a step only it takes (the others pass `Ok`), on every rank: rank 0's
 /// own error there, an error saying `on_root` elsewhere. Collective.
 pub fn agree_root<T>(comm: &SimpleCommunicator, outcome: Result<T>, on_root: &str) -> Result<T> {
     let went_well = bcast_bool(comm, outcome.is_ok());
+    settle(went_well, outcome, on_root)
+}
+
+/// This rank's outcome once the ranks agreed whether the step went well.
+fn settle<T>(went_well: bool, outcome: Result<T>, elsewhere: &str) -> Result<T> {
     match outcome {
         Ok(v) if went_well => Ok(v),
-        Ok(_) => Err(Error::collective(on_root)),
+        Ok(_) => Err(Error::collective(elsewhere)),
         Err(e) => Err(e),
     }
 }
