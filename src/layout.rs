@@ -354,7 +354,10 @@ mod tests {
         assert!(!is_this_host(&format!("{short}x")));
         assert!(!is_this_host(""));
         let job = Path::new("/cntl/u/scr.1");
-        assert_eq!(node_dir(job, &format!("{short}.cluster.example")).unwrap(), job);
+        assert_eq!(
+            node_dir(job, &format!("{short}.cluster.example")).unwrap(),
+            job
+        );
         assert_eq!(node_dir(job, "n7").unwrap(), job.join("node.n7"));
     }
 

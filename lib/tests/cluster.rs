@@ -142,18 +142,36 @@ fn run(mut cmd: Command) -> (Output, String) {
     (out, t)
 }
 
-/// Asserts the job's output shows a verified restart from a checkpoint that was never
-/// flushed: it came from the cache, rebuilt from XOR.
+/// The newest checkpoint the application saw complete (test_api's TEST_API_TIMES lines,
+/// printed after a Complete that succeeded) before it first restarted: the application's
+/// own word, not SCR's index.
+fn newest_completed(t: &str) -> u32 {
+    t.lines()
+        .take_while(|l| !l.starts_with("test_api: restarted from "))
+        .filter_map(|l| {
+            l.strip_prefix("test_api: checkpoint ")?
+                .split(" took ")
+                .next()?
+                .parse()
+                .ok()
+        })
+        .max()
+        .unwrap_or_else(|| panic!("no checkpoint completed: {t}"))
+}
+
+/// Asserts the job's output shows a verified restart from the newest checkpoint the first
+/// run completed, which was never flushed (SCR_FLUSH=0): it came from the cache, rebuilt.
 fn restarted_from_cache(c: &Cluster, t: &str) {
-    let restarted = t
-        .lines()
-        .find_map(|l| l.strip_prefix("test_api: restarted from "))
-        .unwrap_or_else(|| panic!("no restart: {t}"));
-    let name = restarted.split_whitespace().next().unwrap();
-    assert!(restarted.contains("data verified"), "{t}");
+    let newest = newest_completed(t);
     assert!(
-        !c.prefix().join(name).exists(),
-        "{name} was never flushed, so the restart came from cache: {t}"
+        t.contains(&format!(
+            "test_api: restarted from ckpt.{newest} (timestep {newest}), data verified"
+        )),
+        "not restarted from ckpt.{newest}, the newest the first run completed: {t}"
+    );
+    assert!(
+        !c.prefix().join(format!("ckpt.{newest}")).exists() || t.contains("attempt 2"),
+        "{t}"
     );
 }
 
@@ -251,6 +269,7 @@ fn a_node_dying_mid_run_is_excluded_and_the_spare_takes_over_from_the_xor_rebuil
             ("SCR_RUNS", "3"),
             ("SCR_MIN_NODES", "4"),
             ("TEST_API_SLEEP_MS", "400"),
+            ("TEST_API_TIMES", "1"),
         ],
     ));
     killer.join().unwrap();
@@ -287,7 +306,8 @@ fn an_open_mpi_job_is_relaunched_without_a_node_that_died_mid_run() {
         .env("SCR_COPY_TYPE", "XOR")
         .env("SCR_RUNS", "3")
         .env("SCR_MIN_NODES", "4")
-        .env("TEST_API_SLEEP_MS", "400");
+        .env("TEST_API_SLEEP_MS", "400")
+        .env("TEST_API_TIMES", "1");
     let (out, t) = run(cmd);
     killer.join().unwrap();
     assert!(out.status.success(), "{t}");
@@ -345,17 +365,7 @@ fn a_node_dying_in_the_last_run_is_rebuilt_by_the_drain_through_srun() {
         .to_string();
     // the newest checkpoint the application saw complete (its own words, not SCR's index)
     // is the one drained, and the one the next job restarts from
-    let newest = t
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("test_api: checkpoint ")?
-                .split(" took ")
-                .next()?
-                .parse::<u32>()
-                .ok()
-        })
-        .max()
-        .unwrap_or_else(|| panic!("no checkpoint completed: {t}"));
+    let newest = newest_completed(&t);
     assert!(
         drained.contains(&format!("(ckpt.{newest})")),
         "drained {drained}, newest ckpt.{newest}: {t}"
@@ -407,6 +417,7 @@ fn scr_halt_stops_the_job_after_its_next_checkpoint_without_relaunch() {
             ("SCR_RUNS", "3"),
             ("SCR_FLUSH", "0"),
             ("TEST_API_SLEEP_MS", "300"),
+            ("TEST_API_TIMES", "1"),
         ],
     ));
     let halted = halter.join().unwrap();
@@ -418,12 +429,27 @@ fn scr_halt_stops_the_job_after_its_next_checkpoint_without_relaunch() {
     );
     assert!(!t.contains("attempt 2"), "no relaunch: {t}");
     assert!(!t.contains("test_api: done"), "stopped early: {t}");
-    // the halt flushed the checkpoint it stopped after
+    // the halt flushed the checkpoint it stopped after, and it is current: the newest the
+    // application saw complete, or the one after it when the halt took the job inside that
+    // checkpoint's Complete (before the application could say so); every rank's file holds
+    // that timestep's bytes
     use scr::HashView;
+    let newest = newest_completed(&t);
     let index = scr::index::IndexFile::read(&scr::layout::index_file(&c.prefix())).unwrap();
     let current = index.current().expect("a current checkpoint").to_string();
     let step: u32 = current.trim_start_matches("ckpt.").parse().unwrap();
-    assert!((2..30).contains(&step), "{current}");
+    assert!(
+        (2..30).contains(&step) && (step == newest || step == newest + 1),
+        "current {current}, the application's newest ckpt.{newest}: {t}"
+    );
+    for r in 0..4 {
+        check_file(
+            &c.prefix().join(format!("{current}/rank_{r}.ckpt")),
+            r,
+            step as i64,
+            200000,
+        );
+    }
     eprintln!(
         "scenario 4 wall time: {:.1} s",
         started.elapsed().as_secs_f64()
@@ -699,27 +725,32 @@ sleep 0.{short}; kill -9 $drain; wait $drain
             .env("SCR_COPY_TYPE", "XOR")
             .env("SCR_RUNS", "1")
             .env("TEST_API_NO_FINALIZE", "1")
-            .env("TEST_API_SLEEP_MS", "300");
+            .env("TEST_API_SLEEP_MS", "300")
+            .env("TEST_API_TIMES", "1");
         let (_, t) = run(cmd);
         assert!(
             c.prefix().join(".scr").is_dir(),
             "seed {seed}: the job never started\n{t}"
         );
         no_torn_state_files(&c.prefix());
-        // the newest complete checkpoint restarts and verifies
-        use scr::HashView;
-        let index = scr::index::IndexFile::read(&scr::layout::index_file(&c.prefix()))
-            .unwrap_or_else(|e| panic!("seed {seed}: no index: {e}\n{t}"));
-        let current = index
-            .current()
-            .unwrap_or_else(|| panic!("seed {seed}: nothing current\n{t}"))
-            .to_string();
-        assert!(c.index_entry(&current).complete, "seed {seed}");
+        // the newest checkpoint the application saw complete (or one it completed as the
+        // kill came, before it could say so) restarts and verifies
+        let newest = newest_completed(&t);
         let (out, t2) = run(c.scr_run(4, 4, &["200000", "1"], &[("SCR_COPY_TYPE", "XOR")]));
         assert!(out.status.success(), "seed {seed}: {t}\n{t2}");
+        let restarted: u32 = t2
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("test_api: restarted from ckpt.")?
+                    .split(' ')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("seed {seed}: no restart\n{t}\n{t2}"));
         assert!(
-            t2.contains(&format!("restarted from {current} ")) && t2.contains("data verified"),
-            "seed {seed}: expected a restart from {current}\n{t}\n{t2}"
+            restarted >= newest && t2.contains("data verified"),
+            "seed {seed}: restarted from ckpt.{restarted}, the application completed ckpt.{newest}\n{t}\n{t2}"
         );
     }
     eprintln!(

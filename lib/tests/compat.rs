@@ -283,13 +283,20 @@ fn flush_on_restart_global_restart_distribute_and_flush_type_do_what_v3_1_says()
         ("SCR_FLUSH_TYPE", "PTHREAD"),
         ("SCR_FLUSH_ASYNC_BW", "4096"),
         ("TEST_API_TIMES", "1"),
+        ("TEST_API_SLEEP_MS", "3000"),
     ]);
     assert!(
         out.contains("restarted from ckpt.2 (timestep 2), data verified"),
         "{out}"
     );
     let returned = checkpoint_ended_at(&out, 3);
-    // (dataset 4: the cached ckpt.3 was dataset 3)
+    // (dataset 4: the cached ckpt.3 was dataset 3) the flush began while the application
+    // computed for 3 s after the checkpoint, not in SCR_Finalize, and ended after it returned
+    let began = write_interval(&job.prefix().join("ckpt.3/rank_0.ckpt")).0;
+    assert!(
+        began < returned + 1.0,
+        "ckpt.3's flush began at {began:.6}, long after the checkpoint returned at {returned:.6}: {out}"
+    );
     let published = write_interval(&job.prefix().join(".scr/scr.dataset.4/summary.scr")).1;
     assert!(
         published > returned,

@@ -634,8 +634,9 @@ fn flush_and_fetch_widths_of_one_copy_a_rank_at_a_time_and_store_count_bounds_th
         ),
     )
     .unwrap();
-    // files large enough that ranks copying together would overlap
-    const SIZE: usize = 2 << 20;
+    // files large enough that ranks copying together would overlap by many ticks of the
+    // file system's clock (ext4's times move in steps of a few ms)
+    const SIZE: usize = 8 << 20;
     let size = SIZE.to_string();
     let out = job.run_ok(
         4,

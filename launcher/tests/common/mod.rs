@@ -36,9 +36,12 @@ pub fn scr_within(seconds: u32, args: &[&str], env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
-    assert_ne!(
-        out.status.code(),
-        Some(128 + 9),
+    // timeout's KILL takes timeout itself with it: the status is a SIGKILL (or, from a
+    // timeout that outlived its child, 137)
+    use std::os::unix::process::ExitStatusExt;
+    let killed = out.status.signal() == Some(9) || out.status.code() == Some(128 + 9);
+    assert!(
+        !killed,
         "scr {args:?} did not end within {seconds} s: {}",
         String::from_utf8_lossy(&out.stderr)
     );

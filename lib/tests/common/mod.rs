@@ -72,14 +72,11 @@ pub fn wait_within(mut child: std::process::Child, limit: std::time::Duration) -
             break status;
         }
         if started.elapsed() > limit {
+            // (the pipes are not read to their end: a process the child started may hold
+            // them open long after)
             let _ = child.kill();
             let _ = child.wait();
-            let (o, e) = (stdout.join().unwrap(), stderr.join().unwrap());
-            panic!(
-                "did not end within {limit:?}:\n{}{}",
-                String::from_utf8_lossy(&o),
-                String::from_utf8_lossy(&e)
-            );
+            panic!("did not end within {limit:?}");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
