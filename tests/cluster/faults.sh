@@ -9,28 +9,45 @@
 #
 # Each round runs a checkpointing job (examples/c/test_api: C checkpoints of BYTES per rank,
 # every byte checkable) as `salloc --no-kill -N5 scr-run srun -N4 -n4`, and injects one
-# fault at a random moment:
+# fault at a random moment (one on a node: counted from the application's start there):
 #   node         a node killed (its namespaces, slurmd and all), brought back after the round
 #   rank         kill -9 of the application on one node
 #   scr-run      kill -9 of scr-run (the allocation ends with it)
 #   drain        kill -9 of the drain's `scr copy` on one node (SCR_FLUSH=0: it must drain)
 #   agent-kill   kill -9 of the transfer agents (SCR_FLUSH_ASYNC=1)
 #   agent-stop   SIGSTOP of the transfer agents: the ranks must take over
-#   cache-full   one node's cache (its /dev/shm tmpfs) shrunk to below what a checkpoint needs
+#   cache-full   one node's cache (its /dev/shm tmpfs) shrunk: less room left than a
+#                checkpoint needs
 #   prefix-full  the prefix's file system filled up
 #   cache-damage a cached checkpoint file on one node truncated or a byte of it flipped
 #   prefix-damage a flushed checkpoint file on the prefix truncated or a byte of it flipped
 #   network      one node's network cut for 3 s
 #   slurmctld    slurmctld killed and started again
-# After the fault is undone the job is submitted again if it did not finish (as a user
-# would, at most twice). Then a fresh job restarts from the prefix and verifies every byte.
-# A round is "recovered" when that verification restarts from the last checkpoint
-# (C) and its data checks; "older" counts rounds where some restart came from an older
-# checkpoint than the newest one completed before it; "lost" counts rounds where a
-# checkpoint SCR completed could not be restarted from or failed verification. Processes or
-# temporaries left behind are counted too. The same seed gives the same faults at the same
-# moments (their effect still depends on timing). Prints a table; exits 1 if anything was
-# lost or left behind.
+# Each injection says in the round's log whether it took effect ("faults: injected KIND …",
+# after the action succeeded while the job ran) or not ("faults: MISSED KIND: why": the
+# drain or the agents never ran, the application or the job had already ended, no file to
+# damage, the cache could not be shrunk, …). After the fault is undone the job is submitted
+# again if it did not finish (as a user would, at most twice), and after a killed drain the
+# operator runs the drain again. A job "finished" when the application's own output, over
+# all its submissions, shows checkpoint C completed ("test_api: checkpoint C took", not
+# "failed"): never what the index under test says. Then a fresh job restarts from the prefix
+# and verifies every byte (test_api checks each against a pattern encoding its place).
+# Columns of the table, per fault kind:
+#   injected     rounds whose fault took effect; missed: those whose fault did not (not
+#                counted as recovered: they tested nothing)
+#   recovered    injected, finished, and the verification restarted from the newest
+#                checkpoint the application saw complete (C) and its data checked
+#   older        some restart (within the job or a resubmission) came from a checkpoint
+#                older than the newest one the application saw complete before it
+#   resubmitted  rounds whose job was submitted more than once
+#   over budget  rounds that needed more resubmissions than the kind's budget (below: what
+#                SCR promises for that fault), or never finished
+#   lost         the verification did not restart from the newest checkpoint the
+#                application saw complete, or that checkpoint failed verification
+#   left over    processes or temporaries left behind
+# The same seed gives the same faults at the same moments (their effect still depends on
+# timing). Prints a table; exits 1 if any round was lost, left something behind, missed its
+# fault or went over budget.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=$(pwd)
@@ -44,7 +61,7 @@ while [ $# -gt 0 ]; do
     --checkpoints) ckpts=$2; shift 2 ;;
     --keep) keep=1; shift ;;
     --cycle) cycle=1; shift ;;
-    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "faults: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -77,68 +94,241 @@ cp target/debug/libscr_runtime.so "$J/libscr.so"
 cp target/debug/scr target/debug/scr-run "$J/bin/"
 mpicc examples/c/test_api.c -I lib/include -L"$J" -lscr -Wl,-rpath,"$J" -o "$J/test_api"
 
+# rnd N sets R to a number below N: not $(rnd N), whose subshell bash reseeds (the same seed
+# would not give the same rounds)
 RANDOM=$seed
-rnd() { echo $((RANDOM % $1)); }
+rnd() { R=$((RANDOM % $1)); }
 
 # --- the job
-common_env=(SCR_CACHE_BASE=/dev/shm SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=3
+# SCR_MIN_NODES: the job needs 4 of its 5 nodes. Without it scr-run, as SCR's scr_srun, needs
+# as many nodes as the last run used (its nodes file, written at SCR_Init), else all 5: a node
+# lost before the first run's SCR_Init would end the job for want of the spare.
+common_env=(SCR_MIN_NODES=4 SCR_CACHE_BASE=/dev/shm SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=3
   SCR_RUNS=3 SCR_RUN_DELAY=0 SCR_CRC_ON_COPY=1 SCR_CRC_ON_FLUSH=1 SCR_LOCK_TIMEOUT=20
   TEST_API_SLEEP_MS=400 TEST_API_TIMES=1 TEST_API_UNTIL=$ckpts)
+# the application's output line-buffered (stdbuf): a rank killed mid-run would otherwise take
+# the checkpoints it saw complete, still in its stdio buffer, with it, and the oracle below
+# reads them
+app=(stdbuf -oL "$J/test_api")
 submit() { # LOG PREFIX [VAR=VALUE…]: one job of checkpoints of $round_size bytes per rank;
   # returns its exit status
   local log=$1 prefix=$2; shift 2
+  echo "faults: submitting the job" >> "$log"
   (cd "$prefix" && env "${common_env[@]}" "$@" SCR_PREFIX="$prefix" \
-    timeout 150 salloc --no-kill -N5 "$J/bin/scr-run" srun -N4 -n4 "$J/test_api" "$round_size" "$ckpts") \
+    timeout 150 salloc --no-kill -N5 "$J/bin/scr-run" srun -N4 -n4 "${app[@]}" "$round_size" "$ckpts") \
     >> "$log" 2>&1
 }
 
-# whether checkpoint C is complete on the prefix, as the index lists it
-finished() {
-  "$J/bin/scr" index -p "$1" --list 2>/dev/null | awk -v want="ckpt.$ckpts" '$2 == "YES" && $NF == want { found = 1 } END { exit !found }'
+# The newest checkpoint the application saw complete in LOG (0: none), from its own words:
+# "checkpoint N took" after "checkpoint N failed" is a failed one. Not the index: that is
+# the code under test's claim.
+newest_completed() {
+  awk '/^test_api: checkpoint [0-9]+ failed/ { failed = $3 + 0 }
+       /^test_api: checkpoint [0-9]+ took/ { t = $3 + 0; if (t != failed && t > newest) newest = t; failed = -1 }
+       END { print newest + 0 }' "$1"
 }
 
+# Resubmissions each kind may need: what SCR promises for that fault. A round needing more is
+# "over budget" and fails the campaign.
+declare -A budget=(
+  [node]=0          # scr-run relaunches without the dead node, on the spare (-N5 for -N4),
+                    # from the XOR rebuild in cache; a node lost in the drain is rebuilt there
+  [rank]=0          # scr-run relaunches the application within the allocation
+  [scr-run]=1       # the allocation ends with scr-run: the user submits again
+  [drain]=0         # the application finished; the operator runs the drain again (its own
+                    # step below, not a submission)
+  [agent-kill]=0    # the ranks take the flush over from dead agents
+  [agent-stop]=0    # … and from stopped ones (SCR_FLUSH_ASYNC_STALL)
+  [cache-full]=1    # the cache stays too small until the job ends (it is undone after):
+                    # scr-run checks free space before the first run only, so its relaunches
+                    # land on the same node and fail again
+  [prefix-full]=1   # the prefix stays full until the job ends: no flush can succeed in it
+  [cache-damage]=0  # a damaged cached file is found by its CRC and rebuilt from XOR or
+                    # written again
+  [prefix-damage]=0 # a damaged flushed file is found by its CRC when read; the job goes on
+  [network]=0       # the cut (3 s) is shorter than SlurmdTimeout (10 s): the node stays up,
+                    # and a run that dies of it is relaunched (without the node if SLURM
+                    # marked it down: SCR_MIN_NODES=4)
+  [slurmctld]=0     # running jobs survive a slurmctld restart (its state is saved)
+)
+max_resubmissions=2
+
 # --- the faults: inject KIND NODE DELAY_MS LOG PREFIX, then undo KIND NODE PREFIX
+# The round's first submission has ended once $J/round.over exists: waiting for a process of
+# the job is pointless then.
 wait_for() { # PATTERN SECONDS: waits until a process matching PATTERN runs
   local i
-  for i in $(seq $(($2 * 20))); do pgrep -f "$1" >/dev/null && return 0; sleep 0.05; done
+  for i in $(seq $(($2 * 20))); do
+    pgrep -f "$1" >/dev/null && return 0
+    [ ! -e "$J/round.over" ] || return 1
+    sleep 0.05
+  done
   return 1
 }
-# damage FILE flip|truncate: a byte in the middle flipped, or the file cut to 100 bytes
+holder() { cat "$STATE/pids/holder.node$1"; }
+# on_node_p I pgrep|pkill ARGS…: of node I's processes only (nodes share the PID namespace)
+on_node_p() { local i=$1 cmd=$2; shift 2; "$cmd" --ns "$(holder "$i")" --nslist net "$@"; }
+wait_for_app() { # NODE SECONDS: waits until the application runs on node NODE
+  local i
+  for i in $(seq $(($2 * 20))); do
+    on_node_p "$1" pgrep -x test_api >/dev/null && return 0
+    [ ! -e "$J/round.over" ] || return 1
+    sleep 0.05
+  done
+  return 1
+}
+job_running() { pgrep -f "^$J/bin/scr-run " >/dev/null; }
+job_on_node() { on_node_p "$1" pgrep -f "^$J/" >/dev/null 2>&1; }
+# damage FILE flip|truncate: a byte in the middle flipped, or the file cut to 100 bytes; fails
+# (saying why) unless a file that existed changed
 damage='import sys
 p, how = sys.argv[1], sys.argv[2]
-b = bytearray(open(p, "rb").read())
+try:
+    b = bytearray(open(p, "rb").read())
+except OSError as e:
+    sys.exit("gone: %s" % e)
+n = len(b)
 if how == "flip":
-    b[len(b) // 2] ^= 0xff
+    if n == 0:
+        sys.exit("%s is empty" % p)
+    b[n // 2] ^= 0xff
+elif n <= 100:
+    sys.exit("%s has only %d bytes" % (p, n))
 else:
     b = b[:100]
-open(p, "wb").write(b)'
+open(p, "wb").write(b)
+print("%s: %s (%d bytes before, %d after)" % (p, "byte %d flipped" % (n // 2) if how == "flip" else "truncated", n, len(b)))'
+# inject_KIND NODE LOG PREFIX HOW: does the fault; prints what it did and succeeds only when
+# it took effect, else prints why not and fails
+inject_node() {
+  job_on_node "$1" || { echo "no process of the job on node$1"; return 1; }
+  "$harness" kill-node "$1" 2>>"$2" || { echo "kill-node failed"; return 1; }
+  if ip netns list | grep -qw "scr-node$1"; then echo "node$1 still up"; return 1; fi
+  echo "node$1 killed with the job on it"
+}
+inject_rank() {
+  # the application may be between runs (a relaunch) or not started yet: wait a little
+  local i
+  for i in $(seq 60); do
+    on_node_p "$1" pkill -9 -x test_api && { echo "test_api killed on node$1"; return 0; }
+    job_running || break
+    sleep 0.05
+  done
+  echo "no test_api on node$1"; return 1
+}
+inject_scr-run() {
+  # (patterns anchored at the program itself: not the shells, ssh or timeout around it)
+  pkill -9 -f "^$J/bin/scr-run " && { echo "scr-run killed"; return 0; }
+  echo "no scr-run running"; return 1
+}
+inject_drain() { # ($delay: inject's, seen through bash's dynamic scope)
+  # on that node only (a pkill without --ns reaches every node's copy: then two ranks of an
+  # XOR set are missing and no drain can complete); it begins after the application, which
+  # takes a minute for these big checkpoints
+  local i
+  for i in $(seq 3000); do
+    on_node_p "$1" pgrep -f "^$J/bin/scr copy" >/dev/null && break
+    [ ! -e "$J/round.over" ] || { echo "no scr copy ran on node$1"; return 1; }
+    sleep 0.05
+  done
+  sleep "0.0$((delay % 10))"
+  on_node_p "$1" pkill -9 -f "^$J/bin/scr copy" && { echo "scr copy killed on node$1"; return 0; }
+  echo "no scr copy on node$1 (ended first, or never ran)"; return 1
+}
+inject_agent-kill() {
+  wait_for "^$J/bin/scr transfer" 150 && pkill -9 -f "^$J/bin/scr transfer" && { echo "scr transfer killed"; return 0; }
+  echo "no scr transfer ran"; return 1
+}
+inject_agent-stop() {
+  wait_for "^$J/bin/scr transfer" 150 && pkill -STOP -f "^$J/bin/scr transfer" && { echo "scr transfer stopped"; return 0; }
+  echo "no scr transfer ran"; return 1
+}
+inject_cache-full() {
+  # to what the tmpfs holds plus 64k, less room than one checkpoint file needs (it holds MPI's
+  # shared memory too, a few MB, so no fixed size would do), at a moment the cache holds one
+  # dataset: shrunk while a second one is being written, the room freed when the older one
+  # goes would let every later checkpoint fit. A tmpfs cannot shrink below what it holds:
+  # try again as the cache changes.
+  local i used size avail
+  for i in $(seq 60); do
+    job_on_node "$1" || { echo "no process of the job on node$1"; return 1; }
+    if [ "$("$harness" exec "$1" sh -c 'ls -d /dev/shm/*/scr.*/scr.dataset.* 2>/dev/null | wc -l')" -eq 1 ]; then
+      used=$("$harness" exec "$1" df --output=used -B1 /dev/shm | tail -1)
+      size=$(((used + 65536 + 4095) / 4096 * 4096))
+      if "$harness" shm-size "$1" "$size" 2>/dev/null; then
+        avail=$("$harness" exec "$1" df --output=avail -B1 /dev/shm | tail -1)
+        [ "$avail" -lt "$round_size" ] &&
+          { echo "node$1's /dev/shm shrunk to $size bytes, $avail free"; return 0; }
+      fi
+    fi
+    sleep 0.05
+  done
+  echo "node$1's /dev/shm could not be shrunk below one checkpoint's room"; return 1
+}
+inject_prefix-full() {
+  local avail
+  job_running || { echo "the job had ended"; return 1; }
+  fallocate -l "$(df --output=avail -B1 "$FULL" | tail -1)" "$FULL/filler" 2>/dev/null ||
+    dd if=/dev/zero of="$FULL/filler" bs=64k 2>/dev/null || true
+  avail=$(df --output=avail -B1 "$FULL" | tail -1)
+  [ "$avail" -lt 65536 ] && { echo "the prefix's file system filled ($avail bytes left)"; return 0; }
+  echo "the prefix's file system still has $avail bytes"; return 1
+}
+inject_cache-damage() {
+  # the newest cached file at that moment (or once there is one); it may vanish between the
+  # look and the damage
+  local i f
+  for i in $(seq 300); do
+    job_running || { echo "the job had ended"; return 1; }
+    f=$("$harness" exec "$1" sh -c 'find /dev/shm -name "rank_*.ckpt" | sort | tail -1' 2>/dev/null || true)
+    [ -n "$f" ] && "$harness" exec "$1" python3 -c "$damage" "$f" "$4" 2>>"$2" && return 0
+    sleep 0.05
+  done
+  echo "no cached checkpoint file on node$1 to damage"; return 1
+}
+inject_prefix-damage() {
+  # at that moment or, before the first flush, once there is a flushed file
+  local i f
+  for i in $(seq 300); do
+    job_running || { echo "the job had ended"; return 1; }
+    f=$(find "$3" -name 'rank_*.ckpt' 2>/dev/null | sort | tail -1)
+    [ -n "$f" ] && python3 -c "$damage" "$f" "$4" 2>>"$2" && return 0
+    sleep 0.05
+  done
+  echo "no flushed checkpoint file on the prefix to damage"; return 1
+}
+inject_network() {
+  job_on_node "$1" || { echo "no process of the job on node$1"; return 1; }
+  "$harness" partition "$1"
+  ip link show "scrv$1" | grep -q 'state DOWN' || { "$harness" heal "$1"; echo "node$1's link did not go down"; return 1; }
+  sleep 3
+  "$harness" heal "$1"
+  echo "node$1's network cut for 3 s"
+}
+inject_slurmctld() {
+  local before
+  job_running || { echo "the job had ended"; return 1; }
+  before=$(cat "$STATE/pids/slurmctld")
+  "$harness" restart-ctld
+  [ "$(cat "$STATE/pids/slurmctld")" != "$before" ] && sinfo -h >/dev/null 2>&1 &&
+    { echo "slurmctld restarted"; return 0; }
+  echo "slurmctld did not restart"; return 1
+}
 inject() {
-  local kind=$1 node=$2 delay=$3 log=$4 prefix=$5 f
+  local kind=$1 node=$2 delay=$3 log=$4 prefix=$5 what
   local how=flip; [ $((delay % 2)) -eq 0 ] || how=truncate
+  # a fault on one node comes DELAY after the application started there, so that it lands
+  # mid-run (not before the job reached the node, nor after its end); the others count from
+  # the submission
+  case $kind in node|rank|network|cache-full|cache-damage) wait_for_app "$node" 60 || true ;; esac
   sleep "$(echo "$delay / 1000" | bc -l)"
   echo "faults: injecting $kind on node$node after $delay ms" >> "$log"
-  case $kind in
-    node) "$harness" kill-node "$node" ;;
-    rank) "$harness" kill-app "$node" test_api ;;
-    # (patterns anchored at the program itself: not the shells, ssh or timeout around it)
-    scr-run) pkill -9 -f "^$J/bin/scr-run " || true ;;
-    drain) wait_for "^$J/bin/scr copy" 60 && sleep "0.0$(rnd 10)" && pkill -9 -f "^$J/bin/scr copy" || true ;;
-    agent-kill) wait_for "^$J/bin/scr transfer" 20 && pkill -9 -f "^$J/bin/scr transfer" || true ;;
-    agent-stop) wait_for "^$J/bin/scr transfer" 20 && pkill -STOP -f "^$J/bin/scr transfer" || true ;;
-    cache-full) "$harness" shm-size "$node" 600k 2>>"$log" || true ;;
-    prefix-full) fallocate -l "$(df --output=avail -B1 "$FULL" | tail -1)" "$FULL/filler" 2>/dev/null ||
-                   dd if=/dev/zero of="$FULL/filler" bs=64k 2>/dev/null || true ;;
-    cache-damage)
-      echo "faults: damage: $how" >> "$log"
-      f=$("$harness" exec "$node" sh -c 'find /dev/shm -name "rank_*.ckpt" | sort | tail -1' 2>/dev/null || true)
-      [ -n "$f" ] && "$harness" exec "$node" python3 -c "$damage" "$f" "$how" 2>>"$log" || true ;;
-    prefix-damage)
-      echo "faults: damage: $how" >> "$log"
-      f=$(find "$prefix" -name 'rank_*.ckpt' 2>/dev/null | sort | tail -1)
-      [ -n "$f" ] && python3 -c "$damage" "$f" "$how" 2>>"$log" || true ;;
-    network) "$harness" partition "$node"; sleep 3; "$harness" heal "$node" ;;
-    slurmctld) "$harness" restart-ctld ;;
-  esac
+  # the marker comes after the action: "injected" only once it took effect
+  if what=$("inject_$kind" "$node" "$log" "$prefix" "$how"); then
+    echo "faults: injected $kind on node$node: $what"
+  else
+    echo "faults: MISSED $kind on node$node: $what"
+  fi >> "$log"
 }
 undo() {
   local kind=$1 node=$2
@@ -158,18 +348,21 @@ undo() {
 }
 
 # --- rounds
-declare -A n_rounds n_recovered n_older n_resubmitted n_lost n_left
-for k in "${kinds[@]}"; do n_rounds[$k]=0 n_recovered[$k]=0 n_older[$k]=0 n_resubmitted[$k]=0 n_lost[$k]=0 n_left[$k]=0; done
+declare -A n_rounds n_injected n_missed n_recovered n_older n_resubmitted n_over n_lost n_left
+for k in "${kinds[@]}"; do
+  n_rounds[$k]=0 n_injected[$k]=0 n_missed[$k]=0 n_recovered[$k]=0 n_older[$k]=0
+  n_resubmitted[$k]=0 n_over[$k]=0 n_lost[$k]=0 n_left[$k]=0
+done
 started=$(date +%s)
 for r in $(seq 1 "$rounds"); do
-  pick=$(rnd ${#kinds[@]})
+  rnd ${#kinds[@]}; pick=$R
   [ $cycle -eq 0 ] || pick=$(((r - 1) % ${#kinds[@]}))
   kind=${kinds[$pick]}
-  node=$((1 + $(rnd 4)))
-  delay=$((800 + $(rnd 4500)))
+  rnd 4; node=$((1 + R))
+  rnd 4500; delay=$((800 + R))
   log=$J/logs/round$r.$kind.log
   if [ "$kind" = prefix-full ]; then prefix=$FULL/prefix; else prefix=$J/prefix; fi
-  rm -rf "$J/prefix" "$FULL/prefix" "$FULL/filler"; mkdir -p "$prefix"
+  rm -rf "$J/prefix" "$FULL/prefix" "$FULL/filler" "$J/round.over"; mkdir -p "$prefix"
   extra=() round_size=$size
   case $kind in
     # big enough that the drain takes a while: the kill must find it running
@@ -179,9 +372,10 @@ for r in $(seq 1 "$rounds"); do
   inject "$kind" "$node" "$delay" "$log" "$prefix" &
   injector=$!
   status=0; submit "$log" "$prefix" "${extra[@]}" || status=$?
+  touch "$J/round.over"
   wait "$injector" 2>/dev/null || true
   undo "$kind" "$node"
-  submissions=1
+  if grep -q '^faults: injected ' "$log"; then injected=1; else injected=0; fi
   if [ "$kind" = drain ] && ! grep -q "(ckpt.$ckpts) drained" "$log"; then
     # the operator runs the drain again for the job whose drain was killed (its caches
     # are still on the nodes), as SCR's scr_postrun can be run by hand
@@ -189,30 +383,54 @@ for r in $(seq 1 "$rounds"); do
     echo "faults: draining job $jobid again" >> "$log"
     (cd "$prefix" && env SCR_JOB_ID="$jobid" SCR_PREFIX="$prefix" \
       timeout 120 salloc -N5 "$J/bin/scr" postrun -p "$prefix") >> "$log" 2>&1 || true
-    submissions=2
   fi
-  # finished: the last checkpoint is complete on the prefix (an exit status alone does not
-  # tell: salloc may exit 0 when scr-run was killed)
-  while ! finished "$prefix" && [ $submissions -lt 3 ]; do
+  # finished: the application saw the last checkpoint complete (an exit status alone does
+  # not tell: salloc may exit 0 when scr-run was killed)
+  resubmissions=0
+  while [ "$(newest_completed "$log")" -lt "$ckpts" ] && [ $resubmissions -lt $max_resubmissions ]; do
     echo "faults: the job did not finish (exit $status); submitting it again" >> "$log"
-    submissions=$((submissions + 1)); status=0
+    resubmissions=$((resubmissions + 1)); status=0
     submit "$log" "$prefix" "${extra[@]}" || status=$?
   done
-  # verification: a new job restarts from the prefix and checks every byte
+  newest=$(newest_completed "$log")
+  # verification: a new job restarts from the prefix and checks every byte; it must restart
+  # from the newest checkpoint the application saw complete (or a newer one, completed by a
+  # rank killed before it could say so)
   vlog=$J/logs/round$r.verify.log
   (cd "$prefix" && env SCR_CACHE_BASE=/dev/shm SCR_PREFIX="$prefix" TEST_API_UNTIL="$ckpts" \
-    timeout 120 salloc -N4 srun -N4 -n4 "$J/test_api" "$round_size" 0) > "$vlog" 2>&1 || true
+    timeout 120 salloc -N4 srun -N4 -n4 "${app[@]}" "$round_size" 0) > "$vlog" 2>&1 || true
   n_rounds[$kind]=$((n_rounds[$kind] + 1))
-  [ $submissions -gt 1 ] && n_resubmitted[$kind]=$((n_resubmitted[$kind] + 1))
-  if grep -q "restarted from ckpt.$ckpts (timestep $ckpts), data verified" "$vlog"; then
-    n_recovered[$kind]=$((n_recovered[$kind] + 1)); verdict=recovered
+  [ $resubmissions -gt 0 ] && n_resubmitted[$kind]=$((n_resubmitted[$kind] + 1))
+  over=0
+  if [ "$newest" -lt "$ckpts" ] || [ $resubmissions -gt "${budget[$kind]}" ]; then
+    over=1 n_over[$kind]=$((n_over[$kind] + 1))
+  fi
+  if awk -v want="$newest" '
+      /^test_api: restarted from ckpt\.[0-9]+ \(timestep [0-9]+\), data verified/ {
+        split($4, a, "."); if (a[2] + 0 >= want) ok = 1 }
+      /^test_api: no checkpoint/ { if (want == 0) ok = 1 }
+      END { exit !ok }' "$vlog"; then
+    verdict=ok
   else
     n_lost[$kind]=$((n_lost[$kind] + 1)); verdict=LOST
   fi
-  # a restart from a checkpoint older than the newest one completed before it
-  if awk -v dummy=0 '
-      /test_api: checkpoint [0-9]+ took/ { t = $3 + 0; if (t > newest) newest = t }
-      /test_api: restarted from ckpt\./ { split($4, a, "."); if (a[2] + 0 < newest) older = 1 }
+  if [ $injected -eq 0 ]; then
+    n_missed[$kind]=$((n_missed[$kind] + 1))
+    [ $verdict = LOST ] || verdict=missed
+  else
+    n_injected[$kind]=$((n_injected[$kind] + 1))
+    if [ $verdict = ok ] && [ "$newest" -eq "$ckpts" ]; then
+      n_recovered[$kind]=$((n_recovered[$kind] + 1)); verdict=recovered
+    elif [ $verdict = ok ]; then
+      verdict=unfinished
+    fi
+  fi
+  # a restart from a checkpoint older than the newest one the application saw complete
+  # before it
+  if awk '
+      /^test_api: checkpoint [0-9]+ failed/ { failed = $3 + 0 }
+      /^test_api: checkpoint [0-9]+ took/ { t = $3 + 0; if (t != failed && t > newest) newest = t; failed = -1 }
+      /^test_api: restarted from ckpt\./ { split($4, a, "."); if (a[2] + 0 < newest) older = 1 }
       END { exit older ? 0 : 1 }' "$log"; then
     n_older[$kind]=$((n_older[$kind] + 1))
   fi
@@ -222,21 +440,27 @@ for r in $(seq 1 "$rounds"); do
   if [ "$left" -gt 0 ] || [ "$temps" -gt 0 ]; then
     n_left[$kind]=$((n_left[$kind] + 1))
     echo "faults: round $r left $left process(es) and $temps temporary file(s)" >> "$log"
+    # which ones, to find out why
+    { pgrep -af "$J/" | grep -v "^$$ "; find "$prefix" \( -name '.*.tmp.*' -o -name '.*.new.*' \) -ls; } \
+      >> "$log" 2>/dev/null || true
     pkill -9 -f "$J/" || true
   fi
   for i in 1 2 3 4 5; do "$harness" wipe-cache "$i" 2>/dev/null || true; done
-  printf 'round %3d  %-12s node%d  %5d ms  %s  submissions %d\n' "$r" "$kind" "$node" "$delay" "$verdict" "$submissions"
+  printf 'round %3d  %-13s node%d  %5d ms  %-10s resubmissions %d/%d%s\n' "$r" "$kind" "$node" "$delay" \
+    "$verdict" "$resubmissions" "${budget[$kind]}" "$([ $over -eq 0 ] || echo '  OVER BUDGET')"
 done
 
 # --- the table
 echo
-printf '%-13s %6s %9s %6s %11s %5s %10s\n' "fault" rounds recovered older resubmitted lost "left over"
+printf '%-13s %6s %8s %6s %9s %6s %11s %11s %5s %10s\n' "fault" rounds injected missed recovered older \
+  resubmitted "over budget" lost "left over"
 bad=0
 for k in "${kinds[@]}"; do
   [ "${n_rounds[$k]}" -gt 0 ] || continue
-  printf '%-13s %6d %9d %6d %11d %5d %10d\n' "$k" "${n_rounds[$k]}" "${n_recovered[$k]}" "${n_older[$k]}" \
-    "${n_resubmitted[$k]}" "${n_lost[$k]}" "${n_left[$k]}"
-  bad=$((bad + n_lost[$k] + n_left[$k]))
+  printf '%-13s %6d %8d %6d %9d %6d %11d %11d %5d %10d\n' "$k" "${n_rounds[$k]}" "${n_injected[$k]}" \
+    "${n_missed[$k]}" "${n_recovered[$k]}" "${n_older[$k]}" "${n_resubmitted[$k]}" "${n_over[$k]}" \
+    "${n_lost[$k]}" "${n_left[$k]}"
+  bad=$((bad + n_lost[$k] + n_left[$k] + n_missed[$k] + n_over[$k]))
 done
 echo "seed $seed, $rounds rounds, $(( $(date +%s) - started )) s; logs in $J/logs"
 [ $bad -eq 0 ]
