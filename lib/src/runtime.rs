@@ -457,6 +457,7 @@ impl Scr {
         self.debug(1, format_args!("NNODES={}", self.nodes));
         self.purge()?;
         self.restart_from_cache()?;
+        self.sweep_interrupted_flushes();
         if let Some(name) = self.config.settings.current.clone() {
             self.set_current(&name)?;
         }

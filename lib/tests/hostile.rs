@@ -544,3 +544,32 @@ fn a_start_that_fails_on_one_rank_leaves_no_rank_waiting() {
     // every rank learned from its own complete that checkpoint 2 failed, and says so
     assert_eq!(t.matches("checkpoint 2 failed").count(), 4, "{t}");
 }
+
+/// A rank killed while it flushed leaves a temporary of its copy on the prefix, and the flush
+/// file still says FLUSHING: the next run's SCR_Init removes such temporaries from the
+/// directories its files of that dataset go to (and nothing else there).
+#[test]
+fn temporaries_an_interrupted_flush_left_on_the_prefix_are_removed_at_the_next_init() {
+    let job = Job::new();
+    job.run_ok(
+        2,
+        &["1000", "1"],
+        &[("SCR_FLUSH", "0"), ("TEST_API_NO_FINALIZE", "1")],
+    );
+    // what a flush of ckpt.1 killed mid-copy leaves: the flush file's FLUSHING, and a
+    // temporary beside a file of the user's own in the dataset's directory
+    let flush_path = scr::layout::flush_file(&job.prefix());
+    let mut flush = scr::flush::FlushFile::read(&flush_path).unwrap();
+    flush.set_location(1, scr::flush::Location::Flushing);
+    flush.write(&flush_path).unwrap();
+    let dir = job.prefix().join("ckpt.1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let temporary = dir.join(".rank_0.ckpt.tmp.4242.1");
+    let kept = dir.join("notes.txt");
+    std::fs::write(&temporary, b"half a copy").unwrap();
+    std::fs::write(&kept, b"the user's").unwrap();
+    let t = job.run_ok(2, &["1000", "0"], &[("SCR_FLUSH", "0")]);
+    assert!(t.contains("restarted from ckpt.1"), "{t}");
+    assert!(!temporary.exists(), "{t}");
+    assert_eq!(std::fs::read(&kept).unwrap(), b"the user's");
+}

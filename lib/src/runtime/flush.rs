@@ -92,6 +92,50 @@ impl Scr {
             + comm::exclusive_sum_u64(&self.node_comm, my_bytes)
     }
 
+    /// SCR_Init: a flush a previous run began and never finished (the flush file still says
+    /// FLUSHING: a rank killed mid-copy) may have left temporaries of its copies on the
+    /// prefix. Every rank removes them from the directories its own files of such a dataset
+    /// go to (through handles), before any flush of this run writes there. Collective.
+    pub(super) fn sweep_interrupted_flushes(&self) {
+        let interrupted = if self.rank == 0 {
+            FlushFile::read(&layout::flush_file(&self.config.prefix))
+                .map(|f| {
+                    f.datasets()
+                        .into_iter()
+                        .filter(|&d| f.has_location(d, Location::Flushing))
+                        .flat_map(u64::to_le_bytes)
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let interrupted: Vec<u64> = comm::bcast_bytes(&self.world, 0, interrupted)
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .collect();
+        let mut dirs = std::collections::BTreeSet::new();
+        for id in interrupted {
+            for target in self.flush_targets(id).unwrap_or_default() {
+                if let Some(rel) = target
+                    .dst
+                    .parent()
+                    .and_then(|p| p.strip_prefix(&self.config.prefix).ok())
+                {
+                    dirs.insert(rel.to_path_buf());
+                }
+            }
+        }
+        if !dirs.is_empty()
+            && let Ok(prefix) = safe_fs::Beneath::open(&self.config.prefix)
+        {
+            for dir in &dirs {
+                prefix.remove_temporaries(dir);
+            }
+        }
+        comm::relaxed_barrier(&self.world);
+    }
+
     /// Where each of this rank's user files of dataset `id` goes on the prefix.
     pub(super) fn flush_targets(&self, id: u64) -> Result<Vec<FlushTarget>> {
         scr::flush::targets(&self.cache.filemap, id, self.rank).map_err(failure)
