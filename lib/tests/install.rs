@@ -114,10 +114,7 @@ fn uninstall(prefix: &Path) {
 /// base comes from the system configuration the install was built to read, as SCR allows
 /// no other way, and jobs of tests running side by side must not see each other's filemaps.
 fn private_job(cmd: &mut Command, dir: &Path, prefix: &Path, jobid: &str) {
-    let jobid = format!(
-        "{jobid}-{}",
-        dir.file_name().unwrap().to_string_lossy().replace('.', "")
-    );
+    let jobid = private_job_id(dir, jobid);
     cmd.current_dir(prefix)
         .env("SCR_PREFIX", prefix)
         .env("SCR_CACHE_BASE", dir.join("cache"))
@@ -126,12 +123,20 @@ fn private_job(cmd: &mut Command, dir: &Path, prefix: &Path, jobid: &str) {
         .env_remove("SCR_CONF_FILE");
 }
 
+/// A job id no other test's job has: `jobid` and the whole of `dir`'s path (two tests'
+/// directories may end alike, `<tempdir>/py`).
+fn private_job_id(dir: &Path, jobid: &str) -> String {
+    let unique: String = dir
+        .to_string_lossy()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    format!("{jobid}-{unique}")
+}
+
 /// The control directory a job of `private_job` gets from the installed configuration.
 fn control_dir(dir: &Path, jobid: &str) -> PathBuf {
-    let jobid = format!(
-        "{jobid}-{}",
-        dir.file_name().unwrap().to_string_lossy().replace('.', "")
-    );
+    let jobid = private_job_id(dir, jobid);
     workspace()
         .join("target/install-test/cntl")
         .join(user())
