@@ -2,7 +2,10 @@
 //! encoded one way (a packed `Hash`, SCR's own codec). A message that does not decode is
 //! an error saying what was wrong with it, never a rank quietly left out of the plan.
 
+use scr::HashView;
 use scr::hash::Hash;
+use scr::reddesc::RedDesc;
+use scr::xor::XorHeader;
 
 /// Why a message could not be read.
 type Malformed = String;
@@ -224,6 +227,40 @@ impl PartnerReport {
     }
 }
 
+/// What a member of a redundancy set tells the others before a lost member is rebuilt:
+/// its parity file's header (a lost member, or one without its parity, sends none) and its
+/// redundancy descriptor.
+#[derive(Clone, Debug, Default)]
+pub(super) struct MemberDescription {
+    pub(super) header: Option<XorHeader>,
+    pub(super) reddesc: Option<RedDesc>,
+}
+
+impl MemberDescription {
+    pub(super) fn to_bytes(&self) -> Vec<u8> {
+        let mut h = Hash::new();
+        if let Some(header) = &self.header {
+            h.set("HEADER", header.to_hash());
+        }
+        if let Some(rd) = &self.reddesc {
+            h.set("REDDESC", rd.clone().into_hash());
+        }
+        h.pack()
+    }
+
+    pub(super) fn from_bytes(bytes: &[u8]) -> Result<MemberDescription, Malformed> {
+        let h = unpack(bytes)?;
+        Ok(MemberDescription {
+            header: h
+                .get("HEADER")
+                .map(XorHeader::from_hash)
+                .transpose()
+                .map_err(|e| format!("its parity header: {e}"))?,
+            reddesc: h.get("REDDESC").map(|r| RedDesc::wrap(r.clone())),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,5 +335,14 @@ mod tests {
                 .unwrap_err()
                 .contains("NODE")
         );
+        let mut h = Hash::new();
+        h.child("HEADER").set_value("NOT", "a header");
+        assert!(
+            MemberDescription::from_bytes(&h.pack())
+                .unwrap_err()
+                .contains("parity header")
+        );
+        let none = MemberDescription::from_bytes(&MemberDescription::default().to_bytes()).unwrap();
+        assert!(none.header.is_none() && none.reddesc.is_none());
     }
 }

@@ -4,7 +4,7 @@
 //! and every stripe element it had is summed back along a chain of the survivors that
 //! contribute to it ([`scr::erasure`] gives the weights), ending at the lost member.
 
-use super::messages::SetRebuild;
+use super::messages::{MemberDescription, SetRebuild};
 use super::redundancy::{cache_rel_path, mark_complete};
 use super::*;
 use crate::shuffle;
@@ -101,21 +101,21 @@ impl Scr {
         } else {
             self.parity_file(d)
         };
-        let mut mine = Hash::new();
-        if let Some((_, header, _)) = &survivor {
-            mine.set("HEADER", header.to_hash());
-        }
-        if let Some(rd) = self.cache.filemap.reddesc(d, self.rank) {
-            mine.set("REDDESC", rd.into_hash());
-        }
-        let described: Vec<Hash> = comm::allgather_bytes(comm, &mine.pack())
+        let mine = MemberDescription {
+            header: survivor.as_ref().map(|(_, header, _)| header.clone()),
+            reddesc: self.cache.filemap.reddesc(d, self.rank),
+        };
+        // every member decodes the same descriptions: one that does not decode fails the
+        // rebuild on every member alike, said
+        let described: Vec<MemberDescription> = comm::allgather_bytes(comm, &mine.to_bytes())
             .iter()
-            .map(|b| Hash::unpack(b).unwrap_or_default())
-            .collect();
-        let headers: Vec<Option<XorHeader>> = described
-            .iter()
-            .map(|h| h.get("HEADER").and_then(|x| XorHeader::from_hash(x).ok()))
-            .collect();
+            .enumerate()
+            .map(|(pos, b)| {
+                MemberDescription::from_bytes(b)
+                    .map_err(|e| failure(format!("set member {pos}'s description: {e}")))
+            })
+            .collect::<Result<_>>()?;
+        let headers: Vec<Option<XorHeader>> = described.iter().map(|m| m.header.clone()).collect();
         let template = headers
             .iter()
             .flatten()
@@ -135,10 +135,7 @@ impl Scr {
                 })
             })
             .collect::<Result<_>>()?;
-        let reddesc = described
-            .iter()
-            .find_map(|h| h.get("REDDESC"))
-            .map(|h| RedDesc::wrap(h.clone()));
+        let reddesc = described.into_iter().find_map(|m| m.reddesc);
         Ok(SetView {
             code,
             me,
