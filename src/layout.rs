@@ -218,15 +218,70 @@ pub fn is_this_host(node: &str) -> bool {
     node.eq_ignore_ascii_case(&host) || (!node.is_empty() && short(node) == short(&host))
 }
 
+/// Which node a process is on, decided once: its name (as the launcher gave it, or the
+/// host's) and whether it shares this machine with other nodes of the job (a name that is
+/// not this machine's, [`is_this_host`]: an emulated node, whose directories keep apart by
+/// name). The library and the drain place a node's directories by it alike.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    name: String,
+    shares_machine: bool,
+}
+
+impl Node {
+    /// The node called `name` (a node list's, a launcher's).
+    pub fn named(name: &str) -> Node {
+        Node {
+            name: name.to_string(),
+            shares_machine: !is_this_host(name),
+        }
+    }
+
+    /// This process's node: `SCR_NODE_NAME` if set, else the name MPICH's hydra gave the
+    /// host (`mpiexec -launcher fork -hosts n1,n2 …` emulates nodes that way), else the host
+    /// name. `env` looks up a variable.
+    pub fn of_process(env: impl Fn(&str) -> Option<String>) -> Node {
+        let name = ["SCR_NODE_NAME", "MPIR_CVAR_CH3_INTERFACE_HOSTNAME"]
+            .iter()
+            .find_map(|k| env(k).filter(|n| !n.is_empty()))
+            .unwrap_or_else(host_name);
+        Node::named(&name)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether other nodes of the job run on this machine too (this one is emulated).
+    pub fn shares_machine(&self) -> bool {
+        self.shares_machine
+    }
+
+    /// This node's directory of a job under a control or cache base.
+    pub fn job_dir(&self, base: &Path, user: &str, jobid: &str) -> Result<PathBuf> {
+        node_job_dir(
+            base,
+            user,
+            jobid,
+            self.shares_machine.then_some(self.name.as_str()),
+        )
+    }
+
+    /// This node's own directory inside a job directory.
+    pub fn dir_in(&self, job_dir: &Path) -> Result<PathBuf> {
+        if self.shares_machine {
+            emulated_node_dir(job_dir, &self.name)
+        } else {
+            Ok(job_dir.to_path_buf())
+        }
+    }
+}
+
 /// A node's own directory inside a job directory: the job directory itself for this
 /// machine's host, `node.<name>` for an emulated node (several share one machine's file
 /// systems and keep apart by name). One rule for the library and the launcher.
 pub fn node_dir(job_dir: &Path, node: &str) -> Result<PathBuf> {
-    if is_this_host(node) {
-        Ok(job_dir.to_path_buf())
-    } else {
-        emulated_node_dir(job_dir, node)
-    }
+    Node::named(node).dir_in(job_dir)
 }
 
 /// The resource manager's id for this job: SLURM's SLURM_JOBID, else SLURM_JOB_ID (newer

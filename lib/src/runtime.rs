@@ -40,6 +40,7 @@ use scr::halt::HaltFile;
 use scr::hash::Hash;
 use scr::index::IndexFile;
 use scr::io::{self, LockedHashFile, SHARED_FILE};
+use scr::layout::Node;
 use scr::meta::{FileType, Meta};
 use scr::nodes::NodesFile;
 use scr::params::{Params, Settings};
@@ -101,9 +102,8 @@ pub struct Scr {
     /// node masters' one orders nodes for container offsets).
     node_comm: SimpleCommunicator,
     across_comm: SimpleCommunicator,
-    node_name: String,
-    /// This node's name when it is an emulated one (its directories are kept apart).
-    emulated_node: Option<String>,
+    /// This process's node: its name, and whether it shares this machine with others.
+    node: Node,
     rank: u64,
     ranks: u64,
     /// How many nodes this run has.
@@ -173,20 +173,6 @@ fn say_deletions(done: &scr::prefix::Deletions, why: &str) {
     }
 }
 
-/// This process's node: `SCR_NODE_NAME` if set, else the name MPICH's hydra gave the
-/// host (`mpiexec -launcher fork -hosts n1,n2 …` emulates nodes that way), else the host
-/// name. Returns the name and whether it is an emulated node (not this machine's host,
-/// [`layout::is_this_host`], the rule the drain follows too).
-fn node_name() -> (String, bool) {
-    let chosen = std::env::var("SCR_NODE_NAME")
-        .ok()
-        .or_else(|| std::env::var("MPIR_CVAR_CH3_INTERFACE_HOSTNAME").ok())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(layout::host_name);
-    let emulated = !layout::is_this_host(&chosen);
-    (chosen, emulated)
-}
-
 /// Lexically normalises an absolute path (`a/./b/../c` → `a/c`) without touching the disk.
 fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -206,7 +192,7 @@ fn normalize(path: &Path) -> PathBuf {
 struct NodeDirs<'a> {
     user: &'a str,
     jobid: &'a str,
-    emulated_node: Option<&'a str>,
+    node: &'a Node,
 }
 
 impl NodeDirs<'_> {
@@ -214,7 +200,7 @@ impl NodeDirs<'_> {
     /// came from, for the error).
     fn under(&self, base: &str, param: &str) -> Result<PathBuf> {
         let base = layout::base_dir(base, param)?;
-        layout::node_job_dir(base, self.user, self.jobid, self.emulated_node)
+        self.node.job_dir(base, self.user, self.jobid)
     }
 
     /// Creates this node's control directory and each descriptor's cache directory (the
@@ -354,7 +340,8 @@ impl Scr {
         if !settings.enable {
             return Err(Error::Disabled);
         }
-        let (name, emulated) = node_name();
+        let this_node = Node::of_process(|k| std::env::var(k).ok());
+        let name = this_node.name().to_string();
         let Nodes {
             node,
             across,
@@ -367,12 +354,11 @@ impl Scr {
         let jobid = layout::job_id(places.job_id.as_deref(), |k| std::env::var(k).ok())
             .unwrap_or_else(|| "defjobid".into());
         let prefix = layout::prefix_dir(None, places.prefix.as_deref())?;
-        let emulated_node = emulated.then(|| name.clone());
         let mut descriptors = CkptDesc::from_params(&params, &settings.redundancy)?;
         let node_dirs = NodeDirs {
             user: &user,
             jobid: &jobid,
-            emulated_node: emulated_node.as_deref(),
+            node: &this_node,
         };
         let cntl_dir = node_dirs.prepare(&world, &places.cntl_base, &descriptors, local_rank)?;
         let place = NodePlace {
@@ -410,8 +396,7 @@ impl Scr {
             world,
             node_comm: node,
             across_comm: across,
-            node_name: name.clone(),
-            emulated_node,
+            node: this_node.clone(),
             rank,
             ranks,
             nodes,

@@ -38,7 +38,9 @@ impl Scavenge<'_> {
     /// standing for the node in the one command pdsh's exec module runs for all.
     /// Returns the component below the job's control directory, if any: `node.%h`.
     fn node_cntl_dir(&self, nodes: &[String]) -> Option<String> {
-        let emulated = nodes.iter().any(|n| !layout::is_this_host(n));
+        let emulated = nodes
+            .iter()
+            .any(|n| layout::Node::named(n).shares_machine());
         (self.rcmd == Rcmd::Exec && emulated).then(|| {
             let dir = layout::emulated_node_dir(Path::new(""), "%h").expect("a plain component");
             dir.to_string_lossy().into_owned()

@@ -6,13 +6,9 @@ use super::*;
 impl Scr {
     /// This node's cache directory in a store.
     pub(super) fn store_dir(&self, store: &str) -> PathBuf {
-        layout::node_job_dir(
-            Path::new(store),
-            &self.config.user,
-            &self.config.jobid,
-            self.emulated_node.as_deref(),
-        )
-        .expect("the user, job and node names were checked in SCR_Init")
+        self.node
+            .job_dir(Path::new(store), &self.config.user, &self.config.jobid)
+            .expect("the user, job and node names were checked in SCR_Init")
     }
 
     /// This node's cache directory in every store the descriptors name.

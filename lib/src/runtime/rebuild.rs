@@ -318,7 +318,7 @@ impl Scr {
                     (PathBuf::from(f), meta.size().unwrap_or(0), meta)
                 })
                 .collect();
-            let header = copy_header(held, d, owner, &self.node_name, &files);
+            let header = copy_header(held, d, owner, self.node.name(), &files);
             return shuffle::exchange(
                 &self.world,
                 Some(Outgoing {
@@ -330,10 +330,10 @@ impl Scr {
                 buf,
             );
         }
-        let (user, jobid, emulated_node) = (
+        let (user, jobid, node) = (
             self.config.user.clone(),
             self.config.jobid.clone(),
-            self.emulated_node.clone(),
+            self.node.clone(),
         );
         let (filemap, filemap_path) = (&mut self.cache.filemap, &self.cache.filemap_path);
         let mut placed_paths = Vec::new();
@@ -342,8 +342,7 @@ impl Scr {
                 .get_path(&[&"ENTRY", &"REDDESC"])
                 .and_then(|r| RedDesc::wrap(r.clone()).store().map(str::to_string))
                 .ok_or_else(|| failure("the copy has no redundancy descriptor"))?;
-            let store_dir =
-                layout::node_job_dir(Path::new(&store), &user, &jobid, emulated_node.as_deref())?;
+            let store_dir = node.job_dir(Path::new(&store), &user, &jobid)?;
             let base = layout::cache_dataset_dir(&store_dir, d);
             let (owner, placed) = place_copy(filemap, d, h, |_, rel| base.join(rel))?;
             if let Some(mut rd) = filemap.reddesc(d, owner) {
@@ -387,7 +386,7 @@ impl Scr {
         // every rank's node and partner, and the partner copies each node master holds intact
         let (left, right) = self.sets[i].neighbours(self.rank, hop);
         let mut report = PartnerReport {
-            node: self.node_name.clone(),
+            node: self.node.name().to_string(),
             right,
             held: Vec::new(),
         };
@@ -437,7 +436,7 @@ impl Scr {
                 .filter(|&r| {
                     let kept = held.tag(d, r, PARTNER_TAG).is_some()
                         && verify_copy(held, d, r, self.ranks, self.crc_on_copy())
-                        && partner_node(r) == Some(self.node_name.as_str());
+                        && partner_node(r) == Some(self.node.name());
                     !kept
                 })
                 .collect()

@@ -129,7 +129,7 @@ impl Scr {
             self.sets[i].position(right).group_rank as i32,
         );
         let files = self.user_files_with_meta(id);
-        let header = copy_header(&self.cache.filemap, id, self.rank, &self.node_name, &files);
+        let header = copy_header(&self.cache.filemap, id, self.rank, self.node.name(), &files);
         let hidden = self.dataset_dir(id).join(".scr");
         let buf = self.mpi_buf_size();
         let comm = self.set_comms[i].as_ref().expect("made by apply_partner");
