@@ -5,7 +5,6 @@
 //! `SCR_TEST_FAULT=POINT@RANK` fails POINT on RANK each time it is reached; `POINT@RANK#N`
 //! only the Nth time; several are separated by commas.
 
-use super::failure;
 use scr::Result;
 
 /// Fails when the test asked for a fault at `point` on `rank` (debug builds only).
@@ -26,7 +25,7 @@ pub(super) fn point(point: &'static str, rank: u64) -> Result<()> {
             at == format!("{point}@{rank}") && (nth.is_empty() || nth.parse() == Ok(reached))
         });
         if fires {
-            return Err(failure(format!(
+            return Err(super::failure(format!(
                 "a fault injected at {point} on rank {rank} (SCR_TEST_FAULT={spec})"
             )));
         }
