@@ -541,8 +541,9 @@ fn a_cache_whose_prefix_cannot_be_read_is_kept_not_discarded() {
     assert!(!cached.is_empty());
     let moved = job.dir.path().join("moved");
     std::fs::rename(job.prefix(), &moved).unwrap();
-    let run = job
-        .command(
+    // the second program, in its own directory with its own prefix and the same job id
+    let run_other = || {
+        job.command(
             Some(HOSTS),
             4,
             &["4000", "2"],
@@ -550,7 +551,9 @@ fn a_cache_whose_prefix_cannot_be_read_is_kept_not_discarded() {
         )
         .current_dir(&other)
         .output()
-        .unwrap();
+        .unwrap()
+    };
+    let run = run_other();
     let t = text(&run);
     assert!(!run.status.success(), "{t}");
     assert!(
@@ -574,16 +577,7 @@ fn a_cache_whose_prefix_cannot_be_read_is_kept_not_discarded() {
     for p in [job.prefix(), job.prefix().join(".scr")] {
         std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
     }
-    let run = job
-        .command(
-            Some(HOSTS),
-            4,
-            &["4000", "2"],
-            &[("SCR_PREFIX", other.to_str().unwrap())],
-        )
-        .current_dir(&other)
-        .output()
-        .unwrap();
+    let run = run_other();
     let t = text(&run);
     assert!(!run.status.success(), "{t}");
     assert!(t.contains("holds checkpoints of another program"), "{t}");

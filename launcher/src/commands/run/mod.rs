@@ -9,6 +9,7 @@ use crate::job::{
 use hostlist::HostSet;
 use scr::halt::HaltFile;
 use scr::nodes::NodesFile;
+use scr::params::settings::Launch;
 use scr::params::{Params, Sources};
 use scr::{HashView, layout};
 use std::path::PathBuf;
@@ -390,12 +391,12 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         .filter(|h| nodes.contains(h));
     let cfg = LoopConfig {
         nodes: nodes.clone(),
-        runs: runs_allowed(&params)?,
+        runs: runs_allowed(&settings.launch)?,
         min_nodes: settings.launch.min_nodes,
         launch_node,
         delay: Duration::from_secs(settings.launch.run_delay_secs),
     };
-    let watchdog = watchdog_timeouts(&params)?;
+    let watchdog = watchdog_timeouts(&settings.launch)?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -494,8 +495,7 @@ fn export_job(rm: &dyn job::ResourceManager, job_id: &str) {
 }
 
 /// How many runs the job may have: SCR_RUNS (-1: no limit), else SCR_RETRIES + 1.
-fn runs_allowed(params: &Params) -> scr::Result<Option<u32>> {
-    let launch = params.typed().launch;
+fn runs_allowed(launch: &Launch) -> scr::Result<Option<u32>> {
     Ok(match launch.runs {
         Some(n) if n < 0 => None,
         Some(n) => Some(n.clamp(1, i64::from(u32::MAX)) as u32),
@@ -504,8 +504,7 @@ fn runs_allowed(params: &Params) -> scr::Result<Option<u32>> {
 }
 
 /// SCR_WATCHDOG's timeouts (a run's progress in compute, and while on the prefix).
-fn watchdog_timeouts(params: &Params) -> scr::Result<Option<(Duration, Duration)>> {
-    let launch = params.typed().launch;
+fn watchdog_timeouts(launch: &Launch) -> scr::Result<Option<(Duration, Duration)>> {
     if !launch.watchdog {
         return Ok(None);
     }
