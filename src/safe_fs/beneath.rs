@@ -322,10 +322,14 @@ impl Beneath {
             if !crate::io::is_temporary_name(&name) {
                 continue;
             }
+            // a regular file of this user's own: a writer of SCR's leaves nothing else, and
+            // in a directory others share a look-alike of theirs is not this sweep's
+            let own = rustix::process::geteuid().as_raw();
             let regular = rustix::fs::statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
                 .is_ok_and(|st| {
                     rustix::fs::FileType::from_raw_mode(st.st_mode)
                         == rustix::fs::FileType::RegularFile
+                        && st.st_uid == own
                 });
             if regular {
                 let _ = rustix::fs::unlinkat(&dir, entry.file_name(), AtFlags::empty());

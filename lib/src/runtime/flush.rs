@@ -117,10 +117,13 @@ impl Scr {
         let mut dirs = std::collections::BTreeSet::new();
         for id in interrupted {
             for target in self.flush_targets(id).unwrap_or_default() {
+                // (not the prefix itself, which others may share: SCR's temporaries of a
+                // dataset are in the directories below it)
                 if let Some(rel) = target
                     .dst
                     .parent()
                     .and_then(|p| p.strip_prefix(&self.config.prefix).ok())
+                    .filter(|rel| !rel.as_os_str().is_empty())
                 {
                     dirs.insert(rel.to_path_buf());
                 }
