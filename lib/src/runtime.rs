@@ -7,7 +7,7 @@
 //! `manage` (SCR_Current, SCR_Drop, SCR_Delete, purges).
 
 use crate::comm;
-use crate::event_log;
+use crate::event_log::EventLog;
 use scr::event_log::kinds;
 
 mod async_flush;
@@ -17,40 +17,34 @@ mod fault;
 mod fetch;
 mod flush;
 mod halt;
+mod job;
 mod manage;
 mod messages;
 mod node_cache;
 mod output;
+mod prefix_store;
 mod rebuild;
 mod redundancy;
 mod restart;
 mod set_rebuild;
 
-use cache::{Discards, TRASH_DIR, forget_cached};
+use async_flush::AsyncFlushes;
+use cache::{CacheManager, CacheSettings, JobPlace, TRASH_DIR};
 use descriptors::{CkptDesc, NodePlace};
-use mpi::topology::{Color, SimpleCommunicator};
+use fetch::{Fetch, Fetched};
+use flush::Flush;
+use job::{Job, NodeGroups};
+use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use node_cache::{NodeFilemaps, agree_on_foreign_caches, foreign_cache, load_filemaps};
-use scr::container;
-use scr::dataset::{Dataset, Origin as DatasetOrigin};
-use scr::filemap::{Filemap, MasterFilemap};
-use scr::flush::FlushTarget;
-use scr::flush::{FlushFile, Location};
+use node_cache::{agree_on_foreign_caches, foreign_cache, load_filemaps};
+use prefix_store::PrefixStore;
+use rebuild::Recovery;
+use redundancy::Redundancy;
 use scr::halt::HaltFile;
-use scr::hash::Hash;
-use scr::index::IndexFile;
-use scr::io::{self, LockedHashFile, SHARED_FILE};
+use scr::io::SHARED_FILE;
 use scr::layout::Node;
-use scr::meta::{FileType, Meta};
-use scr::nodes::NodesFile;
 use scr::params::{Params, Settings};
-use scr::prefix::{update_flush_file, update_index};
-use scr::rank2file::{self, Delivery, FileRecord, RankFiles, TreeTask};
-use scr::reddesc::{RedDesc, Scheme};
-use scr::redset::RedundancySets;
-use scr::summary::Summary;
 use scr::{Error, HashView, Result, layout, safe_fs};
-use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
@@ -87,33 +81,22 @@ enum Phase {
     },
 }
 
-/// Where rank 0 found a dataset's file lists: a whole map (SCR 1.1-8 summaries embed it), or
-/// a rank2file tree to scatter.
-enum FileList {
-    Embedded(RankFiles),
-    Tree(TreeTask),
-}
-
-/// One process's SCR state: where it runs, what SCR_Init read, the cache manager's state,
-/// and where the application is in its checkpoints.
+/// One process's SCR state: the parts of the runtime (the job and its communicators, the
+/// cache manager, the prefix store, the redundancy descriptors, the background flushes,
+/// the event log), what SCR_Init read, and where the application is in its datasets.
+///
+/// The API calls live on `Scr` (`runtime.rs`: Init, Finalize; `output.rs`; `restart.rs`;
+/// `manage.rs`; `halt.rs`); each hands the parts it calls only what they need. A part's
+/// function that takes the [`Job`] is collective.
 pub struct Scr {
-    world: SimpleCommunicator,
-    /// The ranks on this node, and the ranks with this rank's place on their nodes (the
-    /// node masters' one orders nodes for container offsets).
-    node_comm: SimpleCommunicator,
-    across_comm: SimpleCommunicator,
-    /// This process's node: its name, and whether it shares this machine with others.
-    node: Node,
-    rank: u64,
-    ranks: u64,
-    /// How many nodes this run has.
-    nodes: u64,
-    /// Each descriptor's redundancy sets, and the communicator of this rank's set (made
-    /// when first needed: creating it is collective).
-    sets: Vec<RedundancySets>,
-    set_comms: Vec<Option<SimpleCommunicator>>,
+    job: Job,
     config: Config,
-    cache: CacheState,
+    redundancy: Redundancy,
+    cache: CacheManager,
+    prefix: PrefixStore,
+    flushes: AsyncFlushes,
+    /// SCR_LOG_ENABLE's event log (writes on rank 0 only).
+    log: EventLog,
     dataset_id: u64,
     checkpoint_id: u64,
     phase: Phase,
@@ -126,51 +109,13 @@ pub struct Scr {
     fetch_pending: bool,
     /// When checkpoints were asked for, started and completed (SCR_Need_checkpoint's rules).
     schedule: scr::schedule::CheckpointSchedule,
-    /// SCR_LOG_ENABLE's event log (writes on rank 0 only).
-    log: crate::event_log::EventLog,
-    /// Flushes running in the background, oldest first.
-    async_flushes: Vec<async_flush::AsyncFlush>,
 }
 
-/// What SCR_Init read and decided once for the whole run.
+/// What SCR_Init read once for the whole run.
 struct Config {
     params: Params,
-    prefix: PathBuf,
-    /// Checkpoint descriptors, and how a store base becomes this node's cache directory.
-    descriptors: Vec<CkptDesc>,
-    user: String,
-    jobid: String,
     /// The parameters as typed values, read once.
     settings: Settings,
-}
-
-/// The cache manager's state: this rank's filemap and what its node holds for others.
-struct CacheState {
-    filemap_path: PathBuf,
-    filemap: Filemap,
-    /// Node master only: cached files on this node of ranks that now run elsewhere, and
-    /// partners' copies (a file never exists in cache without a filemap entry).
-    held: Option<(PathBuf, Filemap)>,
-    /// Datasets whose files moved or were rebuilt in Init: redundancy is applied anew.
-    reprotect: Vec<u64>,
-    /// A dataset kept past SCR_CACHE_SIZE until the open checkpoint completes.
-    deferred_eviction: Option<u64>,
-    discards: Discards,
-}
-
-/// Says what deleting datasets from the prefix did (rank 0 calls it): each deleted, each
-/// that stays and why, and what else the user should know. `why` is the parameter that
-/// asked for it.
-fn say_deletions(done: &scr::prefix::Deletions, why: &str) {
-    for name in &done.deleted {
-        say!("SCR: deleted {name} from the prefix ({why})");
-    }
-    for (name, e) in &done.failed {
-        say!("SCR: WARNING: {why}: {name} stays on the prefix: {e}");
-    }
-    for w in &done.warnings {
-        say!("SCR: WARNING: {w}");
-    }
 }
 
 /// Lexically normalises an absolute path (`a/./b/../c` → `a/c`) without touching the disk.
@@ -188,113 +133,35 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Where this node's directories of a job go.
-struct NodeDirs<'a> {
-    user: &'a str,
-    jobid: &'a str,
-    node: &'a Node,
-}
-
-impl NodeDirs<'_> {
-    /// The job's directory under a control or cache base (`param` names where the base
-    /// came from, for the error).
-    fn under(&self, base: &str, param: &str) -> Result<PathBuf> {
-        let base = layout::base_dir(base, param)?;
-        self.node.job_dir(base, self.user, self.jobid)
-    }
-
-    /// Creates this node's control directory and each descriptor's cache directory (the
-    /// node master empties the trash a previous run left). A node that cannot have them (a
-    /// name refused, a directory someone else controls) fails SCR_Init on every rank alike.
-    /// Returns the control directory.
-    fn prepare(
-        &self,
-        world: &SimpleCommunicator,
-        cntl_base: &str,
-        descriptors: &[CkptDesc],
-        local_rank: u64,
-    ) -> Result<PathBuf> {
-        let dirs = (|| {
-            let cntl_dir = self.under(cntl_base, "SCR_CNTL_BASE")?;
-            safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, 0o700)?;
-            for d in descriptors {
-                let store = self.under(&d.store, "SCR_CACHE_BASE (or a CKPT line's STORE)")?;
-                safe_fs::create_dirs_in(Path::new(&d.store), &store, 0o700)?;
-                if local_rank == 0 {
-                    // files a previous run discarded but did not get to delete
-                    let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));
-                }
-            }
-            Ok(cntl_dir)
-        })();
-        comm::agree(
-            world,
-            dirs,
-            "another node could not prepare its control or cache directory",
-        )
-    }
-}
-
-/// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration);
-/// its failure fails SCR_Init on every rank.
-fn prepare_prefix(world: &SimpleCommunicator, prefix: &Path) -> Result<()> {
-    let prepared = if world.rank() == 0 {
-        safe_fs::check_prefix_mode(prefix)
-            .and_then(|()| {
-                safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)
-            })
-            .and_then(|()| crate::config_api::keep(prefix))
-    } else {
-        Ok(())
-    };
-    comm::agree_root(
-        world,
-        prepared,
-        &format!("rank 0 could not prepare the prefix {}", prefix.display()),
-    )
-}
-
-/// Rank 0 records how many nodes the run has in the prefix's nodes file; its failure
-/// fails SCR_Init on every rank.
-fn write_nodes_file(world: &SimpleCommunicator, prefix: &Path, nodes: u64) -> Result<()> {
-    let written = if world.rank() == 0 {
-        NodesFile::with_nodes(nodes).write(&layout::nodes_file(prefix))
-    } else {
-        Ok(())
-    };
-    comm::agree_root(
-        world,
-        written,
-        "rank 0 could not write the nodes file on the prefix",
-    )
-}
-
-/// The ranks grouped by node.
-struct Nodes {
-    /// The ranks on this node.
-    node: SimpleCommunicator,
-    /// The ranks with this rank's place on their nodes.
-    across: SimpleCommunicator,
+/// Creates this node's control directory and each descriptor's cache directory (the node
+/// master empties the trash a previous run left). A node that cannot have them (a name
+/// refused, a directory someone else controls) fails SCR_Init on every rank alike.
+/// Returns the control directory. Collective over `world`.
+fn prepare_node_dirs(
+    world: &SimpleCommunicator,
+    place: &JobPlace,
+    cntl_base: &str,
+    descriptors: &[CkptDesc],
     local_rank: u64,
-    /// How many nodes the job has.
-    nodes: u64,
-}
-
-/// Groups the ranks by node name (`name` is this rank's), in world order. Collective; no
-/// rank learns the other nodes' names.
-fn group_by_node(world: &SimpleCommunicator, name: &str) -> Nodes {
-    let node = comm::split_by_name(world, name);
-    let local_rank = node.rank() as u64;
-    let across = world
-        .split_by_color(Color::with_value(local_rank as i32))
-        .expect("a color was given");
-    let nodes = comm::sum_u64(world, u64::from(local_rank == 0));
-    Nodes {
-        node,
-        across,
-        local_rank,
-        nodes,
-    }
+) -> Result<PathBuf> {
+    let dirs = (|| {
+        let cntl_dir = place.under(cntl_base, "SCR_CNTL_BASE")?;
+        safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, 0o700)?;
+        for d in descriptors {
+            let store = place.under(&d.store, "SCR_CACHE_BASE (or a CKPT line's STORE)")?;
+            safe_fs::create_dirs_in(Path::new(&d.store), &store, 0o700)?;
+            if local_rank == 0 {
+                // files a previous run discarded but did not get to delete
+                let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));
+            }
+        }
+        Ok(cntl_dir)
+    })();
+    comm::agree(
+        world,
+        dirs,
+        "another node could not prepare its control or cache directory",
+    )
 }
 
 /// Rank 0 reads the configuration (printing its warnings); every rank uses what it read.
@@ -340,95 +207,87 @@ impl Scr {
         if !settings.enable {
             return Err(Error::Disabled);
         }
-        let this_node = Node::of_process(|k| std::env::var(k).ok());
-        let name = this_node.name().to_string();
-        let Nodes {
-            node,
-            across,
-            local_rank,
-            nodes,
-        } = group_by_node(&world, &name);
+        let node = Node::of_process(|k| std::env::var(k).ok());
+        let groups = NodeGroups::of(&world, node.name());
 
-        let user = layout::user_name();
         let places = &settings.places;
-        let jobid = layout::job_id(places.job_id.as_deref(), |k| std::env::var(k).ok())
-            .unwrap_or_else(|| "defjobid".into());
-        let prefix = layout::prefix_dir(None, places.prefix.as_deref())?;
+        let place = JobPlace {
+            user: layout::user_name(),
+            jobid: layout::job_id(places.job_id.as_deref(), |k| std::env::var(k).ok())
+                .unwrap_or_else(|| "defjobid".into()),
+            node: node.clone(),
+        };
+        let prefix = PrefixStore::new(layout::prefix_dir(None, places.prefix.as_deref())?, rank);
         let mut descriptors = CkptDesc::from_params(&params, &settings.redundancy)?;
-        let node_dirs = NodeDirs {
-            user: &user,
-            jobid: &jobid,
-            node: &this_node,
-        };
-        let cntl_dir = node_dirs.prepare(&world, &places.cntl_base, &descriptors, local_rank)?;
-        let place = NodePlace {
-            name: &name,
+        let local_rank = groups.local_rank;
+        let cntl_dir =
+            prepare_node_dirs(&world, &place, &places.cntl_base, &descriptors, local_rank)?;
+        let node_place = NodePlace {
+            name: node.name(),
             local_rank,
-            across: &across,
+            across: &groups.across,
         };
-        let (sets, set_comms): (Vec<RedundancySets>, Vec<Option<SimpleCommunicator>>) = descriptors
+        let (sets, set_comms): (Vec<_>, Vec<_>) = descriptors
             .iter_mut()
-            .map(|d| d.select_sets(&world, &place, &params))
+            .map(|d| d.select_sets(&world, &node_place, &params))
             .unzip();
-        prepare_prefix(&world, &prefix)?;
+        let job = Job::new(world, groups, set_comms, node, settings.debug);
+        prefix.prepare(&job)?;
         // another program's cache must be judged before this job's filemaps replace it
-        let foreign = foreign_cache(&cntl_dir, &prefix);
+        let foreign = foreign_cache(&cntl_dir, prefix.path());
         let discard_foreign =
-            agree_on_foreign_caches(&world, local_rank, &cntl_dir, &prefix, foreign.as_ref())?;
-        comm::relaxed_barrier(&node);
+            agree_on_foreign_caches(&job, &cntl_dir, prefix.path(), foreign.as_ref())?;
+        comm::relaxed_barrier(job.node_comm());
 
         // every rank learns whether every node could write its filemaps (a full control
         // directory on one node), so none goes on into a collective the others left
-        let loaded = comm::agree(
-            &world,
-            load_filemaps(&node, rank, local_rank, &cntl_dir, &prefix),
+        let found = job.agree(
+            load_filemaps(&job, &cntl_dir, prefix.path()),
             "another node could not write its filemaps (its ranks print why: a full or failing control directory?)",
-        );
-        let NodeFilemaps {
-            filemap_path,
-            filemap,
-            held,
-            reprotect,
-        } = loaded?;
-        write_nodes_file(&world, &prefix, nodes)?;
-        let log = crate::event_log::EventLog::open(&settings.log, &prefix, rank, &user, &jobid)?;
-        let mut scr = Scr {
-            world,
-            node_comm: node,
-            across_comm: across,
-            node: this_node.clone(),
+        )?;
+        prefix.write_nodes_file(&job)?;
+        let log = EventLog::open(
+            &settings.log,
+            prefix.path(),
+            rank,
+            &place.user,
+            &place.jobid,
+        )?;
+        let redundancy = Redundancy {
+            descriptors,
+            sets,
+            mpi_buf: settings.buffers.mpi,
+            crc_on_copy: settings.crc.on_copy,
+        };
+        let cache = CacheManager::new(
             rank,
             ranks,
-            nodes,
-            set_comms,
-            sets,
-            config: Config {
-                settings,
-                params,
-                prefix,
-                descriptors,
-                user,
-                jobid,
+            place,
+            redundancy.stores(),
+            found,
+            CacheSettings {
+                crc_on_copy: settings.crc.on_copy,
+                crc_on_delete: settings.crc.on_delete,
+                debug: settings.debug,
             },
-            cache: CacheState {
-                filemap_path,
-                filemap,
-                held,
-                reprotect,
-                deferred_eviction: None,
-                discards: Discards::default(),
-            },
+        );
+        let mut scr = Scr {
+            job,
+            config: Config { settings, params },
+            redundancy,
+            cache,
+            prefix,
+            flushes: AsyncFlushes::default(),
+            log,
             dataset_id: 0,
             checkpoint_id: 0,
             phase: Phase::Idle,
             restart: None,
             fetch_pending: false,
             schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
-            log,
-            async_flushes: Vec::new(),
         };
         if discard_foreign {
-            scr.discard_whole_cache();
+            scr.cache.discard_all();
         }
         scr.begin()?;
         Ok(scr)
@@ -438,11 +297,21 @@ impl Scr {
     /// the restart chosen (rebuilt in cache where it must be, SCR_CURRENT's pick, flushed
     /// on restart), the start logged, and the halt conditions checked.
     fn begin(&mut self) -> Result<()> {
-        self.debug(1, format_args!("NPROCS={}", self.ranks));
-        self.debug(1, format_args!("NNODES={}", self.nodes));
+        self.job.debug(1, format_args!("NPROCS={}", self.job.ranks));
+        self.job.debug(1, format_args!("NNODES={}", self.job.nodes));
         self.purge()?;
-        self.restart_from_cache()?;
-        self.sweep_interrupted_flushes();
+        let distribute = self.config.settings.fetch.distribute;
+        let found = Recovery {
+            job: &self.job,
+            cache: &mut self.cache,
+            redundancy: &self.redundancy,
+        }
+        .restart_from_cache(&self.prefix, distribute)?;
+        self.dataset_id = found.dataset_id;
+        self.checkpoint_id = found.checkpoint_id;
+        self.restart = found.restart;
+        self.fetch_pending = self.restart.is_none() && self.config.settings.fetch.enabled;
+        self.flush_part().sweep_interrupted();
         if let Some(name) = self.config.settings.current.clone() {
             self.set_current(&name)?;
         }
@@ -450,8 +319,8 @@ impl Scr {
         self.log.event(
             kinds::START,
             &[
-                ("ranks", self.ranks.to_string()),
-                ("nodes", self.nodes.to_string()),
+                ("ranks", self.job.ranks.to_string()),
+                ("nodes", self.job.nodes.to_string()),
             ],
         );
         if let Some((id, name)) = self.restart.clone() {
@@ -461,77 +330,142 @@ impl Scr {
         Ok(())
     }
 
-    /// Rank 0 records something on the prefix that only helps later (where a dataset is,
-    /// when it was fetched or failed): a failure (a full or unreachable prefix) is a warning,
-    /// never an error on rank 0 alone, which would leave the other ranks in the next
-    /// collective call without it.
-    pub(super) fn note_on_prefix(&self, what: &str, f: impl FnOnce() -> Result<()>) {
-        if self.rank == 0
-            && let Err(e) = f()
+    /// The synchronous flush, with what it needs of this process's parts.
+    fn flush_part(&self) -> Flush<'_> {
+        Flush {
+            job: &self.job,
+            cache: &self.cache,
+            prefix: &self.prefix,
+            settings: &self.config.settings,
+            log: &self.log,
+        }
+    }
+
+    /// The recovery in cache, with what it needs of this process's parts.
+    fn recovery(&mut self) -> Recovery<'_> {
+        Recovery {
+            job: &self.job,
+            cache: &mut self.cache,
+            redundancy: &self.redundancy,
+        }
+    }
+
+    /// Runs the fetch loop (see [`Fetch::fetch`]) and takes what it fetched as the restart.
+    /// Collective.
+    fn fetch(&mut self, below: Option<u64>) -> Result<()> {
+        let fetched = Fetch {
+            job: &self.job,
+            cache: &mut self.cache,
+            prefix: &self.prefix,
+            redundancy: &self.redundancy,
+            settings: &self.config.settings,
+            log: &self.log,
+        }
+        .fetch(below)?;
+        if let Some(Fetched {
+            id,
+            name,
+            checkpoint_id,
+        }) = fetched
         {
-            say!("SCR: WARNING: could not record {what} on the prefix: {e}");
+            self.checkpoint_id = self.checkpoint_id.max(checkpoint_id);
+            self.restart = Some((id, name));
         }
+        Ok(())
     }
 
-    /// Rank 0 changes the prefix where the call's outcome depends on it (publishing a
-    /// dataset, the application's own SCR_Drop or SCR_Delete): every rank returns the same
-    /// result. Collective.
-    pub(super) fn agreed_on_prefix(
-        &self,
-        what: &str,
-        f: impl FnOnce() -> Result<()>,
-    ) -> Result<()> {
-        let outcome = if self.rank == 0 { f() } else { Ok(()) };
-        if let Err(e) = &outcome {
-            say!("SCR: ERROR: {what}: {e}");
-        }
-        comm::agree_root(&self.world, outcome, &format!("{what} failed on rank 0"))
-    }
-
-    /// SCR_CRC_ON_COPY: whether each copy, and each restart from cache, checks every byte
-    /// against its file's CRC32.
-    pub(super) fn crc_on_copy(&self) -> bool {
-        self.config.settings.crc.on_copy
-    }
-
-    /// An SCR_DEBUG message of `level` about the job, said once (by rank 0).
-    pub(super) fn debug(&self, level: u64, text: std::fmt::Arguments) {
-        if self.rank == 0 && self.config.settings.debug >= level {
-            say!("SCR: {text}");
-        }
-    }
-
-    /// An SCR_DEBUG message of `level` about this rank's own part, naming it.
-    pub(super) fn debug_rank(&self, level: u64, text: std::fmt::Arguments) {
-        if self.config.settings.debug >= level {
-            say!("SCR: rank {}: {text}", self.rank);
-        }
-    }
-
-    /// A transfer's cost as SCR_DEBUG shows it: seconds, files, bytes and bandwidth of the
-    /// whole dataset (its descriptor's totals).
-    pub(super) fn transfer_cost(&self, id: u64, secs: f64) -> String {
-        let desc = self
-            .cache
-            .filemap
-            .dataset(id, self.rank)
-            .unwrap_or_default();
-        let (files, bytes) = (desc.files().unwrap_or(0), desc.size().unwrap_or(0));
-        let mbs = if secs > 0.0 {
-            bytes as f64 / secs / 1e6
-        } else {
-            0.0
+    /// Publishes the background flushes every rank finished; waits for those up to
+    /// `wait_for`. Collective.
+    fn poll_async_flushes(&mut self, wait_for: Option<u64>) -> Result<()> {
+        let flush = Flush {
+            job: &self.job,
+            cache: &self.cache,
+            prefix: &self.prefix,
+            settings: &self.config.settings,
+            log: &self.log,
         };
-        format!("{secs:.6} secs, {files} files, {bytes} bytes, {mbs:.3} MB/s")
+        self.flushes.poll(&flush, wait_for)
     }
 
-    /// A dataset's name for messages (`?` when this rank does not know it).
-    pub(super) fn dataset_name(&self, id: u64) -> String {
-        self.cache
-            .filemap
-            .dataset(id, self.rank)
-            .and_then(|d| d.name().map(str::to_string))
-            .unwrap_or_else(|| layout::dataset_dir_name(id))
+    /// Flushes dataset `id` now, or in the background where SCR_FLUSH_ASYNC asks for it.
+    /// Collective.
+    fn flush_dataset(&mut self, id: u64, in_background: bool) -> Result<()> {
+        let flush = Flush {
+            job: &self.job,
+            cache: &self.cache,
+            prefix: &self.prefix,
+            settings: &self.config.settings,
+            log: &self.log,
+        };
+        if in_background {
+            self.flushes.start(&flush, id)
+        } else {
+            flush.flush(id)
+        }
+    }
+
+    /// Deletes a dataset from this rank's cache (and tells the flush file); a restart of it
+    /// is no longer offered.
+    fn delete_cached(&mut self, id: u64) {
+        self.cache.delete(&self.prefix, id);
+        if self.restart.as_ref().is_some_and(|(r, _)| *r == id) {
+            self.restart = None;
+        }
+    }
+
+    /// The newest checkpoint complete in every rank's cache, if the flush file says it is
+    /// not on the prefix (the same answer on every rank). Collective.
+    fn newest_unflushed_checkpoint(&self) -> Option<u64> {
+        let newest = self
+            .cache
+            .datasets_where(|x| x.is_checkpoint() && x.is_complete())
+            .max()
+            .unwrap_or(0);
+        let newest = self.job.min(newest);
+        (newest > 0 && self.prefix.needs_flush(&self.job, newest)).then_some(newest)
+    }
+
+    /// Flushes the newest complete checkpoint when the flush file says it is not on the
+    /// prefix. Collective.
+    fn flush_latest_if_needed(&mut self) -> Result<()> {
+        // a background flush finishes first; what it covers needs no second copy
+        self.poll_async_flushes(Some(u64::MAX))?;
+        // SCR flushes at the end only when flushing is on at all (SCR_FLUSH > 0); with
+        // SCR_FLUSH=0 checkpoints stay in cache for the drain or the next run
+        if self.config.settings.flush.every == 0 {
+            return Ok(());
+        }
+        match self.newest_unflushed_checkpoint() {
+            Some(latest) => self.flush_part().flush(latest),
+            None => Ok(()),
+        }
+    }
+
+    /// SCR_FLUSH_ON_RESTART (and SCR_GLOBAL_RESTART): the checkpoint restarted from cache
+    /// is flushed in SCR_Init if the prefix lacks it. With SCR_GLOBAL_RESTART the restart
+    /// then reads the prefix's files (an application restarting on another number of
+    /// processes needs the global file system): the cached copy steps aside for a fetch in
+    /// place when the application asks for its restart. Collective.
+    fn flush_on_restart(&mut self) -> Result<()> {
+        if !self.config.settings.flush.on_restart {
+            return Ok(());
+        }
+        let Some((id, _)) = self.restart.clone() else {
+            return Ok(());
+        };
+        if self.prefix.needs_flush(&self.job, id) {
+            self.flush_part().flush(id)?;
+        }
+        if self.config.settings.fetch.global_restart {
+            self.restart = None;
+            self.fetch_pending = true;
+        }
+        Ok(())
+    }
+
+    /// A dataset's name for messages (`scr.dataset.<id>` when this rank does not know it).
+    fn dataset_name(&self, id: u64) -> String {
+        self.cache.dataset_name(id)
     }
 
     /// The parameters this job runs with.
@@ -540,7 +474,12 @@ impl Scr {
     }
 
     pub fn rank(&self) -> u64 {
-        self.rank
+        self.job.rank
+    }
+
+    /// Starts unlinking the cache files this call discarded: every SCR call ends with it.
+    pub fn release_discards(&mut self) {
+        self.cache.release_discards();
     }
 
     /// `SCR_Finalize`: records that the run finished, flushes the newest checkpoint if it is
@@ -554,18 +493,14 @@ impl Scr {
         }
         self.fetch_pending = false;
         self.flush_latest_if_needed()?;
-        self.note_on_prefix("that SCR_Finalize was called", || {
-            HaltFile::update(
-                &layout::halt_file(&self.config.prefix),
-                SHARED_FILE,
-                |halt| {
-                    halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
-                    Ok(())
-                },
-            )
+        self.prefix.note("that SCR_Finalize was called", |prefix| {
+            HaltFile::update(&layout::halt_file(prefix), SHARED_FILE, |halt| {
+                halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
+                Ok(())
+            })
         });
-        self.cache.discards.wait();
-        comm::relaxed_barrier(&self.world);
+        self.cache.wait_for_discards();
+        self.job.barrier();
         self.log.event(kinds::END, &[]);
         Ok(())
     }

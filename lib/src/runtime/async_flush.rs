@@ -14,18 +14,27 @@
 //! A flush cut short (the job killed) leaves the flush file saying FLUSHING with the
 //! dataset still in cache; the post-run drain then copies it from the caches (SCR loses it).
 
-use super::{FileRecord, FlushTarget, Scr, comm, update_flush_file};
+use super::flush::Flush;
 use mpi::traits::Communicator;
+use scr::flush::FlushTarget;
 use scr::flush::Location;
 use scr::io::PRIVATE_FILE;
+use scr::rank2file::FileRecord;
 use scr::transfer::{self, Command, State, Throttle, TransferEntry, TransferFile};
 use scr::{HashView, Result, layout};
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// The flushes running in the background on this rank, oldest first (the same list on
+/// every rank: they start and are published in collective calls).
+#[derive(Default)]
+pub(super) struct AsyncFlushes {
+    running: Vec<AsyncFlush>,
+}
+
 /// One rank's part of a flush in the background.
-pub(super) struct AsyncFlush {
+struct AsyncFlush {
     id: u64,
     started: Instant,
     worker: Option<JoinHandle<Copied>>,
@@ -37,31 +46,35 @@ struct Copied {
     finished: Instant,
 }
 
-impl Scr {
-    fn transfer_file(&self) -> PathBuf {
-        layout::transfer_file(self.cache.filemap_path.parent().unwrap_or(Path::new(".")))
-    }
+/// The node's transfer file, in its control directory.
+fn transfer_file(flush: &Flush) -> PathBuf {
+    layout::transfer_file(flush.cache.control_dir())
+}
 
-    /// Starts flushing dataset `id` in the background and returns.
-    pub(super) fn start_async_flush(&mut self, id: u64) -> Result<()> {
-        self.note_on_prefix("the flush's start in the flush file", || {
-            update_flush_file(&self.config.prefix, |f| {
+impl AsyncFlushes {
+    /// Starts flushing dataset `id` in the background and returns. Collective (every rank
+    /// keeps the same list of background flushes).
+    pub(super) fn start(&mut self, flush: &Flush, id: u64) -> Result<()> {
+        let (job, settings) = (flush.job, flush.settings);
+        let prefix = flush.prefix.path();
+        flush
+            .prefix
+            .note_in_flush_file("the flush's start in the flush file", |f| {
                 f.set_location(id, Location::Flushing)
-            })
-        });
+            });
         // the node's limit is shared by its ranks
-        let node_ranks = self.node_comm.size().max(1) as f64;
-        let bytes_per_sec = self.config.settings.flush.async_bytes_per_sec as f64 / node_ranks;
-        let percent = self.config.settings.flush.async_percent;
-        let transfer = self.transfer_file();
-        let planned = self.flush_targets(id).and_then(|jobs| {
+        let node_ranks = job.node_comm().size().max(1) as f64;
+        let bytes_per_sec = settings.flush.async_bytes_per_sec as f64 / node_ranks;
+        let percent = settings.flush.async_percent;
+        let transfer = transfer_file(flush);
+        let planned = flush.cache.flush_targets(id).and_then(|jobs| {
             TransferFile::update(&transfer, PRIVATE_FILE, |t| {
                 for j in &jobs {
                     let size = std::fs::metadata(&j.src).map(|m| m.len()).unwrap_or(0);
                     t.add_file(
                         &j.src.to_string_lossy(),
                         &j.dst.to_string_lossy(),
-                        &self.config.prefix.to_string_lossy(),
+                        &prefix.to_string_lossy(),
                         size,
                     );
                 }
@@ -83,7 +96,7 @@ impl Scr {
                     records: Err(problem),
                     finished: Instant::now(),
                 });
-                self.async_flushes.push(AsyncFlush {
+                self.running.push(AsyncFlush {
                     id,
                     started: Instant::now(),
                     worker: Some(worker),
@@ -91,12 +104,12 @@ impl Scr {
                 return Ok(());
             }
         };
-        if self.config.settings.debug >= 1 {
-            self.debug(
+        if job.debugging(1) {
+            job.debug(
                 1,
                 format_args!(
                     "Initiating async flush of dataset {id} `{}'",
-                    self.dataset_name(id)
+                    flush.cache.dataset_name(id)
                 ),
             );
             let through = match TransferFile::read(&transfer) {
@@ -108,16 +121,16 @@ impl Scr {
                 }
                 _ => "a background thread".into(),
             };
-            self.debug_rank(1, format_args!("dataset {id} flushes through {through}"));
+            job.debug_rank(1, format_args!("dataset {id} flushes through {through}"));
         }
-        let want_crc = self.config.settings.crc.on_flush;
-        let buf = self.file_buf_size();
+        let want_crc = settings.crc.on_flush;
+        let buf = settings.buffers.file;
         let pace = Pace {
             bytes_per_sec,
             percent,
-            stall: Duration::from_secs(self.config.settings.flush.async_stall_secs),
+            stall: Duration::from_secs(settings.flush.async_stall_secs),
         };
-        let rank = self.rank;
+        let rank = job.rank;
         let worker = std::thread::spawn(move || {
             let records = copy_or_watch(&jobs, &transfer, want_crc, buf, pace, rank)
                 .map_err(|e| e.to_string());
@@ -126,7 +139,7 @@ impl Scr {
                 finished: Instant::now(),
             }
         });
-        self.async_flushes.push(AsyncFlush {
+        self.running.push(AsyncFlush {
             id,
             started: Instant::now(),
             worker: Some(worker),
@@ -135,24 +148,24 @@ impl Scr {
     }
 
     /// Whether dataset `id` is being flushed in the background.
-    pub(super) fn flushing_async(&self, id: u64) -> bool {
-        self.async_flushes.iter().any(|f| f.id == id)
+    pub(super) fn flushing(&self, id: u64) -> bool {
+        self.running.iter().any(|f| f.id == id)
     }
 
     /// Publishes the background flushes every rank has finished, oldest first; waits for
     /// those up to dataset `wait_for` (every one with `u64::MAX`). Collective.
-    pub(super) fn poll_async_flushes(&mut self, wait_for: Option<u64>) -> Result<()> {
-        while let Some(front) = self.async_flushes.first() {
+    pub(super) fn poll(&mut self, flush: &Flush, wait_for: Option<u64>) -> Result<()> {
+        while let Some(front) = self.running.first() {
             // the list is the same on every rank, so is this decision
             let must_wait = wait_for.is_some_and(|w| front.id <= w);
             if !must_wait {
                 let here = front.worker.as_ref().is_none_or(|w| w.is_finished());
-                if !comm::all_true(&self.world, here) {
+                if !flush.job.all(here) {
                     return Ok(());
                 }
             }
-            let mut flush = self.async_flushes.remove(0);
-            let copied = flush
+            let mut running = self.running.remove(0);
+            let copied = running
                 .worker
                 .take()
                 .map(|w| w.join())
@@ -161,32 +174,39 @@ impl Scr {
                     records: Err("the flush thread panicked".into()),
                     finished: Instant::now(),
                 });
-            self.finish_async_flush(&flush, copied)?;
+            finish(flush, &running, copied)?;
         }
         Ok(())
     }
+}
 
-    fn finish_async_flush(&mut self, flush: &AsyncFlush, copied: Copied) -> Result<()> {
-        let id = flush.id;
-        let secs = copied.finished.duration_since(flush.started).as_secs_f64();
-        let (records, problem) = match copied.records {
-            Ok(r) => (r, None),
-            Err(e) => (Vec::new(), Some(e)),
-        };
-        if let Some(e) = &problem {
-            say!(
-                "SCR: ERROR: rank {}: asynchronous flush of dataset {id}: {e}",
-                self.rank
-            );
-        }
-        let bytes: u64 = records.iter().map(|r| r.size).sum();
-        let total = comm::sum_u64(&self.world, bytes);
-        let slowest = comm::max_u64(&self.world, (secs * 1e6) as u64) as f64 / 1e6;
-        // the transfer file forgets this dataset's files
-        let sources: Vec<String> = self.user_files(id);
-        // (housekeeping for the node's transfer agent: a failure is a warning, as the others
-        // go on to publish the flush with this rank)
-        let forgotten = TransferFile::update(&self.transfer_file(), PRIVATE_FILE, |t| {
+/// Publishes one background flush once every rank's thread is done. Collective.
+fn finish(flush: &Flush, running: &AsyncFlush, copied: Copied) -> Result<()> {
+    let (job, cache) = (flush.job, flush.cache);
+    let id = running.id;
+    let secs = copied
+        .finished
+        .duration_since(running.started)
+        .as_secs_f64();
+    let (records, copied) = match copied.records {
+        Ok(r) => (r, Ok(())),
+        Err(e) => (Vec::new(), Err(scr::Error::refused(e))),
+    };
+    if let Err(e) = &copied {
+        say!(
+            "SCR: ERROR: rank {}: asynchronous flush of dataset {id}: {e}",
+            job.rank
+        );
+    }
+    let bytes: u64 = records.iter().map(|r| r.size).sum();
+    let total = job.sum(bytes);
+    let slowest = job.max((secs * 1e6) as u64) as f64 / 1e6;
+    // the transfer file forgets this dataset's files
+    let sources: Vec<String> = cache.user_files(id);
+    // (housekeeping for the node's transfer agent: a failure is a warning, as the others
+    // go on to publish the flush with this rank)
+    {
+        let forgotten = TransferFile::update(&transfer_file(flush), PRIVATE_FILE, |t| {
             for s in &sources {
                 t.remove_file(s);
             }
@@ -194,39 +214,27 @@ impl Scr {
             Ok(())
         });
         if let Err(e) = forgotten {
-            say!("SCR: WARNING: rank {}: {e}", self.rank);
+            say!("SCR: WARNING: rank {}: {e}", job.rank);
         }
-        let published = self.publish_flushed(id, records, problem.is_none())?;
-        if published {
-            let name = self
-                .cache
-                .filemap
-                .dataset(id, self.rank)
-                .and_then(|d| d.name().map(str::to_string));
-            let mut fields = vec![("name", name.unwrap_or_default()), ("dset", id.to_string())];
-            fields.extend(crate::event_log::timing(total, slowest));
-            fields.push(("async", "1".to_string()));
-            self.log.event(scr::event_log::kinds::FLUSH, &fields);
-        }
-        if published {
-            let nodes = self.nodes.max(1) as f64;
-            self.debug(
-                1,
-                format_args!(
-                    "asynchronous flush of dataset {id} done: {total} bytes in {slowest:.3} s, {:.0} bytes/s per node",
-                    total as f64 / slowest.max(1e-9) / nodes
-                ),
-            );
-            self.debug(
-                1,
-                format_args!(
-                    "Flush succeeded for dataset {id} `{}'",
-                    self.dataset_name(id)
-                ),
-            );
-        }
-        Ok(())
     }
+    let published = flush.publish(id, records, copied)?;
+    if published {
+        let name = cache.dataset_name(id);
+        let mut fields = vec![("name", name.clone()), ("dset", id.to_string())];
+        fields.extend(crate::event_log::timing(total, slowest));
+        fields.push(("async", "1".to_string()));
+        flush.log.event(scr::event_log::kinds::FLUSH, &fields);
+        let nodes = job.nodes.max(1) as f64;
+        job.debug(
+            1,
+            format_args!(
+                "asynchronous flush of dataset {id} done: {total} bytes in {slowest:.3} s, {:.0} bytes/s per node",
+                total as f64 / slowest.max(1e-9) / nodes
+            ),
+        );
+        job.debug(1, format_args!("Flush succeeded for dataset {id} `{name}'"));
+    }
+    Ok(())
 }
 
 /// How a background flush is paced, and how long an agent may go without progress.

@@ -1,23 +1,135 @@
-//! The cache manager: where datasets live in cache, eviction, and deleting cached
-//! datasets (files go through `.trash/`, unlinked in the background).
+//! The cache manager: this rank's filemap (and, on the node master, the files its node
+//! holds for ranks that run elsewhere now), where datasets live in the node's cache, and
+//! deleting them (files go through `.trash/`, unlinked in the background).
+//!
+//! It holds no communicator and none of its functions is collective: what must be agreed
+//! about the cache (which dataset to restart, which to evict) is decided by the collective
+//! steps that use it.
 
-use super::*;
+use super::fault;
+use super::prefix_store::PrefixStore;
+use super::{PARTNER_TAG, failure};
+use scr::dataset::Dataset;
+use scr::filemap::Filemap;
+use scr::flush::{FlushFile, FlushTarget, Location};
+use scr::hash::Hash;
+use scr::layout::{self, Node};
+use scr::meta::{FileType, Meta};
+use scr::params::settings::Flush as FlushSettings;
+use scr::reddesc::RedDesc;
+use scr::xor::XorHeader;
+use scr::{HashView, Result, io, safe_fs};
+use std::path::{Path, PathBuf};
 
-impl Scr {
+/// Whose directories these are: the cache and control directories of a job are
+/// `<base>/<user>/scr.<jobid>/` (and a node's own below that where nodes share a machine).
+pub(super) struct JobPlace {
+    pub(super) user: String,
+    pub(super) jobid: String,
+    pub(super) node: Node,
+}
+
+impl JobPlace {
+    /// The job's directory under a control or cache base (`param` names where the base
+    /// came from, for the error).
+    pub(super) fn under(&self, base: &str, param: &str) -> Result<PathBuf> {
+        let base = layout::base_dir(base, param)?;
+        self.node.job_dir(base, &self.user, &self.jobid)
+    }
+}
+
+/// This rank's cache: what its filemap records, where, and what goes next.
+pub(super) struct CacheManager {
+    rank: u64,
+    /// How many ranks the job has (a cached file records the job size it was written by).
+    ranks: u64,
+    place: JobPlace,
+    /// Every store the checkpoint descriptors name (their bases), in descriptor order.
+    stores: Vec<String>,
+    filemap_path: PathBuf,
+    pub(super) filemap: Filemap,
+    /// Node master only: cached files on this node of ranks that now run elsewhere, and
+    /// partners' copies (a file never exists in cache without a filemap entry).
+    held: Option<(PathBuf, Filemap)>,
+    /// Datasets whose files moved or were rebuilt in Init: redundancy is applied anew.
+    pub(super) reprotect: Vec<u64>,
+    /// A dataset kept past SCR_CACHE_SIZE until the open checkpoint completes.
+    pub(super) deferred_eviction: Option<u64>,
+    discards: Discards,
+    /// SCR_CRC_ON_COPY: every restart from cache reads every byte against its CRC32.
+    pub(super) crc_on_copy: bool,
+    /// SCR_CRC_ON_DELETE: files are checked once more before they go.
+    crc_on_delete: bool,
+    /// SCR_DEBUG, for "Deleting dataset …".
+    debug: u64,
+}
+
+/// What SCR_Init found of the node's cache (see `node_cache::load_filemaps`).
+pub(super) struct FoundCache {
+    pub(super) filemap_path: PathBuf,
+    pub(super) filemap: Filemap,
+    pub(super) held: Option<(PathBuf, Filemap)>,
+    pub(super) reprotect: Vec<u64>,
+}
+
+/// The settings the cache manager reads.
+pub(super) struct CacheSettings {
+    pub(super) crc_on_copy: bool,
+    pub(super) crc_on_delete: bool,
+    pub(super) debug: u64,
+}
+
+impl CacheManager {
+    pub(super) fn new(
+        rank: u64,
+        ranks: u64,
+        place: JobPlace,
+        stores: Vec<String>,
+        found: FoundCache,
+        settings: CacheSettings,
+    ) -> CacheManager {
+        CacheManager {
+            rank,
+            ranks,
+            place,
+            stores,
+            filemap_path: found.filemap_path,
+            filemap: found.filemap,
+            held: found.held,
+            reprotect: found.reprotect,
+            deferred_eviction: None,
+            discards: Discards::default(),
+            crc_on_copy: settings.crc_on_copy,
+            crc_on_delete: settings.crc_on_delete,
+            debug: settings.debug,
+        }
+    }
+
+    /// Writes this rank's filemap (before any file it records exists: filemap first).
+    pub(super) fn write(&self) -> Result<()> {
+        self.filemap.write(&self.filemap_path)
+    }
+
+    /// The node's control directory (where the filemaps and the transfer file are).
+    pub(super) fn control_dir(&self) -> &Path {
+        self.filemap_path.parent().unwrap_or(Path::new("."))
+    }
+
+    pub(super) fn place(&self) -> &JobPlace {
+        &self.place
+    }
+
     /// This node's cache directory in a store.
     pub(super) fn store_dir(&self, store: &str) -> PathBuf {
-        self.node
-            .job_dir(Path::new(store), &self.config.user, &self.config.jobid)
+        self.place
+            .node
+            .job_dir(Path::new(store), &self.place.user, &self.place.jobid)
             .expect("the user, job and node names were checked in SCR_Init")
     }
 
     /// This node's cache directory in every store the descriptors name.
     pub(super) fn store_dirs(&self) -> Vec<PathBuf> {
-        self.config
-            .descriptors
-            .iter()
-            .map(|d| self.store_dir(&d.store))
-            .collect()
+        self.stores.iter().map(|s| self.store_dir(s)).collect()
     }
 
     /// A cached dataset's directory, from the store its redundancy descriptor records (one
@@ -25,7 +137,6 @@ impl Scr {
     pub(super) fn dataset_dir(&self, id: u64) -> PathBuf {
         let stores = self.store_dirs();
         let dir = self
-            .cache
             .filemap
             .reddesc(id, self.rank)
             .and_then(|r| r.directory().map(PathBuf::from))
@@ -44,8 +155,7 @@ impl Scr {
 
     /// This rank's cached files of a dataset (owned, so the filemap can change meanwhile).
     pub(super) fn my_files(&self, id: u64) -> Vec<String> {
-        self.cache
-            .filemap
+        self.filemap
             .files(id, self.rank)
             .into_iter()
             .map(str::to_string)
@@ -55,124 +165,226 @@ impl Scr {
     /// This rank's files of a dataset the application wrote (not redundancy files), in
     /// filemap order.
     pub(super) fn user_files(&self, id: u64) -> Vec<String> {
-        self.cache.filemap.user_files(id, self.rank)
+        self.filemap.user_files(id, self.rank)
     }
 
-    /// Deletes the oldest cached datasets so that a new one fits SCR_CACHE_SIZE.
-    pub(super) fn evict_for(&mut self, store: &str) -> Result<()> {
-        let keep = self.config.params.cache_size(store) as usize;
-        let in_store = |d: &u64| {
-            let recorded = self
-                .cache
-                .filemap
-                .reddesc(*d, self.rank)
-                .and_then(|r| r.store().map(str::to_string));
-            recorded.is_none_or(|s| Path::new(&s) == Path::new(store))
+    /// This rank's user files of a dataset with the sizes and meta the filemap records.
+    pub(super) fn user_files_with_meta(&self, id: u64) -> Vec<(PathBuf, u64, Meta)> {
+        self.user_files(id)
+            .into_iter()
+            .map(|f| {
+                let meta = self.filemap.meta(id, self.rank, &f).unwrap_or_default();
+                (PathBuf::from(f), meta.size().unwrap_or(0), meta)
+            })
+            .collect()
+    }
+
+    /// Where each of this rank's user files of dataset `id` goes on the prefix.
+    pub(super) fn flush_targets(&self, id: u64) -> Result<Vec<FlushTarget>> {
+        scr::flush::targets(&self.filemap, id, self.rank).map_err(failure)
+    }
+
+    /// This rank's descriptor of dataset `id` (empty when it records none).
+    pub(super) fn dataset(&self, id: u64) -> Dataset {
+        self.filemap.dataset(id, self.rank).unwrap_or_default()
+    }
+
+    /// A dataset's name for messages (`scr.dataset.<id>` when this rank does not know it).
+    pub(super) fn dataset_name(&self, id: u64) -> String {
+        self.filemap
+            .dataset(id, self.rank)
+            .and_then(|d| d.name().map(str::to_string))
+            .unwrap_or_else(|| layout::dataset_dir_name(id))
+    }
+
+    /// The checkpoint id of dataset `d` as this rank's filemap records it.
+    pub(super) fn checkpoint_of(&self, d: u64) -> Option<u64> {
+        self.filemap
+            .dataset(d, self.rank)
+            .and_then(|x| x.checkpoint_id())
+    }
+
+    /// A transfer's cost as SCR_DEBUG shows it: seconds, files, bytes and bandwidth of the
+    /// whole dataset (its descriptor's totals).
+    pub(super) fn transfer_cost(&self, id: u64, secs: f64) -> String {
+        let desc = self.dataset(id);
+        let (files, bytes) = (desc.files().unwrap_or(0), desc.size().unwrap_or(0));
+        let mbs = if secs > 0.0 {
+            bytes as f64 / secs / 1e6
+        } else {
+            0.0
         };
-        let mut cached: Vec<u64> = self
-            .cache
-            .filemap
-            .datasets()
-            .into_iter()
-            .filter(in_store)
-            .collect();
-        // the newest complete checkpoint, when it is not on the prefix, is the only copy
-        // there is: it stays until the new dataset completes (see complete_output)
-        let protected = self.newest_unflushed_checkpoint()?;
-        let eviction = scr::cache::choose_eviction(&cached, keep, protected);
-        if eviction.deferred.is_some() {
-            self.cache.deferred_eviction = eviction.deferred;
+        format!("{secs:.6} secs, {files} files, {bytes} bytes, {mbs:.3} MB/s")
+    }
+
+    /// Records a dataset's descriptors and expected file count in this rank's filemap, on
+    /// disk, before any of its files exists (filemap first).
+    pub(super) fn record_dataset(
+        &mut self,
+        id: u64,
+        desc: &Dataset,
+        reddesc: &RedDesc,
+        expected_files: u64,
+        flush: &FlushSettings,
+    ) -> Result<()> {
+        self.filemap.set_dataset(id, self.rank, desc);
+        self.filemap.set_reddesc(id, self.rank, reddesc);
+        self.filemap
+            .set_expected_files(id, self.rank, expected_files);
+        // how the files go to the prefix: SCR's own scr_copy reads this to drain a node
+        // (PRESERVE=1: into the application's directories, not scr.dataset.<id>/)
+        let mut how = Hash::new();
+        let flag = |on: bool| if on { "1" } else { "0" };
+        how.set_value("PRESERVE", flag(flush.preserve_directories));
+        how.set_value("CONTAINER", flag(flush.containers));
+        self.filemap.set_flushdesc(id, self.rank, how);
+        self.write()
+    }
+
+    /// Records a file of this rank's in dataset `id` (with its meta data) on disk, before
+    /// the file is created (filemap first). A file already recorded keeps its entry.
+    pub(super) fn record_file(&mut self, id: u64, key: &str, meta: &Meta) -> Result<()> {
+        if self.filemap.files(id, self.rank).contains(&key) {
+            return Ok(());
         }
-        for victim in &eviction.now {
-            if self.flushing_async(*victim) {
-                // the only wait an asynchronous flush imposes: its files must stay until copied
-                self.poll_async_flushes(Some(*victim))?;
-            }
-            self.delete_cached(*victim);
-        }
-        cached.retain(|d| !eviction.now.contains(d) && Some(*d) != eviction.deferred);
-        // copies held for ranks that moved away go with the datasets of their age
-        let keep_from = self
-            .cache
-            .deferred_eviction
-            .into_iter()
-            .chain(cached.first().copied())
-            .min()
-            .unwrap_or(self.dataset_id);
-        // (this rank's own bookkeeping, after the collectives: a failure here is this
-        // rank's alone, and the caller must still take it into the dataset's agreement)
-        fault::point("evict", self.rank)?;
-        let held: Vec<u64> = self
-            .cache
-            .held
-            .as_ref()
-            .map(|(_, h)| h.datasets())
-            .unwrap_or_default();
-        for d in held.into_iter().filter(|&d| d < keep_from) {
-            self.drop_held(d)?;
-        }
-        Ok(())
+        self.filemap.add_file(id, self.rank, key);
+        self.filemap.set_meta(id, self.rank, key, meta);
+        self.write()
     }
 
     /// The datasets this rank's filemap records whose descriptor satisfies `keep`.
-    pub(super) fn cached_datasets_where(
+    pub(super) fn datasets_where(
         &self,
         keep: impl Fn(&Dataset) -> bool,
     ) -> impl Iterator<Item = u64> {
-        self.cache.filemap.datasets().into_iter().filter(move |&d| {
-            self.cache
-                .filemap
-                .dataset(d, self.rank)
-                .is_some_and(|x| keep(&x))
-        })
+        self.filemap
+            .datasets()
+            .into_iter()
+            .filter(move |&d| self.filemap.dataset(d, self.rank).is_some_and(|x| keep(&x)))
     }
 
-    /// The newest checkpoint complete in every rank's cache, if the flush file says it is
-    /// not on the prefix (the same answer on every rank).
-    pub(super) fn newest_unflushed_checkpoint(&self) -> Result<Option<u64>> {
-        let newest = self
-            .cached_datasets_where(|x| x.is_checkpoint() && x.is_complete())
-            .max()
+    /// The datasets of `store` this rank caches, oldest first.
+    pub(super) fn datasets_in_store(&self, store: &str) -> Vec<u64> {
+        self.filemap
+            .datasets()
+            .into_iter()
+            .filter(|d| {
+                let recorded = self
+                    .filemap
+                    .reddesc(*d, self.rank)
+                    .and_then(|r| r.store().map(str::to_string));
+                recorded.is_none_or(|s| Path::new(&s) == Path::new(store))
+            })
+            .collect()
+    }
+
+    /// The newest dataset below `below` this rank (or, on the node master, the node's held
+    /// copies) records; with `checkpoints_only`, the newest checkpoint.
+    pub(super) fn newest_cached(&self, below: u64, checkpoints_only: bool) -> u64 {
+        let newest = |map: &Filemap| {
+            map.ranks()
+                .into_iter()
+                .flat_map(|r| {
+                    map.datasets_of_rank(r).into_iter().filter(move |&d| {
+                        !checkpoints_only || map.dataset(d, r).is_some_and(|x| x.is_checkpoint())
+                    })
+                })
+                .filter(|&d| d < below)
+                .max()
+                .unwrap_or(0)
+        };
+        let held = self.held.as_ref().map_or(0, |(_, h)| newest(h));
+        newest(&self.filemap).max(held)
+    }
+
+    /// The newest dataset any filemap of this rank (or its node's held copies) records.
+    pub(super) fn newest_recorded(&self) -> u64 {
+        let held = self
+            .held
+            .as_ref()
+            .and_then(|(_, h)| h.latest_dataset())
             .unwrap_or(0);
-        let newest = comm::min_u64(&self.world, newest);
-        let unflushed = self.rank == 0
-            && newest > 0
-            && FlushFile::read(&layout::flush_file(&self.config.prefix))
-                .map_or(true, |f| f.needs_flush(newest));
-        Ok(comm::bcast_bool(&self.world, unflushed).then_some(newest))
+        self.filemap.latest_dataset().unwrap_or(0).max(held)
+    }
+
+    /// True when this rank holds every file of its part of checkpoint `dset` complete, of
+    /// the recorded size (and, with `check_crc`, CRC).
+    pub(super) fn verify_own(&self, dset: u64, check_crc: bool) -> bool {
+        verify_copy(&self.filemap, dset, self.rank, self.ranks, check_crc)
+    }
+
+    /// The files this node holds for other ranks (node master only).
+    pub(super) fn held(&self) -> Option<&Filemap> {
+        self.held.as_ref().map(|(_, h)| h)
+    }
+
+    /// The ranks whose verified copies of `dset` this node holds (node master only), with
+    /// `partner_only`, only partners' copies.
+    pub(super) fn held_copies(&self, dset: u64, partner_only: bool) -> Vec<u64> {
+        let Some(held) = self.held() else {
+            return Vec::new();
+        };
+        held.ranks_by_dataset(dset)
+            .into_iter()
+            .filter(|&r| {
+                r < self.ranks
+                    && (!partner_only || held.tag(dset, r, PARTNER_TAG).is_some())
+                    && verify_copy(held, dset, r, self.ranks, self.crc_on_copy)
+            })
+            .collect()
+    }
+
+    /// This rank's parity file of `d`: its path, header and where the parity starts.
+    pub(super) fn parity_file(&self, d: u64) -> Option<(PathBuf, XorHeader, u64)> {
+        parity_file_in(&self.filemap, d, self.rank)
+    }
+
+    /// This rank's parity header of `d`, and (node master) the held copies' headers.
+    pub(super) fn parity_headers(&self, d: u64, own: bool, held: &[u64]) -> Vec<XorHeader> {
+        let mut headers = Vec::new();
+        if own && let Some((_, header, _)) = self.parity_file(d) {
+            headers.push(header);
+        }
+        if let Some(h) = self.held() {
+            headers.extend(
+                held.iter()
+                    .filter_map(|&r| parity_file_in(h, d, r).map(|(_, header, _)| header)),
+            );
+        }
+        headers
+    }
+
+    /// A copy of rank `owner`'s files of `d` this node holds: its files with sizes and meta
+    /// (node master only).
+    pub(super) fn held_files(&self, d: u64, owner: u64) -> Vec<(PathBuf, u64, Meta)> {
+        let Some(held) = self.held() else {
+            return Vec::new();
+        };
+        held.files(d, owner)
+            .into_iter()
+            .map(|f| {
+                let meta = held.meta(d, owner, f).unwrap_or_default();
+                (PathBuf::from(f), meta.size().unwrap_or(0), meta)
+            })
+            .collect()
     }
 
     /// Deletes a dataset's files from cache, then its filemap entries: this rank's, the
     /// copies it keeps for partners, and (on the node master) the held ones.
-    pub(super) fn delete_cached(&mut self, dset: u64) {
-        self.discard_cached(dset);
-        self.note_on_prefix("that a dataset left the cache", || {
-            update_flush_file(&self.config.prefix, |f| forget_cached(f, dset))
-        });
-    }
-
-    /// Starts unlinking the cache files this call discarded (see [`Discards`]): every SCR
-    /// call ends with it.
-    pub fn release_discards(&mut self) {
-        self.cache.discards.release();
-    }
-
-    /// [`Scr::delete_cached`] but for the flush file, which the caller updates.
     ///
     /// A failure here (a full or failing cache or control directory on this node) is a
     /// warning, not an error: every caller is between collectives its peers go on into, and
     /// leaving early would hang them. What is left is harmless: a file that could not be
     /// removed stays until the job's cache is cleaned, and an entry whose files are gone
     /// fails verification.
-    pub(super) fn discard_cached(&mut self, dset: u64) {
-        self.debug(
-            1,
-            format_args!(
-                "Deleting dataset {dset} `{}' from cache",
+    pub(super) fn discard(&mut self, dset: u64) {
+        if self.debug >= 1 && self.rank == 0 {
+            say!(
+                "SCR: Deleting dataset {dset} `{}' from cache",
                 self.dataset_name(dset)
-            ),
-        );
-        if let Err(e) = self.try_discard_cached(dset) {
+            );
+        }
+        if let Err(e) = self.try_discard(dset) {
             say!(
                 "SCR: WARNING: rank {}: dataset {dset} left the cache, but not cleanly: {e}",
                 self.rank
@@ -180,27 +392,39 @@ impl Scr {
         }
     }
 
-    fn try_discard_cached(&mut self, dset: u64) -> Result<()> {
-        if self.config.settings.crc.on_delete {
+    /// [`CacheManager::discard`], and the flush file told the dataset left the cache (the
+    /// drain must not look for it there).
+    pub(super) fn delete(&mut self, prefix: &PrefixStore, dset: u64) {
+        self.discard(dset);
+        prefix.note_in_flush_file("that a dataset left the cache", |f| forget_cached(f, dset));
+    }
+
+    fn try_discard(&mut self, dset: u64) -> Result<()> {
+        if self.crc_on_delete {
             self.report_corrupt_files(dset);
         }
         let confine = self.cache_dirs_of(dset);
-        remove_dataset_files(
-            &mut self.cache.filemap,
-            dset,
-            &confine,
-            &mut self.cache.discards,
-        )?;
+        remove_dataset_files(&mut self.filemap, dset, &confine, &mut self.discards)?;
         // the dataset's directory is shared by the node's ranks: each removes what its own
         // files leave empty, so none deletes another's files before that one is done
         for dir in &confine {
             remove_empty_dirs(dir);
         }
-        if self.restart.as_ref().is_some_and(|(id, _)| *id == dset) {
-            self.restart = None;
-        }
-        self.cache.filemap.write(&self.cache.filemap_path)?;
+        self.write()?;
         self.drop_held(dset)
+    }
+
+    /// Discards every dataset this rank's filemap records and the node's held copies.
+    pub(super) fn discard_all(&mut self) {
+        let mut cached = self.filemap.datasets();
+        if let Some(held) = self.held() {
+            cached.extend(held.datasets());
+        }
+        cached.sort_unstable();
+        cached.dedup();
+        for d in cached {
+            self.discard(d);
+        }
     }
 
     /// SCR_CRC_ON_DELETE: before this rank's cached files of `dset` go, each one whose meta
@@ -209,7 +433,6 @@ impl Scr {
     fn report_corrupt_files(&self, dset: u64) {
         for f in self.my_files(dset) {
             let Some(want) = self
-                .cache
                 .filemap
                 .meta(dset, self.rank, &f)
                 .and_then(|m| m.crc32())
@@ -239,12 +462,12 @@ impl Scr {
             return;
         }
         let confine = self.cache_dirs_of(dset);
-        let Some((path, held)) = &mut self.cache.held else {
+        let Some((path, held)) = &mut self.held else {
             return;
         };
         let dropped = ranks
             .iter()
-            .try_for_each(|&r| remove_rank_files(held, dset, r, &confine, &mut self.cache.discards))
+            .try_for_each(|&r| remove_rank_files(held, dset, r, &confine, &mut self.discards))
             .and_then(|()| held.write(path));
         if let Err(e) = dropped {
             say!(
@@ -257,13 +480,123 @@ impl Scr {
     /// Node master: deletes held files of a dataset and their entries.
     pub(super) fn drop_held(&mut self, dset: u64) -> Result<()> {
         let confine = self.cache_dirs_of(dset);
-        if let Some((path, held)) = &mut self.cache.held
+        if let Some((path, held)) = &mut self.held
             && !held.ranks_by_dataset(dset).is_empty()
         {
-            remove_dataset_files(held, dset, &confine, &mut self.cache.discards)?;
+            remove_dataset_files(held, dset, &confine, &mut self.discards)?;
             held.write(path)?;
         }
         Ok(())
+    }
+
+    /// Node master: drops the copies its node holds of datasets older than `keep_from`
+    /// (those that go with the datasets of their age). This rank's own bookkeeping: a
+    /// failure here is this rank's alone, and the caller takes it into the dataset's
+    /// agreement.
+    pub(super) fn drop_held_before(&mut self, keep_from: u64) -> Result<()> {
+        fault::point("evict", self.rank)?;
+        let held: Vec<u64> = self.held().map(|h| h.datasets()).unwrap_or_default();
+        for d in held.into_iter().filter(|&d| d < keep_from) {
+            self.drop_held(d)?;
+        }
+        Ok(())
+    }
+
+    /// Drops this rank's redundancy files of `d` (XOR/RS parity, before the scheme is
+    /// applied anew) and the copies its node holds of `d`.
+    pub(super) fn clear_redundancy(&mut self, d: u64) -> Result<()> {
+        let old: Vec<String> = self
+            .my_files(d)
+            .into_iter()
+            .filter(|f| {
+                self.filemap
+                    .meta(d, self.rank, f)
+                    .and_then(|m| m.filetype())
+                    .is_some_and(|t| t != FileType::User)
+            })
+            .collect();
+        for f in &old {
+            io::remove_if_present(Path::new(f))?;
+            self.filemap.remove_file(d, self.rank, f);
+        }
+        let expected = self.filemap.expected_files(d, self.rank).unwrap_or(0);
+        self.filemap
+            .set_expected_files(d, self.rank, expected.saturating_sub(old.len() as u64));
+        self.write()?;
+        self.drop_held(d)
+    }
+
+    /// Marks received files of `owner` complete and writes the filemap.
+    pub(super) fn mark_complete(&mut self, id: u64, owner: u64, paths: &[String]) -> Result<()> {
+        mark_complete(&mut self.filemap, id, owner, paths);
+        self.write()
+    }
+
+    /// Starts unlinking the cache files this call discarded (see [`Discards`]): every SCR
+    /// call ends with it.
+    pub(super) fn release_discards(&mut self) {
+        self.discards.release();
+    }
+
+    /// Waits until every discarded file is gone (SCR_Finalize).
+    pub(super) fn wait_for_discards(&mut self) {
+        self.discards.wait();
+    }
+}
+
+/// True when `map` holds every file of (dset, rank) complete, of the recorded size (and,
+/// with `check_crc`, CRC), for a checkpoint of a job of `ranks` ranks. Reading every
+/// cached byte at each SCR_Init is what SCR_CRC_ON_COPY=1 asks for; without it a restart
+/// trusts sizes, as SCR does, and the CRCs recorded at Complete check what is rebuilt.
+pub(super) fn verify_copy(
+    map: &Filemap,
+    dset: u64,
+    rank: u64,
+    ranks: u64,
+    check_crc: bool,
+) -> bool {
+    let is_ckpt = map
+        .dataset(dset, rank)
+        .is_some_and(|d| d.is_checkpoint() && d.is_complete());
+    is_ckpt
+        && map.has_all_files(dset, rank)
+        && map.files(dset, rank).iter().all(|f| {
+            let meta = map.meta(dset, rank, f).expect("has_all_files checked meta");
+            if meta.ranks().is_some_and(|n| n != ranks) {
+                return false;
+            }
+            let Ok(stat) = std::fs::metadata(f) else {
+                return false;
+            };
+            let crc = meta
+                .crc32()
+                .filter(|_| check_crc)
+                .and_then(|_| io::file_crc32(Path::new(f)).ok());
+            meta.verify(stat.len(), crc).is_ok()
+        })
+}
+
+/// The parity file (XOR or RS) recorded for (d, rank) in `map`: path, header, parity offset.
+pub(super) fn parity_file_in(
+    map: &Filemap,
+    d: u64,
+    rank: u64,
+) -> Option<(PathBuf, XorHeader, u64)> {
+    map.files(d, rank).into_iter().find_map(|f| {
+        let meta = map.meta(d, rank, f)?;
+        matches!(meta.filetype(), Some(FileType::Xor | FileType::ReedSolomon)).then_some(())?;
+        let (h, offset) = XorHeader::read(Path::new(f)).ok()?;
+        Some((PathBuf::from(f), h, offset))
+    })
+}
+
+/// Marks received files complete.
+pub(super) fn mark_complete(filemap: &mut Filemap, id: u64, owner: u64, paths: &[String]) {
+    for p in paths {
+        if let Some(mut meta) = filemap.meta(id, owner, p) {
+            meta.set_complete(true);
+            filemap.set_meta(id, owner, p, &meta);
+        }
     }
 }
 
@@ -280,7 +613,7 @@ pub(super) fn forget_cached(f: &mut FlushFile, dset: u64) {
 /// files inside `confine` (the dataset's cache directories) are deleted: a file written
 /// straight to the prefix (SCR_CACHE_BYPASS, SCR_FETCH_BYPASS) is the prefix's, and a path a
 /// damaged or planted filemap names elsewhere is never touched.
-pub(super) fn remove_dataset_files(
+fn remove_dataset_files(
     map: &mut Filemap,
     dset: u64,
     confine: &[PathBuf],
@@ -294,7 +627,7 @@ pub(super) fn remove_dataset_files(
 }
 
 /// [`remove_dataset_files`] for one rank's files of a dataset and its entry.
-pub(super) fn remove_rank_files(
+fn remove_rank_files(
     map: &mut Filemap,
     dset: u64,
     rank: u64,
@@ -334,7 +667,7 @@ fn remove_empty_dirs(dir: &Path) {
 /// 17 ms instead of 8), while after it the application's computing hides it. Init empties
 /// `.trash/` of a job that died.
 #[derive(Default)]
-pub(super) struct Discards {
+struct Discards {
     threads: Vec<std::thread::JoinHandle<()>>,
     /// renamed into `.trash/`, not yet handed to a thread
     pending: Vec<PathBuf>,
@@ -342,7 +675,7 @@ pub(super) struct Discards {
 }
 
 impl Discards {
-    pub(super) fn discard(&mut self, files: Vec<PathBuf>) -> Result<()> {
+    fn discard(&mut self, files: Vec<PathBuf>) -> Result<()> {
         for f in files {
             let moved = trash_dir_for(&f).and_then(|trash| {
                 safe_fs::create_dirs_in(trash.parent()?, &trash, 0o700).ok()?;
@@ -361,7 +694,7 @@ impl Discards {
     }
 
     /// Starts unlinking what was discarded (called as an SCR call returns).
-    pub(super) fn release(&mut self) {
+    fn release(&mut self) {
         self.threads.retain(|t| !t.is_finished());
         if self.pending.is_empty() {
             return;
@@ -375,7 +708,7 @@ impl Discards {
     }
 
     /// Waits until every discarded file is gone.
-    pub(super) fn wait(&mut self) {
+    fn wait(&mut self) {
         self.release();
         for t in self.threads.drain(..) {
             if t.join().is_err() {
@@ -389,7 +722,7 @@ impl Discards {
 
 /// `<store>/.trash` for a cached file: the directory above its `scr.dataset.<id>`, which is
 /// on the same file system, so moving the file there is a rename.
-pub(super) fn trash_dir_for(file: &Path) -> Option<PathBuf> {
+fn trash_dir_for(file: &Path) -> Option<PathBuf> {
     file.ancestors()
         .find(|a| {
             a.file_name()

@@ -1,8 +1,15 @@
 //! Checkpoint descriptors (`CKPT=` lines or the one SCR_COPY_TYPE implies) and the
 //! redundancy sets each one chooses.
 
-use super::*;
+use super::failure;
+use crate::comm;
+use mpi::topology::{Color, SimpleCommunicator};
+use mpi::traits::*;
+use scr::Result;
+use scr::params::Params;
 use scr::params::settings::Redundancy;
+use scr::reddesc::Scheme;
+use scr::redset::RedundancySets;
 use scr::redset::{MAX_RS_CODE, balanced_set_id, members_needed, too_large_for_rs, too_small};
 
 /// A checkpoint descriptor: which store a checkpoint goes to, how often, and which
@@ -23,6 +30,8 @@ pub(super) struct CkptDesc {
     /// the filemap, and the checkpoint is published on the prefix when it completes.
     /// Redundancy has nothing to protect in cache, so the scheme is SINGLE.
     pub(super) bypass: bool,
+    /// How many datasets its store keeps in cache (SCR_CACHE_SIZE, or the store's COUNT).
+    pub(super) cache_size: u64,
 }
 
 impl CkptDesc {
@@ -45,17 +54,19 @@ impl CkptDesc {
             if d.attr("ENABLED") == Some("0") {
                 continue;
             }
+            let store = d
+                .attr("STORE")
+                .or(d.attr("BASE"))
+                .unwrap_or(&base)
+                .to_string();
             out.push(CkptDesc {
+                cache_size: params.cache_size(&store),
                 bypass: d
                     .attr("BYPASS")
                     .and_then(scr::params::parse_bool)
                     .unwrap_or(bypass_default),
                 interval: d.attr("INTERVAL").and_then(|i| i.parse().ok()).unwrap_or(1),
-                store: d
-                    .attr("STORE")
-                    .or(d.attr("BASE"))
-                    .unwrap_or(&base)
-                    .to_string(),
+                store,
                 scheme: d
                     .attr("TYPE")
                     .and_then(Scheme::parse)
@@ -75,6 +86,7 @@ impl CkptDesc {
         }
         if out.is_empty() {
             out.push(CkptDesc {
+                cache_size: params.cache_size(&base),
                 bypass: bypass_default,
                 interval: 1,
                 store: base,

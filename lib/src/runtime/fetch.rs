@@ -1,104 +1,139 @@
 //! Fetch: copying a checkpoint from the prefix into cache for a restart (the fetch loop
 //! over the index, the scattered rank2file tree, the copies with their CRC checks).
 
-use super::*;
+use super::cache::CacheManager;
+use super::failure;
+use super::flush::log_transfer;
+use super::job::Job;
+use super::messages::{FetchChoice, TreeDelivery};
+use super::prefix_store::PrefixStore;
+use super::redundancy::Redundancy;
+use crate::comm;
+use crate::event_log::EventLog;
+use scr::dataset::Dataset;
+use scr::event_log::kinds;
+use scr::flush::Location;
+use scr::index::IndexFile;
+use scr::meta::Meta;
+use scr::params::Settings;
+use scr::prefix::{update_flush_file, update_index};
+use scr::rank2file::{self, Delivery, FileRecord, RankFiles, TreeTask};
+use scr::summary::Summary;
+use scr::{Error, HashView, Result, container, io, layout, safe_fs};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
 
 /// Most files one rank reads while the rank2file tree is scattered.
 const MAX_TREE_READS: usize = 1024;
 
-impl Scr {
+/// What a fetch needs: the job, the cache it fills, the prefix it reads, the descriptors a
+/// fetched dataset is recorded with. Every method is collective.
+pub(super) struct Fetch<'a> {
+    pub(super) job: &'a Job,
+    pub(super) cache: &'a mut CacheManager,
+    pub(super) prefix: &'a PrefixStore,
+    pub(super) redundancy: &'a Redundancy,
+    pub(super) settings: &'a Settings,
+    pub(super) log: &'a EventLog,
+}
+
+/// The checkpoint a fetch brought into cache.
+pub(super) struct Fetched {
+    pub(super) id: u64,
+    pub(super) name: String,
+    pub(super) checkpoint_id: u64,
+}
+
+impl Fetch<'_> {
     /// The fetch loop: copies the newest complete, not-failed dataset from the prefix into
     /// cache (starting at a user-adjusted `scr.current`, else the index's CURRENT, and only
     /// below `below` when given). A copy that fails (missing file, size or CRC mismatch) is
-    /// marked FAILED in the index and the next older one is tried.
-    pub(super) fn fetch(&mut self, below: Option<u64>) -> Result<()> {
+    /// marked FAILED in the index and the next older one is tried. Collective; `None` when
+    /// there is nothing (more) to fetch: a clean start.
+    pub(super) fn fetch(&mut self, below: Option<u64>) -> Result<Option<Fetched>> {
+        let job = self.job;
         let mut failed: Vec<String> = Vec::new();
         loop {
             // rank 0 picks the candidate and reads its file list
-            let mut pick = Hash::new();
-            let mut root = None;
-            if self.rank == 0
-                && let Some((id, name, desc, files)) = self.next_fetch_candidate(below, &failed)
-            {
-                pick.set_value("ID", id);
-                pick.set_value("NAME", &name);
-                pick.set("DSET", desc.into_hash());
-                match files {
-                    // a 1.1-8 summary holds the whole (small) map: it goes to every rank
-                    FileList::Embedded(map) => {
-                        pick.set("MAP", rank2file::leaf_hash(&map));
-                    }
-                    FileList::Tree(task) => root = Some(task),
-                }
-            }
-            let pick = comm::bcast_hash(&self.world, 0, &pick);
-            let (Some(id), Some(name)) = (
-                pick.parsed::<u64>("ID").ok().flatten(),
-                pick.first_value("NAME").map(str::to_string),
-            ) else {
-                return Ok(()); // nothing (more) to fetch: a clean start
+            let (choice, root) = match job.is_root() {
+                true => self.next_candidate(below, &failed).unzip(),
+                false => (None, None),
             };
-            let desc = Dataset::wrap(pick.get("DSET").cloned().unwrap_or_default());
-            self.debug(1, format_args!("Attempting fetch: {name}"));
+            let bytes = comm::bcast_bytes(job.world(), 0, FetchChoice::to_bytes(choice.as_ref()));
+            let choice = job.agree_root(
+                FetchChoice::from_bytes(&bytes).map_err(|e| {
+                    failure(format!("rank 0's choice of the checkpoint to fetch: {e}"))
+                }),
+                "rank 0's choice of the checkpoint to fetch could not be read",
+            )?;
+            let Some(FetchChoice {
+                id,
+                name,
+                dataset: desc,
+                embedded,
+            }) = choice
+            else {
+                return Ok(None);
+            };
+            job.debug(1, format_args!("Attempting fetch: {name}"));
             let fetch_started = Instant::now();
-            let mine = match pick.get("MAP") {
-                Some(m) => {
-                    let mut map = RankFiles::new();
-                    rank2file::parse_leaf(m, &mut map)
-                        .map_err(|e| failure(format!("{name}: file list: {e}")))
-                        .map(|()| map.remove(&self.rank).unwrap_or_default())
-                }
-                None => self.scatter_rank2file(root),
+            let mine = match embedded {
+                Some(mut map) => Ok(map.remove(&job.rank).unwrap_or_default()),
+                None => self.scatter_rank2file(root.flatten()),
             };
             let result = match mine {
                 Ok(mine) => self.fetch_files_in_waves(id, &desc, &mine),
                 Err(e) => Err(failure(format!("{name}: file list: {e}"))),
             };
             if let Err(e) = &result {
-                say!("SCR: rank {}: fetch of {name} failed: {e}", self.rank);
+                say!("SCR: rank {}: fetch of {name} failed: {e}", job.rank);
             }
-            if comm::all_true(&self.world, result.is_ok()) {
-                self.log_transfer(kinds::FETCH, id, fetch_started);
+            let agreed = job.agree(result, &format!("another rank could not fetch {name}"));
+            if agreed.is_ok() {
+                log_transfer(self.log, self.cache, kinds::FETCH, id, fetch_started);
                 let secs = fetch_started.elapsed().as_secs_f64();
-                self.debug(
+                job.debug(
                     1,
-                    format_args!("scr_fetch: {}", self.transfer_cost(id, secs)),
+                    format_args!("scr_fetch: {}", self.cache.transfer_cost(id, secs)),
                 );
-                self.debug(1, format_args!("Fetch of dataset {id} `{name}' succeeded"));
-                self.note_on_prefix("the fetch", || {
-                    update_index(&self.config.prefix, |idx| {
+                job.debug(1, format_args!("Fetch of dataset {id} `{name}' succeeded"));
+                self.prefix.note("the fetch", |prefix| {
+                    update_index(prefix, |idx| {
                         idx.mark_fetched(id, &name, chrono::Local::now());
                         // the checkpoint restarted from is the current one, as in SCR: a
                         // newer one that failed to fetch no longer is
-                        idx.set_current(&name).map_err(|what| {
-                            Error::invalid(layout::index_file(&self.config.prefix), what)
-                        })
+                        idx.set_current(&name)
+                            .map_err(|what| Error::invalid(layout::index_file(prefix), what))
                     })?;
-                    if let Some(w) = scr::prefix::update_current_link(&self.config.prefix, &name)? {
+                    if let Some(w) = scr::prefix::update_current_link(prefix, &name)? {
                         say!("SCR: WARNING: {w}");
                     }
-                    update_flush_file(&self.config.prefix, |f| {
+                    update_flush_file(prefix, |f| {
                         f.describe_dataset(id, &desc);
                         f.set_location(id, Location::Cache);
                         f.set_location(id, Location::Pfs);
                     })
                 });
-                self.checkpoint_id = self.checkpoint_id.max(desc.checkpoint_id().unwrap_or(id));
-                self.restart = Some((id, name));
-                return Ok(());
+                let checkpoint_id = desc.checkpoint_id().unwrap_or(id);
+                return Ok(Some(Fetched {
+                    id,
+                    name,
+                    checkpoint_id,
+                }));
             }
-            self.debug(1, format_args!("Failed to fetch dataset {id} `{name}'"));
+            job.debug(1, format_args!("Failed to fetch dataset {id} `{name}'"));
             self.log.event(
                 kinds::FETCH_FAILED,
                 &[("name", name.clone()), ("dset", id.to_string())],
             );
-            self.note_on_prefix("the failed fetch in the index", || {
-                update_index(&self.config.prefix, |idx| {
+            self.prefix.note("the failed fetch in the index", |prefix| {
+                update_index(prefix, |idx| {
                     idx.mark_failed(id, &name, chrono::Local::now());
                     Ok(())
                 })
             });
-            self.delete_cached(id);
+            self.cache.delete(self.prefix, id);
             failed.push(name);
         }
     }
@@ -108,24 +143,25 @@ impl Scr {
     /// every rank holds its own file list. Collective; `root` is rank 0's. A tree written
     /// by SCR has each reader read a file or two per level; a rank sent more than
     /// [`MAX_TREE_READS`] files in all is reading a crafted graph, not a tree, and stops.
-    pub(super) fn scatter_rank2file(&self, root: Option<TreeTask>) -> Result<Vec<FileRecord>> {
+    fn scatter_rank2file(&self, root: Option<TreeTask>) -> Result<Vec<FileRecord>> {
+        let (job, prefix) = (self.job, self.prefix.path());
         let mut tasks: Vec<TreeTask> = root.into_iter().collect();
         let mut mine: Option<Vec<FileRecord>> = None;
         let mut problem: Option<String> = None;
         let mut reads = 0usize;
         loop {
-            let mut outgoing: BTreeMap<u64, Hash> = BTreeMap::new();
+            let mut outgoing: BTreeMap<u64, TreeDelivery> = BTreeMap::new();
             reads += tasks.len();
             if reads > MAX_TREE_READS {
                 problem.get_or_insert(format!(
                     "the rank2file map sends rank {} more than {MAX_TREE_READS} files to read; \
                      it is not the tree SCR writes",
-                    self.rank
+                    job.rank
                 ));
                 tasks.clear();
             }
             for task in tasks.drain(..) {
-                let deliveries = match rank2file::scatter_step(&self.config.prefix, &task) {
+                let deliveries = match rank2file::scatter_step(prefix, &task) {
                     Ok(d) => d,
                     Err(e) => {
                         problem = Some(e.to_string());
@@ -137,116 +173,110 @@ impl Scr {
                         Delivery::Read { reader, .. } => *reader,
                         Delivery::Files { rank, .. } => *rank,
                     };
-                    if to >= self.ranks {
+                    if to >= job.ranks {
                         problem = Some(format!(
                             "{}: names rank {to}, this job has {}",
-                            task.file, self.ranks
+                            task.file, job.ranks
                         ));
                         continue;
                     }
                     let msg = outgoing.entry(to).or_default();
                     match d {
-                        Delivery::Read { task, .. } => {
-                            let n = msg.get("TASK").map_or(0, |t| t.iter().count());
-                            let t = msg.set_kv("TASK", n);
-                            t.set_value("FILE", &task.file);
-                            t.set_value("OFFSET", task.offset);
-                            t.set_value("LEVEL", task.parent_level);
-                        }
-                        Delivery::Files { rank, files } => {
-                            msg.set("MINE", rank2file::leaf_hash([(&rank, &files)]));
-                        }
+                        Delivery::Read { task, .. } => msg.reads.push(task),
+                        Delivery::Files { rank, files } => msg.files = Some((rank, files)),
                     }
                 }
             }
-            if comm::sum_u64(&self.world, outgoing.len() as u64) == 0 {
+            if job.sum(outgoing.len() as u64) == 0 {
                 break;
             }
-            let packed = outgoing.into_iter().map(|(r, h)| (r, h.pack())).collect();
-            for bytes in comm::exchange(&self.world, &packed) {
-                let h =
-                    Hash::unpack(&bytes).map_err(|e| failure(format!("rank2file message: {e}")))?;
-                for (_, t) in h.get("TASK").into_iter().flat_map(Hash::iter) {
-                    tasks.push(TreeTask {
-                        file: t.first_value("FILE").unwrap_or_default().to_string(),
-                        offset: t.parsed("OFFSET").ok().flatten().unwrap_or(0),
-                        parent_level: t.parsed("LEVEL").ok().flatten().unwrap_or(0),
-                    });
-                }
-                if let Some(leaf) = h.get("MINE") {
-                    let mut map = RankFiles::new();
-                    match rank2file::parse_leaf(leaf, &mut map) {
-                        Ok(()) => mine = map.remove(&self.rank),
-                        Err(e) => problem = Some(e),
+            let packed = outgoing
+                .into_iter()
+                .map(|(r, m)| (r, m.to_bytes()))
+                .collect();
+            for bytes in comm::exchange(job.world(), &packed) {
+                match TreeDelivery::from_bytes(&bytes) {
+                    Ok(delivery) => {
+                        tasks.extend(delivery.reads);
+                        if let Some((_, files)) = delivery.files {
+                            mine = Some(files);
+                        }
                     }
+                    Err(e) => problem = Some(format!("a rank2file message: {e}")),
                 }
             }
         }
         if mine.is_none() && problem.is_none() {
             problem = Some(format!(
                 "the rank2file map lists nothing for rank {}",
-                self.rank
+                job.rank
             ));
         }
         let mine = match problem {
             Some(p) => Err(failure(p)),
             None => Ok(mine.unwrap_or_default()),
         };
-        comm::agree(
-            &self.world,
-            mine,
-            "another rank could not read its file list",
-        )
+        job.agree(mine, "another rank could not read its file list")
     }
 
-    /// Rank 0: the next dataset to try, with its descriptor and where its file lists are.
-    pub(super) fn next_fetch_candidate(
+    /// Rank 0: the next dataset to try, with its descriptor and where its file lists are
+    /// (in the choice, or the rank2file tree's root to scatter).
+    fn next_candidate(
         &self,
         below: Option<u64>,
         failed: &[String],
-    ) -> Option<(u64, String, Dataset, FileList)> {
-        let index = IndexFile::read(&layout::index_file(&self.config.prefix)).ok()?;
-        let link = scr::prefix::read_current_link(&self.config.prefix);
+    ) -> Option<(FetchChoice, Option<TreeTask>)> {
+        let prefix = self.prefix.path();
+        let ranks = self.job.ranks;
+        let index = IndexFile::read(&layout::index_file(prefix)).ok()?;
+        let link = scr::prefix::read_current_link(prefix);
         for entry in index.restart_candidates(link.as_deref()) {
             if below.is_some_and(|b| entry.id >= b) || failed.contains(&entry.name) {
                 continue;
             }
-            let loaded = (|| -> Result<(Dataset, FileList)> {
-                let summary = Summary::read(&layout::summary_file(&self.config.prefix, entry.id))?;
+            let loaded = (|| -> Result<(Dataset, Option<RankFiles>, Option<TreeTask>)> {
+                let summary = Summary::read(&layout::summary_file(prefix, entry.id))?;
                 if !summary.is_complete() {
                     return Err(failure("summary says incomplete"));
                 }
-                let (files, written_by) = match summary.embedded_rank2file() {
+                let (embedded, root, written_by) = match summary.embedded_rank2file() {
                     Some(map) => {
                         let n = map.len() as u64;
-                        if map.keys().any(|&r| r >= self.ranks) {
+                        if map.keys().any(|&r| r >= ranks) {
                             return Err(failure("its map names ranks this job does not have"));
                         }
-                        (FileList::Embedded(map), n)
+                        (Some(map), None, n)
                     }
                     None => {
                         let root = TreeTask::root(&layout::dataset_meta_rel(entry.id));
-                        let n = rank2file::tree_ranks(&self.config.prefix, &root)?;
-                        (FileList::Tree(root), n)
+                        let n = rank2file::tree_ranks(prefix, &root)?;
+                        (None, Some(root), n)
                     }
                 };
-                if written_by != self.ranks {
+                if written_by != ranks {
                     return Err(failure(format!(
-                        "written by {written_by} ranks, this job has {}",
-                        self.ranks
+                        "written by {written_by} ranks, this job has {ranks}"
                     )));
                 }
                 let desc = summary
                     .dataset()
                     .or_else(|| index.dataset(entry.id, &entry.name))
                     .unwrap_or_default();
-                Ok((desc, files))
+                Ok((desc, embedded, root))
             })();
             match loaded {
-                Ok((desc, files)) => return Some((entry.id, entry.name, desc, files)),
+                Ok((dataset, embedded, root)) => {
+                    let choice = FetchChoice {
+                        id: entry.id,
+                        name: entry.name,
+                        dataset,
+                        embedded,
+                    };
+                    return Some((choice, root));
+                }
                 Err(e) => {
                     say!("SCR: cannot fetch {}: {e}", entry.name);
-                    let _ = update_index(&self.config.prefix, |idx| {
+                    let _ = update_index(prefix, |idx| {
                         idx.mark_failed(entry.id, &entry.name, chrono::Local::now());
                         Ok(())
                     });
@@ -256,21 +286,21 @@ impl Scr {
         None
     }
 
-    /// [`Scr::fetch_files`], at most SCR_FETCH_WIDTH ranks reading the prefix at once: ranks
-    /// go in waves, as the flush's writers do. Collective.
+    /// [`Fetch::fetch_files`], at most SCR_FETCH_WIDTH ranks reading the prefix at once:
+    /// ranks go in waves, as the flush's writers do. Collective.
     fn fetch_files_in_waves(
         &mut self,
         id: u64,
         desc: &Dataset,
         files: &[FileRecord],
     ) -> Result<()> {
-        let width = self.config.settings.fetch.width;
+        let width = self.settings.fetch.width;
         let mut result = Ok(());
-        for wave in 0..self.ranks.div_ceil(width) {
+        for wave in 0..self.job.ranks.div_ceil(width) {
             if wave > 0 {
-                comm::relaxed_barrier(&self.world);
+                self.job.barrier();
             }
-            if self.rank / width == wave {
+            if self.job.rank / width == wave {
                 result = self.fetch_files(id, desc, files);
             }
         }
@@ -280,25 +310,26 @@ impl Scr {
     /// Copies this rank's files of a dataset from the prefix into cache (or, with
     /// SCR_FETCH_BYPASS, uses them in place), checking sizes and CRCs, recording each file
     /// in the filemap before it is created.
-    pub(super) fn fetch_files(
-        &mut self,
-        id: u64,
-        desc: &Dataset,
-        files: &[FileRecord],
-    ) -> Result<()> {
+    fn fetch_files(&mut self, id: u64, desc: &Dataset, files: &[FileRecord]) -> Result<()> {
+        let (rank, ranks) = (self.job.rank, self.job.ranks);
+        let prefix_dir = self.prefix.path();
         // what a failed recovery left in cache of this dataset is replaced by the fetched copy
-        if self.cache.filemap.have_rank_by_dataset(id, self.rank) {
-            self.delete_cached(id);
+        if self.cache.filemap.have_rank_by_dataset(id, rank) {
+            self.cache.delete(self.prefix, id);
         }
-        self.record_dataset(id, desc, files.len() as u64)?;
-        let buf = self.file_buf_size();
-        let in_place = self.config.settings.fetch.in_place;
+        let reddesc = self
+            .redundancy
+            .reddesc_for(desc.checkpoint_id(), self.cache, rank);
+        self.cache
+            .record_dataset(id, desc, &reddesc, files.len() as u64, &self.settings.flush)?;
+        let buf = self.settings.buffers.file;
+        let in_place = self.settings.fetch.in_place;
         // what is read back from the prefix is opened through directory handles: every
         // directory on the way and the file this user's, nobody else's to swap
-        let prefix = safe_fs::Beneath::open(&self.config.prefix)?;
+        let prefix = safe_fs::Beneath::open(prefix_dir)?;
         for rec in files {
             rank2file::check_relative(&rec.name).map_err(failure)?;
-            let src = self.config.prefix.join(&rec.name);
+            let src = prefix_dir.join(&rec.name);
             let opened = if rec.segments.is_empty() {
                 let file = prefix.open_file(Path::new(&rec.name))?;
                 // a file that is not what the summary says is refused before a byte moves
@@ -319,10 +350,11 @@ impl Scr {
             };
             // SCR_FETCH_BYPASS: the restart reads the prefix's file where it is (measured and
             // CRC-checked like a copy); the cache keeps only the filemap entry
+            let dataset_dir = self.cache.dataset_dir(id);
             let dst = if in_place && rec.segments.is_empty() {
                 src.clone()
             } else {
-                self.dataset_dir(id).join(&rec.name)
+                dataset_dir.join(&rec.name)
             };
             let key = dst.to_string_lossy().into_owned();
             let base = src
@@ -331,20 +363,18 @@ impl Scr {
                 .unwrap_or_default();
             let dir = src
                 .parent()
-                .unwrap_or(&self.config.prefix)
+                .unwrap_or(prefix_dir)
                 .to_string_lossy()
                 .into_owned();
-            let mut meta = Meta::for_user_file(&base, self.ranks, &rec.name, &dir, &base);
-            self.cache.filemap.add_file(id, self.rank, &key);
-            self.cache.filemap.set_meta(id, self.rank, &key, &meta);
-            self.cache.filemap.write(&self.cache.filemap_path)?;
+            let mut meta = Meta::for_user_file(&base, ranks, &rec.name, &dir, &base);
+            self.cache.record_file(id, &key, &meta)?;
             let (size, crc) = match opened {
                 Some(file) => {
                     let (size, crc) = io::copy_open_file_with_crc(
                         file,
                         &src,
                         &dst,
-                        Some(&self.dataset_dir(id)),
+                        Some(&dataset_dir),
                         buf,
                         &mut |_| {},
                     )?;
@@ -377,8 +407,8 @@ impl Scr {
             }
             meta.set_size(size);
             meta.set_complete(true);
-            self.cache.filemap.set_meta(id, self.rank, &key, &meta);
+            self.cache.filemap.set_meta(id, rank, &key, &meta);
         }
-        self.cache.filemap.write(&self.cache.filemap_path)
+        self.cache.write()
     }
 }

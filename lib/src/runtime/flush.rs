@@ -1,74 +1,104 @@
-//! Synchronous flush: copying a cached dataset to the prefix and publishing it there.
+//! Flushing a cached dataset to the prefix: the synchronous flush, and publishing a flushed
+//! dataset there (its rank2file tree, summary, index entry and `scr.current`), which the
+//! background flush ends with too.
 
-use super::*;
+use super::cache::CacheManager;
+use super::failure;
+use super::job::Job;
+use super::prefix_store::{PrefixStore, say_deletions};
+use crate::comm;
+use crate::event_log::{self, EventLog};
+use mpi::topology::Color;
+use mpi::traits::*;
+use scr::container;
+use scr::event_log::kinds;
+use scr::flush::{FlushTarget, Location};
+use scr::hash::Hash;
+use scr::params::Settings;
+use scr::rank2file::{self, FileRecord, RankFiles};
+use scr::{Error, Result, io, layout, safe_fs};
+use std::path::Path;
+use std::time::Instant;
 
-impl Scr {
-    /// Synchronous flush of a cached dataset to the prefix.
-    pub(super) fn flush(&mut self, id: u64) -> Result<()> {
-        let name = self.dataset_name(id);
-        self.debug(1, format_args!("Initiating flush of dataset {id} `{name}'"));
-        self.note_on_prefix("the flush's start in the flush file", || {
-            update_flush_file(&self.config.prefix, |f| {
+/// What a flush needs: the job to do it with, the cache it copies from, the prefix it
+/// publishes on. Every method is collective.
+pub(super) struct Flush<'a> {
+    pub(super) job: &'a Job,
+    pub(super) cache: &'a CacheManager,
+    pub(super) prefix: &'a PrefixStore,
+    pub(super) settings: &'a Settings,
+    pub(super) log: &'a EventLog,
+}
+
+impl Flush<'_> {
+    /// Synchronous flush of a cached dataset to the prefix. Collective.
+    pub(super) fn flush(&self, id: u64) -> Result<()> {
+        let name = self.cache.dataset_name(id);
+        self.job
+            .debug(1, format_args!("Initiating flush of dataset {id} `{name}'"));
+        self.prefix
+            .note_in_flush_file("the flush's start in the flush file", |f| {
                 f.set_location(id, Location::Flushing)
-            })
-        });
-        comm::relaxed_barrier(&self.world);
+            });
+        self.job.barrier();
         let started = Instant::now();
-        let want_crc = self.config.settings.crc.on_flush;
-        let buf = self.file_buf_size();
+        let want_crc = self.settings.crc.on_flush;
+        let buf = self.settings.buffers.file;
         // at most SCR_FLUSH_WIDTH ranks write to the prefix at once: ranks go in waves
-        let width = self.config.settings.flush.width;
-        let waves = self.ranks.div_ceil(width);
-        let containers = self.config.settings.flush.containers.then(|| {
+        let width = self.settings.flush.width;
+        let (rank, ranks) = (self.job.rank, self.job.ranks);
+        let waves = ranks.div_ceil(width);
+        let containers = self.settings.flush.containers.then(|| {
             let mine = self
+                .cache
                 .user_files(id)
                 .iter()
                 .filter_map(|f| std::fs::metadata(f).ok())
                 .map(|m| m.len())
                 .sum();
-            let size = self.config.settings.flush.container_size;
+            let size = self.settings.flush.container_size;
             (self.container_start(mine), size)
         });
         let mut records = Vec::new();
         let mut result = Ok(());
         for wave in 0..waves {
             if wave > 0 {
-                comm::relaxed_barrier(&self.world);
+                self.job.barrier();
             }
-            if self.rank / width != wave {
+            if rank / width != wave {
                 continue;
             }
             result = self.copy_to_prefix(id, want_crc, buf, containers, &mut records);
         }
         if let Err(e) = &result {
-            say!("SCR: ERROR: rank {}: flush of dataset {id}: {e}", self.rank);
+            say!("SCR: ERROR: rank {rank}: flush of dataset {id}: {e}");
         }
         let copy_secs = started.elapsed().as_secs_f64();
         // ranks done early wait sleeping, not in the gather's busy-poll
-        comm::relaxed_barrier(&self.world);
-        let copied = self.publish_flushed(id, records, result.is_ok())?;
-        self.debug_rank(
+        self.job.barrier();
+        let copied = self.publish(id, records, result)?;
+        self.job.debug_rank(
             2,
             format_args!(
                 "flush of dataset {id}: copied in {copy_secs:.3} s, all ranks done after {:.3} s",
                 started.elapsed().as_secs_f64()
             ),
         );
-        comm::relaxed_barrier(&self.world);
+        self.job.barrier();
         if copied {
-            self.log_transfer(kinds::FLUSH, id, started);
+            log_transfer(self.log, self.cache, kinds::FLUSH, id, started);
             let secs = started.elapsed().as_secs_f64();
-            self.debug(
+            self.job.debug(
                 1,
-                format_args!("scr_flush_sync: {}", self.transfer_cost(id, secs)),
+                format_args!("scr_flush_sync: {}", self.cache.transfer_cost(id, secs)),
             );
-            self.debug(
+            self.job.debug(
                 1,
                 format_args!("scr_flush_sync: Flush succeeded for dataset {id} `{name}'"),
             );
             Ok(())
         } else {
-            self.debug(
+            self.job.debug(
                 1,
                 format_args!("scr_flush_sync: Flush failed for dataset {id} `{name}'"),
             );
@@ -81,48 +111,32 @@ impl Scr {
     /// Where this rank's bytes start in the dataset's container stream: the node's total is
     /// summed on the node, node masters scan across nodes, ranks scan within their node,
     /// so each node's files lie together.
-    pub(super) fn container_start(&self, my_bytes: u64) -> u64 {
-        let node_total = comm::sum_u64(&self.node_comm, my_bytes);
-        let node_start = if self.node_comm.rank() == 0 {
-            comm::exclusive_sum_u64(&self.across_comm, node_total)
+    fn container_start(&self, my_bytes: u64) -> u64 {
+        let node = self.job.node_comm();
+        let node_total = comm::sum_u64(node, my_bytes);
+        let node_start = if node.rank() == 0 {
+            comm::exclusive_sum_u64(self.job.across(), node_total)
         } else {
             0
         };
-        comm::bcast_u64(&self.node_comm, 0, node_start)
-            + comm::exclusive_sum_u64(&self.node_comm, my_bytes)
+        comm::bcast_u64(node, 0, node_start) + comm::exclusive_sum_u64(node, my_bytes)
     }
 
     /// SCR_Init: a flush a previous run began and never finished (the flush file still says
     /// FLUSHING: a rank killed mid-copy) may have left temporaries of its copies on the
     /// prefix. Every rank removes them from the directories its own files of such a dataset
     /// go to (through handles), before any flush of this run writes there. Collective.
-    pub(super) fn sweep_interrupted_flushes(&self) {
-        let interrupted = if self.rank == 0 {
-            FlushFile::read(&layout::flush_file(&self.config.prefix))
-                .map(|f| {
-                    f.datasets()
-                        .into_iter()
-                        .filter(|&d| f.has_location(d, Location::Flushing))
-                        .flat_map(u64::to_le_bytes)
-                        .collect()
-                })
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        let interrupted: Vec<u64> = comm::bcast_bytes(&self.world, 0, interrupted)
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-            .collect();
+    pub(super) fn sweep_interrupted(&self) {
+        let prefix_dir = self.prefix.path();
         let mut dirs = std::collections::BTreeSet::new();
-        for id in interrupted {
-            for target in self.flush_targets(id).unwrap_or_default() {
+        for id in self.prefix.interrupted_flushes(self.job) {
+            for target in self.cache.flush_targets(id).unwrap_or_default() {
                 // (not the prefix itself, which others may share: SCR's temporaries of a
                 // dataset are in the directories below it)
                 if let Some(rel) = target
                     .dst
                     .parent()
-                    .and_then(|p| p.strip_prefix(&self.config.prefix).ok())
+                    .and_then(|p| p.strip_prefix(prefix_dir).ok())
                     .filter(|rel| !rel.as_os_str().is_empty())
                 {
                     dirs.insert(rel.to_path_buf());
@@ -130,62 +144,59 @@ impl Scr {
             }
         }
         if !dirs.is_empty()
-            && let Ok(prefix) = safe_fs::Beneath::open(&self.config.prefix)
+            && let Ok(prefix) = safe_fs::Beneath::open(prefix_dir)
         {
             for dir in &dirs {
                 prefix.remove_temporaries(dir);
             }
         }
-        comm::relaxed_barrier(&self.world);
-    }
-
-    /// Where each of this rank's user files of dataset `id` goes on the prefix.
-    pub(super) fn flush_targets(&self, id: u64) -> Result<Vec<FlushTarget>> {
-        scr::flush::targets(&self.cache.filemap, id, self.rank).map_err(failure)
+        self.job.barrier();
     }
 
     /// The end of every flush, synchronous or not: when every rank copied its files
-    /// (`copied_here` on each), the ranks write the dataset's rank2file tree and rank 0
-    /// publishes the dataset; otherwise the flush file stops saying FLUSHING. Collective;
-    /// returns whether published.
-    pub(super) fn publish_flushed(
-        &mut self,
+    /// (`copied` is this rank's outcome), the ranks write the dataset's rank2file tree and
+    /// rank 0 publishes the dataset; otherwise the flush file stops saying FLUSHING.
+    /// Collective; returns whether published.
+    pub(super) fn publish(
+        &self,
         id: u64,
         records: Vec<FileRecord>,
-        copied_here: bool,
+        copied: Result<()>,
     ) -> Result<bool> {
-        let copied = comm::all_true(&self.world, copied_here);
-        if !copied {
-            self.note_on_prefix("the flush's end in the flush file", || {
-                update_flush_file(&self.config.prefix, |f| {
+        let copied = self.job.agree(
+            copied,
+            &format!("another rank could not copy its files of dataset {id}"),
+        );
+        if copied.is_err() {
+            self.prefix
+                .note_in_flush_file("the flush's end in the flush file", |f| {
                     f.unset_location(id, Location::Flushing)
-                })
-            });
+                });
             return Ok(false);
         }
         let leaves = self.write_rank2file_leaves(id, records)?;
-        self.agreed_on_prefix(&format!("publishing dataset {id} on the prefix"), || {
-            let desc = self
-                .cache
-                .filemap
-                .dataset(id, self.rank)
-                .unwrap_or_default();
-            let prefix = &self.config.prefix;
-            // the leaves' entries are read here, where a failure is every rank's
-            let entries = leaves
-                .iter()
-                .map(|bytes| rank2file::unpack_entry(bytes).map_err(failure))
-                .collect::<Result<Vec<_>>>()?;
-            rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), self.ranks, entries)?;
-            if let Some(w) = scr::prefix::publish_written(prefix, id, &desc, true)? {
-                say!("SCR: WARNING: {w}");
-            }
-            // the dataset is published; an older one that cannot be deleted stays (said)
-            let keep = self.config.settings.prefix.size;
-            let done = scr::prefix::enforce_window(prefix, keep);
-            super::say_deletions(&done, &format!("SCR_PREFIX_SIZE={keep}"));
-            Ok(())
-        })?;
+        let ranks = self.job.ranks;
+        let keep = self.settings.prefix.size;
+        let desc = self.cache.dataset(id);
+        self.prefix.agreed(
+            self.job,
+            &format!("publishing dataset {id} on the prefix"),
+            |prefix| {
+                // the leaves' entries are read here, where a failure is every rank's
+                let entries = leaves
+                    .iter()
+                    .map(|bytes| rank2file::unpack_entry(bytes).map_err(failure))
+                    .collect::<Result<Vec<_>>>()?;
+                rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), ranks, entries)?;
+                if let Some(w) = scr::prefix::publish_written(prefix, id, &desc, true)? {
+                    say!("SCR: WARNING: {w}");
+                }
+                // the dataset is published; an older one that cannot be deleted stays (said)
+                let done = scr::prefix::enforce_window(prefix, keep);
+                say_deletions(&done, &format!("SCR_PREFIX_SIZE={keep}"));
+                Ok(())
+            },
+        )?;
         Ok(true)
     }
 
@@ -197,14 +208,15 @@ impl Scr {
     /// gathering every list on rank 0 grows with the job. Collective; fails on every rank
     /// when a leaf could not be written.
     fn write_rank2file_leaves(&self, id: u64, records: Vec<FileRecord>) -> Result<Vec<Vec<u8>>> {
+        let (world, rank) = (self.job.world(), self.job.rank);
         let mut mine = RankFiles::new();
-        mine.insert(self.rank, records);
+        mine.insert(rank, records);
         let leaf = rank2file::leaf_hash(&mine).pack();
         let share = rank2file::LEAF_SHARE as u64;
         let size = leaf.len() as u64;
-        let offset = comm::exclusive_sum_u64(&self.world, size);
+        let offset = comm::exclusive_sum_u64(world, size);
         let most = rank2file::ENTRIES_BUDGET as u64;
-        if !comm::all_true(&self.world, size <= most) {
+        if !self.job.all(size <= most) {
             return Err(Error::collective(format!(
                 "a rank's list of files of dataset {id} exceeds {most} bytes: too many files for one rank"
             )));
@@ -213,14 +225,13 @@ impl Scr {
         // its share, so no other list shares its bucket's second color)
         let bucket = offset / share;
         let color = Color::with_value((2 * bucket + u64::from(size > share)) as i32);
-        let leaf_comm = self
-            .world
-            .split_by_color_with_key(color, self.rank as i32)
+        let leaf_comm = world
+            .split_by_color_with_key(color, rank as i32)
             .expect("a color was given");
         let lists = comm::gather_bytes(&leaf_comm, 0, &leaf);
         let writer = leaf_comm.rank() == 0;
         let written = if writer {
-            let prefix = &self.config.prefix;
+            let prefix = self.prefix.path();
             (|| {
                 let mut map = RankFiles::new();
                 for bytes in &lists {
@@ -235,13 +246,9 @@ impl Scr {
             Ok(None)
         };
         if let Err(e) = &written {
-            say!(
-                "SCR: ERROR: rank {}: writing a rank2file leaf: {e}",
-                self.rank
-            );
+            say!("SCR: ERROR: rank {rank}: writing a rank2file leaf: {e}");
         }
-        let written = comm::agree(
-            &self.world,
+        let written = self.job.agree(
             written,
             &format!("the rank2file map of dataset {id} could not be written on the prefix"),
         )?;
@@ -251,7 +258,7 @@ impl Scr {
             Color::undefined()
         };
         let mut entries = Vec::new();
-        if let Some(writers) = self.world.split_by_color(writers_color) {
+        if let Some(writers) = world.split_by_color(writers_color) {
             let entry = written
                 .map(|e| rank2file::pack_entry(&e))
                 .unwrap_or_default();
@@ -263,7 +270,7 @@ impl Scr {
 
     /// Copies this rank's files of a dataset to their places under the prefix, or into
     /// containers from stream position `start` (of containers of `size` bytes) when given.
-    pub(super) fn copy_to_prefix(
+    fn copy_to_prefix(
         &self,
         id: u64,
         want_crc: bool,
@@ -274,7 +281,8 @@ impl Scr {
         // the new directory entries must be durable too before the index says COMPLETE
         let mut dirs = std::collections::BTreeSet::new();
         let mut at = containers.map(|(start, _)| start);
-        for FlushTarget { src, dst, orig } in self.flush_targets(id)? {
+        let prefix = self.prefix.path();
+        for FlushTarget { src, dst, orig } in self.cache.flush_targets(id)? {
             let (size, crc, segments) = match (&mut at, containers) {
                 (Some(at), Some((_, container_size))) => {
                     let len = std::fs::metadata(&src)
@@ -282,9 +290,8 @@ impl Scr {
                         .len();
                     let segments = container::place(id, *at, len, container_size);
                     *at += len;
-                    let (size, crc) =
-                        container::write_file(&src, &self.config.prefix, &segments, &mut |_| {})?;
-                    dirs.insert(layout::dataset_meta_dir(&self.config.prefix, id));
+                    let (size, crc) = container::write_file(&src, prefix, &segments, &mut |_| {})?;
+                    dirs.insert(layout::dataset_meta_dir(prefix, id));
                     (size, want_crc.then_some(crc), segments)
                 }
                 _ => {
@@ -293,15 +300,10 @@ impl Scr {
                     let recorded = self
                         .cache
                         .filemap
-                        .meta(id, self.rank, &src.to_string_lossy())
+                        .meta(id, self.job.rank, &src.to_string_lossy())
                         .and_then(|m| m.crc32());
-                    let (size, crc) = copy_file(
-                        &src,
-                        &dst,
-                        &self.config.prefix,
-                        buf,
-                        want_crc || recorded.is_some(),
-                    )?;
+                    let (size, crc) =
+                        copy_file(&src, &dst, prefix, buf, want_crc || recorded.is_some())?;
                     if let (Some(want), Some(got)) = (recorded, crc)
                         && want != got
                     {
@@ -328,43 +330,25 @@ impl Scr {
         }
         dirs.iter().try_for_each(|d| io::sync_dir(d))
     }
+}
 
-    /// Logs a flush or fetch of dataset `id` that started at `started`: its size, time and
-    /// bandwidth.
-    pub(super) fn log_transfer(&self, kind: &str, id: u64, started: Instant) {
-        let desc = self
-            .cache
-            .filemap
-            .dataset(id, self.rank)
-            .unwrap_or_default();
-        let mut fields = vec![
-            ("name", desc.name().unwrap_or_default().to_string()),
-            ("dset", id.to_string()),
-        ];
-        let bytes = desc.size().unwrap_or(0);
-        fields.extend(event_log::timing(bytes, started.elapsed().as_secs_f64()));
-        self.log.event(kind, &fields);
-    }
-
-    /// SCR_FLUSH: flush every this many checkpoints; 0 never flushes.
-    pub(super) fn flush_every(&self) -> u64 {
-        self.config.settings.flush.every
-    }
-
-    /// Flushes the newest complete checkpoint when the flush file says it is not on the prefix.
-    pub(super) fn flush_latest_if_needed(&mut self) -> Result<()> {
-        // a background flush finishes first; what it covers needs no second copy
-        self.poll_async_flushes(Some(u64::MAX))?;
-        // SCR flushes at the end only when flushing is on at all (SCR_FLUSH > 0); with
-        // SCR_FLUSH=0 checkpoints stay in cache for the drain or the next run
-        if self.flush_every() == 0 {
-            return Ok(());
-        }
-        match self.newest_unflushed_checkpoint()? {
-            Some(latest) => self.flush(latest),
-            None => Ok(()),
-        }
-    }
+/// Logs a flush or fetch of dataset `id` that started at `started`: its size, time and
+/// bandwidth.
+pub(super) fn log_transfer(
+    log: &EventLog,
+    cache: &CacheManager,
+    kind: &str,
+    id: u64,
+    started: Instant,
+) {
+    let desc = cache.dataset(id);
+    let mut fields = vec![
+        ("name", desc.name().unwrap_or_default().to_string()),
+        ("dset", id.to_string()),
+    ];
+    let bytes = desc.size().unwrap_or(0);
+    fields.extend(event_log::timing(bytes, started.elapsed().as_secs_f64()));
+    log.event(kind, &fields);
 }
 
 /// Copies `src` to `dst` (below `root`, through no symbolic link) with an fsync, returning

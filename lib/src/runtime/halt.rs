@@ -1,88 +1,99 @@
 //! Halt conditions: the halt file and the allocation's end, decided on rank 0 for all.
 
-use super::*;
+use super::Scr;
+use super::job::Job;
+use super::prefix_store::PrefixStore;
+use scr::event_log::kinds;
+use scr::halt::HaltFile;
+use scr::io::{LockedHashFile, SHARED_FILE};
+use scr::params::settings::Halt;
+use scr::{Error, HashView, Result, layout};
 
-impl Scr {
-    /// Rank 0 reads the halt file (counting a completed checkpoint against CheckpointsLeft
-    /// when asked) and decides; every rank learns the decision. Rank 0 records the cause
-    /// as the ExitReason so the launcher stops too.
-    pub(super) fn halt_decision(&self, count_checkpoint: bool) -> Result<bool> {
-        let mut halt_now = false;
-        let mut result: Result<()> = Ok(());
-        let now = chrono::Utc::now().timestamp();
-        let remaining = scr::halt::seconds_until(self.config.settings.halt.end_time, now);
-        let halt_seconds = Some(self.config.settings.halt.seconds as i64);
-        let path = layout::halt_file(&self.config.prefix);
-        // a check that changes nothing reads the file without its lock (it is replaced
-        // whole, never written in place): one a neighbour holds locked slows no
-        // SCR_Should_exit loop
-        let nothing_to_do = self.rank == 0
-            && !count_checkpoint
-            && HaltFile::read(&path).is_ok_and(|h| {
-                h.with_halt_seconds_default(halt_seconds)
-                    .library_decision(now, remaining)
-                    .is_none()
-            });
-        if self.rank == 0 && !nothing_to_do {
-            result = (|| {
-                // the halt file is everyone's to write, so anyone can also hold its lock:
-                // a check waits a second for it at most, and the next check tries again
-                let (lock, hash) = LockedHashFile::open_waiting(
-                    &path,
-                    SHARED_FILE,
-                    HaltFile::MAX_BYTES,
-                    std::time::Duration::from_secs(1),
-                )?;
-                let was = hash.clone();
-                let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
-                if count_checkpoint {
-                    halt.decrement_checkpoints();
-                }
-                let conditions = halt.with_halt_seconds_default(halt_seconds);
-                if let Some(cause) = conditions.library_decision(now, remaining) {
-                    say!("SCR: Job exiting: {cause}");
-                    halt.set_exit_reason(cause.reason());
-                    halt_now = true;
-                }
-                // Need_checkpoint and Should_exit call this often: rewrite only what changed
-                // (an empty file the lock just created is written once, so it reads as a halt file)
-                let just_created = std::fs::metadata(&path).is_ok_and(|m| m.len() == 0);
-                if halt.hash() != &was || just_created {
-                    lock.write_and_unlock(halt.hash())?;
-                }
-                Ok(())
-            })();
-        }
-        // the halt file is the prefix's: if rank 0 cannot read it (locked by someone else,
-        // damaged, a full or failing file system) the job goes on rather than fail on rank 0
-        // alone, and the allocation's end still stops it in time
-        if let Err(e) = &result {
-            say!("SCR: WARNING: the halt file's conditions not checked this time: {e}");
-            let by_time = HaltFile::new()
-                .with_halt_seconds_default(halt_seconds)
-                .library_decision(now, remaining);
-            if let Some(cause) = by_time {
+/// Rank 0 reads the halt file (counting a completed checkpoint against CheckpointsLeft
+/// when asked) and decides; every rank learns the decision. Rank 0 records the cause as
+/// the ExitReason so the launcher stops too. Collective.
+pub(super) fn decision(
+    job: &Job,
+    prefix: &PrefixStore,
+    settings: &Halt,
+    count_checkpoint: bool,
+) -> bool {
+    let root = job.is_root();
+    let mut halt_now = false;
+    let mut result: Result<()> = Ok(());
+    let now = chrono::Utc::now().timestamp();
+    let remaining = scr::halt::seconds_until(settings.end_time, now);
+    let halt_seconds = Some(settings.seconds as i64);
+    let path = layout::halt_file(prefix.path());
+    // a check that changes nothing reads the file without its lock (it is replaced
+    // whole, never written in place): one a neighbour holds locked slows no
+    // SCR_Should_exit loop
+    let nothing_to_do = root
+        && !count_checkpoint
+        && HaltFile::read(&path).is_ok_and(|h| {
+            h.with_halt_seconds_default(halt_seconds)
+                .library_decision(now, remaining)
+                .is_none()
+        });
+    if root && !nothing_to_do {
+        result = (|| {
+            // the halt file is everyone's to write, so anyone can also hold its lock:
+            // a check waits a second for it at most, and the next check tries again
+            let (lock, hash) = LockedHashFile::open_waiting(
+                &path,
+                SHARED_FILE,
+                HaltFile::MAX_BYTES,
+                std::time::Duration::from_secs(1),
+            )?;
+            let was = hash.clone();
+            let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
+            if count_checkpoint {
+                halt.decrement_checkpoints();
+            }
+            let conditions = halt.with_halt_seconds_default(halt_seconds);
+            if let Some(cause) = conditions.library_decision(now, remaining) {
                 say!("SCR: Job exiting: {cause}");
+                halt.set_exit_reason(cause.reason());
                 halt_now = true;
             }
-        }
-        Ok(comm::bcast_bool(&self.world, halt_now))
+            // Need_checkpoint and Should_exit call this often: rewrite only what changed
+            // (an empty file the lock just created is written once, so it reads as a halt file)
+            let just_created = std::fs::metadata(&path).is_ok_and(|m| m.len() == 0);
+            if halt.hash() != &was || just_created {
+                lock.write_and_unlock(halt.hash())?;
+            }
+            Ok(())
+        })();
     }
+    // the halt file is the prefix's: if rank 0 cannot read it (locked by someone else,
+    // damaged, a full or failing file system) the job goes on rather than fail on rank 0
+    // alone, and the allocation's end still stops it in time
+    if let Err(e) = &result {
+        say!("SCR: WARNING: the halt file's conditions not checked this time: {e}");
+        let by_time = HaltFile::new()
+            .with_halt_seconds_default(halt_seconds)
+            .library_decision(now, remaining);
+        if let Some(cause) = by_time {
+            say!("SCR: Job exiting: {cause}");
+            halt_now = true;
+        }
+    }
+    job.root_decides(halt_now)
+}
 
+impl Scr {
     /// Checks for a halt condition; when one holds and halts exit (SCR_HALT_EXIT, else
     /// SCR_HALT_ENABLED), flushes the newest
     /// checkpoint if it is only in cache, finalizes MPI and exits with status 0 (as SCR does).
     pub(super) fn check_halt(&mut self, count_checkpoint: bool) -> Result<bool> {
-        let halt = self.halt_decision(count_checkpoint)?;
+        let halt = self.halt_decision(count_checkpoint);
+        let exits = self.config.settings.halt.exits;
         if halt {
-            self.log.event(
-                kinds::HALT,
-                &[("exits", self.config.params.halt_exits().to_string())],
-            );
+            self.log.event(kinds::HALT, &[("exits", exits.to_string())]);
         }
-        if halt && self.config.params.halt_exits() {
+        if halt && exits {
             self.flush_latest_if_needed()?;
-            comm::relaxed_barrier(&self.world);
+            self.job.barrier();
             // SAFETY: MPI is initialized (checked in init) and not finalized; the process exits next.
             unsafe {
                 mpi::ffi::MPI_Finalize();
@@ -94,6 +105,16 @@ impl Scr {
 
     /// `SCR_Should_exit`.
     pub fn should_exit(&self) -> Result<bool> {
-        self.halt_decision(false)
+        Ok(self.halt_decision(false))
+    }
+
+    /// [`decision`] with this job's prefix and settings. Collective.
+    pub(super) fn halt_decision(&self, count_checkpoint: bool) -> bool {
+        decision(
+            &self.job,
+            &self.prefix,
+            &self.config.settings.halt,
+            count_checkpoint,
+        )
     }
 }

@@ -2,8 +2,9 @@
 //! restart loads, `SCR_Drop` forgets one in the index, `SCR_Delete` removes one from cache
 //! and prefix. Each is collective; rank 0 changes the prefix's files.
 
-use super::{Phase, Scr, failure, update_flush_file};
-use crate::comm;
+use super::cache::forget_cached;
+use super::prefix_store::say_deletions;
+use super::{Phase, Scr, failure};
 use scr::HashView;
 use scr::index::IndexFile;
 use scr::{Result, layout, prefix};
@@ -13,12 +14,12 @@ impl Scr {
     /// prefix gives, for a dataset already dropped from the index), or any rank's cached
     /// copy's (0 when none knows it). Collective.
     fn dataset_id_of(&self, name: &str) -> u64 {
-        let indexed = if self.rank == 0 {
-            IndexFile::read(&layout::index_file(&self.config.prefix))
+        let indexed = if self.job.is_root() {
+            IndexFile::read(&layout::index_file(self.prefix.path()))
                 .ok()
                 .and_then(|i| i.id_of(name))
                 .or_else(|| {
-                    prefix::inspect_flushed(&self.config.prefix, name)
+                    prefix::inspect_flushed(self.prefix.path(), name)
                         .ok()
                         .flatten()
                         .map(|d| d.id)
@@ -28,17 +29,18 @@ impl Scr {
             0
         };
         let cached = self
-            .cached_datasets_where(|x| x.name() == Some(name))
+            .cache
+            .datasets_where(|x| x.name() == Some(name))
             .max()
             .unwrap_or(0);
-        comm::max_u64(&self.world, indexed.max(cached))
+        self.job.max(indexed.max(cached))
     }
 
     fn unknown(&self, call: &str, name: &str) {
-        if self.rank == 0 {
+        if self.job.is_root() {
             say!(
                 "SCR: WARNING: {call}: no dataset {name} in cache or in the index of {}; nothing changed",
-                self.config.prefix.display()
+                self.prefix.path().display()
             );
         }
     }
@@ -47,16 +49,17 @@ impl Scr {
     /// changes nothing (a warning on rank 0), as in SCR v3.1.
     pub fn drop_dataset(&mut self, name: &str) -> Result<()> {
         let mut dropped = false;
-        self.agreed_on_prefix(&format!("SCR_Drop of {name}"), || {
-            if let Some(d) = prefix::drop_dataset(&self.config.prefix, name)? {
-                dropped = true;
-                if let Some(w) = d.link_warning {
-                    say!("SCR: WARNING: {w}");
+        self.prefix
+            .agreed(&self.job, &format!("SCR_Drop of {name}"), |dir| {
+                if let Some(d) = prefix::drop_dataset(dir, name)? {
+                    dropped = true;
+                    if let Some(w) = d.link_warning {
+                        say!("SCR: WARNING: {w}");
+                    }
                 }
-            }
-            Ok(())
-        })?;
-        if !comm::bcast_bool(&self.world, dropped) {
+                Ok(())
+            })?;
+        if !self.job.root_decides(dropped) {
             self.unknown("SCR_Drop", name);
         }
         Ok(())
@@ -77,35 +80,35 @@ impl Scr {
         }
         self.poll_async_flushes(Some(u64::MAX))?;
         self.delete_cached(id);
-        comm::relaxed_barrier(&self.world);
-        self.agreed_on_prefix(&format!("SCR_Delete of {name}"), || {
-            if let Some(w) = prefix::delete_dataset(&self.config.prefix, id, name)? {
-                say!("SCR: WARNING: {w}");
-            }
-            update_flush_file(&self.config.prefix, |f| f.remove(id))
-        })
+        self.job.barrier();
+        self.prefix
+            .agreed(&self.job, &format!("SCR_Delete of {name}"), |dir| {
+                if let Some(w) = prefix::delete_dataset(dir, id, name)? {
+                    say!("SCR: WARNING: {w}");
+                }
+                prefix::update_flush_file(dir, |f| f.remove(id))
+            })
     }
 
     /// SCR_CACHE_PURGE and SCR_PREFIX_PURGE, in SCR_Init: every cached dataset, and every
     /// dataset on the prefix, deleted before the restart is chosen.
     pub(super) fn purge(&mut self) -> Result<()> {
         if self.config.settings.cache.purge {
-            self.discard_whole_cache();
-            self.note_on_prefix("the purged cache in the flush file", || {
-                update_flush_file(&self.config.prefix, |f| {
+            self.cache.discard_all();
+            self.prefix
+                .note_in_flush_file("the purged cache in the flush file", |f| {
                     for d in f.datasets() {
-                        super::forget_cached(f, d);
+                        forget_cached(f, d);
                     }
-                })
-            });
+                });
         }
         if self.config.settings.prefix.purge {
-            self.agreed_on_prefix("SCR_PREFIX_PURGE", || {
-                let done = prefix::purge(&self.config.prefix);
-                super::say_deletions(&done, "SCR_PREFIX_PURGE=1");
+            self.prefix.agreed(&self.job, "SCR_PREFIX_PURGE", |dir| {
+                let done = prefix::purge(dir);
+                say_deletions(&done, "SCR_PREFIX_PURGE=1");
                 match done.failed.first() {
                     Some((name, _)) => Err(scr::Error::invalid(
-                        &self.config.prefix,
+                        dir,
                         format!("SCR_PREFIX_PURGE=1 could not delete {name} (said above)"),
                     )),
                     None => Ok(()),
@@ -113,19 +116,6 @@ impl Scr {
             })?;
         }
         Ok(())
-    }
-
-    /// Discards every dataset this rank's filemap records and the node's held copies.
-    pub(super) fn discard_whole_cache(&mut self) {
-        let mut cached = self.cache.filemap.datasets();
-        if let Some((_, held)) = &self.cache.held {
-            cached.extend(held.datasets());
-        }
-        cached.sort_unstable();
-        cached.dedup();
-        for d in cached {
-            self.discard_cached(d);
-        }
     }
 
     /// `SCR_Current`: makes `name` the checkpoint a restart loads (and the index's
@@ -141,23 +131,24 @@ impl Scr {
         if id == 0 {
             return Err(failure(format!(
                 "SCR_Current: no checkpoint {name} in cache or in the index of {}",
-                self.config.prefix.display()
+                self.prefix.path().display()
             )));
         }
-        self.agreed_on_prefix(&format!("SCR_Current of {name}"), || {
-            let index_path = layout::index_file(&self.config.prefix);
-            let indexed = IndexFile::read(&index_path).is_ok_and(|i| i.id_of(name).is_some());
-            if indexed {
-                prefix::update_index(&self.config.prefix, |idx| {
-                    idx.set_current(name)
-                        .map_err(|what| scr::Error::invalid(&index_path, what))
-                })?;
-                if let Some(w) = prefix::update_current_link(&self.config.prefix, name)? {
-                    say!("SCR: WARNING: {w}");
+        self.prefix
+            .agreed(&self.job, &format!("SCR_Current of {name}"), |dir| {
+                let index_path = layout::index_file(dir);
+                let indexed = IndexFile::read(&index_path).is_ok_and(|i| i.id_of(name).is_some());
+                if indexed {
+                    prefix::update_index(dir, |idx| {
+                        idx.set_current(name)
+                            .map_err(|what| scr::Error::invalid(&index_path, what))
+                    })?;
+                    if let Some(w) = prefix::update_current_link(dir, name)? {
+                        say!("SCR: WARNING: {w}");
+                    }
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            })?;
         // the fetch SCR_Init left pending is of the newest checkpoint: `name` replaces it
         self.fetch_pending = false;
         if self.restart.as_ref().is_some_and(|(d, _)| *d == id) {
@@ -165,17 +156,16 @@ impl Scr {
         }
         self.restart = None;
         loop {
-            let newer = comm::max_u64(&self.world, self.newest_cached(u64::MAX, true));
+            let newer = self.job.max(self.cache.newest_cached(u64::MAX, true));
             if newer <= id {
                 break;
             }
             self.delete_cached(newer);
         }
-        let cached = comm::max_u64(&self.world, self.newest_cached(id + 1, true));
-        if cached == id && self.recover(id)? {
-            let desc = self.cache.filemap.dataset(id, self.rank);
-            let ckpt = desc.as_ref().and_then(|d| d.checkpoint_id()).unwrap_or(id);
-            self.checkpoint_id = comm::max_u64(&self.world, ckpt);
+        let cached = self.job.max(self.cache.newest_cached(id + 1, true));
+        if cached == id && self.recovery().recover(id)? {
+            let ckpt = self.cache.checkpoint_of(id).unwrap_or(id);
+            self.checkpoint_id = self.job.max(ckpt);
             self.restart = Some((id, name.to_string()));
             return Ok(());
         }

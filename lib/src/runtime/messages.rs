@@ -1,9 +1,13 @@
-//! The messages ranks send each other to recover a dataset at SCR_Init, as typed values
-//! encoded one way (a packed `Hash`, SCR's own codec). A message that does not decode is
-//! an error saying what was wrong with it, never a rank quietly left out of the plan.
+//! The messages ranks send each other, as typed values encoded one way (a packed `Hash`,
+//! SCR's own codec): to recover a dataset at SCR_Init (reports, the plan, partner reports,
+//! set members' descriptions) and to fetch one from the prefix (rank 0's choice, the
+//! rank2file tree's deliveries). A message that does not decode is an error saying what
+//! was wrong with it, never a rank quietly left out.
 
 use scr::HashView;
+use scr::dataset::Dataset;
 use scr::hash::Hash;
+use scr::rank2file::{self, FileRecord, RankFiles, TreeTask};
 use scr::reddesc::RedDesc;
 use scr::xor::XorHeader;
 
@@ -261,6 +265,118 @@ impl MemberDescription {
     }
 }
 
+/// Rank 0's choice of the checkpoint to fetch: its id, name and descriptor, and where the
+/// ranks' file lists are: in the message itself (a 1.1-8 summary holds the whole, small
+/// map), or in the rank2file tree on the prefix, which is scattered next.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct FetchChoice {
+    pub(super) id: u64,
+    pub(super) name: String,
+    pub(super) dataset: Dataset,
+    pub(super) embedded: Option<RankFiles>,
+}
+
+impl FetchChoice {
+    /// `None`: nothing (more) to fetch.
+    pub(super) fn to_bytes(choice: Option<&FetchChoice>) -> Vec<u8> {
+        let mut h = Hash::new();
+        if let Some(c) = choice {
+            h.set_value("ID", c.id);
+            h.set_value("NAME", &c.name);
+            h.set("DSET", c.dataset.clone().into_hash());
+            if let Some(map) = &c.embedded {
+                h.set("MAP", rank2file::leaf_hash(map));
+            }
+        }
+        h.pack()
+    }
+
+    pub(super) fn from_bytes(bytes: &[u8]) -> Result<Option<FetchChoice>, Malformed> {
+        let h = unpack(bytes)?;
+        let Some(id) = h.first_value("ID") else {
+            return Ok(None);
+        };
+        let embedded = match h.get("MAP") {
+            Some(m) => {
+                let mut map = RankFiles::new();
+                rank2file::parse_leaf(m, &mut map).map_err(|e| format!("its file lists: {e}"))?;
+                Some(map)
+            }
+            None => None,
+        };
+        Ok(Some(FetchChoice {
+            id: id
+                .parse()
+                .map_err(|_| format!("ID {id:?} is not a dataset id"))?,
+            name: h.first_value("NAME").ok_or("NAME missing")?.to_string(),
+            dataset: Dataset::from_hash(h.get("DSET").cloned().ok_or("DSET missing")?)
+                .map_err(|e| format!("its descriptor: {e}"))?,
+            embedded,
+        }))
+    }
+}
+
+/// What one step of scattering a rank2file tree brings a rank: files of the tree to read
+/// next, and its own file list once a leaf named it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct TreeDelivery {
+    pub(super) reads: Vec<TreeTask>,
+    pub(super) files: Option<(u64, Vec<FileRecord>)>,
+}
+
+impl TreeDelivery {
+    pub(super) fn to_bytes(&self) -> Vec<u8> {
+        let mut h = Hash::new();
+        for (n, t) in self.reads.iter().enumerate() {
+            let task = h.child("TASK").child(n.to_string());
+            task.set_value("FILE", &t.file);
+            task.set_value("OFFSET", t.offset);
+            task.set_value("LEVEL", t.parent_level);
+        }
+        if let Some((rank, files)) = &self.files {
+            h.set("MINE", rank2file::leaf_hash([(rank, files)]));
+        }
+        h.pack()
+    }
+
+    pub(super) fn from_bytes(bytes: &[u8]) -> Result<TreeDelivery, Malformed> {
+        let h = unpack(bytes)?;
+        let number = |t: &Hash, key: &str| -> Result<u64, Malformed> {
+            t.first_value(key)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("a task's {key} is missing or not a number"))
+        };
+        let reads = h
+            .get("TASK")
+            .into_iter()
+            .flat_map(Hash::iter)
+            .map(|(_, t)| {
+                Ok(TreeTask {
+                    file: t
+                        .first_value("FILE")
+                        .ok_or("a task names no FILE")?
+                        .to_string(),
+                    offset: number(t, "OFFSET")?,
+                    parent_level: number(t, "LEVEL")?,
+                })
+            })
+            .collect::<Result<_, Malformed>>()?;
+        let files = match h.get("MINE") {
+            Some(leaf) => {
+                let mut map = RankFiles::new();
+                rank2file::parse_leaf(leaf, &mut map)?;
+                let mut entries = map.into_iter();
+                match (entries.next(), entries.next()) {
+                    (Some(one), None) => Some(one),
+                    _ => return Err("MINE must list exactly one rank's files".into()),
+                }
+            }
+            None => None,
+        };
+        Ok(TreeDelivery { reads, files })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,5 +460,68 @@ mod tests {
         );
         let none = MemberDescription::from_bytes(&MemberDescription::default().to_bytes()).unwrap();
         assert!(none.header.is_none() && none.reddesc.is_none());
+        assert!(
+            FetchChoice::from_bytes(&{
+                let mut h = Hash::new();
+                h.set_value("ID", "twelve");
+                h.pack()
+            })
+            .unwrap_err()
+            .contains("not a dataset id")
+        );
+        assert!(
+            TreeDelivery::from_bytes(&{
+                let mut h = Hash::new();
+                h.child("TASK").child("0").set_value("FILE", "x");
+                h.pack()
+            })
+            .unwrap_err()
+            .contains("OFFSET")
+        );
+    }
+
+    #[test]
+    fn fetch_messages_read_back_as_written() {
+        assert_eq!(
+            FetchChoice::from_bytes(&FetchChoice::to_bytes(None)).unwrap(),
+            None
+        );
+        let record = |name: &str| FileRecord {
+            name: name.into(),
+            size: 12,
+            crc: Some(7),
+            segments: vec![],
+        };
+        let mut dataset = Dataset::default();
+        dataset.set_totals(2, 24, true);
+        let choice = FetchChoice {
+            id: 12,
+            name: "ckpt.12".into(),
+            dataset,
+            embedded: Some(RankFiles::from([
+                (0, vec![record("ckpt.12/a")]),
+                (1, vec![record("ckpt.12/b")]),
+            ])),
+        };
+        let back = FetchChoice::from_bytes(&FetchChoice::to_bytes(Some(&choice))).unwrap();
+        assert_eq!(back, Some(choice));
+        let delivery = TreeDelivery {
+            reads: (0..11)
+                .map(|n| TreeTask {
+                    file: format!("rank2file.{n}"),
+                    offset: 3 * n,
+                    parent_level: 1,
+                })
+                .collect(),
+            files: Some((5, vec![record("ckpt.1/c")])),
+        };
+        let back = TreeDelivery::from_bytes(&delivery.to_bytes()).unwrap();
+        assert_eq!(back.files, delivery.files);
+        // (the order of reads does not matter: each is read once)
+        let mut files: Vec<_> = back.reads.iter().map(|t| t.file.clone()).collect();
+        files.sort();
+        let mut want: Vec<_> = delivery.reads.iter().map(|t| t.file.clone()).collect();
+        want.sort();
+        assert_eq!(files, want);
     }
 }

@@ -2,30 +2,21 @@
 //! (each rank takes its own entries, the node master keeps the rest), and a cache another
 //! program with the same job id left, which is refused or discarded, never restarted from.
 
-use super::*;
-
-/// This node's filemaps as this run finds them.
-pub(super) struct NodeFilemaps {
-    pub(super) filemap_path: PathBuf,
-    /// This rank's entries, from every filemap on the node.
-    pub(super) filemap: Filemap,
-    /// Node master only: the node's entries of ranks that now run elsewhere.
-    pub(super) held: Option<(PathBuf, Filemap)>,
-    /// Datasets whose files were a partner's copy and became this rank's own.
-    pub(super) reprotect: Vec<u64>,
-}
+use super::cache::FoundCache;
+use super::job::Job;
+use super::{PARTNER_TAG, failure};
+use crate::comm;
+use scr::filemap::{Filemap, MasterFilemap};
+use scr::{Error, HashView, Result, io, layout, safe_fs};
+use std::path::{Path, PathBuf};
 
 /// Reads every filemap the node's control directory lists, gives each rank its own
 /// entries (a partner's copy of a rank's files found where it now runs becomes its own),
 /// writes the ranks' filemaps, and (node master) keeps the rest as the held filemap and
-/// writes the master filemap. Collective over the node.
-pub(super) fn load_filemaps(
-    node: &SimpleCommunicator,
-    rank: u64,
-    local_rank: u64,
-    cntl_dir: &Path,
-    prefix: &Path,
-) -> Result<NodeFilemaps> {
+/// writes the master filemap. Collective over the node (this rank's outcome: the caller
+/// agrees on it).
+pub(super) fn load_filemaps(job: &Job, cntl_dir: &Path, prefix: &Path) -> Result<FoundCache> {
+    let (node, rank, local_rank) = (job.node_comm(), job.rank, job.local_rank);
     // this rank's filemap: entries for this world rank from every filemap on the node
     let master_path = layout::master_filemap(cntl_dir);
     let mut on_node = Filemap::new(); // everything this node's filemaps record
@@ -90,7 +81,7 @@ pub(super) fn load_filemaps(
         master.write(&master_path)?;
         held = Some((held_path, on_node));
     }
-    Ok(NodeFilemaps {
+    Ok(FoundCache {
         filemap_path,
         filemap,
         held,
@@ -163,17 +154,16 @@ pub(super) fn foreign_cache(cntl_dir: &Path, prefix: &Path) -> Option<ForeignCac
 /// foreign caches are discarded (true on the ranks that must discard theirs).
 /// Collective.
 pub(super) fn agree_on_foreign_caches(
-    world: &SimpleCommunicator,
-    local_rank: u64,
+    job: &Job,
     cntl_dir: &Path,
     prefix: &Path,
     foreign: Option<&ForeignCache>,
 ) -> Result<bool> {
-    if comm::all_true(world, foreign.is_none()) {
+    if job.all(foreign.is_none()) {
         return Ok(false);
     }
     let undrained = foreign.filter(|f| f.undrained);
-    if !comm::all_true(world, undrained.is_none()) {
+    if !job.all(undrained.is_none()) {
         return Err(match undrained {
             Some(f) => failure(format!(
                 "the cache in {} holds checkpoints of another program, whose prefix is {}, \
@@ -194,7 +184,7 @@ pub(super) fn agree_on_foreign_caches(
         });
     }
     if let Some(f) = foreign
-        && local_rank == 0
+        && job.local_rank == 0
     {
         say!(
             "SCR: WARNING: the cache in {} held datasets of another program with this job id \

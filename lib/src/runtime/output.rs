@@ -1,7 +1,15 @@
 //! Output and checkpoint datasets: when to checkpoint (SCR_Need_checkpoint), starting one
 //! with its descriptor, and completing it (sizes, validity, redundancy, flush when due).
 
-use super::*;
+use super::cache::forget_cached;
+use super::{FLAG_CHECKPOINT, FLAG_OUTPUT, Phase, Scr, failure};
+use crate::event_log;
+use scr::dataset::{Dataset, Origin as DatasetOrigin};
+use scr::event_log::kinds;
+use scr::flush::Location;
+use scr::{Result, io, layout, safe_fs};
+use std::path::Path;
+use std::time::Instant;
 
 impl Scr {
     /// `SCR_Need_checkpoint`.
@@ -14,8 +22,8 @@ impl Scr {
             overhead: schedule.overhead_percent,
         };
         let decided = self.schedule.need(rules, Instant::now());
-        let due = comm::bcast_bool(&self.world, self.rank == 0 && decided);
-        Ok(due || self.halt_decision(false)?)
+        let due = self.job.root_decides(decided);
+        Ok(due || self.halt_decision(false))
     }
 
     /// `SCR_Start_output` (and `SCR_Start_checkpoint` with `FLAG_CHECKPOINT`).
@@ -46,16 +54,17 @@ impl Scr {
             self.checkpoint_id += 1;
         }
         let id = self.dataset_id;
-        let desc = self.descriptor_for(is_ckpt.then_some(self.checkpoint_id));
-        let (store, bypass) = (desc.store.clone(), desc.bypass);
-        let evicted = self.evict_for(&store);
+        let ckpt = is_ckpt.then_some(self.checkpoint_id);
+        let desc = self.redundancy.descriptor_for(ckpt);
+        let (store, bypass, keep) = (desc.store.clone(), desc.bypass, desc.cache_size);
+        let evicted = self.make_room(&store, keep);
         // every rank describes the dataset alike (the name and the parameters are the same
         // everywhere); only the creation time differs, and Complete replaces it with rank
         // 0's, which it learns in the collective it needs anyway, so Start broadcasts nothing
         let origin = DatasetOrigin {
-            user: Some(self.config.user.clone()),
+            user: Some(self.cache.place().user.clone()),
             jobname: self.config.settings.origin.job_name.clone(),
-            jobid: Some(self.config.jobid.clone()),
+            jobid: Some(self.cache.place().jobid.clone()),
             cluster: self.config.settings.origin.cluster_name.clone(),
             created_us: chrono::Utc::now().timestamp_micros().max(0) as u64,
         };
@@ -69,13 +78,23 @@ impl Scr {
             is_ckpt.then_some(self.checkpoint_id),
         );
         // record the dataset before its directory exists (filemap first)
+        let reddesc = self
+            .redundancy
+            .reddesc_for(ckpt, &self.cache, self.job.rank);
         let prepared = polled
             .and(evicted)
-            .and_then(|()| self.record_dataset(id, &desc, 0))
             .and_then(|()| {
-                safe_fs::create_dirs_in(&self.store_dir(&store), &self.dataset_dir(id), 0o700)
+                self.cache
+                    .record_dataset(id, &desc, &reddesc, 0, &self.config.settings.flush)
+            })
+            .and_then(|()| {
+                safe_fs::create_dirs_in(
+                    &self.cache.store_dir(&store),
+                    &self.cache.dataset_dir(id),
+                    0o700,
+                )
             });
-        self.debug(
+        self.job.debug(
             1,
             format_args!(
                 "Starting dataset {id} `{}'",
@@ -98,66 +117,36 @@ impl Scr {
         matches!(self.phase, Phase::Output { .. })
     }
 
-    /// The descriptor for a checkpoint id: the enabled one with the largest INTERVAL that
-    /// divides it (output-only datasets, `None`, use the INTERVAL=1 one).
-    pub(super) fn descriptor_for(&self, checkpoint_id: Option<u64>) -> &CkptDesc {
-        &self.config.descriptors[self.descriptor_index(checkpoint_id)]
-    }
-
-    pub(super) fn descriptor_index(&self, checkpoint_id: Option<u64>) -> usize {
-        let id = checkpoint_id.unwrap_or(1).max(1);
-        self.config
-            .descriptors
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| id.is_multiple_of(d.interval))
-            .max_by_key(|(_, d)| d.interval)
-            .map(|(i, _)| i)
-            .expect("an INTERVAL=1 descriptor exists (checked in init)")
-    }
-
-    /// Records a dataset's descriptors and expected file count in this rank's filemap, on
-    /// disk, before any of its files exists (filemap first).
-    pub(super) fn record_dataset(
-        &mut self,
-        id: u64,
-        desc: &Dataset,
-        expected_files: u64,
-    ) -> Result<()> {
-        let reddesc = self.reddesc_for(desc.checkpoint_id());
-        self.cache.filemap.set_dataset(id, self.rank, desc);
-        self.cache.filemap.set_reddesc(id, self.rank, &reddesc);
-        self.cache
-            .filemap
-            .set_expected_files(id, self.rank, expected_files);
-        // how the files go to the prefix: SCR's own scr_copy reads this to drain a node
-        // (PRESERVE=1: into the application's directories, not scr.dataset.<id>/)
-        let mut flush = Hash::new();
-        let flag = |on: bool| if on { "1" } else { "0" };
-        let settings = &self.config.settings.flush;
-        flush.set_value("PRESERVE", flag(settings.preserve_directories));
-        flush.set_value("CONTAINER", flag(settings.containers));
-        self.cache.filemap.set_flushdesc(id, self.rank, flush);
-        self.cache.filemap.write(&self.cache.filemap_path)
-    }
-
-    /// The redundancy descriptor of a checkpoint: its store, scheme and this rank's set.
-    pub(super) fn reddesc_for(&self, checkpoint_id: Option<u64>) -> RedDesc {
-        let i = self.descriptor_index(checkpoint_id);
-        let ckpt = &self.config.descriptors[i];
-        let dir = self.store_dir(&ckpt.store);
-        let mut reddesc = RedDesc::create(
-            true,
-            ckpt.interval,
-            false,
-            &ckpt.store,
-            &dir.to_string_lossy(),
-            ckpt.scheme,
-        );
-        if ckpt.scheme != Scheme::Single {
-            reddesc.set_position(self.sets[i].position(self.rank));
+    /// Makes room in `store` for a new dataset, so that at most `keep` are cached
+    /// (SCR_CACHE_SIZE): the oldest go, except the newest checkpoint while it is not on the
+    /// prefix, which stays until the new one completes (it is the only copy there is). Its
+    /// collective steps run on every rank whatever fails; the error returned is this
+    /// rank's bookkeeping's, which the caller takes into the dataset's agreement.
+    /// Collective.
+    fn make_room(&mut self, store: &str, keep: u64) -> Result<()> {
+        let mut cached = self.cache.datasets_in_store(store);
+        let protected = self.newest_unflushed_checkpoint();
+        let eviction = scr::cache::choose_eviction(&cached, keep as usize, protected);
+        if eviction.deferred.is_some() {
+            self.cache.deferred_eviction = eviction.deferred;
         }
-        reddesc
+        for victim in &eviction.now {
+            if self.flushes.flushing(*victim) {
+                // the only wait an asynchronous flush imposes: its files must stay until copied
+                self.poll_async_flushes(Some(*victim))?;
+            }
+            self.delete_cached(*victim);
+        }
+        cached.retain(|d| !eviction.now.contains(d) && Some(*d) != eviction.deferred);
+        // copies held for ranks that moved away go with the datasets of their age
+        let keep_from = self
+            .cache
+            .deferred_eviction
+            .into_iter()
+            .chain(cached.first().copied())
+            .min()
+            .unwrap_or(self.dataset_id);
+        self.cache.drop_held_before(keep_from)
     }
 
     /// `SCR_Complete_output`: records sizes, agrees on validity, applies the redundancy
@@ -178,16 +167,16 @@ impl Scr {
         if let Some(why) = &broken {
             say!(
                 "SCR: ERROR: rank {}: dataset {id} was not prepared here ({why}): it is marked invalid",
-                self.rank
+                self.job.rank
             );
         }
         let (desc, failed) = self.record_completion(id, valid && broken.is_none())?;
         let name = desc.name().unwrap_or_default().to_string();
-        if failed > 0 && self.rank == 0 {
+        if failed > 0 && self.job.is_root() {
             say!(
                 "SCR: ERROR: dataset {id} `{name}' is not complete: {failed} of {} rank(s) marked \
                  it invalid or lack a file they routed (those ranks say why); it is discarded",
-                self.ranks
+                self.job.ranks
             );
         }
         if failed > 0 {
@@ -205,8 +194,8 @@ impl Scr {
         }
         let is_ckpt = flags & FLAG_CHECKPOINT != 0;
         // as in SCR, a checkpoint its scheme could not protect is not a valid checkpoint
-        if is_ckpt && let Err(e) = self.apply_redundancy(id) {
-            if self.rank == 0 {
+        if is_ckpt && let Err(e) = self.redundancy.apply(&self.job, &mut self.cache, id) {
+            if self.job.is_root() {
                 say!("SCR: ERROR: dataset {id} `{name}' is discarded: {e}");
             }
             self.delete_cached(id);
@@ -214,7 +203,7 @@ impl Scr {
             return Ok(false);
         }
         self.publish_in_cache(id, &desc, is_ckpt)?;
-        let every = self.flush_every();
+        let every = self.config.settings.flush.every;
         // a dataset written to the prefix is published there at once: nothing to copy
         let due = bypass
             || flags & FLAG_OUTPUT != 0
@@ -224,10 +213,8 @@ impl Scr {
             && is_ckpt
             && flags & FLAG_OUTPUT == 0
             && self.config.settings.flush.in_background;
-        if due && in_background {
-            self.start_async_flush(id)?;
-        } else if due {
-            self.flush(id)?;
+        if due {
+            self.flush_dataset(id, in_background)?;
         }
         if flags & FLAG_OUTPUT != 0 && !is_ckpt {
             self.delete_cached(id);
@@ -246,12 +233,15 @@ impl Scr {
         };
         self.log.event(kind, &fields);
         if let Some(secs) = secs {
-            self.debug(
+            self.job.debug(
                 1,
-                format_args!("scr_complete_output: {}", self.transfer_cost(id, secs)),
+                format_args!(
+                    "scr_complete_output: {}",
+                    self.cache.transfer_cost(id, secs)
+                ),
             );
         }
-        self.debug(
+        self.job.debug(
             1,
             format_args!("Completed dataset {id} `{}'", self.dataset_name(id)),
         );
@@ -261,7 +251,7 @@ impl Scr {
             // the halt decision rank 0 sends is the last step every rank waits for
             self.check_halt(true)?;
         } else {
-            comm::relaxed_barrier(&self.world);
+            self.job.barrier();
         }
         Ok(true)
     }
@@ -269,25 +259,19 @@ impl Scr {
     /// Records this rank's files of `id` (sizes, CRCs with SCR_CRC_ON_COPY, completeness)
     /// and the job's totals in the dataset. Returns the dataset and how many ranks failed.
     fn record_completion(&mut self, id: u64, valid: bool) -> Result<(Dataset, u64)> {
-        let crc_on_copy = self.crc_on_copy();
+        let crc_on_copy = self.config.settings.crc.on_copy;
+        let rank = self.job.rank;
         // no barrier first: the sums below wait for every rank, sleeping as they do
         let (mut files, mut bytes, mut ok) = (0u64, 0u64, valid);
-        for f in self.my_files(id) {
-            let mut meta = self
-                .cache
-                .filemap
-                .meta(id, self.rank, &f)
-                .unwrap_or_default();
+        for f in self.cache.my_files(id) {
+            let mut meta = self.cache.filemap.meta(id, rank, &f).unwrap_or_default();
             let stat = std::fs::metadata(&f);
             if let Ok(m) = &stat {
                 meta.set_mode(std::os::unix::fs::PermissionsExt::mode(&m.permissions()));
             }
             let size = stat.map(|m| m.len());
             if size.is_err() {
-                say!(
-                    "SCR: ERROR: rank {}: {f} was routed for dataset {id} but not written",
-                    self.rank
-                );
+                say!("SCR: ERROR: rank {rank}: {f} was routed for dataset {id} but not written");
             }
             let mut complete = valid && size.is_ok();
             meta.set_size(*size.as_ref().unwrap_or(&0));
@@ -297,14 +281,14 @@ impl Scr {
                 match io::file_crc32(Path::new(&f)) {
                     Ok(crc) => meta.set_crc32(crc),
                     Err(e) => {
-                        say!("SCR: ERROR: rank {}: {e}", self.rank);
+                        say!("SCR: ERROR: rank {rank}: {e}");
                         complete = false;
                     }
                 }
             }
             ok &= complete;
             meta.set_complete(complete);
-            self.cache.filemap.set_meta(id, self.rank, &f, &meta);
+            self.cache.filemap.set_meta(id, rank, &f, &meta);
             files += 1;
             bytes += size.unwrap_or(0);
         }
@@ -312,37 +296,34 @@ impl Scr {
         let full = if valid {
             String::new()
         } else {
-            full_file_system_note(&self.dataset_dir(id))
+            full_file_system_note(&self.cache.dataset_dir(id))
         };
         if !valid && (!full.is_empty() || self.config.settings.debug >= 1) {
             say!(
-                "SCR: ERROR: rank {}: dataset {id} is marked invalid here (SCR_Complete_output \
-                 was called with valid=0{full})",
-                self.rank
+                "SCR: ERROR: rank {rank}: dataset {id} is marked invalid here (SCR_Complete_output \
+                 was called with valid=0{full})"
             );
         }
-        self.cache.filemap.set_expected_files(id, self.rank, files);
-        let mut desc = self
-            .cache
-            .filemap
-            .dataset(id, self.rank)
-            .unwrap_or_default();
-        let created_here = if self.rank == 0 {
+        self.cache.filemap.set_expected_files(id, rank, files);
+        let mut desc = self.cache.dataset(id);
+        let created_here = if self.job.is_root() {
             desc.created_us().unwrap_or(0)
         } else {
             0
         };
-        let [total_files, total_bytes, failed, created] =
-            comm::sums_u64(&self.world, [files, bytes, u64::from(!ok), created_here]);
+        let [total_files, total_bytes, failed, created] = crate::comm::sums_u64(
+            self.job.world(),
+            [files, bytes, u64::from(!ok), created_here],
+        );
         desc.set_totals(total_files, total_bytes, failed == 0);
         desc.set_created_us(created);
-        self.cache.filemap.set_dataset(id, self.rank, &desc);
+        self.cache.filemap.set_dataset(id, rank, &desc);
         // the other ranks go on into the scheme and the halt decision: a control directory
         // that cannot take the filemap now (full, failing) is warned of, and the filemap is
         // written again as the checkpoint goes on; until then a restart finds the dataset
         // incomplete here and uses another
-        if let Err(e) = self.cache.filemap.write(&self.cache.filemap_path) {
-            say!("SCR: WARNING: rank {}: {e}", self.rank);
+        if let Err(e) = self.cache.write() {
+            say!("SCR: WARNING: rank {rank}: {e}");
         }
         Ok((desc, failed))
     }
@@ -357,20 +338,19 @@ impl Scr {
             None
         };
         if let Some(old) = evicted {
-            if self.flushing_async(old) {
+            if self.flushes.flushing(old) {
                 self.poll_async_flushes(Some(old))?;
             }
-            self.discard_cached(old);
+            self.cache.discard(old);
         }
-        self.note_on_prefix("the new dataset in the flush file", || {
-            update_flush_file(&self.config.prefix, |f| {
+        self.prefix
+            .note_in_flush_file("the new dataset in the flush file", |f| {
                 f.describe_dataset(id, desc);
                 f.set_location(id, Location::Cache);
                 if let Some(old) = evicted {
                     forget_cached(f, old);
                 }
-            })
-        });
+            });
         Ok(())
     }
 }

@@ -5,102 +5,84 @@
 //! recovered it stays in cache (for the drain) and the next older one is tried, then the
 //! prefix.
 
+use super::cache::{CacheManager, mark_complete};
+use super::failure;
+use super::job::Job;
 use super::messages::{PartnerReport, RecoveryPlan, RecoveryReport, RedundancySet, SetRebuild};
-use super::redundancy::{copy_header, mark_complete, place_copy};
-use super::*;
+use super::prefix_store::PrefixStore;
+use super::redundancy::{Redundancy, copy_header, place_copy};
+use crate::comm;
 use crate::shuffle::{self, Incoming, Outgoing};
-use scr::xor::XorHeader;
+use scr::hash::Hash;
+use scr::reddesc::{RedDesc, Scheme};
+use scr::{HashView, Result, layout};
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::time::Instant;
 
-/// True when `map` holds every file of (dset, rank) complete, of the recorded size (and,
-/// with `check_crc`, CRC), for a checkpoint of a job of `ranks` ranks. Reading every
-/// cached byte at each SCR_Init is what SCR_CRC_ON_COPY=1 asks for; without it a restart
-/// trusts sizes, as SCR does, and the CRCs recorded at Complete check what is rebuilt.
-pub(super) fn verify_copy(
-    map: &Filemap,
-    dset: u64,
-    rank: u64,
-    ranks: u64,
-    check_crc: bool,
-) -> bool {
-    let is_ckpt = map
-        .dataset(dset, rank)
-        .is_some_and(|d| d.is_checkpoint() && d.is_complete());
-    is_ckpt
-        && map.has_all_files(dset, rank)
-        && map.files(dset, rank).iter().all(|f| {
-            let meta = map.meta(dset, rank, f).expect("has_all_files checked meta");
-            if meta.ranks().is_some_and(|n| n != ranks) {
-                return false;
-            }
-            let Ok(stat) = std::fs::metadata(f) else {
-                return false;
-            };
-            let crc = meta
-                .crc32()
-                .filter(|_| check_crc)
-                .and_then(|_| io::file_crc32(Path::new(f)).ok());
-            meta.verify(stat.len(), crc).is_ok()
-        })
+/// What a recovery in cache needs: the job, the cache it restores, the descriptors that
+/// protect what it restored. Every method is collective.
+pub(super) struct Recovery<'a> {
+    pub(super) job: &'a Job,
+    pub(super) cache: &'a mut CacheManager,
+    pub(super) redundancy: &'a Redundancy,
 }
 
-impl Scr {
-    /// Chooses the restart dataset: the newest checkpoint in any cache on any node that
-    /// can be recovered, else (later, when the application asks) the fetch loop, else a
-    /// clean start. Numbering continues
-    /// after everything in cache and on the prefix.
-    pub(super) fn restart_from_cache(&mut self) -> Result<()> {
-        let prefix_max = if self.rank == 0 {
-            IndexFile::read(&layout::index_file(&self.config.prefix))
-                .map(|i| i.entries().first().map_or(0, |e| e.id))
-                .unwrap_or(0)
-        } else {
-            0
-        };
-        let held_max = self
-            .cache
-            .held
-            .as_ref()
-            .and_then(|(_, h)| h.latest_dataset())
-            .unwrap_or(0);
-        let mine_max = self.cache.filemap.latest_dataset().unwrap_or(0);
-        self.dataset_id = comm::max_u64(&self.world, prefix_max.max(mine_max).max(held_max));
+/// What SCR_Init's restart from cache found.
+pub(super) struct CacheRestart {
+    /// The newest dataset id in any cache or in the index: numbering continues after it.
+    pub(super) dataset_id: u64,
+    /// The checkpoint id of the restart dataset (0 without one).
+    pub(super) checkpoint_id: u64,
+    /// The dataset restarted from (id, name), when one could be recovered.
+    pub(super) restart: Option<(u64, String)>,
+}
 
-        // SCR_DISTRIBUTE=0: no rebuild in cache; a restart comes from the prefix
-        let mut below = if self.config.settings.fetch.distribute {
-            u64::MAX
-        } else {
-            0
+impl Recovery<'_> {
+    /// Chooses the restart dataset: the newest checkpoint in any cache on any node that
+    /// can be recovered (with SCR_DISTRIBUTE, `distribute`), else none (the fetch loop or a
+    /// clean start come later). Every older dataset still cached is rebuilt too.
+    pub(super) fn restart_from_cache(
+        &mut self,
+        prefix: &PrefixStore,
+        distribute: bool,
+    ) -> Result<CacheRestart> {
+        let job = self.job;
+        let dataset_id = job.max(prefix.newest_indexed().max(self.cache.newest_recorded()));
+        let mut found = CacheRestart {
+            dataset_id,
+            checkpoint_id: 0,
+            restart: None,
         };
+        // SCR_DISTRIBUTE=0: no rebuild in cache; a restart comes from the prefix
+        let mut below = if distribute { u64::MAX } else { 0 };
         let started = Instant::now();
         let mut attempted = false;
         loop {
-            let d = comm::max_u64(&self.world, self.newest_cached(below, true));
+            let d = job.max(self.cache.newest_cached(below, true));
             if d == 0 {
-                self.fetch_pending = self.config.settings.fetch.enabled;
                 break;
             }
             attempted = true;
             if self.recover_and_say(d)? {
-                let desc = self.cache.filemap.dataset(d, self.rank);
-                let ckpt = desc.as_ref().and_then(Dataset::checkpoint_id).unwrap_or(d);
-                self.checkpoint_id = comm::max_u64(&self.world, ckpt);
-                self.restart = Some((d, self.dataset_name(d)));
+                let ckpt = self.cache.checkpoint_of(d).unwrap_or(d);
+                found.checkpoint_id = job.max(ckpt);
+                found.restart = Some((d, self.cache.dataset_name(d)));
                 break;
             }
             // what is left of it stays in cache (the drain may see more nodes than this run)
             // until it ages out like any dataset
-            if self.rank == 0 {
+            if job.is_root() {
                 say!("SCR: dataset {d} cannot be recovered from cache; trying older ones");
             }
             below = d;
         }
         // every older dataset still cached is rebuilt too, so a later failure of the
         // restart checkpoint still finds them protected (what cannot be is left as it is)
-        if let Some((restart, _)) = self.restart {
+        if let Some((restart, _)) = found.restart {
             let mut older = restart;
             loop {
-                let d = comm::max_u64(&self.world, self.newest_cached(older, false));
+                let d = job.max(self.cache.newest_cached(older, false));
                 if d == 0 {
                     break;
                 }
@@ -110,96 +92,48 @@ impl Scr {
         }
         if attempted {
             let secs = started.elapsed().as_secs_f64();
-            match self.restart {
-                Some(_) => self.debug(
+            match found.restart {
+                Some(_) => job.debug(
                     1,
                     format_args!(
                         "Scalable restart succeeded for checkpoint {}, took {secs:.6} secs",
-                        self.checkpoint_id
+                        found.checkpoint_id
                     ),
                 ),
-                None => self.debug(
+                None => job.debug(
                     1,
                     format_args!("Scalable restart failed, took {secs:.6} secs"),
                 ),
             }
         }
-        Ok(())
+        Ok(found)
     }
 
-    /// [`Scr::recover`], saying so at SCR_DEBUG=1 as SCR does. Collective.
+    /// [`Recovery::recover`], saying so at SCR_DEBUG=1 as SCR does.
     fn recover_and_say(&mut self, d: u64) -> Result<bool> {
-        self.debug(
+        self.job.debug(
             1,
             format_args!("Attempting to distribute and rebuild dataset {d}"),
         );
         let recovered = self.recover(d)?;
         if recovered {
-            self.debug(1, format_args!("Rebuilt dataset {d}"));
+            self.job.debug(1, format_args!("Rebuilt dataset {d}"));
         } else {
-            self.debug(1, format_args!("Failed to rebuild dataset {d}"));
+            self.job
+                .debug(1, format_args!("Failed to rebuild dataset {d}"));
         }
         Ok(recovered)
     }
 
-    /// SCR_FLUSH_ON_RESTART (and SCR_GLOBAL_RESTART): the checkpoint restarted from cache
-    /// is flushed in SCR_Init if the prefix lacks it. With SCR_GLOBAL_RESTART the restart
-    /// then reads the prefix's files (an application restarting on another number of
-    /// processes needs the global file system): the cached copy steps aside for a fetch in
-    /// place when the application asks for its restart.
-    pub(super) fn flush_on_restart(&mut self) -> Result<()> {
-        let global = self.config.settings.fetch.global_restart;
-        if !self.config.settings.flush.on_restart {
-            return Ok(());
-        }
-        let Some((id, _)) = self.restart.clone() else {
-            return Ok(());
-        };
-        let unflushed = self.rank == 0
-            && FlushFile::read(&layout::flush_file(&self.config.prefix))
-                .map_or(true, |f| f.needs_flush(id));
-        if comm::bcast_bool(&self.world, unflushed) {
-            self.flush(id)?;
-        }
-        if global {
-            self.restart = None;
-            self.fetch_pending = true;
-        }
-        Ok(())
-    }
-
-    /// The newest dataset below `below` this rank (or, on the node master, the node's held
-    /// copies) records; with `checkpoints_only`, the newest checkpoint.
-    pub(super) fn newest_cached(&self, below: u64, checkpoints_only: bool) -> u64 {
-        let newest = |map: &Filemap| {
-            map.ranks()
-                .into_iter()
-                .flat_map(|r| {
-                    map.datasets_of_rank(r).into_iter().filter(move |&d| {
-                        !checkpoints_only || map.dataset(d, r).is_some_and(|x| x.is_checkpoint())
-                    })
-                })
-                .filter(|&d| d < below)
-                .max()
-                .unwrap_or(0)
-        };
-        let held = self.cache.held.as_ref().map_or(0, |(_, h)| newest(h));
-        newest(&self.cache.filemap).max(held)
-    }
-
-    /// This rank's parity file of `d`: its path, header and where the parity starts.
-    pub(super) fn parity_file(&self, d: u64) -> Option<(PathBuf, XorHeader, u64)> {
-        parity_file_in(&self.cache.filemap, d, self.rank)
-    }
-
     /// Tries to give every rank its files of `d`; true when every rank has them, verified.
     pub(super) fn recover(&mut self, d: u64) -> Result<bool> {
+        let job = self.job;
         // 1. what each rank has, what each node holds for others, and rank 0's plan
-        let own_ok = verify_cached_of(self, d, self.crc_on_copy());
+        let own_ok = self.cache.verify_own(d, self.cache.crc_on_copy);
         let (moves, rebuilds) = match self.plan_for(d, own_ok) {
             RecoveryPlan::Recover { moves, rebuilds } => (moves, rebuilds),
             RecoveryPlan::Impossible(why) => {
-                if self.rank == 0 {
+                if job.is_root() {
                     say!("SCR: dataset {d}: {why}");
                 }
                 return Ok(false);
@@ -207,19 +141,22 @@ impl Scr {
         };
 
         // 2. move copies to their owners, in one global order so no pair waits on another
-        let mut moved_ok = true;
+        let mut moved: Result<()> = Ok(());
         for &(owner, holder) in &moves {
-            if (self.rank == holder || self.rank == owner)
+            if (job.rank == holder || job.rank == owner)
                 && let Err(e) = self.move_copy(d, owner, holder)
             {
                 say!(
                     "SCR: rank {}: moving rank {owner}'s files of dataset {d}: {e}",
-                    self.rank
+                    job.rank
                 );
-                moved_ok = false;
+                moved = Err(e);
             }
         }
-        if !comm::all_true(&self.world, moved_ok) {
+        if job
+            .agree(moved, "another rank's files could not be moved to it")
+            .is_err()
+        {
             return Ok(false);
         }
 
@@ -227,15 +164,18 @@ impl Scr {
         if !rebuilds.is_empty() {
             let result = self.rebuild_sets(d, &rebuilds);
             if let Err(e) = &result {
-                say!("SCR: rank {}: rebuilding dataset {d}: {e}", self.rank);
+                say!("SCR: rank {}: rebuilding dataset {d}: {e}", job.rank);
             }
-            if !comm::all_true(&self.world, result.is_ok()) {
+            if job
+                .agree(result, "another set member could not be rebuilt")
+                .is_err()
+            {
                 return Ok(false);
             }
         }
         // only ranks whose files arrived or were rebuilt need checking again: every byte
         // against the CRCs recorded at Complete, whatever SCR_CRC_ON_COPY says
-        if !comm::all_true(&self.world, own_ok || verify_cached_of(self, d, true)) {
+        if !job.all(own_ok || self.cache.verify_own(d, true)) {
             return Ok(false);
         }
 
@@ -244,12 +184,12 @@ impl Scr {
         // chooses the dataset stands protected; after PARTNER copies moved to their owners
         // only the copies lost with their holders are sent again; anything else (a
         // partner's copy that became its owner's, sets that changed) is encoded anew.
-        let adopted = !comm::all_true(&self.world, !self.cache.reprotect.contains(&d));
+        let adopted = !job.all(!self.cache.reprotect.contains(&d));
         let refit = adopted
-            || (!rebuilds.is_empty() && !comm::all_true(&self.world, self.parity_still_fits(d)))
+            || (!rebuilds.is_empty() && !job.all(self.parity_still_fits(d)))
             || (!moves.is_empty() && !self.restore_partner_copies(d)?);
         if refit {
-            self.reprotect(d)?;
+            self.reprotect(d);
         }
         Ok(true)
     }
@@ -258,69 +198,52 @@ impl Scr {
     /// holds; the redundancy sets their parity headers describe); rank 0 plans the
     /// recovery and every rank gets the plan (collective).
     fn plan_for(&self, d: u64, own_ok: bool) -> RecoveryPlan {
-        let mut report = RecoveryReport {
-            own: own_ok,
-            ..RecoveryReport::default()
-        };
+        let job = self.job;
+        let held = self.cache.held_copies(d, false);
         // the sets, as the headers of the parity files at hand record them (RS headers say
         // how many failures they survive; XOR survives one)
-        let mut headers = Vec::new();
-        if own_ok && let Some(header) = parity_header_in(&self.cache.filemap, d, self.rank) {
-            headers.push(header);
-        }
-        if let Some((_, held)) = &self.cache.held {
-            for r in held.ranks_by_dataset(d) {
-                if r < self.ranks && verify_copy(held, d, r, self.ranks, self.crc_on_copy()) {
-                    report.held.push(r);
-                    headers.extend(parity_header_in(held, d, r));
-                }
-            }
-        }
-        report.sets = headers
+        let sets = self
+            .cache
+            .parity_headers(d, own_ok, &held)
             .into_iter()
             .map(|header| RedundancySet {
                 failures: header.failures.unwrap_or(1),
                 members: header.group,
             })
             .collect();
-        let reports = comm::gather_bytes(&self.world, 0, &report.to_bytes());
-        let plan = if self.rank == 0 {
-            plan_recovery(self.ranks, &reports).to_bytes()
+        let report = RecoveryReport {
+            own: own_ok,
+            held,
+            sets,
+        };
+        let reports = comm::gather_bytes(job.world(), 0, &report.to_bytes());
+        let plan = if job.is_root() {
+            plan_recovery(job.ranks, &reports).to_bytes()
         } else {
             Vec::new()
         };
-        RecoveryPlan::from_bytes(&comm::bcast_bytes(&self.world, 0, plan))
+        RecoveryPlan::from_bytes(&comm::bcast_bytes(job.world(), 0, plan))
     }
 
     /// One move: the node master `holder` sends rank `owner`'s copy, `owner` stores it in
     /// its own cache directory.
     fn move_copy(&mut self, d: u64, owner: u64, holder: u64) -> Result<()> {
-        let buf = self.mpi_buf_size();
-        if self.rank == owner {
-            self.debug_rank(
+        let job = self.job;
+        let buf = self.redundancy.mpi_buf;
+        if job.rank == owner {
+            job.debug_rank(
                 1,
                 format_args!(
                     "Receiving its files of dataset {d} from the copy rank {holder}'s node holds"
                 ),
             );
         }
-        if self.rank == holder {
-            let (_, held) = self
-                .cache
-                .held
-                .as_ref()
-                .expect("only node masters hold copies");
-            let files: Vec<(PathBuf, u64, Meta)> = held
-                .files(d, owner)
-                .into_iter()
-                .map(|f| {
-                    let meta = held.meta(d, owner, f).unwrap_or_default();
-                    (PathBuf::from(f), meta.size().unwrap_or(0), meta)
-                })
-                .collect();
-            let header = copy_header(held, d, owner, self.node.name(), &files);
+        if job.rank == holder {
+            let files = self.cache.held_files(d, owner);
+            let held = self.cache.held().expect("only node masters hold copies");
+            let header = copy_header(held, d, owner, job.node.name(), &files);
             return shuffle::exchange(
-                &self.world,
+                job.world(),
                 Some(Outgoing {
                     to: owner as i32,
                     header,
@@ -330,26 +253,24 @@ impl Scr {
                 buf,
             );
         }
-        let (user, jobid, node) = (
-            self.config.user.clone(),
-            self.config.jobid.clone(),
-            self.node.clone(),
-        );
-        let (filemap, filemap_path) = (&mut self.cache.filemap, &self.cache.filemap_path);
+        let cache = &mut *self.cache;
         let mut placed_paths = Vec::new();
         let mut place = |h: &Hash| -> Result<Vec<shuffle::Placed>> {
             let store = h
                 .get_path(&[&"ENTRY", &"REDDESC"])
                 .and_then(|r| RedDesc::wrap(r.clone()).store().map(str::to_string))
                 .ok_or_else(|| failure("the copy has no redundancy descriptor"))?;
-            let store_dir = node.job_dir(Path::new(&store), &user, &jobid)?;
+            let place = cache.place();
+            let store_dir = place
+                .node
+                .job_dir(Path::new(&store), &place.user, &place.jobid)?;
             let base = layout::cache_dataset_dir(&store_dir, d);
-            let (owner, placed) = place_copy(filemap, d, h, |_, rel| base.join(rel))?;
-            if let Some(mut rd) = filemap.reddesc(d, owner) {
+            let (owner, placed) = place_copy(&mut cache.filemap, d, h, |_, rel| base.join(rel))?;
+            if let Some(mut rd) = cache.filemap.reddesc(d, owner) {
                 rd.set_directory(&store_dir.to_string_lossy());
-                filemap.set_reddesc(d, owner, &rd);
+                cache.filemap.set_reddesc(d, owner, &rd);
             }
-            filemap.write(filemap_path)?;
+            cache.write()?;
             placed_paths = placed
                 .iter()
                 .map(|(p, _, _)| p.to_string_lossy().into_owned())
@@ -357,7 +278,7 @@ impl Scr {
             Ok(placed)
         };
         shuffle::exchange(
-            &self.world,
+            job.world(),
             None,
             Some(Incoming {
                 from: holder as i32,
@@ -365,8 +286,8 @@ impl Scr {
             }),
             buf,
         )?;
-        mark_complete(&mut self.cache.filemap, d, owner, &placed_paths);
-        self.cache.filemap.write(&self.cache.filemap_path)
+        mark_complete(&mut cache.filemap, d, owner, &placed_paths);
+        cache.write()
     }
 
     /// PARTNER with one copy, after copies moved to their owners: each rank whose partner
@@ -374,35 +295,28 @@ impl Scr {
     /// rest send nothing, where encoding anew would send every rank's files. Returns false,
     /// having done nothing, for other schemes: the caller encodes the dataset anew.
     fn restore_partner_copies(&mut self, d: u64) -> Result<bool> {
-        let ckpt = self.checkpoint_of(d);
-        let i = self.descriptor_index(ckpt);
+        let job = self.job;
+        let redundancy = self.redundancy;
+        let i = redundancy.descriptor_index(self.cache.checkpoint_of(d));
         let (scheme, replicas, hop) = {
-            let desc = &self.config.descriptors[i];
+            let desc = &redundancy.descriptors[i];
             (desc.scheme, desc.replicas, desc.hop)
         };
-        if !comm::all_true(&self.world, scheme == Scheme::Partner && replicas <= 1) {
+        if !job.all(scheme == Scheme::Partner && replicas <= 1) {
             return Ok(false);
         }
         // every rank's node and partner, and the partner copies each node master holds intact
-        let (left, right) = self.sets[i].neighbours(self.rank, hop);
-        let mut report = PartnerReport {
-            node: self.node.name().to_string(),
+        let sets = &redundancy.sets[i];
+        let (left, right) = sets.neighbours(job.rank, hop);
+        let report = PartnerReport {
+            node: job.node.name().to_string(),
             right,
-            held: Vec::new(),
+            held: self.cache.held_copies(d, true),
         };
-        if let Some((_, held)) = &self.cache.held {
-            for r in held.ranks_by_dataset(d) {
-                if held.tag(d, r, PARTNER_TAG).is_some()
-                    && verify_copy(held, d, r, self.ranks, self.crc_on_copy())
-                {
-                    report.held.push(r);
-                }
-            }
-        }
         // every rank decodes the same reports, so every rank reaches the same answer: one
         // that does not decode has the dataset encoded anew
         let decoded: std::result::Result<Vec<PartnerReport>, String> =
-            comm::allgather_bytes(&self.world, &report.to_bytes())
+            comm::allgather_bytes(job.world(), &report.to_bytes())
                 .iter()
                 .enumerate()
                 .map(|(r, b)| PartnerReport::from_bytes(b).map_err(|e| format!("rank {r}: {e}")))
@@ -410,7 +324,7 @@ impl Scr {
         let reports = match decoded {
             Ok(reports) => reports,
             Err(e) => {
-                if self.rank == 0 {
+                if job.is_root() {
                     say!(
                         "SCR: WARNING: dataset {d}: a report on partner copies could not be read ({e}); it is protected anew"
                     );
@@ -420,36 +334,37 @@ impl Scr {
         };
         let node_of = |r: u64| reports.get(r as usize).map(|p| p.node.as_str());
         let missing = |r: u64| {
-            let (_, right) = self.sets[i].neighbours(r, hop);
+            let (_, right) = sets.neighbours(r, hop);
             !reports
                 .iter()
                 .any(|p| Some(p.node.as_str()) == node_of(right) && p.held.contains(&r))
         };
-        let flags = (missing(self.rank), missing(left));
+        let flags = (missing(job.rank), missing(left));
         // what this node holds of `d` that is no rank's partner copy here: a departed rank's
         // own files (moved to it already), a copy for a rank whose partner runs elsewhere now,
         // a copy that does not verify
         let partner_node = |r: u64| node_of(reports.get(r as usize)?.right);
-        let stale: Vec<u64> = self.cache.held.as_ref().map_or(Vec::new(), |(_, held)| {
-            held.ranks_by_dataset(d)
-                .into_iter()
-                .filter(|&r| {
-                    let kept = held.tag(d, r, PARTNER_TAG).is_some()
-                        && verify_copy(held, d, r, self.ranks, self.crc_on_copy())
-                        && partner_node(r) == Some(self.node.name());
-                    !kept
-                })
-                .collect()
-        });
-        let result = self.send_partner_copy(d, i, hop, flags);
+        let kept = self.cache.held_copies(d, true);
+        let stale: Vec<u64> = self
+            .cache
+            .held()
+            .map(|held| held.ranks_by_dataset(d))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&r| !(kept.contains(&r) && partner_node(r) == Some(job.node.name())))
+            .collect();
+        let result = redundancy.send_partner_copy(job, self.cache, d, i, hop, flags);
         if let Err(e) = &result {
             say!(
                 "SCR: ERROR: rank {}: sending a partner copy of dataset {d} again: {e}",
-                self.rank
+                job.rank
             );
         }
-        if !comm::all_true(&self.world, result.is_ok()) {
-            if self.rank == 0 {
+        if job
+            .agree(result, "another rank could not send its partner copy again")
+            .is_err()
+        {
+            if job.is_root() {
                 say!(
                     "SCR: WARNING: dataset {d} was recovered but could not be protected again; \
                      it is safe only once flushed"
@@ -460,7 +375,7 @@ impl Scr {
         // every rank's files are in place and copied to its partner: what this node still
         // holds for a rank whose partner runs elsewhere (a departed rank's own files, a copy
         // for a partner that moved) protects nothing
-        self.drop_held_ranks(d, &stale);
+        self.cache.drop_held_ranks(d, &stale);
         Ok(true)
     }
 
@@ -468,92 +383,54 @@ impl Scr {
     /// dataset's scheme is XOR or Reed–Solomon with the same failures, and the set its
     /// header names is the set chosen for this rank now.
     fn parity_still_fits(&self, d: u64) -> bool {
-        let ckpt = self.checkpoint_of(d);
-        let desc = self.descriptor_for(ckpt);
+        let ckpt = self.cache.checkpoint_of(d);
+        let desc = self.redundancy.descriptor_for(ckpt);
         let failures = match desc.scheme {
             Scheme::Xor => 1,
             Scheme::ReedSolomon => desc.failures,
             _ => return false,
         };
-        let i = self.descriptor_index(ckpt);
-        parity_header_in(&self.cache.filemap, d, self.rank).is_some_and(|h| {
-            h.failures.unwrap_or(1) == failures && h.group == self.sets[i].members(self.rank)
-        })
+        let i = self.redundancy.descriptor_index(ckpt);
+        let members = self.redundancy.sets[i].members(self.job.rank);
+        self.cache
+            .parity_file(d)
+            .is_some_and(|(_, h, _)| h.failures.unwrap_or(1) == failures && h.group == members)
     }
 
     /// Drops a dataset's old redundancy data (XOR files, partners' copies held on this
-    /// node) and applies the scheme again for where the ranks run now.
-    fn reprotect(&mut self, d: u64) -> Result<()> {
-        let old: Vec<String> = self
-            .my_files(d)
-            .into_iter()
-            .filter(|f| {
-                self.cache
-                    .filemap
-                    .meta(d, self.rank, f)
-                    .and_then(|m| m.filetype())
-                    .is_some_and(|t| t != FileType::User)
-            })
-            .collect();
-        let cleared = (|| {
-            for f in &old {
-                io::remove_if_present(Path::new(f))?;
-                self.cache.filemap.remove_file(d, self.rank, f);
-            }
-            let expected = self.cache.filemap.expected_files(d, self.rank).unwrap_or(0);
-            self.cache.filemap.set_expected_files(
-                d,
-                self.rank,
-                expected.saturating_sub(old.len() as u64),
-            );
-            self.cache.filemap.write(&self.cache.filemap_path)?;
-            self.drop_held(d)
-        })();
+    /// node) and applies the scheme again for where the ranks run now. What cannot be done
+    /// is said: the dataset stays recovered, safe once flushed.
+    fn reprotect(&mut self, d: u64) {
+        let job = self.job;
+        let cleared = self.cache.clear_redundancy(d);
+        if let Err(e) = &cleared {
+            say!("SCR: ERROR: rank {}: {e}", job.rank);
+        }
         // every rank encodes anew or none does: the scheme is collective
-        if !comm::all_true(&self.world, cleared.is_ok()) {
-            if let Err(e) = &cleared {
-                say!("SCR: ERROR: rank {}: {e}", self.rank);
-            }
-            if self.rank == 0 {
+        if job
+            .agree(
+                cleared,
+                "another node could not clear its old redundancy data",
+            )
+            .is_err()
+        {
+            if job.is_root() {
                 say!(
                     "SCR: WARNING: dataset {d} was recovered but its old redundancy data could \
                      not be cleared on every node; it is not protected again, and is safe only \
                      once flushed"
                 );
             }
-            return Ok(());
+            return;
         }
         self.cache.reprotect.retain(|&x| x != d);
-        if self.apply_redundancy(d).is_err() && self.rank == 0 {
+        if self.redundancy.apply(job, self.cache, d).is_err() && job.is_root() {
             say!(
                 "SCR: WARNING: dataset {d} was recovered but could not be protected again; \
                  it is safe only once flushed"
             );
         }
-        Ok(())
     }
-}
-
-/// The parity file (XOR or RS) recorded for (d, rank) in `map`: path, header, parity offset.
-pub(super) fn parity_file_in(
-    map: &Filemap,
-    d: u64,
-    rank: u64,
-) -> Option<(PathBuf, XorHeader, u64)> {
-    map.files(d, rank).into_iter().find_map(|f| {
-        let meta = map.meta(d, rank, f)?;
-        matches!(meta.filetype(), Some(FileType::Xor | FileType::ReedSolomon)).then_some(())?;
-        let (h, offset) = XorHeader::read(Path::new(f)).ok()?;
-        Some((PathBuf::from(f), h, offset))
-    })
-}
-
-pub(super) fn parity_header_in(map: &Filemap, d: u64, rank: u64) -> Option<XorHeader> {
-    parity_file_in(map, d, rank).map(|(_, h, _)| h)
-}
-
-fn verify_cached_of(scr: &Scr, d: u64, check_crc: bool) -> bool {
-    verify_copy(&scr.cache.filemap, d, scr.rank, scr.ranks, check_crc)
 }
 
 /// Rank 0: from every rank's report, who sends whose files where, which sets rebuild

@@ -3,110 +3,135 @@
 //! member's parity with the pipelined reduce-scatter ring (every data byte read once, the
 //! XOR file written once, data moved in SCR_MPI_BUF_SIZE pieces).
 
-use super::*;
+use super::cache::CacheManager;
+use super::descriptors::CkptDesc;
+use super::job::Job;
+use super::{PARTNER_TAG, failure};
+use crate::comm;
 use crate::shuffle::{self, Incoming, Outgoing};
-use mpi::topology::Color;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
 use scr::erasure::{self, StripeCode};
+use scr::filemap::Filemap;
+use scr::hash::Hash;
+use scr::meta::{FileType, Meta};
+use scr::reddesc::{RedDesc, Scheme};
+use scr::redset::RedundancySets;
 use scr::xor::{self, MemberFiles, XorHeader};
+use scr::{Error, Result, rank2file, safe_fs};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
-impl Scr {
-    /// Makes the communicator of this rank's set under descriptor `i` (collective).
-    pub(super) fn ensure_set_comm(&mut self, i: usize) {
-        if self.set_comms[i].is_none() {
-            let pos = self.sets[i].position(self.rank);
-            let comm = self
-                .world
-                .split_by_color_with_key(
-                    Color::with_value(pos.group_id as i32),
-                    pos.group_rank as i32,
-                )
-                .expect("a color was given");
-            self.set_comms[i] = Some(comm);
+/// The checkpoint descriptors and the redundancy sets each chose in SCR_Init: which
+/// descriptor a checkpoint takes, and applying its scheme (collective, with the set's
+/// communicator the [`Job`] holds).
+pub(super) struct Redundancy {
+    pub(super) descriptors: Vec<CkptDesc>,
+    /// Each descriptor's redundancy sets.
+    pub(super) sets: Vec<RedundancySets>,
+    /// SCR_MPI_BUF_SIZE: the piece size of the data moved between ranks.
+    pub(super) mpi_buf: usize,
+    /// SCR_CRC_ON_COPY: the parity file's CRC32 is computed as it is written.
+    pub(super) crc_on_copy: bool,
+}
+
+impl Redundancy {
+    /// The index of the descriptor for a checkpoint id: the enabled one with the largest
+    /// INTERVAL that divides it (output-only datasets, `None`, use the INTERVAL=1 one).
+    pub(super) fn descriptor_index(&self, checkpoint_id: Option<u64>) -> usize {
+        let id = checkpoint_id.unwrap_or(1).max(1);
+        self.descriptors
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| id.is_multiple_of(d.interval))
+            .max_by_key(|(_, d)| d.interval)
+            .map(|(i, _)| i)
+            .expect("an INTERVAL=1 descriptor exists (checked in init)")
+    }
+
+    /// The descriptor for a checkpoint id (see [`Redundancy::descriptor_index`]).
+    pub(super) fn descriptor_for(&self, checkpoint_id: Option<u64>) -> &CkptDesc {
+        &self.descriptors[self.descriptor_index(checkpoint_id)]
+    }
+
+    /// The stores the descriptors name, in descriptor order.
+    pub(super) fn stores(&self) -> Vec<String> {
+        self.descriptors.iter().map(|d| d.store.clone()).collect()
+    }
+
+    /// The redundancy descriptor of a checkpoint: its store, scheme and `rank`'s set.
+    pub(super) fn reddesc_for(
+        &self,
+        checkpoint_id: Option<u64>,
+        cache: &CacheManager,
+        rank: u64,
+    ) -> RedDesc {
+        let i = self.descriptor_index(checkpoint_id);
+        let ckpt = &self.descriptors[i];
+        let dir = cache.store_dir(&ckpt.store);
+        let mut reddesc = RedDesc::create(
+            true,
+            ckpt.interval,
+            false,
+            &ckpt.store,
+            &dir.to_string_lossy(),
+            ckpt.scheme,
+        );
+        if ckpt.scheme != Scheme::Single {
+            reddesc.set_position(self.sets[i].position(rank));
         }
-    }
-
-    /// The checkpoint id of dataset `d` as this rank's filemap records it.
-    pub(super) fn checkpoint_of(&self, d: u64) -> Option<u64> {
-        self.cache
-            .filemap
-            .dataset(d, self.rank)
-            .and_then(|x| x.checkpoint_id())
-    }
-
-    /// SCR_FILE_BUF_SIZE: the piece size of file copies to and from the prefix.
-    pub(super) fn file_buf_size(&self) -> usize {
-        self.config.settings.buffers.file
-    }
-
-    pub(super) fn mpi_buf_size(&self) -> usize {
-        self.config.settings.buffers.mpi
-    }
-
-    /// This rank's user files of a dataset with the sizes and meta the filemap records.
-    pub(super) fn user_files_with_meta(&self, id: u64) -> Vec<(PathBuf, u64, Meta)> {
-        self.user_files(id)
-            .into_iter()
-            .map(|f| {
-                let meta = self
-                    .cache
-                    .filemap
-                    .meta(id, self.rank, &f)
-                    .unwrap_or_default();
-                (PathBuf::from(f), meta.size().unwrap_or(0), meta)
-            })
-            .collect()
+        reddesc
     }
 
     /// Protects a completed dataset with its descriptor's scheme, on every rank. Errs on
-    /// every rank when any rank failed (the dataset is then not protected).
-    pub(super) fn apply_redundancy(&mut self, id: u64) -> Result<()> {
-        let ckpt = self.checkpoint_of(id);
+    /// every rank when any rank failed (the dataset is then not protected). Collective.
+    pub(super) fn apply(&self, job: &Job, cache: &mut CacheManager, id: u64) -> Result<()> {
+        let ckpt = cache.checkpoint_of(id);
         let i = self.descriptor_index(ckpt);
-        let reddesc = self.reddesc_for(ckpt);
-        self.cache.filemap.set_reddesc(id, self.rank, &reddesc);
-        let result = match self.config.descriptors[i].scheme {
+        let reddesc = self.reddesc_for(ckpt, cache, job.rank);
+        cache.filemap.set_reddesc(id, job.rank, &reddesc);
+        let scheme = self.descriptors[i].scheme;
+        let result = match scheme {
             // every rank has the same scheme: nothing to agree on
             Scheme::Single => return Ok(()),
-            Scheme::Partner => self.apply_partner(id, i),
-            Scheme::Xor | Scheme::ReedSolomon => self.apply_parity(id, i),
+            Scheme::Partner => self.apply_partner(job, cache, id, i),
+            Scheme::Xor | Scheme::ReedSolomon => self.apply_parity(job, cache, id, i),
         };
         if let Err(e) = &result {
             say!(
-                "SCR: ERROR: rank {}: applying {} to dataset {id}: {e}",
-                self.rank,
-                self.config.descriptors[i].scheme
+                "SCR: ERROR: rank {}: applying {scheme} to dataset {id}: {e}",
+                job.rank
             );
         }
-        comm::agree(
-            &self.world,
+        job.agree(
             result,
-            &format!(
-                "dataset {id} could not be protected by {} on every rank",
-                self.config.descriptors[i].scheme
-            ),
+            &format!("dataset {id} could not be protected by {scheme} on every rank"),
         )
+    }
+
+    /// The communicator of this rank's set under descriptor `i`.
+    fn set_comm<'j>(&self, job: &'j Job, i: usize) -> Result<&'j SimpleCommunicator> {
+        job.set_comm(i).ok_or_else(|| {
+            failure(format!(
+                "no redundancy set was made for {} in SCR_Init",
+                self.descriptors[i].scheme
+            ))
+        })
     }
 
     /// PARTNER: send this rank's files to the right neighbour (and, with REPLICAS=r, to the
     /// r nearest on the right; stored under `.scr/partner.<owner rank>/` in their caches,
-    /// tagged with the owner's node) while receiving the left neighbours'.
-    fn apply_partner(&mut self, id: u64, i: usize) -> Result<()> {
-        self.ensure_set_comm(i);
-        let set_size = self.sets[i].members(self.rank).len() as u64;
-        let replicas = self.config.descriptors[i]
+    /// tagged with the owner's node) while receiving the left neighbours'. Collective.
+    fn apply_partner(&self, job: &Job, cache: &mut CacheManager, id: u64, i: usize) -> Result<()> {
+        let set_size = self.sets[i].members(job.rank).len() as u64;
+        let replicas = self.descriptors[i]
             .replicas
             .clamp(1, set_size.saturating_sub(1).max(1));
         // every replica's exchange runs even after one failed here: its peers wait in it
         let mut first_error = None;
         for replica in 1..=replicas {
-            let sent = self.send_partner_copy(
-                id,
-                i,
-                self.config.descriptors[i].hop * replica,
-                (true, true),
-            );
-            if let Err(e) = sent {
+            let hop = self.descriptors[i].hop * replica;
+            if let Err(e) = self.send_partner_copy(job, cache, id, i, hop, (true, true)) {
                 first_error.get_or_insert(e);
             }
         }
@@ -114,34 +139,33 @@ impl Scr {
     }
 
     /// One PARTNER copy: to the member `hop` places right, from the one `hop` places left,
-    /// where `(send, receive)` say so (every member of the set calls it).
+    /// where `(send, receive)` say so. Collective over the set (every member calls it).
     pub(super) fn send_partner_copy(
-        &mut self,
+        &self,
+        job: &Job,
+        cache: &mut CacheManager,
         id: u64,
         i: usize,
         hop: u64,
         (send, receive): (bool, bool),
     ) -> Result<()> {
-        self.ensure_set_comm(i);
-        let (left, right) = self.sets[i].neighbours(self.rank, hop);
+        let comm = self.set_comm(job, i)?;
+        let (left, right) = self.sets[i].neighbours(job.rank, hop);
         let (left_pos, right_pos) = (
             self.sets[i].position(left).group_rank as i32,
             self.sets[i].position(right).group_rank as i32,
         );
-        let files = self.user_files_with_meta(id);
-        let header = copy_header(&self.cache.filemap, id, self.rank, self.node.name(), &files);
-        let hidden = self.dataset_dir(id).join(".scr");
-        let buf = self.mpi_buf_size();
-        let comm = self.set_comms[i].as_ref().expect("made by apply_partner");
-        let (filemap, filemap_path) = (&mut self.cache.filemap, &self.cache.filemap_path);
+        let files = cache.user_files_with_meta(id);
+        let header = copy_header(&cache.filemap, id, job.rank, job.node.name(), &files);
+        let hidden = cache.dataset_dir(id).join(".scr");
         let mut received: Option<(u64, Vec<String>)> = None;
         let mut place = |h: &Hash| -> Result<Vec<shuffle::Placed>> {
-            let (owner, placed) = place_copy(filemap, id, h, |owner, rel| {
+            let (owner, placed) = place_copy(&mut cache.filemap, id, h, |owner, rel| {
                 hidden.join(format!("partner.{owner}")).join(rel)
             })?;
             let tag = h.first_value("NODE").unwrap_or("unknown").to_string();
-            filemap.set_tag(id, owner, PARTNER_TAG, &tag);
-            filemap.write(filemap_path)?;
+            cache.filemap.set_tag(id, owner, PARTNER_TAG, &tag);
+            cache.write()?;
             received = Some((
                 owner,
                 placed
@@ -162,38 +186,36 @@ impl Scr {
                 from: left_pos,
                 place: &mut place,
             }),
-            buf,
+            self.mpi_buf,
         )?;
         if !receive {
             return Ok(());
         }
         let (owner, paths) =
             received.ok_or_else(|| failure("no copy arrived from the left neighbour"))?;
-        mark_complete(&mut self.cache.filemap, id, owner, &paths);
-        self.cache.filemap.write(&self.cache.filemap_path)
+        cache.mark_complete(id, owner, &paths)
     }
 
     /// XOR and Reed–Solomon: this rank's parity file (`.scr/xor.<set>_<pos+1>_of_<n>.scr`,
     /// `.scr/rs.…`) holds its `k` parity chunks ([`scr::erasure`]), computed by the
     /// pipelined ring of [`ParityRing`]: data moves in SCR_MPI_BUF_SIZE pieces, a window at
-    /// a time, only between neighbours.
-    fn apply_parity(&mut self, id: u64, i: usize) -> Result<()> {
-        self.ensure_set_comm(i);
-        let comm = self.set_comms[i].as_ref().expect("made above");
+    /// a time, only between neighbours. Collective over the set.
+    fn apply_parity(&self, job: &Job, cache: &mut CacheManager, id: u64, i: usize) -> Result<()> {
+        let comm = self.set_comm(job, i)?;
+        let rank = job.rank;
         let n = comm.size() as usize;
         let me = comm.rank() as usize;
-        let code = match self.config.descriptors[i].scheme {
-            Scheme::ReedSolomon => StripeCode::reed_solomon(
-                n,
-                (self.config.descriptors[i].failures as usize).clamp(1, n - 1),
-            ),
+        let code = match self.descriptors[i].scheme {
+            Scheme::ReedSolomon => {
+                StripeCode::reed_solomon(n, (self.descriptors[i].failures as usize).clamp(1, n - 1))
+            }
             _ => StripeCode::xor(n),
         };
-        let files = self.user_files_with_meta(id);
+        let files = cache.user_files_with_meta(id);
         let logical: u64 = files.iter().map(|(_, s, _)| s).sum();
         let chunk = xor::chunk_size(comm::max_u64(comm, logical), code.data_chunks() as u64);
         let mine = MemberFiles {
-            rank: self.rank,
+            rank,
             files: files.iter().map(|(_, _, m)| m.clone()).collect(),
         };
         // each header carries its k left neighbours' file lists: this member's goes to the
@@ -223,13 +245,9 @@ impl Scr {
         // over at the end (until then it carries placeholders)
         let template = XorHeader {
             chunk,
-            ranks: self.ranks,
-            group: self.sets[i].members(self.rank).to_vec(),
-            dataset: self
-                .cache
-                .filemap
-                .dataset(id, self.rank)
-                .unwrap_or_default(),
+            ranks: job.ranks,
+            group: self.sets[i].members(rank).to_vec(),
+            dataset: cache.dataset(id),
             current: mine.clone(),
             partner: mine,
             failures: None,
@@ -242,29 +260,23 @@ impl Scr {
             &template,
             None,
         );
-        let pos = self.sets[i].position(self.rank);
+        let pos = self.sets[i].position(rank);
         let name = code.file_name(pos.group_id, pos.group_rank);
-        let path = self.dataset_dir(id).join(".scr").join(&name);
+        let path = cache.dataset_dir(id).join(".scr").join(&name);
         let key = path.to_string_lossy().into_owned();
         let mut meta = Meta::for_parity_file(
             &name,
             code.file_type(),
             header.len() as u64 + code.k as u64 * chunk,
-            self.ranks,
+            job.ranks,
         );
-        let expected = self
-            .cache
-            .filemap
-            .expected_files(id, self.rank)
-            .unwrap_or(0);
-        self.cache.filemap.add_file(id, self.rank, &key);
-        self.cache.filemap.set_meta(id, self.rank, &key, &meta);
-        self.cache
-            .filemap
-            .set_expected_files(id, self.rank, expected + 1);
+        let expected = cache.filemap.expected_files(id, rank).unwrap_or(0);
+        cache.filemap.add_file(id, rank, &key);
+        cache.filemap.set_meta(id, rank, &key, &meta);
+        cache.filemap.set_expected_files(id, rank, expected + 1);
         // (recorded before the file exists, so a crash leaves it known to be cleaned up; a
         // failure to record it fails this member after the ring, which the others wait in)
-        let recorded = self.cache.filemap.write(&self.cache.filemap_path);
+        let recorded = cache.write();
         let input = shuffle::SourceFiles::open(
             &files
                 .iter()
@@ -277,12 +289,18 @@ impl Scr {
             code,
             me,
             chunk,
-            piece: self.mpi_buf_size().min(chunk as usize).max(1),
+            piece: self.mpi_buf.min(chunk as usize).max(1),
         };
-        let crc_on_copy = self.crc_on_copy();
         let sizes: Vec<u64> = files.iter().map(|(_, s, _)| *s).collect();
         let mut own_crcs = erasure::FileCrcs::new(&sizes, chunk);
-        let encoded = ring.encode(input, output, crc_on_copy, &header, &path, &mut own_crcs);
+        let encoded = ring.encode(
+            input,
+            output,
+            self.crc_on_copy,
+            &header,
+            &path,
+            &mut own_crcs,
+        );
         // the files' CRCs to the members whose headers carry this member's list (every
         // member takes part, whatever happened to it in the ring)
         let crcs = own_crcs.finish();
@@ -326,9 +344,9 @@ impl Scr {
         write_final_header(&output, &header, &path)?;
         for ((f, _, _), c) in files.iter().zip(&crcs) {
             let key = f.to_string_lossy();
-            if let Some(mut m) = self.cache.filemap.meta(id, self.rank, &key) {
+            if let Some(mut m) = cache.filemap.meta(id, rank, &key) {
                 m.set_crc32(*c);
-                self.cache.filemap.set_meta(id, self.rank, &key, &m);
+                cache.filemap.set_meta(id, rank, &key, &m);
             }
         }
         if let Some(slots) = slots {
@@ -340,8 +358,8 @@ impl Scr {
             meta.set_crc32(crc.finalize());
         }
         meta.set_complete(true);
-        self.cache.filemap.set_meta(id, self.rank, &key, &meta);
-        self.cache.filemap.write(&self.cache.filemap_path)
+        cache.filemap.set_meta(id, rank, &key, &meta);
+        cache.write()
     }
 }
 
@@ -608,14 +626,4 @@ pub(super) fn cache_rel_path(meta: &Meta) -> Result<String> {
     .unwrap_or_else(|| format!(".scr/{}", meta.filename().unwrap_or("unnamed")));
     rank2file::check_relative(&rel).map_err(failure)?;
     Ok(rel)
-}
-
-/// Marks received files complete.
-pub(super) fn mark_complete(filemap: &mut Filemap, id: u64, owner: u64, paths: &[String]) {
-    for p in paths {
-        if let Some(mut meta) = filemap.meta(id, owner, p) {
-            meta.set_complete(true);
-            filemap.set_meta(id, owner, p, &meta);
-        }
-    }
 }

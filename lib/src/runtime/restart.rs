@@ -1,6 +1,11 @@
 //! Routing names to files and the restart phase (SCR_Route_file, Have/Start/Complete_restart).
 
-use super::*;
+use super::{Phase, Scr, failure, normalize};
+use scr::event_log::kinds;
+use scr::meta::Meta;
+use scr::prefix::update_index;
+use scr::{Error, Result, layout, safe_fs};
+use std::path::{Path, PathBuf};
 
 impl Scr {
     /// Where a name the application uses lives on the prefix: (absolute path, path relative to the prefix).
@@ -10,15 +15,16 @@ impl Scr {
         let abs = normalize(&cwd.join(name));
         // the prefix as given, or as the file system resolves it: the working directory
         // comes back resolved when SCR_PREFIX goes through a symbolic link
-        let resolved = std::fs::canonicalize(&self.config.prefix).ok();
-        let rel = [Some(normalize(&self.config.prefix)), resolved]
+        let prefix = self.prefix.path();
+        let resolved = std::fs::canonicalize(prefix).ok();
+        let rel = [Some(normalize(prefix)), resolved]
             .into_iter()
             .flatten()
             .find_map(|p| abs.strip_prefix(p).ok().map(Path::to_path_buf))
             .ok_or_else(|| {
                 failure(format!(
                     "{name} is outside the prefix directory {}; write it under SCR_PREFIX",
-                    self.config.prefix.display()
+                    prefix.display()
                 ))
             })?;
         if rel.as_os_str().is_empty() {
@@ -34,7 +40,7 @@ impl Scr {
     pub(crate) fn route_file(&mut self, name: &str) -> Result<PathBuf> {
         let routed = self.route_file_to(name);
         if let Ok(path) = &routed {
-            self.debug_rank(
+            self.job.debug_rank(
                 3,
                 format_args!("SCR_Route_file: {name} -> {}", path.display()),
             );
@@ -57,42 +63,35 @@ impl Scr {
             ))),
             Phase::Output { id, bypass, .. } => {
                 let (abs, rel) = self.prefix_path(name)?;
+                let prefix = self.prefix.path();
+                let dataset_dir = self.cache.dataset_dir(id);
                 let cached = if bypass {
                     abs.clone()
                 } else {
-                    self.dataset_dir(id).join(&rel)
+                    dataset_dir.join(&rel)
                 };
                 let key = cached.to_string_lossy().into_owned();
-                if !self
-                    .cache
-                    .filemap
-                    .files(id, self.rank)
-                    .contains(&key.as_str())
-                {
-                    let dir = abs
-                        .parent()
-                        .unwrap_or(&self.config.prefix)
-                        .to_string_lossy()
-                        .into_owned();
-                    let base = abs
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    let meta =
-                        Meta::for_user_file(&base, self.ranks, &rel.to_string_lossy(), &dir, &base);
-                    self.cache.filemap.add_file(id, self.rank, &key);
-                    self.cache.filemap.set_meta(id, self.rank, &key, &meta);
-                    self.cache.filemap.write(&self.cache.filemap_path)?;
-                }
+                let dir = abs
+                    .parent()
+                    .unwrap_or(prefix)
+                    .to_string_lossy()
+                    .into_owned();
+                let base = abs
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let meta =
+                    Meta::for_user_file(&base, self.job.ranks, &rel.to_string_lossy(), &dir, &base);
+                self.cache.record_file(id, &key, &meta)?;
                 if let Some(parent) = cached.parent() {
                     if bypass {
                         // the application's own directory on the prefix, as a flush makes
                         // it: through directory handles, each the user's (a directory a
                         // neighbour made in a shared prefix is refused, not written into)
-                        let (root, rel_dir) = safe_fs::below(&self.config.prefix, parent)?;
+                        let (root, rel_dir) = safe_fs::below(prefix, parent)?;
                         safe_fs::Beneath::open(&root)?.create_dirs(&rel_dir, 0o755)?;
                     } else {
-                        safe_fs::create_dirs_in(&self.dataset_dir(id), parent, 0o700)?;
+                        safe_fs::create_dirs_in(&dataset_dir, parent, 0o700)?;
                     }
                 }
                 Ok(cached)
@@ -120,12 +119,11 @@ impl Scr {
         let base = Path::new(name)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
-        let files: Vec<(&str, Meta)> = self
-            .cache
-            .filemap
-            .files(id, self.rank)
+        let (map, rank) = (&self.cache.filemap, self.job.rank);
+        let files: Vec<(&str, Meta)> = map
+            .files(id, rank)
             .into_iter()
-            .filter_map(|f| Some((f, self.cache.filemap.meta(id, self.rank, f)?)))
+            .filter_map(|f| Some((f, map.meta(id, rank, f)?)))
             .collect();
         let by_path = files
             .iter()
@@ -202,7 +200,7 @@ impl Scr {
         let (id, name) = self.restart.clone().ok_or_else(|| {
             failure("SCR_Start_restart called but there is no checkpoint to restart from")
         })?;
-        comm::relaxed_barrier(&self.world);
+        self.job.barrier();
         self.phase = Phase::Restart { id };
         Ok(name)
     }
@@ -216,18 +214,19 @@ impl Scr {
             ));
         };
         self.phase = Phase::Idle;
-        let ok = comm::all_true(&self.world, valid);
+        let ok = self.job.all(valid);
         let name = self.restart.take().map(|(_, n)| n).unwrap_or_default();
         if !ok {
             // mark it, drop it, and offer the next older dataset on the prefix
-            self.note_on_prefix("the failed restart in the index", || {
-                update_index(&self.config.prefix, |idx| {
-                    if idx.id_of(&name).is_some() {
-                        idx.mark_failed(id, &name, chrono::Local::now());
-                    }
-                    Ok(())
-                })
-            });
+            self.prefix
+                .note("the failed restart in the index", |prefix| {
+                    update_index(prefix, |idx| {
+                        if idx.id_of(&name).is_some() {
+                            idx.mark_failed(id, &name, chrono::Local::now());
+                        }
+                        Ok(())
+                    })
+                });
             self.delete_cached(id);
             if self.config.settings.fetch.enabled {
                 self.fetch(Some(id))?;

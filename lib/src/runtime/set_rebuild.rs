@@ -4,12 +4,20 @@
 //! and every stripe element it had is summed back along a chain of the survivors that
 //! contribute to it ([`scr::erasure`] gives the weights), ending at the lost member.
 
+use super::failure;
 use super::messages::{MemberDescription, SetRebuild};
-use super::redundancy::{cache_rel_path, mark_complete};
-use super::*;
+use super::rebuild::Recovery;
+use super::redundancy::cache_rel_path;
+use crate::comm;
 use crate::shuffle;
+use mpi::topology::{Color, SimpleCommunicator};
+use mpi::traits::*;
 use scr::erasure::{self, MemberStore, StripeCode};
+use scr::meta::Meta;
+use scr::reddesc::RedDesc;
 use scr::xor::{MemberFiles, XorHeader};
+use scr::{Error, Result, io, layout, safe_fs};
+use std::path::PathBuf;
 
 /// What the members of one set agree on before rebuilding it.
 struct SetView {
@@ -33,19 +41,20 @@ impl SetView {
     }
 }
 
-impl Scr {
+impl Recovery<'_> {
     /// Rebuilds the lost members of each listed set, every set at once (a communicator
-    /// each; ranks of no listed set return at once).
+    /// each; ranks of no listed set return at once). Collective.
     pub(super) fn rebuild_sets(&mut self, d: u64, sets: &[SetRebuild]) -> Result<()> {
+        let rank = self.job.rank;
         let mine = sets
             .iter()
             .enumerate()
-            .find(|(_, s)| s.members.contains(&self.rank));
+            .find(|(_, s)| s.members.contains(&rank));
         let color = mine.map_or(Color::undefined(), |(i, _)| Color::with_value(i as i32));
         let key = mine.map_or(0, |(_, s)| {
-            s.members.iter().position(|&r| r == self.rank).unwrap_or(0) as i32
+            s.members.iter().position(|&r| r == rank).unwrap_or(0) as i32
         });
-        let comm = self.world.split_by_color_with_key(color, key);
+        let comm = self.job.world().split_by_color_with_key(color, key);
         let (Some(comm), Some((_, set))) = (comm, mine) else {
             return Ok(());
         };
@@ -65,7 +74,11 @@ impl Scr {
             code: view.code,
             me: view.me,
             chunk: view.template.chunk,
-            piece: self.mpi_buf_size().min(view.template.chunk as usize).max(1),
+            piece: self
+                .redundancy
+                .mpi_buf
+                .min(view.template.chunk as usize)
+                .max(1),
         };
         let (store, keys) = match opened {
             Ok(opened) => opened,
@@ -79,8 +92,7 @@ impl Scr {
         if view.am_lost() {
             store.sync()?;
             store.commit()?;
-            mark_complete(&mut self.cache.filemap, d, self.rank, &keys);
-            self.cache.filemap.write(&self.cache.filemap_path)?;
+            self.cache.mark_complete(d, rank, &keys)?;
         }
         Ok(())
     }
@@ -99,11 +111,11 @@ impl Scr {
         let survivor = if lost.contains(&me) {
             None
         } else {
-            self.parity_file(d)
+            self.cache.parity_file(d)
         };
         let mine = MemberDescription {
             header: survivor.as_ref().map(|(_, header, _)| header.clone()),
-            reddesc: self.cache.filemap.reddesc(d, self.rank),
+            reddesc: self.cache.filemap.reddesc(d, self.job.rank),
         };
         // every member decodes the same descriptions: one that does not decode fails the
         // rebuild on every member alike, said
@@ -154,6 +166,7 @@ impl Scr {
             .clone()
             .ok_or_else(|| failure("no parity file in cache"))?;
         let files: Vec<(PathBuf, u64)> = self
+            .cache
             .user_files_with_meta(d)
             .into_iter()
             .map(|(p, s, _)| (p, s))
@@ -166,7 +179,8 @@ impl Scr {
     /// they are created empty; returns the store and the filemap keys to mark complete.
     fn recreate_member(&mut self, d: u64, view: &SetView) -> Result<(MemberStore, Vec<String>)> {
         let (code, me, chunk) = (view.code, view.me, view.template.chunk);
-        self.debug_rank(
+        let (rank, ranks) = (self.job.rank, self.job.ranks);
+        self.job.debug_rank(
             1,
             format_args!(
                 "Rebuilding files of dataset {d} from {} segments",
@@ -185,13 +199,12 @@ impl Scr {
             .ok_or_else(|| failure("no set position"))?;
         pos.group_rank = me as u64;
         reddesc.set_position(pos);
-        let store_dir = self.store_dir(reddesc.store().unwrap_or("/tmp"));
+        let store_dir = self.cache.store_dir(reddesc.store().unwrap_or("/tmp"));
         reddesc.set_directory(&store_dir.to_string_lossy());
         let base = layout::cache_dataset_dir(&store_dir, d);
-        self.cache
-            .filemap
-            .set_dataset(d, self.rank, &view.template.dataset);
-        self.cache.filemap.set_reddesc(d, self.rank, &reddesc);
+        let map = &mut self.cache.filemap;
+        map.set_dataset(d, rank, &view.template.dataset);
+        map.set_reddesc(d, rank, &reddesc);
         let mut files = Vec::new();
         let mut keys = Vec::new();
         for meta in &view.lists[me].files {
@@ -199,8 +212,8 @@ impl Scr {
             let key = path.to_string_lossy().into_owned();
             let mut m = meta.clone();
             m.set_complete(false);
-            self.cache.filemap.add_file(d, self.rank, &key);
-            self.cache.filemap.set_meta(d, self.rank, &key, &m);
+            map.add_file(d, rank, &key);
+            map.set_meta(d, rank, &key, &m);
             files.push((path, meta.size().unwrap_or(0)));
             keys.push(key);
         }
@@ -212,16 +225,12 @@ impl Scr {
             &name,
             code.file_type(),
             header.len() as u64 + code.k as u64 * chunk,
-            self.ranks,
+            ranks,
         );
-        self.cache.filemap.add_file(d, self.rank, &parity_key);
-        self.cache
-            .filemap
-            .set_meta(d, self.rank, &parity_key, &meta);
-        self.cache
-            .filemap
-            .set_expected_files(d, self.rank, files.len() as u64 + 1);
-        self.cache.filemap.write(&self.cache.filemap_path)?;
+        map.add_file(d, rank, &parity_key);
+        map.set_meta(d, rank, &parity_key, &meta);
+        map.set_expected_files(d, rank, files.len() as u64 + 1);
+        self.cache.write()?;
         let hidden = parity_path.parent().expect("in .scr");
         safe_fs::create_dirs_in(hidden.parent().expect("in a dataset"), hidden, 0o700)?;
         // what a damaged copy left under these names in this node's own cache goes first:

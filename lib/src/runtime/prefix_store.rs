@@ -1,0 +1,165 @@
+//! The prefix store: the job's directory on the parallel file system and SCR's state files
+//! in it (`.scr/index.scr`, `flush.scr`, `halt.scr`, `nodes.scr`, `scr.current`).
+//!
+//! Rank 0 alone reads and writes them. What it does there is one of two kinds, and the
+//! kind decides how its outcome reaches the other ranks:
+//! - **bookkeeping** ([`PrefixStore::note`]): where a dataset is, that a fetch failed, that
+//!   the run finished. A failure is a warning: rank 0 must never fail a call the others
+//!   complete.
+//! - **work the call's outcome depends on** ([`PrefixStore::agreed`]): publishing a dataset,
+//!   `SCR_Drop`, `SCR_Delete`, `SCR_Current`. Collective: every rank returns rank 0's
+//!   outcome.
+
+use super::job::Job;
+use crate::comm;
+use scr::flush::{FlushFile, Location};
+use scr::index::IndexFile;
+use scr::nodes::NodesFile;
+use scr::prefix::update_flush_file;
+use scr::{HashView, Result, layout, safe_fs};
+use std::path::{Path, PathBuf};
+
+pub(super) struct PrefixStore {
+    path: PathBuf,
+    /// Whether this process is rank 0, which alone touches the state files.
+    root: bool,
+}
+
+impl PrefixStore {
+    pub(super) fn new(path: PathBuf, rank: u64) -> PrefixStore {
+        PrefixStore {
+            path,
+            root: rank == 0,
+        }
+    }
+
+    /// The prefix directory (SCR_PREFIX).
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Rank 0 records something on the prefix that only helps later: a failure (a full or
+    /// unreachable prefix) is a warning, never an error on rank 0 alone, which would leave
+    /// the other ranks in the next collective call without it. Other ranks do nothing.
+    pub(super) fn note(&self, what: &str, f: impl FnOnce(&Path) -> Result<()>) {
+        if self.root
+            && let Err(e) = f(&self.path)
+        {
+            say!("SCR: WARNING: could not record {what} on the prefix: {e}");
+        }
+    }
+
+    /// [`PrefixStore::note`] of a change to the flush file.
+    pub(super) fn note_in_flush_file(&self, what: &str, f: impl FnOnce(&mut FlushFile)) {
+        self.note(what, |prefix| update_flush_file(prefix, f));
+    }
+
+    /// Rank 0 changes the prefix where the call's outcome depends on it: every rank returns
+    /// the same result, and rank 0 says why it failed. Collective.
+    pub(super) fn agreed(
+        &self,
+        job: &Job,
+        what: &str,
+        f: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<()> {
+        let outcome = if self.root { f(&self.path) } else { Ok(()) };
+        if let Err(e) = &outcome {
+            say!("SCR: ERROR: {what}: {e}");
+        }
+        job.agree_root(outcome, &format!("{what} failed on rank 0"))
+    }
+
+    /// Whether the flush file says dataset `id` is not on the prefix (so when it cannot be
+    /// read), on every rank. Collective.
+    pub(super) fn needs_flush(&self, job: &Job, id: u64) -> bool {
+        let unflushed = self.root
+            && FlushFile::read(&layout::flush_file(&self.path)).map_or(true, |f| f.needs_flush(id));
+        job.root_decides(unflushed)
+    }
+
+    /// Rank 0: the newest dataset id the index records (0 when none, or elsewhere).
+    pub(super) fn newest_indexed(&self) -> u64 {
+        if !self.root {
+            return 0;
+        }
+        IndexFile::read(&layout::index_file(&self.path))
+            .map(|i| i.entries().first().map_or(0, |e| e.id))
+            .unwrap_or(0)
+    }
+
+    /// The datasets the flush file still calls FLUSHING (a flush a previous run began and
+    /// never finished), on every rank. Collective.
+    pub(super) fn interrupted_flushes(&self, job: &Job) -> Vec<u64> {
+        let mine = if self.root {
+            FlushFile::read(&layout::flush_file(&self.path))
+                .map(|f| {
+                    f.datasets()
+                        .into_iter()
+                        .filter(|&d| f.has_location(d, Location::Flushing))
+                        .flat_map(u64::to_le_bytes)
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        comm::bcast_bytes(job.world(), 0, mine)
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .collect()
+    }
+
+    /// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration);
+    /// its failure fails SCR_Init on every rank. Collective.
+    pub(super) fn prepare(&self, job: &Job) -> Result<()> {
+        let prepared = if self.root {
+            safe_fs::check_prefix_mode(&self.path)
+                .and_then(|()| {
+                    safe_fs::create_dirs_in(
+                        &self.path,
+                        &layout::prefix_hidden_dir(&self.path),
+                        0o755,
+                    )
+                })
+                .and_then(|()| crate::config_api::keep(&self.path))
+        } else {
+            Ok(())
+        };
+        job.agree_root(
+            prepared,
+            &format!(
+                "rank 0 could not prepare the prefix {}",
+                self.path.display()
+            ),
+        )
+    }
+
+    /// Rank 0 records how many nodes the run has in the nodes file; its failure fails
+    /// SCR_Init on every rank. Collective.
+    pub(super) fn write_nodes_file(&self, job: &Job) -> Result<()> {
+        let written = if self.root {
+            NodesFile::with_nodes(job.nodes).write(&layout::nodes_file(&self.path))
+        } else {
+            Ok(())
+        };
+        job.agree_root(
+            written,
+            "rank 0 could not write the nodes file on the prefix",
+        )
+    }
+}
+
+/// Says what deleting datasets from the prefix did (rank 0 calls it): each deleted, each
+/// that stays and why, and what else the user should know. `why` is the parameter that
+/// asked for it.
+pub(super) fn say_deletions(done: &scr::prefix::Deletions, why: &str) {
+    for name in &done.deleted {
+        say!("SCR: deleted {name} from the prefix ({why})");
+    }
+    for (name, e) in &done.failed {
+        say!("SCR: WARNING: {why}: {name} stays on the prefix: {e}");
+    }
+    for w in &done.warnings {
+        say!("SCR: WARNING: {w}");
+    }
+}
