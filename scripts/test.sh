@@ -10,7 +10,7 @@ cargo test --workspace --doc --quiet
 # cluster's nodes share this machine's PID namespace; see lib/tests/cluster.rs).
 # The runtime's MPI suite runs again with libscr built against Open MPI (its own target
 # directory; MPICC tells the mpi crate's build which MPI to bind).
-openmpi_suite='binary(mpi_single) | binary(compat) | binary(redundancy) | binary(containers) | binary(async_flush)'
+openmpi_suite='binary(mpi_single) | binary(fetch) | binary(halting) | binary(compat) | binary(redundancy) | binary(containers) | binary(async_flush)'
 openmpi_env=(env SCR_TEST_MPI=openmpi MPICC=mpicc.openmpi CARGO_TARGET_DIR="$(pwd)/target/openmpi")
 if command -v cargo-nextest >/dev/null; then
   status=0
@@ -30,7 +30,7 @@ for p in json.load(sys.stdin)["packages"]:
             print("--test", t["name"])')
   # shellcheck disable=SC2086 # one word per target
   cargo test --workspace --no-fail-fast --lib --bins $targets
-  for t in mpi_single compat redundancy containers async_flush; do
+  for t in mpi_single fetch halting compat redundancy containers async_flush; do
     "${openmpi_env[@]}" cargo test -p scr-runtime --test $t
   done
   cargo test -p scr-runtime --test cluster -- --test-threads=1

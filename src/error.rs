@@ -47,6 +47,31 @@ pub enum Error {
     /// and the collective step fails on every rank alike.
     #[error("{what}")]
     Collective { what: String },
+
+    /// Data SCR reads is not what it recorded or what was sent: a CRC32 or a size that does
+    /// not match, a file the dataset lists that is gone, a message between ranks that does
+    /// not decode.
+    #[error("{what}")]
+    Corrupt { what: String },
+}
+
+/// What an error means to its caller, whatever its message says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A system call failed (a full disk, a missing directory, a failing device).
+    Io,
+    /// The data is not what it should be ([`Error::Corrupt`], a file that does not decode
+    /// or does not hold what its kind holds).
+    Corrupt,
+    /// A parameter or configuration line is wrong.
+    Config,
+    /// SCR's rules refuse the call or the input; or the user does not own what SCR would
+    /// trust.
+    Refused,
+    /// SCR is turned off.
+    Disabled,
+    /// Another rank failed; this one did its part.
+    Collective,
 }
 
 impl Error {
@@ -71,6 +96,40 @@ impl Error {
 
     pub fn collective(what: impl Into<String>) -> Self {
         Error::Collective { what: what.into() }
+    }
+
+    pub fn corrupt(what: impl Into<String>) -> Self {
+        Error::Corrupt { what: what.into() }
+    }
+
+    /// What the error means to the caller.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Decode { .. } | Error::Invalid { .. } | Error::Corrupt { .. } => {
+                ErrorKind::Corrupt
+            }
+            Error::Config { .. } => ErrorKind::Config,
+            Error::Refused { .. } | Error::Untrusted { .. } => ErrorKind::Refused,
+            Error::Disabled => ErrorKind::Disabled,
+            Error::Collective { .. } => ErrorKind::Collective,
+        }
+    }
+
+    /// The error, as the data's fault when it is about a file in `dir` (or `dir` itself):
+    /// a file SCR reads there that is gone or unreadable is what it reads being broken, not
+    /// the reading node failing.
+    pub fn blaming(self, dir: &Path) -> Self {
+        match self {
+            Error::Io {
+                path: at,
+                action,
+                source,
+            } if at.starts_with(dir) => {
+                Error::corrupt(format!("{}: could not {action}: {source}", at.display()))
+            }
+            other => other,
+        }
     }
 
     pub fn untrusted(path: impl AsRef<Path>, what: impl Into<String>) -> Self {

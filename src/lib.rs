@@ -47,6 +47,6 @@ pub mod units;
 mod view;
 pub mod xor;
 
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use hash::Hash;
 pub use view::HashView;

@@ -61,7 +61,7 @@ pub(crate) fn abort_job(message: &str) -> ! {
 /// itself, after saying why; this one waits a moment so its message is not cut off, and
 /// aborts only if the other has not.
 fn abort_job_after(error: &scr::Error) -> ! {
-    if matches!(error, scr::Error::Collective { .. }) {
+    if error.kind() == scr::ErrorKind::Collective {
         std::thread::sleep(std::time::Duration::from_secs(3));
     }
     abort_job(&format!("SCR_Init: {error}"))

@@ -1,10 +1,13 @@
 //! The library state of one process (`Scr`) and its life: SCR_Init (configuration read once
 //! on rank 0, node grouping, directories, the filemaps found on the node, the restart
-//! chosen) and SCR_Finalize. The rest lives with SCR's components, as SCR 3 names them:
-//! `descriptors` (checkpoint descriptors and redundancy sets), `output` (checkpoints and
-//! outputs), `cache` (the cache manager), `redundancy`, `flush` and `async_flush`, `fetch`,
-//! `rebuild` (restart from cache) and `set_rebuild` (lost members of XOR and RS sets), `restart` (routing and the restart phase), `halt`, and
-//! `manage` (SCR_Current, SCR_Drop, SCR_Delete, purges).
+//! chosen) and SCR_Finalize. `Scr` holds the runtime's parts and hands each only what it
+//! needs: the job and its communicators (`job`: a function that takes the `Job` is
+//! collective), the cache manager (`cache`, `node_cache`), the prefix store
+//! (`prefix_store`), the checkpoint descriptors and their redundancy (`descriptors`,
+//! `redundancy`), the flush (`flush`, `async_flush`), the fetch (`fetch`), the recovery in
+//! cache (`rebuild`, `set_rebuild`), and the typed messages ranks send each other
+//! (`messages`). The API calls are in `output` (checkpoints and outputs), `restart` (routing
+//! and the restart phase), `halt` and `manage` (SCR_Current, SCR_Drop, SCR_Delete, purges).
 
 use crate::comm;
 use crate::event_log::EventLog;
@@ -116,6 +119,20 @@ struct Config {
     params: Params,
     /// The parameters as typed values, read once.
     settings: Settings,
+}
+
+/// The flush over a `Scr`'s parts, each field borrowed alone, so that another field (the
+/// background flushes) can change beside it.
+macro_rules! flush_part {
+    ($scr:expr) => {
+        Flush {
+            job: &$scr.job,
+            cache: &$scr.cache,
+            prefix: &$scr.prefix,
+            settings: &$scr.config.settings,
+            log: &$scr.log,
+        }
+    };
 }
 
 /// Lexically normalises an absolute path (`a/./b/../c` → `a/c`) without touching the disk.
@@ -332,13 +349,7 @@ impl Scr {
 
     /// The synchronous flush, with what it needs of this process's parts.
     fn flush_part(&self) -> Flush<'_> {
-        Flush {
-            job: &self.job,
-            cache: &self.cache,
-            prefix: &self.prefix,
-            settings: &self.config.settings,
-            log: &self.log,
-        }
+        flush_part!(self)
     }
 
     /// The recovery in cache, with what it needs of this process's parts.
@@ -377,26 +388,14 @@ impl Scr {
     /// Publishes the background flushes every rank finished; waits for those up to
     /// `wait_for`. Collective.
     fn poll_async_flushes(&mut self, wait_for: Option<u64>) -> Result<()> {
-        let flush = Flush {
-            job: &self.job,
-            cache: &self.cache,
-            prefix: &self.prefix,
-            settings: &self.config.settings,
-            log: &self.log,
-        };
+        let flush = flush_part!(self);
         self.flushes.poll(&flush, wait_for)
     }
 
     /// Flushes dataset `id` now, or in the background where SCR_FLUSH_ASYNC asks for it.
     /// Collective.
     fn flush_dataset(&mut self, id: u64, in_background: bool) -> Result<()> {
-        let flush = Flush {
-            job: &self.job,
-            cache: &self.cache,
-            prefix: &self.prefix,
-            settings: &self.config.settings,
-            log: &self.log,
-        };
+        let flush = flush_part!(self);
         if in_background {
             self.flushes.start(&flush, id)
         } else {

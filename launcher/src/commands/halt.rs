@@ -287,7 +287,8 @@ fn change_halt_file(
     }
     // a halt file that does not decode (anyone may write it) is replaced by what the user
     // asks for, never a reason the user cannot halt their own job
-    if let Err(e @ (scr::Error::Decode { .. } | scr::Error::Invalid { .. })) = HaltFile::read(&path)
+    if let Err(e) = HaltFile::read(&path)
+        && e.kind() == scr::ErrorKind::Corrupt
     {
         eprintln!(
             "{}: WARNING: {e}; replacing it with the conditions given",

@@ -19,7 +19,7 @@ use scr::params::Settings;
 use scr::prefix::{update_flush_file, update_index};
 use scr::rank2file::{self, Delivery, FileRecord, RankFiles, TreeTask};
 use scr::summary::Summary;
-use scr::{Error, HashView, Result, container, io, layout, safe_fs};
+use scr::{Error, ErrorKind, HashView, Result, container, io, layout, safe_fs};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -48,12 +48,24 @@ pub(super) struct Fetched {
 impl Fetch<'_> {
     /// The fetch loop: copies the newest complete, not-failed dataset from the prefix into
     /// cache (starting at a user-adjusted `scr.current`, else the index's CURRENT, and only
-    /// below `below` when given). A copy that fails (missing file, size or CRC mismatch) is
-    /// marked FAILED in the index and the next older one is tried. Collective; `None` when
-    /// there is nothing (more) to fetch: a clean start.
+    /// below `below` when given). Collective; `None` when there is nothing (more) to fetch:
+    /// a clean start.
+    ///
+    /// What a failure means decides what follows. A dataset that is broken on the prefix
+    /// (a file missing or unreadable there, a size or CRC32 that does not match, a file
+    /// list that does not decode) is marked FAILED in the index and the next older one is
+    /// tried; the one fetched then becomes current, as in SCR. A failure of this job's own
+    /// nodes (a cache or control directory that is full or failing) says nothing about the
+    /// dataset: it is read in place on the prefix instead (as SCR_FETCH_BYPASS does), and
+    /// if even that fails here an older one is restarted without being made current and
+    /// without marking the newer one failed, so the next run on healthy nodes restarts
+    /// from the newest checkpoint again.
     pub(super) fn fetch(&mut self, below: Option<u64>) -> Result<Option<Fetched>> {
         let job = self.job;
         let mut failed: Vec<String> = Vec::new();
+        let mut in_place = self.settings.fetch.in_place;
+        // a newer checkpoint on the prefix is intact, but this job could not fetch it
+        let mut newer_intact = false;
         loop {
             // rank 0 picks the candidate and reads its file list
             let (choice, root) = match job.is_root() {
@@ -63,7 +75,7 @@ impl Fetch<'_> {
             let bytes = comm::bcast_bytes(job.world(), 0, FetchChoice::to_bytes(choice.as_ref()));
             let choice = job.agree_root(
                 FetchChoice::from_bytes(&bytes).map_err(|e| {
-                    failure(format!("rank 0's choice of the checkpoint to fetch: {e}"))
+                    Error::corrupt(format!("rank 0's choice of the checkpoint to fetch: {e}"))
                 }),
                 "rank 0's choice of the checkpoint to fetch could not be read",
             )?;
@@ -83,12 +95,15 @@ impl Fetch<'_> {
                 None => self.scatter_rank2file(root.flatten()),
             };
             let result = match mine {
-                Ok(mine) => self.fetch_files_in_waves(id, &desc, &mine),
-                Err(e) => Err(failure(format!("{name}: file list: {e}"))),
+                Ok(mine) => self.fetch_files_in_waves(id, &desc, &mine, in_place),
+                Err(e) => Err(Error::corrupt(format!("{name}: file list: {e}"))),
             };
             if let Err(e) = &result {
                 say!("SCR: rank {}: fetch of {name} failed: {e}", job.rank);
             }
+            let broken_here = result
+                .as_ref()
+                .is_err_and(|e| !matches!(e.kind(), ErrorKind::Io | ErrorKind::Collective));
             let agreed = job.agree(result, &format!("another rank could not fetch {name}"));
             if agreed.is_ok() {
                 log_transfer(self.log, self.cache, kinds::FETCH, id, fetch_started);
@@ -101,12 +116,17 @@ impl Fetch<'_> {
                 self.prefix.note("the fetch", |prefix| {
                     update_index(prefix, |idx| {
                         idx.mark_fetched(id, &name, chrono::Local::now());
+                        if newer_intact {
+                            return Ok(());
+                        }
                         // the checkpoint restarted from is the current one, as in SCR: a
                         // newer one that failed to fetch no longer is
                         idx.set_current(&name)
                             .map_err(|what| Error::invalid(layout::index_file(prefix), what))
                     })?;
-                    if let Some(w) = scr::prefix::update_current_link(prefix, &name)? {
+                    if !newer_intact
+                        && let Some(w) = scr::prefix::update_current_link(prefix, &name)?
+                    {
                         say!("SCR: WARNING: {w}");
                     }
                     update_flush_file(prefix, |f| {
@@ -127,13 +147,35 @@ impl Fetch<'_> {
                 kinds::FETCH_FAILED,
                 &[("name", name.clone()), ("dset", id.to_string())],
             );
-            self.prefix.note("the failed fetch in the index", |prefix| {
-                update_index(prefix, |idx| {
-                    idx.mark_failed(id, &name, chrono::Local::now());
-                    Ok(())
-                })
-            });
             self.cache.delete(self.prefix, id);
+            let broken = !job.all(!broken_here);
+            if !broken && !in_place {
+                if job.is_root() {
+                    say!(
+                        "SCR: the cache could not take {name} (the ranks above say why); \
+                         reading it in place on the prefix instead"
+                    );
+                }
+                in_place = true;
+                continue;
+            }
+            if broken {
+                self.prefix.note("the failed fetch in the index", |prefix| {
+                    update_index(prefix, |idx| {
+                        idx.mark_failed(id, &name, chrono::Local::now());
+                        Ok(())
+                    })
+                });
+            } else {
+                newer_intact = true;
+                if job.is_root() {
+                    say!(
+                        "SCR: {name} could not be read on this job's nodes (the ranks above say \
+                         why); it stays current on the prefix for the next run, and an older \
+                         checkpoint is tried"
+                    );
+                }
+            }
             failed.push(name);
         }
     }
@@ -213,7 +255,7 @@ impl Fetch<'_> {
             ));
         }
         let mine = match problem {
-            Some(p) => Err(failure(p)),
+            Some(p) => Err(Error::corrupt(p)),
             None => Ok(mine.unwrap_or_default()),
         };
         job.agree(mine, "another rank could not read its file list")
@@ -237,7 +279,7 @@ impl Fetch<'_> {
             let loaded = (|| -> Result<(Dataset, Option<RankFiles>, Option<TreeTask>)> {
                 let summary = Summary::read(&layout::summary_file(prefix, entry.id))?;
                 if !summary.is_complete() {
-                    return Err(failure("summary says incomplete"));
+                    return Err(Error::corrupt("summary says incomplete"));
                 }
                 let (embedded, root, written_by) = match summary.embedded_rank2file() {
                     Some(map) => {
@@ -293,6 +335,7 @@ impl Fetch<'_> {
         id: u64,
         desc: &Dataset,
         files: &[FileRecord],
+        in_place: bool,
     ) -> Result<()> {
         let width = self.settings.fetch.width;
         let mut result = Ok(());
@@ -301,16 +344,25 @@ impl Fetch<'_> {
                 self.job.barrier();
             }
             if self.job.rank / width == wave {
-                result = self.fetch_files(id, desc, files);
+                result = self
+                    .fetch_files(id, desc, files, in_place)
+                    .map_err(|e| e.blaming(self.prefix.path()));
             }
         }
         result
     }
 
-    /// Copies this rank's files of a dataset from the prefix into cache (or, with
-    /// SCR_FETCH_BYPASS, uses them in place), checking sizes and CRCs, recording each file
-    /// in the filemap before it is created.
-    fn fetch_files(&mut self, id: u64, desc: &Dataset, files: &[FileRecord]) -> Result<()> {
+    /// Copies this rank's files of a dataset from the prefix into cache (or, `in_place`,
+    /// uses them where they are), checking sizes and CRCs, recording each file in the
+    /// filemap before it is created. An error reading the prefix is the caller's to blame
+    /// on the dataset (see [`Error::blaming`]).
+    fn fetch_files(
+        &mut self,
+        id: u64,
+        desc: &Dataset,
+        files: &[FileRecord],
+        in_place: bool,
+    ) -> Result<()> {
         let (rank, ranks) = (self.job.rank, self.job.ranks);
         let prefix_dir = self.prefix.path();
         // what a failed recovery left in cache of this dataset is replaced by the fetched copy
@@ -323,7 +375,6 @@ impl Fetch<'_> {
         self.cache
             .record_dataset(id, desc, &reddesc, files.len() as u64, &self.settings.flush)?;
         let buf = self.settings.buffers.file;
-        let in_place = self.settings.fetch.in_place;
         // what is read back from the prefix is opened through directory handles: every
         // directory on the way and the file this user's, nobody else's to swap
         let prefix = safe_fs::Beneath::open(prefix_dir)?;
@@ -338,7 +389,7 @@ impl Fetch<'_> {
                     .map_err(|e| Error::io(&src, "stat", e))?
                     .len();
                 if len != rec.size {
-                    return Err(failure(format!(
+                    return Err(Error::corrupt(format!(
                         "{}: not a regular file of {} bytes as the summary records",
                         src.display(),
                         rec.size
@@ -386,7 +437,7 @@ impl Fetch<'_> {
                 }
             };
             if size != rec.size {
-                return Err(failure(format!(
+                return Err(Error::corrupt(format!(
                     "{}: {size} bytes, the summary records {}",
                     src.display(),
                     rec.size
@@ -394,7 +445,7 @@ impl Fetch<'_> {
             }
             if let (Some(want), Some(got)) = (rec.crc, crc) {
                 if want != got {
-                    return Err(failure(format!(
+                    return Err(Error::corrupt(format!(
                         "CRC32 mismatch detected when fetching file from {} to {} of dataset \
                          {id}: it has {}, the summary records {}",
                         src.display(),

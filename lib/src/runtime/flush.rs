@@ -235,8 +235,8 @@ impl Flush<'_> {
             (|| {
                 let mut map = RankFiles::new();
                 for bytes in &lists {
-                    let h =
-                        Hash::unpack(bytes).map_err(|e| failure(format!("rank file list: {e}")))?;
+                    let h = Hash::unpack(bytes)
+                        .map_err(|e| Error::corrupt(format!("rank file list: {e}")))?;
                     rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
                 }
                 safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
@@ -308,7 +308,7 @@ impl Flush<'_> {
                         && want != got
                     {
                         let _ = std::fs::remove_file(&dst);
-                        return Err(failure(format!(
+                        return Err(Error::corrupt(format!(
                             "{}: CRC32 {} where {} was recorded when it was written: the cache corrupted it; it is not flushed",
                             src.display(),
                             scr::hash::format_crc32(got),

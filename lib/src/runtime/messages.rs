@@ -265,6 +265,58 @@ impl MemberDescription {
     }
 }
 
+/// What a copy of one rank's files of a dataset carries ahead of the files (a PARTNER copy,
+/// or a copy moved to its owner at SCR_Init): whose files they are, the node they come
+/// from, the owner's filemap entry (their meta data), and the order the files follow in.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct CopyHeader {
+    pub(super) rank: u64,
+    pub(super) node: String,
+    pub(super) entry: Hash,
+    pub(super) order: Vec<String>,
+}
+
+impl CopyHeader {
+    pub(super) fn to_hash(&self) -> Hash {
+        let mut h = Hash::new();
+        h.set_value("RANK", self.rank);
+        h.set_value("NODE", &self.node);
+        h.set("ENTRY", self.entry.clone());
+        let order = h.child("ORDER");
+        for (i, path) in self.order.iter().enumerate() {
+            order.child(i.to_string()).child(path);
+        }
+        h
+    }
+
+    /// A sender that could not read its own files sends an empty header.
+    pub(super) fn from_hash(h: &Hash) -> Result<CopyHeader, Malformed> {
+        if h.is_empty() {
+            return Err("the sender could not read its files (it says why)".into());
+        }
+        let rank = h
+            .parsed::<u64>("RANK")
+            .ok()
+            .flatten()
+            .ok_or("RANK missing or not a rank")?;
+        let count = h.get("ORDER").map_or(0, Hash::len);
+        let order = (0..count)
+            .map(|i| {
+                h.get_path(&[&"ORDER", &i])
+                    .and_then(|x| x.keys().next())
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("the copy of rank {rank} lacks its file {i}"))
+            })
+            .collect::<Result<_, Malformed>>()?;
+        Ok(CopyHeader {
+            rank,
+            node: h.first_value("NODE").ok_or("NODE missing")?.to_string(),
+            entry: h.get("ENTRY").cloned().ok_or("ENTRY missing")?,
+            order,
+        })
+    }
+}
+
 /// Rank 0's choice of the checkpoint to fetch: its id, name and descriptor, and where the
 /// ranks' file lists are: in the message itself (a 1.1-8 summary holds the whole, small
 /// map), or in the rank2file tree on the prefix, which is scattered next.
@@ -477,6 +529,24 @@ mod tests {
             })
             .unwrap_err()
             .contains("OFFSET")
+        );
+    }
+
+    #[test]
+    fn a_copy_header_reads_back_as_written_and_an_empty_one_is_a_failed_sender() {
+        let mut entry = Hash::new();
+        entry.child("FILE").child("/cache/a");
+        let header = CopyHeader {
+            rank: 3,
+            node: "n2".into(),
+            entry,
+            order: (0..12).map(|i| format!("/cache/f{i}")).collect(),
+        };
+        assert_eq!(CopyHeader::from_hash(&header.to_hash()).unwrap(), header);
+        assert!(
+            CopyHeader::from_hash(&Hash::new())
+                .unwrap_err()
+                .contains("could not read its files")
         );
     }
 

@@ -6,16 +6,15 @@
 //! prefix.
 
 use super::cache::{CacheManager, mark_complete};
-use super::failure;
 use super::job::Job;
 use super::messages::{PartnerReport, RecoveryPlan, RecoveryReport, RedundancySet, SetRebuild};
 use super::prefix_store::PrefixStore;
-use super::redundancy::{Redundancy, copy_header, place_copy};
+use super::redundancy::{Redundancy, copy_header, place_copy, read_copy_header};
 use crate::comm;
 use crate::shuffle::{self, Incoming, Outgoing};
 use scr::hash::Hash;
 use scr::reddesc::{RedDesc, Scheme};
-use scr::{HashView, Result, layout};
+use scr::{Error, HashView, Result, layout};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
@@ -256,16 +255,19 @@ impl Recovery<'_> {
         let cache = &mut *self.cache;
         let mut placed_paths = Vec::new();
         let mut place = |h: &Hash| -> Result<Vec<shuffle::Placed>> {
-            let store = h
-                .get_path(&[&"ENTRY", &"REDDESC"])
+            let header = read_copy_header(h)?;
+            let store = header
+                .entry
+                .get("REDDESC")
                 .and_then(|r| RedDesc::wrap(r.clone()).store().map(str::to_string))
-                .ok_or_else(|| failure("the copy has no redundancy descriptor"))?;
+                .ok_or_else(|| Error::corrupt("the copy has no redundancy descriptor"))?;
             let place = cache.place();
             let store_dir = place
                 .node
                 .job_dir(Path::new(&store), &place.user, &place.jobid)?;
             let base = layout::cache_dataset_dir(&store_dir, d);
-            let (owner, placed) = place_copy(&mut cache.filemap, d, h, |_, rel| base.join(rel))?;
+            let (owner, placed) =
+                place_copy(&mut cache.filemap, d, &header, |_, rel| base.join(rel))?;
             if let Some(mut rd) = cache.filemap.reddesc(d, owner) {
                 rd.set_directory(&store_dir.to_string_lossy());
                 cache.filemap.set_reddesc(d, owner, &rd);

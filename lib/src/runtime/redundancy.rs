@@ -6,6 +6,7 @@
 use super::cache::CacheManager;
 use super::descriptors::CkptDesc;
 use super::job::Job;
+use super::messages::CopyHeader;
 use super::{PARTNER_TAG, failure};
 use crate::comm;
 use crate::shuffle::{self, Incoming, Outgoing};
@@ -160,11 +161,11 @@ impl Redundancy {
         let hidden = cache.dataset_dir(id).join(".scr");
         let mut received: Option<(u64, Vec<String>)> = None;
         let mut place = |h: &Hash| -> Result<Vec<shuffle::Placed>> {
-            let (owner, placed) = place_copy(&mut cache.filemap, id, h, |owner, rel| {
+            let header = read_copy_header(h)?;
+            let (owner, placed) = place_copy(&mut cache.filemap, id, &header, |owner, rel| {
                 hidden.join(format!("partner.{owner}")).join(rel)
             })?;
-            let tag = h.first_value("NODE").unwrap_or("unknown").to_string();
-            cache.filemap.set_tag(id, owner, PARTNER_TAG, &tag);
+            cache.filemap.set_tag(id, owner, PARTNER_TAG, &header.node);
             cache.write()?;
             received = Some((
                 owner,
@@ -233,9 +234,10 @@ impl Redundancy {
             .zip(&left)
         {
             match Hash::unpack(bytes)
-                .map_err(|e| failure(format!("a member's file list: {e}")))
-                .and_then(|h| MemberFiles::from_hash(&h, "member file list").map_err(failure))
-            {
+                .map_err(|e| Error::corrupt(format!("a member's file list: {e}")))
+                .and_then(|h| {
+                    MemberFiles::from_hash(&h, "member file list").map_err(Error::corrupt)
+                }) {
                 Ok(list) => lists[from as usize] = list,
                 Err(e) => unreadable = Some(e),
             }
@@ -313,7 +315,7 @@ impl Redundancy {
             let theirs = &mut lists[from as usize].files;
             if bytes.len() != 4 * theirs.len() {
                 // a header left with placeholders would fail every rebuild's check later
-                mismatch.get_or_insert(failure(format!(
+                mismatch.get_or_insert(Error::corrupt(format!(
                     "set member {from} sent {} CRC32s for the {} files its list holds",
                     bytes.len() / 4,
                     theirs.len()
@@ -558,17 +560,23 @@ pub(super) fn copy_header(
     node: &str,
     files: &[(PathBuf, u64, Meta)],
 ) -> Hash {
-    let mut h = Hash::new();
-    h.set_value("RANK", rank);
-    h.set_value("NODE", node);
     let mut entry = filemap.entry_hash(id, rank).cloned().unwrap_or_default();
     entry.unset(PARTNER_TAG);
-    h.set("ENTRY", entry);
-    let order = h.child("ORDER");
-    for (i, (path, _, _)) in files.iter().enumerate() {
-        order.child(i.to_string()).child(path.to_string_lossy());
+    CopyHeader {
+        rank,
+        node: node.to_string(),
+        entry,
+        order: files
+            .iter()
+            .map(|(path, _, _)| path.to_string_lossy().into_owned())
+            .collect(),
     }
-    h
+    .to_hash()
+}
+
+/// Reads a received copy's header (see [`CopyHeader`]).
+pub(super) fn read_copy_header(h: &Hash) -> Result<CopyHeader> {
+    CopyHeader::from_hash(h).map_err(|e| Error::corrupt(format!("a copy's header: {e}")))
 }
 
 /// Records a received copy in `filemap` under its owner's rank, with every file marked
@@ -577,31 +585,21 @@ pub(super) fn copy_header(
 pub(super) fn place_copy(
     filemap: &mut Filemap,
     id: u64,
-    h: &Hash,
+    header: &CopyHeader,
     dest: impl Fn(u64, &str) -> PathBuf,
 ) -> Result<(u64, Vec<shuffle::Placed>)> {
-    let owner = h
-        .parsed::<u64>("RANK")
-        .ok()
-        .flatten()
-        .ok_or_else(|| failure("the sender could not read its files"))?;
-    let entry = h.get("ENTRY").cloned().unwrap_or_default();
+    let owner = header.rank;
     let mut old = Filemap::new();
-    old.set_entry(id, owner, entry.clone());
-    let count = h.get("ORDER").map_or(0, Hash::len);
-    let mut new_entry = entry;
+    old.set_entry(id, owner, header.entry.clone());
+    let mut new_entry = header.entry.clone();
     new_entry.unset("FILE");
-    let mut placed = Vec::with_capacity(count);
+    let mut placed = Vec::with_capacity(header.order.len());
     let mut fresh = Filemap::new();
     fresh.set_entry(id, owner, new_entry);
-    for i in 0..count {
-        let src = h
-            .get_path(&[&"ORDER", &i])
-            .and_then(|x| x.keys().next())
-            .ok_or_else(|| failure(format!("copy of rank {owner}: file {i} missing")))?;
-        let mut meta = old
-            .meta(id, owner, src)
-            .ok_or_else(|| failure(format!("copy of rank {owner}: no meta data for {src}")))?;
+    for src in &header.order {
+        let mut meta = old.meta(id, owner, src).ok_or_else(|| {
+            Error::corrupt(format!("copy of rank {owner}: no meta data for {src}"))
+        })?;
         let path = dest(owner, &cache_rel_path(&meta)?);
         let size = meta.size().unwrap_or(0);
         meta.set_complete(false);

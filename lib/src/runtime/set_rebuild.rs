@@ -124,7 +124,7 @@ impl Recovery<'_> {
             .enumerate()
             .map(|(pos, b)| {
                 MemberDescription::from_bytes(b)
-                    .map_err(|e| failure(format!("set member {pos}'s description: {e}")))
+                    .map_err(|e| Error::corrupt(format!("set member {pos}'s description: {e}")))
             })
             .collect::<Result<_>>()?;
         let headers: Vec<Option<XorHeader>> = described.iter().map(|m| m.header.clone()).collect();
@@ -132,7 +132,7 @@ impl Recovery<'_> {
             .iter()
             .flatten()
             .next()
-            .ok_or_else(|| failure("no surviving member sent its parity header"))?
+            .ok_or_else(|| Error::corrupt("no surviving member sent its parity header"))?
             .clone();
         // the code that wrote the parity, as its headers record it (a Reed–Solomon set
         // that tolerates one failure is not XOR: its weights differ)
@@ -143,7 +143,7 @@ impl Recovery<'_> {
         let lists = (0..n)
             .map(|pos| {
                 erasure::member_files(&headers, pos, code.k).ok_or_else(|| {
-                    failure(format!("no surviving header records member {pos}'s files"))
+                    Error::corrupt(format!("no surviving header records member {pos}'s files"))
                 })
             })
             .collect::<Result<_>>()?;
@@ -193,10 +193,10 @@ impl Recovery<'_> {
         let mut reddesc = view
             .reddesc
             .clone()
-            .ok_or_else(|| failure("no member sent its redundancy descriptor"))?;
+            .ok_or_else(|| Error::corrupt("no member sent its redundancy descriptor"))?;
         let mut pos = reddesc
             .position()
-            .ok_or_else(|| failure("no set position"))?;
+            .ok_or_else(|| Error::corrupt("its redundancy descriptor records no set position"))?;
         pos.group_rank = me as u64;
         reddesc.set_position(pos);
         let store_dir = self.cache.store_dir(reddesc.store().unwrap_or("/tmp"));
