@@ -77,6 +77,13 @@ impl Event {
             .filter(|v| v.is_finite() && *v >= 0.0)
     }
 
+    /// A duration the event carries, in seconds: a [`Event::number`] of at most a billion
+    /// seconds (some 30 years; a larger one is no job's measure, and what is computed
+    /// from it would overflow).
+    pub fn seconds(&self, key: &str) -> Option<f64> {
+        self.number(key).filter(|s| *s <= 1e9)
+    }
+
     /// The job the event belongs to (every line the library writes names it).
     pub fn jobid(&self) -> Option<&str> {
         self.field("jobid")
@@ -202,7 +209,7 @@ impl Stats {
         let ckpt_secs: Vec<f64> = events
             .iter()
             .filter(|e| e.kind == kinds::CHECKPOINT)
-            .filter_map(|e| e.number("secs"))
+            .filter_map(|e| e.seconds("secs"))
             .collect();
         let checkpoints = ckpt_secs.len() as u64;
         let mean_checkpoint_seconds = if checkpoints == 0 {
@@ -325,6 +332,7 @@ mod tests {
             line("05:00", "event=END"),
             line("06:00", "event=START"),
             line("06:10", "event=CHECKPOINT secs=1.5"),
+            line("06:20", "event=CHECKPOINT secs=1e300"),
         ]
         .into_iter()
         .map(Option::unwrap)
@@ -340,9 +348,9 @@ mod tests {
             ]
         );
         let s = Stats::from_events(&events);
-        // 90 + 60 + 60 + 10 seconds; only the second run failed; the NaN and the negative
-        // cost are not measures
-        assert_eq!((s.runs, s.failures, s.run_seconds), (4, 1, 220.0));
+        // 90 + 60 + 60 + 20 seconds; only the second run failed; the NaN, the negative and
+        // the absurd cost are not measures
+        assert_eq!((s.runs, s.failures, s.run_seconds), (4, 1, 230.0));
         assert_eq!((s.checkpoints, s.mean_checkpoint_seconds), (1, 1.5));
     }
 }

@@ -222,12 +222,15 @@ impl Figures {
 }
 
 fn measured(run: usize, e: &Event) -> Measured {
-    let secs = e.number("secs");
+    let secs = e.seconds("secs");
     let bytes = e.field("bytes").and_then(|b| b.parse::<u64>().ok());
     let computed = match (bytes, secs) {
         (Some(b), Some(s)) if s > 0.0 => Some(b as f64 / s / (1u64 << 20) as f64),
         _ => None,
     };
+    // beyond an exabyte a second, a bandwidth is no measure (a hand-edited log, or bytes
+    // over a time rounded to nothing), and no axis could hold it
+    let bandwidth = |v: f64| v.is_finite() && v <= 1e12;
     Measured {
         run,
         time: e.time,
@@ -235,7 +238,10 @@ fn measured(run: usize, e: &Event) -> Measured {
         name: e.field("name").unwrap_or_default().to_string(),
         secs,
         bytes,
-        mb_per_s: e.number("mb_per_s").or(computed),
+        mb_per_s: e
+            .number("mb_per_s")
+            .filter(|v| bandwidth(*v))
+            .or(computed.filter(|v| bandwidth(*v))),
         background: e.field("async") == Some("1"),
     }
 }
@@ -298,7 +304,7 @@ fn failures(runs: &[Run]) -> Vec<Failure> {
                 failure.note = Some(format!("its time is in run {number}'s restart"));
             } else if died.is_some_and(|(since, _, _)| e.time >= since) {
                 failure.note = Some(format!("its time is in run {number}'s lost work"));
-            } else if let Some(secs) = e.number("secs") {
+            } else if let Some(secs) = e.seconds("secs") {
                 failure.failed_checkpoint = secs;
             } else {
                 failure.note = Some("the log does not say how long it took".into());
@@ -332,7 +338,7 @@ fn interval(runs: &[Run], stats: &Stats) -> Interval {
             .filter(|e| e.kind == kinds::CHECKPOINT)
             .collect();
         for pair in ckpts.windows(2) {
-            let cost = pair[1].number("secs").unwrap_or(0.0);
+            let cost = pair[1].seconds("secs").unwrap_or(0.0);
             gaps.push((seconds_between(pair[0].time, pair[1].time) - cost).max(0.0));
         }
     }

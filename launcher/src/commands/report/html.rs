@@ -489,30 +489,41 @@ fn measured_table(out: &mut String, id: &str, class: &str, what: &str, rows: &[M
     out.push_str("</tbody></table>");
 }
 
+/// Tables longer than this start folded: a long job's page stays quick to scroll.
+const FOLDED_ROWS: usize = 200;
+
 fn events(out: &mut String, fig: &Figures) {
     out.push_str("<section id=\"events\"><h2>Checkpoints and flushes</h2>");
     if fig.checkpoints.is_empty() {
         out.push_str("<p>No checkpoint completed.</p>");
-    } else {
-        measured_table(
-            out,
-            "checkpoint-table",
+    }
+    let tables = [
+        (
             "checkpoint",
+            "checkpoints completed",
             "completed",
             &fig.checkpoints,
+        ),
+        ("flush", "flushes to the prefix", "finished", &fig.flushes),
+        ("output", "output datasets", "completed", &fig.outputs),
+        ("fetch", "fetches from the prefix", "finished", &fig.fetches),
+    ];
+    for (class, title, what, rows) in tables {
+        if rows.is_empty() {
+            continue;
+        }
+        let open = if rows.len() <= FOLDED_ROWS {
+            " open"
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<details{open}><summary>{} {title}</summary>",
+            rows.len()
         );
-    }
-    if !fig.flushes.is_empty() {
-        out.push_str("<h3>Flushes</h3>");
-        measured_table(out, "flush-table", "flush", "finished", &fig.flushes);
-    }
-    if !fig.outputs.is_empty() {
-        out.push_str("<h3>Output datasets</h3>");
-        measured_table(out, "output-table", "output", "completed", &fig.outputs);
-    }
-    if !fig.fetches.is_empty() {
-        out.push_str("<h3>Fetches from the prefix</h3>");
-        measured_table(out, "fetch-table", "fetch", "finished", &fig.fetches);
+        measured_table(out, &format!("{class}-table"), class, what, rows);
+        out.push_str("</details>");
     }
     out.push_str("</section>");
 }

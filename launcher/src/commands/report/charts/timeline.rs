@@ -4,7 +4,7 @@
 use super::{
     AMBER, BLUE, DARK_RED, Mark, ORANGE, PURPLE, SvgResult, TEAL, ending_color, font, svg,
 };
-use crate::commands::report::figures::{FailureKind, Figures, Measured, ending_text};
+use crate::commands::report::figures::{FailureKind, Figures, Measured};
 use crate::commands::report::units::{self, TimeAxis};
 use plotters::prelude::*;
 use scr::event_log::Ending;
@@ -22,7 +22,7 @@ pub(super) fn timeline(fig: &Figures, axis: &TimeAxis) -> SvgResult {
     let n = fig.runs.len();
     // one row per run, run 1 at the top
     let row = |run: usize| (n + 1 - run) as f64;
-    let row_px = (520 / n as u32).clamp(26, 70);
+    let row_px = (520 / n as u32).clamp(26, 90);
     let height = 170 + row_px * n as u32;
     let mut legend: Vec<(Mark, String)> = vec![
         (Mark::Dot(BLUE), "checkpoint (name)".into()),
@@ -47,8 +47,13 @@ pub(super) fn timeline(fig: &Figures, axis: &TimeAxis) -> SvgResult {
         Ending::Open,
     ] {
         if fig.runs.iter().any(|r| r.ending == ending) {
-            let text = format!("run {}", ending_text(ending));
-            legend.push((Mark::Bar(ending_color(ending), 0.25), text));
+            let text = match ending {
+                Ending::Finalized => "run ended (SCR_Finalize)",
+                Ending::Failed => "run died",
+                Ending::Halted => "run halted",
+                Ending::Open => "run without an end yet",
+            };
+            legend.push((Mark::Bar(ending_color(ending), 0.25), text.to_string()));
         }
     }
     svg(height, &legend, |area| {
@@ -115,7 +120,9 @@ pub(super) fn timeline(fig: &Figures, axis: &TimeAxis) -> SvgResult {
         chart.draw_series(fig.restarts.iter().map(square(PURPLE)))?;
         // checkpoint names above their dots, on a second line where the first is taken,
         // left out where both are (the table below lists every checkpoint)
-        let mut above = Lanes::new(n);
+        // names above the row, failures below: as many lines of text as half a row holds
+        let half = row_px as i32 / 2;
+        let mut above = Lanes::new(n, (half - 22).div_euclid(15) + 1);
         for c in &fig.checkpoints {
             chart.draw_series([Circle::new(at(c, 0.0), 5, BLUE.filled())])?;
             let text = label(c);
@@ -131,7 +138,7 @@ pub(super) fn timeline(fig: &Figures, axis: &TimeAxis) -> SvgResult {
         chart.draw_series(fig.halts.iter().map(|h| {
             EmptyElement::at(at(h, 0.0)) + Rectangle::new([(-8, -8), (8, 8)], AMBER.stroke_width(2))
         }))?;
-        let mut below = Lanes::new(n);
+        let mut below = Lanes::new(n, (half - 33).div_euclid(15) + 1);
         for f in &fig.failures {
             let y = row(f.run)
                 + if f.kind == FailureKind::FetchFailed {
@@ -169,13 +176,15 @@ pub(super) fn timeline(fig: &Figures, axis: &TimeAxis) -> SvgResult {
 /// the left; a label that fits in no lane is left out (the tables list everything).
 struct Lanes {
     /// For each run (1-based), the first free pixel of each lane.
-    free: Vec<[i32; 2]>,
+    free: Vec<Vec<i32>>,
 }
 
 impl Lanes {
-    fn new(runs: usize) -> Lanes {
+    /// `lanes` lines of text by run (none when the rows are too narrow for text).
+    fn new(runs: usize, lanes: i32) -> Lanes {
+        let lanes = lanes.clamp(0, 2) as usize;
         Lanes {
-            free: vec![[i32::MIN; 2]; runs + 1],
+            free: vec![vec![i32::MIN; lanes]; runs + 1],
         }
     }
 
