@@ -329,3 +329,36 @@ fn without_a_log_the_error_names_the_file_and_how_to_record_one() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("standard output"), "{}", text(&out));
 }
+
+#[test]
+fn absurd_measures_in_a_log_are_left_out_and_the_page_is_still_drawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let hidden = scr::layout::prefix_hidden_dir(dir.path());
+    std::fs::create_dir_all(&hidden).unwrap();
+    // a cost of 1e308 s, a flush of 5 bytes in 1e-320 s, a NaN, a torn last line
+    std::fs::write(
+        hidden.join("log"),
+        "2026-11-23T10:00:00+00:00 event=START\n\
+         2026-11-23T10:00:01+00:00 event=CHECKPOINT name=a dset=1 secs=1e308\n\
+         2026-11-23T10:00:02+00:00 event=CHECKPOINT name=b dset=2 secs=NaN\n\
+         2026-11-23T10:00:03+00:00 event=FLUSH name=b dset=2 secs=1e-320 bytes=5\n\
+         2026-11-23T10:00:04+00:00 event=CHECKPOINT name=c dset=3 secs=2\n\
+         2026-11-23T10:00:05+00:00 event=STA",
+    )
+    .unwrap();
+    let p = dir.path().to_str().unwrap();
+    let page = dir.path().join("page.html");
+    stdout_ok(&scr_within(
+        30,
+        &["report", p, "-o", page.to_str().unwrap()],
+        &[],
+    ));
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .contains("chart-timeline")
+    );
+    let v = json_of(dir.path());
+    assert!(close(&v["interval"]["mean_checkpoint_seconds"], 2.0), "{v}");
+    assert_eq!(v["flushes"][0]["mib_per_s"], serde_json::Value::Null);
+}

@@ -141,30 +141,39 @@ pub fn all(fig: &Figures) -> Result<Vec<Chart>, Box<dyn std::error::Error>> {
         name: "timeline",
         svg: timeline::timeline(fig, &axis)?,
     }];
-    if !fig.checkpoints.is_empty() {
-        let points = fig.checkpoints.iter().filter_map(|c| Some((c, c.secs?)));
+    // a chart of a measure the log never gave would be empty: it is left out
+    let costs: Vec<_> = fig
+        .checkpoints
+        .iter()
+        .filter_map(|c| Some((c, c.secs?)))
+        .collect();
+    if !costs.is_empty() {
         let svg = measures::over_time(
             fig,
             &axis,
             "Checkpoint cost over time",
             ("checkpoint cost", measures::Unit::Seconds),
             BLUE,
-            points.collect(),
+            costs,
         )?;
         out.push(Chart {
             name: "checkpoint-cost",
             svg,
         });
     }
-    if !fig.flushes.is_empty() {
-        let points = fig.flushes.iter().filter_map(|f| Some((f, f.mb_per_s?)));
+    let bandwidths: Vec<_> = fig
+        .flushes
+        .iter()
+        .filter_map(|f| Some((f, f.mb_per_s?)))
+        .collect();
+    if !bandwidths.is_empty() {
         let svg = measures::over_time(
             fig,
             &axis,
             "Flush bandwidth over time",
             ("flush bandwidth", measures::Unit::MibPerSecond),
             ORANGE,
-            points.collect(),
+            bandwidths,
         )?;
         out.push(Chart {
             name: "flush-bandwidth",
