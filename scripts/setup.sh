@@ -81,6 +81,8 @@ deps=(
   "python3-mpi4py file /usr/lib/python3/dist-packages/mpi4py/__init__.py"
   # the event log's syslog test runs a real rsyslogd
   "rsyslog cmd rsyslogd"
+  # scr report's page is rendered by a real browser in its test (headless Chromium)
+  "chromium cmd chromium"
   # the install tests: CMake's find_package, man -l, and the installed modulefile loaded
   # with Debian's Lmod (its shell initialization, which the test sources)
   "cmake cmd cmake"

@@ -67,6 +67,34 @@ impl Event {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     }
+
+    /// A measure the event carries (`secs`, `bytes`, `mb_per_s` …): a finite number, not
+    /// negative; None for a field that is missing or holds anything else (a log anyone
+    /// could have edited must not turn a mean into NaN).
+    pub fn number(&self, key: &str) -> Option<f64> {
+        self.field(key)
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    }
+
+    /// A duration the event carries, in seconds: a [`Event::number`] of at most a billion
+    /// seconds (some 30 years; a larger one is no job's measure, and what is computed
+    /// from it would overflow).
+    pub fn seconds(&self, key: &str) -> Option<f64> {
+        self.number(key).filter(|s| *s <= 1e9)
+    }
+
+    /// The job the event belongs to (every line the library writes names it).
+    pub fn jobid(&self) -> Option<&str> {
+        self.field("jobid")
+    }
+}
+
+/// The events of the log at `path`, oldest first; lines that are not events (a torn last
+/// line) are skipped.
+pub fn read(path: &Path) -> std::io::Result<Vec<Event>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text.lines().filter_map(parse_line).collect())
 }
 
 /// Reads one line; None for a line that is not an event (a torn last line, say).
@@ -90,13 +118,83 @@ pub fn parse_line(line: &str) -> Option<Event> {
     })
 }
 
+/// How a run ended, as far as the log tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// SCR_Finalize was called (an END line).
+    Finalized,
+    /// A halt condition stopped it (a HALT line whose halt exits the job, and no END).
+    Halted,
+    /// No END and no halt, and another run started after it: the application died.
+    Failed,
+    /// The log's last run, without END or halt: still running, or killed with no run
+    /// started since (the log cannot tell which).
+    Open,
+}
+
+/// One run of the application: a START line and the events up to the next START.
+#[derive(Clone, Debug)]
+pub struct Run<'a> {
+    /// Its events, START first.
+    pub events: &'a [Event],
+    pub ending: Ending,
+}
+
+impl Run<'_> {
+    pub fn start(&self) -> DateTime<FixedOffset> {
+        self.events[0].time
+    }
+
+    /// The time of its last event: when it ended, or (failed) the last sign of life.
+    pub fn last(&self) -> DateTime<FixedOffset> {
+        self.events[self.events.len() - 1].time
+    }
+
+    /// Seconds from its START to its last event.
+    pub fn seconds(&self) -> f64 {
+        seconds_between(self.start(), self.last())
+    }
+}
+
+/// The log split into runs at each START line (events before the first START, which a
+/// log cut at its head may hold, belong to none).
+pub fn runs(events: &[Event]) -> Vec<Run<'_>> {
+    let starts: Vec<usize> = (0..events.len())
+        .filter(|&i| events[i].kind == kinds::START)
+        .collect();
+    let mut out = Vec::with_capacity(starts.len());
+    for (n, &from) in starts.iter().enumerate() {
+        let to = starts.get(n + 1).copied().unwrap_or(events.len());
+        let run = &events[from..to];
+        let finalized = run.iter().any(|e| e.kind == kinds::END);
+        // a halt that exits ends the run on purpose, without SCR_Finalize
+        let halted = run
+            .iter()
+            .any(|e| e.kind == kinds::HALT && e.field("exits") != Some("false"));
+        let ending = if finalized {
+            Ending::Finalized
+        } else if halted {
+            Ending::Halted
+        } else if to < events.len() {
+            Ending::Failed
+        } else {
+            Ending::Open
+        };
+        out.push(Run {
+            events: run,
+            ending,
+        });
+    }
+    out
+}
+
 /// What a log says about checkpoint cost and failures.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stats {
     /// Runs (START lines).
     pub runs: u64,
-    /// Runs that ended without an END line (the application died) and were followed by
-    /// another run: the failures.
+    /// Runs that ended without an END line or a halt (the application died) and were
+    /// followed by another run: the failures.
     pub failures: u64,
     /// Seconds from each run's START to its last event, summed.
     pub run_seconds: f64,
@@ -107,36 +205,12 @@ pub struct Stats {
 
 impl Stats {
     pub fn from_events(events: &[Event]) -> Stats {
-        let mut runs = 0;
-        let mut failures = 0;
-        let mut run_seconds = 0.0;
-        let mut ckpt_secs = Vec::new();
-        let mut run_start: Option<DateTime<FixedOffset>> = None;
-        let mut last = None;
-        let mut ended = true;
-        for e in events {
-            if e.kind == kinds::START {
-                if let (Some(s), Some(l)) = (run_start, last) {
-                    run_seconds += seconds_between(s, l);
-                    if !ended {
-                        failures += 1;
-                    }
-                }
-                runs += 1;
-                run_start = Some(e.time);
-                ended = false;
-            } else if e.kind == kinds::END {
-                ended = true;
-            } else if e.kind == kinds::CHECKPOINT
-                && let Some(secs) = e.field("secs").and_then(|s| s.parse::<f64>().ok())
-            {
-                ckpt_secs.push(secs);
-            }
-            last = Some(e.time);
-        }
-        if let (Some(s), Some(l)) = (run_start, last) {
-            run_seconds += seconds_between(s, l);
-        }
+        let runs = runs(events);
+        let ckpt_secs: Vec<f64> = events
+            .iter()
+            .filter(|e| e.kind == kinds::CHECKPOINT)
+            .filter_map(|e| e.seconds("secs"))
+            .collect();
         let checkpoints = ckpt_secs.len() as u64;
         let mean_checkpoint_seconds = if checkpoints == 0 {
             0.0
@@ -144,9 +218,9 @@ impl Stats {
             ckpt_secs.iter().sum::<f64>() / checkpoints as f64
         };
         Stats {
-            runs,
-            failures,
-            run_seconds,
+            runs: runs.len() as u64,
+            failures: runs.iter().filter(|r| r.ending == Ending::Failed).count() as u64,
+            run_seconds: runs.iter().map(Run::seconds).sum(),
             checkpoints,
             mean_checkpoint_seconds,
         }
@@ -169,7 +243,8 @@ impl Stats {
     }
 }
 
-fn seconds_between(a: DateTime<FixedOffset>, b: DateTime<FixedOffset>) -> f64 {
+/// Seconds from `a` to `b` (0 when the clock went backwards between them).
+pub fn seconds_between(a: DateTime<FixedOffset>, b: DateTime<FixedOffset>) -> f64 {
     (b - a).num_milliseconds().max(0) as f64 / 1000.0
 }
 
@@ -241,5 +316,41 @@ mod tests {
             10800f64.sqrt() * (1.0 + (3.0f64 / 3600.0).sqrt() / 3.0 + 3.0 / 3600.0 / 9.0) - 3.0;
         assert!((daly(3.0, 1800.0) - by_hand).abs() < 1e-9);
         assert_eq!(daly(5000.0, 1800.0), 1800.0);
+    }
+
+    #[test]
+    fn a_halted_run_is_not_a_failure_and_the_last_run_without_end_is_open() {
+        let line = |t: &str, rest: &str| parse_line(&format!("2026-11-23T10:{t}+00:00 {rest}"));
+        let events: Vec<Event> = [
+            line("00:00", "event=START"),
+            line("01:00", "event=HALT exits=true"),
+            line("01:30", "event=FLUSH secs=NaN"), // the halt flushes, then exits
+            line("02:00", "event=START"),
+            line("02:30", "event=HALT exits=false"), // noticed, not obeyed: it goes on
+            line("03:00", "event=CHECKPOINT secs=-1"),
+            line("04:00", "event=START"),
+            line("05:00", "event=END"),
+            line("06:00", "event=START"),
+            line("06:10", "event=CHECKPOINT secs=1.5"),
+            line("06:20", "event=CHECKPOINT secs=1e300"),
+        ]
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+        let endings: Vec<Ending> = runs(&events).iter().map(|r| r.ending).collect();
+        assert_eq!(
+            endings,
+            [
+                Ending::Halted,
+                Ending::Failed,
+                Ending::Finalized,
+                Ending::Open
+            ]
+        );
+        let s = Stats::from_events(&events);
+        // 90 + 60 + 60 + 20 seconds; only the second run failed; the NaN, the negative and
+        // the absurd cost are not measures
+        assert_eq!((s.runs, s.failures, s.run_seconds), (4, 1, 230.0));
+        assert_eq!((s.checkpoints, s.mean_checkpoint_seconds), (1, 1.5));
     }
 }

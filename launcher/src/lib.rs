@@ -49,6 +49,7 @@ enum Command {
     ShouldExit(commands::jobs::ShouldExitArgs),
     CkptInterval(commands::jobs::CkptIntervalArgs),
     Inspect(commands::jobs::InspectArgs),
+    Report(commands::report::Args),
     KillJobstep(commands::jobs::KillJobstepArgs),
     Config(commands::config::Args),
     #[command(hide = true)]
@@ -195,6 +196,7 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
         Command::ShouldExit(args) => commands::jobs::should_exit(args),
         Command::CkptInterval(args) => commands::jobs::ckpt_interval(args),
         Command::Inspect(args) => commands::jobs::inspect(args),
+        Command::Report(args) => commands::report::run(args),
         Command::KillJobstep(args) => commands::jobs::kill_jobstep(args),
         Command::Config(args) => commands::config::run(args),
         Command::GenerateDocs(args) => commands::docs::run(args, Cli::command(), COMPAT_NAMES),

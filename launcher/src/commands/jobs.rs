@@ -3,7 +3,7 @@
 //! `scr kill-jobstep` (`scr_kill_jobstep`).
 
 use crate::job::child;
-use scr::event_log::{self, Event, Stats};
+use scr::event_log::{self, Stats};
 use scr::flush::{FlushFile, Location};
 use scr::halt::HaltFile;
 use scr::index::IndexFile;
@@ -91,9 +91,10 @@ pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
     about = "Compute the optimal checkpoint interval from the event log (Young or Daly)",
     long_about = "Read <prefix>/.scr/log (written with SCR_LOG_ENABLE=1): the mean cost C of a \
                   checkpoint, and the mean time between failures M (run time divided by the runs \
-                  that ended without SCR_Finalize and were started again; with no failure yet, at \
-                  least the run time observed, and the interval printed is a lower bound). Print \
-                  the interval in seconds by Daly's formula (default) or Young's, sqrt(2CM).\n\n\
+                  that ended without SCR_Finalize or a halt and were started again; with no \
+                  failure yet, at least the run time observed, and the interval printed is a \
+                  lower bound). Print the interval in seconds by Daly's formula (default) or \
+                  Young's, sqrt(2CM).\n\n\
                   Exit codes: 0 printed; 1 no log, or no checkpoint in it to compute from."
 )]
 pub struct CkptIntervalArgs {
@@ -118,8 +119,8 @@ pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
     let prefix = super::prefix_dir(args.prefix, &params)?;
     let path = event_log::log_path(&prefix);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let events = match event_log::read(&path) {
+        Ok(events) => events,
         Err(e) => {
             eprintln!(
                 "scr_ckpt_interval: {}: {e}; run the job with SCR_LOG_ENABLE=1 to record one",
@@ -128,7 +129,6 @@ pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
-    let events: Vec<Event> = text.lines().filter_map(event_log::parse_line).collect();
     let stats = Stats::from_events(&events);
     if stats.checkpoints == 0 {
         eprintln!(

@@ -13,6 +13,7 @@ pub mod links;
 pub mod nodes;
 pub mod print;
 pub mod rebuild;
+pub mod report;
 pub mod run;
 pub mod state_files;
 pub mod transfer;

@@ -180,14 +180,18 @@ impl Scr {
             );
         }
         if failed > 0 {
-            self.log.event(
-                kinds::CHECKPOINT_FAILED,
-                &[
-                    ("name", name),
-                    ("dset", id.to_string()),
-                    ("failed_ranks", failed.to_string()),
-                ],
-            );
+            let mut fields = vec![
+                ("name", name),
+                ("dset", id.to_string()),
+                ("failed_ranks", failed.to_string()),
+            ];
+            // the time a failed checkpoint took is time lost (scr report counts it)
+            if flags & FLAG_CHECKPOINT != 0
+                && let Some(secs) = self.schedule.elapsed(Instant::now())
+            {
+                fields.push(("secs", format!("{secs:.3}")));
+            }
+            self.log.event(kinds::CHECKPOINT_FAILED, &fields);
             self.delete_cached(id);
             self.cache.deferred_eviction = None; // the older checkpoint is still the newest good one
             return Ok(false);

@@ -458,7 +458,7 @@ pub fn extra(sub: Option<&str>) -> Extra {
                 ),
                 ("--young --prefix /p/lscratch/run1", "by Young's formula"),
             ],
-            related: &["inspect"],
+            related: &["inspect", "report"],
             reads_config: true,
         },
         "inspect" => Extra {
@@ -468,6 +468,29 @@ pub fn extra(sub: Option<&str>) -> Extra {
                 "list each dataset: complete, incomplete, failed, or to be scavenged",
             )],
             related: &["index", "postrun"],
+            reads_config: true,
+        },
+        "report" => Extra {
+            environment: CONFIG.to_vec(),
+            examples: &[
+                (
+                    "/p/lscratch/run1",
+                    "write /p/lscratch/run1/.scr/report.html and print its path",
+                ),
+                (
+                    "/p/lscratch/run1 -o run1.html",
+                    "write the page to run1.html, to open in a browser or attach to a ticket",
+                ),
+                (
+                    "--svg charts /p/lscratch/run1",
+                    "only the charts, each as charts/<name>.svg",
+                ),
+                (
+                    "--json /p/lscratch/run1",
+                    "the figures for a script: time lost, interval in use, Young, Daly …",
+                ),
+            ],
+            related: &["ckpt-interval", "inspect", "index"],
             reads_config: true,
         },
         "config" => Extra {

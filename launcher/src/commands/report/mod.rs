@@ -1,0 +1,180 @@
+//! `scr report [PREFIX]`: a page to look at after a job — the timeline of its runs,
+//! checkpoints, flushes, failures and restarts, checkpoint cost and flush bandwidth over
+//! time, the time failures cost, the checkpoint interval in use against Young's and Daly's
+//! optimum, and where each dataset is — from the prefix's event log (SCR_LOG_ENABLE=1),
+//! index and flush file. There is no SCR command like it, so no SCR name.
+//!
+//! [`figures`] computes from the log, [`datasets`] reads where the datasets are,
+//! [`charts`] draws, [`html`] and [`json`] write the outputs.
+
+pub mod charts;
+pub mod datasets;
+pub mod figures;
+pub mod html;
+pub mod json;
+pub mod units;
+
+use scr::event_log;
+use scr::flush::FlushFile;
+use scr::index::IndexFile;
+use scr::params::{Params, Sources};
+use scr::{Error, layout};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(
+    about = "Write an HTML report of a job's runs, checkpoints, failures and datasets",
+    long_about = "Read the prefix's event log (<prefix>/.scr/log, written when the job runs \
+                  with SCR_LOG_ENABLE=1), its index and its flush file, and write one \
+                  self-contained HTML page (inline SVG charts and CSS, no script, nothing \
+                  fetched) showing: a timeline of the runs with their checkpoints, flushes, \
+                  failures and restarts; checkpoint cost and flush bandwidth over time; the \
+                  time lost to failures; the checkpoint interval in use against Young's and \
+                  Daly's optimum for the measured cost and mean time between failures (as \
+                  `scr ckpt-interval` computes them); and which datasets are in cache only, \
+                  on the prefix, and current.\n\n\
+                  Failures are runs that died (no SCR_Finalize nor halt, and another run \
+                  started after them), failed checkpoints and failed fetches. Time lost to a \
+                  run that died = the work since the checkpoint the next run restarted from \
+                  (to the run's last logged event) + the restart (from that event to the next \
+                  run's RESTART; from its START only when it is another job, so a queue wait \
+                  is not counted); a failed checkpoint loses the time it took. The page \
+                  defines every figure it shows.\n\n\
+                  The page goes to <prefix>/.scr/report.html unless -o says where ('-' for \
+                  standard output), and its path is printed. With --svg or --json alone, only \
+                  those are written.\n\n\
+                  Exit codes: 0 written; 1 no event log, or a state file or output that \
+                  cannot be read or written (said)."
+)]
+pub struct Args {
+    /// The prefix directory (default: SCR_PREFIX, scr.conf, the working directory)
+    #[arg(value_name = "PREFIX")]
+    prefix: Option<PathBuf>,
+    /// The prefix directory, as the other commands take it
+    #[arg(
+        short = 'p',
+        long = "prefix",
+        value_name = "DIR",
+        conflicts_with = "prefix"
+    )]
+    prefix_option: Option<PathBuf>,
+    /// Write the page to FILE ('-': standard output) [default: <prefix>/.scr/report.html]
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Write each chart as its own SVG file into DIR (created when missing):
+    /// timeline.svg, checkpoint-cost.svg, flush-bandwidth.svg, time-lost.svg, interval.svg
+    #[arg(long, value_name = "DIR")]
+    svg: Option<PathBuf>,
+    /// Print the computed figures as JSON on standard output (runs, checkpoints, flushes,
+    /// failures, time lost, interval in use, Young's and Daly's, datasets by location)
+    #[arg(long)]
+    json: bool,
+}
+
+/// What the outputs are made from.
+pub struct Report {
+    pub prefix: PathBuf,
+    pub log: PathBuf,
+    pub generated: chrono::DateTime<chrono::Local>,
+    pub figures: figures::Figures,
+    pub datasets: Vec<datasets::DatasetRow>,
+    /// The checkpoint a restart would load.
+    pub current: Option<String>,
+}
+
+impl Report {
+    /// Reads the prefix's log, index, flush file and `scr.current` link.
+    pub fn read(prefix: &Path) -> scr::Result<Report> {
+        let log = event_log::log_path(prefix);
+        let events = event_log::read(&log).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::invalid(
+                    &log,
+                    "no event log here: run the job with SCR_LOG_ENABLE=1 (SCR's text log) to \
+                     record one, or give the prefix the job used",
+                )
+            } else {
+                Error::io(&log, "read the event log", e)
+            }
+        })?;
+        let index: IndexFile = super::read_or_empty(&layout::index_file(prefix))?;
+        let flush: FlushFile = super::read_or_empty(&layout::flush_file(prefix))?;
+        let link = scr::prefix::read_current_link(prefix);
+        let datasets = datasets::rows(&index, &flush, link.as_deref());
+        let current = datasets.iter().find(|d| d.current).map(|d| d.name.clone());
+        Ok(Report {
+            prefix: prefix.to_path_buf(),
+            log,
+            generated: chrono::Local::now(),
+            figures: figures::Figures::compute(&events),
+            datasets,
+            current,
+        })
+    }
+}
+
+pub fn run(args: Args) -> scr::Result<ExitCode> {
+    if args.json && args.output.as_deref() == Some(Path::new("-")) {
+        return Err(Error::refused(
+            "--json and -o - would both write to standard output: write the page to a file \
+             (-o FILE) or leave one of them out",
+        ));
+    }
+    let params = Params::load(&Sources::from_process())?;
+    let prefix = super::prefix_dir(args.prefix.or(args.prefix_option), &params)?;
+    let report = Report::read(&prefix)?;
+    let page_wanted = args.output.is_some() || (args.svg.is_none() && !args.json);
+    // with --json, standard output is the JSON alone: the paths written go to stderr
+    let say = |path: &Path| {
+        if args.json {
+            eprintln!("{}", path.display());
+        } else {
+            println!("{}", path.display());
+        }
+    };
+    if page_wanted || args.svg.is_some() {
+        let charts = charts::all(&report.figures).map_err(|e| {
+            Error::io(
+                &report.log,
+                "draw the charts of the events of",
+                std::io::Error::other(e.to_string()),
+            )
+        })?;
+        if let Some(dir) = &args.svg {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+            for c in &charts {
+                let path = dir.join(format!("{}.svg", c.name));
+                scr::io::write_atomic(&path, c.svg.as_bytes(), REPORT_MODE)?;
+                say(&path);
+            }
+        }
+        if page_wanted {
+            let page = html::page(&report, &charts);
+            match args.output.as_deref() {
+                Some(p) if p == Path::new("-") => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(page.as_bytes())
+                        .and_then(|_| out.flush())
+                        .map_err(|e| Error::io("standard output", "write the page to", e))?;
+                }
+                given => {
+                    let path = given.map_or_else(
+                        || layout::prefix_hidden_dir(&prefix).join("report.html"),
+                        Path::to_path_buf,
+                    );
+                    scr::io::write_atomic(&path, page.as_bytes(), REPORT_MODE)?;
+                    say(&path);
+                }
+            }
+        }
+    }
+    if args.json {
+        println!("{}", json::render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The page and charts are for sharing: readable by others unless the umask says not.
+const REPORT_MODE: u32 = 0o644;

@@ -1,0 +1,209 @@
+//! `scr report` of a real job, looked at in a real browser: a first run checkpoints (one
+//! checkpoint fails) and dies, a second restarts from its last checkpoint, checkpoints
+//! and flushes; the page `scr report` writes is rendered by headless Chromium, and the DOM
+//! it rendered must hold the charts and tables with what the application itself said:
+//! the checkpoints it completed and when, the one that failed, the run that died.
+//!
+//! SCR_REPORT_SCREENSHOT=FILE keeps a copy of Chromium's screenshot of the page.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// Headless Chromium with a profile of its own in `profile`, nothing fetched from the
+/// network, given `args` and the page.
+fn chromium(profile: &Path, args: &[&str], page: &Path) -> std::process::Output {
+    std::fs::create_dir_all(profile).unwrap();
+    let mut cmd = Command::new("chromium");
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(args)
+    .arg(format!("file://{}", page.display()));
+    let out = output_within(&mut cmd, Duration::from_secs(120));
+    assert!(out.status.success(), "chromium: {}", text(&out));
+    out
+}
+
+/// When the application said checkpoint `t` returned, and whether it said it failed.
+fn completed(out: &str) -> Vec<(u64, f64)> {
+    out.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("test_api: checkpoint ")?;
+            let (t, at) = rest.split_once(" ended at ")?;
+            Some((t.parse().ok()?, at.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The text of every `<text>` element of the SVG inside `<figure id="chart-NAME">`.
+fn chart_texts(dom: &str, name: &str) -> Vec<String> {
+    let start = dom
+        .find(&format!("<figure id=\"chart-{name}\">"))
+        .unwrap_or_else(|| panic!("no {name} chart in the rendered page"));
+    let figure = &dom[start..start + dom[start..].find("</figure>").unwrap()];
+    assert!(figure.contains("<svg"), "{name}: no SVG");
+    figure
+        .split("<text")
+        .skip(1)
+        .map(|t| {
+            let body = &t[t.find('>').unwrap() + 1..];
+            body[..body.find("</text>").unwrap()].trim().to_string()
+        })
+        .collect()
+}
+
+/// The opening tag of the table row with `attr` (e.g. `data-name="ckpt.1"`) in table
+/// `table`, and the row up to its end.
+fn row<'a>(dom: &'a str, table: &str, attr: &str) -> Option<&'a str> {
+    let t = dom.find(&format!("<table id=\"{table}\""))?;
+    let body = &dom[t..t + dom[t..].find("</table>")?];
+    let at = body.find(attr)?;
+    let from = body[..at].rfind("<tr")?;
+    Some(&body[from..from + body[from..].find("</tr>")?])
+}
+
+/// The `datetime` of a row's `<time>`, in seconds since the epoch.
+fn row_time(row: &str) -> f64 {
+    let at = row.find("datetime=\"").unwrap() + "datetime=\"".len();
+    let value = &row[at..at + row[at..].find('"').unwrap()];
+    chrono::DateTime::parse_from_rfc3339(value)
+        .unwrap()
+        .timestamp_millis() as f64
+        / 1000.0
+}
+
+#[test]
+fn a_real_job_s_report_renders_in_chromium_with_its_checkpoints_and_its_failure() {
+    let job = Job::new();
+    let env = [
+        ("SCR_LOG_ENABLE", "1"),
+        ("SCR_LOG_SYSLOG_ENABLE", "0"),
+        ("SCR_FLUSH", "2"),
+        ("TEST_API_TIMES", "1"),
+        // room between checkpoints, so the timeline has space for their names
+        ("TEST_API_SLEEP_MS", "500"),
+    ];
+    // run 1: checkpoints 1 to 5, number 3 marked invalid, then dies without SCR_Finalize
+    let mut first_env = env.to_vec();
+    first_env.extend([("TEST_API_INVALID", "3"), ("TEST_API_FAIL_FIRST", "1")]);
+    let first = job.run(2, &["200000", "5"], &first_env);
+    let said1 = text(&first);
+    assert_eq!(first.status.code(), Some(3), "{said1}");
+    assert!(said1.contains("test_api: checkpoint 3 failed"), "{said1}");
+    // run 2: restarts from checkpoint 5 and writes 6 to 8; SCR_Finalize flushes the last
+    let said2 = job.run_ok(2, &["200000", "3"], &env);
+    assert!(said2.contains("restarted from ckpt.5"), "{said2}");
+    let done: Vec<(u64, f64)> = completed(&said1)
+        .into_iter()
+        .chain(completed(&said2))
+        .collect();
+    let ids: Vec<u64> = done.iter().map(|d| d.0).collect();
+    assert_eq!(ids, [1, 2, 4, 5, 6, 7, 8], "{said1}{said2}");
+
+    let page = job.dir.path().join("report.html");
+    let out = Command::new(scr_command())
+        .arg("report")
+        .arg(job.prefix())
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+
+    let profile = job.dir.path().join("chromium-profile");
+    let dom = chromium(&profile, &["--dump-dom"], &page);
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    let screenshot = job.dir.path().join("report.png");
+    let shot = format!("--screenshot={}", screenshot.display());
+    chromium(&profile, &[&shot, "--window-size=1280,2000"], &page);
+
+    // the timeline names every checkpoint the application completed, the failed one and
+    // the run that died; the cost chart holds as many points, one per checkpoint
+    let timeline = chart_texts(&dom, "timeline");
+    for (t, _) in &done {
+        let name = format!("ckpt.{t}");
+        assert!(timeline.contains(&name), "{name} not on {timeline:?}");
+    }
+    assert!(!timeline.contains(&"ckpt.3".to_string()), "{timeline:?}");
+    assert!(
+        timeline.contains(&"ckpt.3 failed".to_string()),
+        "{timeline:?}"
+    );
+    assert!(timeline.contains(&"died".to_string()), "{timeline:?}");
+    assert!(
+        timeline.iter().any(|t| t.starts_with("run 1")),
+        "{timeline:?}"
+    );
+    assert!(
+        timeline.iter().any(|t| t.starts_with("run 2")),
+        "{timeline:?}"
+    );
+    let cost = chart_texts(&dom, "checkpoint-cost");
+    assert!(
+        cost.contains(&format!("checkpoint cost ({})", done.len())),
+        "{cost:?}"
+    );
+    chart_texts(&dom, "flush-bandwidth");
+    chart_texts(&dom, "time-lost");
+
+    // each checkpoint's row says when it completed: within the second before the
+    // application saw SCR_Complete_checkpoint return (the log keeps milliseconds)
+    for (t, ended) in &done {
+        let r = row(&dom, "checkpoint-table", &format!("data-name=\"ckpt.{t}\""))
+            .unwrap_or_else(|| panic!("no row for ckpt.{t}"));
+        let logged = row_time(r);
+        assert!(
+            logged <= ended + 0.001 && logged > ended - 1.0,
+            "ckpt.{t} logged at {logged}, returned at {ended}"
+        );
+    }
+    assert!(row(&dom, "checkpoint-table", "data-name=\"ckpt.3\"").is_none());
+    // the failures: checkpoint 3, and run 1, which died after checkpoint 5 returned
+    let failed = row(&dom, "failure-table", "data-kind=\"checkpoint-failed\"").unwrap();
+    assert!(
+        failed.contains("ckpt.3") && failed.contains("data-run=\"1\""),
+        "{failed}"
+    );
+    let died = row(&dom, "failure-table", "data-kind=\"run-died\"").unwrap();
+    assert!(died.contains("data-run=\"1\""), "{died}");
+    let (_, last_of_run1) = done.iter().find(|d| d.0 == 5).unwrap();
+    assert!(
+        (row_time(died) - last_of_run1).abs() < 1.0,
+        "run 1 died after checkpoint 5: {died}"
+    );
+    let run1 = row(&dom, "run-table", "data-run=\"1\"").unwrap();
+    assert!(run1.contains("data-ending=\"died\""), "{run1}");
+    let run2 = row(&dom, "run-table", "data-run=\"2\"").unwrap();
+    assert!(
+        run2.contains("data-ending=\"ended\"") && run2.contains("ckpt.5"),
+        "{run2}"
+    );
+    // the last checkpoint was flushed by SCR_Finalize: on the prefix, and current
+    let last = row(&dom, "dataset-table", ">ckpt.8<").unwrap();
+    assert!(
+        last.contains("current") && last.contains("prefix"),
+        "{last}"
+    );
+
+    // the screenshot: a PNG of the window's size
+    let png = std::fs::read(&screenshot).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let size = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((size(16), size(20)), (1280, 2000));
+    if let Some(keep) = std::env::var_os("SCR_REPORT_SCREENSHOT") {
+        std::fs::copy(&screenshot, &keep).unwrap();
+        std::fs::copy(&page, Path::new(&keep).with_extension("html")).unwrap();
+    }
+}
