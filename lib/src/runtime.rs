@@ -330,7 +330,7 @@ impl Scr {
         self.fetch_pending = self.restart.is_none() && self.config.settings.fetch.enabled;
         self.flush_part().sweep_interrupted();
         if let Some(name) = self.config.settings.current.clone() {
-            self.set_current(&name)?;
+            self.apply_named_current(&name)?;
         }
         self.flush_on_restart()?;
         self.log.event(
@@ -344,6 +344,36 @@ impl Scr {
             self.log_restart(id, name);
         }
         self.check_halt(false)?;
+        Ok(())
+    }
+
+    /// SCR_CURRENT: the checkpoint the user names is restarted from once in the job's
+    /// allocation (as SCR v3.1 does). Each node's control directory, which lives as long as
+    /// the allocation's job id, records that it was applied; a relaunch in the same
+    /// allocation, where the batch script's SCR_CURRENT is still set, restarts from the
+    /// newest checkpoint instead of going back to the named one and dropping what the job
+    /// wrote since. Collective.
+    fn apply_named_current(&mut self, name: &str) -> Result<()> {
+        let applied_here =
+            self.job.local_rank == 0 && self.cache.named_current_applied().as_deref() == Some(name);
+        if !self.job.all(!applied_here) {
+            self.job.debug(
+                1,
+                format_args!(
+                    "SCR_CURRENT={name} was applied in this allocation already: the newest checkpoint is restarted"
+                ),
+            );
+            return Ok(());
+        }
+        self.set_current(name)?;
+        if self.job.local_rank == 0
+            && let Err(e) = self.cache.record_named_current(name)
+        {
+            say!(
+                "SCR: WARNING: rank {}: SCR_CURRENT={name} may be applied again at a relaunch: {e}",
+                self.job.rank
+            );
+        }
         Ok(())
     }
 

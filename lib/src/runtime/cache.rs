@@ -532,6 +532,21 @@ impl CacheManager {
         self.write()
     }
 
+    /// The checkpoint SCR_CURRENT named when this node's control directory recorded it was
+    /// applied (see [`CacheManager::record_named_current`]).
+    pub(super) fn named_current_applied(&self) -> Option<String> {
+        let h = io::read_hash_file_limited(&self.control_dir().join(NAMED_CURRENT), 4096).ok()?;
+        h.first_value("NAME").map(str::to_string)
+    }
+
+    /// Records in this node's control directory that SCR_CURRENT=`name` was applied, so a
+    /// relaunch in the same allocation does not apply it again.
+    pub(super) fn record_named_current(&self, name: &str) -> Result<()> {
+        let mut h = Hash::new();
+        h.set_value("NAME", name);
+        io::write_hash_file(&self.control_dir().join(NAMED_CURRENT), &h)
+    }
+
     /// Starts unlinking the cache files this call discarded (see [`Discards`]): every SCR
     /// call ends with it.
     pub(super) fn release_discards(&mut self) {
@@ -731,6 +746,9 @@ fn trash_dir_for(file: &Path) -> Option<PathBuf> {
         .and_then(Path::parent)
         .map(|store| store.join(TRASH_DIR))
 }
+
+/// The control directory's record that SCR_CURRENT was applied in this allocation.
+const NAMED_CURRENT: &str = "current.scrinfo";
 
 /// Where discarded cache files wait for their deletion, in each store directory.
 pub(super) const TRASH_DIR: &str = ".trash";
