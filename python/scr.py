@@ -249,6 +249,29 @@ def complete_restart(valid=True):
     return _lib.SCR_Complete_restart(ctypes.c_int(1 if valid else 0)) == 0
 
 
+def restart_writers():
+    """How many ranks wrote the restart checkpoint (between start_restart and
+    complete_restart)."""
+    ranks = ctypes.c_int(0)
+    _check(_lib.SCR_Restart_writers(ctypes.byref(ranks)), "SCR_Restart_writers")
+    return ranks.value
+
+
+def restart_files():
+    """The files of the restart this rank may route, as paths on the prefix (between
+    start_restart and complete_restart): its own when the job has as many ranks as the one
+    that wrote the checkpoint, every file of it, in the writers' rank order, when it has
+    not (any rank may then route any of them)."""
+    count = ctypes.c_int(0)
+    _check(_lib.SCR_Restart_file_count(ctypes.byref(count)), "SCR_Restart_file_count")
+    names = []
+    for i in range(count.value):
+        name = _buffer()
+        _check(_lib.SCR_Restart_file_name(ctypes.c_int(i), name), "SCR_Restart_file_name")
+        names.append(os.fsdecode(name.value))
+    return names
+
+
 def need_checkpoint():
     """SCR_Need_checkpoint: whether to checkpoint now (SCR_CHECKPOINT_INTERVAL, _SECONDS,
     _OVERHEAD, or a halt)."""

@@ -4,7 +4,10 @@
  * they belong (see pattern below): a piece of a file moved anywhere else fails to verify.
  * Usage: test_api [SIZE [CKPTS]]; exits 1 on any mismatch (see TEST_API_VARY below).
  * TEST_API_UNTIL=T makes T the last timestep whatever the restart point (a job that must
- * end in the same state however often it was interrupted); CKPTS is then ignored. */
+ * end in the same state however often it was interrupted); CKPTS is then ignored.
+ * A checkpoint written by another number of ranks is re-partitioned (with an SCR that lists
+ * a restart's files, SCR_HAVE_RESTART_FILE_LIST): every file of it is read by one rank, in
+ * turn, and checked against the rank that wrote it. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,11 +47,13 @@ static void file_name(char* out, size_t n, int t, int k) {
   else snprintf(out, n, "ckpt.%d/rank_%d.ckpt", t, rank);
 }
 
-/* bytes after the header in file k; -1 means an empty file without header */
-static long payload(int k, long size) {
+/* bytes after the header in file k of rank r; -1 means an empty file without header */
+static long payload_of(int r, int k, long size) {
   if (!vary) return size;
-  return k == 0 ? (rank + 1) * size / 2 : -1;
+  return k == 0 ? (r + 1) * size / 2 : -1;
 }
+
+static long payload(int k, long size) { return payload_of(rank, k, size); }
 
 /* TEST_API_INVALID=t marks checkpoint t invalid on every rank (to test failure handling). */
 static int write_ckpt(int t, long size) {
@@ -84,29 +89,57 @@ static int write_ckpt(int t, long size) {
   return SCR_Complete_output(valid) != SCR_SUCCESS;
 }
 
+/* Reads the file SCR routed `name` to as file k of rank r at timestep t. */
+static int check_file(const char* name, int r, int k, int t, long size) {
+  char file[SCR_MAX_FILENAME];
+  if (SCR_Route_file(name, file) != SCR_SUCCESS) return 0;
+  FILE* f = fopen(file, "r");
+  if (!f) return 0;
+  long len = payload_of(r, k, size);
+  char* buf = malloc(len + 2);
+  int ok;
+  if (len < 0) {
+    ok = fread(buf, 1, 1, f) == 0;
+  } else {
+    long long ts = -1;
+    ok = fread(&ts, sizeof ts, 1, f) == 1 && ts == t;
+    ok = ok && fread(buf, 1, len + 1, f) == (size_t)len;
+    for (long i = 0; ok && i < len; i++) ok = buf[i] == (char)pattern(r, k, t, i);
+  }
+  free(buf);
+  fclose(f);
+  return ok;
+}
+
 static int read_ckpt(const char* dset, long size, int* t_out) {
   int t;
   if (sscanf(dset, "ckpt.%d", &t) != 1) return 0;
   *t_out = t;
+#ifdef SCR_HAVE_RESTART_FILE_LIST
+  int writers = 0, count = 0;
+  if (SCR_Restart_writers(&writers) == SCR_SUCCESS && writers != ranks) {
+    /* re-partitioned: file i of the checkpoint is read by rank i % ranks */
+    if (SCR_Restart_file_count(&count) != SCR_SUCCESS) return 0;
+    int ok = 1, mine = 0;
+    for (int i = rank; ok && i < count; i += ranks) {
+      char name[SCR_MAX_FILENAME];
+      int r = -1, k = 0;
+      if (SCR_Restart_file_name(i, name) != SCR_SUCCESS) return 0;
+      const char* base = strrchr(name, '/');
+      base = base ? base + 1 : name;
+      if (sscanf(base, "rank_%d.%d.ckpt", &r, &k) < 1) return 0;
+      ok = check_file(name, r, k, t, size);
+      mine++;
+    }
+    printf("test_api: rank %d read %d of the %d files %d ranks wrote\n", rank, mine, count, writers);
+    return ok;
+  }
+#endif
   int ok = 1;
   for (int k = 0; ok && k < files_of(rank); k++) {
-    char name[SCR_MAX_FILENAME], file[SCR_MAX_FILENAME];
+    char name[SCR_MAX_FILENAME];
     file_name(name, sizeof name, t, k);
-    if (SCR_Route_file(name, file) != SCR_SUCCESS) return 0;
-    FILE* f = fopen(file, "r");
-    if (!f) return 0;
-    long len = payload(k, size);
-    char* buf = malloc(len + 2);
-    if (len < 0) {
-      ok = fread(buf, 1, 1, f) == 0;
-    } else {
-      long long ts = -1;
-      ok = fread(&ts, sizeof ts, 1, f) == 1 && ts == t;
-      ok = ok && fread(buf, 1, len + 1, f) == (size_t)len;
-      for (long i = 0; ok && i < len; i++) ok = buf[i] == (char)pattern(rank, k, t, i);
-    }
-    free(buf);
-    fclose(f);
+    ok = check_file(name, rank, k, t, size);
   }
   return ok;
 }

@@ -49,6 +49,17 @@ int SCR_Current(const char* name);
 int SCR_Drop(const char* name);
 int SCR_Delete(const char* name);
 
+/* Beyond SCR: a restart on another number of ranks through the restart API. Between
+ * SCR_Start_restart and SCR_Complete_restart: how many ranks wrote the checkpoint, and the
+ * files this rank may route (paths on the prefix, SCR_MAX_FILENAME bytes each, for
+ * 0 <= index < count): its own when the job has as many ranks as the one that wrote it,
+ * every file of the checkpoint, in the writers' rank order, when it has not (any rank
+ * may then route any of them). */
+#define SCR_HAVE_RESTART_FILE_LIST 1
+int SCR_Restart_writers(int* ranks);
+int SCR_Restart_file_count(int* count);
+int SCR_Restart_file_name(int index, char* name);
+
 #ifdef __cplusplus
 }
 #endif

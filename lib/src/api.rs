@@ -64,6 +64,19 @@ impl Restart<'_> {
         self.scr.route_file(name)
     }
 
+    /// The files of the checkpoint this rank may route, as paths on the prefix: its own
+    /// when the job has as many ranks as the one that wrote it ([`Restart::writers`]),
+    /// every file of the checkpoint, in the writers' rank order, when it has not (any rank
+    /// may then route any of them, and reads it in place).
+    pub fn files(&self) -> Result<Vec<PathBuf>> {
+        self.scr.restart_files()
+    }
+
+    /// How many ranks wrote the checkpoint.
+    pub fn writers(&self) -> Result<u64> {
+        self.scr.restart_writers()
+    }
+
     /// Completes the restart; false when any rank failed, in which case the dataset is
     /// marked failed and [`Scr::restart`] offers the next older one.
     pub fn complete(mut self, valid: bool) -> Result<bool> {

@@ -319,6 +319,57 @@ pub extern "C" fn SCR_Complete_restart(valid: c_int) -> c_int {
     })
 }
 
+/// Writes `value` through an int pointer the caller passed.
+fn write_int(out: *mut c_int, value: u64, what: &str) -> scr::Result<()> {
+    required(out, what)?;
+    let value = c_int::try_from(value)
+        .map_err(|_| scr::Error::refused(format!("{what} {value} does not fit an int")))?;
+    // SAFETY: checked non-NULL; the caller passes a valid int pointer
+    unsafe { *out = value };
+    Ok(())
+}
+
+/// # Safety
+/// Pointers are NULL or valid as `scr.h` documents.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Restart_writers(ranks: *mut c_int) -> c_int {
+    with_state("SCR_Restart_writers", |scr| {
+        write_int(ranks, scr.restart_writers()?, "the number of ranks")?;
+        Ok(SCR_SUCCESS)
+    })
+}
+
+/// # Safety
+/// Pointers are NULL or valid as `scr.h` documents.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Restart_file_count(count: *mut c_int) -> c_int {
+    with_state("SCR_Restart_file_count", |scr| {
+        let n = scr.restart_files()?.len() as u64;
+        write_int(count, n, "the number of files")?;
+        Ok(SCR_SUCCESS)
+    })
+}
+
+/// # Safety
+/// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn SCR_Restart_file_name(index: c_int, name: *mut c_char) -> c_int {
+    with_state("SCR_Restart_file_name", |scr| {
+        let files = scr.restart_files()?;
+        let file = usize::try_from(index)
+            .ok()
+            .and_then(|i| files.get(i))
+            .ok_or_else(|| {
+                scr::Error::refused(format!(
+                    "index {index} is not below the restart's {} files",
+                    files.len()
+                ))
+            })?;
+        write_out(name, &file.to_string_lossy())?;
+        Ok(SCR_SUCCESS)
+    })
+}
+
 /// # Safety
 /// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
 #[unsafe(no_mangle)]

@@ -270,3 +270,40 @@ pub unsafe extern "C" fn scr_drop_(name: *const c_char, ierror: *mut c_int, len:
 pub unsafe extern "C" fn scr_delete_(name: *const c_char, ierror: *mut c_int, len: usize) {
     unsafe { with_fortran_name(name, len, ierror, ffi::SCR_Delete) }
 }
+
+/// `SCR_RESTART_WRITERS(RANKS, IERROR)`: how many ranks wrote the restart checkpoint.
+///
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_restart_writers_(ranks: *mut c_int, ierror: *mut c_int) {
+    unsafe { *ierror = ffi::SCR_Restart_writers(ranks) }
+}
+
+/// `SCR_RESTART_FILE_COUNT(COUNT, IERROR)`: how many files of the restart this rank may
+/// route.
+///
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_restart_file_count_(count: *mut c_int, ierror: *mut c_int) {
+    unsafe { *ierror = ffi::SCR_Restart_file_count(count) }
+}
+
+/// `SCR_RESTART_FILE_NAME(INDEX, NAME, IERROR)`: the restart's file `INDEX` (from 1, as
+/// Fortran counts), a path on the prefix.
+///
+/// # Safety
+/// As [`scr_init_`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scr_restart_file_name_(
+    index: *const c_int,
+    name: *mut c_char,
+    ierror: *mut c_int,
+    name_len: usize,
+) {
+    unsafe {
+        let index = if index.is_null() { 0 } else { *index - 1 };
+        *ierror = with_string_result(name, name_len, |buf| ffi::SCR_Restart_file_name(index, buf));
+    }
+}

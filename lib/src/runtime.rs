@@ -28,6 +28,7 @@ mod output;
 mod prefix_store;
 mod rebuild;
 mod redundancy;
+mod reshape;
 mod restart;
 mod set_rebuild;
 
@@ -105,6 +106,9 @@ pub struct Scr {
     phase: Phase,
     /// Cached dataset a restart may load (id, name).
     restart: Option<(u64, String)>,
+    /// The restart offered was written by another number of ranks: its whole file list,
+    /// read in place (none otherwise; always none without `restart`).
+    reshaped: Option<reshape::ReshapedRestart>,
     /// Nothing in cache could be restarted from and SCR_FETCH is on: the prefix's newest
     /// checkpoint is fetched when the application asks for a restart (SCR_Have_restart,
     /// SCR_Start_restart, SCR_Current), not in SCR_Init, so a run that never restarts, or
@@ -255,6 +259,9 @@ impl Scr {
         let discard_foreign =
             agree_on_foreign_caches(&job, &cntl_dir, prefix.path(), foreign.as_ref())?;
         comm::relaxed_barrier(job.node_comm());
+        // a newer checkpoint cached by a job of another size goes to the prefix first
+        let drained_other_shape =
+            reshape::drain_cache_of_another_shape(&job, &cntl_dir, &prefix, settings.buffers.file)?;
 
         // every rank learns whether every node could write its filemaps (a full control
         // directory on one node), so none goes on into a collective the others left
@@ -300,11 +307,14 @@ impl Scr {
             checkpoint_id: 0,
             phase: Phase::Idle,
             restart: None,
+            reshaped: None,
             fetch_pending: false,
             schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
         };
         if discard_foreign {
             scr.cache.discard_all();
+        } else if drained_other_shape {
+            scr.cache.discard_written_by_other_jobs();
         }
         scr.begin()?;
         Ok(scr)
@@ -407,10 +417,12 @@ impl Scr {
             id,
             name,
             checkpoint_id,
+            reshaped,
         }) = fetched
         {
             self.checkpoint_id = self.checkpoint_id.max(checkpoint_id);
             self.restart = Some((id, name));
+            self.reshaped = reshaped;
         }
         Ok(())
     }
@@ -439,6 +451,7 @@ impl Scr {
         self.cache.delete(&self.prefix, id);
         if self.restart.as_ref().is_some_and(|(r, _)| *r == id) {
             self.restart = None;
+            self.reshaped = None;
         }
     }
 
@@ -487,6 +500,7 @@ impl Scr {
         }
         if self.config.settings.fetch.global_restart {
             self.restart = None;
+            self.reshaped = None;
             self.fetch_pending = true;
         }
         Ok(())

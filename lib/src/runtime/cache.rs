@@ -105,6 +105,11 @@ impl CacheManager {
         }
     }
 
+    /// The rank whose cache this is.
+    pub(super) fn rank(&self) -> u64 {
+        self.rank
+    }
+
     /// Writes this rank's filemap (before any file it records exists: filemap first).
     pub(super) fn write(&self) -> Result<()> {
         self.filemap.write(&self.filemap_path)
@@ -412,6 +417,39 @@ impl CacheManager {
         }
         self.write()?;
         self.drop_held(dset)
+    }
+
+    /// Discards the datasets written by a job of another number of ranks (their newest
+    /// checkpoint was drained to the prefix): this job can never restart them from cache,
+    /// and a later job of their size must not find them newer than what this one writes.
+    pub(super) fn discard_written_by_other_jobs(&mut self) {
+        let written_by_other = |map: &Filemap, d: u64| {
+            map.ranks_by_dataset(d).into_iter().any(|r| {
+                map.files(d, r).into_iter().any(|f| {
+                    map.meta(d, r, f)
+                        .and_then(|m| m.ranks())
+                        .is_some_and(|n| n != self.ranks)
+                })
+            })
+        };
+        let mut others: Vec<u64> = self
+            .filemap
+            .datasets()
+            .into_iter()
+            .filter(|&d| written_by_other(&self.filemap, d))
+            .collect();
+        if let Some(held) = self.held() {
+            others.extend(
+                held.datasets()
+                    .into_iter()
+                    .filter(|&d| written_by_other(held, d)),
+            );
+        }
+        others.sort_unstable();
+        others.dedup();
+        for d in others {
+            self.discard(d);
+        }
     }
 
     /// Discards every dataset this rank's filemap records and the node's held copies.

@@ -8,6 +8,7 @@ use super::job::Job;
 use super::messages::{FetchChoice, TreeDelivery};
 use super::prefix_store::PrefixStore;
 use super::redundancy::Redundancy;
+use super::reshape::{self, ReshapedRestart};
 use crate::comm;
 use crate::event_log::EventLog;
 use scr::dataset::Dataset;
@@ -38,11 +39,13 @@ pub(super) struct Fetch<'a> {
     pub(super) log: &'a EventLog,
 }
 
-/// The checkpoint a fetch brought into cache.
+/// The checkpoint a fetch brought into cache (or, for a job of another size than the one
+/// that wrote it, made ready to be read in place).
 pub(super) struct Fetched {
     pub(super) id: u64,
     pub(super) name: String,
     pub(super) checkpoint_id: u64,
+    pub(super) reshaped: Option<ReshapedRestart>,
 }
 
 impl Fetch<'_> {
@@ -83,6 +86,7 @@ impl Fetch<'_> {
                 id,
                 name,
                 dataset: desc,
+                writers,
                 embedded,
             }) = choice
             else {
@@ -90,13 +94,22 @@ impl Fetch<'_> {
             };
             job.debug(1, format_args!("Attempting fetch: {name}"));
             let fetch_started = Instant::now();
-            let mine = match embedded {
-                Some(mut map) => Ok(map.remove(&job.rank).unwrap_or_default()),
-                None => self.scatter_rank2file(root.flatten()),
-            };
-            let result = match mine {
-                Ok(mine) => self.fetch_files_in_waves(id, &desc, &mine, in_place),
-                Err(e) => Err(Error::corrupt(format!("{name}: file list: {e}"))),
+            let mut reshaped = None;
+            let result = if writers != job.ranks {
+                // written by another number of ranks: read in place, any file by any rank
+                let restart = ReshapedRestart::new(embedded.unwrap_or_default());
+                let prepared = self.prepare_reshaped(id, &desc, &restart);
+                reshaped = Some(restart);
+                prepared
+            } else {
+                let mine = match embedded {
+                    Some(mut map) => Ok(map.remove(&job.rank).unwrap_or_default()),
+                    None => self.scatter_rank2file(root.flatten()),
+                };
+                match mine {
+                    Ok(mine) => self.fetch_files_in_waves(id, &desc, &mine, in_place),
+                    Err(e) => Err(Error::corrupt(format!("{name}: file list: {e}"))),
+                }
             };
             if let Err(e) = &result {
                 say!("SCR: rank {}: fetch of {name} failed: {e}", job.rank);
@@ -136,10 +149,20 @@ impl Fetch<'_> {
                     })
                 });
                 let checkpoint_id = desc.checkpoint_id().unwrap_or(id);
+                if let Some(r) = &reshaped {
+                    job.debug(
+                        1,
+                        format_args!(
+                            "{name} was written by {} ranks, this job has {}: its files are read in place on the prefix, any by any rank",
+                            r.writers, job.ranks
+                        ),
+                    );
+                }
                 return Ok(Some(Fetched {
                     id,
                     name,
                     checkpoint_id,
+                    reshaped,
                 }));
             }
             job.debug(1, format_args!("Failed to fetch dataset {id} `{name}'"));
@@ -276,7 +299,7 @@ impl Fetch<'_> {
             if below.is_some_and(|b| entry.id >= b) || failed.contains(&entry.name) {
                 continue;
             }
-            let loaded = (|| -> Result<(Dataset, Option<RankFiles>, Option<TreeTask>)> {
+            let loaded = (|| -> Result<(Dataset, u64, Option<RankFiles>, Option<TreeTask>)> {
                 let summary = Summary::read(&layout::summary_file(prefix, entry.id))?;
                 if !summary.is_complete() {
                     return Err(Error::corrupt("summary says incomplete"));
@@ -284,9 +307,6 @@ impl Fetch<'_> {
                 let (embedded, root, written_by) = match summary.embedded_rank2file() {
                     Some(map) => {
                         let n = map.len() as u64;
-                        if map.keys().any(|&r| r >= ranks) {
-                            return Err(failure("its map names ranks this job does not have"));
-                        }
                         (Some(map), None, n)
                     }
                     None => {
@@ -295,23 +315,40 @@ impl Fetch<'_> {
                         (None, Some(root), n)
                     }
                 };
-                if written_by != ranks {
-                    return Err(failure(format!(
-                        "written by {written_by} ranks, this job has {ranks}"
-                    )));
-                }
                 let desc = summary
                     .dataset()
                     .or_else(|| index.dataset(entry.id, &entry.name))
                     .unwrap_or_default();
-                Ok((desc, embedded, root))
+                if written_by == ranks {
+                    if embedded
+                        .as_ref()
+                        .is_some_and(|m| m.keys().any(|&r| r >= ranks))
+                    {
+                        return Err(Error::corrupt("its map names ranks this job does not have"));
+                    }
+                    return Ok((desc, written_by, embedded, root));
+                }
+                // written by another number of ranks: every rank gets the whole list
+                let map = match (embedded, root) {
+                    (Some(map), _) => map,
+                    (None, Some(root)) => rank2file::read_tree(prefix, &prefix.join(&root.file))?,
+                    (None, None) => RankFiles::new(),
+                };
+                if map.len() as u64 != written_by || map.keys().any(|&r| r >= written_by) {
+                    return Err(Error::corrupt(format!(
+                        "its map lists the files of {} ranks, not the {written_by} that wrote it",
+                        map.len()
+                    )));
+                }
+                Ok((desc, written_by, Some(map), None))
             })();
             match loaded {
-                Ok((dataset, embedded, root)) => {
+                Ok((dataset, writers, embedded, root)) => {
                     let choice = FetchChoice {
                         id: entry.id,
                         name: entry.name,
                         dataset,
+                        writers,
                         embedded,
                     };
                     return Some((choice, root));
@@ -326,6 +363,27 @@ impl Fetch<'_> {
             }
         }
         None
+    }
+
+    /// A checkpoint written by another number of ranks, read in place: recorded in this
+    /// rank's cache (where a file copied out of a container goes), and every file checked
+    /// to be on the prefix with its size (shared out over the ranks). This rank's outcome.
+    fn prepare_reshaped(
+        &mut self,
+        id: u64,
+        desc: &Dataset,
+        restart: &ReshapedRestart,
+    ) -> Result<()> {
+        let rank = self.job.rank;
+        if self.cache.filemap.have_rank_by_dataset(id, rank) {
+            self.cache.delete(self.prefix, id);
+        }
+        let reddesc = self
+            .redundancy
+            .reddesc_for(desc.checkpoint_id(), self.cache, rank);
+        self.cache
+            .record_dataset(id, desc, &reddesc, 0, &self.settings.flush)?;
+        reshape::check_files(self.job, self.prefix.path(), &restart.files)
     }
 
     /// [`Fetch::fetch_files`], at most SCR_FETCH_WIDTH ranks reading the prefix at once:

@@ -155,6 +155,7 @@ impl Scr {
             return Ok(());
         }
         self.restart = None;
+        self.reshaped = None;
         loop {
             let newer = self.job.max(self.cache.newest_cached(u64::MAX, true));
             if newer <= id {

@@ -317,14 +317,17 @@ impl CopyHeader {
     }
 }
 
-/// Rank 0's choice of the checkpoint to fetch: its id, name and descriptor, and where the
-/// ranks' file lists are: in the message itself (a 1.1-8 summary holds the whole, small
-/// map), or in the rank2file tree on the prefix, which is scattered next.
+/// Rank 0's choice of the checkpoint to fetch: its id, name and descriptor, how many ranks
+/// wrote it, and where the ranks' file lists are: in the message itself (a 1.1-8 summary
+/// holds the whole, small map; a checkpoint written by another number of ranks than this
+/// job's goes to every rank whole), or in the rank2file tree on the prefix, which is
+/// scattered next.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(super) struct FetchChoice {
     pub(super) id: u64,
     pub(super) name: String,
     pub(super) dataset: Dataset,
+    pub(super) writers: u64,
     pub(super) embedded: Option<RankFiles>,
 }
 
@@ -335,6 +338,7 @@ impl FetchChoice {
         if let Some(c) = choice {
             h.set_value("ID", c.id);
             h.set_value("NAME", &c.name);
+            h.set_value("WRITERS", c.writers);
             h.set("DSET", c.dataset.clone().into_hash());
             if let Some(map) = &c.embedded {
                 h.set("MAP", rank2file::leaf_hash(map));
@@ -361,6 +365,11 @@ impl FetchChoice {
                 .parse()
                 .map_err(|_| format!("ID {id:?} is not a dataset id"))?,
             name: h.first_value("NAME").ok_or("NAME missing")?.to_string(),
+            writers: h
+                .parsed::<u64>("WRITERS")
+                .ok()
+                .flatten()
+                .ok_or("WRITERS missing or not a count")?,
             dataset: Dataset::from_hash(h.get("DSET").cloned().ok_or("DSET missing")?)
                 .map_err(|e| format!("its descriptor: {e}"))?,
             embedded,
@@ -567,6 +576,7 @@ mod tests {
         let choice = FetchChoice {
             id: 12,
             name: "ckpt.12".into(),
+            writers: 2,
             dataset,
             embedded: Some(RankFiles::from([
                 (0, vec![record("ckpt.12/a")]),

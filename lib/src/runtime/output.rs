@@ -250,7 +250,9 @@ impl Scr {
             format_args!("Completed dataset {id} `{}'", self.dataset_name(id)),
         );
         if is_ckpt {
-            self.restart = None; // a new checkpoint supersedes the one restarted from
+            // a new checkpoint supersedes the one restarted from
+            self.restart = None;
+            self.reshaped = None;
             self.schedule.complete(Instant::now());
             // the halt decision rank 0 sends is the last step every rank waits for
             self.check_halt(true)?;

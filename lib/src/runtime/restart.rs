@@ -108,14 +108,26 @@ impl Scr {
         }
     }
 
-    /// The cached file of restart dataset `id` that `name` means: the one whose path
-    /// relative to the prefix is `name`'s, else (as SCR v2.0, which keeps cache files flat
-    /// and routes by file name) the one file with `name`'s file name.
-    pub(super) fn restart_file(&self, id: u64, name: &str) -> Result<PathBuf> {
+    /// The file of restart dataset `id` that `name` means: the one whose path relative to
+    /// the prefix is `name`'s, else (as SCR v2.0, which keeps cache files flat and routes
+    /// by file name) the one file with `name`'s file name. This rank's cached file, or, for
+    /// a checkpoint written by another number of ranks, any file of it where it is read
+    /// (see [`super::reshape::ReshapedRestart::route`]).
+    pub(super) fn restart_file(&mut self, id: u64, name: &str) -> Result<PathBuf> {
         let rel = self
             .prefix_path(name)
             .map(|(_, rel)| rel.to_string_lossy().into_owned())
             .ok();
+        if let Some(reshaped) = &mut self.reshaped {
+            return reshaped.route(
+                self.prefix.path(),
+                &mut self.cache,
+                id,
+                self.job.ranks,
+                rel.as_deref(),
+                name,
+            );
+        }
         let base = Path::new(name)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
@@ -164,6 +176,41 @@ impl Scr {
                 path.display()
             )))
         }
+    }
+
+    /// The files of the restart dataset this rank may route, as paths on the prefix (what
+    /// `SCR_Route_file` takes): its own, when the job has as many ranks as the one that
+    /// wrote the checkpoint; every file of the checkpoint, in the order of the ranks that
+    /// wrote them, when it has not (any rank may route any of them). Between
+    /// Start_restart and Complete_restart.
+    pub fn restart_files(&self) -> Result<Vec<PathBuf>> {
+        let Phase::Restart { id } = self.phase else {
+            return Err(failure(
+                "the restart's files are listed between SCR_Start_restart and SCR_Complete_restart",
+            ));
+        };
+        let prefix = self.prefix.path();
+        if let Some(reshaped) = &self.reshaped {
+            return Ok(reshaped.paths(prefix));
+        }
+        let (map, rank) = (&self.cache.filemap, self.job.rank);
+        Ok(self
+            .cache
+            .user_files(id)
+            .iter()
+            .filter_map(|f| map.meta(id, rank, f)?.orig().map(|o| prefix.join(o)))
+            .collect())
+    }
+
+    /// How many ranks wrote the restart dataset (this job's number when it is the same).
+    /// Between Start_restart and Complete_restart.
+    pub fn restart_writers(&self) -> Result<u64> {
+        if !matches!(self.phase, Phase::Restart { .. }) {
+            return Err(failure(
+                "the restart's writers are known between SCR_Start_restart and SCR_Complete_restart",
+            ));
+        }
+        Ok(self.reshaped.as_ref().map_or(self.job.ranks, |r| r.writers))
     }
 
     /// `SCR_Have_restart`: the name of the dataset a restart would load, fetching the
@@ -216,6 +263,7 @@ impl Scr {
         self.phase = Phase::Idle;
         let ok = self.job.all(valid);
         let name = self.restart.take().map(|(_, n)| n).unwrap_or_default();
+        self.reshaped = None;
         if !ok {
             // mark it, drop it, and offer the next older dataset on the prefix
             self.prefix

@@ -1,0 +1,127 @@
+//! A restart on another number of ranks through the restart API (beyond SCR: LLNL/scr issue
+//! 535): SCR_Have_restart and SCR_Start_restart offer the checkpoint as usual, every rank
+//! learns its whole file list (SCR_Restart_file_count, SCR_Restart_file_name) and may
+//! route any file of it, read in place on the prefix (or copied out of its container).
+//! test_api re-partitions: file i is read by rank i % ranks and checked against the bytes
+//! its writer's rank, file and timestep say it holds. A checkpoint only in cache, written
+//! by a job of another size, is drained to the prefix by the new job's SCR_Init first.
+
+mod common;
+
+use common::*;
+
+const SIZE: &str = "6000";
+
+/// The files the ranks of a re-partitioned restart said they read, by what they said.
+fn files_read(out: &str, writers: u32) -> u32 {
+    out.lines()
+        .filter_map(|l| {
+            let rest = l.split("test_api: rank ").nth(1)?;
+            let (_, rest) = rest.split_once(" read ")?;
+            let (n, rest) = rest.split_once(" of the ")?;
+            let (total, rest) = rest.split_once(" files ")?;
+            let (by, _) = rest.split_once(" ranks wrote")?;
+            assert_eq!(by.parse::<u32>().ok(), Some(writers), "{l}");
+            assert!(total.parse::<u32>().is_ok(), "{l}");
+            n.parse::<u32>().ok()
+        })
+        .sum()
+}
+
+fn hosts(n: u32) -> String {
+    (1..=n)
+        .map(|i| format!("n{i}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn restarted(out: &str, t: u32) -> bool {
+    out.contains(&format!(
+        "restarted from ckpt.{t} (timestep {t}), data verified"
+    ))
+}
+
+/// 4 ranks write and flush, then 3 restart from the prefix and write on, then 6.
+fn fewer_then_more_ranks_from_the_prefix(env: &[(&str, &str)], files_per_rank: u32) {
+    let job = Job::new();
+    let env = [env, &[("SCR_FLUSH", "1")]].concat();
+    run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &env);
+    delete_caches(&job);
+    let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "2"], &env);
+    assert!(restarted(&out, 2), "{env:?}: {out}");
+    assert_eq!(files_read(&out, 4), 4 * files_per_rank, "{env:?}: {out}");
+    delete_caches(&job);
+    let out = run_ok_on(&job, &hosts(6), 6, &[SIZE, "1"], &env);
+    assert!(restarted(&out, 4), "{env:?}: {out}");
+    assert_eq!(files_read(&out, 3), 3 * files_per_rank, "{env:?}: {out}");
+    // the restarts were fetches of whole checkpoints, recorded as such
+    assert_eq!(job.index_entry("ckpt.2").fetched.len(), 1);
+    assert_eq!(job.index_entry("ckpt.4").fetched.len(), 1);
+}
+
+#[test]
+fn a_flushed_checkpoint_restarts_on_fewer_and_on_more_ranks_under_every_scheme() {
+    for scheme in ["SINGLE", "PARTNER", "XOR", "RS"] {
+        fewer_then_more_ranks_from_the_prefix(&[("SCR_COPY_TYPE", scheme)], 1);
+    }
+}
+
+#[test]
+fn a_checkpoint_in_containers_or_of_many_files_restarts_on_another_number_of_ranks() {
+    fewer_then_more_ranks_from_the_prefix(
+        &[
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_USE_CONTAINERS", "1"),
+            ("SCR_CONTAINER_SIZE", "5000"),
+        ],
+        1,
+    );
+    fewer_then_more_ranks_from_the_prefix(
+        &[("SCR_COPY_TYPE", "PARTNER"), ("TEST_API_FILES", "3")],
+        3,
+    );
+}
+
+/// A job that lost a node and has no spare restarts on the nodes left with fewer ranks: the
+/// newest checkpoint is only in cache, so its SCR_Init drains it (the lost node's files
+/// rebuilt from the others') and serves it from the prefix.
+#[test]
+fn a_checkpoint_only_in_cache_is_drained_by_a_smaller_job_and_restarted() {
+    for scheme in ["PARTNER", "XOR", "RS"] {
+        let job = Job::new();
+        let env = [("SCR_COPY_TYPE", scheme), ("SCR_FLUSH", "0")];
+        run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &env);
+        lose_node(&job, "n4");
+        let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "1"], &env);
+        assert!(restarted(&out, 2), "{scheme}: {out}");
+        assert_eq!(files_read(&out, 4), 4, "{scheme}: {out}");
+        assert!(out.contains("drained to the prefix"), "{scheme}: {out}");
+        // the 4-rank cache is gone: a later 4-rank job restarts from what the 3 wrote
+        // (ckpt.3, in its cache and on the prefix once flushed at the end), not ckpt.2
+        let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "0"], &env);
+        assert!(restarted(&out, 3), "{scheme}: {out}");
+    }
+}
+
+/// A job that grew (more nodes, or more ranks per node) restarts a checkpoint its smaller
+/// predecessor left in cache: drained by the larger job, then re-partitioned.
+#[test]
+fn a_checkpoint_only_in_cache_is_drained_by_a_larger_job_and_restarted() {
+    let job = Job::new();
+    let env = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_FLUSH", "0")];
+    run_ok_on(&job, &hosts(3), 3, &[SIZE, "2"], &env);
+    let out = run_ok_on(&job, &hosts(5), 5, &[SIZE, "0"], &env);
+    assert!(restarted(&out, 2), "{out}");
+    assert_eq!(files_read(&out, 3), 3, "{out}");
+}
+
+/// The files listed, and only those, are routable; a same-size restart lists a rank's own.
+#[test]
+fn the_file_list_names_what_a_rank_may_route() {
+    let job = Job::new();
+    run_ok_on(&job, &hosts(2), 2, &[SIZE, "1"], &[("SCR_FLUSH", "1")]);
+    // same size: each rank reads its own file the usual way, nothing re-partitioned
+    let out = run_ok_on(&job, &hosts(2), 2, &[SIZE, "0"], &[]);
+    assert!(restarted(&out, 1), "{out}");
+    assert_eq!(files_read(&out, 2), 0, "{out}");
+}
