@@ -17,6 +17,7 @@
 //! - [`io`]: atomic replacement, locked read-modify-write and private directories.
 
 pub mod app_config;
+pub mod bootstrap;
 pub mod cache;
 pub mod config;
 pub mod container;

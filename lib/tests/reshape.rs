@@ -125,3 +125,46 @@ fn the_file_list_names_what_a_rank_may_route() {
     assert!(restarted(&out, 1), "{out}");
     assert_eq!(files_read(&out, 2), 0, "{out}");
 }
+
+/// Bootstrap (beyond SCR: LLNL/scr issue 232): a simulation that wrote its checkpoints
+/// without SCR turns SCR on mid-run. SCR_CURRENT names its newest checkpoint directory;
+/// SCR adopts it, the restart API serves it (any rank may read any of its files), and SCR
+/// takes over: the next run in the allocation restarts from SCR's own newer checkpoint.
+#[test]
+fn a_checkpoint_written_without_scr_is_adopted_and_scr_takes_over() {
+    for ranks in [4u32, 3] {
+        let job = Job::new();
+        let plain = build_c(
+            job.dir.path(),
+            &workspace().join("lib/tests/c/plain_checkpoint.c"),
+            "plain_checkpoint",
+        );
+        let out = Mpi::current()
+            .launch(None, 4, 60, &plain, &[SIZE, "5"])
+            .current_dir(job.prefix())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let named = [("SCR_CURRENT", "ckpt.5"), ("SCR_FLUSH", "1")];
+        let out = run_ok_on(&job, &hosts(ranks), ranks, &[SIZE, "1"], &named);
+        assert!(
+            out.contains("adopted") && out.contains("written without SCR"),
+            "{out}"
+        );
+        assert!(restarted(&out, 5), "{ranks} ranks: {out}");
+        assert_eq!(files_read(&out, 1), 4, "{ranks} ranks: {out}");
+        // the application's own files are untouched
+        for r in 0..4 {
+            check_file(
+                &job.prefix().join(format!("ckpt.5/rank_{r}.ckpt")),
+                r,
+                5,
+                6000,
+            );
+        }
+        // SCR took over: its own ckpt.6 is the restart of the next run in the allocation
+        let out = run_ok_on(&job, &hosts(ranks), ranks, &[SIZE, "0"], &named);
+        assert!(restarted(&out, 6), "{ranks} ranks: {out}");
+        assert!(!out.contains("adopted"), "adopted once: {out}");
+    }
+}

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// A directory SCR works below (the prefix, a cache or control base).
@@ -335,6 +336,71 @@ impl Beneath {
                 let _ = rustix::fs::unlinkat(&dir, entry.file_name(), AtFlags::empty());
             }
         }
+    }
+
+    /// Every regular file in the directory `rel` and below it, as paths relative to the
+    /// root with their sizes, in name order: each directory reached through handles and
+    /// checked (this user's, not writable by others), each file this user's regular file.
+    /// A link, a special file, a file of another user's or more than `most` files are
+    /// errors naming it: what is listed is what SCR will read back.
+    pub fn list_files(&self, rel: &Path, most: usize) -> Result<Vec<(PathBuf, u64)>> {
+        let mut out = Vec::new();
+        let mut pending = vec![rel.to_path_buf()];
+        while let Some(dir_rel) = pending.pop() {
+            let dir_path = self.root.join(&dir_rel);
+            let dir = self.open_dir(&dir_rel)?.ok_or_else(|| {
+                Error::io(
+                    &dir_path,
+                    "open directory",
+                    std::io::ErrorKind::NotFound.into(),
+                )
+            })?;
+            let listing =
+                rustix::fs::Dir::read_from(&dir).map_err(|e| io_error(&dir_path, "list", e))?;
+            let mut names: Vec<std::ffi::OsString> = Vec::new();
+            for entry in listing {
+                let entry = entry.map_err(|e| io_error(&dir_path, "list", e))?;
+                let name = entry.file_name().to_bytes();
+                if name != b"." && name != b".." {
+                    names.push(std::ffi::OsStr::from_bytes(name).to_os_string());
+                }
+            }
+            names.sort();
+            for name in names {
+                let path = dir_path.join(&name);
+                let st = rustix::fs::statat(&dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(|e| io_error(&path, "inspect", e))?;
+                match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+                    rustix::fs::FileType::Directory => pending.push(dir_rel.join(&name)),
+                    rustix::fs::FileType::RegularFile => {
+                        if st.st_uid != self.owner {
+                            return Err(Error::untrusted(
+                                &path,
+                                format!(
+                                    "belongs to user id {}, not to you (id {})",
+                                    st.st_uid, self.owner
+                                ),
+                            ));
+                        }
+                        if out.len() == most {
+                            return Err(Error::invalid(
+                                self.root.join(rel),
+                                format!("holds more than {most} files"),
+                            ));
+                        }
+                        out.push((dir_rel.join(&name), st.st_size as u64));
+                    }
+                    _ => {
+                        return Err(Error::untrusted(
+                            &path,
+                            "is a link or a special file; SCR reads back regular files only",
+                        ));
+                    }
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
     }
 
     /// Removes the directory `rel` if it is there and empty; true if it was removed.

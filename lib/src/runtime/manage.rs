@@ -118,6 +118,37 @@ impl Scr {
         Ok(())
     }
 
+    /// A checkpoint named `name` that SCR does not know, but that the application wrote
+    /// itself in `<prefix>/<name>` (a simulation turning SCR on mid-run), is adopted: rank 0
+    /// records it as SCR's checkpoint (see [`scr::bootstrap`]), newer than any dataset the
+    /// job knows. Returns its id; 0 when there is no such directory. Collective.
+    fn adopt(&mut self, name: &str) -> Result<u64> {
+        let candidate =
+            self.job.is_root() && scr::bootstrap::is_candidate(self.prefix.path(), name);
+        if !self.job.root_decides(candidate) {
+            return Ok(0);
+        }
+        let id = self.dataset_id + 1;
+        let origin = self.dataset_origin();
+        self.prefix
+            .agreed(&self.job, &format!("adopting {name}"), |dir| {
+                let adopted = scr::bootstrap::adopt(dir, name, id, &origin)?;
+                say!(
+                    "SCR: adopted {}, written without SCR, as checkpoint {name} (dataset {id}: \
+                     {} files, {} bytes); SCR restarts from it and takes over",
+                    dir.join(name).display(),
+                    adopted.files,
+                    adopted.bytes
+                );
+                if let Some(w) = adopted.warning {
+                    say!("SCR: WARNING: {w}");
+                }
+                Ok(())
+            })?;
+        self.dataset_id = id;
+        Ok(id)
+    }
+
     /// `SCR_Current`: makes `name` the checkpoint a restart loads (and the index's
     /// current one). Newer checkpoints leave the cache, so later runs start from `name`
     /// too; it is rebuilt in cache if it is there, else fetched from the prefix.
@@ -127,10 +158,14 @@ impl Scr {
                 "SCR_Current called while an output or restart is open",
             ));
         }
-        let id = self.dataset_id_of(name);
+        let mut id = self.dataset_id_of(name);
+        if id == 0 {
+            id = self.adopt(name)?;
+        }
         if id == 0 {
             return Err(failure(format!(
-                "SCR_Current: no checkpoint {name} in cache or in the index of {}",
+                "SCR_Current: no checkpoint {name} in cache, in the index of {}, or as a \
+                 directory there to adopt",
                 self.prefix.path().display()
             )));
         }

@@ -61,13 +61,7 @@ impl Scr {
         // every rank describes the dataset alike (the name and the parameters are the same
         // everywhere); only the creation time differs, and Complete replaces it with rank
         // 0's, which it learns in the collective it needs anyway, so Start broadcasts nothing
-        let origin = DatasetOrigin {
-            user: Some(self.cache.place().user.clone()),
-            jobname: self.config.settings.origin.job_name.clone(),
-            jobid: Some(self.cache.place().jobid.clone()),
-            cluster: self.config.settings.origin.cluster_name.clone(),
-            created_us: chrono::Utc::now().timestamp_micros().max(0) as u64,
-        };
+        let origin = self.dataset_origin();
         let default_name = format!("scr.dataset.{id}");
         let desc = Dataset::create(
             id,
@@ -110,6 +104,17 @@ impl Scr {
             broken: prepared.as_ref().err().map(ToString::to_string),
         };
         prepared
+    }
+
+    /// Who creates a dataset now, as its descriptor records it.
+    pub(super) fn dataset_origin(&self) -> DatasetOrigin {
+        DatasetOrigin {
+            user: Some(self.cache.place().user.clone()),
+            jobname: self.config.settings.origin.job_name.clone(),
+            jobid: Some(self.cache.place().jobid.clone()),
+            cluster: self.config.settings.origin.cluster_name.clone(),
+            created_us: chrono::Utc::now().timestamp_micros().max(0) as u64,
+        }
     }
 
     /// Whether an output dataset is open on this rank (its Complete is still to come).
