@@ -861,10 +861,10 @@ fn an_open_mpi_install_in_lib64_restarts_under_open_mpi() {
     let py = top.path().join("py");
     std::fs::create_dir_all(py.join("prefix")).unwrap();
     let script = workspace().join("lib/tests/python/test_ckpt.py");
-    let run_with = |kill_after: &str, refuse_first: &str| {
+    let run_sized = |ranks: u32, kill_after: &str, refuse_first: &str| {
         let mut cmd = Mpi::OpenMpi.launch(
             None,
-            2,
+            ranks,
             120,
             Path::new("/usr/bin/python3"),
             &[script.to_str().unwrap(), "3"],
@@ -878,6 +878,7 @@ fn an_open_mpi_install_in_lib64_restarts_under_open_mpi() {
             .env("SCR_FLUSH", "1");
         cmd.output().unwrap()
     };
+    let run_with = |kill_after: &str, refuse_first: &str| run_sized(2, kill_after, refuse_first);
     let run = |kill_after: &str| run_with(kill_after, "0");
     let killed = run("2");
     let t = text(&killed);
@@ -911,6 +912,24 @@ fn an_open_mpi_install_in_lib64_restarts_under_open_mpi() {
             && t.contains("restarted from ckpt.4, data verified"),
         "{t}"
     );
+    // beyond SCR: 3 ranks restart the checkpoint 2 wrote, re-partitioned through
+    // scr.restart_files(), every byte checked against its writer
+    let t = must(run_sized(3, "0", "0"), "python restart on 3 ranks");
+    assert!(t.contains("restarted from ckpt.7, data verified"), "{t}");
+    let read: u32 = t
+        .lines()
+        .filter_map(|l| {
+            let l = l.split("test_ckpt.py: rank ").nth(1)?;
+            l.split(" read ")
+                .nth(1)?
+                .split(" of the 2 files 2 ranks wrote")
+                .next()?
+                .parse::<u32>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(read, 2, "{t}");
+
     // the example v3.1 installs, in its place, runs as it is and restarts
     let example = prefix.join("share/scr/python/scr_example.py");
     let run_example = || {

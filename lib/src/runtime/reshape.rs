@@ -253,8 +253,8 @@ fn newest_by_shape(cntl_dir: &Path, ranks: u64) -> (u64, u64) {
 /// by a job of another number of ranks (it lost nodes and has no spare, or it grew): the
 /// node masters copy their nodes' files of it to the prefix (partners' copies of nodes this
 /// job does not have too), and rank 0 rebuilds what is missing from parity and publishes
-/// it, newest first, until one is complete. Returns whether one was: the cache of the other
-/// size can then go. Collective.
+/// it, newest first, until one is complete. Returns whether the cache of the other size
+/// can go: one was drained, or the prefix has every checkpoint it holds already. Collective.
 pub(super) fn drain_cache_of_another_shape(
     job: &Job,
     cntl_dir: &Path,
@@ -272,25 +272,32 @@ pub(super) fn drain_cache_of_another_shape(
         return Ok(false);
     }
     // rank 0's plan: the checkpoints only in cache, newest first, newer than the prefix's
-    let candidates: Vec<u8> = if job.is_root() {
-        DrainPlan::read(prefix.path())
-            .ok()
-            .flatten()
-            .map(|plan| {
-                plan.checkpoints
-                    .into_iter()
-                    .filter(|&d| d > same)
-                    .flat_map(u64::to_le_bytes)
-                    .collect()
-            })
-            .unwrap_or_default()
+    // (none when the prefix cannot say what it holds: then the cache stays as it is)
+    let plan = if job.is_root() {
+        DrainPlan::read(prefix.path()).ok().flatten()
     } else {
-        Vec::new()
+        None
     };
+    if !job.root_decides(plan.is_some()) {
+        return Ok(false);
+    }
+    let candidates: Vec<u8> = plan
+        .map(|plan| {
+            plan.checkpoints
+                .into_iter()
+                .filter(|&d| d > same)
+                .flat_map(u64::to_le_bytes)
+                .collect()
+        })
+        .unwrap_or_default();
     let candidates: Vec<u64> = comm::bcast_bytes(job.world(), 0, candidates)
         .chunks_exact(8)
         .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
         .collect();
+    if candidates.is_empty() {
+        // every checkpoint it holds is on the prefix already
+        return Ok(true);
+    }
     if job.is_root() {
         say!(
             "SCR: this job has {} ranks; its nodes cache checkpoint data written by a job of another \

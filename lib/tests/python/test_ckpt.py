@@ -1,6 +1,8 @@
 """An mpi4py program checkpointing through the scr module: restarts from the newest
 checkpoint if there is one (verifying every byte), then writes CKPTS checkpoints; with
-KILL_AFTER=t, rank 0 kills itself with SIGKILL right after checkpoint t completes."""
+KILL_AFTER=t, rank 0 kills itself with SIGKILL right after checkpoint t completes. A
+checkpoint written by another number of ranks is re-partitioned: file i of its list
+(scr.restart_files) is read by rank i % size and checked against its writer's bytes."""
 import os
 import signal
 import sys
@@ -9,11 +11,31 @@ from mpi4py import MPI
 import scr
 
 rank = MPI.COMM_WORLD.Get_rank()
+size = MPI.COMM_WORLD.Get_size()
 ckpts = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 
 
-def payload(t):
-    return bytes((rank + i + t) % 256 for i in range(4096))
+def payload(t, writer=None):
+    writer = rank if writer is None else writer
+    return bytes((writer + i + t) % 256 for i in range(4096))
+
+
+def read_restart(offered, t):
+    """Whether this rank's share of the restart verifies."""
+    writers = scr.restart_writers()
+    if writers == size:
+        with open(scr.route_file(f"{offered}/rank_{rank}.dat"), "rb") as f:
+            return f.read() == payload(t)
+    files = scr.restart_files()
+    mine = files[rank::size]
+    ok = True
+    for name in mine:
+        writer = int(os.path.basename(name)[len("rank_"):-len(".dat")])
+        with open(scr.route_file(name), "rb") as f:
+            ok = ok and f.read() == payload(t, writer)
+    print(f"test_ckpt.py: rank {rank} read {len(mine)} of the {len(files)} files "
+          f"{writers} ranks wrote", flush=True)
+    return ok
 
 
 # SCR v3.1's configuration calls, before init
@@ -33,8 +55,7 @@ while True:
     restarted = scr.start_restart()
     assert restarted == offered, (restarted, offered)
     t = int(offered.split(".")[1])
-    with open(scr.route_file(f"{offered}/rank_{rank}.dat"), "rb") as f:
-        ok = f.read() == payload(t)
+    ok = read_restart(offered, t)
     if not ok:
         sys.exit(f"rank {rank}: {offered} failed verification")
     if refuse and rank == 1:
