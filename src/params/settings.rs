@@ -71,6 +71,8 @@ pub struct Launch {
     pub run_delay_secs: u64,
     /// SCR_MIN_NODES: nodes a run needs, when set.
     pub min_nodes: Option<u64>,
+    /// SCR_RESHAPE: a relaunch may run fewer ranks on fewer nodes.
+    pub reshape: bool,
     /// SCR_EXCLUDE_NODES: a host list never used.
     pub exclude_nodes: Option<String>,
     /// SCR_WATCHDOG.
@@ -306,6 +308,7 @@ impl Settings {
                 retries: count(p, "SCR_RETRIES"),
                 run_delay_secs: count(p, "SCR_RUN_DELAY"),
                 min_nodes: value(p, "SCR_MIN_NODES"),
+                reshape: flag(p, "SCR_RESHAPE"),
                 exclude_nodes: text(p, "SCR_EXCLUDE_NODES"),
                 watchdog: flag(p, "SCR_WATCHDOG"),
                 watchdog_timeout: value(p, "SCR_WATCHDOG_TIMEOUT"),

@@ -228,12 +228,130 @@ fn slurm_version_at_least(version: &str, want: (u32, u32)) -> bool {
 }
 
 /// Hydra takes plain comma-separated host names, not bracket ranges.
+/// The run's command line for `up` nodes where it asks for more (SCR_RESHAPE: the
+/// application restarts on any number of ranks): srun's node count (`-N`, `--nodes`) becomes
+/// `up` and its task count (`-n`, `--ntasks`) keeps the ranks per node; hydra's and Open
+/// MPI's process count (`-n`, `-np`) keeps the ranks per node of the `allocated` nodes. A
+/// line without such counts, or asking for no more than `up` nodes, is left as it is. Only
+/// the launcher's options are read: they end at the first word that is neither an option
+/// nor the value after one (so the application's own `-n` is never touched).
+pub fn reshape_for(launcher: Launcher, args: &[String], allocated: u64, up: u64) -> Vec<String> {
+    let mut out = args.to_vec();
+    // the launcher's own words: up to the program, the first word that is not an option and
+    // does not follow an option waiting for its value
+    let options_end = (1..out.len())
+        .find(|&i| {
+            let (word, before) = (&out[i], &out[i - 1]);
+            // `-N` or `--nodes` wait for a value; `-N4` and `--nodes=4` hold theirs
+            let waits = (before.len() == 2 && before.starts_with('-'))
+                || (before.starts_with("--") && !before.contains('='));
+            !word.starts_with('-') && (i == 1 || !waits)
+        })
+        .unwrap_or(out.len());
+    let find = |out: &[String], short: &str, long: &[&str]| -> Option<(usize, bool, u64)> {
+        (1..options_end).find_map(|i| {
+            let a = out[i].as_str();
+            if a == short || long.contains(&a) {
+                return Some((i, false, out.get(i + 1)?.parse().ok()?));
+            }
+            let attached = long
+                .iter()
+                .find_map(|l| a.strip_prefix(&format!("{l}=")))
+                .or_else(|| a.strip_prefix(short).filter(|v| !v.is_empty()))?;
+            Some((i, true, attached.parse().ok()?))
+        })
+    };
+    let set = |out: &mut Vec<String>, (i, attached, _): (usize, bool, u64), flag: &str, n: u64| {
+        if attached {
+            out[i] = format!("{flag}{n}");
+        } else {
+            out[i + 1] = n.to_string();
+        }
+    };
+    let (nodes, tasks) = match launcher {
+        Launcher::Srun { .. } => (
+            find(&out, "-N", &["--nodes"]),
+            find(&out, "-n", &["--ntasks"]),
+        ),
+        Launcher::Mpiexec | Launcher::OpenMpi { .. } => {
+            (None, find(&out, "-n", &["-np", "--n", "--np"]))
+        }
+        Launcher::Direct => (None, None),
+    };
+    let asked = nodes.map_or(allocated, |(_, _, n)| n);
+    if asked <= up || asked == 0 {
+        return out;
+    }
+    if let Some(n) = nodes {
+        let flag = if n.1 && out[n.0].starts_with("--") {
+            "--nodes="
+        } else {
+            "-N"
+        };
+        set(&mut out, n, flag, up);
+    }
+    if let Some(t) = tasks {
+        let ranks = (t.2 * up / asked).max(1);
+        let flag = match (t.1, out[t.0].split('=').next()) {
+            (true, Some(long)) if long.starts_with("--") => format!("{long}="),
+            _ => "-n".to_string(),
+        };
+        set(&mut out, t, &flag, ranks);
+    }
+    out
+}
+
 fn comma_list(set: &HostSet) -> String {
     set.iter().collect::<Vec<_>>().join(",")
 }
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_reshaped_relaunch_keeps_the_ranks_per_node() {
+        let srun = Launcher::Srun { overlap: false };
+        let line = |s: &str| args(&s.split(' ').collect::<Vec<_>>());
+        assert_eq!(
+            reshape_for(srun, &line("srun -N4 -n8 ./app 5"), 4, 3),
+            line("srun -N3 -n6 ./app 5")
+        );
+        assert_eq!(
+            reshape_for(srun, &line("srun --nodes=4 --ntasks 4 ./app"), 6, 2),
+            line("srun --nodes=2 --ntasks 2 ./app")
+        );
+        assert_eq!(
+            reshape_for(srun, &line("srun -N 4 -n 4 ./app -n 9"), 4, 3),
+            line("srun -N 3 -n 3 ./app -n 9")
+        );
+        // enough nodes, no counts, or a launcher scr-run cannot narrow: as given
+        assert_eq!(
+            reshape_for(srun, &line("srun -N2 -n2 ./app"), 4, 3),
+            line("srun -N2 -n2 ./app")
+        );
+        assert_eq!(
+            reshape_for(srun, &line("srun ./app"), 4, 3),
+            line("srun ./app")
+        );
+        assert_eq!(
+            reshape_for(Launcher::Direct, &line("./app -n 4"), 4, 3),
+            line("./app -n 4")
+        );
+        // hydra: the ranks per node of the allocation
+        assert_eq!(
+            reshape_for(Launcher::Mpiexec, &line("mpiexec -n 8 ./app"), 4, 3),
+            line("mpiexec -n 6 ./app")
+        );
+        assert_eq!(
+            reshape_for(Launcher::Mpiexec, &line("mpiexec -np 8 ./app -n 2"), 4, 2),
+            line("mpiexec -np 4 ./app -n 2")
+        );
+        // the application's -n is its own
+        assert_eq!(
+            reshape_for(srun, &line("srun -N4 ./app -n 8"), 4, 3),
+            line("srun -N3 ./app -n 8")
+        );
+    }
     use super::*;
 
     fn args(a: &[&str]) -> Vec<String> {

@@ -100,6 +100,8 @@ struct Live<'a> {
     watchdog: Option<(Duration, Duration)>,
     /// SCR_HALT_SECONDS, where the halt file sets no HaltSeconds.
     halt_seconds: Option<i64>,
+    /// SCR_RESHAPE: a run on fewer nodes than the command asks for runs fewer ranks.
+    reshape: bool,
 }
 
 /// What the launcher watches while a run goes on: the halt file's immediate stop, and the
@@ -177,7 +179,22 @@ impl JobOps for Live<'_> {
             .restart
             .as_ref()
             .and_then(|_| restart_name(&self.prefix));
-        let line = launch_line(&self.command, &self.run_commands, restart.as_deref());
+        let mut line = launch_line(&self.command, &self.run_commands, restart.as_deref());
+        if self.reshape {
+            let up = self.nodes.difference(exclude).count();
+            let reshaped = job::reshape_for(self.launcher, &line, self.nodes.count(), up);
+            if reshaped != line {
+                self.reporter.say(
+                    "reshape",
+                    &format!(
+                        "SCR_RESHAPE=1: {up} nodes are left, so this run starts as {}",
+                        reshaped.join(" ")
+                    ),
+                    serde_json::json!({"nodes": up, "command": reshaped}),
+                );
+                line = reshaped;
+            }
+        }
         let argv = self.launcher.command(&line, &self.nodes, exclude);
         let (app, line) = job::child::command(&argv[0], &argv[1..]);
         let app = app
@@ -437,6 +454,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         reporter: &reporter,
         watchdog,
         halt_seconds: Some(settings.halt.seconds as i64),
+        reshape: settings.launch.reshape,
     };
     let outcome = job::run_loop(&mut live, &cfg);
     if matches!(outcome.ending, Ending::TooFewNodes { .. })
