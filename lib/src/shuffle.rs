@@ -152,11 +152,13 @@ pub fn exchange(
     if let Some(e) = source.as_ref().and_then(SourceFiles::take_error) {
         failure.get_or_insert(e);
     }
+    let sync_started = std::time::Instant::now();
     if let Some(s) = sink
         && let Err(e) = s.sync().and_then(|()| s.commit())
     {
         failure.get_or_insert(e);
     }
+    crate::phases::add("copy: fsync", sync_started.elapsed());
     failure.map_or(Ok(()), Err)
 }
 
@@ -260,8 +262,11 @@ impl Link<'_> {
         let mut staging = Vec::new();
         for first in (0..steps).step_by(window as usize) {
             let pieces = first..(first + window).min(steps);
-            let outgoing = self.stage(source, send_data, pieces.clone(), &mut staging);
+            let outgoing = crate::phases::time("copy: read", || {
+                self.stage(source, send_data, pieces.clone(), &mut staging)
+            });
             let staged: &[u8] = &staging;
+            let mpi_started = std::time::Instant::now();
             mpi::request::scope(|scope| {
                 let sends: Vec<_> = outgoing
                     .iter()
@@ -289,6 +294,8 @@ impl Link<'_> {
                     .collect();
                 crate::comm::wait_all(receives.into_iter().chain(sends));
             });
+            crate::phases::add("copy: mpi", mpi_started.elapsed());
+            let write_started = std::time::Instant::now();
             for (slot, step) in received.chunks(self.piece as usize).zip(pieces) {
                 let len = self.len(recv_data, step);
                 if len > 0
@@ -299,6 +306,7 @@ impl Link<'_> {
                     *sink = None;
                 }
             }
+            crate::phases::add("copy: write", write_started.elapsed());
         }
     }
 

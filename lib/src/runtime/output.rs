@@ -4,6 +4,7 @@
 use super::cache::forget_cached;
 use super::{FLAG_CHECKPOINT, FLAG_OUTPUT, Phase, Scr, failure};
 use crate::event_log;
+use crate::phases;
 use scr::dataset::{Dataset, Origin as DatasetOrigin};
 use scr::event_log::kinds;
 use scr::flush::Location;
@@ -175,7 +176,10 @@ impl Scr {
                 self.job.rank
             );
         }
+        phases::take();
+        let mut lap = phases::Lap::start();
         let (desc, failed) = self.record_completion(id, valid && broken.is_none())?;
+        lap.lap("record");
         let name = desc.name().unwrap_or_default().to_string();
         if failed > 0 && self.job.is_root() {
             say!(
@@ -211,7 +215,9 @@ impl Scr {
             self.cache.deferred_eviction = None;
             return Ok(false);
         }
+        lap.lap("redundancy");
         self.publish_in_cache(id, &desc, is_ckpt)?;
+        lap.lap("flush file");
         let every = self.config.settings.flush.every;
         // a dataset written to the prefix is published there at once: nothing to copy
         let due = bypass
@@ -224,6 +230,7 @@ impl Scr {
             && self.config.settings.flush.in_background;
         if due {
             self.flush_dataset(id, in_background)?;
+            lap.lap("flush");
         }
         if flags & FLAG_OUTPUT != 0 && !is_ckpt {
             self.delete_cached(id);
@@ -264,6 +271,13 @@ impl Scr {
         } else {
             self.job.barrier();
         }
+        lap.lap("halt check");
+        if self.job.debugging(2) && self.job.is_root() {
+            say!(
+                "SCR: rank 0: scr_complete_output phases: {}",
+                phases::format(&phases::take())
+            );
+        }
         Ok(true)
     }
 
@@ -272,6 +286,7 @@ impl Scr {
     fn record_completion(&mut self, id: u64, valid: bool) -> Result<(Dataset, u64)> {
         let crc_on_copy = self.config.settings.crc.on_copy;
         let rank = self.job.rank;
+        let started = Instant::now();
         // no barrier first: the sums below wait for every rank, sleeping as they do
         let (mut files, mut bytes, mut ok) = (0u64, 0u64, valid);
         for f in self.cache.my_files(id) {
@@ -322,6 +337,8 @@ impl Scr {
         } else {
             0
         };
+        phases::add("record: files", started.elapsed());
+        let started = Instant::now();
         let [total_files, total_bytes, failed, created] = crate::comm::sums_u64(
             self.job.world(),
             [files, bytes, u64::from(!ok), created_here],
@@ -329,6 +346,8 @@ impl Scr {
         desc.set_totals(total_files, total_bytes, failed == 0);
         desc.set_created_us(created);
         self.cache.filemap.set_dataset(id, rank, &desc);
+        phases::add("record: totals", started.elapsed());
+        let started = Instant::now();
         // the other ranks go on into the scheme and the halt decision: a control directory
         // that cannot take the filemap now (full, failing) is warned of, and the filemap is
         // written again as the checkpoint goes on; until then a restart finds the dataset
@@ -336,6 +355,7 @@ impl Scr {
         if let Err(e) = self.cache.write() {
             say!("SCR: WARNING: rank {rank}: {e}");
         }
+        phases::add("record: filemap", started.elapsed());
         Ok((desc, failed))
     }
 

@@ -8,8 +8,8 @@ use super::descriptors::CkptDesc;
 use super::job::Job;
 use super::messages::CopyHeader;
 use super::{PARTNER_TAG, failure};
-use crate::comm;
 use crate::shuffle::{self, Incoming, Outgoing};
+use crate::{comm, phases};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use scr::erasure::{self, StripeCode};
@@ -228,6 +228,7 @@ impl Redundancy {
         // a list that cannot be read fails this member after the ring, not before it: the
         // others would wait in the ring for it forever
         let mut unreadable: Option<Error> = None;
+        let mut lap = phases::Lap::start();
         let packed = mine.to_hash(true).pack();
         for (bytes, &from) in comm::neighbour_bytes(comm, &packed, &right, &left)
             .iter()
@@ -242,6 +243,7 @@ impl Redundancy {
                 Err(e) => unreadable = Some(e),
             }
         }
+        lap.lap("parity: file lists");
         // every file's CRC32 goes into the headers that carry its list, so that any rebuild
         // can be checked: the encode computes them on the way, and the header is written
         // over at the end (until then it carries placeholders)
@@ -286,6 +288,7 @@ impl Redundancy {
                 .collect::<Vec<_>>(),
         );
         let output = create_with_header(&path, &header);
+        lap.lap("parity: create");
         let ring = ParityRing {
             comm,
             code,
@@ -303,6 +306,7 @@ impl Redundancy {
             &path,
             &mut own_crcs,
         );
+        lap.lap("parity: ring");
         // the files' CRCs to the members whose headers carry this member's list (every
         // member takes part, whatever happened to it in the ring)
         let crcs = own_crcs.finish();
@@ -329,6 +333,7 @@ impl Redundancy {
         for (m, c) in lists[me].files.iter_mut().zip(&crcs) {
             m.set_crc32(*c);
         }
+        lap.lap("parity: crcs");
         let (output, slots) = encoded?;
         if let Some(e) = unreadable.or(mismatch) {
             return Err(e);
@@ -344,6 +349,7 @@ impl Redundancy {
             )));
         }
         write_final_header(&output, &header, &path)?;
+        lap.lap("parity: header, fsync");
         for ((f, _, _), c) in files.iter().zip(&crcs) {
             let key = f.to_string_lossy();
             if let Some(mut m) = cache.filemap.meta(id, rank, &key) {
@@ -361,7 +367,9 @@ impl Redundancy {
         }
         meta.set_complete(true);
         cache.filemap.set_meta(id, rank, &key, &meta);
-        cache.write()
+        let written = cache.write();
+        lap.lap("parity: filemap");
+        written
     }
 }
 
@@ -443,7 +451,10 @@ impl ParityRing<'_> {
             recv.fill(0);
             for step in 0..n - k {
                 let mine = self.contribution(step);
+                let kernel_started = std::time::Instant::now();
+                let mut reading = std::time::Duration::ZERO;
                 for (j, &(offset, len)) in pieces.iter().enumerate() {
+                    let read_started = std::time::Instant::now();
                     let data = match (mine, &input) {
                         (Some((at, index)), Some(d)) => {
                             let bytes = d.bytes(at + offset, len, &mut scratch);
@@ -452,6 +463,7 @@ impl ParityRing<'_> {
                         }
                         _ => None,
                     };
+                    reading += read_started.elapsed();
                     for slot in 0..k {
                         let at = (j * k + slot) * self.piece;
                         let (out, sum) = (&mut send[at..at + len], &recv[at..at + len]);
@@ -466,6 +478,9 @@ impl ParityRing<'_> {
                         }
                     }
                 }
+                phases::add("parity: read", reading);
+                phases::add("parity: kernel", kernel_started.elapsed() - reading);
+                let mpi_started = std::time::Instant::now();
                 // the last step delivers each slot to its holder, s+1 places right, and
                 // this member's own slots arrive from s+1 places left
                 let last = step + 1 == n - k;
@@ -496,7 +511,9 @@ impl ParityRing<'_> {
                     }
                     comm::wait_all(requests);
                 });
+                phases::add("parity: mpi", mpi_started.elapsed());
             }
+            let write_started = std::time::Instant::now();
             for (j, &(offset, len)) in pieces.iter().enumerate() {
                 for slot in 0..k {
                     let at = (j * k + slot) * self.piece;
@@ -512,6 +529,7 @@ impl ParityRing<'_> {
                     }
                 }
             }
+            phases::add("parity: write", write_started.elapsed());
         }
         if let Some(e) = input.as_ref().and_then(shuffle::SourceFiles::take_error) {
             failed.get_or_insert(e);
