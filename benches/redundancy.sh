@@ -24,8 +24,14 @@
 # directories are removed, less SCR_Init with every node intact, against the Complete that
 # wrote what it rebuilds.
 #
+# BENCH_PHASES=1 adds, under each of our schemes, the median over the timed checkpoints of
+# each phase of rank 0's Complete (the library's SCR_DEBUG=2 breakdown: the totals'
+# allreduce, the parity ring's reads, kernel, MPI waits and writes, a copy's reads, MPI,
+# writes and fsync, the parity file's creation and header, the filemaps, the flush file).
+#
 # Run: ./benches/redundancy.sh [SIZES_MIB...]   (default: 64 256)
 #      REAL_SCR=/opt/scr-2.0.0 ./benches/redundancy.sh   (with real SCR beside ours)
+#      BENCH_PHASES=1 ./benches/redundancy.sh 256     (where each Complete's time goes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(64 256)
@@ -60,13 +66,22 @@ value() { awk -v k="$1" '$1 == k {print $2}'; }
 fixed() { if [ -n "$1" ]; then printf '%.3f' "$1"; else echo -; fi; }
 ratio() { if [ -n "$2" ] && [ -n "$1" ]; then printf '%.2fx' "$(echo "$1 / $2" | bc -l)"; else echo -; fi; }
 
-ours() { # transport size scheme [count] -> bench_ckpt's output
+ours() { # transport size scheme [count] -> bench_ckpt's output (phases into $work/phases)
   local d="$work/run"; rm -rf "$d"; mkdir -p "$d/prefix" "$d/cntl" "$d/cache"
   echo "SCR_CNTL_BASE=$d/cntl" > "$d/scr.conf"
+  local debug=0; [ -z "${BENCH_PHASES:-}" ] || debug=2
   (cd "$d/prefix" && env LD_LIBRARY_PATH="$work/ours" SCR_SYSTEM_CONF_FILE="$d/scr.conf" \
      SCR_CACHE_BASE="$d/cache" SCR_PREFIX="$d/prefix" SCR_JOB_ID=bench SCR_FLUSH=0 \
-     SCR_COPY_TYPE="$3" SCR_SET_SIZE=4 SCR_MPI_BUF_SIZE="$buf" \
-     "${launch[@]}" "$work/bench_ckpt" scr "$2" "${4:-$count}")
+     SCR_COPY_TYPE="$3" SCR_SET_SIZE=4 SCR_MPI_BUF_SIZE="$buf" SCR_DEBUG="$debug" \
+     "${launch[@]}" "$work/bench_ckpt" scr "$2" "${4:-$count}" 2>"$work/phases")
+}
+phases() { # the median of each phase over the timed checkpoints (the first is the warm-up)
+  grep 'scr_complete_output phases: ' "$work/phases" | tail -n +2 | sed 's/.*phases: //' |
+    python3 -c '
+import sys, statistics
+rows = [dict((p.rsplit(" ", 2)[0], float(p.rsplit(" ", 2)[1])) for p in l.strip().split(", ")) for l in sys.stdin if l.strip()]
+names = list(dict.fromkeys(n for r in rows for n in r))
+print(", ".join(f"{n} {statistics.median(r.get(n, 0.0) for r in rows):.4f}" for n in names))'
 }
 init() { # transport size scheme [lose] -> SCR_Init's seconds restarting from the last run
   # (after removing node n2's cache and control directories with "lose")
@@ -114,6 +129,7 @@ for transport in shm hosts; do
       r=""; [ -z "$real" ] || [ "$scheme" = RS ] || r=$(real_scr "$transport" "$size" "$scheme")
       printf '%-6s %-5s %-8s %9.3f %9s %9s %9s %9s\n' "$transport" "$size" "$scheme" "$t" \
         "$(fixed "$f")" "$(ratio "$t" "$f")" "$(fixed "$r")" "$(ratio "$t" "$r")"
+      [ -z "${BENCH_PHASES:-}" ] || printf '%-21s phases (rank 0, median s): %s\n' "" "$(phases)"
       if [ "$scheme" = SINGLE ]; then
         whole=$(value median_seconds <<<"$out")
         printf '%-6s %-5s %-8s %9.3f %9.3f %9s   (the whole checkpoint: write + Complete, vs the raw write)\n' \

@@ -349,7 +349,7 @@ impl Redundancy {
             )));
         }
         write_final_header(&output, &header, &path)?;
-        lap.lap("parity: header, fsync");
+        lap.lap("parity: header+fsync");
         for ((f, _, _), c) in files.iter().zip(&crcs) {
             let key = f.to_string_lossy();
             if let Some(mut m) = cache.filemap.meta(id, rank, &key) {
