@@ -1,19 +1,21 @@
 ! SCR v3.1's Fortran calls: SCR_CONFIG before SCR_INIT (set and query), then
 !   v31_api first   writes ckpt.1 and ckpt.2
-!   v31_api second  SCR_CURRENT('ckpt.1'), restarts from it, SCR_DROP('ckpt.2'),
-!                   SCR_DELETE('ckpt.2')
+!   v31_api second  SCR_CURRENT('ckpt.1'), restarts from it (and lists its files with
+!                   this implementation's SCR_RESTART_WRITERS, SCR_RESTART_FILE_COUNT and
+!                   SCR_RESTART_FILE_NAME), SCR_DROP('ckpt.2'), SCR_DELETE('ckpt.2')
 ! A failed expectation prints "v31f: FAILED: ..." and aborts.
 program v31_api
   use mpi
   implicit none
   include 'scrf.h'
-  integer :: ierr, rank, have, t, u, r
+  integer :: ierr, rank, ranks, have, t, u, r, writers, count
   character(len=16) :: mode
   character(len=64) :: val, version
-  character(len=SCR_MAX_FILENAME) :: dset, name, file
+  character(len=SCR_MAX_FILENAME) :: dset, name, file, listed
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, ranks, ierr)
   call get_command_argument(1, mode)
   call SCR_GET_VERSION(version, ierr)
   call check(ierr == SCR_SUCCESS .and. index(version, 'SCR') > 0, 'SCR_GET_VERSION')
@@ -44,6 +46,13 @@ program v31_api
     call check(have == 1 .and. trim(dset) == 'ckpt.1', 'the restart is ckpt.1')
     call SCR_START_RESTART(dset, ierr)
     write(name, '(A,I0,A)') 'ckpt.1/rank_', rank, '.txt'
+    call SCR_RESTART_WRITERS(writers, ierr)
+    call check(ierr == SCR_SUCCESS .and. writers == ranks, 'SCR_RESTART_WRITERS')
+    call SCR_RESTART_FILE_COUNT(count, ierr)
+    call check(ierr == SCR_SUCCESS .and. count == 1, 'SCR_RESTART_FILE_COUNT')
+    call SCR_RESTART_FILE_NAME(1, listed, ierr)
+    call check(ierr == SCR_SUCCESS .and. index(listed, '/'//trim(name)) > 0, &
+      'SCR_RESTART_FILE_NAME names this rank''s file')
     call SCR_ROUTE_FILE(name, file, ierr)
     open(newunit=u, file=trim(file), status='old')
     read(u, *) r, t
