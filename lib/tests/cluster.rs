@@ -9,6 +9,9 @@
 
 mod common;
 
+#[path = "cluster/reshape.rs"]
+mod reshape;
+
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
