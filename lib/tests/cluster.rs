@@ -8,6 +8,9 @@
 //! the cluster). Without root or network namespaces they fail saying what is missing.
 
 mod common;
+/// LLNL's testing/TEST (v3.1.0), the plan every scenario of which runs in one test.
+#[path = "cluster/plan.rs"]
+mod plan;
 
 #[path = "cluster/reshape.rs"]
 mod reshape;

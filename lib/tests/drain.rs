@@ -101,10 +101,15 @@ fn postrun_drains_a_checkpoint_left_only_in_cache() {
         std::fs::read_link(job.prefix().join("scr.current")).unwrap(),
         std::path::Path::new("ckpt.2")
     );
-    // running postrun again finds nothing to do
+    // running postrun again finds nothing to do, in SCR v3.1's words too (LLNL's
+    // testing/TEST looks for "dataset … already … flushed")
     let (code, out) = postrun(&job, None);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("nothing to drain"), "{out}");
+    assert!(
+        out.contains("scr_postrun: Checkpoint dataset 2 (ckpt.2) has already been flushed"),
+        "{out}"
+    );
     restarts_from_prefix(&job, "ckpt.2", 2);
 }
 

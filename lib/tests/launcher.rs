@@ -525,3 +525,29 @@ fn scr_run_takes_v3_1_s_run_and_restart_commands() {
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(t.contains("-rc needs a command"), "{t}");
 }
+
+/// LLNL's testing/TEST (v3.1.0) checks that `scr_srun`'s output names `scr_prerun` and
+/// `scr_postrun`, which it runs before the first run and after the last, and that no line
+/// says `exit` with a non-zero number.
+#[test]
+fn scr_srun_says_it_ran_scr_prerun_and_scr_postrun() {
+    let job = Job::new();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "echo run"],
+        &[("SCR_RUNS", "1")],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let prerun = t.find("scr_prerun: ").unwrap_or_else(|| panic!("{t}"));
+    let launched = t
+        .find("attempt 1: launching")
+        .unwrap_or_else(|| panic!("{t}"));
+    let postrun = t.find("scr_postrun: ").unwrap_or_else(|| panic!("{t}"));
+    assert!(prerun < launched && launched < postrun, "{t}");
+    assert!(
+        !t.lines().any(|l| l
+            .split_once("exit")
+            .is_some_and(|(_, rest)| rest.contains(|c: char| ('1'..='9').contains(&c)))),
+        "{t}"
+    );
+}

@@ -20,6 +20,9 @@ pub struct DrainPlan {
     pub checkpoints: Vec<u64>,
     /// Checkpoints only in cache that a newer one on the prefix supersedes.
     pub superseded: Vec<u64>,
+    /// The newest checkpoint the flush file says is already on the prefix: where the
+    /// drain's walk from the newest checkpoint down stops (SCR's "has already been flushed").
+    pub already_flushed: Option<u64>,
     /// The newest checkpoint a restart could load from the prefix (id, name).
     pub newest_on_prefix: Option<(u64, String)>,
 }
@@ -48,6 +51,7 @@ impl DrainPlan {
             // a newer checkpoint already on the prefix supersedes every older one
             superseded |= !flush.needs_flush(d) || on_prefix_is_newer;
             if !flush.needs_flush(d) {
+                plan.already_flushed.get_or_insert(d);
                 continue;
             }
             if superseded {
@@ -122,6 +126,7 @@ mod tests {
         assert_eq!(plan.outputs, [1, 5]);
         assert_eq!(plan.checkpoints, [5, 4]);
         assert_eq!(plan.superseded, [2]);
+        assert_eq!(plan.already_flushed, Some(3));
         assert!(plan.copies(4) && !plan.copies(2) && !plan.copies(3));
 
         // the index knows a newer checkpoint than the flush file does (it left the cache)
@@ -135,5 +140,6 @@ mod tests {
 
         let done = flush_with(&[(1, true, false, Pfs), (2, false, true, Pfs)]);
         assert!(DrainPlan::new(&done, None).is_empty());
+        assert_eq!(DrainPlan::new(&done, None).already_flushed, Some(1));
     }
 }

@@ -243,7 +243,17 @@ pub fn postrun_with(
             ));
         }
     }
+    // SCR v3.1's words where its walk down the checkpoints reaches one already flushed
+    let say_already_flushed = |say: &mut dyn FnMut(&str)| {
+        if let Some(id) = plan.already_flushed {
+            say(&format!(
+                "Checkpoint dataset {id} ({}) has already been flushed",
+                flush_name(id)
+            ));
+        }
+    };
     if plan.is_empty() {
+        say_already_flushed(say);
         say("every dataset is on the prefix: nothing to drain");
         return Ok(true);
     }
@@ -278,6 +288,9 @@ pub fn postrun_with(
         if !checkpoint_lost {
             break;
         }
+    }
+    if plan.checkpoints.is_empty() || checkpoint_lost {
+        say_already_flushed(say);
     }
     Ok(!checkpoint_lost && lost_output.is_none())
 }

@@ -430,6 +430,15 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         serde_json::json!({"job_id": job_id, "resource_manager": rm.name(), "nodes": nodes.to_string(), "prefix": prefix.display().to_string()}),
     );
     scr::prefix::prerun(&prefix)?;
+    // as SCR's scr_srun, which runs scr_prerun and scr_postrun around the runs and says so
+    reporter.say(
+        "prerun",
+        &format!(
+            "scr_prerun: {} ready (the last job's flush and nodes files removed)",
+            layout::prefix_hidden_dir(&prefix).display()
+        ),
+        serde_json::json!({}),
+    );
     let agents = if settings.flush.in_background {
         Some(Agents::start(
             &params,
@@ -544,19 +553,25 @@ fn drain_after(
     known_down: &HostSet,
     reporter: &Reporter,
 ) {
+    // each line names scr_postrun, as SCR's scr_srun shows it ran it
     let drained = super::drain::postrun_with(params, prefix, known_down, &mut |line| {
-        reporter.say("postrun", line, serde_json::json!({}))
+        reporter.say(
+            "postrun",
+            &format!("scr_postrun: {line}"),
+            serde_json::json!({}),
+        )
     });
     match drained {
         Ok(true) => {}
         Ok(false) => reporter.say(
             "postrun",
-            "no dataset could be drained complete; the prefix keeps the last one flushed",
+            "scr_postrun: no dataset could be drained complete; the prefix keeps the last one \
+             flushed",
             serde_json::json!({"drained": false}),
         ),
         Err(e) => reporter.say(
             "postrun",
-            &format!("drain failed: {e}"),
+            &format!("scr_postrun: drain failed: {e}"),
             serde_json::json!({"error": e.to_string()}),
         ),
     }
