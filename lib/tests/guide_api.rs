@@ -266,6 +266,63 @@ fn a_restart_one_rank_rejects_fails_everywhere_and_no_later_run_loads_that_check
     assert_eq!(answer(&out, "restart"), "ckpt.1 t=1 data=verified rc=0");
 }
 
+/// api.rst, "SCR_Complete_restart": after a failed restart SCR loads the next most recent
+/// checkpoint, here one that is only in cache (never flushed).
+#[test]
+fn a_failed_restart_offers_the_next_older_checkpoint_still_in_cache() {
+    let job = steps_job();
+    let env = [SINGLE, ("SCR_FLUSH", "0"), ("SCR_CACHE_SIZE", "2")];
+    job.run_ok(2, &["init", "ckpt=ckpt.1:1", "ckpt=ckpt.2:2", "quit"], &env);
+    let out = job.run_ok(2, &["init", "restart=reject", "restart", "quit"], &env);
+    let tries = answers(&out, "restart");
+    assert_eq!(
+        tries,
+        [
+            "ckpt.2 t=2 data=verified rc=1",
+            "ckpt.1 t=1 data=verified rc=0"
+        ]
+    );
+}
+
+/// api.rst, "SCR API state transitions": SCR_Have_restart is valid only between phases;
+/// "SCR_Start_output": each Start is followed by one Complete (a second Start fails);
+/// "SCR_Start_restart": only when SCR_Have_restart found a checkpoint; "SCR_Get_version":
+/// a string the caller does not free. Calls out of place fail on every rank, and SCR goes on.
+#[test]
+fn calls_out_of_their_place_fail_on_every_rank_and_scr_goes_on() {
+    let job = steps_job();
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "startrestart",
+            "start=a:c",
+            "have",
+            "start=b:c",
+            "write=a/rank_%r.ckpt:1",
+            "complete",
+            "version",
+            "version",
+            "quit",
+        ],
+        &[SINGLE],
+    );
+    assert_eq!(answer(&out, "startrestart"), "name= rc=1", "{out}");
+    assert_eq!(answer(&out, "have"), "flag=0 name= rc=1", "{out}");
+    assert_eq!(answer(&out, "start=b:c"), "rc=1", "{out}");
+    assert_eq!(
+        answer(&out, "complete"),
+        "rc=0",
+        "the open output completes: {out}"
+    );
+    let versions = answers(&out, "version");
+    assert_eq!(versions.len(), 2);
+    assert!(
+        versions[0].contains("SCR") && versions[0] == versions[1],
+        "{out}"
+    );
+}
+
 /// api.rst, "SCR API state transitions": no SCR call after SCR_Finalize; one stops the job
 /// with a message instead of running on without SCR.
 #[test]
