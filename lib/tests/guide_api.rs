@@ -390,6 +390,52 @@ fn scr_delete_removes_a_dataset_from_cache_and_prefix() {
     assert_eq!(answer(&out, "restart"), "ckpt.1 t=1 data=verified rc=0");
 }
 
+/// api.rst, "SCR API" (its introduction): several processes may access one file.
+/// config.rst, "File-per-process vs shared access" and "Write with shared access": shared
+/// files live in global storage, which SCR_CACHE_BYPASS=1 gives for output and restart.
+#[test]
+fn ranks_share_one_file_in_bypass_mode_when_writing_and_restarting() {
+    let job = steps_job();
+    let env = [("SCR_CACHE_BYPASS", "1")];
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "start=s.1:c",
+            "shared=s.1/all.dat:3",
+            "complete",
+            "quit",
+        ],
+        &env,
+    );
+    assert_eq!(answer(&out, "complete"), "rc=0", "{out}");
+    let all = std::fs::read(job.prefix().join("s.1/all.dat")).unwrap();
+    assert_eq!(all.len(), 2000);
+    for (i, b) in all.iter().enumerate() {
+        assert_eq!(*b, pattern(i / 1000, 0, 3, i % 1000), "byte {i}");
+    }
+    // the restart reads it where it is, also once the cache's metadata is gone
+    let read = [
+        "init",
+        "have",
+        "startrestart",
+        "readshared=s.1/all.dat:3",
+        "completerestart",
+        "quit",
+    ];
+    for lost in [false, true] {
+        if lost {
+            delete_caches(&job);
+        }
+        let out = job.run_ok(2, &read, &env);
+        assert_eq!(answer(&out, "completerestart"), "rc=0", "{out}");
+        for r in 0..2 {
+            let at = routed(&out, r, "readshared=s.1/all.dat:3").expect("routed");
+            assert_eq!(at, job.prefix().join("s.1/all.dat"), "{out}");
+        }
+    }
+}
+
 /// api.rst, "SCR_Should_exit": 1 when the job should stop, the same on every rank; how
 /// early before the allocation ends is SCR_HALT_SECONDS (integration.rst, "Init/Finalize":
 /// time left to copy datasets out); and it relays `scr_halt` to the running application.

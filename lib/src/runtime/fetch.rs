@@ -323,7 +323,10 @@ impl Fetch<'_> {
         self.cache
             .record_dataset(id, desc, &reddesc, files.len() as u64, &self.settings.flush)?;
         let buf = self.settings.buffers.file;
-        let in_place = self.settings.fetch.in_place;
+        // a checkpoint its descriptor bypasses the cache for is read where it is, as
+        // SCR_FETCH_BYPASS has every fetch do
+        let in_place = self.settings.fetch.in_place
+            || self.redundancy.descriptor_for(desc.checkpoint_id()).bypass;
         // what is read back from the prefix is opened through directory handles: every
         // directory on the way and the file this user's, nobody else's to swap
         let prefix = safe_fs::Beneath::open(prefix_dir)?;
