@@ -43,6 +43,73 @@ fn the_restart_loop_walks_back_until_a_checkpoint_reads_back_whole() {
     assert_eq!(answer(&out, "restartloop"), "restarted");
 }
 
+/// integration.rst, "Restart without SCR": an application that reads the prefix itself
+/// sets SCR_FLUSH_ON_RESTART=1 (SCR_Init flushes the cached checkpoint) and SCR_FETCH=0,
+/// reads its files after SCR_Init, and names what it read with SCR_Current, so that the
+/// datasets it writes next are ordered after it: here SCR_FLUSH=2 goes on flushing every
+/// second checkpoint counted from the one read, also when the cache was lost.
+/// api.rst, "SCR_Current": the same, for an application that does not call the restart API.
+#[test]
+fn restarting_without_scrs_api_reads_the_prefix_and_scr_current_keeps_the_flush_count() {
+    let job = steps_job();
+    let env = [SINGLE, ("SCR_FLUSH", "2")];
+    job.run_ok(
+        2,
+        &[
+            "init",
+            "ckpt=ckpt.1:1",
+            "ckpt=ckpt.2:2",
+            "ckpt=ckpt.3:3",
+            "quit",
+        ],
+        &env,
+    );
+    assert!(on_prefix(&job, "ckpt.2") && !on_prefix(&job, "ckpt.3"));
+    let own = [
+        SINGLE,
+        ("SCR_FLUSH", "2"),
+        ("SCR_FLUSH_ON_RESTART", "1"),
+        ("SCR_FETCH", "0"),
+    ];
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "readprefix=ckpt.3",
+            "current=ckpt.3",
+            "ckpt=ckpt.4:4",
+            "quit",
+        ],
+        &own,
+    );
+    assert_eq!(
+        answer(&out, "readprefix=ckpt.3"),
+        "t=3",
+        "flushed in SCR_Init: {out}"
+    );
+    assert_eq!(answer(&out, "current=ckpt.3"), "rc=0", "{out}");
+    check_file(&job.prefix().join("ckpt.4/rank_1.ckpt"), 1, 4, 1000);
+
+    // the cache lost: nothing to flush, the application reads the prefix's newest
+    delete_caches(&job);
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "readprefix=ckpt.4",
+            "current=ckpt.4",
+            "ckpt=ckpt.5:5",
+            "ckpt=ckpt.6:6",
+            "quit",
+        ],
+        &own,
+    );
+    assert_eq!(answer(&out, "readprefix=ckpt.4"), "t=4", "{out}");
+    assert_eq!(answer(&out, "current=ckpt.4"), "rc=0", "{out}");
+    assert!(!on_prefix(&job, "ckpt.5"), "the fifth checkpoint: {out}");
+    check_file(&job.prefix().join("ckpt.6/rank_0.ckpt"), 0, 6, 1000);
+}
+
 /// integration.rst, "Restart without SCR": without SCR_Current the SCR_FLUSH count starts
 /// again at each restart, which shifts the periodic flushes.
 #[test]
