@@ -133,6 +133,158 @@ fn ckpt_lines_default_interval_and_type_and_bypass_sends_files_to_the_prefix() {
     assert!(job.cached("rank_0.ckpt").is_empty(), "{out}");
 }
 
+/// config.rst, "Group, store, and checkpoint descriptors": the descriptor marked OUTPUT=1
+/// takes the datasets flagged SCR_FLAG_OUTPUT; without one, a dataset both output and
+/// checkpoint takes its descriptor as any checkpoint does, and an output-only one the
+/// INTERVAL=1 descriptor. (Which descriptor a dataset took shows in where its file is
+/// routed: here one descriptor bypasses the cache.)
+#[test]
+fn output_datasets_take_the_descriptor_marked_output() {
+    let steps = |names: [&str; 3]| -> Vec<String> {
+        let mut s = vec!["init".to_string()];
+        for (t, (name, flags)) in names.iter().zip(["o", "c", "co"]).enumerate() {
+            s.push(format!("start={name}:{flags}"));
+            s.push(format!("write={name}/rank_%r.ckpt:{}", t + 1));
+            s.push("complete".into());
+        }
+        s.push("quit".into());
+        s
+    };
+    let where_ = |job: &Job, out: &str, name: &str| {
+        let at = routed(
+            out,
+            0,
+            &format!("write={name}/rank_%r.ckpt:{}", &name[name.len() - 1..]),
+        )
+        .unwrap();
+        if at.starts_with(job.prefix()) {
+            "prefix"
+        } else {
+            "cache"
+        }
+    };
+    let env = |conf: &str| {
+        [
+            ("SCR_CONF_FILE", conf.to_string()),
+            ("SCR_FLUSH", "0".into()),
+        ]
+    };
+    let run = |job: &Job, conf: &str| {
+        let s = steps(["o.1", "c.2", "co.3"]);
+        let s: Vec<&str> = s.iter().map(String::as_str).collect();
+        let e = env(conf);
+        let e: Vec<(&str, &str)> = e.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        job.run_ok(2, &s, &e)
+    };
+
+    // CKPT=1 (never due by its interval) is marked OUTPUT and bypasses the cache
+    let job = steps_job();
+    let conf = user_conf(
+        &job,
+        "CKPT=0 INTERVAL=1 TYPE=SINGLE\nCKPT=1 INTERVAL=1000 TYPE=SINGLE BYPASS=1 OUTPUT=1\n",
+    );
+    let out = run(&job, &conf);
+    let got: Vec<&str> = ["o.1", "c.2", "co.3"]
+        .iter()
+        .map(|n| where_(&job, &out, n))
+        .collect();
+    assert_eq!(got, ["prefix", "cache", "prefix"], "{out}");
+
+    // none marked OUTPUT: the checkpoint counter picks for checkpoints (c.2 is the first,
+    // co.3 the second), INTERVAL=1 for output alone
+    let job = steps_job();
+    let conf = user_conf(
+        &job,
+        "CKPT=0 INTERVAL=1 TYPE=SINGLE BYPASS=1\nCKPT=1 INTERVAL=2 TYPE=SINGLE\n",
+    );
+    let out = run(&job, &conf);
+    let got: Vec<&str> = ["o.1", "c.2", "co.3"]
+        .iter()
+        .map(|n| where_(&job, &out, n))
+        .collect();
+    assert_eq!(got, ["prefix", "prefix", "cache"], "{out}");
+    for (name, t) in [("o.1", 1), ("c.2", 2), ("co.3", 3)] {
+        check_file(
+            &job.prefix().join(format!("{name}/rank_1.ckpt")),
+            1,
+            t,
+            1000,
+        );
+    }
+}
+
+/// config.rst, "Group, store, and checkpoint descriptors": a STORE line's ENABLED=0 turns
+/// the store off (its checkpoint descriptor with it), and its FLUSH gives the transfer type
+/// of the checkpoints flushed from it (PTHREAD: in the background, the application going on
+/// before the copy is done), whatever SCR_FLUSH_TYPE says.
+#[test]
+fn store_lines_turn_a_store_off_and_choose_its_flush_type() {
+    let job = steps_job();
+    let (a, b) = (cache_dir(&job).join("a"), cache_dir(&job).join("b"));
+    let conf = user_conf(
+        &job,
+        &format!(
+            "STORE={a}\nSTORE={b} ENABLED=0\nCKPT=0 INTERVAL=1 TYPE=SINGLE STORE={a}\n\
+             CKPT=1 INTERVAL=2 TYPE=SINGLE STORE={b}\n",
+            a = a.display(),
+            b = b.display()
+        ),
+    );
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "ckpt=c.1:1",
+            "start=c.2:c",
+            "write=c.2/rank_%r.ckpt:2",
+            "complete",
+            "quit",
+        ],
+        &[("SCR_CONF_FILE", &conf), ("SCR_FLUSH", "0")],
+    );
+    assert_eq!(answer(&out, "complete"), "rc=0", "{out}");
+    let at = routed(&out, 1, "write=c.2/rank_%r.ckpt:2").unwrap();
+    assert!(
+        at.starts_with(&a),
+        "the second checkpoint in {}: {out}",
+        at.display()
+    );
+    assert!(!b.exists(), "{out}");
+
+    // the same checkpoint flushed from a SYNC store is on the prefix when Complete returns;
+    // from a PTHREAD store (its copy paced at 20 KB/s) not yet, and at SCR_Finalize it is
+    for (flush, there_at_once) in [("SYNC", true), ("PTHREAD", false)] {
+        let job = steps_job();
+        let store = cache_dir(&job).join("s");
+        let conf = user_conf(
+            &job,
+            &format!(
+                "STORE={s} FLUSH={flush}\nCKPT=0 INTERVAL=1 TYPE=SINGLE STORE={s}\n",
+                s = store.display()
+            ),
+        );
+        let out = job.run_ok(
+            2,
+            &[
+                "size=20000",
+                "init",
+                "ckpt=c.1:1",
+                "readprefix=c.1",
+                "finalize",
+            ],
+            &[
+                ("SCR_CONF_FILE", &conf),
+                ("SCR_FLUSH", "1"),
+                ("SCR_FLUSH_TYPE", "SYNC"),
+                ("SCR_FLUSH_ASYNC_BW", "20000"),
+            ],
+        );
+        let read = answer(&out, "readprefix=c.1");
+        assert_eq!(read == "t=1", there_at_once, "{flush}: {out}");
+        check_file(&job.prefix().join("c.1/rank_1.ckpt"), 1, 1, 20000);
+    }
+}
+
 /// config.rst, "Change redundancy schemes" and "Example using SINGLE and XOR": with
 /// descriptors, one job uses SINGLE for most checkpoints and XOR for every Nth (here 2nd),
 /// each in its own store keeping its newest; after a node is lost the restart falls back
