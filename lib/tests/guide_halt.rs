@@ -174,3 +174,22 @@ fn a_halt_option_given_again_replaces_its_value() {
     );
     check_file(&job.prefix().join("c.2/rank_1.ckpt"), 1, 2, 1000);
 }
+
+/// halt.rst, "Remove the halt file": with a halt condition that holds, SCR exits at once
+/// when the job starts, printing on stdout why.
+#[test]
+fn scr_says_on_stdout_why_it_halts() {
+    let job = steps_job();
+    scr_halt(&job, &[]);
+    let out = job.run(2, &["init", "quit"], &[SINGLE, ("SCR_HALT_EXIT", "1")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(answers(&stdout, "init").is_empty(), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("Job exiting") && l.contains("JOB_HALTED")),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
