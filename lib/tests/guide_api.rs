@@ -487,3 +487,44 @@ fn should_exit_says_stop_near_the_allocations_end_and_after_scr_halt() {
         "{out}"
     );
 }
+
+/// api.rst, "SCR_Config": setting and unsetting return NULL; `KEY=` removes only the value
+/// SCR_Config gave, not one a configuration file (or the environment) gives; the last set
+/// wins. Different on purpose (README, "SCR v3.1 programs"): a query of a parameter nobody
+/// set answers its default, where v3.1 answers NULL.
+#[test]
+fn unsetting_with_scr_config_removes_only_the_value_it_gave() {
+    let job = steps_job();
+    let conf = job.dir.path().join("scr.conf");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str("SCR_FLUSH=4\n");
+    std::fs::write(&conf, text).unwrap();
+    let out = job.run_ok(
+        2,
+        &[
+            "config=SCR_FLUSH",
+            "config=SCR_FLUSH=2",
+            "config=SCR_FLUSH=1",
+            "config=SCR_FLUSH",
+            "config=SCR_FLUSH=",
+            "config=SCR_FLUSH",
+            "config=SCR_FETCH_WIDTH=8",
+            "config=SCR_FETCH_WIDTH=",
+            "config=SCR_FETCH_WIDTH",
+            "config=SCR_PREFIX_SIZE",
+            "quit",
+        ],
+        &[("SCR_FETCH_WIDTH", "16")],
+    );
+    let flush = answers(&out, "config=SCR_FLUSH");
+    assert_eq!(flush, ["\"4\"", "\"1\"", "\"4\""], "{out}");
+    for set in [
+        "config=SCR_FLUSH=2",
+        "config=SCR_FLUSH=1",
+        "config=SCR_FLUSH=",
+    ] {
+        assert_eq!(answer(&out, set), "NULL", "{out}");
+    }
+    assert_eq!(answer(&out, "config=SCR_FETCH_WIDTH"), "\"16\"", "{out}");
+    assert_eq!(answer(&out, "config=SCR_PREFIX_SIZE"), "\"0\"", "{out}");
+}
