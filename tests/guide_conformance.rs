@@ -231,7 +231,7 @@ fn every_guide_test_names_its_section_and_is_in_the_document() {
                 .iter()
                 .rev()
                 .take_while(|l| l.starts_with("///"))
-                .map(|l| *l)
+                .copied()
                 .collect::<Vec<_>>()
                 .join(" ");
             let names_section = GUIDE_FILES

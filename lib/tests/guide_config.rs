@@ -389,7 +389,7 @@ fn scr_debug_2_prints_what_1_does_and_more() {
             .next()
             .unwrap();
         assert!(
-            two.iter().any(|m| m.starts_with(&head)),
+            two.iter().any(|m| m.starts_with(head)),
             "{l} at level 2: {two:?}"
         );
     }
