@@ -361,6 +361,35 @@ fn an_xor_descriptor_without_set_size_takes_scr_set_size() {
     );
 }
 
+/// config.rst, "SCR parameters" (SCR_GROUP): the failure group the implied descriptor
+/// spreads its sets across, here one of the GROUPS lines' groups: with the sets spanning
+/// two racks, losing a whole rack loses one member of each set, which XOR rebuilds.
+#[test]
+fn scr_group_names_the_failure_group_sets_are_spread_across() {
+    let job = steps_job();
+    let conf = user_conf(
+        &job,
+        "GROUPS=n1 RACK=a\nGROUPS=n2 RACK=a\nGROUPS=n3 RACK=b\nGROUPS=n4 RACK=b\n",
+    );
+    let env = [
+        ("SCR_CONF_FILE", conf.as_str()),
+        ("SCR_GROUP", "RACK"),
+        ("SCR_COPY_TYPE", "XOR"),
+        ("SCR_SET_SIZE", "2"),
+        ("SCR_FLUSH", "0"),
+    ];
+    let hosts = "n1,n2,n3,n4";
+    run_ok_on(&job, hosts, 4, &["init", "ckpt=c.1:1", "quit"], &env);
+    lose_node(&job, "n1");
+    lose_node(&job, "n2");
+    let out = run_ok_on(&job, hosts, 4, &["init", "restart", "quit"], &env);
+    assert_eq!(
+        answer(&out, "restart"),
+        "c.1 t=1 data=verified rc=0",
+        "{out}"
+    );
+}
+
 /// config.rst, "SCR parameters" (SCR_DEBUG): 1 and 2 print more and more.
 #[test]
 fn scr_debug_2_prints_what_1_does_and_more() {
