@@ -79,6 +79,8 @@ deps=(
   "libopenmpi-dev file /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h"
   # the Python module's test: Debian's mpi4py (built against Open MPI) under Debian's python3
   "python3-mpi4py file /usr/lib/python3/dist-packages/mpi4py/__init__.py"
+  # the user guide's test of the module's setup.py: Debian's pip installs it (offline)
+  "python3-pip file /usr/lib/python3/dist-packages/pip/__init__.py"
   # the event log's syslog test runs a real rsyslogd
   "rsyslog cmd rsyslogd"
   # scr report's page is rendered by a real browser in its test (headless Chromium)

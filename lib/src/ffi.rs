@@ -287,6 +287,10 @@ pub unsafe extern "C" fn SCR_Route_file(name: *const c_char, file: *mut c_char) 
 /// Pointers are NULL or valid as `scr.h` documents (output buffers of SCR_MAX_FILENAME bytes).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn SCR_Have_restart(flag: *mut c_int, name: *mut c_char) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: caller passes a valid int pointer; a failed call says "no checkpoint"
+        unsafe { *flag = 0 };
+    }
     with_state("SCR_Have_restart", |scr| {
         let found = scr.have_restart()?;
         required(flag, "the flag")?;

@@ -326,6 +326,12 @@ impl Params {
                 "ENABLED" | "OUTPUT" | "MKDIR" | "BYPASS" => {
                     parse_bool(v).ok_or_else(|| bad("expected 0 or 1"))?;
                 }
+                "FLUSH"
+                    if entry.key == "STORE"
+                        && !table::FLUSH_TYPES.iter().any(|t| t.eq_ignore_ascii_case(v)) =>
+                {
+                    return Err(bad("unknown flush type (SYNC, PTHREAD, BBAPI or DATAWARP)"));
+                }
                 _ => {}
             }
         }

@@ -94,6 +94,13 @@ fn bad_values_name_their_origin() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("does not take COLOR"), "{e}");
+    // config.rst, "Group, store, and checkpoint descriptors": a store's FLUSH is a transfer
+    // type, as SCR_FLUSH_TYPE's
+    let e = load(&[], Some("STORE=/ssd FLUSH=FAST"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("FLUSH=FAST") && e.contains("PTHREAD"), "{e}");
+    load(&[], Some("STORE=/ssd FLUSH=pthread"), None).unwrap();
     let e = load(&[("SCR_MPI_BUF_SIZE", "4QB")], None, None)
         .unwrap_err()
         .to_string();

@@ -32,6 +32,11 @@ pub(super) struct CkptDesc {
     pub(super) bypass: bool,
     /// How many datasets its store keeps in cache (SCR_CACHE_SIZE, or the store's COUNT).
     pub(super) cache_size: u64,
+    /// OUTPUT=1: datasets flagged output take this descriptor.
+    pub(super) output: bool,
+    /// Whether checkpoints flush in the background, when its store's FLUSH= says
+    /// (anything but SYNC); else SCR_FLUSH_TYPE and SCR_FLUSH_ASYNC decide.
+    pub(super) flush_in_background: Option<bool>,
 }
 
 impl CkptDesc {
@@ -59,7 +64,23 @@ impl CkptDesc {
                 .or(d.attr("BASE"))
                 .unwrap_or(&base)
                 .to_string();
+            // the STORE line describing the store: ENABLED=0 disables the descriptors
+            // using it, FLUSH= is the transfer type of checkpoints flushed from it
+            let store_line = params
+                .descriptors_of("STORE")
+                .filter(|s| std::path::Path::new(&s.name) == std::path::Path::new(&store))
+                .last();
+            if store_line.is_some_and(|s| s.attr("ENABLED") == Some("0")) {
+                continue;
+            }
             out.push(CkptDesc {
+                output: d
+                    .attr("OUTPUT")
+                    .and_then(scr::params::parse_bool)
+                    .unwrap_or(false),
+                flush_in_background: store_line
+                    .and_then(|s| s.attr("FLUSH"))
+                    .map(|t| !t.eq_ignore_ascii_case("SYNC")),
                 cache_size: params.cache_size(&store),
                 bypass: d
                     .attr("BYPASS")
@@ -96,6 +117,8 @@ impl CkptDesc {
                 hop: implied.hop_distance,
                 replicas: 1,
                 group: implied.group.clone(),
+                output: false,
+                flush_in_background: None,
             });
         }
         if !out.iter().any(|d| d.interval == 1) {

@@ -378,9 +378,9 @@ impl Fetch<'_> {
         if self.cache.filemap.have_rank_by_dataset(id, rank) {
             self.cache.delete(self.prefix, id);
         }
-        let reddesc = self
-            .redundancy
-            .reddesc_for(desc.checkpoint_id(), self.cache, rank);
+        let reddesc =
+            self.redundancy
+                .reddesc_for(desc.checkpoint_id(), desc.is_output(), self.cache, rank);
         self.cache
             .record_dataset(id, desc, &reddesc, 0, &self.settings.flush)?;
         reshape::check_files(self.job, self.prefix.path(), &restart.files)
@@ -427,12 +427,19 @@ impl Fetch<'_> {
         if self.cache.filemap.have_rank_by_dataset(id, rank) {
             self.cache.delete(self.prefix, id);
         }
-        let reddesc = self
-            .redundancy
-            .reddesc_for(desc.checkpoint_id(), self.cache, rank);
+        let reddesc =
+            self.redundancy
+                .reddesc_for(desc.checkpoint_id(), desc.is_output(), self.cache, rank);
         self.cache
             .record_dataset(id, desc, &reddesc, files.len() as u64, &self.settings.flush)?;
         let buf = self.settings.buffers.file;
+        // a checkpoint its descriptor bypasses the cache for is read where it is, as
+        // SCR_FETCH_BYPASS has every fetch do
+        let in_place = in_place
+            || self
+                .redundancy
+                .descriptor_for(desc.checkpoint_id(), desc.is_output())
+                .bypass;
         // what is read back from the prefix is opened through directory handles: every
         // directory on the way and the file this user's, nobody else's to swap
         let prefix = safe_fs::Beneath::open(prefix_dir)?;

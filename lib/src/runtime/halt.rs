@@ -52,7 +52,7 @@ pub(super) fn decision(
             }
             let conditions = halt.with_halt_seconds_default(halt_seconds);
             if let Some(cause) = conditions.library_decision(now, remaining) {
-                say!("SCR: Job exiting: {cause}");
+                say_out!("SCR: Job exiting: {cause}");
                 halt.set_exit_reason(cause.reason());
                 halt_now = true;
             }
@@ -74,7 +74,7 @@ pub(super) fn decision(
             .with_halt_seconds_default(halt_seconds)
             .library_decision(now, remaining);
         if let Some(cause) = by_time {
-            say!("SCR: Job exiting: {cause}");
+            say_out!("SCR: Job exiting: {cause}");
             halt_now = true;
         }
     }

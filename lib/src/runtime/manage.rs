@@ -169,11 +169,16 @@ impl Scr {
                 self.prefix.path().display()
             )));
         }
+        let mut indexed_ckpt = 0;
         self.prefix
             .agreed(&self.job, &format!("SCR_Current of {name}"), |dir| {
                 let index_path = layout::index_file(dir);
-                let indexed = IndexFile::read(&index_path).is_ok_and(|i| i.id_of(name).is_some());
-                if indexed {
+                let index = IndexFile::read(&index_path).ok();
+                let at = index.as_ref().and_then(|i| i.id_of(name));
+                if let (Some(index), Some(at)) = (&index, at) {
+                    if let Some(d) = index.dataset(at, name).filter(|d| d.is_checkpoint()) {
+                        indexed_ckpt = d.checkpoint_id().unwrap_or(at);
+                    }
                     prefix::update_index(dir, |idx| {
                         idx.set_current(name)
                             .map_err(|what| scr::Error::invalid(&index_path, what))
@@ -209,8 +214,15 @@ impl Scr {
             // the fetch loop starts at the index's current checkpoint, now `name`
             self.fetch(Some(id + 1))?;
         }
+        let indexed_ckpt = self.job.max(indexed_ckpt);
         match &self.restart {
             Some((_, n)) if n == name => Ok(()),
+            // SCR_FETCH=0: the application reads the prefix itself and names what it read
+            // (integration.rst, "Restart without SCR"): new checkpoints count on from it
+            _ if !self.config.settings.fetch.enabled && indexed_ckpt > 0 => {
+                self.checkpoint_id = indexed_ckpt;
+                Ok(())
+            }
             _ => Err(failure(format!(
                 "SCR_Current: {name} could not be loaded from cache or the prefix"
             ))),

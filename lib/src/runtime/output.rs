@@ -56,7 +56,8 @@ impl Scr {
         }
         let id = self.dataset_id;
         let ckpt = is_ckpt.then_some(self.checkpoint_id);
-        let desc = self.redundancy.descriptor_for(ckpt);
+        let output = flags & FLAG_OUTPUT != 0;
+        let desc = self.redundancy.descriptor_for(ckpt, output);
         let (store, bypass, keep) = (desc.store.clone(), desc.bypass, desc.cache_size);
         let evicted = self.make_room(&store, keep);
         // every rank describes the dataset alike (the name and the parameters are the same
@@ -75,7 +76,7 @@ impl Scr {
         // record the dataset before its directory exists (filemap first)
         let reddesc = self
             .redundancy
-            .reddesc_for(ckpt, &self.cache, self.job.rank);
+            .reddesc_for(ckpt, output, &self.cache, self.job.rank);
         let prepared = polled
             .and(evicted)
             .and_then(|()| {
@@ -223,11 +224,15 @@ impl Scr {
         let due = bypass
             || flags & FLAG_OUTPUT != 0
             || (is_ckpt && every > 0 && self.checkpoint_id.is_multiple_of(every));
-        // output datasets leave the cache once flushed: they go synchronously
+        // output datasets leave the cache once flushed: they go synchronously; a store's
+        // FLUSH= decides for the checkpoints cached there
         let in_background = !bypass
             && is_ckpt
             && flags & FLAG_OUTPUT == 0
-            && self.config.settings.flush.in_background;
+            && (self.redundancy)
+                .descriptor_for(self.cache.checkpoint_of(id), false)
+                .flush_in_background
+                .unwrap_or(self.config.settings.flush.in_background);
         if due {
             self.flush_dataset(id, in_background)?;
             lap.lap("flush");

@@ -299,7 +299,8 @@ impl Recovery<'_> {
     fn restore_partner_copies(&mut self, d: u64) -> Result<bool> {
         let job = self.job;
         let redundancy = self.redundancy;
-        let i = redundancy.descriptor_index(self.cache.checkpoint_of(d));
+        let output = self.cache.dataset(d).is_output();
+        let i = redundancy.descriptor_index(self.cache.checkpoint_of(d), output);
         let (scheme, replicas, hop) = {
             let desc = &redundancy.descriptors[i];
             (desc.scheme, desc.replicas, desc.hop)
@@ -385,14 +386,17 @@ impl Recovery<'_> {
     /// dataset's scheme is XOR or Reed–Solomon with the same failures, and the set its
     /// header names is the set chosen for this rank now.
     fn parity_still_fits(&self, d: u64) -> bool {
-        let ckpt = self.cache.checkpoint_of(d);
-        let desc = self.redundancy.descriptor_for(ckpt);
+        let (ckpt, output) = (
+            self.cache.checkpoint_of(d),
+            self.cache.dataset(d).is_output(),
+        );
+        let desc = self.redundancy.descriptor_for(ckpt, output);
         let failures = match desc.scheme {
             Scheme::Xor => 1,
             Scheme::ReedSolomon => desc.failures,
             _ => return false,
         };
-        let i = self.redundancy.descriptor_index(ckpt);
+        let i = self.redundancy.descriptor_index(ckpt, output);
         let members = self.redundancy.sets[i].members(self.job.rank);
         self.cache
             .parity_file(d)

@@ -37,9 +37,14 @@ pub(super) struct Redundancy {
 }
 
 impl Redundancy {
-    /// The index of the descriptor for a checkpoint id: the enabled one with the largest
-    /// INTERVAL that divides it (output-only datasets, `None`, use the INTERVAL=1 one).
-    pub(super) fn descriptor_index(&self, checkpoint_id: Option<u64>) -> usize {
+    /// The index of the descriptor for a dataset: an output one (`output`) takes the
+    /// descriptor marked OUTPUT=1 if there is one; else a checkpoint takes the enabled one
+    /// with the largest INTERVAL that divides its checkpoint id (output-only datasets,
+    /// `None`, take the INTERVAL=1 one).
+    pub(super) fn descriptor_index(&self, checkpoint_id: Option<u64>, output: bool) -> usize {
+        if let Some(i) = self.descriptors.iter().position(|d| output && d.output) {
+            return i;
+        }
         let id = checkpoint_id.unwrap_or(1).max(1);
         self.descriptors
             .iter()
@@ -51,8 +56,8 @@ impl Redundancy {
     }
 
     /// The descriptor for a checkpoint id (see [`Redundancy::descriptor_index`]).
-    pub(super) fn descriptor_for(&self, checkpoint_id: Option<u64>) -> &CkptDesc {
-        &self.descriptors[self.descriptor_index(checkpoint_id)]
+    pub(super) fn descriptor_for(&self, checkpoint_id: Option<u64>, output: bool) -> &CkptDesc {
+        &self.descriptors[self.descriptor_index(checkpoint_id, output)]
     }
 
     /// The stores the descriptors name, in descriptor order.
@@ -64,10 +69,11 @@ impl Redundancy {
     pub(super) fn reddesc_for(
         &self,
         checkpoint_id: Option<u64>,
+        output: bool,
         cache: &CacheManager,
         rank: u64,
     ) -> RedDesc {
-        let i = self.descriptor_index(checkpoint_id);
+        let i = self.descriptor_index(checkpoint_id, output);
         let ckpt = &self.descriptors[i];
         let dir = cache.store_dir(&ckpt.store);
         let mut reddesc = RedDesc::create(
@@ -88,8 +94,9 @@ impl Redundancy {
     /// every rank when any rank failed (the dataset is then not protected). Collective.
     pub(super) fn apply(&self, job: &Job, cache: &mut CacheManager, id: u64) -> Result<()> {
         let ckpt = cache.checkpoint_of(id);
-        let i = self.descriptor_index(ckpt);
-        let reddesc = self.reddesc_for(ckpt, cache, job.rank);
+        let output = cache.dataset(id).is_output();
+        let i = self.descriptor_index(ckpt, output);
+        let reddesc = self.reddesc_for(ckpt, output, cache, job.rank);
         cache.filemap.set_reddesc(id, job.rank, &reddesc);
         let scheme = self.descriptors[i].scheme;
         let result = match scheme {

@@ -2,9 +2,10 @@
 
 use super::{Phase, Scr, failure, normalize};
 use scr::event_log::kinds;
+use scr::index::IndexFile;
 use scr::meta::Meta;
 use scr::prefix::update_index;
-use scr::{Error, Result, layout, safe_fs};
+use scr::{Error, HashView, Result, layout, safe_fs};
 use std::path::{Path, PathBuf};
 
 impl Scr {
@@ -216,6 +217,11 @@ impl Scr {
     /// `SCR_Have_restart`: the name of the dataset a restart would load, fetching the
     /// prefix's newest checkpoint first when the cache had none. Collective.
     pub fn have_restart(&mut self) -> Result<Option<String>> {
+        if self.phase != Phase::Idle {
+            return Err(failure(
+                "SCR_Have_restart called while an output or restart is open; complete it first",
+            ));
+        }
         self.fetch_if_pending()?;
         Ok(self.restart.as_ref().map(|(_, n)| n.clone()))
     }
@@ -276,6 +282,29 @@ impl Scr {
                     })
                 });
             self.delete_cached(id);
+            // the next most recent checkpoint: an older one still in cache (SCR_Init rebuilt
+            // it) unless the prefix has a newer one below the one that failed
+            let indexed = match self.job.is_root() {
+                true => IndexFile::read(&layout::index_file(self.prefix.path())).ok(),
+                false => None,
+            };
+            let on_prefix = self.job.max(
+                indexed
+                    .and_then(|i| i.usable_checkpoints().into_iter().find(|e| e.id < id))
+                    .map_or(0, |e| e.id),
+            );
+            let mut below = id;
+            loop {
+                let older = self.job.max(self.cache.newest_cached(below, true));
+                if older <= on_prefix {
+                    break;
+                }
+                if self.recovery().recover(older)? {
+                    self.restart = Some((older, self.cache.dataset_name(older)));
+                    return Ok(ok);
+                }
+                below = older;
+            }
             if self.config.settings.fetch.enabled {
                 self.fetch(Some(id))?;
             }

@@ -574,3 +574,33 @@ impl Drop for Tmpfs {
             .status();
     }
 }
+
+/// A job whose application is the user guide suite's driver of SCR's C API
+/// (`lib/tests/c/guide_steps.c`: one step per argument; see its head).
+pub fn steps_job() -> Job {
+    Job::with_c_program("guide_steps.c")
+}
+
+/// Every answer rank 0 printed for `step` (what follows `guide: <step> -> `), in order.
+pub fn answers<'a>(out: &'a str, step: &str) -> Vec<&'a str> {
+    let head = format!("guide: {step} -> ");
+    out.lines().filter_map(|l| l.strip_prefix(&head)).collect()
+}
+
+/// The first answer rank 0 printed for `step`.
+pub fn answer<'a>(out: &'a str, step: &str) -> &'a str {
+    answers(out, step)
+        .first()
+        .copied()
+        .unwrap_or_else(|| panic!("no answer to {step}:\n{out}"))
+}
+
+/// What rank `rank` got routing in `step`: the path when SCR_Route_file succeeded.
+pub fn routed(out: &str, rank: usize, step: &str) -> Option<PathBuf> {
+    let head = format!("guide: rank {rank}: {step} -> ");
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix(&head))
+        .unwrap_or_else(|| panic!("rank {rank} did not route in {step}:\n{out}"));
+    line.strip_prefix("rc=0 ").map(PathBuf::from)
+}

@@ -46,8 +46,11 @@ fn descriptor_about(key: &str) -> (&'static str, &'static str) {
     };
     let about = match key {
         "STORE" => {
-            "a cache store: the directory, the failure group sharing it (default NODE), how many \
-             datasets it keeps (COUNT, default SCR_CACHE_SIZE)"
+            "a cache store: the directory, how many datasets it keeps (COUNT, default \
+             SCR_CACHE_SIZE), whether it is on (ENABLED, default 1: ENABLED=0 turns off the \
+             checkpoint descriptors using it) and the transfer type of checkpoints flushed from \
+             it (FLUSH, default SCR_FLUSH_TYPE); GROUP and MKDIR are accepted and have no \
+             effect: a cache store is node-local and SCR creates its directories"
         }
         "CKPT" => {
             "a checkpoint descriptor, numbered from 0: every INTERVAL-th checkpoint goes to \

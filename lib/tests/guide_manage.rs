@@ -1,0 +1,133 @@
+//! SCR v3.1's user guide, `manage.rst` (Manage datasets): the index and `scr_index` on a
+//! prefix real jobs of `lib/tests/c/guide_steps.c` wrote. Expected values come from the
+//! guide and from what the program itself wrote and read back.
+
+mod common;
+
+use common::*;
+use scr::HashView;
+use std::process::Command;
+
+const SINGLE: (&str, &str) = ("SCR_COPY_TYPE", "SINGLE");
+
+/// `scr index ARGS -p PREFIX`'s standard output; it must succeed.
+fn scr_index(job: &Job, args: &[&str]) -> String {
+    let o = Command::new(scr_command())
+        .arg("index")
+        .args(args)
+        .arg("-p")
+        .arg(job.prefix())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// manage.rst, "Manage datasets": run inside the prefix directory, scr_index needs no
+/// `--prefix`, and lists the checkpoints as `DSET VALID FLUSHED CUR NAME`, the current one
+/// marked `*`.
+#[test]
+fn scr_index_run_in_the_prefix_needs_no_prefix_option() {
+    let job = steps_job();
+    job.run_ok(
+        2,
+        &["init", "ckpt=ckpt.1:1", "ckpt=ckpt.2:2", "quit"],
+        &[SINGLE, ("SCR_FLUSH", "1")],
+    );
+    let o = Command::new(scr_command())
+        .arg("index")
+        .current_dir(job.prefix())
+        .env_remove("SCR_PREFIX")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "DSET VALID FLUSHED             CUR NAME", "{out}");
+    assert!(
+        lines[1].starts_with("   2 YES   ") && lines[1].ends_with("   * ckpt.2"),
+        "{out}"
+    );
+    assert!(
+        lines[2].starts_with("   1 YES   ") && lines[2].ends_with("     ckpt.1"),
+        "{out}"
+    );
+}
+
+/// manage.rst, "Manage datasets": with no checkpoint marked current, a restart starts from
+/// the newest valid one (never one marked failed, here by a restart that rejected it).
+#[test]
+fn with_no_current_checkpoint_a_restart_starts_from_the_newest_valid_one() {
+    let job = steps_job();
+    let env = [SINGLE, ("SCR_FLUSH", "1")];
+    job.run_ok(
+        2,
+        &[
+            "init",
+            "ckpt=ckpt.1:1",
+            "ckpt=ckpt.2:2",
+            "ckpt=ckpt.3:3",
+            "quit",
+        ],
+        &env,
+    );
+    let out = job.run_ok(2, &["init", "restart=reject", "quit"], &env);
+    assert_eq!(answer(&out, "restart"), "ckpt.3 t=3 data=verified rc=1");
+    // no current checkpoint: neither in the index nor as a scr.current link
+    let path = scr::layout::index_file(&job.prefix());
+    let mut index = scr::index::IndexFile::read(&path).unwrap();
+    index.unset_current();
+    index.write(&path).unwrap();
+    let _ = std::fs::remove_file(job.prefix().join("scr.current"));
+    assert!(!scr_index(&job, &[]).contains('*'));
+    delete_caches(&job);
+    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
+    assert_eq!(
+        answer(&out, "restart"),
+        "ckpt.2 t=2 data=verified rc=0",
+        "{out}"
+    );
+}
+
+/// manage.rst, "Manage datasets": `--drop NAME` removes the index entry and keeps the
+/// files; `--add NAME` puts it back from its metadata in `.scr/scr.dataset.<id>`, checked
+/// complete; `--current NAME` makes it the one restarts start from.
+#[test]
+fn scr_index_drop_keeps_the_files_and_add_puts_the_dataset_back() {
+    let job = steps_job();
+    let env = [SINGLE, ("SCR_FLUSH", "1")];
+    job.run_ok(2, &["init", "ckpt=ckpt.1:1", "ckpt=ckpt.2:2", "quit"], &env);
+    scr_index(&job, &["--drop", "ckpt.2"]);
+    assert!(!scr_index(&job, &[]).contains("ckpt.2"));
+    for r in 0..2 {
+        check_file(
+            &job.prefix().join(format!("ckpt.2/rank_{r}.ckpt")),
+            r,
+            2,
+            1000,
+        );
+    }
+    delete_caches(&job);
+    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
+    assert_eq!(
+        answer(&out, "restart"),
+        "ckpt.1 t=1 data=verified rc=0",
+        "{out}"
+    );
+
+    scr_index(&job, &["--add", "ckpt.2"]);
+    let list = scr_index(&job, &[]);
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("   2 YES") && l.ends_with(" ckpt.2")),
+        "{list}"
+    );
+    scr_index(&job, &["--current", "ckpt.2"]);
+    delete_caches(&job);
+    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
+    assert_eq!(
+        answer(&out, "restart"),
+        "ckpt.2 t=2 data=verified rc=0",
+        "{out}"
+    );
+}
