@@ -380,6 +380,10 @@ impl Redundancy {
     }
 }
 
+/// How much data the parity ring reads at a time and adds to its sums while it is in the
+/// processor's cache (per core L2 caches hold a few hundred KiB).
+pub(super) const CACHE_BLOCK: usize = 128 << 10;
+
 /// One member's part in computing its set's parity: a pipelined ring over the set's
 /// communicator in which the sums travel only through the members that add to them.
 ///
@@ -444,8 +448,12 @@ impl ParityRing<'_> {
         // the sum of piece j, slot s is at (j * k + s) * piece
         let span = window * k * self.piece;
         let (mut send, mut recv) = (vec![0u8; span], vec![0u8; span]);
-        // a piece of data that spans files is gathered here
-        let mut scratch = vec![0u8; self.piece];
+        // the data is read a block at a time into a buffer that stays in the processor's
+        // cache while the block is added to each slot's sum: reading a whole piece first
+        // and adding it after sent every byte through memory twice more (the read's copy
+        // out, the kernel's read back)
+        let block = CACHE_BLOCK.min(self.piece);
+        let mut scratch = vec![0u8; block];
         // the file is the header, then slot 0's chunk, slot 1's…: one CRC per slot, joined
         // in that order at the end
         let mut crcs = with_crc.then(|| vec![crc32fast::Hasher::new(); k]);
@@ -461,27 +469,31 @@ impl ParityRing<'_> {
                 let kernel_started = std::time::Instant::now();
                 let mut reading = std::time::Duration::ZERO;
                 for (j, &(offset, len)) in pieces.iter().enumerate() {
-                    let read_started = std::time::Instant::now();
-                    let data = match (mine, &input) {
-                        (Some((at, index)), Some(d)) => {
-                            let bytes = d.bytes(at + offset, len, &mut scratch);
-                            own.update(at + offset, bytes);
-                            Some((bytes, index))
-                        }
-                        _ => None,
-                    };
-                    reading += read_started.elapsed();
-                    for slot in 0..k {
-                        let at = (j * k + slot) * self.piece;
-                        let (out, sum) = (&mut send[at..at + len], &recv[at..at + len]);
-                        match data {
-                            Some((data, index)) => erasure::gf::sum_mul_add(
-                                out,
-                                sum,
-                                data,
-                                self.code.coefficient(slot, index),
-                            ),
-                            None => out.copy_from_slice(sum),
+                    for from in (0..len).step_by(block) {
+                        let blen = (len - from).min(block);
+                        let read_started = std::time::Instant::now();
+                        let data = match (mine, &input) {
+                            (Some((at, index)), Some(d)) => {
+                                let at = at + offset + from as u64;
+                                let bytes = d.bytes(at, blen, &mut scratch);
+                                own.update(at, bytes);
+                                Some((bytes, index))
+                            }
+                            _ => None,
+                        };
+                        reading += read_started.elapsed();
+                        for slot in 0..k {
+                            let at = (j * k + slot) * self.piece + from;
+                            let (out, sum) = (&mut send[at..at + blen], &recv[at..at + blen]);
+                            match data {
+                                Some((data, index)) => erasure::gf::sum_mul_add(
+                                    out,
+                                    sum,
+                                    data,
+                                    self.code.coefficient(slot, index),
+                                ),
+                                None => out.copy_from_slice(sum),
+                            }
                         }
                     }
                 }

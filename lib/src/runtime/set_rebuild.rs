@@ -7,7 +7,7 @@
 use super::failure;
 use super::messages::{MemberDescription, SetRebuild};
 use super::rebuild::Recovery;
-use super::redundancy::cache_rel_path;
+use super::redundancy::{CACHE_BLOCK, cache_rel_path};
 use crate::comm;
 use crate::shuffle;
 use mpi::topology::{Color, SimpleCommunicator};
@@ -330,7 +330,10 @@ impl RebuildChains<'_> {
         // the batch being summed here, and the next one arriving while this one leaves
         let mut sums = vec![0u8; window * self.piece];
         let mut arriving = vec![0u8; window * self.piece];
-        let mut element = vec![0u8; self.piece];
+        // read a cache-sized block at a time and add it while it is in the processor's
+        // cache, as the encode does
+        let block = CACHE_BLOCK.min(self.piece);
+        let mut element = vec![0u8; block];
         if let Some(p) = &previous
             && let Some(first) = batches.first()
         {
@@ -347,13 +350,16 @@ impl RebuildChains<'_> {
                 let (Some(w), Some(store)) = (task.weight, store) else {
                     continue;
                 };
-                let added = store
-                    .read_element(task.stripe, offset, &mut element[..len])
-                    .map(|()| &element[..len]);
-                match added {
-                    Ok(src) => erasure::gf::mul_add(&mut sum[..len], src, w),
-                    Err(e) => {
-                        failed.get_or_insert(e);
+                for from in (0..len).step_by(block) {
+                    let blen = (len - from).min(block);
+                    let added = store
+                        .read_element(task.stripe, offset + from as u64, &mut element[..blen])
+                        .map(|()| &element[..blen]);
+                    match added {
+                        Ok(src) => erasure::gf::mul_add(&mut sum[from..from + blen], src, w),
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                        }
                     }
                 }
             }
