@@ -342,17 +342,7 @@ fn a_call_after_finalize_stops_the_job_saying_why() {
 fn scr_current_deletes_newer_cached_datasets_and_the_named_checkpoint_is_loaded() {
     let job = steps_job();
     let env = [SINGLE, ("SCR_FLUSH", "0"), ("SCR_CACHE_SIZE", "3")];
-    job.run_ok(
-        2,
-        &[
-            "init",
-            "ckpt=ckpt.1:1",
-            "ckpt=ckpt.2:2",
-            "ckpt=ckpt.3:3",
-            "quit",
-        ],
-        &env,
-    );
+    write_steps_checkpoints(&job, 3, &env);
     assert_eq!(job.cached("ckpt.3/rank_0.ckpt").len(), 1);
     let out = job.run_ok(2, &["init", "current=ckpt.1", "restart", "quit"], &env);
     assert_eq!(answer(&out, "current=ckpt.1"), "rc=0", "{out}");

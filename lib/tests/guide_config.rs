@@ -50,17 +50,7 @@ fn the_prefix_defaults_to_the_working_directory() {
 fn scr_current_names_the_checkpoint_a_new_run_loads() {
     let job = steps_job();
     let env = [SINGLE, ("SCR_FLUSH", "1")];
-    job.run_ok(
-        2,
-        &[
-            "init",
-            "ckpt=ckpt.1:1",
-            "ckpt=ckpt.2:2",
-            "ckpt=ckpt.3:3",
-            "quit",
-        ],
-        &env,
-    );
+    write_steps_checkpoints(&job, 3, &env);
     let out = job.run_ok(2, &["init", "restart", "quit"], &env);
     assert_eq!(answer(&out, "restart"), "ckpt.3 t=3 data=verified rc=0");
     let out = job.run_ok(

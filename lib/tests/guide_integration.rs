@@ -20,17 +20,7 @@ fn on_prefix(job: &Job, name: &str) -> bool {
 fn the_restart_loop_walks_back_until_a_checkpoint_reads_back_whole() {
     let job = steps_job();
     let env = [SINGLE, ("SCR_FLUSH", "1")];
-    job.run_ok(
-        2,
-        &[
-            "init",
-            "ckpt=ckpt.1:1",
-            "ckpt=ckpt.2:2",
-            "ckpt=ckpt.3:3",
-            "quit",
-        ],
-        &env,
-    );
+    write_steps_checkpoints(&job, 3, &env);
     // rank 1's cached file of ckpt.3 keeps its size but not its data
     let [cached] = job.cached("ckpt.3/rank_1.ckpt").try_into().unwrap();
     std::fs::write(&cached, vec![0u8; 1008]).unwrap();
@@ -53,17 +43,7 @@ fn the_restart_loop_walks_back_until_a_checkpoint_reads_back_whole() {
 fn restarting_without_scrs_api_reads_the_prefix_and_scr_current_keeps_the_flush_count() {
     let job = steps_job();
     let env = [SINGLE, ("SCR_FLUSH", "2")];
-    job.run_ok(
-        2,
-        &[
-            "init",
-            "ckpt=ckpt.1:1",
-            "ckpt=ckpt.2:2",
-            "ckpt=ckpt.3:3",
-            "quit",
-        ],
-        &env,
-    );
+    write_steps_checkpoints(&job, 3, &env);
     assert!(on_prefix(&job, "ckpt.2") && !on_prefix(&job, "ckpt.3"));
     let own = [
         SINGLE,
@@ -192,17 +172,7 @@ fn scr_config_points_the_prefix_at_the_applications_output_directory() {
 fn scr_config_names_the_checkpoint_to_restart_from() {
     let job = steps_job();
     let env = [SINGLE, ("SCR_FLUSH", "1")];
-    job.run_ok(
-        2,
-        &[
-            "init",
-            "ckpt=ckpt.1:1",
-            "ckpt=ckpt.2:2",
-            "ckpt=ckpt.3:3",
-            "quit",
-        ],
-        &env,
-    );
+    write_steps_checkpoints(&job, 3, &env);
     let out = job.run_ok(
         2,
         &["configf=SCR_CURRENT:ckpt.2", "init", "restart", "quit"],

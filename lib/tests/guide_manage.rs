@@ -60,17 +60,7 @@ fn scr_index_run_in_the_prefix_needs_no_prefix_option() {
 fn with_no_current_checkpoint_a_restart_starts_from_the_newest_valid_one() {
     let job = steps_job();
     let env = [SINGLE, ("SCR_FLUSH", "1")];
-    job.run_ok(
-        2,
-        &[
-            "init",
-            "ckpt=ckpt.1:1",
-            "ckpt=ckpt.2:2",
-            "ckpt=ckpt.3:3",
-            "quit",
-        ],
-        &env,
-    );
+    write_steps_checkpoints(&job, 3, &env);
     let out = job.run_ok(2, &["init", "restart=reject", "quit"], &env);
     assert_eq!(answer(&out, "restart"), "ckpt.3 t=3 data=verified rc=1");
     // no current checkpoint: neither in the index nor as a scr.current link

@@ -223,7 +223,7 @@ fn a_prefix_file_that_is_not_what_the_summary_says_is_never_copied_into_cache() 
     f.set_len(3 << 30).unwrap();
     let started = std::time::Instant::now();
     let out = job.run_ok(2, &["1000", "1"], &[]);
-    assert!(out.contains("not a regular file of 1008 bytes"), "{out}");
+    assert!(out.contains("not the 1008 the flush recorded"), "{out}");
     assert!(
         out.contains("no checkpoint, starting from the beginning"),
         "{out}"

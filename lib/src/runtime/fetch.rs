@@ -25,6 +25,29 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
+/// Opens a flushed file on the prefix (through directory handles: every directory on the way
+/// and the file this user's, nobody else's to swap) and checks it has the size the flush
+/// recorded: a file that is not what was recorded is refused before a byte is read.
+pub(super) fn open_as_recorded(
+    prefix: &safe_fs::Beneath,
+    record: &FileRecord,
+) -> Result<std::fs::File> {
+    let path = prefix.root().join(&record.name);
+    let file = prefix.open_file(Path::new(&record.name))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(&path, "stat", e))?
+        .len();
+    if len != record.size {
+        return Err(Error::corrupt(format!(
+            "{}: {len} bytes, not the {} the flush recorded",
+            path.display(),
+            record.size
+        )));
+    }
+    Ok(file)
+}
+
 /// Most files one rank reads while the rank2file tree is scattered.
 const MAX_TREE_READS: usize = 1024;
 
@@ -374,6 +397,13 @@ impl Fetch<'_> {
         desc: &Dataset,
         restart: &ReshapedRestart,
     ) -> Result<()> {
+        self.record_fetched(id, desc, 0)?;
+        reshape::check_files(self.job, self.prefix.path(), &restart.files)
+    }
+
+    /// Records dataset `id` in this rank's cache for a fetch of `files` of its files,
+    /// replacing what a failed recovery left of it.
+    fn record_fetched(&mut self, id: u64, desc: &Dataset, files: u64) -> Result<()> {
         let rank = self.job.rank;
         if self.cache.filemap.have_rank_by_dataset(id, rank) {
             self.cache.delete(self.prefix, id);
@@ -382,8 +412,7 @@ impl Fetch<'_> {
             self.redundancy
                 .reddesc_for(desc.checkpoint_id(), desc.is_output(), self.cache, rank);
         self.cache
-            .record_dataset(id, desc, &reddesc, 0, &self.settings.flush)?;
-        reshape::check_files(self.job, self.prefix.path(), &restart.files)
+            .record_dataset(id, desc, &reddesc, files, &self.settings.flush)
     }
 
     /// [`Fetch::fetch_files`], at most SCR_FETCH_WIDTH ranks reading the prefix at once:
@@ -423,15 +452,7 @@ impl Fetch<'_> {
     ) -> Result<()> {
         let (rank, ranks) = (self.job.rank, self.job.ranks);
         let prefix_dir = self.prefix.path();
-        // what a failed recovery left in cache of this dataset is replaced by the fetched copy
-        if self.cache.filemap.have_rank_by_dataset(id, rank) {
-            self.cache.delete(self.prefix, id);
-        }
-        let reddesc =
-            self.redundancy
-                .reddesc_for(desc.checkpoint_id(), desc.is_output(), self.cache, rank);
-        self.cache
-            .record_dataset(id, desc, &reddesc, files.len() as u64, &self.settings.flush)?;
+        self.record_fetched(id, desc, files.len() as u64)?;
         let buf = self.settings.buffers.file;
         // a checkpoint its descriptor bypasses the cache for is read where it is, as
         // SCR_FETCH_BYPASS has every fetch do
@@ -447,20 +468,7 @@ impl Fetch<'_> {
             rank2file::check_relative(&rec.name).map_err(failure)?;
             let src = prefix_dir.join(&rec.name);
             let opened = if rec.segments.is_empty() {
-                let file = prefix.open_file(Path::new(&rec.name))?;
-                // a file that is not what the summary says is refused before a byte moves
-                let len = file
-                    .metadata()
-                    .map_err(|e| Error::io(&src, "stat", e))?
-                    .len();
-                if len != rec.size {
-                    return Err(Error::corrupt(format!(
-                        "{}: not a regular file of {} bytes as the summary records",
-                        src.display(),
-                        rec.size
-                    )));
-                }
-                Some(file)
+                Some(open_as_recorded(&prefix, rec)?)
             } else {
                 None
             };

@@ -13,6 +13,7 @@
 
 use super::cache::CacheManager;
 use super::failure;
+use super::fetch::open_as_recorded;
 use super::job::Job;
 use super::prefix_store::PrefixStore;
 use crate::comm;
@@ -114,20 +115,7 @@ impl ReshapedRestart {
 fn check_in_place(prefix: &Path, record: &FileRecord) -> Result<()> {
     let path = prefix.join(&record.name);
     let beneath = safe_fs::Beneath::open(prefix)?;
-    let file = beneath
-        .open_file(Path::new(&record.name))
-        .map_err(|e| e.blaming(prefix))?;
-    let len = file
-        .metadata()
-        .map_err(|e| Error::io(&path, "stat", e))?
-        .len();
-    if len != record.size {
-        return Err(Error::corrupt(format!(
-            "{}: {len} bytes, the flush recorded {}",
-            path.display(),
-            record.size
-        )));
-    }
+    let file = open_as_recorded(&beneath, record).map_err(|e| e.blaming(prefix))?;
     if let Some(want) = record.crc {
         let got = io::open_file_crc32(&path, &file)?;
         if got != want {
@@ -199,21 +187,7 @@ pub(super) fn check_files(job: &Job, prefix: &Path, files: &[FileRecord]) -> Res
         .map(|(_, r)| r)
         .filter(|r| r.segments.is_empty())
     {
-        let path = prefix.join(&record.name);
-        let file = beneath
-            .open_file(Path::new(&record.name))
-            .map_err(|e| e.blaming(prefix))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(&path, "stat", e))?
-            .len();
-        if len != record.size {
-            return Err(Error::corrupt(format!(
-                "{}: {len} bytes, the flush recorded {}",
-                path.display(),
-                record.size
-            )));
-        }
+        open_as_recorded(&beneath, record).map_err(|e| e.blaming(prefix))?;
     }
     Ok(())
 }

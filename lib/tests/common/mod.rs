@@ -581,6 +581,17 @@ pub fn steps_job() -> Job {
     Job::with_c_program("guide_steps.c")
 }
 
+/// Runs a [`steps_job`] on 2 ranks that writes checkpoints `ckpt.1` … `ckpt.n` (timestep t
+/// in `ckpt.t`) and quits.
+pub fn write_steps_checkpoints(job: &Job, n: u32, env: &[(&str, &str)]) -> String {
+    let steps: Vec<String> = std::iter::once("init".to_string())
+        .chain((1..=n).map(|t| format!("ckpt=ckpt.{t}:{t}")))
+        .chain(std::iter::once("quit".to_string()))
+        .collect();
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    job.run_ok(2, &steps, env)
+}
+
 /// Every answer rank 0 printed for `step` (what follows `guide: <step> -> `), in order.
 pub fn answers<'a>(out: &'a str, step: &str) -> Vec<&'a str> {
     let head = format!("guide: {step} -> ");
