@@ -123,6 +123,17 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", p.join("linked/passwd")).unwrap();
         let e = adopt(p, "linked", 1, &Origin::default()).unwrap_err();
         assert!(e.to_string().contains("link"), "{e}");
+        // a file others may write would be refused by the restart that reads it: refused
+        // when adopting already
+        std::fs::create_dir_all(p.join("open")).unwrap();
+        std::fs::write(p.join("open/data"), b"x").unwrap();
+        std::fs::set_permissions(
+            p.join("open/data"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o666),
+        )
+        .unwrap();
+        let e = adopt(p, "open", 1, &Origin::default()).unwrap_err();
+        assert!(e.to_string().contains("open/data"), "{e}");
         assert!(!layout::index_file(p).exists());
         assert!(adopt(p, "../x", 1, &Origin::default()).is_err());
     }

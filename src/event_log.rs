@@ -92,10 +92,23 @@ impl Event {
 
 /// The events of the log at `path`, oldest first; lines that are not events (a torn last
 /// line) are skipped.
-pub fn read(path: &Path) -> std::io::Result<Vec<Event>> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(text.lines().filter_map(parse_line).collect())
+pub fn read(path: &Path) -> crate::Result<Vec<Event>> {
+    // a regular file, not through a link, within a bound: anyone who could put a FIFO or
+    // a huge file in its place must not stall or exhaust the reader
+    let file = crate::io::open_regular_no_link(path)?;
+    let len = file
+        .metadata()
+        .map_err(|e| crate::Error::io(path, "stat", e))?
+        .len();
+    let bytes = crate::io::read_open_file(path, file, len, MAX_LOG_BYTES)?;
+    Ok(String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(parse_line)
+        .collect())
 }
+
+/// The largest event log read back (millions of events; a job's log is far smaller).
+pub const MAX_LOG_BYTES: u64 = 1 << 30;
 
 /// Reads one line; None for a line that is not an event (a torn last line, say).
 pub fn parse_line(line: &str) -> Option<Event> {

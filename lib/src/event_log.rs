@@ -8,6 +8,7 @@ use scr::params::settings::Log;
 use scr::{Error, Result};
 use std::ffi::{CString, c_int};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 #[derive(Default)]
@@ -114,9 +115,12 @@ impl EventLog {
         all.extend(self.who.iter().cloned());
         let line = format_line(chrono::Local::now(), kind, &all);
         if let Some(path) = &self.text {
+            // what the job did, as the index says it: the user's alone, as the index is
             let appended = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(path)
                 .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
             if let Err(e) = appended {

@@ -35,7 +35,7 @@ mod set_rebuild;
 use async_flush::AsyncFlushes;
 use cache::{CacheManager, CacheSettings, JobPlace, TRASH_DIR};
 use descriptors::{CkptDesc, NodePlace};
-use fetch::{Fetch, Fetched};
+use fetch::{Fetch, FetchOutcome, Fetched};
 use flush::Flush;
 use job::{Job, NodeGroups};
 use mpi::topology::SimpleCommunicator;
@@ -109,6 +109,9 @@ pub struct Scr {
     /// The restart offered was written by another number of ranks: its whole file list,
     /// read in place (none otherwise; always none without `restart`).
     reshaped: Option<reshape::ReshapedRestart>,
+    /// A file of the open restart could not be routed for want of this node's cache (a
+    /// full or failing cache directory): the checkpoint is not to blame.
+    restart_trouble_here: bool,
     /// Nothing in cache could be restarted from and SCR_FETCH is on: the prefix's newest
     /// checkpoint is fetched when the application asks for a restart (SCR_Have_restart,
     /// SCR_Start_restart, SCR_Current), not in SCR_Init, so a run that never restarts, or
@@ -232,10 +235,11 @@ impl Scr {
         let groups = NodeGroups::of(&world, node.name());
 
         let places = &settings.places;
+        let jobid = layout::job_id(places.job_id.as_deref(), |k| std::env::var(k).ok());
         let place = JobPlace {
             user: layout::user_name(),
-            jobid: layout::job_id(places.job_id.as_deref(), |k| std::env::var(k).ok())
-                .unwrap_or_else(|| "defjobid".into()),
+            jobid_given: jobid.is_some(),
+            jobid: jobid.unwrap_or_else(|| "defjobid".into()),
             node: node.clone(),
         };
         let prefix = PrefixStore::new(layout::prefix_dir(None, places.prefix.as_deref())?, rank);
@@ -308,6 +312,7 @@ impl Scr {
             phase: Phase::Idle,
             restart: None,
             reshaped: None,
+            restart_trouble_here: false,
             fetch_pending: false,
             schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
         };
@@ -362,10 +367,13 @@ impl Scr {
     /// the allocation's job id, records that it was applied; a relaunch in the same
     /// allocation, where the batch script's SCR_CURRENT is still set, restarts from the
     /// newest checkpoint instead of going back to the named one and dropping what the job
-    /// wrote since. Collective.
+    /// wrote since. A run with no job id at all (`defjobid`: no resource manager, no
+    /// scr-run, no SCR_JOB_ID) is an allocation of its own. Collective.
     fn apply_named_current(&mut self, name: &str) -> Result<()> {
-        let applied_here =
-            self.job.local_rank == 0 && self.cache.named_current_applied().as_deref() == Some(name);
+        let allocation = self.cache.place().jobid_given;
+        let applied_here = allocation
+            && self.job.local_rank == 0
+            && self.cache.named_current_applied().as_deref() == Some(name);
         if !self.job.all(!applied_here) {
             self.job.debug(
                 1,
@@ -376,7 +384,8 @@ impl Scr {
             return Ok(());
         }
         self.set_current(name)?;
-        if self.job.local_rank == 0
+        if allocation
+            && self.job.local_rank == 0
             && let Err(e) = self.cache.record_named_current(name)
         {
             say!(
@@ -402,9 +411,11 @@ impl Scr {
     }
 
     /// Runs the fetch loop (see [`Fetch::fetch`]) and takes what it fetched as the restart.
-    /// Collective.
+    /// A newest checkpoint that is intact but that this job's nodes cannot read stops the
+    /// job (every rank alike): going on from an older one would let the job's next
+    /// checkpoints supersede it. Collective.
     fn fetch(&mut self, below: Option<u64>) -> Result<()> {
-        let fetched = Fetch {
+        let outcome = Fetch {
             job: &self.job,
             cache: &mut self.cache,
             prefix: &self.prefix,
@@ -413,18 +424,39 @@ impl Scr {
             log: &self.log,
         }
         .fetch(below)?;
-        if let Some(Fetched {
-            id,
-            name,
-            checkpoint_id,
-            reshaped,
-        }) = fetched
-        {
-            self.checkpoint_id = self.checkpoint_id.max(checkpoint_id);
-            self.restart = Some((id, name));
-            self.reshaped = reshaped;
+        match outcome {
+            FetchOutcome::Fetched(Fetched {
+                id,
+                name,
+                checkpoint_id,
+                reshaped,
+            }) => {
+                self.checkpoint_id = self.checkpoint_id.max(checkpoint_id);
+                self.restart = Some((id, name));
+                self.reshaped = reshaped;
+            }
+            FetchOutcome::Nothing => {}
+            FetchOutcome::UnreadableHere { name } => self.stop_for_unreadable(&name),
         }
         Ok(())
+    }
+
+    /// Stops the job (every rank calls it): checkpoint `name` is intact on the prefix, and
+    /// current, but this job's nodes could not read it; a restart from anything older
+    /// would be superseded by what the job writes next.
+    fn stop_for_unreadable(&self, name: &str) -> ! {
+        let prefix = self.prefix.path().display();
+        if !self.job.is_root() {
+            // rank 0 says why and stops the job; this one waits for it
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            crate::ffi::abort_job("rank 0 stops the job (it says why)");
+        }
+        crate::ffi::abort_job(&format!(
+            "checkpoint {name} on {prefix} is intact, but this job's nodes could not read it \
+             (their cache or control directory is full or failing: the ranks above say where); \
+             it is not marked failed and stays current. Free space on those nodes (scr \
+             list-dir names the directories) or run elsewhere, and restart"
+        ))
     }
 
     /// Publishes the background flushes every rank finished; waits for those up to

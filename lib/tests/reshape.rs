@@ -9,6 +9,7 @@
 mod common;
 
 use common::*;
+use scr::HashView;
 
 const SIZE: &str = "6000";
 
@@ -168,5 +169,63 @@ fn a_checkpoint_written_without_scr_is_adopted_and_scr_takes_over() {
         let out = run_ok_on(&job, &hosts(ranks), ranks, &[SIZE, "0"], &named);
         assert!(restarted(&out, 6), "{ranks} ranks: {out}");
         assert!(!out.contains("adopted"), "adopted once: {out}");
+    }
+}
+
+/// A relaunch before the job's first new checkpoint restarts the same re-partitioned
+/// checkpoint again, every file of it read (a record of a restart read in place is no cached
+/// copy to restart from).
+#[test]
+fn a_relaunch_after_a_restart_on_fewer_ranks_reads_the_checkpoint_again() {
+    let job = Job::new();
+    run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &[("SCR_FLUSH", "1")]);
+    delete_caches(&job);
+    for _ in 0..2 {
+        let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "0"], &[]);
+        assert!(restarted(&out, 2), "{out}");
+        assert_eq!(files_read(&out, 4), 4, "{out}");
+    }
+    assert!(job.index_entry("ckpt.2").failed.is_empty());
+}
+
+/// A checkpoint in containers needs room in the restarting rank's cache for each file it
+/// copies out; a cache too small for that (full, or filled by someone else) is this job's
+/// trouble, not the checkpoint's: the job stops saying so, the checkpoint is not marked
+/// failed and stays current, and no older one is restarted in its place (what the job wrote
+/// next would supersede it). On healthy nodes the next job restarts it.
+#[test]
+fn a_cache_too_small_to_copy_a_file_out_of_its_container_stops_the_job_and_fails_nothing() {
+    let env = [
+        ("SCR_FLUSH", "1"),
+        ("SCR_USE_CONTAINERS", "1"),
+        ("SCR_CONTAINER_SIZE", "60000"),
+    ];
+    for ranks in [3u32, 4] {
+        let job = Job::new();
+        run_ok_on(&job, &hosts(4), 4, &["100000", "2"], &env);
+        delete_caches(&job);
+        let small = job.dir.path().join("small-cache");
+        {
+            let _full = Tmpfs::mount(&small, 64 * 1024);
+            let cache = [("SCR_CACHE_BASE", small.to_str().unwrap())];
+            let out = job.run_on(
+                Some(&hosts(ranks)),
+                ranks,
+                &["100000", "1"],
+                &[&env[..], &cache].concat(),
+            );
+            let t = text(&out);
+            assert!(!out.status.success(), "{ranks} ranks: {t}");
+            assert!(
+                t.contains("checkpoint ckpt.2 on") && t.contains("is intact, but this job's nodes"),
+                "{ranks} ranks: {t}"
+            );
+            assert!(!t.contains("test_api: checkpoint 3"), "nothing newer: {t}");
+        }
+        assert!(job.index_entry("ckpt.2").failed.is_empty(), "{ranks} ranks");
+        let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+        assert_eq!(index.current(), Some("ckpt.2"));
+        let out = run_ok_on(&job, &hosts(ranks), ranks, &["100000", "0"], &env);
+        assert!(restarted(&out, 2), "{ranks} ranks: {out}");
     }
 }

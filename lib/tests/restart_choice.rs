@@ -38,3 +38,21 @@ fn scr_current_is_applied_once_per_allocation_not_at_every_relaunch() {
         "{out}"
     );
 }
+
+/// A run with no job id at all (no resource manager, no scr-run, no SCR_JOB_ID: SCR's
+/// `defjobid`) is an allocation of its own: SCR_CURRENT applies at every such run.
+#[test]
+fn without_a_job_id_every_run_applies_scr_current() {
+    let job = Job::new();
+    let size = "20000";
+    let no_id = ("SCR_JOB_ID", "");
+    job.run_ok(2, &[size, "3"], &[("SCR_FLUSH", "1"), no_id]);
+    let named = [("SCR_CURRENT", "ckpt.2"), ("SCR_FLUSH", "1"), no_id];
+    for _ in 0..2 {
+        let out = job.run_ok(2, &[size, "1"], &named);
+        assert!(
+            out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+            "{out}"
+        );
+    }
+}

@@ -382,6 +382,10 @@ impl Beneath {
                                 ),
                             ));
                         }
+                        // what SCR reads back later must pass then too (open_file's rule)
+                        if let Some(why) = super::writable_by_others(st.st_mode, st.st_gid) {
+                            return Err(Error::untrusted(&path, why));
+                        }
                         if out.len() == most {
                             return Err(Error::invalid(
                                 self.root.join(rel),

@@ -26,6 +26,9 @@ use std::path::{Path, PathBuf};
 pub(super) struct JobPlace {
     pub(super) user: String,
     pub(super) jobid: String,
+    /// Whether the job id names an allocation (SCR_JOB_ID, the resource manager's, or
+    /// scr-run's): without one every run is `defjobid`'s.
+    pub(super) jobid_given: bool,
     pub(super) node: Node,
 }
 
@@ -284,14 +287,18 @@ impl CacheManager {
     }
 
     /// The newest dataset below `below` this rank (or, on the node master, the node's held
-    /// copies) records; with `checkpoints_only`, the newest checkpoint.
+    /// copies) records; with `checkpoints_only`, the newest complete checkpoint (one whose
+    /// Complete failed, or a record of a checkpoint read in place, is none to restart from).
     pub(super) fn newest_cached(&self, below: u64, checkpoints_only: bool) -> u64 {
         let newest = |map: &Filemap| {
             map.ranks()
                 .into_iter()
                 .flat_map(|r| {
                     map.datasets_of_rank(r).into_iter().filter(move |&d| {
-                        !checkpoints_only || map.dataset(d, r).is_some_and(|x| x.is_checkpoint())
+                        !checkpoints_only
+                            || map
+                                .dataset(d, r)
+                                .is_some_and(|x| x.is_checkpoint() && x.is_complete())
                     })
                 })
                 .filter(|&d| d < below)

@@ -62,6 +62,18 @@ pub(super) struct Fetch<'a> {
     pub(super) log: &'a EventLog,
 }
 
+/// What the fetch loop ended with.
+pub(super) enum FetchOutcome {
+    /// A checkpoint to restart from.
+    Fetched(Fetched),
+    /// None on the prefix could be fetched: a clean start.
+    Nothing,
+    /// The newest checkpoint the prefix holds is intact, but this job's nodes cannot read it
+    /// (their cache or control directory is full or failing; the ranks said why): an older
+    /// one must not be restarted, since what the job then writes would supersede it.
+    UnreadableHere { name: String },
+}
+
 /// The checkpoint a fetch brought into cache (or, for a job of another size than the one
 /// that wrote it, made ready to be read in place).
 pub(super) struct Fetched {
@@ -83,15 +95,13 @@ impl Fetch<'_> {
     /// tried; the one fetched then becomes current, as in SCR. A failure of this job's own
     /// nodes (a cache or control directory that is full or failing) says nothing about the
     /// dataset: it is read in place on the prefix instead (as SCR_FETCH_BYPASS does), and
-    /// if even that fails here an older one is restarted without being made current and
-    /// without marking the newer one failed, so the next run on healthy nodes restarts
-    /// from the newest checkpoint again.
-    pub(super) fn fetch(&mut self, below: Option<u64>) -> Result<Option<Fetched>> {
+    /// if even that fails here the loop ends saying so ([`FetchOutcome::UnreadableHere`]):
+    /// the checkpoint is not marked failed, and no older one is restarted in its place
+    /// (what the job wrote next would supersede the intact newer one).
+    pub(super) fn fetch(&mut self, below: Option<u64>) -> Result<FetchOutcome> {
         let job = self.job;
         let mut failed: Vec<String> = Vec::new();
         let mut in_place = self.settings.fetch.in_place;
-        // a newer checkpoint on the prefix is intact, but this job could not fetch it
-        let mut newer_intact = false;
         loop {
             // rank 0 picks the candidate and reads its file list
             let (choice, root) = match job.is_root() {
@@ -113,7 +123,7 @@ impl Fetch<'_> {
                 embedded,
             }) = choice
             else {
-                return Ok(None);
+                return Ok(FetchOutcome::Nothing);
             };
             job.debug(1, format_args!("Attempting fetch: {name}"));
             let fetch_started = Instant::now();
@@ -152,17 +162,12 @@ impl Fetch<'_> {
                 self.prefix.note("the fetch", |prefix| {
                     update_index(prefix, |idx| {
                         idx.mark_fetched(id, &name, chrono::Local::now());
-                        if newer_intact {
-                            return Ok(());
-                        }
                         // the checkpoint restarted from is the current one, as in SCR: a
                         // newer one that failed to fetch no longer is
                         idx.set_current(&name)
                             .map_err(|what| Error::invalid(layout::index_file(prefix), what))
                     })?;
-                    if !newer_intact
-                        && let Some(w) = scr::prefix::update_current_link(prefix, &name)?
-                    {
+                    if let Some(w) = scr::prefix::update_current_link(prefix, &name)? {
                         say!("SCR: WARNING: {w}");
                     }
                     update_flush_file(prefix, |f| {
@@ -181,7 +186,7 @@ impl Fetch<'_> {
                         ),
                     );
                 }
-                return Ok(Some(Fetched {
+                return Ok(FetchOutcome::Fetched(Fetched {
                     id,
                     name,
                     checkpoint_id,
@@ -205,23 +210,15 @@ impl Fetch<'_> {
                 in_place = true;
                 continue;
             }
-            if broken {
-                self.prefix.note("the failed fetch in the index", |prefix| {
-                    update_index(prefix, |idx| {
-                        idx.mark_failed(id, &name, chrono::Local::now());
-                        Ok(())
-                    })
-                });
-            } else {
-                newer_intact = true;
-                if job.is_root() {
-                    say!(
-                        "SCR: {name} could not be read on this job's nodes (the ranks above say \
-                         why); it stays current on the prefix for the next run, and an older \
-                         checkpoint is tried"
-                    );
-                }
+            if !broken {
+                return Ok(FetchOutcome::UnreadableHere { name });
             }
+            self.prefix.note("the failed fetch in the index", |prefix| {
+                update_index(prefix, |idx| {
+                    idx.mark_failed(id, &name, chrono::Local::now());
+                    Ok(())
+                })
+            });
             failed.push(name);
         }
     }
@@ -397,7 +394,12 @@ impl Fetch<'_> {
         desc: &Dataset,
         restart: &ReshapedRestart,
     ) -> Result<()> {
-        self.record_fetched(id, desc, 0)?;
+        // recorded only so that what a restart copies out of containers is known and
+        // cleaned: as a cached copy it is incomplete, never one a relaunch restarts from
+        // (it holds no rank's files)
+        let mut in_place = desc.clone();
+        in_place.set_totals(desc.files().unwrap_or(0), desc.size().unwrap_or(0), false);
+        self.record_fetched(id, &in_place, 0)?;
         reshape::check_files(self.job, self.prefix.path(), &restart.files)
     }
 

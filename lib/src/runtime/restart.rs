@@ -120,7 +120,7 @@ impl Scr {
             .map(|(_, rel)| rel.to_string_lossy().into_owned())
             .ok();
         if let Some(reshaped) = &mut self.reshaped {
-            return reshaped.route(
+            let routed = reshaped.route(
                 self.prefix.path(),
                 &mut self.cache,
                 id,
@@ -128,6 +128,13 @@ impl Scr {
                 rel.as_deref(),
                 name,
             );
+            if routed
+                .as_ref()
+                .is_err_and(|e| e.kind() == scr::ErrorKind::Io)
+            {
+                self.restart_trouble_here = true;
+            }
+            return routed;
         }
         let base = Path::new(name)
             .file_name()
@@ -244,6 +251,7 @@ impl Scr {
 
     /// `SCR_Start_restart`: begins reading the restart dataset; returns its name.
     pub(crate) fn start_restart(&mut self) -> Result<String> {
+        self.restart_trouble_here = false;
         if self.phase != Phase::Idle {
             return Err(failure(
                 "SCR_Start_restart called while an output or restart is open",
@@ -268,6 +276,16 @@ impl Scr {
         };
         self.phase = Phase::Idle;
         let ok = self.job.all(valid);
+        // a restart this job's nodes could not read (a full cache: a file copied out of its
+        // container had nowhere to go) is not the checkpoint's fault: it is not marked
+        // failed, and no older one replaces it (what the job wrote next would supersede it)
+        let trouble_here = !self
+            .job
+            .all(!std::mem::take(&mut self.restart_trouble_here));
+        if !ok && trouble_here {
+            let name = self.restart.clone().map(|(_, n)| n).unwrap_or_default();
+            self.stop_for_unreadable(&name);
+        }
         let name = self.restart.take().map(|(_, n)| n).unwrap_or_default();
         self.reshaped = None;
         if !ok {

@@ -89,14 +89,14 @@ impl Report {
     pub fn read(prefix: &Path) -> scr::Result<Report> {
         let log = event_log::log_path(prefix);
         let events = event_log::read(&log).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
+            if e.is_not_found() {
                 Error::invalid(
                     &log,
                     "no event log here: run the job with SCR_LOG_ENABLE=1 (SCR's text log) to \
                      record one, or give the prefix the job used",
                 )
             } else {
-                Error::io(&log, "read the event log", e)
+                e
             }
         })?;
         let index: IndexFile = super::read_or_empty(&layout::index_file(prefix))?;
@@ -176,5 +176,6 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The page and charts are for sharing: readable by others unless the umask says not.
-const REPORT_MODE: u32 = 0o644;
+/// The page and charts tell what the prefix's private state files do (the index is the
+/// user's alone): the user's alone too, shared by choice (`chmod`, or `-o` elsewhere).
+const REPORT_MODE: u32 = 0o600;
