@@ -65,6 +65,8 @@ pub fn adopt(prefix: &Path, name: &str, id: u64, origin: &Origin) -> Result<Adop
     let files = records.len() as u64;
     let mut desc = Dataset::create(id, name, true, false, origin, Some(id));
     desc.set_totals(files, bytes, true);
+    // the files are the application's: SCR_PREFIX_SIZE's window never deletes them
+    desc.set_adopted();
     let dset_rel = layout::dataset_meta_rel(id);
     safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
     rank2file::write_tree(prefix, &dset_rel, 1, &RankFiles::from([(0, records)]))?;
@@ -96,9 +98,22 @@ mod tests {
         assert!(!is_candidate(p, ".scr"));
         let adopted = adopt(p, "step.100", 7, &Origin::default()).unwrap();
         assert_eq!((adopted.id, adopted.files, adopted.bytes), (7, 2, 1004));
-        let index = IndexFile::read(&layout::index_file(p)).unwrap();
+        let mut index = IndexFile::read(&layout::index_file(p)).unwrap();
         assert_eq!(index.id_of("step.100"), Some(7));
         assert_eq!(index.current(), Some("step.100"));
+        // SCR_PREFIX_SIZE's window passes over it, however old: with two newer checkpoints
+        // of SCR's own and a window of one, only the older of those goes
+        for (id, name) in [(8, "ckpt.8"), (9, "ckpt.9")] {
+            let d = Dataset::create(id, name, true, false, &Origin::default(), Some(id));
+            index.add(&d, name, true);
+            index.set_flushed(id, name, chrono::Local::now());
+        }
+        index.set_current("ckpt.9").unwrap();
+        let gone: Vec<String> = crate::prefix::beyond_window(&index, 1)
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
+        assert_eq!(gone, ["ckpt.8"]);
         assert!(
             Summary::read(&layout::summary_file(p, 7))
                 .unwrap()

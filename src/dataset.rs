@@ -27,12 +27,15 @@ const CKPT: &str = "CKPT";
 const FILES: &str = "FILES";
 const SIZE: &str = "SIZE";
 const COMPLETE: &str = "COMPLETE";
+/// This implementation's: the checkpoint was written without SCR and adopted
+/// (`crate::bootstrap`); its files are the application's, which SCR never deletes on its own.
+const ADOPTED: &str = "ADOPTED";
 
 fn validate(h: &Hash) -> Result<(), String> {
     for key in [ID, CKPT, FILES, SIZE, CREATED] {
         check_value::<u64>(h, key, "dataset")?;
     }
-    for key in [FLAG_CKPT, FLAG_OUTPUT, COMPLETE] {
+    for key in [FLAG_CKPT, FLAG_OUTPUT, COMPLETE, ADOPTED] {
         check_value::<u8>(h, key, "dataset")?;
     }
     Ok(())
@@ -120,6 +123,15 @@ impl Dataset {
     }
     pub fn is_complete(&self) -> bool {
         self.0.parsed::<u8>(COMPLETE) == Ok(Some(1))
+    }
+
+    /// Whether SCR adopted this checkpoint, written without it.
+    pub fn is_adopted(&self) -> bool {
+        self.0.parsed::<u8>(ADOPTED) == Ok(Some(1))
+    }
+
+    pub fn set_adopted(&mut self) {
+        self.0.set_value(ADOPTED, 1u8);
     }
 
     /// Records the totals agreed by all ranks in `Complete_output`.

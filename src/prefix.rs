@@ -486,8 +486,13 @@ pub fn beyond_window(index: &IndexFile, keep: u64) -> Vec<(u64, String)> {
                 .is_none_or(|d| d.is_checkpoint())
         })
         .skip(keep as usize)
-        // a checkpoint that is also output the user asked for stays (as SCR's window)
-        .filter(|e| index.dataset(e.id, &e.name).is_none_or(|d| !d.is_output()))
+        // a checkpoint that is also output the user asked for stays (as SCR's window), and
+        // so does one SCR adopted: its files were the application's before SCR ran
+        .filter(|e| {
+            index
+                .dataset(e.id, &e.name)
+                .is_none_or(|d| !d.is_output() && !d.is_adopted())
+        })
         .filter(|e| Some(e.name.as_str()) != current)
         .map(|e| (e.id, e.name))
         .collect()

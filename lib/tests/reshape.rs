@@ -229,3 +229,45 @@ fn a_cache_too_small_to_copy_a_file_out_of_its_container_stops_the_job_and_fails
         assert!(restarted(&out, 2), "{ranks} ranks: {out}");
     }
 }
+
+/// A smaller job started on only some of the nodes that cache a larger job's newest
+/// checkpoint cannot drain it whole: it stops in SCR_Init saying so and what to do, and the
+/// checkpoint stays in every node's cache (nothing evicted or discarded), so a job on all
+/// the nodes restarts it.
+#[test]
+fn a_smaller_job_on_some_of_the_nodes_keeps_a_checkpoint_it_cannot_drain_whole() {
+    let job = Job::new();
+    let env = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_FLUSH", "0")];
+    run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &env);
+    let out = job.run_on(Some(&hosts(2)), 2, &[SIZE, "3"], &env);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("could not drain it to") && t.contains("run this job on those nodes too"),
+        "{t}"
+    );
+    assert!(!t.contains("test_api: checkpoint"), "it wrote nothing: {t}");
+    let out = run_ok_on(&job, &hosts(4), 4, &[SIZE, "0"], &env);
+    assert!(restarted(&out, 2), "{out}");
+}
+
+/// A program that cannot re-partition (it reads its own rank's files only) fails every
+/// checkpoint written by another number of ranks and starts over, as with SCR v3.1; but
+/// the checkpoints are not marked failed: a job of their size restarts them.
+#[test]
+fn a_program_that_cannot_repartition_starts_over_and_marks_no_checkpoint_failed() {
+    let job = Job::new();
+    run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &[("SCR_FLUSH", "1")]);
+    delete_caches(&job);
+    let legacy = [("TEST_API_NO_FILE_LIST", "1")];
+    let out = job.run_on(Some(&hosts(6)), 6, &[SIZE, "0"], &legacy);
+    let t = text(&out);
+    assert!(t.contains("restart from ckpt.2 failed verification"), "{t}");
+    assert!(t.contains("it is not marked failed"), "{t}");
+    for name in ["ckpt.1", "ckpt.2"] {
+        assert!(job.index_entry(name).failed.is_empty(), "{name}: {t}");
+    }
+    delete_caches(&job);
+    let out = run_ok_on(&job, &hosts(4), 4, &[SIZE, "0"], &[]);
+    assert!(restarted(&out, 2), "{out}");
+}

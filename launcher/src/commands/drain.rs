@@ -212,6 +212,13 @@ pub struct PostrunArgs {
     /// Nodes known down (scr-run passes those it excluded)
     #[arg(long, value_name = "NODESET")]
     down: Option<String>,
+    /// SCR v3.1's job launcher option (srun, jsrun, mpirun, …), accepted so v3.1's scripts
+    /// run unchanged: the drain reaches the nodes through pdsh (PDSH_RCMD_TYPE) whatever it says
+    #[arg(short = 'j', long = "joblauncher", value_name = "LAUNCHER")]
+    joblauncher: Option<String>,
+    /// SCR v3.1's verbose flag, accepted: the drain always says what it does
+    #[arg(short = 'v', long)]
+    verbose: bool,
 }
 
 /// The drain of `prefix` after a job; `known_down` are nodes the launcher found down.

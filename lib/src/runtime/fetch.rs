@@ -160,14 +160,24 @@ impl Fetch<'_> {
                 );
                 job.debug(1, format_args!("Fetch of dataset {id} `{name}' succeeded"));
                 self.prefix.note("the fetch", |prefix| {
+                    let mut moved = false;
                     update_index(prefix, |idx| {
                         idx.mark_fetched(id, &name, chrono::Local::now());
-                        // the checkpoint restarted from is the current one, as in SCR: a
-                        // newer one that failed to fetch no longer is
+                        // the checkpoint restarted from becomes the current one, as in SCR,
+                        // where the current one failed (or there is none); a current one
+                        // that is still usable stays (a restart of another size that the
+                        // application could not read says nothing against it)
+                        let current_usable = idx
+                            .current()
+                            .is_some_and(|c| idx.usable_checkpoints().iter().any(|e| e.name == c));
+                        if current_usable {
+                            return Ok(());
+                        }
+                        moved = true;
                         idx.set_current(&name)
                             .map_err(|what| Error::invalid(layout::index_file(prefix), what))
                     })?;
-                    if let Some(w) = scr::prefix::update_current_link(prefix, &name)? {
+                    if moved && let Some(w) = scr::prefix::update_current_link(prefix, &name)? {
                         say!("SCR: WARNING: {w}");
                     }
                     update_flush_file(prefix, |f| {
@@ -181,7 +191,7 @@ impl Fetch<'_> {
                     job.debug(
                         1,
                         format_args!(
-                            "{name} was written by {} ranks, this job has {}: its files are read in place on the prefix, any by any rank",
+                            "{name} was written by {} rank(s), this job has {}: its files are read in place on the prefix, any by any rank",
                             r.writers, job.ranks
                         ),
                     );

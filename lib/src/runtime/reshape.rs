@@ -280,12 +280,16 @@ pub(super) fn drain_cache_of_another_shape(
         );
     }
     let masters = job.across();
-    for id in candidates {
+    // the newest only: were it left behind for an older one, what this job writes next
+    // would supersede it while its files still sit on the other nodes
+    if let Some(&id) = candidates.first() {
         let opts = CopyOptions {
             buf_size,
             failed_owners: Vec::new(),
         };
-        let first = if master {
+        // (a node that never cached anything, new to this job, has nothing to copy)
+        let cached_here = master && layout::master_filemap(cntl_dir).exists();
+        let first = if cached_here {
             Some(copy_node(cntl_dir, id, prefix.path(), &opts, &mut |_| {}))
         } else {
             None
@@ -333,7 +337,7 @@ pub(super) fn drain_cache_of_another_shape(
         } else {
             Vec::new()
         };
-        if master && !failed_owners.is_empty() {
+        if cached_here && !failed_owners.is_empty() {
             let opts = CopyOptions {
                 buf_size,
                 failed_owners,
@@ -380,6 +384,20 @@ pub(super) fn drain_cache_of_another_shape(
         if job.root_decides(complete) {
             return Ok(true);
         }
+        let why = format!(
+            "the cache holds checkpoint data (dataset {id}) of a job of another size, newer \
+             than any checkpoint of {} ranks, and this job could not drain it to {} whole (the \
+             nodes with the missing ranks' files are not among its nodes, or are lost): to \
+             keep it, run this job on those nodes too, or drain it with `scr postrun` first; \
+             if it is lost for good, remove this job's cache and control directories (`scr \
+             list-dir` names them) to go on from the prefix's newest checkpoint",
+            job.ranks,
+            prefix.path().display()
+        );
+        if job.is_root() {
+            say!("SCR: ERROR: {why}");
+        }
+        return Err(scr::Error::collective(why));
     }
     Ok(false)
 }

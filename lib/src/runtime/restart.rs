@@ -287,18 +287,34 @@ impl Scr {
             self.stop_for_unreadable(&name);
         }
         let name = self.restart.take().map(|(_, n)| n).unwrap_or_default();
-        self.reshaped = None;
+        let reshaped = self.reshaped.take();
+        if !ok && let Some(r) = &reshaped {
+            // an application that cannot re-partition fails every checkpoint of another
+            // size: that says nothing of the checkpoint, which a job of its own size restarts
+            if self.job.is_root() {
+                say!(
+                    "SCR: the restart of {name}, written by {} rank(s), failed in this job of \
+                     {}; it is not marked failed (a job of {} ranks restarts it)",
+                    r.writers,
+                    self.job.ranks,
+                    r.writers
+                );
+            }
+        }
         if !ok {
-            // mark it, drop it, and offer the next older dataset on the prefix
-            self.prefix
-                .note("the failed restart in the index", |prefix| {
-                    update_index(prefix, |idx| {
-                        if idx.id_of(&name).is_some() {
-                            idx.mark_failed(id, &name, chrono::Local::now());
-                        }
-                        Ok(())
-                    })
-                });
+            // mark it (unless written by another number of ranks), drop it, and offer the
+            // next older dataset on the prefix
+            if reshaped.is_none() {
+                self.prefix
+                    .note("the failed restart in the index", |prefix| {
+                        update_index(prefix, |idx| {
+                            if idx.id_of(&name).is_some() {
+                                idx.mark_failed(id, &name, chrono::Local::now());
+                            }
+                            Ok(())
+                        })
+                    });
+            }
             self.delete_cached(id);
             // the next most recent checkpoint: an older one still in cache (SCR_Init rebuilt
             // it) unless the prefix has a newer one below the one that failed
