@@ -300,11 +300,22 @@ fn rust_program_checkpoints_and_restarts() {
     );
     let out = job.run_ok(3, &["50000", "1"], &[]);
     assert!(
-        out.contains("restarted from ckpt.2, data verified"),
+        out.contains("restarted from ckpt.2 written by 3 ranks, data verified"),
         "{out}"
     );
     let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
     assert_eq!(index.current(), Some("ckpt.3"));
+    // fewer ranks: each reads the files the restart lists for the writers it stands for
+    let out = job.run_ok(2, &["50000", "1"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.3 written by 3 ranks, data verified"),
+        "{out}"
+    );
+    let out = job.run_ok(4, &["50000", "0"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.4 written by 2 ranks, data verified"),
+        "{out}"
+    );
 }
 
 /// SCR_FLUSH_WIDTH=1 and SCR_FETCH_WIDTH=1: one rank writes to (or reads from) the prefix at
