@@ -41,8 +41,7 @@ fn an_output_dataset_is_flushed_at_once_leaves_the_cache_and_is_never_restarted_
     assert_eq!(job.cached("ckpt.1/rank_1.ckpt").len(), 1, "{out}");
 
     // the restart is the newest checkpoint in cache, not the newer output
-    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
-    assert_eq!(answer(&out, "restart"), "ckpt.3 t=3 data=verified rc=0");
+    assert_restarts(&job, 2, &env, "ckpt.3 t=3 data=verified rc=0");
     // with the cache gone the prefix holds only output: nothing to restart from
     delete_caches(&job);
     let out = job.run_ok(2, &["init", "have", "quit"], &env);
@@ -84,8 +83,7 @@ fn a_checkpoint_that_is_also_output_is_flushed_at_once_and_cached_as_a_checkpoin
     assert_eq!(job.cached("ckpt.2/rank_0.ckpt").len(), 1, "{out}");
     // a checkpoint on the prefix: restarts find it once the cache is gone
     delete_caches(&job);
-    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
-    assert_eq!(answer(&out, "restart"), "ckpt.1 t=1 data=verified rc=0");
+    assert_restarts(&job, 2, &env, "ckpt.1 t=1 data=verified rc=0");
 }
 
 /// api.rst, "SCR_Start_output": in C a NULL name makes SCR name the dataset from its id.
@@ -259,11 +257,9 @@ fn a_restart_one_rank_rejects_fails_everywhere_and_no_later_run_loads_that_check
         "{list}"
     );
     // neither a later run with the cache nor one from the prefix loads ckpt.2
-    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
-    assert_eq!(answer(&out, "restart"), "ckpt.1 t=1 data=verified rc=0");
+    assert_restarts(&job, 2, &env, "ckpt.1 t=1 data=verified rc=0");
     delete_caches(&job);
-    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
-    assert_eq!(answer(&out, "restart"), "ckpt.1 t=1 data=verified rc=0");
+    assert_restarts(&job, 2, &env, "ckpt.1 t=1 data=verified rc=0");
 }
 
 /// api.rst, "SCR_Complete_restart": after a failed restart SCR loads the next most recent
@@ -376,8 +372,7 @@ fn scr_delete_removes_a_dataset_from_cache_and_prefix() {
     assert!(job.cached("ckpt.2/rank_0.ckpt").is_empty(), "{out}");
     assert!(!job.prefix().join("ckpt.2").exists(), "{out}");
     assert_eq!(job.cached("ckpt.1/rank_0.ckpt").len(), 1, "{out}");
-    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
-    assert_eq!(answer(&out, "restart"), "ckpt.1 t=1 data=verified rc=0");
+    assert_restarts(&job, 2, &env, "ckpt.1 t=1 data=verified rc=0");
 }
 
 /// api.rst, "SCR API" (its introduction): several processes may access one file.

@@ -51,8 +51,7 @@ fn scr_current_names_the_checkpoint_a_new_run_loads() {
     let job = steps_job();
     let env = [SINGLE, ("SCR_FLUSH", "1")];
     write_steps_checkpoints(&job, 3, &env);
-    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
-    assert_eq!(answer(&out, "restart"), "ckpt.3 t=3 data=verified rc=0");
+    assert_restarts(&job, 2, &env, "ckpt.3 t=3 data=verified rc=0");
     let out = job.run_ok(
         2,
         &["init", "restart", "quit"],
@@ -339,16 +338,7 @@ fn an_xor_descriptor_without_set_size_takes_scr_set_size() {
         ("SCR_FLUSH", "0"),
         ("SCR_SET_SIZE", "2"),
     ];
-    let hosts = "n1,n2,n3,n4";
-    run_ok_on(&job, hosts, 4, &["init", "ckpt=c.1:1", "quit"], &env);
-    lose_node(&job, "n1");
-    lose_node(&job, "n3");
-    let out = run_ok_on(&job, hosts, 4, &["init", "restart", "quit"], &env);
-    assert_eq!(
-        answer(&out, "restart"),
-        "c.1 t=1 data=verified rc=0",
-        "{out}"
-    );
+    restarts_verified_after_losing(&job, &env, &["n1", "n3"]);
 }
 
 /// config.rst, "SCR parameters" (SCR_GROUP): the failure group the implied descriptor
@@ -368,16 +358,7 @@ fn scr_group_names_the_failure_group_sets_are_spread_across() {
         ("SCR_SET_SIZE", "2"),
         ("SCR_FLUSH", "0"),
     ];
-    let hosts = "n1,n2,n3,n4";
-    run_ok_on(&job, hosts, 4, &["init", "ckpt=c.1:1", "quit"], &env);
-    lose_node(&job, "n1");
-    lose_node(&job, "n2");
-    let out = run_ok_on(&job, hosts, 4, &["init", "restart", "quit"], &env);
-    assert_eq!(
-        answer(&out, "restart"),
-        "c.1 t=1 data=verified rc=0",
-        "{out}"
-    );
+    restarts_verified_after_losing(&job, &env, &["n1", "n2"]);
 }
 
 /// config.rst, "SCR parameters" (SCR_DEBUG): 1 and 2 print more and more.
@@ -496,4 +477,20 @@ fn a_job_restarts_on_fewer_processes_reading_the_prefix_itself() {
     assert_eq!(answer(&out, "current=c.1"), "rc=0", "{out}");
     assert_eq!(answer(&out, "ckpt=c.2:2"), "rc=0", "{out}");
     check_file(&job.prefix().join("c.2/rank_1.ckpt"), 1, 2, 1000);
+}
+
+/// A checkpoint on four nodes, the `lost` nodes' caches gone, and a restart on all four:
+/// the restart reads back every byte of the checkpoint.
+fn restarts_verified_after_losing(job: &Job, env: &[(&str, &str)], lost: &[&str]) {
+    let hosts = "n1,n2,n3,n4";
+    run_ok_on(job, hosts, 4, &["init", "ckpt=c.1:1", "quit"], env);
+    for node in lost {
+        lose_node(job, node);
+    }
+    let out = run_ok_on(job, hosts, 4, &["init", "restart", "quit"], env);
+    assert_eq!(
+        answer(&out, "restart"),
+        "c.1 t=1 data=verified rc=0",
+        "{out}"
+    );
 }

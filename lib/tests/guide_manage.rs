@@ -71,12 +71,7 @@ fn with_no_current_checkpoint_a_restart_starts_from_the_newest_valid_one() {
     let _ = std::fs::remove_file(job.prefix().join("scr.current"));
     assert!(!scr_index(&job, &[]).contains('*'));
     delete_caches(&job);
-    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
-    assert_eq!(
-        answer(&out, "restart"),
-        "ckpt.2 t=2 data=verified rc=0",
-        "{out}"
-    );
+    assert_restarts(&job, 2, &env, "ckpt.2 t=2 data=verified rc=0");
 }
 
 /// manage.rst, "Manage datasets": `--drop NAME` removes the index entry and keeps the
@@ -98,12 +93,7 @@ fn scr_index_drop_keeps_the_files_and_add_puts_the_dataset_back() {
         );
     }
     delete_caches(&job);
-    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
-    assert_eq!(
-        answer(&out, "restart"),
-        "ckpt.1 t=1 data=verified rc=0",
-        "{out}"
-    );
+    assert_restarts(&job, 2, &env, "ckpt.1 t=1 data=verified rc=0");
 
     scr_index(&job, &["--add", "ckpt.2"]);
     let list = scr_index(&job, &[]);
@@ -114,10 +104,5 @@ fn scr_index_drop_keeps_the_files_and_add_puts_the_dataset_back() {
     );
     scr_index(&job, &["--current", "ckpt.2"]);
     delete_caches(&job);
-    let out = job.run_ok(2, &["init", "restart", "quit"], &env);
-    assert_eq!(
-        answer(&out, "restart"),
-        "ckpt.2 t=2 data=verified rc=0",
-        "{out}"
-    );
+    assert_restarts(&job, 2, &env, "ckpt.2 t=2 data=verified rc=0");
 }

@@ -615,3 +615,10 @@ pub fn routed(out: &str, rank: usize, step: &str) -> Option<PathBuf> {
         .unwrap_or_else(|| panic!("rank {rank} did not route in {step}:\n{out}"));
     line.strip_prefix("rc=0 ").map(PathBuf::from)
 }
+
+/// Runs a restart on `ranks` ranks and asserts what rank 0 restarted from, as
+/// "NAME t=STEP data=verified rc=RC".
+pub fn assert_restarts(job: &Job, ranks: u32, env: &[(&str, &str)], expected: &str) {
+    let out = job.run_ok(ranks, &["init", "restart", "quit"], env);
+    assert_eq!(answer(&out, "restart"), expected, "{out}");
+}
