@@ -152,17 +152,23 @@ fn run(mut cmd: Command) -> (Output, String) {
 /// printed after a Complete that succeeded) before it first restarted: the application's
 /// own word, not SCR's index.
 fn newest_completed(t: &str) -> u32 {
-    t.lines()
-        .take_while(|l| !l.starts_with("test_api: restarted from "))
-        .filter_map(|l| {
-            l.strip_prefix("test_api: checkpoint ")?
-                .split(" took ")
-                .next()?
-                .parse()
-                .ok()
-        })
-        .max()
-        .unwrap_or_else(|| panic!("no checkpoint completed: {t}"))
+    completed_checkpoints(
+        t.lines()
+            .take_while(|l| !l.starts_with("test_api: restarted from ")),
+    )
+    .max()
+    .unwrap_or_else(|| panic!("no checkpoint completed: {t}"))
+}
+
+/// The checkpoints test_api's TEST_API_TIMES lines say completed, in order.
+fn completed_checkpoints<'a>(lines: impl Iterator<Item = &'a str>) -> impl Iterator<Item = u32> {
+    lines.filter_map(|l| {
+        l.strip_prefix("test_api: checkpoint ")?
+            .split(" took ")
+            .next()?
+            .parse()
+            .ok()
+    })
 }
 
 /// Asserts the job's output shows a verified restart from the newest checkpoint the first

@@ -107,16 +107,7 @@ impl<'a> Plan<'a> {
                 || t.contains("test_api: no checkpoint, starting from the beginning"),
             "{scenario}: {t}"
         );
-        let completed = t
-            .lines()
-            .filter_map(|l| {
-                l.strip_prefix("test_api: checkpoint ")?
-                    .split(" took ")
-                    .next()?
-                    .parse()
-                    .ok()
-            })
-            .collect();
+        let completed = completed_checkpoints(t.lines()).collect();
         self.rows.push(Row {
             scenario,
             restarted,

@@ -1,7 +1,7 @@
 //! The charts of measures: checkpoint cost and flush bandwidth over time, the time lost
 //! to each failure, and the checkpoint interval on the curve of time wasted.
 
-use super::{BLUE, DARK_RED, GRAY, GREEN, Mark, ORANGE, PURPLE, SvgResult, font, svg};
+use super::{BLUE, DARK_RED, GRAY, GREEN, Mark, ORANGE, PURPLE, SvgResult, font, quiet_mesh, svg};
 use crate::commands::report::figures::{FailureKind, Figures, Measured};
 use crate::commands::report::units::{self, TimeAxis};
 use plotters::prelude::*;
@@ -47,17 +47,15 @@ pub(super) fn over_time(
             .x_label_area_size(48)
             .y_label_area_size(70)
             .build_cartesian_2d(axis.range(), 0.0..top)?;
-        chart
-            .configure_mesh()
-            .x_label_formatter(&|v| units::significant(*v))
-            .x_desc(axis.description())
-            .y_desc(format!("{what} ({unit_name})"))
-            .y_label_formatter(&|v| units::significant(*v))
-            .axis_desc_style(font(15))
-            .label_style(font(14))
-            .light_line_style(RGBColor(240, 240, 240))
-            .max_light_lines(1)
-            .draw()?;
+        quiet_mesh(
+            chart
+                .configure_mesh()
+                .x_label_formatter(&|v| units::significant(*v))
+                .x_desc(axis.description())
+                .y_desc(format!("{what} ({unit_name})"))
+                .y_label_formatter(&|v| units::significant(*v)),
+        )
+        .draw()?;
         for f in &fig.failures {
             let x = axis.x(f.time);
             chart.draw_series(LineSeries::new(
@@ -134,18 +132,16 @@ pub(super) fn time_lost(fig: &Figures) -> SvgResult {
                 (_, None) => format!("failure in run {}", f.run),
             }
         };
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(n + 2)
-            .y_label_formatter(&name)
-            .x_label_formatter(&|v| units::significant(*v))
-            .x_desc(format!("time lost ({unit})"))
-            .axis_desc_style(font(15))
-            .label_style(font(14))
-            .light_line_style(RGBColor(240, 240, 240))
-            .max_light_lines(1)
-            .draw()?;
+        quiet_mesh(
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(n + 2)
+                .y_label_formatter(&name)
+                .x_label_formatter(&|v| units::significant(*v))
+                .x_desc(format!("time lost ({unit})")),
+        )
+        .draw()?;
         for (i, f) in fig.failures.iter().enumerate() {
             let y = row(i);
             let mut x = 0.0;
@@ -223,18 +219,16 @@ pub(super) fn interval(fig: &Figures) -> Result<Option<String>, Box<dyn std::err
             .x_label_area_size(48)
             .y_label_area_size(70)
             .build_cartesian_2d((lo..hi).log_scale(), 0.0..top)?;
-        chart
-            .configure_mesh()
-            .x_labels(12)
-            .x_desc("interval between checkpoints (log scale)")
-            .y_desc("time wasted (%)")
-            .x_label_formatter(&|v| units::tick(*v))
-            .y_label_formatter(&|v| units::significant(*v))
-            .axis_desc_style(font(15))
-            .label_style(font(14))
-            .light_line_style(RGBColor(240, 240, 240))
-            .max_light_lines(1)
-            .draw()?;
+        quiet_mesh(
+            chart
+                .configure_mesh()
+                .x_labels(12)
+                .x_desc("interval between checkpoints (log scale)")
+                .y_desc("time wasted (%)")
+                .x_label_formatter(&|v| units::tick(*v))
+                .y_label_formatter(&|v| units::significant(*v)),
+        )
+        .draw()?;
         chart.draw_series(LineSeries::new(curve.clone(), GRAY.stroke_width(2)))?;
         for (x, c, _) in &marks {
             let x = x.max(lo);

@@ -70,6 +70,22 @@ fn font(size: u32) -> TextStyle<'static> {
     (FONT, size).into_font().into()
 }
 
+/// The grid and text every chart shares: readable labels, one faint line between the
+/// labelled ones.
+fn quiet_mesh<'m, 'a, 'b, X, Y, DB>(
+    mesh: &'m mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'m mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: Ranged,
+    Y: Ranged,
+    DB: DrawingBackend,
+{
+    mesh.axis_desc_style(font(15))
+        .label_style(font(14))
+        .light_line_style(RGBColor(240, 240, 240))
+        .max_light_lines(1)
+}
+
 fn draw_legend(area: &Area, entries: &[(Mark, String)]) -> Drawn {
     if entries.is_empty() {
         return Ok(());

@@ -2,7 +2,8 @@
 //! ended, and its checkpoints (named), flushes, fetches, restarts, halts and failures.
 
 use super::{
-    AMBER, BLUE, DARK_RED, Mark, ORANGE, PURPLE, SvgResult, TEAL, ending_color, font, svg,
+    AMBER, BLUE, DARK_RED, Mark, ORANGE, PURPLE, SvgResult, TEAL, ending_color, font, quiet_mesh,
+    svg,
 };
 use crate::commands::report::figures::{FailureKind, Figures, Measured};
 use crate::commands::report::units::{self, TimeAxis};
@@ -78,18 +79,16 @@ pub(super) fn timeline(fig: &Figures, axis: &TimeAxis) -> SvgResult {
                 String::new()
             }
         };
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(n + 2)
-            .y_label_formatter(&run_label)
-            .x_label_formatter(&|v| units::significant(*v))
-            .x_desc(axis.description())
-            .axis_desc_style(font(15))
-            .label_style(font(14))
-            .light_line_style(RGBColor(240, 240, 240))
-            .max_light_lines(1)
-            .draw()?;
+        quiet_mesh(
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(n + 2)
+                .y_label_formatter(&run_label)
+                .x_label_formatter(&|v| units::significant(*v))
+                .x_desc(axis.description()),
+        )
+        .draw()?;
         for r in &fig.runs {
             let (y, c) = (row(r.number), ending_color(r.ending));
             let bar = [(axis.x(r.start), y - 0.3), (axis.x(r.last), y + 0.3)];
