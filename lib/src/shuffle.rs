@@ -258,8 +258,16 @@ impl Link<'_> {
                 0
             }
         ];
-        // the window's pieces, read for sending
-        let mut staging = Vec::new();
+        // the window's pieces, read for sending (allocated once: zeroing it for every
+        // window would write each byte sent once more)
+        let mut staging = vec![
+            0u8;
+            if send_data > 0 {
+                (window * self.piece) as usize
+            } else {
+                0
+            }
+        ];
         for first in (0..steps).step_by(window as usize) {
             let pieces = first..(first + window).min(steps);
             let outgoing = crate::phases::time("copy: read", || {
@@ -317,18 +325,19 @@ impl Link<'_> {
         source: Option<&SourceFiles>,
         send_data: u64,
         pieces: std::ops::Range<u64>,
-        staging: &mut Vec<u8>,
+        staging: &mut [u8],
     ) -> Vec<(usize, usize)> {
-        staging.clear();
+        let mut at = 0;
         pieces
             .map(|step| {
                 let len = self.len(send_data, step);
-                let at = staging.len();
-                staging.resize(at + len, 0);
-                if let Some(s) = source {
-                    s.read_at(step * self.piece, &mut staging[at..]);
+                let slot = &mut staging[at..at + len];
+                match source {
+                    Some(s) => s.read_at(step * self.piece, slot),
+                    None => slot.fill(0),
                 }
-                (len, at)
+                at += len;
+                (len, at - len)
             })
             .collect()
     }

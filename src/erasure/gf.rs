@@ -57,6 +57,19 @@ pub fn sum_mul_add(out: &mut [u8], sum: &[u8], src: &[u8], c: u8) {
     }
 }
 
+/// `out = c * src`; what `src` does not cover is zero.
+pub fn scaled(out: &mut [u8], src: &[u8], c: u8) {
+    let covered = src.len().min(out.len());
+    out[covered..].fill(0);
+    match c {
+        1 => out[..covered].copy_from_slice(&src[..covered]),
+        _ => {
+            out[..covered].fill(0);
+            mul_add(&mut out[..covered], &src[..covered], c);
+        }
+    }
+}
+
 /// `dst ^= c * src`, byte by byte.
 pub fn mul_add(dst: &mut [u8], src: &[u8], c: u8) {
     match c {

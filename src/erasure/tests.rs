@@ -380,3 +380,17 @@ fn sum_mul_add_is_the_field_sum_and_zero_past_a_short_source() {
         assert_eq!(out, expect, "coefficient {c}");
     }
 }
+
+#[test]
+fn scaled_is_the_field_product_and_zero_past_a_short_source() {
+    let src: Vec<u8> = (0..90u32).map(|i| (i * 11 + 3) as u8).collect();
+    for c in [0u8, 1, 2, 0x8e] {
+        let mut expect = vec![0u8; 100];
+        for (e, s) in expect.iter_mut().zip(&src) {
+            *e = gf::mul(c, *s);
+        }
+        let mut out = vec![0xaa; 100];
+        gf::scaled(&mut out, &src, c);
+        assert_eq!(out, expect, "coefficient {c}");
+    }
+}

@@ -463,9 +463,12 @@ impl ParityRing<'_> {
                 .iter()
                 .map(|&o| (o, (self.chunk - o).min(self.piece as u64) as usize))
                 .collect();
-            recv.fill(0);
             for step in 0..n - k {
                 let mine = self.contribution(step);
+                // the sums start at zero: the first step sends the data times its
+                // coefficient (XOR's data is read straight into what is sent), with no sum
+                // to zero and read back
+                let first_step = step == 0;
                 let kernel_started = std::time::Instant::now();
                 let mut reading = std::time::Duration::ZERO;
                 for (j, &(offset, len)) in pieces.iter().enumerate() {
@@ -473,6 +476,16 @@ impl ParityRing<'_> {
                         let blen = (len - from).min(block);
                         let read_started = std::time::Instant::now();
                         let data = match (mine, &input) {
+                            (Some((at, index)), Some(d))
+                                if first_step && k == 1 && self.code.coefficient(0, index) == 1 =>
+                            {
+                                let at = at + offset + from as u64;
+                                let out = &mut send[j * self.piece + from..][..blen];
+                                d.read_at(at, out);
+                                own.update(at, out);
+                                reading += read_started.elapsed();
+                                continue;
+                            }
                             (Some((at, index)), Some(d)) => {
                                 let at = at + offset + from as u64;
                                 let bytes = d.bytes(at, blen, &mut scratch);
@@ -484,15 +497,21 @@ impl ParityRing<'_> {
                         reading += read_started.elapsed();
                         for slot in 0..k {
                             let at = (j * k + slot) * self.piece + from;
-                            let (out, sum) = (&mut send[at..at + blen], &recv[at..at + blen]);
-                            match data {
-                                Some((data, index)) => erasure::gf::sum_mul_add(
+                            let out = &mut send[at..at + blen];
+                            match (data, first_step) {
+                                (Some((data, index)), true) => erasure::gf::scaled(
                                     out,
-                                    sum,
                                     data,
                                     self.code.coefficient(slot, index),
                                 ),
-                                None => out.copy_from_slice(sum),
+                                (Some((data, index)), false) => erasure::gf::sum_mul_add(
+                                    out,
+                                    &recv[at..at + blen],
+                                    data,
+                                    self.code.coefficient(slot, index),
+                                ),
+                                (None, true) => out.fill(0),
+                                (None, false) => out.copy_from_slice(&recv[at..at + blen]),
                             }
                         }
                     }
