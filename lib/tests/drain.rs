@@ -521,6 +521,11 @@ fn a_restart_never_rebuilds_from_damaged_parity_in_silence() {
         &[("TEST_API_VARY", "1"), ("SCR_DEBUG", "1")],
     );
     assert!(out.contains("SCR: Failed to rebuild dataset 1"), "{out}");
+    // the rebuilt member checks what it writes, and says which file came out wrong
+    assert!(
+        out.contains("does not match the CRC32 recorded when it was written"),
+        "{out}"
+    );
     assert!(
         out.contains("no checkpoint, starting from the beginning"),
         "{out}"

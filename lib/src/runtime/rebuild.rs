@@ -160,21 +160,21 @@ impl Recovery<'_> {
         }
 
         // 3. rebuild the lost members of each set that lost some
+        let mut checked_as_written = false;
         if !rebuilds.is_empty() {
             let result = self.rebuild_sets(d, &rebuilds);
             if let Err(e) = &result {
                 say!("SCR: rank {}: rebuilding dataset {d}: {e}", job.rank);
             }
-            if job
-                .agree(result, "another set member could not be rebuilt")
-                .is_err()
-            {
-                return Ok(false);
+            match job.agree(result, "another set member could not be rebuilt") {
+                Ok(checked) => checked_as_written = checked,
+                Err(_) => return Ok(false),
             }
         }
         // only ranks whose files arrived or were rebuilt need checking again: every byte
-        // against the CRCs recorded at Complete, whatever SCR_CRC_ON_COPY says
-        if !job.all(own_ok || self.cache.verify_own(d, true)) {
+        // against the CRCs recorded at Complete, whatever SCR_CRC_ON_COPY says (a rebuilt
+        // member checked its bytes as it wrote them)
+        if !job.all(own_ok || self.cache.verify_own(d, !checked_as_written)) {
             return Ok(false);
         }
 
