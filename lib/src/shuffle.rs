@@ -318,8 +318,8 @@ impl Link<'_> {
         }
     }
 
-    /// What each piece of a window sends: (length, its offset in `staging`, where it is
-    /// read).
+    /// Reads the window's pieces into `staging`, one after another, and returns each
+    /// piece's (length, offset in `staging`).
     fn stage(
         &self,
         source: Option<&SourceFiles>,

@@ -283,8 +283,8 @@ struct ChainTask {
 /// One member's part in rebuilding its set: each lost element's pieces travel its chain,
 /// every survivor adding its weighted element to what its predecessor sent. Elements whose
 /// chains run through the same members (with XOR, all of them) stream as one sequence, a
-/// batch of pieces ([`CHAIN_WINDOW`] of at most [`CHAIN_PIECE`]) at a time, so the pipeline never drains
-/// between them.
+/// batch of pieces ([`CHAIN_WINDOW`] of at most [`CHAIN_PIECE`]) at a time, so the pipeline
+/// never drains between them.
 struct RebuildChains<'c> {
     comm: &'c SimpleCommunicator,
     code: StripeCode,
