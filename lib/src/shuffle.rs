@@ -249,25 +249,22 @@ impl Link<'_> {
     ) {
         let window = pieces_in_flight(self.piece as usize) as u64;
         let steps = send_data.max(recv_data).div_ceil(self.piece);
-        // (a rank that only sends needs no receive buffers)
-        let mut received = vec![
-            0u8;
-            if recv_data > 0 {
-                (window * self.piece) as usize
-            } else {
-                0
-            }
-        ];
-        // the window's pieces, read for sending (allocated once: zeroing it for every
-        // window would write each byte sent once more)
-        let mut staging = vec![
-            0u8;
-            if send_data > 0 {
-                (window * self.piece) as usize
-            } else {
-                0
-            }
-        ];
+        // a window's buffer for a direction with data (a rank that only sends needs no
+        // receive buffers); allocated once, as zeroing one for every window would write
+        // each byte moved once more
+        let window_buffer = |data: u64| {
+            vec![
+                0u8;
+                if data > 0 {
+                    (window * self.piece) as usize
+                } else {
+                    0
+                }
+            ]
+        };
+        let mut received = window_buffer(recv_data);
+        // the window's pieces, read for sending
+        let mut staging = window_buffer(send_data);
         for first in (0..steps).step_by(window as usize) {
             let pieces = first..(first + window).min(steps);
             let outgoing = crate::phases::time("copy: read", || {

@@ -160,17 +160,18 @@ impl Recovery<'_> {
         }
 
         // 3. rebuild the lost members of each set that lost some
-        let mut checked_as_written = false;
-        if !rebuilds.is_empty() {
+        let checked_as_written = if rebuilds.is_empty() {
+            false
+        } else {
             let result = self.rebuild_sets(d, &rebuilds);
             if let Err(e) = &result {
                 say!("SCR: rank {}: rebuilding dataset {d}: {e}", job.rank);
             }
             match job.agree(result, "another set member could not be rebuilt") {
-                Ok(checked) => checked_as_written = checked,
+                Ok(checked) => checked,
                 Err(_) => return Ok(false),
             }
-        }
+        };
         // only ranks whose files arrived or were rebuilt need checking again: every byte
         // against the CRCs recorded at Complete, whatever SCR_CRC_ON_COPY says (a rebuilt
         // member checked its bytes as it wrote them)

@@ -282,11 +282,10 @@ impl Scr {
         let trouble_here = !self
             .job
             .all(!std::mem::take(&mut self.restart_trouble_here));
+        let name = self.restart.take().map(|(_, n)| n).unwrap_or_default();
         if !ok && trouble_here {
-            let name = self.restart.clone().map(|(_, n)| n).unwrap_or_default();
             self.stop_for_unreadable(&name);
         }
-        let name = self.restart.take().map(|(_, n)| n).unwrap_or_default();
         let reshaped = self.reshaped.take();
         if !ok && let Some(r) = &reshaped {
             // an application that cannot re-partition fails every checkpoint of another
