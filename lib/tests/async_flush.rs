@@ -138,6 +138,6 @@ fn several_flushes_may_be_outstanding_and_finalize_completes_them() {
             );
         }
     }
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let index = job.index();
     assert_eq!(index.current(), Some("ckpt.3"));
 }

@@ -384,7 +384,7 @@ fn a_fortran_v3_1_program_links_with_lscrf_lscr_and_manages_checkpoints() {
         !job.prefix().join("ckpt.2").exists(),
         "SCR_DELETE removed ckpt.2"
     );
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let index = job.index();
     assert_eq!(index.id_of("ckpt.2"), None);
     assert_eq!(index.current(), Some("ckpt.1"));
 }

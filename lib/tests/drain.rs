@@ -295,7 +295,7 @@ fn the_drain_never_makes_an_older_checkpoint_current() {
         "{out}"
     );
     assert!(!job.prefix().join("ckpt.2").exists(), "not copied");
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let index = job.index();
     assert_eq!(index.current(), Some("ckpt.3"));
     assert_eq!(
         std::fs::read_link(job.prefix().join("scr.current")).unwrap(),

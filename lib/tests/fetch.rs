@@ -6,7 +6,6 @@
 mod common;
 
 use common::*;
-use scr::HashView;
 
 #[test]
 fn a_damaged_cache_is_not_used_and_the_prefix_copy_is_fetched() {
@@ -55,7 +54,7 @@ fn restart_fetches_from_the_prefix_when_every_cache_is_gone() {
     );
     let e3 = job.index_entry("ckpt.3");
     assert_eq!(e3.fetched.len(), 1, "the fetch is recorded");
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let index = job.index();
     assert_eq!(index.current(), Some("ckpt.4"));
 }
 
@@ -115,7 +114,7 @@ fn a_corrupt_flushed_file_marks_the_dataset_failed_and_the_older_one_is_used() {
     let e3 = job.index_entry("ckpt.3");
     assert_eq!(e3.failed.len(), 1, "ckpt.3 is marked FAILED");
     // later restarts skip it
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let index = job.index();
     assert!(
         index
             .restart_candidates(None)
@@ -193,7 +192,7 @@ fn a_cache_too_small_for_the_fetch_reads_the_checkpoint_in_place_and_marks_nothi
     }
     let e3 = job.index_entry("ckpt.3");
     assert!(e3.failed.is_empty(), "ckpt.3 is intact: {:?}", e3.failed);
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let index = job.index();
     assert_eq!(index.current(), Some("ckpt.3"));
     // on a healthy cache the next run fetches it into cache as usual
     delete_caches(&job);

@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use scr::HashView;
 
 const HOSTS: &str = "n1,n2,n3,n4";
 
@@ -207,7 +206,7 @@ fn scr_debug_1_names_the_fetch_and_a_failed_one_moves_current() {
     );
     // as SCR, the checkpoint fetched is current now, not the one that failed (the index
     // kept saying ckpt.3, and scr.current pointed there)
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let index = job.index();
     assert_eq!(index.current(), Some("ckpt.2"));
     assert_eq!(
         std::fs::read_link(job.prefix().join("scr.current")).unwrap(),

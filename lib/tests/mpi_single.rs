@@ -275,7 +275,7 @@ fn emulated_nodes_get_their_own_directories() {
         "{}",
         text(&out)
     );
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    let index = job.index();
     assert_eq!(
         index
             .entries()
@@ -298,24 +298,18 @@ fn rust_program_checkpoints_and_restarts() {
         out.contains("no checkpoint, starting from the beginning"),
         "{out}"
     );
-    let out = job.run_ok(3, &["50000", "1"], &[]);
-    assert!(
-        out.contains("restarted from ckpt.2 written by 3 ranks, data verified"),
-        "{out}"
-    );
-    let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+    // a job of `ranks` writing `ckpts` more restarts from `name`, written by `writers`
+    let restarts = |ranks: u32, ckpts: &str, name: &str, writers: u32| {
+        let out = job.run_ok(ranks, &["50000", ckpts], &[]);
+        let said = format!("restarted from {name} written by {writers} ranks, data verified");
+        assert!(out.contains(&said), "{out}");
+    };
+    restarts(3, "1", "ckpt.2", 3);
+    let index = job.index();
     assert_eq!(index.current(), Some("ckpt.3"));
     // fewer ranks: each reads the files the restart lists for the writers it stands for
-    let out = job.run_ok(2, &["50000", "1"], &[]);
-    assert!(
-        out.contains("restarted from ckpt.3 written by 3 ranks, data verified"),
-        "{out}"
-    );
-    let out = job.run_ok(4, &["50000", "0"], &[]);
-    assert!(
-        out.contains("restarted from ckpt.4 written by 2 ranks, data verified"),
-        "{out}"
-    );
+    restarts(2, "1", "ckpt.3", 3);
+    restarts(4, "0", "ckpt.4", 2);
 }
 
 /// SCR_FLUSH_WIDTH=1 and SCR_FETCH_WIDTH=1: one rank writes to (or reads from) the prefix at

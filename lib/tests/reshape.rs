@@ -9,7 +9,6 @@
 mod common;
 
 use common::*;
-use scr::HashView;
 
 const SIZE: &str = "6000";
 
@@ -223,7 +222,7 @@ fn a_cache_too_small_to_copy_a_file_out_of_its_container_stops_the_job_and_fails
             assert!(!t.contains("test_api: checkpoint 3"), "nothing newer: {t}");
         }
         assert!(job.index_entry("ckpt.2").failed.is_empty(), "{ranks} ranks");
-        let index = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix())).unwrap();
+        let index = job.index();
         assert_eq!(index.current(), Some("ckpt.2"));
         let out = run_ok_on(&job, &hosts(ranks), ranks, &["100000", "0"], &env);
         assert!(restarted(&out, 2), "{ranks} ranks: {out}");

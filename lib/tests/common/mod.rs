@@ -403,9 +403,13 @@ impl Job {
         text(&o)
     }
 
+    /// The prefix's index, which must read.
+    pub fn index(&self) -> scr::index::IndexFile {
+        scr::index::IndexFile::read(&scr::layout::index_file(&self.prefix())).unwrap()
+    }
+
     pub fn index_entry(&self, name: &str) -> scr::index::IndexEntry {
-        let index = scr::index::IndexFile::read(&scr::layout::index_file(&self.prefix())).unwrap();
-        index
+        self.index()
             .entries()
             .into_iter()
             .find(|e| e.name == name)
