@@ -57,14 +57,22 @@ pub(crate) fn abort_job(message: &str) -> ! {
     abort_now()
 }
 
-/// [`abort_job`] for an error whose cause another rank knows: that rank aborts the job
+/// [`abort_job`] on a rank whose reason another rank knows: that rank aborts the job
 /// itself, after saying why; this one waits a moment so its message is not cut off, and
 /// aborts only if the other has not.
+pub(crate) fn abort_job_after_another(message: &str) -> ! {
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    abort_job(message)
+}
+
+/// [`abort_job`] for SCR_Init's `error`, after the rank that knows its cause when another
+/// rank failed.
 fn abort_job_after(error: &scr::Error) -> ! {
+    let message = format!("SCR_Init: {error}");
     if error.kind() == scr::ErrorKind::Collective {
-        std::thread::sleep(std::time::Duration::from_secs(3));
+        abort_job_after_another(&message)
     }
-    abort_job(&format!("SCR_Init: {error}"))
+    abort_job(&message)
 }
 
 fn abort_now() -> ! {

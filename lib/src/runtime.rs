@@ -447,9 +447,7 @@ impl Scr {
     fn stop_for_unreadable(&self, name: &str) -> ! {
         let prefix = self.prefix.path().display();
         if !self.job.is_root() {
-            // rank 0 says why and stops the job; this one waits for it
-            std::thread::sleep(std::time::Duration::from_secs(3));
-            crate::ffi::abort_job("rank 0 stops the job (it says why)");
+            crate::ffi::abort_job_after_another("rank 0 stops the job (it says why)");
         }
         crate::ffi::abort_job(&format!(
             "checkpoint {name} on {prefix} is intact, but this job's nodes could not read it \
