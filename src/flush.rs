@@ -178,13 +178,47 @@ impl FlushFile {
     }
 }
 
-/// A file a flush copies: its cache path, its path on the prefix, and its name relative
-/// to the prefix (what the rank2file map records).
+/// A file a flush copies: its cache path, its path on the prefix, its name relative to
+/// the prefix (what the rank2file map records), and what the file was when its dataset
+/// completed (a copy of anything else is not the checkpoint).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlushTarget {
     pub src: PathBuf,
     pub dst: PathBuf,
     pub orig: String,
+    /// The size recorded when the dataset completed.
+    pub size: Option<u64>,
+    /// The CRC32 recorded when the dataset completed (SCR_CRC_ON_COPY), if any.
+    pub crc: Option<u32>,
+}
+
+impl FlushTarget {
+    /// Checks what a copy of this file read (`size` bytes, CRC32 `crc` when computed)
+    /// against what was recorded when its dataset completed: a cached file that shrank,
+    /// grew or changed since is an error naming it, never a flushed checkpoint.
+    pub fn check_copied(&self, size: u64, crc: Option<u32>) -> crate::Result<()> {
+        let changed = |what: String| {
+            Err(crate::Error::corrupt(format!(
+                "{}: {what} when its dataset completed: the cached file changed since, so it is not flushed",
+                self.src.display()
+            )))
+        };
+        if let Some(want) = self.size
+            && want != size
+        {
+            return changed(format!("{size} bytes where {want} were recorded"));
+        }
+        if let (Some(want), Some(got)) = (self.crc, crc)
+            && want != got
+        {
+            return changed(format!(
+                "CRC32 {} where {} was recorded",
+                crate::hash::format_crc32(got),
+                crate::hash::format_crc32(want)
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Which files of `rank` a flush of dataset `id` copies, and where: the application's own
@@ -204,6 +238,8 @@ pub fn targets(map: &Filemap, id: u64, rank: u64) -> std::result::Result<Vec<Flu
                 dst: Path::new(dir).join(name),
                 orig: orig.to_string(),
                 src: PathBuf::from(f),
+                size: meta.size(),
+                crc: meta.crc32(),
             })
         })
         .collect()
@@ -235,11 +271,37 @@ mod tests {
                 src: "/c/scr.dataset.1/ckpt.1/rank_0.ckpt".into(),
                 dst: "/p/ckpt.1/rank_0.ckpt".into(),
                 orig: "ckpt.1/rank_0.ckpt".into(),
+                size: None,
+                crc: None,
             }]
         );
         map.add_file(1, 0, "/c/bare");
         let e = targets(&map, 1, 0).unwrap_err();
         assert!(e.contains("/c/bare") && e.contains("lacks"), "{e}");
+    }
+
+    #[test]
+    fn a_copy_of_a_file_that_changed_since_its_dataset_completed_is_refused_by_name() {
+        let target = FlushTarget {
+            src: "/c/scr.dataset.1/ckpt.1/rank_0.ckpt".into(),
+            dst: "/p/ckpt.1/rank_0.ckpt".into(),
+            orig: "ckpt.1/rank_0.ckpt".into(),
+            size: Some(1000008),
+            crc: Some(7),
+        };
+        assert!(target.check_copied(1000008, Some(7)).is_ok());
+        assert!(target.check_copied(1000008, None).is_ok());
+        for (size, crc) in [(100, Some(7)), (1000009, None), (1000008, Some(8))] {
+            let e = target.check_copied(size, crc).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{e}");
+            assert!(e.to_string().contains("rank_0.ckpt"), "{e}");
+        }
+        let unrecorded = FlushTarget {
+            size: None,
+            crc: None,
+            ..target
+        };
+        assert!(unrecorded.check_copied(3, Some(1)).is_ok());
     }
 
     #[test]

@@ -258,8 +258,24 @@ pub fn copy_entry(
             ),
         )
     })?;
-    let (size, crc) = io::copy_file_with_crc(
-        Path::new(&entry.source),
+    let src = Path::new(&entry.source);
+    let input = io::open_regular(src)?;
+    // the library listed the file at the size its dataset completed with: one that has
+    // changed size since is not that checkpoint, and copying it again would never make it
+    // so (the copy would stay short of SIZE and be taken up again forever)
+    let len = input
+        .metadata()
+        .map_err(|e| crate::Error::io(src, "stat", e))?
+        .len();
+    if len != entry.size {
+        return Err(crate::Error::corrupt(format!(
+            "{}: {len} bytes where {} were listed when its dataset completed: the cached file changed since, so it is not flushed",
+            entry.source, entry.size
+        )));
+    }
+    let (size, crc) = io::copy_open_file_with_crc(
+        input,
+        src,
         dst,
         Some(root),
         buf_size,

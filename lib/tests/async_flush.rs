@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use scr::HashView;
+use std::path::PathBuf;
 
 /// The seconds each checkpoint took, from test_api's TEST_API_TIMES lines.
 fn checkpoint_seconds(out: &str) -> Vec<f64> {
@@ -140,4 +141,67 @@ fn several_flushes_may_be_outstanding_and_finalize_completes_them() {
     }
     let index = job.index();
     assert_eq!(index.current(), Some("ckpt.3"));
+}
+
+#[test]
+fn a_cached_file_that_shrank_before_its_background_copy_fails_the_flush_by_name() {
+    let job = Job::new();
+    const SIZE: u64 = 2_000_000;
+    // two files of 2 MB at 1 MB/s: the second waits about 2 s while the first is copied
+    let mut launch = job.command(
+        Some("n1"),
+        1,
+        &[&SIZE.to_string(), "1"],
+        &[
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            ("SCR_FLUSH_ASYNC_BW", "1000000"),
+            ("SCR_FILE_BUF_SIZE", "65536"),
+            ("TEST_API_FILES", "2"),
+        ],
+    );
+    let child = launch
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // the file whose copy has not begun while the other's temporary is on the prefix
+    let started = std::time::Instant::now();
+    let waiting = loop {
+        let copying: Vec<PathBuf> = walk(&job.prefix())
+            .into_iter()
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains(".tmp.")))
+            .collect();
+        if let [one] = copying.as_slice() {
+            let name = one.file_name().unwrap().to_string_lossy().into_owned();
+            let other = if name.contains("rank_0.0.ckpt") { 1 } else { 0 };
+            break job.cached(&format!("rank_0.{other}.ckpt")).remove(0);
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no background copy began"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&waiting)
+        .unwrap()
+        .set_len(100)
+        .unwrap();
+    // the flush fails, within a bound, naming the file (it was copied again and again)
+    let out = wait_within(child, std::time::Duration::from_secs(60));
+    let t = text(&out);
+    let name = waiting.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        t.lines()
+            .any(|l| l.contains("ERROR") && l.contains(&name) && l.contains("100 bytes")),
+        "{t}"
+    );
+    let published = scr::index::IndexFile::read(&scr::layout::index_file(&job.prefix()))
+        .is_ok_and(|i| i.entries().iter().any(|e| e.complete));
+    assert!(!published, "a flush of a changed file was published: {t}");
+    // and the damaged checkpoint is not restarted from cache as good
+    let out = job.run_ok(1, &[&SIZE.to_string(), "0"], &[("TEST_API_FILES", "2")]);
+    assert!(!out.contains("restarted from ckpt.1"), "{out}");
 }

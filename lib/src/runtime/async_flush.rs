@@ -70,7 +70,11 @@ impl AsyncFlushes {
         let planned = flush.cache.flush_targets(id).and_then(|jobs| {
             TransferFile::update(&transfer, PRIVATE_FILE, |t| {
                 for j in &jobs {
-                    let size = std::fs::metadata(&j.src).map(|m| m.len()).unwrap_or(0);
+                    // what the file was when the dataset completed: a copy of anything
+                    // else fails (a file that changed since has no size to copy up to)
+                    let size = j
+                        .size
+                        .unwrap_or_else(|| std::fs::metadata(&j.src).map_or(0, |m| m.len()));
                     t.add_file(
                         &j.src.to_string_lossy(),
                         &j.dst.to_string_lossy(),
@@ -288,19 +292,21 @@ fn copy_or_watch(
             .collect();
         let pending: Vec<&TransferEntry> = mine.iter().filter(|e| !e.is_written()).collect();
         if pending.is_empty() {
-            return Ok(jobs
+            return jobs
                 .iter()
                 .zip(&sources)
                 .map(|(j, src)| {
                     let e = mine.iter().find(|e| &e.source == src);
-                    FileRecord {
+                    let (size, crc) = (e.map_or(0, |e| e.written), e.and_then(|e| e.crc));
+                    j.check_copied(size, crc)?;
+                    Ok(FileRecord {
                         name: j.orig.clone(),
-                        size: e.map_or(0, |e| e.written),
-                        crc: e.and_then(|e| e.crc).filter(|_| want_crc),
+                        size,
+                        crc: crc.filter(|_| want_crc),
                         segments: vec![],
-                    }
+                    })
                 })
-                .collect());
+                .collect();
         }
         if agent_alive(&t) {
             let done = mine.len() - pending.len();

@@ -12,7 +12,7 @@ use mpi::topology::Color;
 use mpi::traits::*;
 use scr::container;
 use scr::event_log::kinds;
-use scr::flush::{FlushTarget, Location};
+use scr::flush::Location;
 use scr::hash::Hash;
 use scr::params::Settings;
 use scr::rank2file::{self, FileRecord, RankFiles};
@@ -282,38 +282,29 @@ impl Flush<'_> {
         let mut dirs = std::collections::BTreeSet::new();
         let mut at = containers.map(|(start, _)| start);
         let prefix = self.prefix.path();
-        for FlushTarget { src, dst, orig } in self.cache.flush_targets(id)? {
+        for target in self.cache.flush_targets(id)? {
+            let (src, dst) = (&target.src, &target.dst);
             let (size, crc, segments) = match (&mut at, containers) {
                 (Some(at), Some((_, container_size))) => {
-                    let len = std::fs::metadata(&src)
-                        .map_err(|e| Error::io(&src, "stat", e))?
+                    let len = std::fs::metadata(src)
+                        .map_err(|e| Error::io(src, "stat", e))?
                         .len();
                     let segments = container::place(id, *at, len, container_size);
                     *at += len;
-                    let (size, crc) = container::write_file(&src, prefix, &segments, &mut |_| {})?;
+                    let (size, crc) = container::write_file(src, prefix, &segments, &mut |_| {})?;
+                    target.check_copied(size, Some(crc))?;
                     dirs.insert(layout::dataset_meta_dir(prefix, id));
                     (size, want_crc.then_some(crc), segments)
                 }
                 _ => {
-                    // the CRC recorded when the checkpoint completed (SCR_CRC_ON_COPY) is
-                    // checked on the way: a file the cache corrupted since is not published
-                    let recorded = self
-                        .cache
-                        .filemap
-                        .meta(id, self.job.rank, &src.to_string_lossy())
-                        .and_then(|m| m.crc32());
+                    // what was recorded when the checkpoint completed (its size, and its CRC
+                    // with SCR_CRC_ON_COPY) is checked on the way: a file the cache changed
+                    // since is not published
                     let (size, crc) =
-                        copy_file(&src, &dst, prefix, buf, want_crc || recorded.is_some())?;
-                    if let (Some(want), Some(got)) = (recorded, crc)
-                        && want != got
-                    {
-                        let _ = std::fs::remove_file(&dst);
-                        return Err(Error::corrupt(format!(
-                            "{}: CRC32 {} where {} was recorded when it was written: the cache corrupted it; it is not flushed",
-                            src.display(),
-                            scr::hash::format_crc32(got),
-                            scr::hash::format_crc32(want)
-                        )));
+                        copy_file(src, dst, prefix, buf, want_crc || target.crc.is_some())?;
+                    if let Err(e) = target.check_copied(size, crc) {
+                        let _ = std::fs::remove_file(dst);
+                        return Err(e);
                     }
                     if let Some(dir) = dst.parent() {
                         dirs.insert(dir.to_path_buf());
@@ -322,7 +313,7 @@ impl Flush<'_> {
                 }
             };
             records.push(FileRecord {
-                name: orig,
+                name: target.orig.clone(),
                 size,
                 crc,
                 segments,
