@@ -196,6 +196,125 @@ impl TransferFile {
     }
 }
 
+/// The node's transfer agent, as the process table shows the one a transfer file names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agent {
+    /// None: none is named, or its process is gone (or is not this user's `scr transfer`:
+    /// a process id used again by anything else is no agent).
+    Gone,
+    /// Its process runs (or sleeps): it may copy.
+    Live(u32),
+    /// Its process is stopped (SIGSTOP): it copies nothing until continued, and may hold
+    /// the transfer file's lock all that while.
+    Stopped(u32),
+}
+
+/// What process `pid` is to the library: an agent of this user's, and whether stopped.
+pub fn agent_process(pid: u32) -> Agent {
+    use std::os::unix::fs::MetadataExt;
+    let proc = Path::new("/proc").join(pid.to_string());
+    let Ok(stat) = std::fs::read_to_string(proc.join("stat")) else {
+        return Agent::Gone;
+    };
+    // "pid (comm) S …": the state follows the last parenthesis (comm may hold any)
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    let own =
+        std::fs::metadata(&proc).is_ok_and(|m| m.uid() == rustix::process::geteuid().as_raw());
+    let cmdline = std::fs::read(proc.join("cmdline")).unwrap_or_default();
+    let agent = cmdline.split(|&b| b == 0).nth(1) == Some(b"transfer".as_slice());
+    match state {
+        _ if !own || !agent => Agent::Gone,
+        None | Some('Z' | 'X') => Agent::Gone,
+        Some('T' | 't') => Agent::Stopped(pid),
+        Some(_) => Agent::Live(pid),
+    }
+}
+
+impl TransferFile {
+    /// The agent this file names ([`agent_process`] of its PID).
+    pub fn agent(&self) -> Agent {
+        self.agent_pid().map_or(Agent::Gone, agent_process)
+    }
+
+    /// [`HashView::update`] of the transfer file at `path` as the library and the commands
+    /// make it: an agent stopped while it held the file's lock would hold it for good, so
+    /// one found stopped holding it is ended ([`end_agent`]) rather than waited for.
+    pub fn update_past_agent<R>(
+        path: &Path,
+        change: impl FnOnce(&mut TransferFile) -> Result<R>,
+    ) -> Result<R> {
+        let mut holding = |holder: Option<u32>| {
+            if let Some(pid) = holder
+                && agent_process(pid) == Agent::Stopped(pid)
+            {
+                end_agent(path, pid);
+            }
+        };
+        let (lock, hash) = io::LockedHashFile::open_watching_holder(
+            path,
+            io::PRIVATE_FILE,
+            Self::MAX_BYTES,
+            io::lock_timeout(),
+            &mut holding,
+        )?;
+        let mut view = Self::from_hash(hash).map_err(|what| {
+            crate::Error::invalid(path, format!("not a valid {}: {what}", Self::KIND))
+        })?;
+        let result = change(&mut view)?;
+        lock.write_and_unlock(view.hash())?;
+        Ok(result)
+    }
+}
+
+/// Ends the agent `pid` of the transfer file at `transfer` when it is still this user's
+/// `scr transfer` (SIGKILL, which ends a stopped process too), waits up to 2 s for it to
+/// go, and removes what its copies left half written: the temporaries named with its
+/// process id beside the destinations the file lists. An agent that made no progress
+/// (stopped, or stuck) is ended so that none of its copies can land after the ranks
+/// copied the files themselves. Returns whether it is gone.
+pub fn end_agent(transfer: &Path, pid: u32) -> bool {
+    if agent_process(pid) != Agent::Gone {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid as i32).expect("a recorded agent pid is positive"),
+            rustix::process::Signal::KILL,
+        );
+        let asked = Instant::now();
+        while agent_process(pid) != Agent::Gone {
+            if asked.elapsed() > Duration::from_secs(2) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    // (read without the lock: the agent that held it is gone, and a listed file only
+    // names directories to look in)
+    let listed = TransferFile::read(transfer).unwrap_or_default();
+    let mut dirs: std::collections::BTreeMap<
+        String,
+        std::collections::BTreeSet<std::path::PathBuf>,
+    > = Default::default();
+    for e in listed.files() {
+        let Some(root) = e.root else { continue };
+        if let Some(rel) = Path::new(&e.destination)
+            .parent()
+            .and_then(|d| d.strip_prefix(&root).ok())
+            .filter(|rel| !rel.as_os_str().is_empty())
+        {
+            dirs.entry(root).or_default().insert(rel.to_path_buf());
+        }
+    }
+    for (root, rels) in dirs {
+        if let Ok(below) = crate::safe_fs::Beneath::open(Path::new(&root)) {
+            for rel in rels {
+                below.remove_temporaries_of(&rel, Some(pid));
+            }
+        }
+    }
+    true
+}
+
 /// Paces a copy: at most `bytes_per_sec` (0: no cap), and busy at most `percent` of the
 /// time (0 or 100: no cap).
 pub struct Throttle {
@@ -273,18 +392,14 @@ pub fn copy_entry(
             entry.source, entry.size
         )));
     }
-    let (size, crc) = io::copy_open_file_with_crc(
-        input,
-        src,
-        dst,
-        Some(root),
-        buf_size,
-        &mut |n| throttle.account(n),
-    )?;
+    let (size, crc) =
+        io::copy_open_file_with_crc(input, src, dst, Some(root), buf_size, &mut |n| {
+            throttle.account(n)
+        })?;
     if let Some(dir) = dst.parent() {
         io::sync_dir(dir)?;
     }
-    TransferFile::update(transfer, io::PRIVATE_FILE, |t| {
+    TransferFile::update_past_agent(transfer, |t| {
         t.set_written(&entry.source, size, crc);
         Ok(())
     })?;

@@ -170,7 +170,10 @@ fn a_cached_file_that_shrank_before_its_background_copy_fails_the_flush_by_name(
     let waiting = loop {
         let copying: Vec<PathBuf> = walk(&job.prefix())
             .into_iter()
-            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains(".tmp.")))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(".tmp."))
+            })
             .collect();
         if let [one] = copying.as_slice() {
             let name = one.file_name().unwrap().to_string_lossy().into_owned();

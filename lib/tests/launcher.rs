@@ -4,42 +4,11 @@
 
 mod common;
 
+use common::scr_run::*;
 use common::*;
 use scr::HashView;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn scr_run() -> std::path::PathBuf {
-    scr_command().with_file_name("scr-run")
-}
-
-/// scr-run with the job's directories and no pause between runs.
-fn scr_run_in(job: &Job, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(scr_run());
-    cmd.args(args)
-        .current_dir(job.prefix())
-        .env("MPIEXEC_TIMEOUT", "120")
-        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
-        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
-        .env("SCR_PREFIX", job.prefix())
-        .env("SCR_JOB_ID", "5151")
-        .env("SCR_RUN_DELAY", "0")
-        .env_remove("SCR_CONF_FILE")
-        .env_remove("SLURM_JOBID")
-        .env_remove("SLURM_JOB_ID");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-/// Runs scr-run, bounded: a run that should end and hangs fails the test (the tests that
-/// measure how soon scr-run stops ask for less).
-fn output(mut cmd: Command) -> (Output, String) {
-    let out = output_within(&mut cmd, Duration::from_secs(180));
-    let t = text(&out);
-    (out, t)
-}
 
 #[test]
 fn a_run_that_fails_is_relaunched_and_restarts_from_its_checkpoint() {
@@ -349,97 +318,6 @@ fn the_watchdog_kills_a_run_that_makes_no_progress() {
         t.contains("SCR_WATCHDOG=1 needs SCR_WATCHDOG_TIMEOUT"),
         "{t}"
     );
-}
-
-/// `mpiexec -launcher fork -n 4 APP BYTES 2`: two checkpoints, four ranks on the nodes
-/// SCR_NODELIST names.
-fn mpiexec_on_two_nodes<'a>(app: &'a str, bytes: &'a str) -> [&'a str; 8] {
-    ["mpiexec", "-launcher", "fork", "-n", "4", app, bytes, "2"]
-}
-
-#[test]
-fn with_async_flush_scr_run_starts_a_transfer_agent_per_node_that_does_the_copying() {
-    let job = Job::new();
-    let app = job.app.to_string_lossy().into_owned();
-    let (out, t) = output(scr_run_in(
-        &job,
-        &mpiexec_on_two_nodes(&app, "200000"),
-        &[
-            ("SCR_NODELIST", "n[1-2]"),
-            ("SCR_FLUSH", "1"),
-            ("SCR_FLUSH_ASYNC", "1"),
-            ("SCR_DEBUG", "1"),
-            ("SCR_RUNS", "1"),
-        ],
-    ));
-    assert_eq!(out.status.code(), Some(0), "{t}");
-    // (the ranks' lines may interleave, so they are counted, not matched whole)
-    assert!(
-        t.matches("flushes through the node's transfer agent")
-            .count()
-            >= 4,
-        "{t}"
-    );
-    assert!(!t.contains("through a background thread"), "{t}");
-    let e = job.index_entry("ckpt.2");
-    assert!(e.complete && e.is_current, "{e:?}");
-    // scr-run told both agents to exit at the end
-    for node in ["n1", "n2"] {
-        let cntl = scr::layout::job_dir(&job.dir.path().join("cntl"), &user(), "5151")
-            .unwrap()
-            .join(format!("node.{node}"));
-        let tf = scr::transfer::TransferFile::read(&scr::layout::transfer_file(&cntl)).unwrap();
-        assert_eq!(tf.state(), Some(scr::transfer::State::Exiting), "{node}");
-        assert!(tf.files().is_empty() && tf.agent_pid().is_none(), "{node}");
-    }
-}
-
-#[test]
-fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
-    let job = Job::new();
-    let app = job.app.to_string_lossy().into_owned();
-    let cntl = job.dir.path().join("cntl").display().to_string();
-    // stop every agent of this job as it appears, for 12 s after the first (long enough for
-    // the application to reach its flushes on a loaded machine); then resume them
-    let stopper = std::thread::spawn(move || {
-        let pattern = format!("transfer --cntldir {cntl}");
-        let signal = |sig: &str| {
-            Command::new("pkill")
-                .args([sig, "-f", &pattern])
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        let started = std::time::Instant::now();
-        let mut first: Option<std::time::Instant> = None;
-        while started.elapsed().as_secs() < 60 && first.is_none_or(|f| f.elapsed().as_secs() < 12) {
-            if signal("-STOP") && first.is_none() {
-                first = Some(std::time::Instant::now());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        signal("-CONT");
-        first.is_some()
-    });
-    let (out, t) = output(scr_run_in(
-        &job,
-        &mpiexec_on_two_nodes(&app, "2000000"),
-        &[
-            ("SCR_NODELIST", "n[1-2]"),
-            ("SCR_FLUSH", "1"),
-            ("SCR_FLUSH_ASYNC", "1"),
-            ("SCR_FLUSH_ASYNC_STALL", "1"),
-            ("TEST_API_SLEEP_MS", "500"),
-            ("SCR_RUNS", "1"),
-        ],
-    ));
-    assert!(stopper.join().unwrap(), "no transfer agent to stop: {t}");
-    assert_eq!(out.status.code(), Some(0), "{t}");
-    assert!(
-        t.contains("finished no file for") && t.contains("copying this rank's files without it"),
-        "{t}"
-    );
-    let e = job.index_entry("ckpt.2");
-    assert!(e.complete && e.is_current, "{e:?}");
 }
 
 /// `scr` under one of SCR's names, through a link in the job's directory.

@@ -398,6 +398,14 @@ pub(crate) fn is_temporary_name(name: &str) -> bool {
         && parts.next().is_some_and(|f| !f.is_empty())
 }
 
+/// The process id a [`temporary_name`] carries (`.<file>.<kind>.<pid>.<n>`).
+pub(crate) fn temporary_writer(name: &str) -> Option<u32> {
+    if !is_temporary_name(name) {
+        return None;
+    }
+    name.rsplit('.').nth(1)?.parse().ok()
+}
+
 /// A hidden temporary beside `path`, `.<file>.<kind>.<pid>.<n>` (`kind` is `tmp` for a
 /// replacement renamed over the file, `new` for a file linked into place):
 /// [`is_temporary_name`] recognises exactly these names.
@@ -461,12 +469,25 @@ impl LockedHashFile {
         max_bytes: u64,
         wait: std::time::Duration,
     ) -> Result<(Self, Hash)> {
+        Self::open_watching_holder(path, mode, max_bytes, wait, &mut |_| {})
+    }
+
+    /// [`LockedHashFile::open_waiting`] calling `holding` with the lock's holder (as
+    /// /proc/locks names it) each second the lock is waited for: a caller that knows the
+    /// holder can never release it (a process stopped for good) may end it.
+    pub fn open_watching_holder(
+        path: &Path,
+        mode: u32,
+        max_bytes: u64,
+        wait: std::time::Duration,
+        holding: &mut dyn FnMut(Option<u32>),
+    ) -> Result<(Self, Hash)> {
         // a private state file is locked through a private lock file beside it: anyone who
         // can open a file can lock it, and a file an earlier version left readable to all
         // could otherwise be held locked by a neighbour (a shared one, the halt file, is
         // locked itself, as SCR's tools do)
         if mode & 0o077 == 0 {
-            let lock = lock_within(&lock_file_of(path), PRIVATE_FILE, wait)?;
+            let lock = lock_within_watching(&lock_file_of(path), PRIVATE_FILE, wait, holding)?;
             let hash = match open_regular_no_link(path) {
                 Ok(mut file) => decode_open_file(path, &mut file, true, max_bytes)?.0,
                 Err(e) if e.is_not_found() => Hash::new(),
@@ -479,7 +500,7 @@ impl LockedHashFile {
             };
             return Ok((locked, hash));
         }
-        let mut file = lock_within(path, mode, wait)?;
+        let mut file = lock_within_watching(path, mode, wait, holding)?;
         let (hash, _) = decode_open_file(path, &mut file, true, max_bytes)?;
         Ok((
             LockedHashFile {
@@ -518,7 +539,7 @@ const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
 /// How long a lock is waited for before SCR gives up with a message naming the holder:
 /// anyone who can read a state file can lock it, and a job must not hang forever on a lock
 /// someone else holds. `SCR_LOCK_TIMEOUT` (seconds) changes it.
-fn lock_timeout() -> std::time::Duration {
+pub fn lock_timeout() -> std::time::Duration {
     let secs = std::env::var("SCR_LOCK_TIMEOUT")
         .ok()
         .and_then(|s| s.parse::<f64>().ok())
@@ -547,7 +568,18 @@ fn lock_holder(locked: &fs::Metadata) -> Option<u32> {
 
 /// Opens `path` (created with `mode` where missing, never through a link) and takes an
 /// exclusive lock on it, waiting at most `timeout`.
+#[cfg(test)]
 fn lock_within(path: &Path, mode: u32, timeout: std::time::Duration) -> Result<File> {
+    lock_within_watching(path, mode, timeout, &mut |_| {})
+}
+
+/// [`lock_within`], calling `holding` with the holder each second of the wait.
+fn lock_within_watching(
+    path: &Path,
+    mode: u32,
+    timeout: std::time::Duration,
+    holding: &mut dyn FnMut(Option<u32>),
+) -> Result<File> {
     loop {
         let file = OpenOptions::new()
             .read(true)
@@ -562,10 +594,15 @@ fn lock_within(path: &Path, mode: u32, timeout: std::time::Duration) -> Result<F
             return Err(Error::invalid(path, "is not a regular file; remove it"));
         }
         let waited = std::time::Instant::now();
+        let mut told = std::time::Duration::ZERO;
         loop {
             match file.try_lock() {
                 Ok(()) => break,
                 Err(fs::TryLockError::WouldBlock) if waited.elapsed() < timeout => {
+                    if waited.elapsed() >= told + std::time::Duration::from_secs(1) {
+                        told = waited.elapsed();
+                        holding(lock_holder(&opened));
+                    }
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
                 Err(fs::TryLockError::WouldBlock) => {

@@ -3,6 +3,8 @@ use super::*;
 #[test]
 fn temporaries_are_told_from_files() {
     assert!(is_temporary_name(".rank_0.ckpt.tmp.1234.7"));
+    assert_eq!(temporary_writer(".rank_0.ckpt.tmp.1234.7"), Some(1234));
+    assert_eq!(temporary_writer("rank_0.ckpt.tmp.1234.7"), None);
     assert!(is_temporary_name(".xor.0_1_of_4.scr.new.99.0"));
     assert!(!is_temporary_name("rank_0.ckpt"));
     assert!(!is_temporary_name(".scrconf"));

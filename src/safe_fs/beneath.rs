@@ -312,6 +312,13 @@ impl Beneath {
     /// regular files only. For a directory no SCR writer uses any more (the drain calls it
     /// once every copy ended). A directory that is not there, or not this user's, is left.
     pub fn remove_temporaries(&self, rel: &Path) {
+        self.remove_temporaries_of(rel, None);
+    }
+
+    /// [`Beneath::remove_temporaries`] of one writer alone when `writer` is given: the
+    /// temporaries whose names carry that process id (one known to have ended, while
+    /// other writers may still be copying into the same directory).
+    pub fn remove_temporaries_of(&self, rel: &Path, writer: Option<u32>) {
         let Ok(Some(dir)) = self.open_dir(rel) else {
             return;
         };
@@ -321,6 +328,11 @@ impl Beneath {
         for entry in listing.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if !crate::io::is_temporary_name(&name) {
+                continue;
+            }
+            if let Some(pid) = writer
+                && crate::io::temporary_writer(&name) != Some(pid)
+            {
                 continue;
             }
             // a regular file of this user's own: a writer of SCR's leaves nothing else, and

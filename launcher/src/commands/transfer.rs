@@ -52,19 +52,33 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     if let Some(dir) = path.parent() {
         scr::safe_fs::create_dirs_in(dir.parent().unwrap_or(dir), dir, 0o700)?;
     }
-    let mode = scr::io::PRIVATE_FILE;
     if args.exit {
-        TransferFile::update(&path, mode, |t| {
+        let agent = TransferFile::update_past_agent(&path, |t| {
             t.set_command(Command::Exit);
-            Ok(())
+            Ok(t.agent_pid())
         })?;
+        // a stopped agent cannot do as asked, and one still running its copies when the
+        // job is over has a few seconds to see the command: then it is ended, so that no
+        // copy of its lands after the job (its half-written temporaries removed with it)
+        if let Some(pid) = agent {
+            let asked = Instant::now();
+            while let transfer::Agent::Live(_) = transfer::agent_process(pid) {
+                if asked.elapsed() > Duration::from_secs(5) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if transfer::agent_process(pid) != transfer::Agent::Gone {
+                transfer::end_agent(&path, pid);
+            }
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let params = Params::load(&Sources::from_process())?;
     let period = Duration::from_secs_f64(params.typed().launch.transfer_poll_secs.max(0.01));
     let buf = params.typed().buffers.file;
     let set_state = |state: State, pid: Option<u32>| {
-        TransferFile::update(&path, mode, |t| {
+        TransferFile::update_past_agent(&path, |t| {
             t.set_state(state);
             t.set_agent_pid(pid);
             Ok(())
@@ -102,7 +116,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         let pending = t.pending();
         if pending.is_empty() {
             if !t.is_done() && !t.files().is_empty() {
-                TransferFile::update(&path, mode, |t| {
+                TransferFile::update_past_agent(&path, |t| {
                     t.set_done(t.pending().is_empty());
                     Ok(())
                 })?;

@@ -18,9 +18,8 @@ use super::flush::Flush;
 use mpi::traits::Communicator;
 use scr::flush::FlushTarget;
 use scr::flush::Location;
-use scr::io::PRIVATE_FILE;
 use scr::rank2file::FileRecord;
-use scr::transfer::{self, Command, State, Throttle, TransferEntry, TransferFile};
+use scr::transfer::{self, Agent, Command, State, Throttle, TransferEntry, TransferFile};
 use scr::{HashView, Result, layout};
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
@@ -68,7 +67,7 @@ impl AsyncFlushes {
         let percent = settings.flush.async_percent;
         let transfer = transfer_file(flush);
         let planned = flush.cache.flush_targets(id).and_then(|jobs| {
-            TransferFile::update(&transfer, PRIVATE_FILE, |t| {
+            TransferFile::update_past_agent(&transfer, |t| {
                 for j in &jobs {
                     // what the file was when the dataset completed: a copy of anything
                     // else fails (a file that changed since has no size to copy up to)
@@ -210,7 +209,7 @@ fn finish(flush: &Flush, running: &AsyncFlush, copied: Copied) -> Result<()> {
     // (housekeeping for the node's transfer agent: a failure is a warning, as the others
     // go on to publish the flush with this rank)
     {
-        let forgotten = TransferFile::update(&transfer_file(flush), PRIVATE_FILE, |t| {
+        let forgotten = TransferFile::update_past_agent(&transfer_file(flush), |t| {
             for s in &sources {
                 t.remove_file(s);
             }
@@ -318,11 +317,18 @@ fn copy_or_watch(
                 std::thread::sleep(Duration::from_millis(20));
                 continue;
             }
+            let pid = t.agent_pid().unwrap_or(0);
             say!(
-                "SCR: WARNING: rank {rank}: the node's transfer agent (pid {}) finished no file for {:.0} s; copying this rank's files without it",
-                t.agent_pid().unwrap_or(0),
+                "SCR: WARNING: rank {rank}: the node's transfer agent (pid {pid}) finished no file for {:.0} s; ending it and copying this rank's files without it",
                 progress.1.elapsed().as_secs_f64()
             );
+            // ended first: a copy of its landing after this rank's own (over a newer
+            // dataset's file of the same name) would undo the flush
+            if !transfer::end_agent(transfer, pid) {
+                say!(
+                    "SCR: WARNING: rank {rank}: the node's transfer agent (pid {pid}) did not end when killed"
+                );
+            }
         }
         for e in pending {
             transfer::copy_entry(transfer, e, buf, &mut throttle)?;
@@ -330,9 +336,8 @@ fn copy_or_watch(
     }
 }
 
-/// Whether the node's transfer agent says it runs and its process is there.
+/// Whether the node's transfer agent says it runs and its process is there (stopped or
+/// not: a stopped one is ended once it has made no progress for the stall allowance).
 fn agent_alive(t: &TransferFile) -> bool {
-    t.state() == Some(State::Running)
-        && t.agent_pid()
-            .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists())
+    t.state() == Some(State::Running) && t.agent() != Agent::Gone
 }

@@ -2,6 +2,8 @@
 //! a job directory (prefix, cache, control) to run them in with real `mpiexec`.
 #![allow(dead_code)]
 
+pub mod scr_run;
+
 use scr::HashView;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

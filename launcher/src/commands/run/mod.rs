@@ -668,17 +668,18 @@ impl Agents {
     /// Tells every agent to exit; waits a little for the local ones, then ends them.
     fn stop(self) {
         for (dir, handle) in &self.local {
-            let asked = scr::transfer::TransferFile::update(
-                &layout::transfer_file(dir),
-                scr::io::PRIVATE_FILE,
-                |t| {
+            let asked =
+                scr::transfer::TransferFile::update_past_agent(&layout::transfer_file(dir), |t| {
                     t.set_command(scr::transfer::Command::Exit);
                     Ok(())
-                },
-            );
+                });
             if asked.is_err() || !matches!(handle.wait_timeout(Duration::from_secs(5)), Ok(Some(_)))
             {
                 let _ = handle.kill();
+                // what its copies left half written goes with it
+                for pid in handle.pids() {
+                    scr::transfer::end_agent(&layout::transfer_file(dir), pid);
+                }
             }
         }
         if let Some((nodes, cntl)) = self.remote {

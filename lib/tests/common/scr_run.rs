@@ -1,0 +1,37 @@
+//! Running `scr-run` on the job's emulated nodes.
+
+use super::*;
+use std::time::Duration;
+
+/// The `scr-run` built beside `scr`.
+pub fn scr_run() -> PathBuf {
+    scr_command().with_file_name("scr-run")
+}
+
+/// scr-run with the job's directories, job id 5151 and no pause between runs.
+pub fn scr_run_in(job: &Job, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(scr_run());
+    cmd.args(args)
+        .current_dir(job.prefix())
+        .env("MPIEXEC_TIMEOUT", "120")
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+        .env("SCR_PREFIX", job.prefix())
+        .env("SCR_JOB_ID", "5151")
+        .env("SCR_RUN_DELAY", "0")
+        .env_remove("SCR_CONF_FILE")
+        .env_remove("SLURM_JOBID")
+        .env_remove("SLURM_JOB_ID");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Runs scr-run, bounded: a run that should end and hangs fails the test (the tests that
+/// measure how soon scr-run stops ask for less).
+pub fn output(mut cmd: Command) -> (Output, String) {
+    let out = output_within(&mut cmd, Duration::from_secs(180));
+    let t = text(&out);
+    (out, t)
+}

@@ -1,0 +1,201 @@
+//! The per-node transfer agents scr-run starts with SCR_FLUSH_ASYNC=1 (`scr transfer`): they
+//! do the copying, the ranks take over from one that stalls, and none outlives its job or
+//! leaves anything half written on the prefix, whatever was done to it.
+
+mod common;
+
+use common::scr_run::*;
+use common::*;
+use scr::HashView;
+use std::process::Command;
+
+/// `mpiexec -launcher fork -n 4 APP BYTES 2`: two checkpoints, four ranks on the nodes
+/// SCR_NODELIST names.
+fn mpiexec_on_two_nodes<'a>(app: &'a str, bytes: &'a str) -> [&'a str; 8] {
+    ["mpiexec", "-launcher", "fork", "-n", "4", app, bytes, "2"]
+}
+
+#[test]
+fn with_async_flush_scr_run_starts_a_transfer_agent_per_node_that_does_the_copying() {
+    let job = Job::new();
+    let app = job.app.to_string_lossy().into_owned();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &mpiexec_on_two_nodes(&app, "200000"),
+        &[
+            ("SCR_NODELIST", "n[1-2]"),
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            ("SCR_DEBUG", "1"),
+            ("SCR_RUNS", "1"),
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    // (the ranks' lines may interleave, so they are counted, not matched whole)
+    assert!(
+        t.matches("flushes through the node's transfer agent")
+            .count()
+            >= 4,
+        "{t}"
+    );
+    assert!(!t.contains("through a background thread"), "{t}");
+    let e = job.index_entry("ckpt.2");
+    assert!(e.complete && e.is_current, "{e:?}");
+    // scr-run told both agents to exit at the end
+    for node in ["n1", "n2"] {
+        let cntl = scr::layout::job_dir(&job.dir.path().join("cntl"), &user(), "5151")
+            .unwrap()
+            .join(format!("node.{node}"));
+        let tf = scr::transfer::TransferFile::read(&scr::layout::transfer_file(&cntl)).unwrap();
+        assert_eq!(tf.state(), Some(scr::transfer::State::Exiting), "{node}");
+        assert!(tf.files().is_empty() && tf.agent_pid().is_none(), "{node}");
+    }
+}
+
+#[test]
+fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
+    let job = Job::new();
+    let app = job.app.to_string_lossy().into_owned();
+    let cntl = job.dir.path().join("cntl").display().to_string();
+    // stop every agent of this job as it appears, for 12 s after the first (long enough for
+    // the application to reach its flushes on a loaded machine); then resume them
+    let stopper = std::thread::spawn(move || {
+        let pattern = format!("transfer --cntldir {cntl}");
+        let signal = |sig: &str| {
+            Command::new("pkill")
+                .args([sig, "-f", &pattern])
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let started = std::time::Instant::now();
+        let mut first: Option<std::time::Instant> = None;
+        while started.elapsed().as_secs() < 60 && first.is_none_or(|f| f.elapsed().as_secs() < 12) {
+            if signal("-STOP") && first.is_none() {
+                first = Some(std::time::Instant::now());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        signal("-CONT");
+        first.is_some()
+    });
+    let (out, t) = output(scr_run_in(
+        &job,
+        &mpiexec_on_two_nodes(&app, "2000000"),
+        &[
+            ("SCR_NODELIST", "n[1-2]"),
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            ("SCR_FLUSH_ASYNC_STALL", "1"),
+            ("TEST_API_SLEEP_MS", "500"),
+            ("SCR_RUNS", "1"),
+        ],
+    ));
+    assert!(stopper.join().unwrap(), "no transfer agent to stop: {t}");
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("finished no file for") && t.contains("copying this rank's files without it"),
+        "{t}"
+    );
+    let e = job.index_entry("ckpt.2");
+    assert!(e.complete && e.is_current, "{e:?}");
+}
+
+/// The process ids of this job's transfer agents.
+fn agents(cntl: &str) -> Vec<u32> {
+    let out = Command::new("pgrep")
+        .args(["-f", &format!("transfer --cntldir {cntl}")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Whether process `pid` holds a lock, as the kernel's /proc/locks says.
+fn holds_a_lock(pid: u32) -> bool {
+    std::fs::read_to_string("/proc/locks")
+        .unwrap()
+        .lines()
+        .any(|l| l.split_whitespace().nth(4) == Some(pid.to_string().as_str()))
+}
+
+/// Whether process `pid` is there and not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !matches!(stat.rsplit_once(')').map(|(_, r)| r.trim_start()), Some(r) if r.starts_with('Z')))
+}
+
+fn signal(pid: u32, sig: &str) {
+    Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+}
+
+#[test]
+fn an_agent_stopped_holding_the_transfer_file_lock_is_ended_and_leaves_nothing() {
+    let job = Job::new();
+    let app = job.app.to_string_lossy().into_owned();
+    let cntl = job.dir.path().join("cntl").display().to_string();
+    // many small files: the agent takes the transfer file's lock for each one it writes.
+    // Stop it until it is caught holding that lock, and leave it stopped for good.
+    let catcher = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        while started.elapsed().as_secs() < 90 {
+            for pid in agents(&cntl) {
+                signal(pid, "-STOP");
+                // (a stopped process's state settles at once; its locks are as it left them)
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                if holds_a_lock(pid) {
+                    return Some(pid);
+                }
+                signal(pid, "-CONT");
+            }
+            std::thread::sleep(std::time::Duration::from_micros(300));
+        }
+        None
+    });
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["mpiexec", "-launcher", "fork", "-n", "4", &app, "2000", "3"],
+        &[
+            ("SCR_NODELIST", "n[1-2]"),
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            ("SCR_FLUSH_ASYNC_STALL", "1"),
+            ("SCR_LOCK_TIMEOUT", "30"),
+            ("TEST_API_FILES", "150"),
+            ("TEST_API_SLEEP_MS", "300"),
+            ("SCR_RUNS", "1"),
+        ],
+    ));
+    let caught = catcher.join().unwrap();
+    let Some(pid) = caught else {
+        panic!("no transfer agent was caught holding its lock: {t}");
+    };
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    // the agent is gone (stopped, it would have stayed for good), and with it anything it
+    // had half written
+    let outlived = alive(pid);
+    if outlived {
+        signal(pid, "-KILL");
+    }
+    assert!(!outlived, "agent {pid} outlived its job: {t}");
+    let temporaries: Vec<_> = walk(&job.prefix())
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with('.') && (name.contains(".tmp.") || name.contains(".new."))
+        })
+        .collect();
+    assert!(temporaries.is_empty(), "{temporaries:?}: {t}");
+    // every checkpoint was flushed: the last one restarts from the prefix alone, every
+    // byte checked by the application
+    delete_caches(&job);
+    let out = job.run_ok(4, &["2000", "0"], &[("TEST_API_FILES", "150")]);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+}
