@@ -48,6 +48,41 @@ pub(super) fn open_as_recorded(
     Ok(file)
 }
 
+/// What a failed fetch says about the checkpoint, from least to most: the ranks' verdicts
+/// are agreed by their maximum.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Verdict {
+    /// Nothing: this rank did its part (another failed), or this job's own nodes failed (a
+    /// cache or control directory full or failing): the checkpoint may be read in place.
+    HereOnly = 0,
+    /// The prefix's files could not be read by this job, for reasons that say nothing of
+    /// their data: a file refused (others could have written it), a permission, an I/O
+    /// error. The checkpoint is passed over for this restart and left as it is.
+    Unreadable = 1,
+    /// The data is proven broken (a CRC32 or size that does not match, a listed file gone,
+    /// a file list that does not decode): marked FAILED for good.
+    Broken = 2,
+}
+
+impl Verdict {
+    fn of(error: &Error, prefix: &Path) -> Verdict {
+        match error.kind() {
+            ErrorKind::Corrupt => Verdict::Broken,
+            ErrorKind::Refused => Verdict::Unreadable,
+            ErrorKind::Io if error.is_io_in(prefix) => Verdict::Unreadable,
+            _ => Verdict::HereOnly,
+        }
+    }
+
+    fn from_max(x: u64) -> Verdict {
+        match x {
+            0 => Verdict::HereOnly,
+            1 => Verdict::Unreadable,
+            _ => Verdict::Broken,
+        }
+    }
+}
+
 /// Most files one rank reads while the rank2file tree is scattered.
 const MAX_TREE_READS: usize = 1024;
 
@@ -90,9 +125,13 @@ impl Fetch<'_> {
     /// a clean start.
     ///
     /// What a failure means decides what follows. A dataset that is broken on the prefix
-    /// (a file missing or unreadable there, a size or CRC32 that does not match, a file
-    /// list that does not decode) is marked FAILED in the index and the next older one is
-    /// tried; the one fetched then becomes current, as in SCR. A failure of this job's own
+    /// (a file missing there, a size or CRC32 that does not match, a file list that does
+    /// not decode) is marked FAILED in the index and the next older one is tried; the one
+    /// fetched then becomes current, as in SCR. A dataset this job cannot read on the prefix
+    /// for a reason that says nothing of its data (a file refused because others could
+    /// write it, a permission, an I/O error) is passed over for this restart only: the next
+    /// older one is tried, and the dataset stays as it was, so a later restart takes it once
+    /// the cause is put right. A failure of this job's own
     /// nodes (a cache or control directory that is full or failing) says nothing about the
     /// dataset: it is read in place on the prefix instead (as SCR_FETCH_BYPASS does), and
     /// if even that fails here the loop ends saying so ([`FetchOutcome::UnreadableHere`]):
@@ -100,12 +139,13 @@ impl Fetch<'_> {
     /// (what the job wrote next would supersede the intact newer one).
     pub(super) fn fetch(&mut self, below: Option<u64>) -> Result<FetchOutcome> {
         let job = self.job;
-        let mut failed: Vec<String> = Vec::new();
+        // the datasets this fetch tried and passed over (failed or unreadable)
+        let mut passed_over: Vec<String> = Vec::new();
         let mut in_place = self.settings.fetch.in_place;
         loop {
             // rank 0 picks the candidate and reads its file list
             let (choice, root) = match job.is_root() {
-                true => self.next_candidate(below, &failed).unzip(),
+                true => self.next_candidate(below, &passed_over).unzip(),
                 false => (None, None),
             };
             let bytes = comm::bcast_bytes(job.world(), 0, FetchChoice::to_bytes(choice.as_ref()));
@@ -141,15 +181,19 @@ impl Fetch<'_> {
                 };
                 match mine {
                     Ok(mine) => self.fetch_files_in_waves(id, &desc, &mine, in_place),
-                    Err(e) => Err(Error::corrupt(format!("{name}: file list: {e}"))),
+                    Err(e) if e.kind() == ErrorKind::Corrupt => {
+                        Err(Error::corrupt(format!("{name}: file list: {e}")))
+                    }
+                    Err(e) => Err(e),
                 }
             };
             if let Err(e) = &result {
                 say!("SCR: rank {}: fetch of {name} failed: {e}", job.rank);
             }
-            let broken_here = result
-                .as_ref()
-                .is_err_and(|e| !matches!(e.kind(), ErrorKind::Io | ErrorKind::Collective));
+            let verdict_here = match &result {
+                Err(e) => Verdict::of(e, self.prefix.path()),
+                Ok(_) => Verdict::HereOnly,
+            };
             let agreed = job.agree(result, &format!("another rank could not fetch {name}"));
             if agreed.is_ok() {
                 log_transfer(self.log, self.cache, kinds::FETCH, id, fetch_started);
@@ -209,8 +253,8 @@ impl Fetch<'_> {
                 &[("name", name.clone()), ("dset", id.to_string())],
             );
             self.cache.delete(self.prefix, id);
-            let broken = !job.all(!broken_here);
-            if !broken && !in_place {
+            let verdict = Verdict::from_max(job.max(verdict_here as u64));
+            if verdict == Verdict::HereOnly && !in_place {
                 if job.is_root() {
                     say!(
                         "SCR: the cache could not take {name} (the ranks above say why); \
@@ -220,16 +264,25 @@ impl Fetch<'_> {
                 in_place = true;
                 continue;
             }
-            if !broken {
-                return Ok(FetchOutcome::UnreadableHere { name });
+            match verdict {
+                Verdict::HereOnly => return Ok(FetchOutcome::UnreadableHere { name }),
+                Verdict::Unreadable => {
+                    if job.is_root() {
+                        say!(
+                            "SCR: {name} cannot be read here (the ranks above say why); it is \
+                             not marked failed: this restart tries an older checkpoint, and a \
+                             later one takes {name} again once what they name is put right"
+                        );
+                    }
+                }
+                Verdict::Broken => self.prefix.note("the failed fetch in the index", |prefix| {
+                    update_index(prefix, |idx| {
+                        idx.mark_failed(id, &name, chrono::Local::now());
+                        Ok(())
+                    })
+                }),
             }
-            self.prefix.note("the failed fetch in the index", |prefix| {
-                update_index(prefix, |idx| {
-                    idx.mark_failed(id, &name, chrono::Local::now());
-                    Ok(())
-                })
-            });
-            failed.push(name);
+            passed_over.push(name);
         }
     }
 
@@ -242,24 +295,26 @@ impl Fetch<'_> {
         let (job, prefix) = (self.job, self.prefix.path());
         let mut tasks: Vec<TreeTask> = root.into_iter().collect();
         let mut mine: Option<Vec<FileRecord>> = None;
-        let mut problem: Option<String> = None;
+        // what went wrong, as what it says of the dataset (a tree file gone or undecodable is
+        // the dataset broken; one this job may not read is not)
+        let mut problem: Option<Error> = None;
         let mut reads = 0usize;
         loop {
             let mut outgoing: BTreeMap<u64, TreeDelivery> = BTreeMap::new();
             reads += tasks.len();
             if reads > MAX_TREE_READS {
-                problem.get_or_insert(format!(
+                problem.get_or_insert(Error::corrupt(format!(
                     "the rank2file map sends rank {} more than {MAX_TREE_READS} files to read; \
                      it is not the tree SCR writes",
                     job.rank
-                ));
+                )));
                 tasks.clear();
             }
             for task in tasks.drain(..) {
                 let deliveries = match rank2file::scatter_step(prefix, &task) {
                     Ok(d) => d,
                     Err(e) => {
-                        problem = Some(e.to_string());
+                        problem = Some(e.blaming(prefix));
                         continue;
                     }
                 };
@@ -269,10 +324,10 @@ impl Fetch<'_> {
                         Delivery::Files { rank, .. } => *rank,
                     };
                     if to >= job.ranks {
-                        problem = Some(format!(
+                        problem = Some(Error::corrupt(format!(
                             "{}: names rank {to}, this job has {}",
                             task.file, job.ranks
-                        ));
+                        )));
                         continue;
                     }
                     let msg = outgoing.entry(to).or_default();
@@ -297,18 +352,18 @@ impl Fetch<'_> {
                             mine = Some(files);
                         }
                     }
-                    Err(e) => problem = Some(format!("a rank2file message: {e}")),
+                    Err(e) => problem = Some(Error::corrupt(format!("a rank2file message: {e}"))),
                 }
             }
         }
         if mine.is_none() && problem.is_none() {
-            problem = Some(format!(
+            problem = Some(Error::corrupt(format!(
                 "the rank2file map lists nothing for rank {}",
                 job.rank
-            ));
+            )));
         }
         let mine = match problem {
-            Some(p) => Err(Error::corrupt(p)),
+            Some(p) => Err(p),
             None => Ok(mine.unwrap_or_default()),
         };
         job.agree(mine, "another rank could not read its file list")
@@ -319,14 +374,14 @@ impl Fetch<'_> {
     fn next_candidate(
         &self,
         below: Option<u64>,
-        failed: &[String],
+        passed_over: &[String],
     ) -> Option<(FetchChoice, Option<TreeTask>)> {
         let prefix = self.prefix.path();
         let ranks = self.job.ranks;
         let index = IndexFile::read(&layout::index_file(prefix)).ok()?;
         let link = scr::prefix::read_current_link(prefix);
         for entry in index.restart_candidates(link.as_deref()) {
-            if below.is_some_and(|b| entry.id >= b) || failed.contains(&entry.name) {
+            if below.is_some_and(|b| entry.id >= b) || passed_over.contains(&entry.name) {
                 continue;
             }
             let loaded = (|| -> Result<(Dataset, u64, Option<RankFiles>, Option<TreeTask>)> {
@@ -371,7 +426,8 @@ impl Fetch<'_> {
                     )));
                 }
                 Ok((desc, written_by, Some(map), None))
-            })();
+            })()
+            .map_err(|e| e.blaming(prefix));
             match loaded {
                 Ok((dataset, writers, embedded, root)) => {
                     let choice = FetchChoice {
@@ -383,13 +439,18 @@ impl Fetch<'_> {
                     };
                     return Some((choice, root));
                 }
-                Err(e) => {
+                // only a dataset proven broken is marked failed (see `Verdict`)
+                Err(e) if Verdict::of(&e, prefix) == Verdict::Broken => {
                     say!("SCR: cannot fetch {}: {e}", entry.name);
                     let _ = update_index(prefix, |idx| {
                         idx.mark_failed(entry.id, &entry.name, chrono::Local::now());
                         Ok(())
                     });
                 }
+                Err(e) => say!(
+                    "SCR: cannot fetch {} in this job: {e}; it is not marked failed",
+                    entry.name
+                ),
             }
         }
         None
