@@ -6,7 +6,8 @@
  * TEST_API_UNTIL=T makes T the last timestep whatever the restart point (a job that must
  * end in the same state however often it was interrupted); CKPTS is then ignored.
  * A checkpoint written by another number of ranks is re-partitioned (with an SCR that lists
- * a restart's files, SCR_HAVE_RESTART_FILE_LIST): every file of it is read by one rank, in
+ * a restart's files, SCR_HAVE_RESTART_FILE_LIST, and SCR_RESHAPE=1, which tells it this
+ * program does; without, SCR does not offer such a checkpoint): every file of it is read by one rank, in
  * turn, and checked against the rank that wrote it (TEST_API_NO_FILE_LIST=1 reads as a
  * program written for SCR v3.1 does, its own rank's files only). */
 #include <mpi.h>

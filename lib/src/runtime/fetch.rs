@@ -380,11 +380,30 @@ impl Fetch<'_> {
         let ranks = self.job.ranks;
         let index = IndexFile::read(&layout::index_file(prefix)).ok()?;
         let link = scr::prefix::read_current_link(prefix);
+        // checkpoints of another size this program did not say it re-partitions: passed over,
+        // said once
+        let mut other_size: Option<(String, u64)> = None;
+        let said = |other_size: &Option<(String, u64)>| {
+            if let Some((name, writers)) = other_size {
+                say!(
+                    "SCR: {name} was written by {writers} rank(s) and this job has {ranks}: not \
+                     offered (nor any older checkpoint of another size), as a program that reads \
+                     its own rank's files would restart from part of it; a program that \
+                     re-partitions a checkpoint through the restart file list \
+                     (SCR_Restart_file_count, SCR_Restart_file_name) says so with SCR_RESHAPE=1. \
+                     Nothing is marked failed: a job of {writers} ranks restarts it"
+                );
+            }
+        };
         for entry in index.restart_candidates(link.as_deref()) {
             if below.is_some_and(|b| entry.id >= b) || passed_over.contains(&entry.name) {
                 continue;
             }
-            let loaded = (|| -> Result<(Dataset, u64, Option<RankFiles>, Option<TreeTask>)> {
+            // what a fetch needs of the checkpoint, or (Err) how many ranks wrote one this
+            // program is not offered
+            type Loaded =
+                std::result::Result<(Dataset, u64, Option<RankFiles>, Option<TreeTask>), u64>;
+            let loaded = (|| -> Result<Loaded> {
                 let summary = Summary::read(&layout::summary_file(prefix, entry.id))?;
                 if !summary.is_complete() {
                     return Err(Error::corrupt("summary says incomplete"));
@@ -411,7 +430,13 @@ impl Fetch<'_> {
                     {
                         return Err(Error::corrupt("its map names ranks this job does not have"));
                     }
-                    return Ok((desc, written_by, embedded, root));
+                    return Ok(Ok((desc, written_by, embedded, root)));
+                }
+                // a checkpoint SCR adopted (written without it) records one writer only
+                // because SCR cannot know which process wrote what: the program reads it by
+                // its own names, whatever its size
+                if !self.settings.fetch.any_size && !desc.is_adopted() {
+                    return Ok(Err(written_by));
                 }
                 // written by another number of ranks: every rank gets the whole list
                 let map = match (embedded, root) {
@@ -425,11 +450,15 @@ impl Fetch<'_> {
                         map.len()
                     )));
                 }
-                Ok((desc, written_by, Some(map), None))
+                Ok(Ok((desc, written_by, Some(map), None)))
             })()
             .map_err(|e| e.blaming(prefix));
             match loaded {
-                Ok((dataset, writers, embedded, root)) => {
+                Ok(Err(writers)) => {
+                    other_size.get_or_insert((entry.name, writers));
+                }
+                Ok(Ok((dataset, writers, embedded, root))) => {
+                    said(&other_size);
                     let choice = FetchChoice {
                         id: entry.id,
                         name: entry.name,
@@ -453,6 +482,7 @@ impl Fetch<'_> {
                 ),
             }
         }
+        said(&other_size);
         None
     }
 
