@@ -300,3 +300,46 @@ fn a_program_that_cannot_repartition_starts_over_and_marks_no_checkpoint_failed(
     let out = run_ok_on(&job, &hosts(4), 4, &[SIZE, "0"], &[]);
     assert!(restarted(&out, 2), "{out}");
 }
+
+/// The C block README shows for a restart loop over the file list, as it stands there
+/// (the block after its `restart-file-list` marker).
+fn readme_file_list_loop() -> String {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let (_, after) = readme
+        .split_once("<!-- restart-file-list:")
+        .expect("README marks its restart loop with <!-- restart-file-list: ... -->");
+    let (_, block) = after
+        .split_once("```c\n")
+        .expect("a C block after the marker");
+    let (code, _) = block.split_once("```").expect("the C block ends");
+    code.to_string()
+}
+
+/// README's loop over the file list serves both sizes, as README says: every file of the
+/// checkpoint is read once, by some rank, and verified, at the job's own size (each rank's
+/// list is its own files) and at another (the list is every file, the ranks share it out).
+#[test]
+fn readmes_file_list_loop_reads_every_file_once_at_the_same_size_and_at_another() {
+    let mut job = Job::new();
+    run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &[("SCR_FLUSH", "1")]);
+    let source = std::fs::read_to_string(workspace().join("lib/tests/c/readme_file_list.c"))
+        .unwrap()
+        .replace("/* README_SNIPPET */", &readme_file_list_loop());
+    let path = job.dir.path().join("readme_file_list.c");
+    std::fs::write(&path, source).unwrap();
+    job.app = build_c(job.dir.path(), &path, "readme_file_list");
+    for ranks in [4u32, 3, 4] {
+        delete_caches(&job);
+        let out = run_ok_on(&job, &hosts(ranks), ranks, &[SIZE], &RESHAPE);
+        assert!(
+            out.contains("readme: ckpt.2: 4 files read in all, data verified"),
+            "{ranks} ranks: {out}"
+        );
+    }
+    // and from cache, at the size that wrote it
+    let out = run_ok_on(&job, &hosts(4), 4, &[SIZE], &RESHAPE);
+    assert!(
+        out.contains("readme: ckpt.2: 4 files read in all, data verified"),
+        "{out}"
+    );
+}
