@@ -343,3 +343,26 @@ fn readmes_file_list_loop_reads_every_file_once_at_the_same_size_and_at_another(
         "{out}"
     );
 }
+
+/// Ranks of one node that route the same file of a checkpoint in containers at about the
+/// same time each get the whole file, every byte as written: one rank's copying it out of
+/// its containers never truncates or rewrites the copy another rank is reading.
+#[test]
+fn ranks_of_one_node_routing_the_same_file_out_of_containers_each_read_it_whole() {
+    let job = Job::new();
+    let env = [
+        ("SCR_FLUSH", "1"),
+        ("SCR_USE_CONTAINERS", "1"),
+        ("SCR_CONTAINER_SIZE", "20000000"),
+        RESHAPE[0],
+    ];
+    let size = "8000000";
+    run_ok_on(&job, &hosts(4), 4, &[size, "1"], &env);
+    delete_caches(&job);
+    for stagger in ["0", "15", "40"] {
+        let read_all = [&env[..], &[("TEST_API_READ_ALL", stagger)]].concat();
+        let out = run_ok_on(&job, "n1:3", 3, &[size, "0"], &read_all);
+        assert!(restarted(&out, 1), "{stagger} ms apart: {out}");
+        assert_eq!(files_read(&out, 4), 3 * 4, "{stagger} ms apart: {out}");
+    }
+}
