@@ -123,14 +123,17 @@ pub fn read_file(
             let want = (seg.length - done).min(buf.len() as u64) as usize;
             input
                 .read_exact_at(&mut buf[..want], seg.offset + done)
-                .map_err(|e| {
-                    Error::invalid(
+                .map_err(|e| match e.kind() {
+                    // a container shorter than the map says is the dataset broken; any other
+                    // failing read says nothing of its data
+                    std::io::ErrorKind::UnexpectedEof => Error::invalid(
                         &path,
                         format!(
                             "cannot read {want} bytes at offset {} ({e}): the container is shorter than the rank2file map says",
                             seg.offset + done
                         ),
-                    )
+                    ),
+                    _ => Error::io(&path, "read", e),
                 })?;
             crc.update(&buf[..want]);
             out.write_all_at(&buf[..want], written)

@@ -116,20 +116,27 @@ impl Error {
         }
     }
 
-    /// The error, as the data's fault when it is about a file in `dir` (or `dir` itself):
-    /// a file SCR reads there that is gone or unreadable is what it reads being broken, not
-    /// the reading node failing.
+    /// The error, as the data's fault when it says a file SCR reads in `dir` (or `dir`
+    /// itself) is gone: a file a dataset lists that is not there is the dataset being
+    /// broken, not the reading node failing. Any other failing call there (a permission, an
+    /// I/O error) stays what it is: it says nothing about the data, and a later attempt,
+    /// once the file system or the permission is put right, may read it whole.
     pub fn blaming(self, dir: &Path) -> Self {
         match self {
             Error::Io {
                 path: at,
                 action,
                 source,
-            } if at.starts_with(dir) => {
+            } if at.starts_with(dir) && source.kind() == io::ErrorKind::NotFound => {
                 Error::corrupt(format!("{}: could not {action}: {source}", at.display()))
             }
             other => other,
         }
+    }
+
+    /// True when a system call on a path in `dir` (or `dir` itself) failed.
+    pub fn is_io_in(&self, dir: &Path) -> bool {
+        matches!(self, Error::Io { path, .. } if path.starts_with(dir))
     }
 
     pub fn untrusted(path: impl AsRef<Path>, what: impl Into<String>) -> Self {

@@ -39,6 +39,18 @@ const FLUSH: &str = "FLUSH";
 const MASTER: &str = "Filemap";
 /// The prefix of the job whose cache the master filemap describes.
 const PREFIX: &str = "PREFIX";
+/// The directory that prefix was then: its canonical path (a prefix named through a
+/// symbolic link is the directory the link named), and its device and inode numbers (the
+/// same directory, moved).
+const PREFIX_DIR: &str = "PREFIX_DIR";
+const PREFIX_INODE: &str = "PREFIX_INODE";
+
+/// A directory's device and inode numbers, as recorded.
+fn inode_of(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir).ok()?;
+    Some(format!("{}:{}", m.dev(), m.ino()))
+}
 
 fn validate(h: &Hash) -> Result<(), String> {
     check_ids(h.get(DSET), "dataset id")?;
@@ -319,25 +331,79 @@ impl MasterFilemap {
         self.0.first_value(PREFIX).map(Path::new)
     }
 
-    pub fn set_prefix(&mut self, prefix: &Path) {
-        self.0.set_value(PREFIX, prefix.to_string_lossy());
+    /// The directory the prefix was when it was recorded (None where it was not recorded).
+    pub fn prefix_dir(&self) -> Option<&Path> {
+        self.0.first_value(PREFIX_DIR).map(Path::new)
     }
 
-    /// The prefix this cache belongs to when it is not `prefix` (by name, or the same
-    /// directory reached another way): another program that ran with the same job id
-    /// left it. (A name that is not UTF-8 is recorded with U+FFFD in place of what is not,
-    /// and compared so.)
+    /// Records `prefix`, by its name and by the directory it is now.
+    pub fn set_prefix(&mut self, prefix: &Path) {
+        self.0.set_value(PREFIX, prefix.to_string_lossy());
+        self.0.unset(PREFIX_DIR);
+        self.0.unset(PREFIX_INODE);
+        if let (Ok(dir), Some(inode)) = (std::fs::canonicalize(prefix), inode_of(prefix)) {
+            self.0.set_value(PREFIX_DIR, dir.to_string_lossy());
+            self.0.set_value(PREFIX_INODE, inode);
+        }
+    }
+
+    /// The prefix this cache belongs to when it is not `prefix`: another directory than
+    /// the one recorded (by its canonical path, or its device and inode where it moved),
+    /// whatever the names, so that the same name naming another directory (a symbolic link
+    /// made to point elsewhere, another directory put in the place of one moved away) is
+    /// another prefix, and another name for the directory recorded is the same; by name
+    /// (and not the same directory reached another way) where no directory was recorded.
+    /// Another program that ran with the same job id leaves such a cache. (A name that is
+    /// not UTF-8 is recorded with U+FFFD in place of what is not, and compared so.)
     pub fn other_prefix(&self, prefix: &Path) -> Option<&Path> {
-        self.prefix().filter(|p| {
-            p.as_os_str().to_str() != Some(&*prefix.to_string_lossy())
-                && !crate::io::same_file(p, prefix)
-        })
+        let same = |p: &Path, q: &Path| {
+            p.as_os_str().to_str() == Some(&*q.to_string_lossy()) || crate::io::same_file(p, q)
+        };
+        let named = self.prefix()?;
+        let Some(dir) = self.prefix_dir() else {
+            return (!same(named, prefix)).then_some(named);
+        };
+        let here = std::fs::canonicalize(prefix).is_ok_and(|now| same(dir, &now));
+        let moved_here =
+            inode_of(prefix).is_some_and(|i| self.0.first_value(PREFIX_INODE) == Some(&*i));
+        (!here && !moved_here).then_some(dir)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefix_is_the_directory_it_was_whatever_names_it() {
+        let t = tempfile::tempdir().unwrap();
+        let (a, b, link) = (
+            t.path().join("a"),
+            t.path().join("b"),
+            t.path().join("link"),
+        );
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let mut m = MasterFilemap::new();
+        m.set_prefix(&link);
+        let a_dir = std::fs::canonicalize(&a).unwrap();
+        // the link, and the directory it names, are the prefix recorded
+        assert_eq!(m.other_prefix(&link), None);
+        assert_eq!(m.other_prefix(&a), None);
+        assert_eq!(m.other_prefix(&b), Some(a_dir.as_path()));
+        // the link made to name B: another prefix, the directory A
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&b, &link).unwrap();
+        assert_eq!(m.other_prefix(&link), Some(a_dir.as_path()));
+        assert_eq!(m.other_prefix(&a), None);
+        // A moved, and the link made to name it there: the same directory
+        let moved = t.path().join("moved");
+        std::fs::rename(&a, &moved).unwrap();
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&moved, &link).unwrap();
+        assert_eq!(m.other_prefix(&link), None);
+    }
 
     #[test]
     fn index_stays_in_sync() {

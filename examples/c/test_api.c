@@ -6,7 +6,8 @@
  * TEST_API_UNTIL=T makes T the last timestep whatever the restart point (a job that must
  * end in the same state however often it was interrupted); CKPTS is then ignored.
  * A checkpoint written by another number of ranks is re-partitioned (with an SCR that lists
- * a restart's files, SCR_HAVE_RESTART_FILE_LIST): every file of it is read by one rank, in
+ * a restart's files, SCR_HAVE_RESTART_FILE_LIST, and SCR_RESHAPE=1, which tells it this
+ * program does; without, SCR does not offer such a checkpoint): every file of it is read by one rank, in
  * turn, and checked against the rank that wrote it (TEST_API_NO_FILE_LIST=1 reads as a
  * program written for SCR v3.1 does, its own rank's files only). */
 #include <mpi.h>
@@ -120,10 +121,14 @@ static int read_ckpt(const char* dset, long size, int* t_out) {
   int writers = 0, count = 0;
   if (!getenv("TEST_API_NO_FILE_LIST") && SCR_Restart_writers(&writers) == SCR_SUCCESS &&
       writers != ranks) {
-    /* re-partitioned: file i of the checkpoint is read by rank i % ranks */
+    /* re-partitioned: file i of the checkpoint is read by rank i % ranks; TEST_API_READ_ALL=ms
+     * has every rank read every file, rank r starting r * ms later (ranks of one node routing
+     * the same files at about the same time) */
     if (SCR_Restart_file_count(&count) != SCR_SUCCESS) return 0;
-    int ok = 1, mine = 0;
-    for (int i = rank; ok && i < count; i += ranks) {
+    const char* read_all = getenv("TEST_API_READ_ALL");
+    int ok = 1, mine = 0, first = read_all ? 0 : rank, step = read_all ? 1 : ranks;
+    if (read_all) usleep(1000L * atol(read_all) * rank);
+    for (int i = first; ok && i < count; i += step) {
       char name[SCR_MAX_FILENAME];
       int r = -1, k = 0;
       if (SCR_Restart_file_name(i, name) != SCR_SUCCESS) return 0;

@@ -2,8 +2,9 @@
 //! (verifying every byte), then writes checkpoints. Rank r's file in timestep t holds the
 //! timestep (8 bytes, little endian) and then SIZE bytes that say where they belong: byte
 //! i is byte i % 8 of the little-endian word (t << 56) ^ (r << 40) ^ (i / 8), as test_api.
-//! A job of another size restarts too: rank r reads the files of writers r, r + ranks, …
-//! from the list the restart gives.
+//! A job of another size restarts too (with SCR_RESHAPE=1, which says this program
+//! re-partitions): rank r reads the files of writers r, r + ranks, … from the list the
+//! restart gives.
 //! Run: mpiexec -n 4 target/debug/examples/rust_ckpt [SIZE [CKPTS]]
 
 use mpi::traits::*;

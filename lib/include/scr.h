@@ -49,7 +49,8 @@ int SCR_Current(const char* name);
 int SCR_Drop(const char* name);
 int SCR_Delete(const char* name);
 
-/* Beyond SCR: a restart on another number of ranks through the restart API. Between
+/* Beyond SCR: a restart on another number of ranks through the restart API (offered only
+ * to a program that says it re-partitions: SCR_RESHAPE=1, set before SCR_Init). Between
  * SCR_Start_restart and SCR_Complete_restart: how many ranks wrote the checkpoint, and the
  * files this rank may route (paths on the prefix, SCR_MAX_FILENAME bytes each, for
  * 0 <= index < count): its own when the job has as many ranks as the one that wrote it,

@@ -67,7 +67,8 @@ impl Restart<'_> {
     /// The files of the checkpoint this rank may route, as paths on the prefix: its own
     /// when the job has as many ranks as the one that wrote it ([`Restart::writers`]),
     /// every file of the checkpoint, in the writers' rank order, when it has not (any rank
-    /// may then route any of them, and reads it in place).
+    /// may then route any of them, and reads it in place; such a checkpoint is offered
+    /// only to a program that sets SCR_RESHAPE=1).
     pub fn files(&self) -> Result<Vec<PathBuf>> {
         self.scr.restart_files()
     }

@@ -18,6 +18,7 @@ mod cache;
 mod descriptors;
 mod fault;
 mod fetch;
+mod fetch_choice;
 mod flush;
 mod halt;
 mod job;

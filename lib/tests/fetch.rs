@@ -202,3 +202,36 @@ fn a_cache_too_small_for_the_fetch_reads_the_checkpoint_in_place_and_marks_nothi
         "{out}"
     );
 }
+
+/// A prefix file others could write (a permission change, not a change of its data) is
+/// refused, and the restart falls back to the older checkpoint; but the refusal says
+/// nothing about the checkpoint's data, so it is not marked failed, and once the permission
+/// is put back, as the refusal advises, the next restart takes it again.
+#[test]
+fn a_checkpoint_refused_for_its_permissions_is_skipped_once_and_restarts_once_they_are_fixed() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    job.run_ok(2, &["20000", "2"], &[("SCR_FLUSH", "1")]);
+    let victim = job.prefix().join("ckpt.2/rank_1.ckpt");
+    let mode = std::fs::metadata(&victim).unwrap().permissions().mode();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(mode | 0o002)).unwrap();
+    delete_caches(&job);
+    let out = job.run_ok(2, &["20000", "0"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+    assert!(
+        out.contains("rank_1.ckpt"),
+        "the refused file is named: {out}"
+    );
+    let e2 = job.index_entry("ckpt.2");
+    assert!(e2.failed.is_empty(), "ckpt.2 is intact: {:?}", e2.failed);
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(mode)).unwrap();
+    delete_caches(&job);
+    let out = job.run_ok(2, &["20000", "0"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+}

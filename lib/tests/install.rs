@@ -875,7 +875,9 @@ fn an_open_mpi_install_in_lib64_restarts_under_open_mpi() {
             .env_remove("SCR_LIBRARY")
             .env("KILL_AFTER", kill_after)
             .env("REFUSE_FIRST", refuse_first)
-            .env("SCR_FLUSH", "1");
+            .env("SCR_FLUSH", "1")
+            // it re-partitions a checkpoint of another size, and says so
+            .env("SCR_RESHAPE", "1");
         cmd.output().unwrap()
     };
     let run_with = |kill_after: &str, refuse_first: &str| run_sized(2, kill_after, refuse_first);

@@ -299,8 +299,9 @@ fn rust_program_checkpoints_and_restarts() {
         "{out}"
     );
     // a job of `ranks` writing `ckpts` more restarts from `name`, written by `writers`
+    // (it re-partitions a checkpoint of another size, and says so)
     let restarts = |ranks: u32, ckpts: &str, name: &str, writers: u32| {
-        let out = job.run_ok(ranks, &["50000", ckpts], &[]);
+        let out = job.run_ok(ranks, &["50000", ckpts], &[("SCR_RESHAPE", "1")]);
         let said = format!("restarted from {name} written by {writers} ranks, data verified");
         assert!(out.contains(&said), "{out}");
     };
@@ -384,7 +385,7 @@ fn a_job_of_another_size_drains_the_cache_it_finds_before_restarting() {
     let job = Job::new();
     job.run_ok(4, &["2000", "1"], &[("SCR_FLUSH", "0")]);
     assert!(!job.prefix().join("ckpt.1").exists());
-    let out = job.run_ok(2, &["2000", "0"], &[]);
+    let out = job.run_ok(2, &["2000", "0"], &[("SCR_RESHAPE", "1")]);
     assert!(
         out.contains("restarted from ckpt.1 (timestep 1), data verified"),
         "{out}"

@@ -12,6 +12,9 @@ use common::*;
 
 const SIZE: &str = "6000";
 
+/// What a program that re-partitions a checkpoint of another size sets.
+const RESHAPE: [(&str, &str); 1] = [("SCR_RESHAPE", "1")];
+
 /// The files the ranks of a re-partitioned restart said they read, by what they said.
 /// (The ranks' lines may run together in the launcher's output: each is found wherever it
 /// starts.)
@@ -46,7 +49,7 @@ fn restarted(out: &str, t: u32) -> bool {
 /// 4 ranks write and flush, then 3 restart from the prefix and write on, then 6.
 fn fewer_then_more_ranks_from_the_prefix(env: &[(&str, &str)], files_per_rank: u32) {
     let job = Job::new();
-    let env = [env, &[("SCR_FLUSH", "1")]].concat();
+    let env = [env, &[("SCR_FLUSH", "1")], &RESHAPE].concat();
     run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &env);
     delete_caches(&job);
     let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "2"], &env);
@@ -91,7 +94,7 @@ fn a_checkpoint_in_containers_or_of_many_files_restarts_on_another_number_of_ran
 fn a_checkpoint_only_in_cache_is_drained_by_a_smaller_job_and_restarted() {
     for scheme in ["PARTNER", "XOR", "RS"] {
         let job = Job::new();
-        let env = [("SCR_COPY_TYPE", scheme), ("SCR_FLUSH", "0")];
+        let env = [("SCR_COPY_TYPE", scheme), ("SCR_FLUSH", "0"), RESHAPE[0]];
         run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &env);
         lose_node(&job, "n4");
         let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "1"], &env);
@@ -110,7 +113,7 @@ fn a_checkpoint_only_in_cache_is_drained_by_a_smaller_job_and_restarted() {
 #[test]
 fn a_checkpoint_only_in_cache_is_drained_by_a_larger_job_and_restarted() {
     let job = Job::new();
-    let env = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_FLUSH", "0")];
+    let env = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_FLUSH", "0"), RESHAPE[0]];
     run_ok_on(&job, &hosts(3), 3, &[SIZE, "2"], &env);
     let out = run_ok_on(&job, &hosts(5), 5, &[SIZE, "0"], &env);
     assert!(restarted(&out, 2), "{out}");
@@ -180,7 +183,7 @@ fn a_relaunch_after_a_restart_on_fewer_ranks_reads_the_checkpoint_again() {
     run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &[("SCR_FLUSH", "1")]);
     delete_caches(&job);
     for _ in 0..2 {
-        let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "0"], &[]);
+        let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "0"], &RESHAPE);
         assert!(restarted(&out, 2), "{out}");
         assert_eq!(files_read(&out, 4), 4, "{out}");
     }
@@ -198,6 +201,7 @@ fn a_cache_too_small_to_copy_a_file_out_of_its_container_stops_the_job_and_fails
         ("SCR_FLUSH", "1"),
         ("SCR_USE_CONTAINERS", "1"),
         ("SCR_CONTAINER_SIZE", "60000"),
+        RESHAPE[0],
     ];
     for ranks in [3u32, 4] {
         let job = Job::new();
@@ -236,7 +240,7 @@ fn a_cache_too_small_to_copy_a_file_out_of_its_container_stops_the_job_and_fails
 #[test]
 fn a_smaller_job_on_some_of_the_nodes_keeps_a_checkpoint_it_cannot_drain_whole() {
     let job = Job::new();
-    let env = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_FLUSH", "0")];
+    let env = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_FLUSH", "0"), RESHAPE[0]];
     run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &env);
     let out = job.run_on(Some(&hosts(2)), 2, &[SIZE, "3"], &env);
     let t = text(&out);
@@ -250,15 +254,41 @@ fn a_smaller_job_on_some_of_the_nodes_keeps_a_checkpoint_it_cannot_drain_whole()
     assert!(restarted(&out, 2), "{out}");
 }
 
-/// A program that cannot re-partition (it reads its own rank's files only) fails every
-/// checkpoint written by another number of ranks and starts over, as with SCR v3.1; but
-/// the checkpoints are not marked failed: a job of their size restarts them.
+/// A program that never asks for the file list (it reads its own rank's files only, as a
+/// program written for SCR v3.1 does) is not offered a checkpoint written by another number
+/// of ranks: on fewer ranks it would read part of it and go on without the rest. SCR says
+/// so once and how a program that re-partitions says it does (SCR_RESHAPE=1); nothing is
+/// marked failed, and a program that says so restarts it whole.
+#[test]
+fn a_checkpoint_of_another_size_is_offered_only_to_a_program_that_says_it_repartitions() {
+    let job = Job::new();
+    run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &[("SCR_FLUSH", "1")]);
+    delete_caches(&job);
+    let legacy = [("TEST_API_NO_FILE_LIST", "1")];
+    let out = run_ok_on(&job, &hosts(2), 2, &[SIZE, "0"], &legacy);
+    assert!(
+        out.contains("no checkpoint, starting from the beginning"),
+        "{out}"
+    );
+    assert_eq!(out.matches("SCR_RESHAPE=1").count(), 1, "said once: {out}");
+    assert!(out.contains("written by 4 rank"), "{out}");
+    for name in ["ckpt.1", "ckpt.2"] {
+        assert!(job.index_entry(name).failed.is_empty(), "{name}: {out}");
+    }
+    let out = run_ok_on(&job, &hosts(2), 2, &[SIZE, "0"], &RESHAPE);
+    assert!(restarted(&out, 2), "{out}");
+    assert_eq!(files_read(&out, 4), 4, "{out}");
+}
+
+/// A program that says it re-partitions but cannot (it reads its own rank's files only)
+/// fails every checkpoint written by another number of ranks and starts over; but the
+/// checkpoints are not marked failed: a job of their size restarts them.
 #[test]
 fn a_program_that_cannot_repartition_starts_over_and_marks_no_checkpoint_failed() {
     let job = Job::new();
     run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &[("SCR_FLUSH", "1")]);
     delete_caches(&job);
-    let legacy = [("TEST_API_NO_FILE_LIST", "1")];
+    let legacy = [("TEST_API_NO_FILE_LIST", "1"), RESHAPE[0]];
     let out = job.run_on(Some(&hosts(6)), 6, &[SIZE, "0"], &legacy);
     let t = text(&out);
     assert!(t.contains("restart from ckpt.2 failed verification"), "{t}");
@@ -269,4 +299,70 @@ fn a_program_that_cannot_repartition_starts_over_and_marks_no_checkpoint_failed(
     delete_caches(&job);
     let out = run_ok_on(&job, &hosts(4), 4, &[SIZE, "0"], &[]);
     assert!(restarted(&out, 2), "{out}");
+}
+
+/// The C block README shows for a restart loop over the file list, as it stands there
+/// (the block after its `restart-file-list` marker).
+fn readme_file_list_loop() -> String {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let (_, after) = readme
+        .split_once("<!-- restart-file-list:")
+        .expect("README marks its restart loop with <!-- restart-file-list: ... -->");
+    let (_, block) = after
+        .split_once("```c\n")
+        .expect("a C block after the marker");
+    let (code, _) = block.split_once("```").expect("the C block ends");
+    code.to_string()
+}
+
+/// README's loop over the file list serves both sizes, as README says: every file of the
+/// checkpoint is read once, by some rank, and verified, at the job's own size (each rank's
+/// list is its own files) and at another (the list is every file, the ranks share it out).
+#[test]
+fn readmes_file_list_loop_reads_every_file_once_at_the_same_size_and_at_another() {
+    let mut job = Job::new();
+    run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &[("SCR_FLUSH", "1")]);
+    let source = std::fs::read_to_string(workspace().join("lib/tests/c/readme_file_list.c"))
+        .unwrap()
+        .replace("/* README_SNIPPET */", &readme_file_list_loop());
+    let path = job.dir.path().join("readme_file_list.c");
+    std::fs::write(&path, source).unwrap();
+    job.app = build_c(job.dir.path(), &path, "readme_file_list");
+    for ranks in [4u32, 3, 4] {
+        delete_caches(&job);
+        let out = run_ok_on(&job, &hosts(ranks), ranks, &[SIZE], &RESHAPE);
+        assert!(
+            out.contains("readme: ckpt.2: 4 files read in all, data verified"),
+            "{ranks} ranks: {out}"
+        );
+    }
+    // and from cache, at the size that wrote it
+    let out = run_ok_on(&job, &hosts(4), 4, &[SIZE], &RESHAPE);
+    assert!(
+        out.contains("readme: ckpt.2: 4 files read in all, data verified"),
+        "{out}"
+    );
+}
+
+/// Ranks of one node that route the same file of a checkpoint in containers at about the
+/// same time each get the whole file, every byte as written: one rank's copying it out of
+/// its containers never truncates or rewrites the copy another rank is reading.
+#[test]
+fn ranks_of_one_node_routing_the_same_file_out_of_containers_each_read_it_whole() {
+    let job = Job::new();
+    let env = [
+        ("SCR_FLUSH", "1"),
+        ("SCR_USE_CONTAINERS", "1"),
+        ("SCR_CONTAINER_SIZE", "20000000"),
+        RESHAPE[0],
+    ];
+    let size = "8000000";
+    run_ok_on(&job, &hosts(4), 4, &[size, "1"], &env);
+    delete_caches(&job);
+    for stagger in ["0", "15", "40"] {
+        let read_all = [&env[..], &[("TEST_API_READ_ALL", stagger)]].concat();
+        let out = run_ok_on(&job, "n1:3", 3, &[size, "0"], &read_all);
+        assert!(restarted(&out, 1), "{stagger} ms apart: {out}");
+        assert_eq!(files_read(&out, 4), 3 * 4, "{stagger} ms apart: {out}");
+    }
 }

@@ -204,6 +204,9 @@ pub struct Fetch {
     pub global_restart: bool,
     /// SCR_DISTRIBUTE: cached files are redistributed and rebuilt in SCR_Init.
     pub distribute: bool,
+    /// SCR_RESHAPE: the application re-partitions a checkpoint written by another number
+    /// of ranks (it lists the restart's files), so one is offered to it.
+    pub any_size: bool,
 }
 
 /// The cache at SCR_Init.
@@ -280,6 +283,7 @@ impl Settings {
                 in_place: flag(p, "SCR_FETCH_BYPASS") || global_restart,
                 global_restart,
                 distribute: flag(p, "SCR_DISTRIBUTE"),
+                any_size: flag(p, "SCR_RESHAPE"),
             },
             cache: Cache {
                 purge: flag(p, "SCR_CACHE_PURGE"),

@@ -107,7 +107,7 @@ params! {
     "SCR_RETRIES", Some("0"), Count, "legacy: runs = retries + 1";
     "SCR_RUN_DELAY", Some("60"), Count, "seconds scr-run waits between runs (SCR's scr_srun sleeps 60)";
     "SCR_MIN_NODES", None, Count, "nodes a run needs (default: the nodes file, else all)";
-    "SCR_RESHAPE", Some("0"), Bool, "the application restarts on any number of ranks (it lists a restart's files with SCR_Restart_file_count and SCR_Restart_file_name): with too few nodes left for the run's node count, scr-run relaunches on the nodes left (at least SCR_MIN_NODES) with as many ranks per node as before (beyond SCR)";
+    "SCR_RESHAPE", Some("0"), Bool, "the application restarts on any number of ranks (it lists a restart's files with SCR_Restart_file_count and SCR_Restart_file_name): a checkpoint written by another number of ranks is offered to it (without, one is passed over, as SCR v3.1 refuses it), and with too few nodes left for the run's node count, scr-run relaunches on the nodes left (at least SCR_MIN_NODES) with as many ranks per node as before (beyond SCR)";
     "SCR_EXCLUDE_NODES", None, Text, "nodes never to use (a host list)";
     "SCR_NODELIST", None, Text, "nodes of the allocation (default from the resource manager)";
     "SCR_END_TIME", None, Int, "allocation end, seconds since the epoch";

@@ -1,11 +1,13 @@
 //! Fetch: copying a checkpoint from the prefix into cache for a restart (the fetch loop
-//! over the index, the scattered rank2file tree, the copies with their CRC checks).
+//! over the index, the copies with their CRC checks; which checkpoint to try, its file
+//! lists and what a failure means are in `fetch_choice`).
 
 use super::cache::CacheManager;
 use super::failure;
+use super::fetch_choice::Verdict;
 use super::flush::log_transfer;
 use super::job::Job;
-use super::messages::{FetchChoice, TreeDelivery};
+use super::messages::FetchChoice;
 use super::prefix_store::PrefixStore;
 use super::redundancy::Redundancy;
 use super::reshape::{self, ReshapedRestart};
@@ -14,14 +16,11 @@ use crate::event_log::EventLog;
 use scr::dataset::Dataset;
 use scr::event_log::kinds;
 use scr::flush::Location;
-use scr::index::IndexFile;
 use scr::meta::Meta;
 use scr::params::Settings;
 use scr::prefix::{update_flush_file, update_index};
-use scr::rank2file::{self, Delivery, FileRecord, RankFiles, TreeTask};
-use scr::summary::Summary;
-use scr::{Error, ErrorKind, HashView, Result, container, io, layout, safe_fs};
-use std::collections::BTreeMap;
+use scr::rank2file::{self, FileRecord};
+use scr::{Error, ErrorKind, Result, container, io, layout, safe_fs};
 use std::path::Path;
 use std::time::Instant;
 
@@ -47,9 +46,6 @@ pub(super) fn open_as_recorded(
     }
     Ok(file)
 }
-
-/// Most files one rank reads while the rank2file tree is scattered.
-const MAX_TREE_READS: usize = 1024;
 
 /// What a fetch needs: the job, the cache it fills, the prefix it reads, the descriptors a
 /// fetched dataset is recorded with. Every method is collective.
@@ -90,9 +86,13 @@ impl Fetch<'_> {
     /// a clean start.
     ///
     /// What a failure means decides what follows. A dataset that is broken on the prefix
-    /// (a file missing or unreadable there, a size or CRC32 that does not match, a file
-    /// list that does not decode) is marked FAILED in the index and the next older one is
-    /// tried; the one fetched then becomes current, as in SCR. A failure of this job's own
+    /// (a file missing there, a size or CRC32 that does not match, a file list that does
+    /// not decode) is marked FAILED in the index and the next older one is tried; the one
+    /// fetched then becomes current, as in SCR. A dataset this job cannot read on the prefix
+    /// for a reason that says nothing of its data (a file refused because others could
+    /// write it, a permission, an I/O error) is passed over for this restart only: the next
+    /// older one is tried, and the dataset stays as it was, so a later restart takes it once
+    /// the cause is put right. A failure of this job's own
     /// nodes (a cache or control directory that is full or failing) says nothing about the
     /// dataset: it is read in place on the prefix instead (as SCR_FETCH_BYPASS does), and
     /// if even that fails here the loop ends saying so ([`FetchOutcome::UnreadableHere`]):
@@ -100,12 +100,13 @@ impl Fetch<'_> {
     /// (what the job wrote next would supersede the intact newer one).
     pub(super) fn fetch(&mut self, below: Option<u64>) -> Result<FetchOutcome> {
         let job = self.job;
-        let mut failed: Vec<String> = Vec::new();
+        // the datasets this fetch tried and passed over (failed or unreadable)
+        let mut passed_over: Vec<String> = Vec::new();
         let mut in_place = self.settings.fetch.in_place;
         loop {
             // rank 0 picks the candidate and reads its file list
             let (choice, root) = match job.is_root() {
-                true => self.next_candidate(below, &failed).unzip(),
+                true => self.next_candidate(below, &passed_over).unzip(),
                 false => (None, None),
             };
             let bytes = comm::bcast_bytes(job.world(), 0, FetchChoice::to_bytes(choice.as_ref()));
@@ -141,15 +142,19 @@ impl Fetch<'_> {
                 };
                 match mine {
                     Ok(mine) => self.fetch_files_in_waves(id, &desc, &mine, in_place),
-                    Err(e) => Err(Error::corrupt(format!("{name}: file list: {e}"))),
+                    Err(e) if e.kind() == ErrorKind::Corrupt => {
+                        Err(Error::corrupt(format!("{name}: file list: {e}")))
+                    }
+                    Err(e) => Err(e),
                 }
             };
             if let Err(e) = &result {
                 say!("SCR: rank {}: fetch of {name} failed: {e}", job.rank);
             }
-            let broken_here = result
-                .as_ref()
-                .is_err_and(|e| !matches!(e.kind(), ErrorKind::Io | ErrorKind::Collective));
+            let verdict_here = match &result {
+                Err(e) => Verdict::of(e, self.prefix.path()),
+                Ok(_) => Verdict::HereOnly,
+            };
             let agreed = job.agree(result, &format!("another rank could not fetch {name}"));
             if agreed.is_ok() {
                 log_transfer(self.log, self.cache, kinds::FETCH, id, fetch_started);
@@ -209,8 +214,8 @@ impl Fetch<'_> {
                 &[("name", name.clone()), ("dset", id.to_string())],
             );
             self.cache.delete(self.prefix, id);
-            let broken = !job.all(!broken_here);
-            if !broken && !in_place {
+            let verdict = Verdict::from_max(job.max(verdict_here as u64));
+            if verdict == Verdict::HereOnly && !in_place {
                 if job.is_root() {
                     say!(
                         "SCR: the cache could not take {name} (the ranks above say why); \
@@ -220,179 +225,26 @@ impl Fetch<'_> {
                 in_place = true;
                 continue;
             }
-            if !broken {
-                return Ok(FetchOutcome::UnreadableHere { name });
-            }
-            self.prefix.note("the failed fetch in the index", |prefix| {
-                update_index(prefix, |idx| {
-                    idx.mark_failed(id, &name, chrono::Local::now());
-                    Ok(())
-                })
-            });
-            failed.push(name);
-        }
-    }
-
-    /// The rank2file tree scattered level by level: rank 0 reads the root and sends each
-    /// reader its part, readers read theirs (at most 1 MB each step) and pass on, until
-    /// every rank holds its own file list. Collective; `root` is rank 0's. A tree written
-    /// by SCR has each reader read a file or two per level; a rank sent more than
-    /// [`MAX_TREE_READS`] files in all is reading a crafted graph, not a tree, and stops.
-    fn scatter_rank2file(&self, root: Option<TreeTask>) -> Result<Vec<FileRecord>> {
-        let (job, prefix) = (self.job, self.prefix.path());
-        let mut tasks: Vec<TreeTask> = root.into_iter().collect();
-        let mut mine: Option<Vec<FileRecord>> = None;
-        let mut problem: Option<String> = None;
-        let mut reads = 0usize;
-        loop {
-            let mut outgoing: BTreeMap<u64, TreeDelivery> = BTreeMap::new();
-            reads += tasks.len();
-            if reads > MAX_TREE_READS {
-                problem.get_or_insert(format!(
-                    "the rank2file map sends rank {} more than {MAX_TREE_READS} files to read; \
-                     it is not the tree SCR writes",
-                    job.rank
-                ));
-                tasks.clear();
-            }
-            for task in tasks.drain(..) {
-                let deliveries = match rank2file::scatter_step(prefix, &task) {
-                    Ok(d) => d,
-                    Err(e) => {
-                        problem = Some(e.to_string());
-                        continue;
-                    }
-                };
-                for d in deliveries {
-                    let to = match &d {
-                        Delivery::Read { reader, .. } => *reader,
-                        Delivery::Files { rank, .. } => *rank,
-                    };
-                    if to >= job.ranks {
-                        problem = Some(format!(
-                            "{}: names rank {to}, this job has {}",
-                            task.file, job.ranks
-                        ));
-                        continue;
-                    }
-                    let msg = outgoing.entry(to).or_default();
-                    match d {
-                        Delivery::Read { task, .. } => msg.reads.push(task),
-                        Delivery::Files { rank, files } => msg.files = Some((rank, files)),
+            match verdict {
+                Verdict::HereOnly => return Ok(FetchOutcome::UnreadableHere { name }),
+                Verdict::Unreadable => {
+                    if job.is_root() {
+                        say!(
+                            "SCR: {name} cannot be read here (the ranks above say why); it is \
+                             not marked failed: this restart tries an older checkpoint, and a \
+                             later one takes {name} again once what they name is put right"
+                        );
                     }
                 }
-            }
-            if job.sum(outgoing.len() as u64) == 0 {
-                break;
-            }
-            let packed = outgoing
-                .into_iter()
-                .map(|(r, m)| (r, m.to_bytes()))
-                .collect();
-            for bytes in comm::exchange(job.world(), &packed) {
-                match TreeDelivery::from_bytes(&bytes) {
-                    Ok(delivery) => {
-                        tasks.extend(delivery.reads);
-                        if let Some((_, files)) = delivery.files {
-                            mine = Some(files);
-                        }
-                    }
-                    Err(e) => problem = Some(format!("a rank2file message: {e}")),
-                }
-            }
-        }
-        if mine.is_none() && problem.is_none() {
-            problem = Some(format!(
-                "the rank2file map lists nothing for rank {}",
-                job.rank
-            ));
-        }
-        let mine = match problem {
-            Some(p) => Err(Error::corrupt(p)),
-            None => Ok(mine.unwrap_or_default()),
-        };
-        job.agree(mine, "another rank could not read its file list")
-    }
-
-    /// Rank 0: the next dataset to try, with its descriptor and where its file lists are
-    /// (in the choice, or the rank2file tree's root to scatter).
-    fn next_candidate(
-        &self,
-        below: Option<u64>,
-        failed: &[String],
-    ) -> Option<(FetchChoice, Option<TreeTask>)> {
-        let prefix = self.prefix.path();
-        let ranks = self.job.ranks;
-        let index = IndexFile::read(&layout::index_file(prefix)).ok()?;
-        let link = scr::prefix::read_current_link(prefix);
-        for entry in index.restart_candidates(link.as_deref()) {
-            if below.is_some_and(|b| entry.id >= b) || failed.contains(&entry.name) {
-                continue;
-            }
-            let loaded = (|| -> Result<(Dataset, u64, Option<RankFiles>, Option<TreeTask>)> {
-                let summary = Summary::read(&layout::summary_file(prefix, entry.id))?;
-                if !summary.is_complete() {
-                    return Err(Error::corrupt("summary says incomplete"));
-                }
-                let (embedded, root, written_by) = match summary.embedded_rank2file() {
-                    Some(map) => {
-                        let n = map.len() as u64;
-                        (Some(map), None, n)
-                    }
-                    None => {
-                        let root = TreeTask::root(&layout::dataset_meta_rel(entry.id));
-                        let n = rank2file::tree_ranks(prefix, &root)?;
-                        (None, Some(root), n)
-                    }
-                };
-                let desc = summary
-                    .dataset()
-                    .or_else(|| index.dataset(entry.id, &entry.name))
-                    .unwrap_or_default();
-                if written_by == ranks {
-                    if embedded
-                        .as_ref()
-                        .is_some_and(|m| m.keys().any(|&r| r >= ranks))
-                    {
-                        return Err(Error::corrupt("its map names ranks this job does not have"));
-                    }
-                    return Ok((desc, written_by, embedded, root));
-                }
-                // written by another number of ranks: every rank gets the whole list
-                let map = match (embedded, root) {
-                    (Some(map), _) => map,
-                    (None, Some(root)) => rank2file::read_tree(prefix, &prefix.join(&root.file))?,
-                    (None, None) => RankFiles::new(),
-                };
-                if map.len() as u64 != written_by || map.keys().any(|&r| r >= written_by) {
-                    return Err(Error::corrupt(format!(
-                        "its map lists the files of {} ranks, not the {written_by} that wrote it",
-                        map.len()
-                    )));
-                }
-                Ok((desc, written_by, Some(map), None))
-            })();
-            match loaded {
-                Ok((dataset, writers, embedded, root)) => {
-                    let choice = FetchChoice {
-                        id: entry.id,
-                        name: entry.name,
-                        dataset,
-                        writers,
-                        embedded,
-                    };
-                    return Some((choice, root));
-                }
-                Err(e) => {
-                    say!("SCR: cannot fetch {}: {e}", entry.name);
-                    let _ = update_index(prefix, |idx| {
-                        idx.mark_failed(entry.id, &entry.name, chrono::Local::now());
+                Verdict::Broken => self.prefix.note("the failed fetch in the index", |prefix| {
+                    update_index(prefix, |idx| {
+                        idx.mark_failed(id, &name, chrono::Local::now());
                         Ok(())
-                    });
-                }
+                    })
+                }),
             }
+            passed_over.push(name);
         }
-        None
     }
 
     /// A checkpoint written by another number of ranks, read in place: recorded in this

@@ -167,14 +167,21 @@ pub(super) fn agree_on_foreign_caches(
         return Err(match undrained {
             Some(f) => failure(format!(
                 "the cache in {} holds checkpoints of another program, whose prefix is {}, \
-                 that are not on that prefix yet; this job's prefix is {}. Programs that run \
-                 with the same job id share a cache: give this one its own SCR_JOB_ID, or \
-                 drain the other first (`scr postrun -p {}` with its job id), or, if they \
-                 are not wanted, remove this job id's control and cache directories on \
-                 every node (`scr list-dir` names them)",
+                 that are not on that prefix yet; this job's prefix is {}{}. Programs that \
+                 run with the same job id share a cache: give this one its own SCR_JOB_ID, \
+                 or drain the other first (`scr postrun -p {}` with its job id); a prefix \
+                 named through a link that now names another directory restarts them once it \
+                 names {} again; or, if they are not wanted, remove this job id's control \
+                 and cache directories on every node (`scr list-dir` names them)",
                 cntl_dir.display(),
                 f.other.display(),
                 prefix.display(),
+                std::fs::canonicalize(prefix)
+                    .ok()
+                    .filter(|dir| dir != prefix)
+                    .map(|dir| format!(" (the directory {})", dir.display()))
+                    .unwrap_or_default(),
+                f.other.display(),
                 f.other.display()
             )),
             None => Error::collective(

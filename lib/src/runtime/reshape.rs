@@ -131,7 +131,11 @@ fn check_in_place(prefix: &Path, record: &FileRecord) -> Result<()> {
 }
 
 /// Copies a file out of its containers into this rank's cache (recorded in its filemap
-/// first) and checks it against what the flush recorded.
+/// first) and checks it against what the flush recorded. The node's ranks share the
+/// dataset's cache directory, and several may route the same file at once: each copies it
+/// into a file of its own (below `.scr`, a name no application file can have) and renames
+/// it into place once checked, so the path routed only ever holds a whole, checked file,
+/// and a rank reading it is never cut short by another's copy.
 fn extract(
     prefix: &Path,
     cache: &mut CacheManager,
@@ -153,10 +157,26 @@ fn extract(
     let mut meta = Meta::for_user_file(&base, ranks, &record.name, &dir, &base);
     let key = dst.to_string_lossy().into_owned();
     cache.record_file(id, &key, &meta)?;
+    let dataset_dir = cache.dataset_dir(id);
+    let rank = cache.rank();
+    let part = dataset_dir
+        .join(layout::HIDDEN)
+        .join(format!("extracting.rank{rank}"));
+    let part_key = part.to_string_lossy().into_owned();
+    // recorded too, so that what a rank killed while copying leaves goes with the dataset
+    cache.record_file(id, &part_key, &meta)?;
     let beneath = safe_fs::Beneath::open(prefix)?;
-    let (size, crc) = container::read_file(&beneath, &record.segments, dst, 1 << 20)
-        .map_err(|e| e.blaming(prefix))?;
+    let copied = container::read_file(&beneath, &record.segments, &part, 1 << 20)
+        .map_err(|e| e.blaming(prefix));
+    let (size, crc) = match copied {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&part);
+            return Err(e);
+        }
+    };
     if size != record.size || record.crc.is_some_and(|want| want != crc) {
+        let _ = std::fs::remove_file(&part);
         return Err(Error::corrupt(format!(
             "{} from its containers: {size} bytes and CRC32 {}, the flush recorded {} bytes{}",
             record.name,
@@ -168,10 +188,15 @@ fn extract(
                 .unwrap_or_default()
         )));
     }
+    if let Some(parent) = dst.parent() {
+        safe_fs::create_dirs_in(&dataset_dir, parent, 0o700)?;
+    }
+    std::fs::rename(&part, dst).map_err(|e| Error::io(dst, "rename into place", e))?;
+    cache.filemap.remove_file(id, rank, &part_key);
     meta.set_size(size);
     meta.set_crc32(crc);
     meta.set_complete(true);
-    cache.filemap.set_meta(id, cache.rank(), &key, &meta);
+    cache.filemap.set_meta(id, rank, &key, &meta);
     cache.write()
 }
 

@@ -128,9 +128,11 @@ impl Scr {
                 rel.as_deref(),
                 name,
             );
+            // this job's own trouble: a cache that could not take a file copied out of its
+            // container (the prefix failing says nothing of this job's nodes)
             if routed
                 .as_ref()
-                .is_err_and(|e| e.kind() == scr::ErrorKind::Io)
+                .is_err_and(|e| e.kind() == scr::ErrorKind::Io && !e.is_io_in(self.prefix.path()))
             {
                 self.restart_trouble_here = true;
             }

@@ -1,8 +1,9 @@
 """An mpi4py program checkpointing through the scr module: restarts from the newest
 checkpoint if there is one (verifying every byte), then writes CKPTS checkpoints; with
 KILL_AFTER=t, rank 0 kills itself with SIGKILL right after checkpoint t completes. A
-checkpoint written by another number of ranks is re-partitioned: file i of its list
-(scr.restart_files) is read by rank i % size and checked against its writer's bytes."""
+checkpoint written by another number of ranks (offered with SCR_RESHAPE=1) is
+re-partitioned: file i of its list (scr.restart_files) is read by rank i % size and checked
+against its writer's bytes."""
 import os
 import signal
 import sys
