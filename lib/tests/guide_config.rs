@@ -494,3 +494,40 @@ fn restarts_verified_after_losing(job: &Job, env: &[(&str, &str)], lost: &[&str]
         "{out}"
     );
 }
+
+/// config.rst, "SCR parameters" (SCR_CACHE_SIZE, v3.1's default 1): a store with room for
+/// one checkpoint keeps one. The newest checkpoint stays cached while the next is written
+/// where there is room for both; where there is not, it goes first, as in v3.1, and every
+/// checkpoint completes.
+#[test]
+fn a_cache_with_room_for_one_checkpoint_takes_every_checkpoint() {
+    let job = Job::new();
+    let size = "5000000";
+    let small = job.dir.path().join("small-cache");
+    let _room_for_one = Tmpfs::mount(&small, 8 << 20);
+    let env = [
+        ("SCR_CACHE_BASE", small.to_str().unwrap()),
+        ("SCR_CACHE_SIZE", "1"),
+        ("SCR_FLUSH", "0"),
+        ("TEST_API_TIMES", "1"),
+    ];
+    let out = job.run_ok(1, &[size, "3"], &env);
+    for t in 1..=3 {
+        assert!(
+            out.contains(&format!("test_api: checkpoint {t} took")),
+            "{out}"
+        );
+    }
+    assert!(!out.contains("failed"), "{out}");
+    assert!(
+        out.contains("is deleted before") && out.contains("SCR_CACHE_SIZE"),
+        "said once why the older checkpoint went first: {out}"
+    );
+    assert_eq!(out.matches("is deleted before").count(), 1, "{out}");
+    // the newest is the one kept: the next run restarts from it, every byte checked
+    let out = job.run_ok(1, &[size, "0"], &env);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+}

@@ -4,13 +4,18 @@
 use super::cache::forget_cached;
 use super::{FLAG_CHECKPOINT, FLAG_OUTPUT, Phase, Scr, failure};
 use crate::event_log;
-use crate::phases;
+use crate::{comm, phases};
 use scr::dataset::{Dataset, Origin as DatasetOrigin};
 use scr::event_log::kinds;
 use scr::flush::Location;
 use scr::{Result, io, layout, safe_fs};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+
+/// Whether this process said why an older checkpoint left the cache before a new one was
+/// written (said once a job: it holds for every checkpoint after).
+static SAID_OLDER_GOES_FIRST: AtomicBool = AtomicBool::new(false);
 
 impl Scr {
     /// `SCR_Need_checkpoint`.
@@ -59,7 +64,7 @@ impl Scr {
         let output = flags & FLAG_OUTPUT != 0;
         let desc = self.redundancy.descriptor_for(ckpt, output);
         let (store, bypass, keep) = (desc.store.clone(), desc.bypass, desc.cache_size);
-        let evicted = self.make_room(&store, keep);
+        let evicted = self.make_room(&store, keep, bypass);
         // every rank describes the dataset alike (the name and the parameters are the same
         // everywhere); only the creation time differs, and Complete replaces it with rank
         // 0's, which it learns in the collective it needs anyway, so Start broadcasts nothing
@@ -130,10 +135,26 @@ impl Scr {
     /// collective steps run on every rank whatever fails; the error returned is this
     /// rank's bookkeeping's, which the caller takes into the dataset's agreement.
     /// Collective.
-    fn make_room(&mut self, store: &str, keep: u64) -> Result<()> {
+    fn make_room(&mut self, store: &str, keep: u64, bypass: bool) -> Result<()> {
         let mut cached = self.cache.datasets_in_store(store);
         let protected = self.newest_unflushed_checkpoint();
-        let eviction = scr::cache::choose_eviction(&cached, keep as usize, protected);
+        let mut eviction = scr::cache::choose_eviction(&cached, keep as usize, protected);
+        if let Some(kept) = eviction.deferred
+            && !bypass
+            && !self.room_beside(store, kept)
+        {
+            // a new checkpoint like it cannot be written beside it: SCR v3.1's order, which
+            // frees the store before the next checkpoint is written
+            if self.job.is_root() && !SAID_OLDER_GOES_FIRST.swap(true, Ordering::Relaxed) {
+                say!(
+                    "SCR: {} is deleted before the next checkpoint is written: its cache store {} has no room for two (SCR_CACHE_SIZE={keep}) and it is not on the prefix, so until the next one completes no checkpoint is cached; a larger store, SCR_CACHE_BYPASS=1 or a flush (SCR_FLUSH) keeps one",
+                    self.cache.dataset_name(kept),
+                    self.cache.store_dir(store).display()
+                );
+            }
+            eviction.now.push(kept);
+            eviction.deferred = None;
+        }
         if eviction.deferred.is_some() {
             self.cache.deferred_eviction = eviction.deferred;
         }
@@ -154,6 +175,23 @@ impl Scr {
             .min()
             .unwrap_or(self.dataset_id);
         self.cache.drop_held_before(keep_from)
+    }
+
+    /// Whether the store has room for a new checkpoint the size of `kept` beside it, on
+    /// every node (the bytes of `kept` its ranks cache there against the store's free
+    /// space). Collective, so that every rank evicts alike.
+    fn room_beside(&self, store: &str, kept: u64) -> bool {
+        let mine: u64 = self
+            .cache
+            .my_files(kept)
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum();
+        let on_node = comm::sum_u64(self.job.node_comm(), mine);
+        let room =
+            io::space_of(&self.cache.store_dir(store)).is_none_or(|(free, _)| free >= on_node);
+        self.job.all(room)
     }
 
     /// `SCR_Complete_output`: records sizes, agrees on validity, applies the redundancy
