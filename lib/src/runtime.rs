@@ -344,6 +344,10 @@ impl Scr {
         self.checkpoint_id = found.checkpoint_id;
         self.restart = found.restart;
         self.fetch_pending = self.restart.is_none() && self.config.settings.fetch.enabled;
+        let restartable = self.restart.as_ref().map_or(0, |(id, _)| *id);
+        if let Some(stranded) = self.prefix.stranded_beyond(restartable) {
+            say!("{stranded}");
+        }
         self.flush_part().sweep_interrupted();
         if let Some(name) = self.config.settings.current.clone() {
             self.apply_named_current(&name)?;

@@ -235,3 +235,34 @@ fn a_checkpoint_refused_for_its_permissions_is_skipped_once_and_restarts_once_th
         "{out}"
     );
 }
+
+/// A job launched without scr-run (no drain follows it) that ends before SCR_Finalize
+/// leaves its newest checkpoints in its nodes' caches alone. The next job, on other nodes,
+/// starts over, and says so where a user looks: at the default debug level, naming the
+/// checkpoint the prefix's flush file still lists.
+#[test]
+fn a_job_that_finds_its_newest_checkpoint_only_in_another_jobs_caches_says_so() {
+    let job = Job::new();
+    job.run_ok(2, &["20000", "1"], &[("SCR_FLUSH", "1")]);
+    job.run_ok(
+        2,
+        &["20000", "2"],
+        &[("SCR_FLUSH", "10"), ("TEST_API_NO_FINALIZE", "1")],
+    );
+    delete_caches(&job);
+    let out = job.run_ok(2, &["20000", "0"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+    let said: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("ckpt.3") && l.contains("only in"))
+        .collect();
+    assert_eq!(
+        said.len(),
+        1,
+        "said once which checkpoint is not here: {out}"
+    );
+    assert!(said[0].contains("scr postrun"), "and how to get it: {out}");
+}

@@ -87,6 +87,42 @@ impl PrefixStore {
             .unwrap_or(0)
     }
 
+    /// Rank 0: what to tell a user whose newest checkpoint is not here: the newest
+    /// checkpoint the flush file lists as in cache and not on the prefix, when it is newer
+    /// than `restartable` (the newest this run can restart from, 0 for none). A job that
+    /// ended without a drain (launched without scr-run, or killed before SCR_Finalize
+    /// flushed) leaves it in its nodes' caches alone.
+    pub(super) fn stranded_beyond(&self, restartable: u64) -> Option<String> {
+        if !self.root {
+            return None;
+        }
+        let flush = FlushFile::read(&layout::flush_file(&self.path)).ok()?;
+        let newest_usable = IndexFile::read(&layout::index_file(&self.path))
+            .ok()
+            .and_then(|i| i.newest_usable_checkpoint())
+            .map_or(0, |e| e.id);
+        let stranded = flush
+            .datasets()
+            .into_iter()
+            .filter(|&d| {
+                flush.is_checkpoint(d)
+                    && flush.has_location(d, Location::Cache)
+                    && !flush.has_location(d, Location::Pfs)
+            })
+            .max()?;
+        if stranded <= restartable.max(newest_usable) {
+            return None;
+        }
+        let name = flush
+            .name(stranded)
+            .map_or_else(|| layout::dataset_dir_name(stranded), str::to_string);
+        Some(format!(
+            "SCR: {name} (dataset {stranded}) was written by an earlier run and is only in that run's node caches, not on the prefix {}: this run cannot restart from it. If those nodes still hold it, `scr postrun -p {}` run there with that job's SCR_JOB_ID drains it; a job launched through scr-run is drained when it ends, and SCR_FLUSH sets how often checkpoints reach the prefix",
+            self.path.display(),
+            self.path.display()
+        ))
+    }
+
     /// The datasets the flush file still calls FLUSHING (a flush a previous run began and
     /// never finished), on every rank. Collective.
     pub(super) fn interrupted_flushes(&self, job: &Job) -> Vec<u64> {
