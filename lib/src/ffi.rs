@@ -190,6 +190,12 @@ pub extern "C" fn SCR_Init() -> c_int {
             process.life = Life::Disabled;
             return Err(Failure::Disabled);
         }
+        // before any MPI call, each of which would crash such a process; every rank finds
+        // the same and ends alike (MPI_Abort is one of those calls)
+        if let Some(why) = crate::mpi_mix::two_mpis() {
+            say!("SCR: ERROR: SCR_Init: {why}");
+            std::process::exit(1);
+        }
         match Scr::init() {
             Ok(scr) => {
                 process.scr = Some(scr);

@@ -12,6 +12,7 @@ mod config_api;
 mod event_log;
 pub mod ffi;
 pub mod fortran;
+mod mpi_mix;
 mod phases;
 mod runtime;
 mod shuffle;

@@ -505,3 +505,42 @@ fn with_only_slurm_job_id_set_the_library_and_scr_list_dir_agree_on_the_control_
         used.to_str().unwrap()
     );
 }
+
+/// A program built with the other MPI's `mpicc` than libscr loads both MPIs: SCR_Init
+/// says so, naming both, and the process ends with an error before any MPI call could
+/// crash it (each would reach a library that reads the other's handles as its own).
+#[test]
+fn a_program_built_with_another_mpi_than_libscr_is_refused_in_scr_init_not_crashed() {
+    let job = Job::new();
+    let other = match Mpi::current() {
+        Mpi::Mpich => Mpi::OpenMpi,
+        Mpi::OpenMpi => Mpi::Mpich,
+    };
+    let app = build_with(
+        other.cc(),
+        job.dir.path(),
+        &workspace().join("examples/c/test_api.c"),
+        "test_api_other_mpi",
+    );
+    // a singleton (no launcher): the crash came in SCR_Init's first MPI call
+    let out = output_within(
+        Command::new(&app)
+            .args(["1000", "1"])
+            .current_dir(job.prefix())
+            .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+            .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+            .env("SCR_PREFIX", job.prefix())
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+        std::time::Duration::from_secs(60),
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("SCR_Init")
+            && t.contains("two MPI libraries")
+            && t.contains("MPICH")
+            && t.contains("Open MPI"),
+        "{t}"
+    );
+}
