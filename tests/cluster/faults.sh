@@ -460,5 +460,13 @@ for k in "${kinds[@]}"; do
     "${n_lost[$k]}" "${n_left[$k]}"
   bad=$((bad + n_lost[$k] + n_left[$k] + n_missed[$k] + n_over[$k]))
 done
-echo "seed $seed, $rounds rounds, $(( $(date +%s) - started )) s; logs in $J/logs"
-[ $bad -eq 0 ]
+if [ $bad -eq 0 ]; then
+  echo "seed $seed, $rounds rounds, $(( $(date +%s) - started )) s; logs in $J/logs"
+  exit 0
+fi
+# a failing campaign's logs outlive the cluster (which takes $STATE with it when it goes
+# down): kept in the checkout's target directory, which CI and a developer both have
+kept=$src/target/faults-logs/seed$seed-$(date +%Y%m%dT%H%M%S)
+mkdir -p "$kept" && cp -a "$J/logs/." "$kept/"
+echo "seed $seed, $rounds rounds, $(( $(date +%s) - started )) s; FAILED: logs kept in $kept"
+exit 1
