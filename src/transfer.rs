@@ -412,6 +412,38 @@ mod tests {
     use crate::view::HashView;
 
     #[test]
+    fn a_dead_agents_temporaries_go_and_every_other_writers_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("prefix");
+        std::fs::create_dir_all(prefix.join("ckpt.1")).unwrap();
+        // a process id that is certainly gone: a child that ended and was reaped
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let alive = std::process::id();
+        let its = prefix.join(format!("ckpt.1/.rank_0.ckpt.tmp.{dead}.7"));
+        let others = prefix.join(format!("ckpt.1/.rank_1.ckpt.tmp.{alive}.8"));
+        let users = prefix.join("ckpt.1/rank_0.ckpt");
+        for f in [&its, &others, &users] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        let path = dir.path().join("transfer.scrinfo");
+        let mut t = TransferFile::new();
+        t.add_file(
+            "/c/rank_0.ckpt",
+            &prefix.join("ckpt.1/rank_0.ckpt").to_string_lossy(),
+            &prefix.to_string_lossy(),
+            1,
+        );
+        t.set_agent_pid(Some(dead));
+        t.write(&path).unwrap();
+        assert_eq!(t.agent(), Agent::Gone);
+        assert!(end_agent(&path, dead));
+        assert!(!its.exists(), "the dead agent's temporary stays");
+        assert!(others.exists() && users.exists());
+    }
+
+    #[test]
     fn protocol_fields() {
         let mut t = TransferFile::new();
         t.add_file("/c/rank_0.ckpt", "/p/ckpt.1/rank_0.ckpt", "/p", 524294);

@@ -330,6 +330,13 @@ fn copy_or_watch(
                 );
             }
         }
+        // an agent that died mid-copy (killed, or its node's processes ended) left its
+        // half-written temporaries beside the files this rank now writes itself
+        if let Some(pid) = t.agent_pid()
+            && t.agent() == Agent::Gone
+        {
+            transfer::end_agent(transfer, pid);
+        }
         for e in pending {
             transfer::copy_entry(transfer, e, buf, &mut throttle)?;
         }
