@@ -258,20 +258,39 @@ pub struct Dropped {
 
 /// Forgets dataset `name` in the prefix's index (SCR_Drop): its files stay. When it was
 /// current, the next older complete checkpoint becomes current, in the index and in the
-/// `scr.current` link. None when the index does not name it.
+/// `scr.current` link. A name written again stands for its newest copy. None when the index
+/// does not name it.
 pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<Dropped>> {
+    drop_copy(prefix, name, None)
+}
+
+/// Forgets one copy in the prefix's index, dataset `id` named `name`, as [`drop_dataset`]
+/// does: another copy of the same name (a checkpoint written again after a restart from an
+/// older one) stays, and so do CURRENT and the `scr.current` link when they name that copy.
+/// None when the index holds no such copy.
+pub fn drop_entry(prefix: &Path, id: u64, name: &str) -> Result<Option<Dropped>> {
+    drop_copy(prefix, name, Some(id))
+}
+
+/// Drops copy `id` of `name`, or the copy the name stands for (read under the index's lock).
+fn drop_copy(prefix: &Path, name: &str, id: Option<u64>) -> Result<Option<Dropped>> {
     if !layout::index_file(prefix).exists() {
         return Ok(None);
     }
     let mut dropped = None;
+    let mut was_current = false;
+    let mut name_left = false;
     let mut successor = None;
     update_index(prefix, |idx| {
-        let Some(id) = idx.id_of(name) else {
+        let Some(id) = id.or_else(|| idx.id_of(name)) else {
             return Ok(());
         };
-        let was_current = idx.current() == Some(name);
-        idx.remove(name);
+        was_current = idx.current() == Some(name) && idx.id_of(name) == Some(id);
+        if !idx.remove_entry(id, name) {
+            return Ok(());
+        }
         dropped = Some(id);
+        name_left = idx.id_of(name).is_some();
         if was_current && let Some(next) = next_current(idx, id) {
             idx.set_current(&next)
                 .map_err(|what| Error::invalid(layout::index_file(prefix), what))?;
@@ -284,7 +303,8 @@ pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<Dropped>> {
     };
     let link = layout::current_link(prefix);
     let mut link_warning = None;
-    if read_current_link(prefix).as_deref() == Some(name) {
+    // a link naming a copy that stays (the name's other copy) is left as it is
+    if read_current_link(prefix).as_deref() == Some(name) && (was_current || !name_left) {
         link_warning = match &successor {
             Some(next) => update_current_link(prefix, next)?,
             None => io::remove_durably(&link).err().map(|e| {

@@ -1,0 +1,87 @@
+//! Names and paths a job writes again on the prefix: a fallback restart writes its
+//! checkpoints' names again, and a program that keeps its state in one directory
+//! (`state/rank_N.ckpt`) writes every checkpoint's files at the same paths. The window
+//! (SCR_PREFIX_SIZE) and the flush must each touch only what is theirs. What a restart read
+//! is checked by the programs themselves (test_api, guide_steps), never taken from SCR.
+
+mod common;
+
+use common::*;
+
+/// Flips one byte of a file (same size: only the CRC can tell).
+fn flip(path: &std::path::Path) {
+    let mut bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    bytes[100] ^= 0xff;
+    std::fs::write(path, bytes).unwrap();
+}
+
+const NODES: &str = "n1,n2,n3,n4";
+
+#[test]
+fn the_window_keeps_a_checkpoint_written_again_after_a_fallback_restart() {
+    let job = Job::new();
+    let window = [("SCR_FLUSH", "1"), ("SCR_PREFIX_SIZE", "2")];
+    run_ok_on(&job, NODES, 4, &["6000", "3"], &window);
+    flip(&job.prefix().join("ckpt.3/rank_0.ckpt"));
+    delete_caches(&job);
+    // ckpt.3 fails its fetch, the job falls back to ckpt.2 and writes ckpt.3 and ckpt.4
+    let out = run_ok_on(&job, NODES, 4, &["6000", "2"], &window);
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+    let kept: Vec<(String, bool)> = job
+        .index()
+        .entries()
+        .into_iter()
+        .map(|e| (e.name, e.failed.is_empty()))
+        .collect();
+    assert!(
+        kept.starts_with(&[("ckpt.4".into(), true), ("ckpt.3".into(), true)]),
+        "{kept:?}"
+    );
+    // the newest is lost too: the restart must find the new ckpt.3, whole
+    flip(&job.prefix().join("ckpt.4/rank_2.ckpt"));
+    delete_caches(&job);
+    let out = run_ok_on(&job, NODES, 4, &["6000", "0"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_window_keeps_the_files_of_a_checkpoint_written_where_an_older_one_was() {
+    let job = steps_job();
+    let env = [("SCR_FLUSH", "1"), ("SCR_PREFIX_SIZE", "1")];
+    job.run_ok(
+        2,
+        &[
+            "init",
+            "start=c1:c",
+            "write=state/rank_%r.ckpt:1",
+            "complete",
+            "start=c2:c",
+            "write=state/rank_%r.ckpt:2",
+            "complete",
+            "finalize",
+        ],
+        &env,
+    );
+    delete_caches(&job);
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "have",
+            "startrestart",
+            "read=state/rank_%r.ckpt:2",
+            "completerestart",
+            "quit",
+        ],
+        &[],
+    );
+    assert_eq!(answer(&out, "have"), "flag=1 name=c2 rc=0", "{out}");
+    assert!(!out.contains("data bad"), "{out}");
+    assert_eq!(answer(&out, "completerestart"), "rc=0", "{out}");
+}
