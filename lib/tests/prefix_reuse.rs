@@ -85,3 +85,65 @@ fn the_window_keeps_the_files_of_a_checkpoint_written_where_an_older_one_was() {
     assert!(!out.contains("data bad"), "{out}");
     assert_eq!(answer(&out, "completerestart"), "rc=0", "{out}");
 }
+
+#[test]
+fn a_failed_flush_into_a_fixed_directory_leaves_the_last_flushed_checkpoint_whole() {
+    let job = steps_job();
+    // flips a byte of rank 1's cached files: its c2 no longer has the CRC it completed with
+    let flip = job.dir.path().join("flip.sh");
+    std::fs::write(
+        &flip,
+        format!(
+            "find {} -name rank_1.ckpt -type f | while read -r f; do \
+             printf '\\377' | dd of=\"$f\" bs=1 seek=100 conv=notrunc 2>/dev/null; done\n",
+            job.dir.path().join("cache").display()
+        ),
+    )
+    .unwrap();
+    let env = [
+        ("SCR_FLUSH", "2"),
+        ("SCR_CRC_ON_COPY", "1"),
+        ("SCR_COPY_TYPE", "SINGLE"),
+    ];
+    let sh = format!("sh=sh {}", flip.display());
+    let mut steps = vec!["init"];
+    let writes = [
+        "write=state/rank_%r.ckpt:0",
+        "write=state/rank_%r.ckpt:1",
+        "write=state/rank_%r.ckpt:2",
+    ];
+    for (name, write) in ["start=c0:c", "start=c1:c", "start=c2:c"]
+        .iter()
+        .zip(writes)
+    {
+        steps.extend([*name, write, "complete"]);
+    }
+    steps.extend([sh.as_str(), "finalize"]);
+    let out = job.run_ok(2, &steps, &env);
+    assert!(
+        out.contains("not flushed"),
+        "rank 1's copy is refused: {out}"
+    );
+    let mut left: Vec<String> = std::fs::read_dir(job.prefix().join("state"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["rank_0.ckpt", "rank_1.ckpt"], "nothing else: {out}");
+    delete_caches(&job);
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "have",
+            "startrestart",
+            "read=state/rank_%r.ckpt:1",
+            "completerestart",
+            "quit",
+        ],
+        &[],
+    );
+    assert_eq!(answer(&out, "have"), "flag=1 name=c1 rc=0", "{out}");
+    assert!(!out.contains("data bad"), "{out}");
+    assert_eq!(answer(&out, "completerestart"), "rc=0", "{out}");
+}
