@@ -147,3 +147,66 @@ fn a_failed_flush_into_a_fixed_directory_leaves_the_last_flushed_checkpoint_whol
     assert!(!out.contains("data bad"), "{out}");
     assert_eq!(answer(&out, "completerestart"), "rc=0", "{out}");
 }
+
+/// `scr postrun` for the job's prefix with node `down` lost; its exit code and output.
+fn postrun_without(job: &Job, down: &str) -> (Option<i32>, String) {
+    let out = std::process::Command::new(scr_command())
+        .args(["postrun", "-p"])
+        .arg(job.prefix())
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+        .env("SCR_JOB_ID", JOB_ID)
+        .env("SCR_NODELIST", "n[1-4]")
+        .env("SCR_EXCLUDE_NODES", down)
+        .env_remove("SCR_CONF_FILE")
+        .env_remove("SLURM_JOBID")
+        .output()
+        .unwrap();
+    (out.status.code(), text(&out))
+}
+
+#[test]
+fn the_drain_rebuilds_a_checkpoint_written_again_over_the_older_ones_files() {
+    let job = Job::new();
+    let xor = ("SCR_COPY_TYPE", "XOR");
+    run_ok_on(&job, NODES, 4, &["6000", "3"], &[("SCR_FLUSH", "1"), xor]);
+    flip(&job.prefix().join("ckpt.3/rank_0.ckpt"));
+    delete_caches(&job);
+    // the job falls back to ckpt.2, writes ckpt.3 again and dies before flushing it
+    let out = run_ok_on(
+        &job,
+        NODES,
+        4,
+        &["6000", "1"],
+        &[("SCR_FLUSH", "0"), ("TEST_API_NO_FINALIZE", "1"), xor],
+    );
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+    lose_node(&job, "n2");
+    let (code, out) = postrun_without(&job, "n2");
+    assert_eq!(code, Some(0), "{out}");
+    let index = job.index();
+    let current: Vec<(u64, bool)> = index
+        .entries()
+        .into_iter()
+        .filter(|e| e.is_current)
+        .map(|e| (e.id, e.complete))
+        .collect();
+    assert_eq!(
+        current,
+        [(4, true)],
+        "the new ckpt.3 is drained and current: {out}"
+    );
+    assert!(
+        !job.prefix().join(".scr/scr.dataset.4/drained").exists(),
+        "every drained file is in its place: {out}"
+    );
+    delete_caches(&job);
+    let out = run_ok_on(&job, NODES, 4, &["6000", "0"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+}

@@ -334,6 +334,27 @@ impl Beneath {
         rustix::fs::fsync(&dir).map_err(|e| io_error(&path, "fsync the directory of", e))
     }
 
+    /// Moves the file `from` to `to` (both below the root, on its file system), replacing
+    /// whatever file stood at `to`; the directories on the way to `to` are created with
+    /// `dir_mode` where missing, and `to`'s directory is fsynced. A drained dataset's files
+    /// go from where they waited to their places this way once the dataset is whole.
+    pub fn move_file(&self, from: &Path, to: &Path, dir_mode: u32) -> Result<()> {
+        let (from_dir, from_name) = Self::split(from)?;
+        let (to_dir, to_name) = Self::split(to)?;
+        let path = self.root.join(to);
+        let source = self.open_dir(from_dir)?.ok_or_else(|| {
+            Error::io(
+                self.root.join(from),
+                "open",
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let target = self.create_dirs(to_dir, dir_mode)?;
+        rustix::fs::renameat(&source, from_name, &target, to_name)
+            .map_err(|e| io_error(&path, "move a drained file to", e))?;
+        rustix::fs::fsync(&target).map_err(|e| io_error(&path, "fsync the directory of", e))
+    }
+
     /// Removes a staged file that is not to be placed; its target stays as it is.
     pub fn discard(&self, staged: &Staged) -> Result<()> {
         let (dir_rel, temp, _) = staged.names()?;
