@@ -72,10 +72,12 @@ impl Drain<'_> {
             return Ok(());
         }
         let beneath = crate::safe_fs::Beneath::open(self.prefix)?;
+        // (a file several ranks list is moved once)
+        let mut moved = std::collections::BTreeSet::new();
         for (rank, map) in maps {
             for f in map.files(self.id, *rank) {
                 let meta = map.meta(self.id, *rank, f).unwrap_or_default();
-                if matches!(meta.filetype(), Some(FileType::User) | None) {
+                if matches!(meta.filetype(), Some(FileType::User) | None) && moved.insert(f) {
                     rank2file::check_relative(f).map_err(|e| Error::invalid(self.prefix, e))?;
                     let from = waiting_rel(self.id, f, &meta);
                     beneath.move_file(Path::new(&from), Path::new(f), 0o755)?;
@@ -208,13 +210,20 @@ fn sweep_temporaries(drain: &Drain, dir: &Path, maps: &BTreeMap<u64, Filemap>) {
     dirs.extend(crate::safe_fs::below(prefix, dir).ok().map(|(_, rel)| rel));
     for (r, m) in maps {
         for f in m.files(id, *r) {
-            let meta = m.meta(id, *r, f).unwrap_or_default();
-            if rank2file::check_relative(f).is_ok()
-                && let Ok((_, rel)) = crate::safe_fs::below(prefix, &drain.path(f, &meta))
-                && let Some(parent) = rel.parent()
-            {
-                dirs.insert(parent.to_path_buf());
+            if rank2file::check_relative(f).is_err() {
+                continue;
             }
+            // where the drain's copies wait, and where a flush the job's end cut short
+            // left its own temporaries (the files' places)
+            let meta = m.meta(id, *r, f).unwrap_or_default();
+            let waiting = crate::safe_fs::below(prefix, &drain.path(f, &meta)).ok();
+            let places = [waiting.map(|(_, rel)| rel), Some(PathBuf::from(f))];
+            dirs.extend(
+                places
+                    .iter()
+                    .flatten()
+                    .filter_map(|rel| Some(rel.parent()?.to_path_buf())),
+            );
         }
     }
     for d in &dirs {
