@@ -9,8 +9,9 @@
 //!
 //! `CRC` (of a written file), `STAGED` (where its bytes wait beside the destination until
 //! the library places every file of the dataset) and `PID` (so the library can tell a live
-//! agent from a dead one) are this implementation's additions. [`copy_entry`] is the copy both the agent and
-//! the library's own background thread make: paced by a [`Throttle`], fsynced, recorded.
+//! agent from a dead one) are this implementation's additions. [`copy_entry`] is the copy
+//! both the agent and the library's own background thread make: paced by a [`Throttle`],
+//! fsynced, recorded.
 
 use crate::hash::{Hash, format_crc32};
 use crate::view::{HashView, check_value, hash_view};
