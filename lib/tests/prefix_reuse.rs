@@ -210,3 +210,42 @@ fn the_drain_rebuilds_a_checkpoint_written_again_over_the_older_ones_files() {
         "{out}"
     );
 }
+
+#[test]
+fn a_drain_that_cannot_complete_a_checkpoint_written_again_leaves_the_older_ones_files_as_they_were()
+ {
+    let job = Job::new();
+    let xor = ("SCR_COPY_TYPE", "XOR");
+    run_ok_on(&job, NODES, 4, &["6000", "3"], &[("SCR_FLUSH", "1"), xor]);
+    flip(&job.prefix().join("ckpt.3/rank_0.ckpt"));
+    let before: Vec<Vec<u8>> = (0..4)
+        .map(|r| std::fs::read(job.prefix().join(format!("ckpt.3/rank_{r}.ckpt"))).unwrap())
+        .collect();
+    delete_caches(&job);
+    run_ok_on(
+        &job,
+        NODES,
+        4,
+        &["6000", "1"],
+        &[("SCR_FLUSH", "0"), ("TEST_API_NO_FINALIZE", "1"), xor],
+    );
+    // two members of the one XOR set lost: the new ckpt.3 cannot be completed
+    lose_node(&job, "n2");
+    lose_node(&job, "n3");
+    let (code, out) = postrun_without(&job, "n[2-3]");
+    assert_eq!(code, Some(1), "{out}");
+    let after: Vec<Vec<u8>> = (0..4)
+        .map(|r| std::fs::read(job.prefix().join(format!("ckpt.3/rank_{r}.ckpt"))).unwrap())
+        .collect();
+    assert!(
+        before == after,
+        "no file of the new ckpt.3 at its place: {out}"
+    );
+    let e = job
+        .index()
+        .entries()
+        .into_iter()
+        .find(|e| e.id == 4)
+        .unwrap();
+    assert!(!e.complete && !e.is_current, "{e:?}");
+}
