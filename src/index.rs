@@ -91,11 +91,15 @@ impl IndexFile {
             self.0.set_value(VERSION, 1); // a new index
         }
         let (dk, nk) = (self.dset_key(), self.name_key());
-        self.0.set_path(&[&nk, &name]).set_value(dk, id);
+        // a name stands for its newest copy: marking an older one (a failed fetch, a late
+        // drain) leaves the name where it is
+        if self.id_of(name).is_none_or(|named| named <= id) {
+            self.0.set_path(&[&nk, &name]).set_value(dk, id);
+        }
         self.0.set_path(&[&dk, &id, &nk, &name])
     }
 
-    /// Dataset id recorded for a name.
+    /// The id of the newest copy named `name` (a name written again has a copy per id).
     pub fn id_of(&self, name: &str) -> Option<u64> {
         self.0
             .get_kv(self.name_key(), name)?
@@ -151,20 +155,44 @@ impl IndexFile {
         self.0.unset(CURRENT);
     }
 
-    /// Removes a dataset copy (and `CURRENT` if it named it). Returns whether it existed.
+    /// Removes the copy of `name` that its index entry points to, the newest written (and
+    /// `CURRENT` if it named it). Returns whether it existed.
     pub fn remove(&mut self, name: &str) -> bool {
-        let Some(id) = self.id_of(name) else {
+        self.id_of(name)
+            .is_some_and(|id| self.remove_entry(id, name))
+    }
+
+    /// Removes one dataset copy: dataset `id` named `name`. A name written again (a restart
+    /// from an older checkpoint writes its successors' names again) has a copy per id, and
+    /// removing one leaves the others: the name then stands for the newest one left.
+    /// `CURRENT` goes only with the copy it named. Returns whether the copy existed.
+    pub fn remove_entry(&mut self, id: u64, name: &str) -> bool {
+        if self.record(id, name).is_none() {
             return false;
-        };
+        }
+        let named = self.id_of(name) == Some(id);
+        let was_current = named && self.current() == Some(name);
         let (dk, nk) = (self.dset_key(), self.name_key());
-        self.0.unset_kv(nk, name);
         if let Some(d) = self.0.get_kv_mut(dk, &id.to_string()) {
             d.unset_kv(nk, name);
             if d.is_empty() {
                 self.0.unset_kv(dk, &id.to_string());
             }
         }
-        if self.current() == Some(name) {
+        if named {
+            let other = self
+                .entries()
+                .into_iter()
+                .find(|e| e.name == name)
+                .map(|e| e.id);
+            match other {
+                Some(other) => self.0.set_path(&[&nk, &name]).set_value(dk, other),
+                None => {
+                    self.0.unset_kv(nk, name);
+                }
+            }
+        }
+        if was_current {
             self.unset_current();
         }
         true
@@ -173,16 +201,16 @@ impl IndexFile {
     /// Removes every copy with an id above `id` (`scr index --drop-after`); returns the names
     /// removed.
     pub fn remove_after(&mut self, id: u64) -> Vec<String> {
-        let later: Vec<String> = self
+        let later: Vec<(u64, String)> = self
             .entries()
             .into_iter()
             .filter(|e| e.id > id)
-            .map(|e| e.name)
+            .map(|e| (e.id, e.name))
             .collect();
-        for name in &later {
-            self.remove(name);
+        for (id, name) in &later {
+            self.remove_entry(*id, name);
         }
-        later
+        later.into_iter().map(|(_, name)| name).collect()
     }
 
     /// Every dataset copy, newest id first (names of one id in stored order).
@@ -338,5 +366,30 @@ mod tests {
             .collect();
         assert_eq!(current, [9]);
         assert_eq!(index.restart_candidates(None)[0].id, 9);
+    }
+
+    #[test]
+    fn removing_one_copy_of_a_name_written_again_leaves_the_other() {
+        let t = parse_timestamp("2026-11-22T04:51:15").unwrap();
+        let mut index = IndexFile::new();
+        index.add(&dset(3), "ckpt.3", true);
+        index.add(&dset(4), "ckpt.3", true);
+        index.set_current("ckpt.3").unwrap();
+        // marking the older copy leaves the name on the newer one
+        index.mark_failed(3, "ckpt.3", t);
+        assert_eq!(index.id_of("ckpt.3"), Some(4));
+        assert!(index.remove_entry(3, "ckpt.3"));
+        assert!(!index.remove_entry(3, "ckpt.3"));
+        assert_eq!(index.id_of("ckpt.3"), Some(4));
+        assert_eq!(
+            index.current(),
+            Some("ckpt.3"),
+            "CURRENT named the other copy"
+        );
+        // the name then stands for what is left of it
+        index.add(&dset(3), "ckpt.3", true);
+        assert!(index.remove_entry(4, "ckpt.3"));
+        assert_eq!(index.id_of("ckpt.3"), Some(3));
+        assert_eq!(index.current(), None, "CURRENT went with its copy");
     }
 }

@@ -2,7 +2,7 @@
 //! tree and summary under `.scr/scr.dataset.<id>/`, its index entry (COMPLETE, FLUSHED,
 //! CURRENT), the `scr.current` link and the flush file's PFS location — in that order, so
 //! the index never names a dataset whose description is not durable. The library's flush
-//! and the post-run drain share it.
+//! and the post-run drain share it; deleting datasets is in `delete`.
 
 use crate::dataset::Dataset;
 use crate::flush::{FlushFile, Location};
@@ -12,6 +12,11 @@ use crate::summary::Summary;
 use crate::view::HashView;
 use crate::{Error, Result, io, layout};
 use std::path::Path;
+
+mod delete;
+pub use delete::{
+    Deletions, beyond_window, delete_dataset, delete_dataset_files, enforce_window, purge,
+};
 
 /// Changes the prefix's flush file under its lock.
 pub fn update_flush_file(prefix: &Path, f: impl FnOnce(&mut FlushFile)) -> Result<()> {
@@ -253,20 +258,39 @@ pub struct Dropped {
 
 /// Forgets dataset `name` in the prefix's index (SCR_Drop): its files stay. When it was
 /// current, the next older complete checkpoint becomes current, in the index and in the
-/// `scr.current` link. None when the index does not name it.
+/// `scr.current` link. A name written again stands for its newest copy. None when the index
+/// does not name it.
 pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<Dropped>> {
+    drop_copy(prefix, name, None)
+}
+
+/// Forgets one copy in the prefix's index, dataset `id` named `name`, as [`drop_dataset`]
+/// does: another copy of the same name (a checkpoint written again after a restart from an
+/// older one) stays, and so do CURRENT and the `scr.current` link when they name that copy.
+/// None when the index holds no such copy.
+pub fn drop_entry(prefix: &Path, id: u64, name: &str) -> Result<Option<Dropped>> {
+    drop_copy(prefix, name, Some(id))
+}
+
+/// Drops copy `id` of `name`, or the copy the name stands for (read under the index's lock).
+fn drop_copy(prefix: &Path, name: &str, id: Option<u64>) -> Result<Option<Dropped>> {
     if !layout::index_file(prefix).exists() {
         return Ok(None);
     }
     let mut dropped = None;
+    let mut was_current = false;
+    let mut name_left = false;
     let mut successor = None;
     update_index(prefix, |idx| {
-        let Some(id) = idx.id_of(name) else {
+        let Some(id) = id.or_else(|| idx.id_of(name)) else {
             return Ok(());
         };
-        let was_current = idx.current() == Some(name);
-        idx.remove(name);
+        was_current = idx.current() == Some(name) && idx.id_of(name) == Some(id);
+        if !idx.remove_entry(id, name) {
+            return Ok(());
+        }
         dropped = Some(id);
+        name_left = idx.id_of(name).is_some();
         if was_current && let Some(next) = next_current(idx, id) {
             idx.set_current(&next)
                 .map_err(|what| Error::invalid(layout::index_file(prefix), what))?;
@@ -279,7 +303,8 @@ pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<Dropped>> {
     };
     let link = layout::current_link(prefix);
     let mut link_warning = None;
-    if read_current_link(prefix).as_deref() == Some(name) {
+    // a link naming a copy that stays (the name's other copy) is left as it is
+    if read_current_link(prefix).as_deref() == Some(name) && (was_current || !name_left) {
         link_warning = match &successor {
             Some(next) => update_current_link(prefix, next)?,
             None => io::remove_durably(&link).err().map(|e| {
@@ -288,49 +313,6 @@ pub fn drop_dataset(prefix: &Path, name: &str) -> Result<Option<Dropped>> {
         };
     }
     Ok(Some(Dropped { id, link_warning }))
-}
-
-/// Deletes dataset `id`'s files from the prefix (SCR_Delete): every file its rank2file map
-/// lists, its `.scr/scr.dataset.<id>` directory, and the directories that leaves empty up
-/// to the prefix (the dataset's own `<prefix>/<name>/` among them). Paths come from the
-/// map, which refuses names that leave the prefix. Returns how many files it removed.
-pub fn delete_dataset_files(prefix: &Path, id: u64) -> Result<usize> {
-    let meta = layout::dataset_meta_dir(prefix, id);
-    // a summary that cannot be read leaves the dataset where it is (said by the caller):
-    // without its file list, deleting its metadata would orphan its files
-    let files = match Summary::read(&layout::summary_file(prefix, id)) {
-        Ok(summary) => flushed_files(prefix, id, &summary)?,
-        Err(e) if e.is_not_found() => RankFiles::new(),
-        Err(e) => return Err(e),
-    };
-    // through directory handles: a directory swapped for a link (by anyone who can write
-    // the prefix) is refused, never followed to delete what lies elsewhere
-    let below = crate::safe_fs::Beneath::open(prefix)?;
-    let mut removed = 0;
-    let mut dirs = std::collections::BTreeSet::new();
-    for rec in files.values().flatten() {
-        let rel = Path::new(&rec.name);
-        if below.remove_file(rel)? {
-            removed += 1;
-        }
-        let mut dir = rel.parent();
-        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-            dirs.insert(d.to_path_buf());
-            dir = d.parent();
-        }
-    }
-    match std::fs::remove_dir_all(&meta) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(Error::io(&meta, "remove", e));
-        }
-        _ => {}
-    }
-    // deepest first; a directory still holding something of the user's stays
-    for dir in dirs.iter().rev() {
-        below.remove_empty_dir(dir)?;
-    }
-    io::sync_dir(prefix)?;
-    Ok(removed)
 }
 
 /// SCR's prerun: a new job starts without the last job's flush and nodes files, and with
@@ -464,128 +446,5 @@ mod drop_tests {
         .unwrap();
         publish_one(&checkpoint(4, "ckpt.4")).unwrap();
         assert_eq!(current(), (Some("ckpt.4".into()), "ckpt.4".into()));
-    }
-}
-
-/// The checkpoints SCR_PREFIX_SIZE=`keep` lets go: the complete checkpoints on the prefix
-/// beyond the newest `keep`, oldest last, never the current one (a user may have pointed a
-/// restart at an older checkpoint) nor one marked as output too. `keep` = 0 keeps
-/// everything.
-pub fn beyond_window(index: &IndexFile, keep: u64) -> Vec<(u64, String)> {
-    if keep == 0 {
-        return Vec::new();
-    }
-    let current = index.current();
-    index
-        .entries()
-        .into_iter()
-        .filter(|e| e.complete && e.flushed.is_some())
-        .filter(|e| {
-            index
-                .dataset(e.id, &e.name)
-                .is_none_or(|d| d.is_checkpoint())
-        })
-        .skip(keep as usize)
-        // a checkpoint that is also output the user asked for stays (as SCR's window), and
-        // so does one SCR adopted: its files were the application's before SCR ran
-        .filter(|e| {
-            index
-                .dataset(e.id, &e.name)
-                .is_none_or(|d| !d.is_output() && !d.is_adopted())
-        })
-        .filter(|e| Some(e.name.as_str()) != current)
-        .map(|e| (e.id, e.name))
-        .collect()
-}
-
-/// Removes a dataset from the prefix: its files, its metadata and its index entry (the
-/// current checkpoint passes to the next older one). The flush file forgets it. Returns
-/// a warning when `scr.current` could not follow the index.
-pub fn delete_dataset(prefix: &Path, id: u64, name: &str) -> Result<Option<String>> {
-    delete_dataset_files(prefix, id)?;
-    let dropped = drop_dataset(prefix, name)?;
-    update_flush_file(prefix, |f| f.unset_location(id, Location::Pfs))?;
-    Ok(dropped.and_then(|d| d.link_warning))
-}
-
-/// What deleting several datasets from the prefix did: one that cannot be deleted stays
-/// (said), and the others are deleted all the same.
-#[derive(Debug, Default)]
-pub struct Deletions {
-    /// The datasets deleted, by name.
-    pub deleted: Vec<String>,
-    /// Those that stay, each with why.
-    pub failed: Vec<(String, Error)>,
-    /// What else the user should know (`scr.current` could not follow the index).
-    pub warnings: Vec<String>,
-}
-
-impl Deletions {
-    fn delete_all(prefix: &Path, datasets: Vec<(u64, String)>) -> Deletions {
-        let mut done = Deletions::default();
-        for (id, name) in datasets {
-            match delete_dataset(prefix, id, &name) {
-                Ok(warning) => {
-                    done.warnings.extend(warning);
-                    done.deleted.push(name);
-                }
-                Err(e) => done.failed.push((name, e)),
-            }
-        }
-        done
-    }
-}
-
-/// Keeps a sliding window of `keep` checkpoints on the prefix (SCR_PREFIX_SIZE): deletes
-/// the older ones [`beyond_window`] names.
-pub fn enforce_window(prefix: &Path, keep: u64) -> Deletions {
-    let Ok(index) = IndexFile::read(&layout::index_file(prefix)) else {
-        return Deletions::default();
-    };
-    Deletions::delete_all(prefix, beyond_window(&index, keep))
-}
-
-/// Deletes every dataset the prefix's index lists (SCR_PREFIX_PURGE).
-pub fn purge(prefix: &Path) -> Deletions {
-    let Ok(index) = IndexFile::read(&layout::index_file(prefix)) else {
-        return Deletions::default();
-    };
-    let all = index
-        .entries()
-        .into_iter()
-        .map(|e| (e.id, e.name))
-        .collect();
-    Deletions::delete_all(prefix, all)
-}
-
-#[cfg(test)]
-mod window_tests {
-    use super::*;
-    use crate::dataset::Origin;
-
-    #[test]
-    fn the_window_keeps_the_newest_and_never_the_current_one() {
-        let mut index = IndexFile::new();
-        let now = chrono::Local::now();
-        for id in 1..=5 {
-            let name = format!("ckpt.{id}");
-            let d = Dataset::create(id, &name, true, false, &Origin::default(), Some(id));
-            index.add(&d, &name, true);
-            index.set_flushed(id, &name, now);
-        }
-        let out = Dataset::create(6, "out.6", false, true, &Origin::default(), None);
-        index.add(&out, "out.6", true);
-        index.set_flushed(6, "out.6", now);
-        index.set_current("ckpt.2").unwrap();
-        let names = |v: Vec<(u64, String)>| v.into_iter().map(|(_, n)| n).collect::<Vec<_>>();
-        assert_eq!(names(beyond_window(&index, 2)), ["ckpt.3", "ckpt.1"]);
-        assert_eq!(names(beyond_window(&index, 4)), ["ckpt.1"]);
-        assert!(beyond_window(&index, 0).is_empty());
-        assert!(beyond_window(&index, 9).is_empty());
-        // a checkpoint that is output too stays, whatever its age (config.rst)
-        let both = Dataset::create(0, "both.0", true, true, &Origin::default(), Some(0));
-        index.add(&both, "both.0", true);
-        index.set_flushed(0, "both.0", now);
-        assert_eq!(names(beyond_window(&index, 2)), ["ckpt.3", "ckpt.1"]);
     }
 }

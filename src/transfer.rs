@@ -2,14 +2,16 @@
 //! library and the per-node asynchronous flush agent.
 //!
 //! ```text
-//! FILES <src> {DESTINATION <dst>, SIZE <n>, WRITTEN <n>, CRC <crc32>}
+//! FILES <src> {DESTINATION <dst>, SIZE <n>, WRITTEN <n>, CRC <crc32>, STAGED <temp>}
 //! BW <bytes/s>  PERCENT <cpu share>  COMMAND RUN|STOP|EXIT  STATE RUNNING|STOPPED|EXITING  FLAG DONE
 //! PID <agent process>
 //! ```
 //!
-//! `CRC` (of a written file) and `PID` (so the library can tell a live agent from a dead
-//! one) are this implementation's additions. [`copy_entry`] is the copy both the agent and
-//! the library's own background thread make: paced by a [`Throttle`], fsynced, recorded.
+//! `CRC` (of a written file), `STAGED` (where its bytes wait beside the destination until
+//! the library places every file of the dataset) and `PID` (so the library can tell a live
+//! agent from a dead one) are this implementation's additions. [`copy_entry`] is the copy
+//! both the agent and the library's own background thread make: paced by a [`Throttle`],
+//! fsynced, recorded.
 
 use crate::hash::{Hash, format_crc32};
 use crate::view::{HashView, check_value, hash_view};
@@ -34,6 +36,7 @@ const FLAG: &str = "FLAG";
 const DONE: &str = "DONE";
 const CRC: &str = "CRC";
 const PID: &str = "PID";
+const STAGED: &str = "STAGED";
 /// The directory a file's destination lies below (the prefix): the copy goes through it by
 /// directory handles, never through a link (SCR's own transfer files do not record it).
 const ROOT: &str = "ROOT";
@@ -85,6 +88,9 @@ pub struct TransferEntry {
     pub crc: Option<u32>,
     /// The prefix the destination lies below.
     pub root: Option<String>,
+    /// The temporary beside the destination holding the written bytes, relative to the
+    /// root: a copy is put in its place only when every file of its dataset is right.
+    pub staged: Option<String>,
 }
 
 impl TransferEntry {
@@ -92,6 +98,19 @@ impl TransferEntry {
     /// its CRC, which also tells a copied empty file from one not yet looked at.
     pub fn is_written(&self) -> bool {
         self.written >= self.size && self.crc.is_some()
+    }
+
+    /// The written copy waiting beside the destination, relative to the root; None when
+    /// nothing is staged (not written yet, or the destination is the source itself).
+    pub fn staged_file(&self) -> Result<Option<crate::safe_fs::Staged>> {
+        let (Some(temp), Some(root)) = (&self.staged, &self.root) else {
+            return Ok(None);
+        };
+        let (_, target) = crate::safe_fs::below(Path::new(root), Path::new(&self.destination))?;
+        Ok(Some(crate::safe_fs::Staged {
+            temp: temp.into(),
+            target,
+        }))
     }
 }
 
@@ -117,15 +136,23 @@ impl TransferFile {
                 written: f.parsed(WRITTEN).ok().flatten().unwrap_or(0),
                 crc: f.crc32(CRC).ok().flatten(),
                 root: f.first_value(ROOT).map(str::to_string),
+                staged: f.first_value(STAGED).map(str::to_string),
             })
             .collect()
     }
 
-    /// Records bytes written and fsynced for one file, and their CRC32.
-    pub fn set_written(&mut self, source: &str, written: u64, crc: u32) {
+    /// Records bytes written and fsynced for one file, their CRC32, and the temporary they
+    /// wait in (relative to the root) when staged.
+    pub fn set_written(&mut self, source: &str, written: u64, crc: u32, staged: Option<&Path>) {
         if let Some(f) = self.0.get_kv_mut(FILES, source) {
             f.set_value(WRITTEN, written);
             f.set_value(CRC, format_crc32(crc));
+            match staged {
+                Some(temp) => f.set_value(STAGED, temp.display()),
+                None => {
+                    f.unset(STAGED);
+                }
+            }
         }
     }
 
@@ -291,6 +318,12 @@ pub fn end_agent(transfer: &Path, pid: u32) -> bool {
     // (read without the lock: the agent that held it is gone, and a listed file only
     // names directories to look in)
     let listed = TransferFile::read(transfer).unwrap_or_default();
+    // a copy it finished and recorded waits for the library to place it: not a leftover
+    let recorded: Vec<std::path::PathBuf> = listed
+        .files()
+        .into_iter()
+        .filter_map(|e| e.staged.map(std::path::PathBuf::from))
+        .collect();
     let mut dirs: std::collections::BTreeMap<
         String,
         std::collections::BTreeSet<std::path::PathBuf>,
@@ -308,7 +341,7 @@ pub fn end_agent(transfer: &Path, pid: u32) -> bool {
     for (root, rels) in dirs {
         if let Ok(below) = crate::safe_fs::Beneath::open(Path::new(&root)) {
             for rel in rels {
-                below.remove_temporaries_of(&rel, Some(pid));
+                below.remove_temporaries_of(&rel, Some(pid), &recorded);
             }
         }
     }
@@ -358,8 +391,11 @@ impl Throttle {
     }
 }
 
-/// Copies one listed file to its destination (paced by `throttle`), fsyncs it and its
-/// directory, and records it WRITTEN, with its CRC32, in the transfer file at `transfer`.
+/// Copies one listed file beside its destination (paced by `throttle`), fsynced, and records
+/// it WRITTEN, with its CRC32 and the temporary it waits in, in the transfer file at
+/// `transfer`: the library places it ([`TransferEntry::staged_file`]) once every rank's
+/// files of the dataset are copied, so a file an older dataset names at the destination is
+/// never replaced by part of a flush that fails.
 pub fn copy_entry(
     transfer: &Path,
     entry: &TransferEntry,
@@ -378,11 +414,10 @@ pub fn copy_entry(
         )
     })?;
     let src = Path::new(&entry.source);
-    let input = io::open_regular(src)?;
     // the library listed the file at the size its dataset completed with: one that has
     // changed size since is not that checkpoint, and copying it again would never make it
     // so (the copy would stay short of SIZE and be taken up again forever)
-    let len = input
+    let len = io::open_regular(src)?
         .metadata()
         .map_err(|e| crate::Error::io(src, "stat", e))?
         .len();
@@ -392,17 +427,30 @@ pub fn copy_entry(
             entry.source, entry.size
         )));
     }
-    let (size, crc) =
-        io::copy_open_file_with_crc(input, src, dst, Some(root), buf_size, &mut |n| {
-            throttle.account(n)
-        })?;
-    if let Some(dir) = dst.parent() {
-        io::sync_dir(dir)?;
-    }
-    TransferFile::update_past_agent(transfer, |t| {
-        t.set_written(&entry.source, size, crc);
+    let (size, crc, staged) =
+        io::stage_copy_with_crc(src, dst, root, buf_size, &mut |n| throttle.account(n))?;
+    // the first copy recorded is the one placed: a copy made while another copier (the
+    // agent resumed after a stop, or the rank that took over from it) already recorded its
+    // own, or after the flush ended and forgot the file, is nobody's to place
+    let mut first = false;
+    let recorded = TransferFile::update_past_agent(transfer, |t| {
+        let open = t
+            .files()
+            .iter()
+            .any(|e| e.source == entry.source && !e.is_written());
+        if open {
+            let temp = staged.as_ref().map(|s| s.temp.as_path());
+            t.set_written(&entry.source, size, crc, temp);
+            first = true;
+        }
         Ok(())
-    })?;
+    });
+    if (recorded.is_err() || !first)
+        && let Some(staged) = &staged
+    {
+        let _ = crate::safe_fs::Beneath::open(root).and_then(|b| b.discard(staged));
+    }
+    recorded?;
     Ok((size, crc))
 }
 
@@ -424,7 +472,8 @@ mod tests {
         let its = prefix.join(format!("ckpt.1/.rank_0.ckpt.tmp.{dead}.7"));
         let others = prefix.join(format!("ckpt.1/.rank_1.ckpt.tmp.{alive}.8"));
         let users = prefix.join("ckpt.1/rank_0.ckpt");
-        for f in [&its, &others, &users] {
+        let recorded = prefix.join(format!("ckpt.1/.rank_2.ckpt.tmp.{dead}.9"));
+        for f in [&its, &others, &users, &recorded] {
             std::fs::write(f, b"x").unwrap();
         }
         let path = dir.path().join("transfer.scrinfo");
@@ -435,12 +484,25 @@ mod tests {
             &prefix.to_string_lossy(),
             1,
         );
+        // a copy it finished and recorded, waiting to be placed by the library
+        t.add_file(
+            "/c/rank_2.ckpt",
+            &prefix.join("ckpt.1/rank_2.ckpt").to_string_lossy(),
+            &prefix.to_string_lossy(),
+            1,
+        );
+        t.set_written(
+            "/c/rank_2.ckpt",
+            1,
+            0,
+            Some(Path::new(&format!("ckpt.1/.rank_2.ckpt.tmp.{dead}.9"))),
+        );
         t.set_agent_pid(Some(dead));
         t.write(&path).unwrap();
         assert_eq!(t.agent(), Agent::Gone);
         assert!(end_agent(&path, dead));
         assert!(!its.exists(), "the dead agent's temporary stays");
-        assert!(others.exists() && users.exists());
+        assert!(others.exists() && users.exists() && recorded.exists());
     }
 
     #[test]
@@ -449,14 +511,69 @@ mod tests {
         t.add_file("/c/rank_0.ckpt", "/p/ckpt.1/rank_0.ckpt", "/p", 524294);
         t.set_limits(52428800.0, 0.0);
         t.set_command(Command::Run);
-        t.set_written("/c/rank_0.ckpt", 524294, 7);
+        t.set_written(
+            "/c/rank_0.ckpt",
+            524294,
+            7,
+            Some(Path::new("ckpt.1/.rank_0.ckpt.tmp.1.2")),
+        );
         t.set_done(true);
         let back = TransferFile::from_hash(t.hash().clone()).unwrap();
         assert_eq!(back.files()[0].written, 524294);
         assert_eq!(back.files()[0].crc, Some(7));
+        let staged = back.files()[0].staged_file().unwrap().unwrap();
+        assert_eq!(staged.target, Path::new("ckpt.1/rank_0.ckpt"));
         assert!(back.pending().is_empty());
         assert_eq!(back.command(), Some(Command::Run));
         assert_eq!(back.bandwidth(), Some(52428800.0));
         assert!(back.is_done());
+    }
+
+    #[test]
+    fn a_copy_waits_beside_its_destination_and_only_the_first_recorded_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cache, prefix) = (dir.path().join("cache"), dir.path().join("prefix"));
+        std::fs::create_dir_all(&cache).unwrap();
+        std::fs::create_dir_all(prefix.join("state")).unwrap();
+        let src = cache.join("rank_0.ckpt");
+        let dst = prefix.join("state/rank_0.ckpt");
+        std::fs::write(&src, b"new").unwrap();
+        // an older checkpoint's file at the same path
+        std::fs::write(&dst, b"old").unwrap();
+        let transfer = dir.path().join("transfer.scrinfo");
+        let (s, d, p) = (
+            src.to_str().unwrap(),
+            dst.to_str().unwrap(),
+            prefix.to_str().unwrap(),
+        );
+        TransferFile::update(&transfer, io::PRIVATE_FILE, |t| {
+            t.add_file(s, d, p, 3);
+            Ok(())
+        })
+        .unwrap();
+        let entry = TransferFile::read(&transfer).unwrap().files()[0].clone();
+        let mut throttle = Throttle::new(0.0, 0.0);
+        copy_entry(&transfer, &entry, 1 << 16, &mut throttle).unwrap();
+        // a second copier of the same entry (an agent resumed after the rank took over)
+        copy_entry(&transfer, &entry, 1 << 16, &mut throttle).unwrap();
+        assert_eq!(std::fs::read(&dst).unwrap(), b"old", "nothing placed yet");
+        let names = || {
+            let mut v: Vec<String> = std::fs::read_dir(prefix.join("state"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names().len(), 2, "the file and one copy: {:?}", names());
+        let written = TransferFile::read(&transfer).unwrap().files()[0].clone();
+        assert!(written.is_written());
+        let staged = written.staged_file().unwrap().unwrap();
+        crate::safe_fs::Beneath::open(&prefix)
+            .unwrap()
+            .place(&staged)
+            .unwrap();
+        assert_eq!(std::fs::read(&dst).unwrap(), b"new");
+        assert_eq!(names(), ["rank_0.ckpt"]);
     }
 }

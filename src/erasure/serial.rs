@@ -267,6 +267,20 @@ pub fn rebuild_serial(
     root: &Path,
     buf_size: usize,
 ) -> Result<Vec<PathBuf>> {
+    rebuild_serial_in(code, lost, missing, parity, (root, root), buf_size)
+}
+
+/// [`rebuild_serial`] with the user files under `user_dir`, a directory below `root` (where
+/// a drain's files wait for their dataset to be whole), the parity files anywhere below
+/// `root`.
+pub fn rebuild_serial_in(
+    code: StripeCode,
+    lost: &[usize],
+    missing: &[PathBuf],
+    parity: &[Option<PathBuf>],
+    (root, user_dir): (&Path, &Path),
+    buf_size: usize,
+) -> Result<Vec<PathBuf>> {
     let n = code.n;
     if lost.len() > code.k || lost.iter().any(|&l| l >= n) {
         return Err(Error::invalid(
@@ -302,6 +316,7 @@ pub fn rebuild_serial(
         lists: &lists,
         header: &first,
         root,
+        user_dir,
         parity_dir: &parity_dir,
     };
     let (stores, outputs) = set.open_stores(lost, missing, parity, &offsets)?;
@@ -347,6 +362,8 @@ struct SetFiles<'a> {
     /// A survivor's header, the model of the lost members' new ones.
     header: &'a XorHeader,
     root: &'a Path,
+    /// Where user files are, by their ORIG names: the root or a directory below it.
+    user_dir: &'a Path,
     parity_dir: &'a Path,
 }
 
@@ -367,7 +384,7 @@ impl SetFiles<'_> {
         let mut outputs = Vec::new();
         let beneath = Beneath::open(self.root)?;
         for pos in 0..code.n {
-            let paths = member_paths(&self.lists[pos], self.root, self.parity_dir)?;
+            let paths = member_paths(&self.lists[pos], self.user_dir, self.parity_dir)?;
             let Some(i) = lost.iter().position(|&l| l == pos) else {
                 let path = parity[pos].as_ref().expect("a survivor's parity file");
                 let layout = (code, pos, chunk);

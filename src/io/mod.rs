@@ -54,16 +54,51 @@ pub fn copy_file_with_crc(
     copy_open_file_with_crc(input, src, dst, root, buf_size, copied)
 }
 
+/// [`copy_file_with_crc`] below `root` without putting the copy in its place: it waits,
+/// durable, beside `dst` ([`crate::safe_fs::Beneath::stage_file`]) until the caller places
+/// it once every file of its dataset is right, or discards it. None when `dst` already is
+/// `src` (nothing to place). What a flush or drain writes to the prefix goes this way, so a
+/// file an older dataset names at `dst` is replaced only by a whole new dataset.
+pub fn stage_copy_with_crc(
+    src: &Path,
+    dst: &Path,
+    root: &Path,
+    buf_size: usize,
+    copied: &mut dyn FnMut(u64),
+) -> Result<(u64, u32, Option<crate::safe_fs::Staged>)> {
+    let input = OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(src)
+        .map_err(|e| Error::io(src, "open", e))?;
+    copy_open(input, src, dst, Some(root), buf_size, copied, true)
+}
+
 /// [`copy_file_with_crc`] from a file already opened (`src` names it in messages): a source
 /// read back from the prefix is opened through directory handles and checked first.
 pub fn copy_open_file_with_crc(
-    mut input: File,
+    input: File,
     src: &Path,
     dst: &Path,
     root: Option<&Path>,
     buf_size: usize,
     copied: &mut dyn FnMut(u64),
 ) -> Result<(u64, u32)> {
+    let (len, crc, _) = copy_open(input, src, dst, root, buf_size, copied, false)?;
+    Ok((len, crc))
+}
+
+/// The copy of [`copy_open_file_with_crc`]; with `stage` (and a `root`), the copy is left
+/// staged beside `dst` and returned as such.
+fn copy_open(
+    mut input: File,
+    src: &Path,
+    dst: &Path,
+    root: Option<&Path>,
+    buf_size: usize,
+    copied: &mut dyn FnMut(u64),
+    stage: bool,
+) -> Result<(u64, u32, Option<crate::safe_fs::Staged>)> {
     let meta = input.metadata().map_err(|e| Error::io(src, "stat", e))?;
     if !meta.is_file() {
         return Err(Error::invalid(
@@ -76,7 +111,7 @@ pub fn copy_open_file_with_crc(
         let crc = file_crc32(src)?;
         input.sync_all().map_err(|e| Error::io(src, "fsync", e))?;
         copied(len);
-        return Ok((len, crc));
+        return Ok((len, crc, None));
     }
     let copy = |output: &mut File| -> Result<u32> {
         let mut crc = crc32fast::Hasher::new();
@@ -113,14 +148,19 @@ pub fn copy_open_file_with_crc(
             fs::create_dir_all(root).map_err(|e| Error::io(root, "create directory", e))?;
         }
         let (root, rel) = crate::safe_fs::below(root, dst)?;
-        let crc = crate::safe_fs::Beneath::open(&root)?.write_file(&rel, mode, 0o755, copy)?;
-        return Ok((len, crc));
+        let below = crate::safe_fs::Beneath::open(&root)?;
+        if stage {
+            let (crc, staged) = below.stage_file(&rel, mode, 0o755, copy)?;
+            return Ok((len, crc, Some(staged)));
+        }
+        let crc = below.write_file(&rel, mode, 0o755, copy)?;
+        return Ok((len, crc, None));
     }
     if let Some(dir) = dst.parent() {
         fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
     }
     let crc = replace_through_temporary(dst, mode, copy)?;
-    Ok((len, crc))
+    Ok((len, crc, None))
 }
 
 /// Writes a file under a temporary name in `path`'s directory with `write`, fsyncs it and

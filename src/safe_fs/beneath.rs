@@ -21,6 +21,36 @@ pub struct Beneath {
     owner: u32,
 }
 
+/// A file written beside its place and not yet in it ([`Beneath::stage_file`]): its bytes
+/// are durable under a temporary name in its target's directory. Both paths are relative
+/// to the root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Staged {
+    /// The temporary holding the bytes.
+    pub temp: PathBuf,
+    /// Where [`Beneath::place`] puts them.
+    pub target: PathBuf,
+}
+
+impl Staged {
+    /// The directory both names are in, the temporary's name and the target's; an error
+    /// when they are not in one directory (a rename never moves a file elsewhere).
+    fn names(&self) -> Result<(&Path, &std::ffi::OsStr, &std::ffi::OsStr)> {
+        let (dir, temp) = Beneath::split(&self.temp)?;
+        let (target_dir, name) = Beneath::split(&self.target)?;
+        if dir != target_dir || !crate::io::is_temporary_name(&temp.to_string_lossy()) {
+            return Err(Error::invalid(
+                &self.temp,
+                format!(
+                    "is not a temporary of SCR's beside {}; it is not put in its place",
+                    self.target.display()
+                ),
+            ));
+        }
+        Ok((dir, temp, name))
+    }
+}
+
 /// Opens `name` in `dir` with `flags`, never through a symbolic link (one there is a
 /// neighbour's doing: said as untrusted, naming what SCR `does` through it), and says what
 /// the handle is.
@@ -241,9 +271,27 @@ impl Beneath {
         dir_mode: u32,
         write: impl FnOnce(&mut File) -> Result<R>,
     ) -> Result<R> {
-        let (dir, name) = Self::split(rel)?;
+        let (value, staged) = self.stage_file(rel, mode, dir_mode, write)?;
+        self.place(&staged)?;
+        Ok(value)
+    }
+
+    /// The first half of [`Beneath::write_file`]: `rel`'s new bytes written and fsynced
+    /// under a temporary name beside it, where they wait for [`Beneath::place`] (or
+    /// [`Beneath::discard`]). What stands at `rel` meanwhile is untouched: a dataset's files
+    /// are staged one by one and placed only once every one of them is right, so a file an
+    /// older dataset names at the same path is replaced by a whole dataset or not at all.
+    /// On an error the temporary is removed.
+    pub fn stage_file<R>(
+        &self,
+        rel: &Path,
+        mode: u32,
+        dir_mode: u32,
+        write: impl FnOnce(&mut File) -> Result<R>,
+    ) -> Result<(R, Staged)> {
+        let (dir_rel, name) = Self::split(rel)?;
         let path = self.root.join(rel);
-        let dir = self.create_dirs(dir, dir_mode)?;
+        let dir = self.create_dirs(dir_rel, dir_mode)?;
         let temp = crate::io::temporary_name(Path::new(name), "tmp");
         let temp = temp.file_name().unwrap_or(name);
         let fd = rustix::fs::openat(
@@ -256,15 +304,67 @@ impl Beneath {
         let mut file = File::from(fd);
         let written = write(&mut file).and_then(|r| {
             file.sync_all().map_err(|e| Error::io(&path, "fsync", e))?;
-            rustix::fs::renameat(&dir, temp, &dir, name)
-                .map_err(|e| io_error(&path, "rename a temporary over", e))?;
-            rustix::fs::fsync(&dir).map_err(|e| io_error(&path, "fsync the directory of", e))?;
             Ok(r)
         });
-        if written.is_err() {
-            let _ = rustix::fs::unlinkat(&dir, temp, AtFlags::empty());
+        match written {
+            Ok(r) => Ok((
+                r,
+                Staged {
+                    temp: dir_rel.join(temp),
+                    target: rel.to_path_buf(),
+                },
+            )),
+            Err(e) => {
+                let _ = rustix::fs::unlinkat(&dir, temp, AtFlags::empty());
+                Err(e)
+            }
         }
-        written
+    }
+
+    /// Puts a staged file in its place: renamed over its target (whatever file stood
+    /// there), and the directory fsynced.
+    pub fn place(&self, staged: &Staged) -> Result<()> {
+        let (dir_rel, temp, name) = staged.names()?;
+        let path = self.root.join(&staged.target);
+        let dir = self
+            .open_dir(dir_rel)?
+            .ok_or_else(|| Error::io(&path, "open", std::io::ErrorKind::NotFound.into()))?;
+        rustix::fs::renameat(&dir, temp, &dir, name)
+            .map_err(|e| io_error(&path, "rename a temporary over", e))?;
+        rustix::fs::fsync(&dir).map_err(|e| io_error(&path, "fsync the directory of", e))
+    }
+
+    /// Moves the file `from` to `to` (both below the root, on its file system), replacing
+    /// whatever file stood at `to`; the directories on the way to `to` are created with
+    /// `dir_mode` where missing, and `to`'s directory is fsynced. A drained dataset's files
+    /// go from where they waited to their places this way once the dataset is whole.
+    pub fn move_file(&self, from: &Path, to: &Path, dir_mode: u32) -> Result<()> {
+        let (from_dir, from_name) = Self::split(from)?;
+        let (to_dir, to_name) = Self::split(to)?;
+        let path = self.root.join(to);
+        let source = self.open_dir(from_dir)?.ok_or_else(|| {
+            Error::io(
+                self.root.join(from),
+                "open",
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let target = self.create_dirs(to_dir, dir_mode)?;
+        rustix::fs::renameat(&source, from_name, &target, to_name)
+            .map_err(|e| io_error(&path, "move a drained file to", e))?;
+        rustix::fs::fsync(&target).map_err(|e| io_error(&path, "fsync the directory of", e))
+    }
+
+    /// Removes a staged file that is not to be placed; its target stays as it is.
+    pub fn discard(&self, staged: &Staged) -> Result<()> {
+        let (dir_rel, temp, _) = staged.names()?;
+        let Some(dir) = self.open_dir(dir_rel)? else {
+            return Ok(());
+        };
+        match rustix::fs::unlinkat(&dir, temp, AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+            Err(e) => Err(io_error(&self.root.join(&staged.temp), "remove", e)),
+        }
     }
 
     /// Opens `rel` for writing in place, created with `mode` if missing and never truncated
@@ -312,13 +412,14 @@ impl Beneath {
     /// regular files only. For a directory no SCR writer uses any more (the drain calls it
     /// once every copy ended). A directory that is not there, or not this user's, is left.
     pub fn remove_temporaries(&self, rel: &Path) {
-        self.remove_temporaries_of(rel, None);
+        self.remove_temporaries_of(rel, None, &[]);
     }
 
     /// [`Beneath::remove_temporaries`] of one writer alone when `writer` is given: the
     /// temporaries whose names carry that process id (one known to have ended, while
-    /// other writers may still be copying into the same directory).
-    pub fn remove_temporaries_of(&self, rel: &Path, writer: Option<u32>) {
+    /// other writers may still be copying into the same directory), but none of `keep`
+    /// (paths relative to the root: whole copies recorded as waiting to be placed).
+    pub fn remove_temporaries_of(&self, rel: &Path, writer: Option<u32>, keep: &[PathBuf]) {
         let Ok(Some(dir)) = self.open_dir(rel) else {
             return;
         };
@@ -333,6 +434,9 @@ impl Beneath {
             if let Some(pid) = writer
                 && crate::io::temporary_writer(&name) != Some(pid)
             {
+                continue;
+            }
+            if keep.iter().any(|k| *k == rel.join(&name)) {
                 continue;
             }
             // a regular file of this user's own: a writer of SCR's leaves nothing else, and

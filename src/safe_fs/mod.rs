@@ -6,7 +6,7 @@
 
 mod beneath;
 
-pub use beneath::Beneath;
+pub use beneath::{Beneath, Staged};
 
 use crate::error::{Error, Result};
 use std::fs::{self, File, OpenOptions};

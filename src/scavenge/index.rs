@@ -2,7 +2,7 @@
 //! members of XOR and Reed–Solomon sets that did not, and publishing the dataset (SCR's
 //! `scr_index --add`).
 
-use super::{MAX_RANKS, destination, fmap_path};
+use super::{MAX_RANKS, destination, drained_dir_rel, fmap_path, waiting_rel};
 use crate::dataset::Dataset;
 use crate::erasure::{self, StripeCode};
 use crate::filemap::Filemap;
@@ -27,13 +27,66 @@ pub struct IndexReport {
     pub warnings: Vec<String>,
 }
 
-/// A rank's scavenged files are all there: every expected file complete, of its size.
-fn rank_complete(map: &Filemap, id: u64, rank: u64, prefix: &Path) -> bool {
-    map.has_all_files(id, rank)
-        && map.files(id, rank).iter().all(|f| {
-            let meta = map.meta(id, rank, f).unwrap_or_default();
-            std::fs::metadata(prefix.join(f)).is_ok_and(|m| Some(m.len()) == meta.size())
-        })
+/// Where a drained dataset's files are on the prefix: its user files wait in its
+/// `drained` directory until it is whole; a dataset drained before files waited there (or
+/// already moved to their places) has them at their places.
+struct Drain<'a> {
+    prefix: &'a Path,
+    id: u64,
+    waiting: bool,
+}
+
+impl Drain<'_> {
+    /// Where file `f` (as its filemap names it, relative to the prefix) is now.
+    fn path(&self, f: &str, meta: &Meta) -> PathBuf {
+        if self.waiting {
+            self.prefix.join(waiting_rel(self.id, f, meta))
+        } else {
+            self.prefix.join(f)
+        }
+    }
+
+    /// Where the rebuild finds and recreates user files by their ORIG names.
+    fn user_root(&self) -> PathBuf {
+        if self.waiting {
+            self.prefix.join(drained_dir_rel(self.id))
+        } else {
+            self.prefix.to_path_buf()
+        }
+    }
+
+    /// A rank's scavenged files are all there: every expected file complete, of its size.
+    fn rank_complete(&self, map: &Filemap, rank: u64) -> bool {
+        let id = self.id;
+        map.has_all_files(id, rank)
+            && map.files(id, rank).iter().all(|f| {
+                let meta = map.meta(id, rank, f).unwrap_or_default();
+                std::fs::metadata(self.path(f, &meta)).is_ok_and(|m| Some(m.len()) == meta.size())
+            })
+    }
+
+    /// Moves every user file of the whole dataset from where it waited to its place
+    /// (replacing what an older dataset left there), then removes the `drained` directory.
+    fn place(&self, maps: &BTreeMap<u64, Filemap>) -> Result<()> {
+        if !self.waiting {
+            return Ok(());
+        }
+        let beneath = crate::safe_fs::Beneath::open(self.prefix)?;
+        // (a file several ranks list is moved once)
+        let mut moved = std::collections::BTreeSet::new();
+        for (rank, map) in maps {
+            for f in map.files(self.id, *rank) {
+                let meta = map.meta(self.id, *rank, f).unwrap_or_default();
+                if matches!(meta.filetype(), Some(FileType::User) | None) && moved.insert(f) {
+                    rank2file::check_relative(f).map_err(|e| Error::invalid(self.prefix, e))?;
+                    let from = waiting_rel(self.id, f, &meta);
+                    beneath.move_file(Path::new(&from), Path::new(f), 0o755)?;
+                }
+            }
+        }
+        let drained = self.prefix.join(drained_dir_rel(self.id));
+        std::fs::remove_dir_all(&drained).map_err(|e| Error::io(&drained, "remove", e))
+    }
 }
 
 /// Checks, rebuilds and publishes dataset `id` scavenged to `prefix`.
@@ -48,20 +101,21 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
         .name()
         .map(str::to_string)
         .unwrap_or_else(|| layout::dataset_dir_name(id));
-    sweep_temporaries(prefix, id, &dir, &maps);
+    let drain = Drain {
+        prefix,
+        id,
+        waiting: prefix.join(drained_dir_rel(id)).is_dir(),
+    };
+    sweep_temporaries(&drain, &dir, &maps);
     let ranks = job_ranks(&dir, id, &maps)?;
     let mut missing: Vec<u64> = (0..ranks)
-        .filter(|r| {
-            !maps
-                .get(r)
-                .is_some_and(|m| rank_complete(m, id, *r, prefix))
-        })
+        .filter(|r| !maps.get(r).is_some_and(|m| drain.rank_complete(m, *r)))
         .collect();
 
     // rebuild the lost members of each parity set that lost no more than it survives
     let mut rebuilt = Vec::new();
     let job = DrainedJob {
-        prefix,
+        drain: &drain,
         dir: &dir,
         id,
         ranks,
@@ -78,6 +132,11 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
     rebuilt.sort_unstable();
 
     let complete = missing.is_empty() && ranks > 0;
+    // an incomplete dataset's files stay where they wait: at their places they would mix
+    // with an older dataset's files there
+    if complete {
+        drain.place(&maps)?;
+    }
     let files = user_records(&maps, id);
     let mut desc = desc;
     if !complete {
@@ -141,7 +200,8 @@ fn read_drained(prefix: &Path, id: u64) -> Result<Drained> {
 }
 
 /// Every copy of the drain has ended: what a killed one left half-written goes.
-fn sweep_temporaries(prefix: &Path, id: u64, dir: &Path, maps: &BTreeMap<u64, Filemap>) {
+fn sweep_temporaries(drain: &Drain, dir: &Path, maps: &BTreeMap<u64, Filemap>) {
+    let (prefix, id) = (drain.prefix, drain.id);
     // through directory handles: a link planted below the prefix leads nowhere
     let Ok(beneath) = crate::safe_fs::Beneath::open(prefix) else {
         return;
@@ -150,11 +210,20 @@ fn sweep_temporaries(prefix: &Path, id: u64, dir: &Path, maps: &BTreeMap<u64, Fi
     dirs.extend(crate::safe_fs::below(prefix, dir).ok().map(|(_, rel)| rel));
     for (r, m) in maps {
         for f in m.files(id, *r) {
-            if rank2file::check_relative(f).is_ok()
-                && let Some(parent) = Path::new(f).parent()
-            {
-                dirs.insert(parent.to_path_buf());
+            if rank2file::check_relative(f).is_err() {
+                continue;
             }
+            // where the drain's copies wait, and where a flush the job's end cut short
+            // left its own temporaries (the files' places)
+            let meta = m.meta(id, *r, f).unwrap_or_default();
+            let waiting = crate::safe_fs::below(prefix, &drain.path(f, &meta)).ok();
+            let places = [waiting.map(|(_, rel)| rel), Some(PathBuf::from(f))];
+            dirs.extend(
+                places
+                    .iter()
+                    .flatten()
+                    .filter_map(|rel| Some(rel.parent()?.to_path_buf())),
+            );
         }
     }
     for d in &dirs {
@@ -243,7 +312,7 @@ fn user_records(maps: &BTreeMap<u64, Filemap>, id: u64) -> RankFiles {
 
 /// The dataset being indexed, as a rebuild needs it.
 struct DrainedJob<'a> {
-    prefix: &'a Path,
+    drain: &'a Drain<'a>,
     dir: &'a Path,
     id: u64,
     ranks: u64,
@@ -318,8 +387,9 @@ impl DrainedJob<'_> {
         }
         let lost_ranks: Vec<u64> = lost.iter().map(|&p| group[p]).collect();
         self.clear_lost(&lost_ranks, &missing_paths, maps)?;
-        let (prefix, buf_size) = (self.prefix, self.buf_size);
-        erasure::rebuild_serial(code, &lost, &missing_paths, &given, prefix, buf_size)?;
+        let dirs = (self.drain.prefix, self.drain.user_root());
+        let dirs = (dirs.0, dirs.1.as_path());
+        erasure::rebuild_serial_in(code, &lost, &missing_paths, &given, dirs, self.buf_size)?;
         // the rebuilt ranks' filemaps, from the file lists in the parity headers
         let headers: Vec<Option<XorHeader>> = (0..n)
             .map(|p| {
@@ -352,15 +422,15 @@ impl DrainedJob<'_> {
         maps: &BTreeMap<u64, Filemap>,
     ) -> Result<()> {
         // through directory handles: never through a link planted below the prefix
-        let beneath = crate::safe_fs::Beneath::open(self.prefix)?;
+        let beneath = crate::safe_fs::Beneath::open(self.drain.prefix)?;
         for &rank in lost {
-            let listed = maps
-                .get(&rank)
-                .map(|m| m.files(self.id, rank))
-                .unwrap_or_default();
-            for f in listed {
+            let Some(map) = maps.get(&rank) else {
+                continue;
+            };
+            for f in map.files(self.id, rank) {
+                let meta = map.meta(self.id, rank, f).unwrap_or_default();
                 if rank2file::check_relative(f).is_ok() {
-                    beneath.remove_path(&self.prefix.join(f))?;
+                    beneath.remove_path(&self.drain.path(f, &meta))?;
                 }
             }
         }
@@ -403,7 +473,7 @@ impl DrainedJob<'_> {
         fmap.add_file(id, rank, &prel);
         fmap.set_meta(id, rank, &prel, &pmeta);
         fmap.set_expected_files(id, rank, list.files.len() as u64 + 1);
-        fmap.write(&fmap_path(self.prefix, id, rank))?;
+        fmap.write(&fmap_path(self.drain.prefix, id, rank))?;
         Ok(fmap)
     }
 }

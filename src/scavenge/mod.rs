@@ -4,9 +4,13 @@
 //! members from XOR or Reed–Solomon parity, and publishes the dataset (SCR's
 //! `scr_index --add`).
 //!
-//! A scavenged dataset on the prefix: user files at `<prefix>/<ORIG>`, redundancy files
-//! and one filemap per rank (`fmap.<rank>.scr`, file names relative to the prefix) in
-//! `<prefix>/.scr/scr.dataset.<id>/`.
+//! A scavenged dataset on the prefix: redundancy files and one filemap per rank
+//! (`fmap.<rank>.scr`, file names relative to the prefix) in
+//! `<prefix>/.scr/scr.dataset.<id>/`, and user files waiting in its `drained/<ORIG>` until
+//! the index finds the dataset whole and moves them to `<prefix>/<ORIG>`: a file an older
+//! dataset names at the same path (a name written again after a restart from an older
+//! checkpoint, a program that writes every checkpoint to the same paths) is replaced only
+//! by a whole dataset, never by part of one.
 
 use crate::filemap::{Filemap, MasterFilemap};
 use crate::meta::{FileType, Meta};
@@ -54,6 +58,22 @@ pub struct CopyOptions {
     pub buf_size: usize,
     /// Also copy partners' copies of these failed owner nodes (second scavenge round).
     pub failed_owners: Vec<String>,
+}
+
+/// The directory below the prefix where dataset `id`'s drained user files wait for the
+/// dataset to be whole (then [`index_dataset`] moves them to their places).
+fn drained_dir_rel(id: u64) -> String {
+    format!("{}/drained", layout::dataset_meta_rel(id))
+}
+
+/// Where drained file `rel` (a name [`destination`] gave) is on the prefix until the
+/// dataset is placed, relative to the prefix: a user file in the dataset's `drained`
+/// directory, a redundancy file (already in the dataset's own `.scr` directory) where it is.
+fn waiting_rel(id: u64, rel: &str, meta: &Meta) -> String {
+    match meta.filetype() {
+        Some(FileType::User) | None => format!("{}/{rel}", drained_dir_rel(id)),
+        Some(_) => rel.to_string(),
+    }
 }
 
 /// Where a cached file goes on the prefix, relative to it: user files by their ORIG name
@@ -120,7 +140,7 @@ pub fn copy_node(
         .map_err(|e| Error::io(cntl_dir, "inspect", e))?
         .uid();
     let mut report = CopyReport::default();
-    crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
+    crate::safe_fs::create_dirs_in(prefix, &prefix.join(drained_dir_rel(id)), 0o755)?;
     let (to_copy, total) = ranks_to_copy(&master, id, opts, &mut report);
     let mut state = CopyProgress {
         total,
@@ -254,7 +274,7 @@ impl NodeCopy<'_> {
         }
         let mut copied = meta.clone();
         let mut ok = true;
-        let dst = self.prefix.join(&rel);
+        let dst = self.prefix.join(waiting_rel(self.id, &rel, meta));
         let result = io::copy_file_with_crc(
             Path::new(f),
             &dst,
@@ -265,8 +285,8 @@ impl NodeCopy<'_> {
         match result {
             Ok((size, crc)) => {
                 if let Err(e) = meta.verify(size, meta.crc32().map(|_| crc)) {
-                    // the damaged copy goes: a rebuild recreates the file, and it never
-                    // writes into one
+                    // the damaged copy goes (from where it waits: an older dataset's file
+                    // at its place stays): a rebuild recreates it, and never writes into one
                     let _ = std::fs::remove_file(&dst);
                     report.errors.push(format!("{f}: {e}"));
                     copied.set_complete(false);

@@ -204,23 +204,33 @@ fn finish(flush: &Flush, running: &AsyncFlush, copied: Copied) -> Result<()> {
     let bytes: u64 = records.iter().map(|r| r.size).sum();
     let total = job.sum(bytes);
     let slowest = job.max((secs * 1e6) as u64) as f64 / 1e6;
-    // the transfer file forgets this dataset's files
+    // the transfer file forgets this dataset's files, once the copies waiting beside their
+    // places (written by the agent or by this rank's thread) are taken from it
     let sources: Vec<String> = cache.user_files(id);
-    // (housekeeping for the node's transfer agent: a failure is a warning, as the others
-    // go on to publish the flush with this rank)
-    {
-        let forgotten = TransferFile::update_past_agent(&transfer_file(flush), |t| {
-            for s in &sources {
-                t.remove_file(s);
-            }
-            t.set_done(t.files().is_empty());
-            Ok(())
-        });
-        if let Err(e) = forgotten {
-            say!("SCR: WARNING: rank {}: {e}", job.rank);
+    let mut staged = Vec::new();
+    let forgotten = TransferFile::update_past_agent(&transfer_file(flush), |t| {
+        for e in t.files().iter().filter(|e| sources.contains(&e.source)) {
+            staged.extend(e.staged_file()?);
         }
-    }
-    let published = flush.publish(id, records, copied)?;
+        for s in &sources {
+            t.remove_file(s);
+        }
+        t.set_done(t.files().is_empty());
+        Ok(())
+    });
+    // copies this rank cannot name cannot be placed: the flush fails with this rank, and
+    // the others go on to that outcome with it
+    let copied = match (copied, forgotten) {
+        (Ok(()), Err(e)) => {
+            say!(
+                "SCR: ERROR: rank {}: asynchronous flush of dataset {id}: {e}",
+                job.rank
+            );
+            Err(e)
+        }
+        (copied, _) => copied,
+    };
+    let published = flush.publish(id, records, staged, copied)?;
     if published {
         let name = cache.dataset_name(id);
         let mut fields = vec![("name", name.clone()), ("dset", id.to_string())];

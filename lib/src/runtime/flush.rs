@@ -17,7 +17,6 @@ use scr::hash::Hash;
 use scr::params::Settings;
 use scr::rank2file::{self, FileRecord, RankFiles};
 use scr::{Error, Result, io, layout, safe_fs};
-use std::path::Path;
 use std::time::Instant;
 
 /// What a flush needs: the job to do it with, the cache it copies from, the prefix it
@@ -60,6 +59,7 @@ impl Flush<'_> {
             (self.container_start(mine), size)
         });
         let mut records = Vec::new();
+        let mut staged = Vec::new();
         let mut result = Ok(());
         for wave in 0..waves {
             if wave > 0 {
@@ -68,7 +68,7 @@ impl Flush<'_> {
             if rank / width != wave {
                 continue;
             }
-            result = self.copy_to_prefix(id, want_crc, buf, containers, &mut records);
+            result = self.copy_to_prefix(id, want_crc, buf, containers, &mut records, &mut staged);
         }
         if let Err(e) = &result {
             say!("SCR: ERROR: rank {rank}: flush of dataset {id}: {e}");
@@ -76,7 +76,7 @@ impl Flush<'_> {
         let copy_secs = started.elapsed().as_secs_f64();
         // ranks done early wait sleeping, not in the gather's busy-poll
         self.job.barrier();
-        let copied = self.publish(id, records, result)?;
+        let copied = self.publish(id, records, staged, result)?;
         self.job.debug_rank(
             2,
             format_args!(
@@ -154,20 +154,42 @@ impl Flush<'_> {
     }
 
     /// The end of every flush, synchronous or not: when every rank copied its files
-    /// (`copied` is this rank's outcome), the ranks write the dataset's rank2file tree and
-    /// rank 0 publishes the dataset; otherwise the flush file stops saying FLUSHING.
-    /// Collective; returns whether published.
+    /// (`copied` is this rank's outcome; `staged`, its copies waiting beside their places),
+    /// each rank puts its copies in their places, the ranks write the dataset's rank2file
+    /// tree and rank 0 publishes the dataset; otherwise each rank removes its copies, what
+    /// stands at their places (an older checkpoint's files at the same paths) stays as it
+    /// was, and the flush file stops saying FLUSHING. Collective; returns whether published.
     pub(super) fn publish(
         &self,
         id: u64,
         records: Vec<FileRecord>,
+        staged: Vec<safe_fs::Staged>,
         copied: Result<()>,
     ) -> Result<bool> {
         let copied = self.job.agree(
             copied,
             &format!("another rank could not copy its files of dataset {id}"),
         );
-        if copied.is_err() {
+        let placed = match copied {
+            Ok(()) => {
+                let placed = self.place(&staged);
+                if let Err(e) = &placed {
+                    say!(
+                        "SCR: ERROR: rank {}: flush of dataset {id}: {e}",
+                        self.job.rank
+                    );
+                }
+                self.job.agree(
+                    placed,
+                    &format!("another rank could not put its files of dataset {id} in place"),
+                )
+            }
+            Err(e) => {
+                self.discard(&staged);
+                Err(e)
+            }
+        };
+        if placed.is_err() {
             self.prefix
                 .note_in_flush_file("the flush's end in the flush file", |f| {
                     f.unset_location(id, Location::Flushing)
@@ -268,8 +290,39 @@ impl Flush<'_> {
         Ok(entries)
     }
 
-    /// Copies this rank's files of a dataset to their places under the prefix, or into
-    /// containers from stream position `start` (of containers of `size` bytes) when given.
+    /// Puts this rank's staged copies in their places; on an error, those not placed yet
+    /// are removed.
+    fn place(&self, staged: &[safe_fs::Staged]) -> Result<()> {
+        if staged.is_empty() {
+            return Ok(());
+        }
+        let prefix = safe_fs::Beneath::open(self.prefix.path())?;
+        for (i, s) in staged.iter().enumerate() {
+            if let Err(e) = prefix.place(s) {
+                self.discard(&staged[i..]);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes this rank's staged copies of a flush that is not published (their places
+    /// keep what they hold).
+    fn discard(&self, staged: &[safe_fs::Staged]) {
+        if staged.is_empty() {
+            return;
+        }
+        let removed = safe_fs::Beneath::open(self.prefix.path())
+            .and_then(|prefix| staged.iter().try_for_each(|s| prefix.discard(s)));
+        if let Err(e) = removed {
+            say!("SCR: WARNING: rank {}: {e}", self.job.rank);
+        }
+    }
+
+    /// Copies this rank's files of a dataset beside their places under the prefix (each
+    /// into `staged`, placed by [`Flush::publish`]), or into containers from stream
+    /// position `start` (of containers of `size` bytes) when given: a dataset's own
+    /// directory under `.scr`, which no other dataset names.
     fn copy_to_prefix(
         &self,
         id: u64,
@@ -277,6 +330,7 @@ impl Flush<'_> {
         buf: usize,
         containers: Option<(u64, u64)>,
         records: &mut Vec<FileRecord>,
+        staged: &mut Vec<safe_fs::Staged>,
     ) -> Result<()> {
         // the new directory entries must be durable too before the index says COMPLETE
         let mut dirs = std::collections::BTreeSet::new();
@@ -299,17 +353,16 @@ impl Flush<'_> {
                 _ => {
                     // what was recorded when the checkpoint completed (its size, and its CRC
                     // with SCR_CRC_ON_COPY) is checked on the way: a file the cache changed
-                    // since is not published
-                    let (size, crc) =
-                        copy_file(src, dst, prefix, buf, want_crc || target.crc.is_some())?;
-                    if let Err(e) = target.check_copied(size, crc) {
-                        let _ = std::fs::remove_file(dst);
-                        return Err(e);
-                    }
+                    // since is not published (its copy waits beside its place, removed with
+                    // the flush's other staged copies)
+                    let (size, got, copy) =
+                        io::stage_copy_with_crc(src, dst, prefix, buf, &mut |_| {})?;
+                    staged.extend(copy);
+                    target.check_copied(size, Some(got))?;
                     if let Some(dir) = dst.parent() {
                         dirs.insert(dir.to_path_buf());
                     }
-                    (size, crc.filter(|_| want_crc), vec![])
+                    (size, want_crc.then_some(got), vec![])
                 }
             };
             records.push(FileRecord {
@@ -340,20 +393,4 @@ pub(super) fn log_transfer(
     let bytes = desc.size().unwrap_or(0);
     fields.extend(event_log::timing(bytes, started.elapsed().as_secs_f64()));
     log.event(kind, &fields);
-}
-
-/// Copies `src` to `dst` (below `root`, through no symbolic link) with an fsync, returning
-/// the CRC32 when asked for (it is computed on the way, which costs little). A read/write
-/// loop: the kernel's file-to-file copy (copy_file_range) measured 3-7x slower on tmpfs
-/// caches (benches/runtime.sh), and a mapping of the source dies with SIGBUS if the file
-/// shrinks meanwhile.
-pub(super) fn copy_file(
-    src: &Path,
-    dst: &Path,
-    root: &Path,
-    buf_size: usize,
-    want_crc: bool,
-) -> Result<(u64, Option<u32>)> {
-    let (total, crc) = io::copy_file_with_crc(src, dst, Some(root), buf_size, &mut |_| {})?;
-    Ok((total, want_crc.then_some(crc)))
 }
