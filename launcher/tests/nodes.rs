@@ -144,3 +144,61 @@ fn prerun_clears_the_last_jobs_state_but_keeps_a_user_halt() {
         "the user's condition stays"
     );
 }
+
+/// The node test writes a file in each directory it tests, which are often shared (a 1777
+/// `/tmp` or `/dev/shm` as SCR_CACHE_BASE). A neighbour who planted a link (or a file) where
+/// the test writes must neither make it write through the link (truncating whatever the
+/// user may write) nor make the node look down. In a new process id namespace the test runs
+/// as process 1, so a name made of its process id is one the neighbour could plant.
+#[test]
+fn the_node_test_writes_through_no_link_a_neighbour_planted() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = dir.path().join("precious");
+    std::fs::write(&victim, b"a week of work").unwrap();
+    // the neighbour's links, for every process id the test may run as in its namespace
+    for pid in 1..=4 {
+        let o = std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "ln",
+                "-s",
+            ])
+            .arg(&victim)
+            .arg(shared.join(format!("testfile.{pid}.txt")))
+            .output()
+            .expect("setpriv (util-linux)");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let o = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc"])
+        .arg(env!("CARGO_BIN_EXE_scr"))
+        .args(["check-node", "--cntl"])
+        .arg(&shared)
+        .output()
+        .expect("unshare (util-linux)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        b"a week of work",
+        "the node test wrote through a planted link: {text}"
+    );
+    assert_eq!(o.status.code(), Some(0), "the node is up: {text}");
+    // and it leaves nothing of its own behind
+    let left: Vec<_> = std::fs::read_dir(&shared)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("testfile."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -449,7 +449,7 @@ pub(crate) fn temporary_writer(name: &str) -> Option<u32> {
 /// A hidden temporary beside `path`, `.<file>.<kind>.<pid>.<n>` (`kind` is `tmp` for a
 /// replacement renamed over the file, `new` for a file linked into place):
 /// [`is_temporary_name`] recognises exactly these names.
-pub(crate) fn temporary_name(path: &Path, kind: &str) -> PathBuf {
+pub fn temporary_name(path: &Path, kind: &str) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()

@@ -7,6 +7,7 @@ use super::child;
 use super::remote::{Rcmd, scr_command_line, shell_quote};
 use super::{DownNode, ResourceManager};
 use hostlist::HostSet;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Which directories a node must offer, with the capacity each must have.
@@ -66,10 +67,19 @@ pub fn check_node(check: &NodeCheck) -> Vec<String> {
                 )),
             }
         }
-        let probe = dir.join(format!("testfile.{}.txt", std::process::id()));
-        if std::fs::write(&probe, b"").is_err() {
+        // the directories tested are often shared (a 1777 /tmp or /dev/shm): the test file
+        // has a name nobody can guess ahead and is created only where nothing is, so a
+        // link planted there is never followed and a file planted there takes nothing
+        let probe = scr::io::temporary_name(&dir.join("testfile"), "tmp");
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&probe);
+        if let Err(e) = created {
             failures.push(format!(
-                "FAIL: Could not touch test file: {}",
+                "FAIL: Could not touch test file: {} ({e})",
                 probe.display()
             ));
         } else if std::fs::remove_file(&probe).is_err() {
