@@ -113,6 +113,30 @@ fn epoch_text(secs: i64) -> String {
 }
 
 impl HaltFile {
+    /// How long SCR's own writers wait for the halt file's lock. The file is everyone's to
+    /// write by SCR's contract, so anyone can hold its lock for good: what a writer records
+    /// there is skipped (the caller says so) rather than stall a job or a launch.
+    pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// [`crate::HashView::update`] of the halt file at `path` waiting at most
+    /// [`HaltFile::LOCK_WAIT`] for its lock.
+    pub fn update_briefly<R>(
+        path: &std::path::Path,
+        change: impl FnOnce(&mut HaltFile) -> crate::Result<R>,
+    ) -> crate::Result<R> {
+        use crate::view::HashView;
+        let (lock, hash) = crate::io::LockedHashFile::open_waiting(
+            path,
+            crate::io::SHARED_FILE,
+            Self::MAX_BYTES,
+            Self::LOCK_WAIT,
+        )?;
+        let mut halt = Self::from_hash(hash).map_err(|what| crate::Error::invalid(path, what))?;
+        let result = change(&mut halt)?;
+        lock.write_and_unlock(halt.hash())?;
+        Ok(result)
+    }
+
     fn int(&self, key: &str) -> Option<i64> {
         self.0.parsed(key).ok().flatten()
     }

@@ -317,22 +317,30 @@ fn drop_copy(prefix: &Path, name: &str, id: Option<u64>) -> Result<Option<Droppe
 
 /// SCR's prerun: a new job starts without the last job's flush and nodes files, and with
 /// no "finalize called" halt reason (which would end the relaunch loop after a failed first
-/// run) and no immediate stop meant for the last job.
-pub fn prerun(prefix: &Path) -> Result<()> {
+/// run) and no immediate stop meant for the last job. Returns a warning when the halt file
+/// could not be changed: it is everyone's to write and to lock, and a launch does not wait
+/// on whoever holds it.
+pub fn prerun(prefix: &Path) -> Result<Option<String>> {
     crate::safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)?;
     io::remove_durably(&layout::flush_file(prefix))?;
     io::remove_durably(&layout::nodes_file(prefix))?;
     let halt_path = layout::halt_file(prefix);
     if halt_path.exists() {
-        crate::halt::HaltFile::update(&halt_path, io::SHARED_FILE, |h| {
+        let cleared = crate::halt::HaltFile::update_briefly(&halt_path, |h| {
             if h.exit_reason() == Some(crate::halt::reasons::FINALIZE_CALLED) {
                 h.unset(crate::halt::EXIT_REASON);
             }
             h.unset(crate::halt::EXIT_NOW);
             Ok(())
-        })?;
+        });
+        if let Err(e) = cleared {
+            return Ok(Some(format!(
+                "the last job's halt conditions stay as they are: {e} (`scr halt --list -p {}` shows them)",
+                prefix.display()
+            )));
+        }
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -46,10 +46,9 @@ use prefix_store::PrefixStore;
 use rebuild::Recovery;
 use redundancy::Redundancy;
 use scr::halt::HaltFile;
-use scr::io::SHARED_FILE;
 use scr::layout::Node;
 use scr::params::{Params, Settings};
-use scr::{Error, HashView, Result, layout, safe_fs};
+use scr::{Error, Result, layout, safe_fs};
 use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
@@ -572,7 +571,7 @@ impl Scr {
         self.fetch_pending = false;
         self.flush_latest_if_needed()?;
         self.prefix.note("that SCR_Finalize was called", |prefix| {
-            HaltFile::update(&layout::halt_file(prefix), SHARED_FILE, |halt| {
+            HaltFile::update_briefly(&layout::halt_file(prefix), |halt| {
                 halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
                 Ok(())
             })

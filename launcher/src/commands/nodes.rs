@@ -274,7 +274,9 @@ pub fn prerun(args: PrerunArgs) -> scr::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let prefix = super::prefix_dir(args.prefix, &params)?;
-    scr::prefix::prerun(&prefix)?;
+    if let Some(warning) = scr::prefix::prerun(&prefix)? {
+        eprintln!("scr prerun: WARNING: {warning}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

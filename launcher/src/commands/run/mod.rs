@@ -429,7 +429,13 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         ),
         serde_json::json!({"job_id": job_id, "resource_manager": rm.name(), "nodes": nodes.to_string(), "prefix": prefix.display().to_string()}),
     );
-    scr::prefix::prerun(&prefix)?;
+    if let Some(warning) = scr::prefix::prerun(&prefix)? {
+        reporter.say(
+            "warning",
+            &format!("scr_prerun: {warning}"),
+            serde_json::json!({"warning": warning}),
+        );
+    }
     // as SCR's scr_srun, which runs scr_prerun and scr_postrun around the runs and says so
     reporter.say(
         "prerun",
