@@ -147,6 +147,17 @@ pub struct CachedOnNode {
     pub datasets: Vec<(Dataset, Option<u64>)>,
 }
 
+impl CachedOnNode {
+    /// Whether this cache is the job's whose prefix is `prefix` (or records none): by
+    /// name, or the same directory reached another way.
+    pub fn belongs_to(&self, prefix: &Path) -> bool {
+        self.prefix.as_deref().is_none_or(|p| {
+            p.as_os_str().to_str() == Some(&*prefix.to_string_lossy())
+                || crate::io::same_file(p, prefix)
+        })
+    }
+}
+
 /// What the node whose control directory is `cntl_dir` caches; None when it has no master
 /// filemap (the job never ran there) or the directory is not the user's own.
 pub fn cached_on_node(cntl_dir: &Path) -> Option<CachedOnNode> {
