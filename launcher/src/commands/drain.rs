@@ -195,17 +195,18 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
 #[command(
     about = "After the last run: drain output datasets and the newest checkpoint not yet on the prefix",
     long_about = "Copy what the job left only in cache to the prefix, as SCR's scr_postrun: \
-                  first every output dataset, oldest first (stopping at one that cannot be \
-                  completed), then the newest checkpoint, stepping back to older ones when one \
-                  cannot be completed but never past a checkpoint already on the prefix: an \
-                  older checkpoint is neither copied nor made current. Each dataset is copied \
-                  from every node still up; what lost nodes held is rebuilt from PARTNER copies, \
-                  XOR or Reed–Solomon parity; a dataset that cannot be completed is indexed as \
+                  first every output dataset, oldest first (one that cannot be completed is \
+                  said to be lost, by name, and keeps no checkpoint from draining), then the \
+                  newest checkpoint, stepping back to older ones when one cannot be completed \
+                  but never past a checkpoint already on the prefix: an older checkpoint is \
+                  neither copied nor made current. Each dataset is copied from every node \
+                  still up; what lost nodes held is rebuilt from PARTNER copies, XOR or \
+                  Reed–Solomon parity; a dataset that cannot be completed is indexed as \
                   incomplete so restarts skip it. The prefix is the one each node's control \
                   directory records for the job (the application may set its own); -p, \
-                  SCR_PREFIX or the working directory serve when none records one.\n\nExit codes: 0 when everything drained (or \
-                  nothing needed it), 1 when an output dataset was lost or no checkpoint the \
-                  drain tried could be completed."
+                  SCR_PREFIX or the working directory serve when none records one.\n\nExit \
+                  codes: 0 when everything drained (or nothing needed it), 1 when an output \
+                  dataset was lost or no checkpoint the drain tried could be completed."
 )]
 pub struct PostrunArgs {
     /// The prefix directory [default: SCR_PREFIX, else the working directory]
@@ -302,11 +303,11 @@ fn job_caches(params: &Params) -> scr::Result<Vec<CachedOnNode>> {
 /// The drain of `prefix`, of what the flush file records and what the caches hold
 /// (`cached`).
 ///
-/// As SCR v3's `scr_postrun`: first every output dataset still in cache, oldest first,
-/// stopping at the first that cannot be completed; then the newest checkpoint, going to
-/// older ones when one cannot be completed, but never past a checkpoint already on the
-/// prefix (nor past an output dataset that was lost, so the job restarts from before it
-/// and writes that output again). A checkpoint older than the newest one on the prefix
+/// First every output dataset still in cache, oldest first: each one complete on the
+/// prefix, or said to be lost by name (an output that cannot be completed is lost whatever
+/// the drain does next, so it never keeps a newer checkpoint from draining). Then the
+/// newest checkpoint, going to older ones when one cannot be completed, but never past a
+/// checkpoint already on the prefix. A checkpoint older than the newest one on the prefix
 /// is not copied at all, and publishing never makes it current. Returns false when an
 /// output dataset was lost, or when every checkpoint the drain tried could not be
 /// completed.
@@ -347,27 +348,17 @@ fn drain_prefix(
     }
     let mut drain = Drain::new(params, prefix, known_down)?;
     let mut drained = Vec::new();
-    let mut lost_output = None;
+    let mut lost_outputs = Vec::new();
     for &id in &plan.outputs {
         if drain.dataset(id, &flush_name(id), say) {
             drained.push(id);
         } else {
-            say(&format!(
-                "output dataset {id} ({}) is lost; checkpoints after it are not drained, so \
-                 the job restarts from before it and writes it again",
-                flush_name(id)
-            ));
-            lost_output = Some(id);
-            break;
+            lost_outputs.push(id);
         }
     }
     // whether every checkpoint this drain tried to copy could not be completed
     let mut checkpoint_lost = false;
-    for &id in plan
-        .checkpoints
-        .iter()
-        .filter(|&&d| lost_output.is_none_or(|l| d < l))
-    {
+    for &id in &plan.checkpoints {
         if drained.contains(&id) {
             checkpoint_lost = false;
             break;
@@ -380,7 +371,28 @@ fn drain_prefix(
     if plan.checkpoints.is_empty() || checkpoint_lost {
         say_already_flushed(say);
     }
-    Ok(!checkpoint_lost && lost_output.is_none())
+    // what a restart does about each lost output: it writes it again only when it goes
+    // back to before it
+    let restart = newest_checkpoint_on_prefix(prefix).ok().flatten();
+    for &id in &lost_outputs {
+        let next = match &restart {
+            Some((c, name)) if *c > id => format!(
+                "the next job restarts from {name}, written after it, so it is not written again"
+            ),
+            Some((_, name)) => format!(
+                "the next job restarts from {name}, written before it, and writes it again \
+                 when it gets that far"
+            ),
+            None => "no checkpoint is on the prefix: the next job starts from the beginning \
+                     and writes it again when it gets that far"
+                .to_string(),
+        };
+        say(&format!(
+            "output dataset {id} ({}) is lost: not all of its files are left in cache; {next}",
+            flush_name(id)
+        ));
+    }
+    Ok(!checkpoint_lost && lost_outputs.is_empty())
 }
 
 /// The newest checkpoint a restart could load from the prefix (id, name).
