@@ -135,3 +135,42 @@ fn a_lost_output_is_named_and_newer_checkpoints_still_drain() {
     on_prefix(&job, "ckpt.2", 4, 2);
     assert!(job.index_entry("ckpt.2").is_current);
 }
+
+/// An output a smaller job's SCR_Init cannot complete from its own nodes (a file lost on
+/// one, another on a node the job does not run on): it says so by name, drains the
+/// checkpoint and restarts from it; the drain after the job, on every node, completes the
+/// output from parity.
+#[test]
+fn an_output_a_smaller_job_cannot_complete_is_left_for_the_drain_on_every_node() {
+    let job = steps_job();
+    let env = [("SCR_FLUSH", "0"), ("SCR_CACHE_SIZE", "4")];
+    steps_on(
+        &job,
+        4,
+        &["init", "ckpt=out.1:1:co", "ckpt=ckpt.2:2", "quit"],
+        &env,
+    );
+    as_if_killed_while_flushing(&job, 1, "out.1");
+    let lost: Vec<_> = job
+        .cached("rank_1.ckpt")
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("out.1"))
+        .collect();
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    std::fs::remove_file(&lost[0]).unwrap();
+    let out = steps_on(&job, 3, &["init", "ckpt=ckpt.3:3", "quit"], &env);
+    assert!(
+        out.contains("output dataset 1 `out.1' of the job of another size could not be completed"),
+        "{out}"
+    );
+    assert!(out.contains("`ckpt.2' drained to the prefix"), "{out}");
+    on_prefix(&job, "ckpt.2", 4, 2);
+    let (code, out) = postrun(&job);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        !out.contains("is lost") && !out.contains("not drained"),
+        "{out}"
+    );
+    on_prefix(&job, "out.1", 4, 1);
+    on_prefix(&job, "ckpt.3", 3, 3);
+}

@@ -82,8 +82,8 @@ impl DrainPlan {
     /// The plan for the drain of `prefix` of what the job's caches hold: `cached` are the
     /// datasets their filemaps record ([`cached_on_node`]). The flush file says what each
     /// dataset it lists is and where; a cached dataset it does not list (`scr prerun`
-    /// removed it, or a full prefix could not take the entry) counts as only in cache
-    /// unless the index has it complete, so a dataset only the caches hold is never left
+    /// removed it, or a full prefix could not take the entry) and that every record of it
+    /// says was completed counts as only in cache unless the index has it complete, so a dataset only the caches hold is never left
     /// behind for want of the flush file's word. None when there is neither a flush file
     /// nor such a dataset.
     pub fn read_with_cached(prefix: &Path, cached: &[Dataset]) -> Result<Option<DrainPlan>> {
@@ -105,9 +105,15 @@ impl DrainPlan {
             .collect();
         let had_flush_file = flush.is_some();
         let mut merged = flush.unwrap_or_default();
-        let mut added = false;
+        // a dataset counts only when every rank's record of it says it was completed: one
+        // a job was killed in the middle of is not the application's
+        let mut complete: BTreeMap<u64, (&Dataset, bool)> = BTreeMap::new();
         for d in cached {
             let Some(id) = d.id() else { continue };
+            complete.entry(id).or_insert((d, true)).1 &= d.is_complete();
+        }
+        let mut added = false;
+        for (id, (d, _)) in complete.into_iter().filter(|(_, (_, all))| *all) {
             if merged.contains(id) || complete_on_prefix.contains(&id) {
                 continue;
             }
@@ -177,8 +183,12 @@ pub fn cached_on_node(cntl_dir: &Path) -> Option<CachedOnNode> {
                     .files(d, rank)
                     .into_iter()
                     .find_map(|f| map.meta(d, rank, f)?.ranks());
-                let entry = found.entry(d).or_insert((desc, None));
+                let entry = found.entry(d).or_insert((desc.clone(), None));
                 entry.1 = entry.1.or(writers);
+                // one rank's record of an incomplete dataset makes it incomplete
+                if !desc.is_complete() {
+                    entry.0 = desc;
+                }
             }
         }
     }
@@ -245,17 +255,30 @@ mod tests {
     fn what_the_caches_hold_is_planned_without_the_flush_file() {
         let dir = tempfile::tempdir().unwrap();
         let prefix = dir.path();
+        let completed = |mut d: Dataset, complete: bool| {
+            d.set_totals(4, 4000, complete);
+            d
+        };
         let ckpt = |id: u64| {
-            Dataset::create(
+            let d = Dataset::create(
                 id,
                 &format!("ckpt.{id}"),
                 true,
                 false,
                 &Origin::default(),
                 Some(id),
-            )
+            );
+            completed(d, true)
         };
-        let output = Dataset::create(3, "out.3", false, true, &Origin::default(), None);
+        let output = completed(
+            Dataset::create(3, "out.3", false, true, &Origin::default(), None),
+            true,
+        );
+        // a checkpoint a job was killed in the middle of: one rank's record says so
+        let killed = completed(
+            Dataset::create(5, "ckpt.5", true, false, &Origin::default(), Some(5)),
+            false,
+        );
         // nothing recorded and nothing cached: nothing to plan
         assert_eq!(DrainPlan::read_with_cached(prefix, &[]).unwrap(), None);
         // no flush file (`scr prerun` removed it): the caches' datasets the index lacks
@@ -263,7 +286,7 @@ mod tests {
         let mut index = IndexFile::new();
         index.add(&ckpt(1), "ckpt.1", true);
         index.write(&layout::index_file(prefix)).unwrap();
-        let cached = [ckpt(1), ckpt(2), output, ckpt(4)];
+        let cached = [ckpt(1), ckpt(2), output, ckpt(4), ckpt(5), killed];
         let plan = DrainPlan::read_with_cached(prefix, &cached)
             .unwrap()
             .unwrap();

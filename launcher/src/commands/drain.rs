@@ -284,7 +284,10 @@ pub fn postrun_with(
 fn job_caches(params: &Params) -> scr::Result<Vec<CachedOnNode>> {
     let rm = job::detect_resource_manager();
     let cntl = control_dir(params, &rm.job_id())?;
-    let nodes = rm.nodes().map_err(fail)?;
+    // (without the node list there are no caches to read here; the drain says why)
+    let Ok(nodes) = rm.nodes() else {
+        return Ok(Vec::new());
+    };
     let emulated = rcmd_for(rm.as_ref()) == Rcmd::Exec
         && nodes
             .iter()
@@ -324,7 +327,8 @@ fn drain_prefix(
     };
     let flush_name = |id: u64| plan.name(id).to_string();
     if let Some((_, newest)) = &plan.newest_on_prefix {
-        for &id in &plan.superseded {
+        // (an output that is a checkpoint too is drained as output)
+        for &id in plan.superseded.iter().filter(|d| !plan.outputs.contains(d)) {
             say(&format!(
                 "dataset {id} ({}) is older than {newest}, the newest checkpoint on the \
                  prefix: not drained",

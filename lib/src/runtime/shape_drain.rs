@@ -60,10 +60,13 @@ impl Cached {
                     continue;
                 };
                 let other = entry.first_value("OTHER") == Some("1");
-                let known = datasets
-                    .entry(id)
-                    .or_insert_with(|| (Dataset::wrap(desc.clone()), other));
+                let desc = Dataset::wrap(desc.clone());
+                let known = datasets.entry(id).or_insert_with(|| (desc.clone(), other));
                 known.1 |= other;
+                // one node's record of an incomplete dataset makes it incomplete
+                if !desc.is_complete() {
+                    known.0 = desc;
+                }
             }
         }
         Cached { datasets }
@@ -90,8 +93,9 @@ impl Cached {
 
 /// SCR_Init of a job whose nodes cache a newer checkpoint than any of its own size, written
 /// by a job of another number of ranks: first the output datasets of that size only in
-/// cache, oldest first (each one complete on the prefix, or said to be lost by name: this
-/// job's cache cannot keep what it cannot hand back), then the newest checkpoint. Returns
+/// cache, oldest first (each one complete on the prefix, or named as not complete: what
+/// this job's nodes held of it is on the prefix, the rest is for `scr postrun` on the
+/// nodes that hold it), then the newest checkpoint. Returns
 /// whether the cache of the other size can go: its newest checkpoint was drained, or the
 /// prefix has every checkpoint it holds already. A checkpoint that cannot be drained whole
 /// stops the job (its nodes may hold the rest). Collective.
@@ -178,8 +182,10 @@ pub(super) fn drain_cache_of_another_shape(
         if is_output {
             if job.is_root() {
                 say!(
-                    "SCR: WARNING: output dataset {id} `{}' of the job of another size is lost: \
-                     not all of its files are on this job's nodes, and its cache goes",
+                    "SCR: WARNING: output dataset {id} `{}' of the job of another size could not \
+                     be completed from this job's nodes: what they held of it is on the prefix \
+                     now, and `scr postrun` completes it if the nodes this job does not run on \
+                     still hold the rest; else it is lost",
                     plan.name(id)
                 );
             }
