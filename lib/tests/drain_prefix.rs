@@ -133,3 +133,29 @@ fn scr_run_drains_to_the_prefix_of_the_applications_working_directory() {
     }
     restarts_from_prefix(&job, "ckpt.2", 2);
 }
+
+/// A job killed while it wrote a checkpoint leaves it in cache never completed: the drain
+/// does not copy it, and says so by name rather than "nothing to drain" in silence.
+#[test]
+fn postrun_names_a_dataset_left_unfinished_in_cache() {
+    let job = steps_job();
+    let out = job.run_on(
+        Some(HOSTS),
+        4,
+        &[
+            "init",
+            "start=ckpt.1:c",
+            "write=ckpt.1/rank_%r.ckpt:1",
+            "quit",
+        ],
+        &[("SCR_FLUSH", "0")],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let (code, out) = postrun_in(&job, &job.prefix());
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("dataset 1 (ckpt.1) in cache was never completed"),
+        "{out}"
+    );
+    assert!(!job.prefix().join("ckpt.1").exists(), "{out}");
+}

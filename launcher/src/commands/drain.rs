@@ -321,8 +321,38 @@ fn drain_prefix(
     known_down: &HostSet,
     say: &mut dyn FnMut(&str),
 ) -> scr::Result<bool> {
-    let Some(plan) = DrainPlan::read_with_cached(prefix, cached)? else {
-        say("no flush file and no dataset in cache: nothing to drain");
+    let plan = DrainPlan::read_with_cached(prefix, cached)?;
+    // what the caches hold and the drain leaves: a dataset a job ended while writing (a
+    // restart's copy of one on the prefix is recorded as incomplete in cache too)
+    let on_prefix: Vec<u64> = scr::index::IndexFile::read(&layout::index_file(prefix))
+        .map(|i| {
+            i.entries()
+                .into_iter()
+                .filter(|e| e.complete)
+                .map(|e| e.id)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut unfinished: Vec<(u64, &str)> = cached
+        .iter()
+        .filter(|d| !d.is_complete())
+        .filter_map(|d| Some((d.id()?, d.name().unwrap_or("?"))))
+        .filter(|(id, _)| !plan.as_ref().is_some_and(|p| p.copies(*id)) && !on_prefix.contains(id))
+        .collect();
+    unfinished.sort_unstable();
+    unfinished.dedup_by_key(|(id, _)| *id);
+    for &(id, name) in &unfinished {
+        say(&format!(
+            "dataset {id} ({name}) in cache was never completed (a job ended while writing \
+             it): not drained"
+        ));
+    }
+    let Some(plan) = plan else {
+        say(if unfinished.is_empty() {
+            "no flush file and no dataset in cache: nothing to drain"
+        } else {
+            "no completed dataset only in cache: nothing to drain"
+        });
         return Ok(true);
     };
     let flush_name = |id: u64| plan.name(id).to_string();
