@@ -159,3 +159,48 @@ fn postrun_names_a_dataset_left_unfinished_in_cache() {
     );
     assert!(!job.prefix().join("ckpt.1").exists(), "{out}");
 }
+
+/// As the user guide's integration chapter has it: the program sets its prefix with
+/// `SCR_Configf("SCR_PREFIX=%s", …)` and runs, like `scr postrun`, from the job's
+/// directory. The drain finds the prefix the program used.
+#[test]
+fn postrun_drains_to_the_prefix_a_program_set_with_scr_configf() {
+    let job = steps_job();
+    let jobdir = job.dir.path().join("jobdir");
+    std::fs::create_dir(&jobdir).unwrap();
+    let set_prefix = format!("configf=SCR_PREFIX:{}", job.prefix().display());
+    // (its files named under the prefix, as the guide asks)
+    let write = format!("write={}/ckpt.1/rank_%r.ckpt:1", job.prefix().display());
+    let steps = [
+        &set_prefix,
+        "init",
+        "start=ckpt.1:c",
+        &write,
+        "complete",
+        "quit",
+    ];
+    let out = job
+        .command(Some(HOSTS), 4, &steps, &[("SCR_FLUSH", "0")])
+        .env_remove("SCR_PREFIX")
+        .current_dir(&jobdir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!job.prefix().join("ckpt.1").exists());
+    assert_eq!(answer(&text(&out), "complete"), "rc=0", "{}", text(&out));
+    let (code, out) = postrun_in(&job, &jobdir);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("dataset 1 (ckpt.1) drained and current"),
+        "{out}"
+    );
+    for r in 0..4 {
+        check_file(
+            &job.prefix().join(format!("ckpt.1/rank_{r}.ckpt")),
+            r,
+            1,
+            1000,
+        );
+    }
+    assert!(!jobdir.join(".scr").exists());
+}
