@@ -32,6 +32,7 @@ mod redundancy;
 mod reshape;
 mod restart;
 mod set_rebuild;
+mod shape_drain;
 
 use async_flush::AsyncFlushes;
 use cache::{CacheManager, CacheSettings, JobPlace, TRASH_DIR};
@@ -264,8 +265,12 @@ impl Scr {
             agree_on_foreign_caches(&job, &cntl_dir, prefix.path(), foreign.as_ref())?;
         comm::relaxed_barrier(job.node_comm());
         // a newer checkpoint cached by a job of another size goes to the prefix first
-        let drained_other_shape =
-            reshape::drain_cache_of_another_shape(&job, &cntl_dir, &prefix, settings.buffers.file)?;
+        let drained_other_shape = shape_drain::drain_cache_of_another_shape(
+            &job,
+            &cntl_dir,
+            &prefix,
+            settings.buffers.file,
+        )?;
 
         // every rank learns whether every node could write its filemaps (a full control
         // directory on one node), so none goes on into a collective the others left

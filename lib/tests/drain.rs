@@ -405,9 +405,14 @@ fn a_cached_checkpoint_is_only_restarted_by_a_job_with_its_prefix() {
         check_file(&other.join(format!("ckpt.2/rank_{r}.ckpt")), r, 2, 4000);
     }
 
-    // the drain of the first prefix refuses the cache that now belongs to the second
+    // the cache now belongs to the second program: a drain asked for the first prefix
+    // takes it to the second's (where it is already), never into the first, and `scr copy`
+    // to the first prefix refuses it
     let (_, out) = postrun(&job, None);
-    assert!(!out.contains("draining"), "{out}");
+    assert!(
+        !out.contains("draining dataset") && out.contains(&other.display().to_string()),
+        "{out}"
+    );
     let copied = Command::new(scr_command())
         .args(["copy", "--cntldir"])
         .arg(node_dirs(&job, "n1")[1].clone())

@@ -429,3 +429,28 @@ fn scr_srun_says_it_ran_scr_prerun_and_scr_postrun() {
         "{t}"
     );
 }
+
+/// SCR_RESHAPE=1 with a node down relaunches with fewer ranks, changing only the
+/// launcher's own options: `-l` takes no value, so the word after it is the program, and
+/// the program's own `-n 8` reaches every rank as given.
+#[test]
+fn a_reshaped_run_leaves_the_applications_own_arguments_alone() {
+    let job = Job::new();
+    let show = job.dir.path().join("show");
+    std::fs::write(&show, "#!/bin/sh\necho \"args: $*\"\n").unwrap();
+    std::fs::set_permissions(&show, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let show = show.to_string_lossy().into_owned();
+    let line = ["mpiexec", "-l", &show, "-n", "8"];
+    let env = [
+        ("HYDRA_LAUNCHER", "fork"),
+        ("SCR_NODELIST", "n[1-4]"),
+        ("SCR_EXCLUDE_NODES", "n4"),
+        ("SCR_RESHAPE", "1"),
+        ("SCR_MIN_NODES", "3"),
+        ("SCR_RUNS", "1"),
+    ];
+    let (out, t) = output(scr_run_in(&job, &line, &env));
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert_eq!(t.matches("args: -n 8").count(), 3, "{t}");
+    assert!(!t.contains("args: -n 6"), "{t}");
+}

@@ -108,6 +108,82 @@ fn a_checkpoint_only_in_cache_is_drained_by_a_smaller_job_and_restarted() {
     }
 }
 
+/// `scr prerun` before the smaller job removes the prefix's flush and nodes files: the
+/// smaller job's SCR_Init still drains what the caches hold, by what they record, and
+/// restarts from it.
+#[test]
+fn a_smaller_job_after_prerun_drains_the_cached_checkpoint_and_restarts_from_it() {
+    let job = Job::new();
+    let env = [("SCR_FLUSH", "0")];
+    run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &env);
+    prerun(&job);
+    let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "1"], &env);
+    assert!(restarted(&out, 2), "{out}");
+    assert_eq!(files_read(&out, 4), 4, "{out}");
+    assert!(out.contains("drained to the prefix"), "{out}");
+    for r in 0..4 {
+        check_file(
+            &job.prefix().join(format!("ckpt.2/rank_{r}.ckpt")),
+            r,
+            2,
+            6000,
+        );
+    }
+}
+
+/// The same through scr-run on the nodes left (SCR_NODELIST names three): its prerun, the
+/// smaller run's drain and restart, and its drain after the run.
+#[test]
+fn scr_run_on_fewer_nodes_drains_the_cached_checkpoint_and_restarts_from_it() {
+    let job = Job::new();
+    run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &[("SCR_FLUSH", "0")]);
+    let app = job.app.to_string_lossy().into_owned();
+    let out = output_within(
+        std::process::Command::new(scr_command().with_file_name("scr-run"))
+            .args(["mpiexec", "-launcher", "fork", "-n", "3", &app, SIZE, "1"])
+            .current_dir(job.prefix())
+            .env("MPIEXEC_TIMEOUT", "120")
+            .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+            .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+            .env("SCR_PREFIX", job.prefix())
+            .env("SCR_JOB_ID", JOB_ID)
+            .env("SCR_NODELIST", "n[1-3]")
+            .env("SCR_RUN_DELAY", "0")
+            .env("SCR_RUNS", "1")
+            .env("SCR_FLUSH", "0")
+            .env_remove("SCR_CONF_FILE")
+            .env_remove("SLURM_JOBID")
+            .env_remove("SLURM_JOB_ID"),
+        std::time::Duration::from_secs(180),
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(restarted(&t, 2), "{t}");
+    assert_eq!(files_read(&t, 4), 4, "{t}");
+    // the 3-rank job's checkpoint, drained after the run
+    for r in 0..3 {
+        check_file(
+            &job.prefix().join(format!("ckpt.3/rank_{r}.ckpt")),
+            r,
+            3,
+            6000,
+        );
+    }
+}
+
+/// `scr prerun -p PREFIX`, as scr-run runs it before a job.
+fn prerun(job: &Job) {
+    let out = std::process::Command::new(scr_command())
+        .args(["prerun", "-p"])
+        .arg(job.prefix())
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env_remove("SCR_CONF_FILE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!scr::layout::flush_file(&job.prefix()).exists());
+}
+
 /// A job that grew (more nodes, or more ranks per node) restarts a checkpoint its smaller
 /// predecessor left in cache: drained by the larger job, then re-partitioned.
 #[test]

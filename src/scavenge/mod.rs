@@ -26,7 +26,7 @@ mod plan;
 mod tests;
 
 pub use index::{IndexReport, index_dataset};
-pub use plan::DrainPlan;
+pub use plan::{CachedOnNode, DrainPlan, cached_on_node};
 
 /// The filemap tag on a partner's copy (the owner's node).
 pub const PARTNER_TAG: &str = "PARTNER";

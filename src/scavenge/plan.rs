@@ -4,11 +4,14 @@
 //! older than one the prefix already has is superseded: copying it could only offer an
 //! older restart.
 
-use crate::flush::FlushFile;
+use crate::dataset::Dataset;
+use crate::filemap::{Filemap, MasterFilemap};
+use crate::flush::{FlushFile, Location};
 use crate::index::IndexFile;
 use crate::view::HashView;
 use crate::{Result, layout};
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// What a drain of one prefix has to do.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,6 +28,8 @@ pub struct DrainPlan {
     pub already_flushed: Option<u64>,
     /// The newest checkpoint a restart could load from the prefix (id, name).
     pub newest_on_prefix: Option<(u64, String)>,
+    /// Each dataset's name, as the flush file or the cache records it.
+    pub names: BTreeMap<u64, String>,
 }
 
 impl DrainPlan {
@@ -40,9 +45,14 @@ impl DrainPlan {
             .copied()
             .filter(|&d| flush.needs_flush(d) && (flush.is_output(d) || !flush.is_checkpoint(d)))
             .collect();
+        let names = datasets
+            .iter()
+            .filter_map(|&d| Some((d, flush.name(d)?.to_string())))
+            .collect();
         let mut plan = DrainPlan {
             outputs,
             newest_on_prefix,
+            names,
             ..DrainPlan::default()
         };
         let mut superseded = false;
@@ -64,11 +74,22 @@ impl DrainPlan {
     }
 
     /// The plan for the drain of `prefix`; None when it has no flush file (nothing was
-    /// ever cached for it).
+    /// recorded there).
     pub fn read(prefix: &Path) -> Result<Option<DrainPlan>> {
+        DrainPlan::read_with_cached(prefix, &[])
+    }
+
+    /// The plan for the drain of `prefix` of what the job's caches hold: `cached` are the
+    /// datasets their filemaps record ([`cached_on_node`]). The flush file says what each
+    /// dataset it lists is and where; a cached dataset it does not list (`scr prerun`
+    /// removed it, or a full prefix could not take the entry) and that every record of it
+    /// says was completed counts as only in cache unless the index has it complete, so a dataset only the caches hold is never left
+    /// behind for want of the flush file's word. None when there is neither a flush file
+    /// nor such a dataset.
+    pub fn read_with_cached(prefix: &Path, cached: &[Dataset]) -> Result<Option<DrainPlan>> {
         let flush = match FlushFile::read(&layout::flush_file(prefix)) {
-            Ok(f) => f,
-            Err(e) if e.is_not_found() => return Ok(None),
+            Ok(f) => Some(f),
+            Err(e) if e.is_not_found() => None,
             Err(e) => return Err(e),
         };
         let index = match IndexFile::read(&layout::index_file(prefix)) {
@@ -76,7 +97,39 @@ impl DrainPlan {
             Err(e) if e.is_not_found() => None,
             Err(e) => return Err(e),
         };
-        Ok(Some(DrainPlan::new(&flush, index.as_ref())))
+        let complete_on_prefix: Vec<u64> = index
+            .iter()
+            .flat_map(IndexFile::entries)
+            .filter(|e| e.complete)
+            .map(|e| e.id)
+            .collect();
+        let had_flush_file = flush.is_some();
+        let mut merged = flush.unwrap_or_default();
+        // a dataset counts only when every rank's record of it says it was completed: one
+        // a job was killed in the middle of is not the application's
+        let mut complete: BTreeMap<u64, (&Dataset, bool)> = BTreeMap::new();
+        for d in cached {
+            let Some(id) = d.id() else { continue };
+            complete.entry(id).or_insert((d, true)).1 &= d.is_complete();
+        }
+        let mut added = false;
+        for (id, (d, _)) in complete.into_iter().filter(|(_, (_, all))| *all) {
+            if merged.contains(id) || complete_on_prefix.contains(&id) {
+                continue;
+            }
+            merged.describe_dataset(id, d);
+            merged.set_location(id, Location::Cache);
+            added = true;
+        }
+        if !had_flush_file && !added {
+            return Ok(None);
+        }
+        Ok(Some(DrainPlan::new(&merged, index.as_ref())))
+    }
+
+    /// A dataset's name as the flush file or the cache records it (`?` when neither does).
+    pub fn name(&self, id: u64) -> &str {
+        self.names.get(&id).map_or("?", String::as_str)
     }
 
     /// Nothing to copy.
@@ -88,6 +141,61 @@ impl DrainPlan {
     pub fn copies(&self, id: u64) -> bool {
         self.outputs.contains(&id) || self.checkpoints.contains(&id)
     }
+}
+
+/// What one node's cache holds, as its control directory records it.
+#[derive(Clone, Debug, Default)]
+pub struct CachedOnNode {
+    /// The prefix of the job whose cache it is (its master filemap's record).
+    pub prefix: Option<PathBuf>,
+    /// Each dataset its filemaps record, once, with the number of ranks of the job that
+    /// wrote it (None when no file records it).
+    pub datasets: Vec<(Dataset, Option<u64>)>,
+}
+
+impl CachedOnNode {
+    /// Whether this cache is the job's whose prefix is `prefix` (or records none): by
+    /// name, or the same directory reached another way.
+    pub fn belongs_to(&self, prefix: &Path) -> bool {
+        self.prefix.as_deref().is_none_or(|p| {
+            p.as_os_str().to_str() == Some(&*prefix.to_string_lossy())
+                || crate::io::same_file(p, prefix)
+        })
+    }
+}
+
+/// What the node whose control directory is `cntl_dir` caches; None when it has no master
+/// filemap (the job never ran there) or the directory is not the user's own.
+pub fn cached_on_node(cntl_dir: &Path) -> Option<CachedOnNode> {
+    crate::safe_fs::check_owned_dir(cntl_dir).ok()?;
+    let master = MasterFilemap::read(&layout::master_filemap(cntl_dir)).ok()?;
+    let mut found: BTreeMap<u64, (Dataset, Option<u64>)> = BTreeMap::new();
+    for path in master.filemaps() {
+        let Ok(map) = Filemap::read(Path::new(path)) else {
+            continue;
+        };
+        for rank in map.ranks() {
+            for d in map.datasets_of_rank(rank) {
+                let Some(desc) = map.dataset(d, rank) else {
+                    continue;
+                };
+                let writers = map
+                    .files(d, rank)
+                    .into_iter()
+                    .find_map(|f| map.meta(d, rank, f)?.ranks());
+                let entry = found.entry(d).or_insert((desc.clone(), None));
+                entry.1 = entry.1.or(writers);
+                // one rank's record of an incomplete dataset makes it incomplete
+                if !desc.is_complete() {
+                    entry.0 = desc;
+                }
+            }
+        }
+    }
+    Some(CachedOnNode {
+        prefix: master.prefix().map(Path::to_path_buf),
+        datasets: found.into_values().collect(),
+    })
 }
 
 #[cfg(test)]
@@ -141,5 +249,58 @@ mod tests {
         let done = flush_with(&[(1, true, false, Pfs), (2, false, true, Pfs)]);
         assert!(DrainPlan::new(&done, None).is_empty());
         assert_eq!(DrainPlan::new(&done, None).already_flushed, Some(1));
+    }
+
+    #[test]
+    fn what_the_caches_hold_is_planned_without_the_flush_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path();
+        let completed = |mut d: Dataset, complete: bool| {
+            d.set_totals(4, 4000, complete);
+            d
+        };
+        let ckpt = |id: u64| {
+            let d = Dataset::create(
+                id,
+                &format!("ckpt.{id}"),
+                true,
+                false,
+                &Origin::default(),
+                Some(id),
+            );
+            completed(d, true)
+        };
+        let output = completed(
+            Dataset::create(3, "out.3", false, true, &Origin::default(), None),
+            true,
+        );
+        // a checkpoint a job was killed in the middle of: one rank's record says so
+        let killed = completed(
+            Dataset::create(5, "ckpt.5", true, false, &Origin::default(), Some(5)),
+            false,
+        );
+        // nothing recorded and nothing cached: nothing to plan
+        assert_eq!(DrainPlan::read_with_cached(prefix, &[]).unwrap(), None);
+        // no flush file (`scr prerun` removed it): the caches' datasets the index lacks
+        crate::safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o700).unwrap();
+        let mut index = IndexFile::new();
+        index.add(&ckpt(1), "ckpt.1", true);
+        index.write(&layout::index_file(prefix)).unwrap();
+        let cached = [ckpt(1), ckpt(2), output, ckpt(4), ckpt(5), killed];
+        let plan = DrainPlan::read_with_cached(prefix, &cached)
+            .unwrap()
+            .unwrap();
+        assert_eq!(plan.outputs, [3]);
+        assert_eq!(plan.checkpoints, [4, 2]);
+        assert_eq!(plan.name(3), "out.3");
+        // the flush file's word counts for what it lists
+        let mut flush = flush_with(&[(4, true, false, Location::Pfs)]);
+        flush.describe_dataset(4, &ckpt(4));
+        flush.write(&layout::flush_file(prefix)).unwrap();
+        let plan = DrainPlan::read_with_cached(prefix, &cached)
+            .unwrap()
+            .unwrap();
+        assert_eq!(plan.checkpoints, Vec::<u64>::new());
+        assert_eq!(plan.already_flushed, Some(4));
     }
 }

@@ -6,9 +6,9 @@ use crate::job::progress::DrainProgress;
 use crate::job::remote::Rcmd;
 use crate::job::{self, DownNodeQuery, drain::Scavenge};
 use hostlist::HostSet;
-use scr::flush::FlushFile;
+use scr::dataset::Dataset;
 use scr::params::{Params, Sources};
-use scr::scavenge::{self, CopyOptions, DrainPlan};
+use scr::scavenge::{self, CachedOnNode, CopyOptions, DrainPlan, cached_on_node};
 use scr::{HashView, layout};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -195,15 +195,18 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
 #[command(
     about = "After the last run: drain output datasets and the newest checkpoint not yet on the prefix",
     long_about = "Copy what the job left only in cache to the prefix, as SCR's scr_postrun: \
-                  first every output dataset, oldest first (stopping at one that cannot be \
-                  completed), then the newest checkpoint, stepping back to older ones when one \
-                  cannot be completed but never past a checkpoint already on the prefix: an \
-                  older checkpoint is neither copied nor made current. Each dataset is copied \
-                  from every node still up; what lost nodes held is rebuilt from PARTNER copies, \
-                  XOR or Reed–Solomon parity; a dataset that cannot be completed is indexed as \
-                  incomplete so restarts skip it.\n\nExit codes: 0 when everything drained (or \
-                  nothing needed it), 1 when an output dataset was lost or no checkpoint the \
-                  drain tried could be completed."
+                  first every output dataset, oldest first (one that cannot be completed is \
+                  said to be lost, by name, and keeps no checkpoint from draining), then the \
+                  newest checkpoint, stepping back to older ones when one cannot be completed \
+                  but never past a checkpoint already on the prefix: an older checkpoint is \
+                  neither copied nor made current. Each dataset is copied from every node \
+                  still up; what lost nodes held is rebuilt from PARTNER copies, XOR or \
+                  Reed–Solomon parity; a dataset that cannot be completed is indexed as \
+                  incomplete so restarts skip it. The prefix is the one each node's control \
+                  directory records for the job (the application may set its own); -p, \
+                  SCR_PREFIX or the working directory serve when none records one.\n\nExit \
+                  codes: 0 when everything drained (or nothing needed it), 1 when an output \
+                  dataset was lost or no checkpoint the drain tried could be completed."
 )]
 pub struct PostrunArgs {
     /// The prefix directory [default: SCR_PREFIX, else the working directory]
@@ -221,28 +224,141 @@ pub struct PostrunArgs {
     verbose: bool,
 }
 
-/// The drain of `prefix` after a job; `known_down` are nodes the launcher found down.
+/// The drain after a job; `known_down` are nodes the launcher found down.
 ///
-/// As SCR v3's `scr_postrun`: first every output dataset still in cache, oldest first,
-/// stopping at the first that cannot be completed; then the newest checkpoint, going to
-/// older ones when one cannot be completed, but never past a checkpoint already on the
-/// prefix (nor past an output dataset that was lost, so the job restarts from before it
-/// and writes that output again). A checkpoint older than the newest one on the prefix is
-/// not copied at all, and publishing never makes it current. Returns false when an output
-/// dataset was lost, or when every checkpoint the drain tried could not be completed.
+/// Each prefix the job's control directories record is drained (the application may have
+/// set its own: `SCR_Configf`, or a launcher's working directory); `prefix` (`-p`,
+/// SCR_PREFIX, else the working directory) is drained when none records one. Returns false
+/// when any of them lost a dataset ([`drain_prefix`]).
 pub fn postrun_with(
     params: &Params,
     prefix: &Path,
     known_down: &HostSet,
     say: &mut dyn FnMut(&str),
 ) -> scr::Result<bool> {
-    let Some(plan) = DrainPlan::read(prefix)? else {
-        say("no flush file: nothing to drain");
+    let mut prefixes: Vec<(PathBuf, Vec<Dataset>)> = Vec::new();
+    for node in job_caches(params)? {
+        let recorded = node.prefix.unwrap_or_else(|| prefix.to_path_buf());
+        // the same directory however it is spelled
+        let recorded = if scr::io::same_file(&recorded, prefix) {
+            prefix.to_path_buf()
+        } else {
+            recorded
+        };
+        let datasets = node.datasets.into_iter().map(|(d, _)| d);
+        match prefixes.iter_mut().find(|(p, _)| *p == recorded) {
+            Some((_, cached)) => cached.extend(datasets),
+            None => prefixes.push((recorded, datasets.collect())),
+        }
+    }
+    if prefixes.is_empty() {
+        prefixes.push((prefix.to_path_buf(), Vec::new()));
+    }
+    let mut all_drained = true;
+    let mut first_error = None;
+    for (to, cached) in &prefixes {
+        if to != prefix {
+            say(&format!(
+                "the job's cache belongs to the prefix {} (its control directory records \
+                 it): draining to it",
+                to.display()
+            ));
+        }
+        // one prefix that cannot be drained does not keep the others' datasets in cache
+        match drain_prefix(params, to, cached, known_down, say) {
+            Ok(drained) => all_drained &= drained,
+            Err(e) => {
+                say(&format!("draining to {}: {e}", to.display()));
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(all_drained),
+    }
+}
+
+/// What the caches of the job's nodes that this machine can read hold: each emulated
+/// node's control directory (`node.<name>` in the job's), else this host's own.
+fn job_caches(params: &Params) -> scr::Result<Vec<CachedOnNode>> {
+    let rm = job::detect_resource_manager();
+    let cntl = control_dir(params, &rm.job_id())?;
+    // (without the node list there are no caches to read here; the drain says why)
+    let Ok(nodes) = rm.nodes() else {
+        return Ok(Vec::new());
+    };
+    let emulated = rcmd_for(rm.as_ref()) == Rcmd::Exec
+        && nodes
+            .iter()
+            .any(|n| layout::Node::named(&n).shares_machine());
+    let dirs = if emulated {
+        nodes
+            .iter()
+            .filter_map(|n| layout::emulated_node_dir(&cntl, &n).ok())
+            .collect()
+    } else {
+        vec![cntl]
+    };
+    Ok(dirs.iter().filter_map(|d| cached_on_node(d)).collect())
+}
+
+/// The drain of `prefix`, of what the flush file records and what the caches hold
+/// (`cached`).
+///
+/// First every output dataset still in cache, oldest first: each one complete on the
+/// prefix, or said to be lost by name (an output that cannot be completed is lost whatever
+/// the drain does next, so it never keeps a newer checkpoint from draining). Then the
+/// newest checkpoint, going to older ones when one cannot be completed, but never past a
+/// checkpoint already on the prefix. A checkpoint older than the newest one on the prefix
+/// is not copied at all, and publishing never makes it current. Returns false when an
+/// output dataset was lost, or when every checkpoint the drain tried could not be
+/// completed.
+fn drain_prefix(
+    params: &Params,
+    prefix: &Path,
+    cached: &[Dataset],
+    known_down: &HostSet,
+    say: &mut dyn FnMut(&str),
+) -> scr::Result<bool> {
+    let plan = DrainPlan::read_with_cached(prefix, cached)?;
+    // what the caches hold and the drain leaves: a dataset a job ended while writing (a
+    // restart's copy of one on the prefix is recorded as incomplete in cache too)
+    let on_prefix: Vec<u64> = scr::index::IndexFile::read(&layout::index_file(prefix))
+        .map(|i| {
+            i.entries()
+                .into_iter()
+                .filter(|e| e.complete)
+                .map(|e| e.id)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut unfinished: Vec<(u64, &str)> = cached
+        .iter()
+        .filter(|d| !d.is_complete())
+        .filter_map(|d| Some((d.id()?, d.name().unwrap_or("?"))))
+        .filter(|(id, _)| !plan.as_ref().is_some_and(|p| p.copies(*id)) && !on_prefix.contains(id))
+        .collect();
+    unfinished.sort_unstable();
+    unfinished.dedup_by_key(|(id, _)| *id);
+    for &(id, name) in &unfinished {
+        say(&format!(
+            "dataset {id} ({name}) in cache was never completed (a job ended while writing \
+             it): not drained"
+        ));
+    }
+    let Some(plan) = plan else {
+        say(if unfinished.is_empty() {
+            "no flush file and no dataset in cache: nothing to drain"
+        } else {
+            "no completed dataset only in cache: nothing to drain"
+        });
         return Ok(true);
     };
-    let flush_name = |id: u64| plan_name(prefix, id);
+    let flush_name = |id: u64| plan.name(id).to_string();
     if let Some((_, newest)) = &plan.newest_on_prefix {
-        for &id in &plan.superseded {
+        // (an output that is a checkpoint too is drained as output)
+        for &id in plan.superseded.iter().filter(|d| !plan.outputs.contains(d)) {
             say(&format!(
                 "dataset {id} ({}) is older than {newest}, the newest checkpoint on the \
                  prefix: not drained",
@@ -266,27 +382,17 @@ pub fn postrun_with(
     }
     let mut drain = Drain::new(params, prefix, known_down)?;
     let mut drained = Vec::new();
-    let mut lost_output = None;
+    let mut lost_outputs = Vec::new();
     for &id in &plan.outputs {
         if drain.dataset(id, &flush_name(id), say) {
             drained.push(id);
         } else {
-            say(&format!(
-                "output dataset {id} ({}) is lost; checkpoints after it are not drained, so \
-                 the job restarts from before it and writes it again",
-                flush_name(id)
-            ));
-            lost_output = Some(id);
-            break;
+            lost_outputs.push(id);
         }
     }
     // whether every checkpoint this drain tried to copy could not be completed
     let mut checkpoint_lost = false;
-    for &id in plan
-        .checkpoints
-        .iter()
-        .filter(|&&d| lost_output.is_none_or(|l| d < l))
-    {
+    for &id in &plan.checkpoints {
         if drained.contains(&id) {
             checkpoint_lost = false;
             break;
@@ -299,15 +405,28 @@ pub fn postrun_with(
     if plan.checkpoints.is_empty() || checkpoint_lost {
         say_already_flushed(say);
     }
-    Ok(!checkpoint_lost && lost_output.is_none())
-}
-
-/// A dataset's name as the flush file records it (`?` when it does not).
-fn plan_name(prefix: &Path, id: u64) -> String {
-    FlushFile::read(&layout::flush_file(prefix))
-        .ok()
-        .and_then(|f| f.name(id).map(str::to_string))
-        .unwrap_or_else(|| "?".into())
+    // what a restart does about each lost output: it writes it again only when it goes
+    // back to before it
+    let restart = newest_checkpoint_on_prefix(prefix).ok().flatten();
+    for &id in &lost_outputs {
+        let next = match &restart {
+            Some((c, name)) if *c > id => format!(
+                "the next job restarts from {name}, written after it, so it is not written again"
+            ),
+            Some((_, name)) => format!(
+                "the next job restarts from {name}, written before it, and writes it again \
+                 when it gets that far"
+            ),
+            None => "no checkpoint is on the prefix: the next job starts from the beginning \
+                     and writes it again when it gets that far"
+                .to_string(),
+        };
+        say(&format!(
+            "output dataset {id} ({}) is lost: not all of its files are left in cache; {next}",
+            flush_name(id)
+        ));
+    }
+    Ok(!checkpoint_lost && lost_outputs.is_empty())
 }
 
 /// The newest checkpoint a restart could load from the prefix (id, name).

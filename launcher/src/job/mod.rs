@@ -2,6 +2,7 @@
 //! owns the allocation, the launcher that starts the application on it, down-node
 //! detection, and the relaunch loop over them.
 
+mod argv;
 pub mod child;
 pub mod drain;
 mod nodes;
@@ -10,6 +11,8 @@ pub mod remote;
 mod resource;
 mod run_loop;
 
+use argv::LauncherWords;
+pub use argv::reshape_for;
 pub use nodes::{DownNodeQuery, NodeCheck, check_node, list_down_nodes};
 pub use resource::{
     ResourceManager, detect as detect_resource_manager, local_host_name, local_node_cntl_dir,
@@ -79,47 +82,48 @@ impl Launcher {
     /// gave (launcher first).
     pub fn command(&self, args: &[String], nodes: &HostSet, down: &HostSet) -> Vec<String> {
         let mut out = args.to_vec();
+        // only the launcher's own options count: the application's words are its own
+        let words = LauncherWords::of(*self, args);
         match self {
             Launcher::Srun { overlap } => {
                 if !down.is_empty() {
                     out.insert(1, format!("--exclude={down}"));
                 }
-                if *overlap && !out.iter().any(|a| a == "--overlap") {
+                if *overlap && !words.has(&["overlap"]) {
                     out.insert(1, "--overlap".into());
                 }
                 // a rank that dies ends the step: without it (SLURM's KillOnBadExit=0
                 // default) the others wait in MPI for it forever and the run never ends,
                 // so scr-run never gets to relaunch
-                let theirs = out.iter().any(|a| {
-                    a == "-K" || a.starts_with("-K") || a.starts_with("--kill-on-bad-exit")
-                });
-                if !theirs {
+                if !words.has(&["K", "kill-on-bad-exit"]) {
                     out.insert(1, "--kill-on-bad-exit=1".into());
                 }
             }
             Launcher::Mpiexec => {
                 let up = nodes.difference(down);
                 // the user's own host list, narrowed to the nodes still up
-                let flag = out
-                    .iter()
-                    .position(|a| matches!(a.as_str(), "-hosts" | "-host" | "--hosts" | "--host"));
-                match flag {
-                    Some(i) if i + 1 < out.len() => {
-                        let theirs: Option<HostSet> = out[i + 1].parse().ok();
+                match words.value_of(&["hosts", "host"]) {
+                    Some((word, at)) => {
+                        let theirs: Option<HostSet> = args[word][at..].parse().ok();
                         if let Some(theirs) = theirs {
-                            out[i + 1] = comma_list(&theirs.difference(down));
+                            let kept = comma_list(&theirs.difference(down));
+                            out[word] = format!("{}{kept}", &args[word][..at]);
                         }
                     }
-                    _ if nodes.count() > 1 || !down.is_empty() => {
+                    None if nodes.count() > 1 || !down.is_empty() => {
                         out.insert(1, "-hosts".into());
                         out.insert(2, comma_list(&up));
                     }
-                    _ => {}
+                    None => {}
                 }
             }
             Launcher::OpenMpi { slurm_overlap } => {
-                open_mpi_hosts(&mut out, nodes, down);
-                let theirs = out.windows(2).any(|w| w[1] == "plm_slurm_args");
+                open_mpi_hosts(&mut out, &words, nodes, down);
+                let theirs = words.options.iter().any(|o| {
+                    o.name == "mca"
+                        && o.value
+                            .is_some_and(|(w, at)| at == 0 && args[w - 1] == "plm_slurm_args")
+                });
                 if *slurm_overlap && !theirs {
                     out.splice(
                         1..1,
@@ -156,28 +160,28 @@ fn is_open_mpi(version: &str) -> bool {
 /// of its entries still up, slots kept (Open MPI has no exclude option); without either,
 /// `--host` lists the up nodes (one slot each: give `--host n1:2,…` or a hostfile to run
 /// several ranks per node).
-fn open_mpi_hosts(out: &mut Vec<String>, nodes: &HostSet, down: &HostSet) {
+fn open_mpi_hosts(out: &mut Vec<String>, words: &LauncherWords, nodes: &HostSet, down: &HostSet) {
     let is_down = |entry: &str| {
         let name = entry.split(':').next().unwrap_or(entry);
         down.contains(name)
     };
-    let flag = |names: &[&str]| out.iter().position(|a| names.contains(&a.as_str()));
-    if let Some(i) = flag(&["--host", "-host", "-H"]).filter(|i| i + 1 < out.len()) {
-        let kept: Vec<&str> = out[i + 1].split(',').filter(|e| !is_down(e)).collect();
-        out[i + 1] = kept.join(",");
+    if let Some((word, at)) = words.value_of(&["host", "H"]) {
+        let kept: Vec<&str> = out[word][at..].split(',').filter(|e| !is_down(e)).collect();
+        out[word] = format!("{}{}", &out[word][..at], kept.join(","));
         return;
     }
-    let hostfile_flags = ["--hostfile", "-hostfile", "--machinefile", "-machinefile"];
-    if let Some(i) = flag(&hostfile_flags).filter(|i| i + 1 < out.len()) {
+    if let Some((word, at)) = words.value_of(&["hostfile", "machinefile"]) {
         if down.is_empty() {
             return;
         }
-        if let Ok(text) = std::fs::read_to_string(&out[i + 1]) {
+        if let Ok(text) = std::fs::read_to_string(&out[word][at..]) {
             let kept: Vec<String> = hostfile_entries(&text)
                 .into_iter()
                 .filter(|e| !is_down(e))
                 .collect();
-            out.splice(i..i + 2, ["--host".to_string(), kept.join(",")]);
+            // the option and its value, one word (`--hostfile=f`) or two
+            let option = if at > 0 { word } else { word - 1 };
+            out.splice(option..=word, ["--host".to_string(), kept.join(",")]);
         }
         return;
     }
@@ -228,79 +232,6 @@ fn slurm_version_at_least(version: &str, want: (u32, u32)) -> bool {
 }
 
 /// Hydra takes plain comma-separated host names, not bracket ranges.
-/// The run's command line for `up` nodes where it asks for more (SCR_RESHAPE: the
-/// application restarts on any number of ranks): srun's node count (`-N`, `--nodes`) becomes
-/// `up` and its task count (`-n`, `--ntasks`) keeps the ranks per node; hydra's and Open
-/// MPI's process count (`-n`, `-np`) keeps the ranks per node of the `allocated` nodes. A
-/// line without such counts, or asking for no more than `up` nodes, is left as it is. Only
-/// the launcher's options are read: they end at the first word that is neither an option
-/// nor the value after one (so the application's own `-n` is never touched).
-pub fn reshape_for(launcher: Launcher, args: &[String], allocated: u64, up: u64) -> Vec<String> {
-    let mut out = args.to_vec();
-    // the launcher's own words: up to the program, the first word that is not an option and
-    // does not follow an option waiting for its value
-    let options_end = (1..out.len())
-        .find(|&i| {
-            let (word, before) = (&out[i], &out[i - 1]);
-            // `-N` or `--nodes` wait for a value; `-N4` and `--nodes=4` hold theirs
-            let waits = (before.len() == 2 && before.starts_with('-'))
-                || (before.starts_with("--") && !before.contains('='));
-            !word.starts_with('-') && (i == 1 || !waits)
-        })
-        .unwrap_or(out.len());
-    let find = |out: &[String], short: &str, long: &[&str]| -> Option<(usize, bool, u64)> {
-        (1..options_end).find_map(|i| {
-            let a = out[i].as_str();
-            if a == short || long.contains(&a) {
-                return Some((i, false, out.get(i + 1)?.parse().ok()?));
-            }
-            let attached = long
-                .iter()
-                .find_map(|l| a.strip_prefix(&format!("{l}=")))
-                .or_else(|| a.strip_prefix(short).filter(|v| !v.is_empty()))?;
-            Some((i, true, attached.parse().ok()?))
-        })
-    };
-    let set = |out: &mut Vec<String>, (i, attached, _): (usize, bool, u64), flag: &str, n: u64| {
-        if attached {
-            out[i] = format!("{flag}{n}");
-        } else {
-            out[i + 1] = n.to_string();
-        }
-    };
-    let (nodes, tasks) = match launcher {
-        Launcher::Srun { .. } => (
-            find(&out, "-N", &["--nodes"]),
-            find(&out, "-n", &["--ntasks"]),
-        ),
-        Launcher::Mpiexec | Launcher::OpenMpi { .. } => {
-            (None, find(&out, "-n", &["-np", "--n", "--np"]))
-        }
-        Launcher::Direct => (None, None),
-    };
-    let asked = nodes.map_or(allocated, |(_, _, n)| n);
-    if asked <= up || asked == 0 {
-        return out;
-    }
-    if let Some(n) = nodes {
-        let flag = if n.1 && out[n.0].starts_with("--") {
-            "--nodes="
-        } else {
-            "-N"
-        };
-        set(&mut out, n, flag, up);
-    }
-    if let Some(t) = tasks {
-        let ranks = (t.2 * up / asked).max(1);
-        let flag = match (t.1, out[t.0].split('=').next()) {
-            (true, Some(long)) if long.starts_with("--") => format!("{long}="),
-            _ => "-n".to_string(),
-        };
-        set(&mut out, t, &flag, ranks);
-    }
-    out
-}
-
 fn comma_list(set: &HostSet) -> String {
     set.iter().collect::<Vec<_>>().join(",")
 }
@@ -308,50 +239,6 @@ fn comma_list(set: &HostSet) -> String {
 #[cfg(test)]
 mod tests {
 
-    #[test]
-    fn a_reshaped_relaunch_keeps_the_ranks_per_node() {
-        let srun = Launcher::Srun { overlap: false };
-        let line = |s: &str| args(&s.split(' ').collect::<Vec<_>>());
-        assert_eq!(
-            reshape_for(srun, &line("srun -N4 -n8 ./app 5"), 4, 3),
-            line("srun -N3 -n6 ./app 5")
-        );
-        assert_eq!(
-            reshape_for(srun, &line("srun --nodes=4 --ntasks 4 ./app"), 6, 2),
-            line("srun --nodes=2 --ntasks 2 ./app")
-        );
-        assert_eq!(
-            reshape_for(srun, &line("srun -N 4 -n 4 ./app -n 9"), 4, 3),
-            line("srun -N 3 -n 3 ./app -n 9")
-        );
-        // enough nodes, no counts, or a launcher scr-run cannot narrow: as given
-        assert_eq!(
-            reshape_for(srun, &line("srun -N2 -n2 ./app"), 4, 3),
-            line("srun -N2 -n2 ./app")
-        );
-        assert_eq!(
-            reshape_for(srun, &line("srun ./app"), 4, 3),
-            line("srun ./app")
-        );
-        assert_eq!(
-            reshape_for(Launcher::Direct, &line("./app -n 4"), 4, 3),
-            line("./app -n 4")
-        );
-        // hydra: the ranks per node of the allocation
-        assert_eq!(
-            reshape_for(Launcher::Mpiexec, &line("mpiexec -n 8 ./app"), 4, 3),
-            line("mpiexec -n 6 ./app")
-        );
-        assert_eq!(
-            reshape_for(Launcher::Mpiexec, &line("mpiexec -np 8 ./app -n 2"), 4, 2),
-            line("mpiexec -np 4 ./app -n 2")
-        );
-        // the application's -n is its own
-        assert_eq!(
-            reshape_for(srun, &line("srun -N4 ./app -n 8"), 4, 3),
-            line("srun -N3 ./app -n 8")
-        );
-    }
     use super::*;
 
     fn args(a: &[&str]) -> Vec<String> {
@@ -488,6 +375,64 @@ mod tests {
         );
         assert_eq!(Launcher::of("/usr/bin/mpirun"), Launcher::Mpiexec);
         assert_eq!(Launcher::of("./app"), Launcher::Direct);
+    }
+
+    #[test]
+    fn the_applications_own_options_never_count_as_the_launchers() {
+        let nodes: HostSet = "node[1-4]".parse().unwrap();
+        let down: HostSet = "node3".parse().unwrap();
+        let srun = Launcher::Srun { overlap: true };
+        assert_eq!(
+            srun.command(&args(&["srun", "./app", "-K", "--overlap"]), &nodes, &down),
+            args(&[
+                "srun",
+                "--kill-on-bad-exit=1",
+                "--overlap",
+                "--exclude=node3",
+                "./app",
+                "-K",
+                "--overlap"
+            ])
+        );
+        assert_eq!(
+            Launcher::Mpiexec.command(
+                &args(&["mpiexec", "-n", "3", "./app", "-hosts", "node1,node3"]),
+                &nodes,
+                &down
+            ),
+            args(&[
+                "mpiexec",
+                "-hosts",
+                "node1,node2,node4",
+                "-n",
+                "3",
+                "./app",
+                "-hosts",
+                "node1,node3"
+            ])
+        );
+        assert_eq!(
+            Launcher::Mpiexec.command(
+                &args(&["mpiexec", "-hosts=node1,node3", "./app"]),
+                &nodes,
+                &down
+            ),
+            args(&["mpiexec", "-hosts=node1", "./app"])
+        );
+        let ompi = Launcher::OpenMpi {
+            slurm_overlap: false,
+        };
+        assert_eq!(
+            ompi.command(&args(&["mpirun", "./app", "-H", "node3"]), &nodes, &down),
+            args(&[
+                "mpirun",
+                "--host",
+                "node1,node2,node4",
+                "./app",
+                "-H",
+                "node3"
+            ])
+        );
     }
 
     #[test]
