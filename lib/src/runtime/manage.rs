@@ -132,6 +132,7 @@ impl Scr {
         let origin = self.dataset_origin();
         self.prefix
             .agreed(&self.job, &format!("adopting {name}"), |dir| {
+                scr::dataset_ids::record_started(dir, id)?;
                 let adopted = scr::bootstrap::adopt(dir, name, id, &origin)?;
                 say!(
                     "SCR: adopted {}, written without SCR, as checkpoint {name} (dataset {id}: \
