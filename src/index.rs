@@ -164,6 +164,16 @@ impl IndexFile {
                 self.0.unset_kv(dk, &id.to_string());
             }
         }
+        // another copy of the name (a name written again) stays reachable by it: the newest
+        if let Some(other) = self
+            .entries()
+            .into_iter()
+            .filter(|e| e.name == name)
+            .map(|e| e.id)
+            .max()
+        {
+            self.0.set_path(&[&nk, &name]).set_value(dk, other);
+        }
         if self.current() == Some(name) {
             self.unset_current();
         }
@@ -270,6 +280,22 @@ mod tests {
             &Origin::default(),
             Some(id),
         )
+    }
+
+    #[test]
+    fn removing_one_copy_of_a_name_written_twice_leaves_the_other_reachable() {
+        let mut idx = IndexFile::new();
+        let named = |id| Dataset::create(id, "ckpt.2", true, false, &Origin::default(), Some(id));
+        idx.add(&named(2), "ckpt.2", true);
+        idx.add(&named(3), "ckpt.2", true);
+        assert_eq!(idx.id_of("ckpt.2"), Some(3));
+        assert!(idx.remove("ckpt.2"));
+        assert_eq!(idx.id_of("ckpt.2"), Some(2));
+        assert!(idx.set_current("ckpt.2").is_ok());
+        assert!(idx.remove("ckpt.2"));
+        assert_eq!(idx.id_of("ckpt.2"), None);
+        assert!(idx.entries().is_empty());
+        assert!(!idx.remove("ckpt.2"));
     }
 
     #[test]
