@@ -15,6 +15,10 @@ use std::path::{Path, PathBuf};
 
 const LAST: &str = "LAST";
 
+/// Ids beyond this are no job's (a million checkpoints a second for eight years): a record
+/// claiming one is damaged, and counting it would run the next id out of range.
+pub const MAX_ID: u64 = 1 << 48;
+
 /// `<prefix>/.scr/dataset_ids.scrinfo`: the newest dataset id a job started on the prefix.
 pub fn ids_file(prefix: &Path) -> PathBuf {
     layout::prefix_hidden_dir(prefix).join("dataset_ids.scrinfo")
@@ -31,21 +35,20 @@ fn last_started(prefix: &Path) -> u64 {
 /// The newest dataset id anything on `prefix` records (0 for a fresh prefix). A file that
 /// cannot be read counts as recording nothing: the other records still bound the id.
 pub fn newest_recorded(prefix: &Path) -> u64 {
-    let indexed = IndexFile::read(&layout::index_file(prefix))
-        .map(|i| i.entries().iter().map(|e| e.id).max().unwrap_or(0))
-        .unwrap_or(0);
-    let in_flush_file = FlushFile::read(&layout::flush_file(prefix))
-        .ok()
-        .and_then(|f| f.latest())
-        .unwrap_or(0);
-    let with_dir = layout::prefix_dataset_ids(prefix)
-        .ok()
-        .and_then(|ids| ids.into_iter().max())
-        .unwrap_or(0);
-    indexed
-        .max(in_flush_file)
-        .max(with_dir)
-        .max(last_started(prefix))
+    let mut ids: Vec<u64> = IndexFile::read(&layout::index_file(prefix))
+        .map(|i| i.entries().iter().map(|e| e.id).collect())
+        .unwrap_or_default();
+    ids.extend(
+        FlushFile::read(&layout::flush_file(prefix))
+            .map(|f| f.datasets())
+            .unwrap_or_default(),
+    );
+    ids.extend(layout::prefix_dataset_ids(prefix).unwrap_or_default());
+    ids.push(last_started(prefix));
+    ids.into_iter()
+        .filter(|&id| id <= MAX_ID)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Records that dataset `id` starts on `prefix`, before any of its files exist: the
@@ -102,5 +105,14 @@ mod tests {
         // what forgets datasets leaves the record
         std::fs::remove_file(layout::flush_file(p)).ok();
         assert_eq!(newest_recorded(p), 7);
+    }
+
+    #[test]
+    fn a_damaged_record_of_an_id_out_of_range_is_not_counted() {
+        let dir = prefix();
+        let p = dir.path();
+        std::fs::create_dir(layout::dataset_meta_dir(p, 4)).unwrap();
+        record_started(p, u64::MAX).unwrap();
+        assert_eq!(newest_recorded(p), 4);
     }
 }
