@@ -301,6 +301,22 @@ mod tests {
     }
 
     #[test]
+    fn removing_one_copy_of_a_name_written_twice_leaves_the_other_reachable() {
+        let mut idx = IndexFile::new();
+        let named = |id| Dataset::create(id, "ckpt.2", true, false, &Origin::default(), Some(id));
+        idx.add(&named(2), "ckpt.2", true);
+        idx.add(&named(3), "ckpt.2", true);
+        assert_eq!(idx.id_of("ckpt.2"), Some(3));
+        assert!(idx.remove("ckpt.2"));
+        assert_eq!(idx.id_of("ckpt.2"), Some(2));
+        assert!(idx.set_current("ckpt.2").is_ok());
+        assert!(idx.remove("ckpt.2"));
+        assert_eq!(idx.id_of("ckpt.2"), None);
+        assert!(idx.entries().is_empty());
+        assert!(!idx.remove("ckpt.2"));
+    }
+
+    #[test]
     fn restart_walks_back_past_failed_and_incomplete() {
         let t = parse_timestamp("2026-11-22T04:51:15").unwrap();
         let mut idx = IndexFile::new();

@@ -292,14 +292,19 @@ pub fn resource_manager_job_id(env: impl Fn(&str) -> Option<String>) -> Option<S
         .find_map(|k| env(k).filter(|v| !v.is_empty()))
 }
 
-/// The job id in directory names, SCR's rule for the library and every command alike: the
-/// SCR_JOB_ID parameter (`scr_job_id`: environment or configuration), else the resource
-/// manager's.
-pub fn job_id(scr_job_id: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+/// The job id of a job no resource manager runs and no SCR_JOB_ID names (SCR v3.1's).
+pub const DEFAULT_JOB_ID: &str = "defjobid";
+
+/// The job id in directory names, the one rule for the library, scr-run, the drain and every
+/// command alike: the SCR_JOB_ID parameter (`scr_job_id`: environment or configuration), else
+/// the resource manager's, else [`DEFAULT_JOB_ID`] — so a job launched without a resource
+/// manager is found again by the commands run after it in the same environment.
+pub fn job_id(scr_job_id: Option<&str>, env: impl Fn(&str) -> Option<String>) -> String {
     scr_job_id
         .filter(|v| !v.is_empty())
         .map(str::to_string)
         .or_else(|| resource_manager_job_id(env))
+        .unwrap_or_else(|| DEFAULT_JOB_ID.to_string())
 }
 
 /// The user name in directory names: SCR_USER_NAME, else USER, else the account's.
@@ -375,7 +380,7 @@ mod job_id_tests {
     use super::*;
 
     #[test]
-    fn scr_job_id_wins_then_slurm_jobid_then_slurm_job_id() {
+    fn scr_job_id_wins_then_slurm_jobid_then_slurm_job_id_then_defjobid() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
             move |k: &str| {
                 pairs
@@ -385,13 +390,10 @@ mod job_id_tests {
             }
         };
         let both = env(&[("SLURM_JOBID", "1"), ("SLURM_JOB_ID", "2")]);
-        assert_eq!(job_id(Some("x"), both), Some("x".into()));
-        assert_eq!(job_id(None, both), Some("1".into()));
-        assert_eq!(
-            job_id(Some(""), env(&[("SLURM_JOB_ID", "2")])),
-            Some("2".into())
-        );
-        assert_eq!(job_id(None, env(&[("SLURM_JOBID", "")])), None);
+        assert_eq!(job_id(Some("x"), both), "x");
+        assert_eq!(job_id(None, both), "1");
+        assert_eq!(job_id(Some(""), env(&[("SLURM_JOB_ID", "2")])), "2");
+        assert_eq!(job_id(None, env(&[("SLURM_JOBID", "")])), "defjobid");
     }
 }
 

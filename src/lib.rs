@@ -22,6 +22,7 @@ pub mod cache;
 pub mod config;
 pub mod container;
 pub mod dataset;
+pub mod dataset_ids;
 pub mod erasure;
 pub mod error;
 pub mod event_log;

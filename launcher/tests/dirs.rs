@@ -14,6 +14,8 @@ fn scr_in(
         .env("SCR_PREFIX", dir)
         .env_remove("SCR_CONF_FILE")
         .env_remove("SLURM_JOBID")
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("SCR_JOB_ID")
         .env_remove("SCR_USER_NAME");
     for (k, v) in env {
         c.env(k, v);
@@ -64,14 +66,15 @@ fn directories_follow_the_configuration() {
         )),
         (0, "/dev/shm/bob/scr.9\n".into())
     );
+    // no resource manager and no SCR_JOB_ID: the directory the library uses then
     assert_eq!(
         out(&scr_in(
             d.path(),
             exe,
             &["list-dir", "control"],
-            &[("USER", "")]
+            &[("USER", "carol")]
         )),
-        (1, "INVALID\n".into())
+        (0, "/dev/shm/carol/scr.defjobid\n".into())
     );
     assert_eq!(
         out(&scr_in(d.path(), exe, &["prefix"], &[])),

@@ -239,8 +239,8 @@ impl Scr {
         let jobid = layout::job_id(places.job_id.as_deref(), |k| std::env::var(k).ok());
         let place = JobPlace {
             user: layout::user_name(),
-            jobid_given: jobid.is_some(),
-            jobid: jobid.unwrap_or_else(|| "defjobid".into()),
+            jobid_given: jobid != layout::DEFAULT_JOB_ID,
+            jobid,
             node: node.clone(),
         };
         let prefix = PrefixStore::new(layout::prefix_dir(None, places.prefix.as_deref())?, rank);
@@ -377,7 +377,7 @@ impl Scr {
     /// allocation, where the batch script's SCR_CURRENT is still set, restarts from the
     /// newest checkpoint instead of going back to the named one and dropping what the job
     /// wrote since. A run with no job id at all (`defjobid`: no resource manager, no
-    /// scr-run, no SCR_JOB_ID) is an allocation of its own. Collective.
+    /// SCR_JOB_ID, under scr-run or not) is an allocation of its own. Collective.
     fn apply_named_current(&mut self, name: &str) -> Result<()> {
         let allocation = self.cache.place().jobid_given;
         let applied_here = allocation

@@ -106,3 +106,53 @@ fn scr_index_drop_keeps_the_files_and_add_puts_the_dataset_back() {
     delete_caches(&job);
     assert_restarts(&job, 2, &env, "ckpt.2 t=2 data=verified rc=0");
 }
+
+/// SCR_Delete(name) when two checkpoints share the name (a name written again, as after a
+/// fallback restart): every dataset of that name goes — its files, its index entry — and the
+/// call succeeds; the older checkpoint becomes current and still restarts.
+#[test]
+fn scr_delete_of_a_name_two_checkpoints_share_deletes_both() {
+    let job = steps_job();
+    let env = [SINGLE, ("SCR_FLUSH", "1")];
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "ckpt=ckpt.1:1",
+            "ckpt=ckpt.2:2",
+            "start=ckpt.2:c",
+            "write=again/rank_%r.ckpt:3",
+            "complete",
+            "quit",
+        ],
+        &env,
+    );
+    assert_eq!(answer(&out, "complete"), "rc=0", "{out}");
+    let named_twice = scr_index(&job, &[]);
+    assert_eq!(
+        named_twice
+            .lines()
+            .filter(|l| l.ends_with(" ckpt.2"))
+            .count(),
+        2,
+        "{named_twice}"
+    );
+    let out = job.run_ok(2, &["init", "delete=ckpt.2", "quit"], &env);
+    assert_eq!(answer(&out, "delete=ckpt.2"), "rc=0", "{out}");
+    let list = scr_index(&job, &[]);
+    assert!(!list.contains("ckpt.2"), "{list}");
+    assert!(
+        list.lines().any(|l| l.ends_with("* ckpt.1")),
+        "the older checkpoint is current: {list}"
+    );
+    for r in 0..2 {
+        for gone in [
+            format!("ckpt.2/rank_{r}.ckpt"),
+            format!("again/rank_{r}.ckpt"),
+        ] {
+            assert!(!job.prefix().join(&gone).exists(), "{gone} deleted");
+        }
+    }
+    delete_caches(&job);
+    assert_restarts(&job, 2, &env, "ckpt.1 t=1 data=verified rc=0");
+}

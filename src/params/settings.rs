@@ -109,7 +109,7 @@ pub struct Places {
     pub prefix: Option<String>,
     /// SCR_CNTL_BASE.
     pub cntl_base: String,
-    /// SCR_JOB_ID (default: the resource manager's).
+    /// SCR_JOB_ID (default: the resource manager's, else `layout::DEFAULT_JOB_ID`).
     pub job_id: Option<String>,
 }
 

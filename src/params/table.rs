@@ -55,7 +55,7 @@ params! {
     "SCR_LOG_SYSLOG_LEVEL", Some("LOG_INFO"), Text, "syslog level (LOG_EMERG … LOG_DEBUG)";
     "SCR_LOG_SYSLOG_PREFIX", Some("SCR"), Text, "syslog identity of the messages";
     "SCR_USER_NAME", None, Text, "user name for directory names (default $USER)";
-    "SCR_JOB_ID", None, Text, "job id for directory names (default from the resource manager)";
+    "SCR_JOB_ID", None, Text, "job id for directory names (default: the resource manager's, else defjobid)";
     "SCR_JOB_NAME", None, Text, "job name recorded with datasets";
     "SCR_CLUSTER_NAME", None, Text, "cluster name recorded with datasets";
     "SCR_NODE_NAME", None, Text, "this node's name instead of the host name (for emulated nodes)";

@@ -36,14 +36,15 @@ pub enum Which {
     about = "Print the job's control or cache directories (space separated)",
     long_about = "Print <base>/<user>/scr.<jobid> for the control directory, or for every cache store \
                   (SCR_CACHE_BASE and the STORE of each CKPT descriptor), from SCR's configuration. \
-                  Prints INVALID and exits 1 when the job id is unknown.\n\n\
+                  The job id is the library's: SCR_JOB_ID, else the resource manager's, else \
+                  defjobid. Prints INVALID and exits 1 when a name is not a directory name.\n\n\
                   As scr_cntl_dir (SCR 1.1-8) it prints the control directory, or with --cache the caches."
 )]
 pub struct ListDirArgs {
     /// User name (default: SCR_USER_NAME, else USER)
     #[arg(short = 'u', long)]
     user: Option<String>,
-    /// Job id (default: SCR_JOB_ID, else SLURM_JOBID or SLURM_JOB_ID)
+    /// Job id (default: SCR_JOB_ID, else SLURM_JOBID or SLURM_JOB_ID, else defjobid)
     #[arg(short = 'j', long)]
     jobid: Option<String>,
     /// Print only the base directories
@@ -64,11 +65,8 @@ pub fn list_dir(args: ListDirArgs) -> scr::Result<ExitCode> {
     });
     let params = Params::load(&Sources::from_process())?;
     let settings = params.typed();
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let user = args.user.unwrap_or_else(layout::user_name);
-    let jobid = args
-        .jobid
-        .or_else(|| layout::job_id(settings.places.job_id.as_deref(), env));
+    let jobid = args.jobid.unwrap_or_else(|| super::job_id(&params));
     let bases: Vec<String> = match which {
         Which::Control => vec![settings.places.cntl_base],
         Which::Cache => {
@@ -90,13 +88,6 @@ pub fn list_dir(args: ListDirArgs) -> scr::Result<ExitCode> {
         println!("{}", bases.join(" "));
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(jobid) = jobid else {
-        println!("INVALID");
-        eprintln!(
-            "scr_list_dir: ERROR: the job id is unknown: set SCR_JOB_ID (or run inside a SLURM job)"
-        );
-        return Ok(ExitCode::from(1));
-    };
     let dirs: Vec<String> = match bases
         .iter()
         .map(|b| layout::job_dir(b.as_ref(), &user, &jobid).map(|d| d.display().to_string()))

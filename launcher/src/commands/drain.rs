@@ -170,7 +170,7 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
     let cntl = args
         .from
         .clone()
-        .map_or_else(|| control_dir(&params, &rm.job_id()), Ok)?;
+        .map_or_else(|| control_dir(&params, &super::job_id(&params)), Ok)?;
     let run = Scavenge {
         cntl_dir: &cntl,
         prefix: &args.to,
@@ -283,7 +283,7 @@ pub fn postrun_with(
 /// node's control directory (`node.<name>` in the job's), else this host's own.
 fn job_caches(params: &Params) -> scr::Result<Vec<CachedOnNode>> {
     let rm = job::detect_resource_manager();
-    let cntl = control_dir(params, &rm.job_id())?;
+    let cntl = control_dir(params, &super::job_id(params))?;
     // (without the node list there are no caches to read here; the drain says why)
     let Ok(nodes) = rm.nodes() else {
         return Ok(Vec::new());
@@ -462,7 +462,7 @@ impl<'a> Drain<'a> {
         });
         let down = HostSet::from_names(down_list.iter().map(|d| d.node.as_str()));
         let up = nodes.difference(&down);
-        let cntl = control_dir(params, &rm.job_id())?;
+        let cntl = control_dir(params, &super::job_id(params))?;
         let buf_size = params.typed().buffers.file;
         Ok(Drain {
             prefix,

@@ -30,6 +30,14 @@ pub fn prefix_dir(
     Ok(prefix)
 }
 
+/// The job id that names the job's directories: the library's rule ([`scr::layout::job_id`]),
+/// from the parameters and this process's environment.
+pub fn job_id(params: &scr::params::Params) -> String {
+    scr::layout::job_id(params.typed().places.job_id.as_deref(), |k| {
+        std::env::var(k).ok()
+    })
+}
+
 /// A state file, or an empty one when it does not exist (nothing recorded yet).
 pub fn read_or_empty<T: scr::HashView + Default>(path: &std::path::Path) -> scr::Result<T> {
     match T::read(path) {

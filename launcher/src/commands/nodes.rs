@@ -190,7 +190,8 @@ pub struct EnvArgs {
     /// The user name
     #[arg(short = 'u', long)]
     user: bool,
-    /// The job id
+    /// The job id the library names directories after (SCR_JOB_ID, else the resource
+    /// manager's, else defjobid)
     #[arg(short = 'j', long)]
     jobid: bool,
     /// The allocation's nodes
@@ -215,7 +216,7 @@ pub fn env(args: EnvArgs) -> scr::Result<ExitCode> {
     let answer: Option<String> = if args.user {
         Some(layout::user_name())
     } else if args.jobid {
-        Some(rm.job_id())
+        Some(super::job_id(&Params::load(&Sources::from_process())?))
     } else if args.nodes {
         rm.nodes().ok().map(|n| n.to_string())
     } else if args.down {

@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 
 pub trait ResourceManager {
     fn name(&self) -> &'static str;
-    /// The job id (SCR's library names its directories after it).
-    fn job_id(&self) -> String;
     /// The allocation's nodes. SCR_NODELIST, when set, overrides.
     fn nodes(&self) -> Result<HostSet, String>;
     /// Nodes of `nodes` the manager reports down or drained.
@@ -24,11 +22,6 @@ pub trait ResourceManager {
     fn is_slurm(&self) -> bool {
         self.name() == "SLURM"
     }
-}
-
-/// SCR_JOB_ID, which names the job's directories for the library as for the launcher.
-fn job_id_override() -> Option<String> {
-    std::env::var("SCR_JOB_ID").ok().filter(|s| !s.is_empty())
 }
 
 fn nodelist_override() -> Option<Result<HostSet, String>> {
@@ -57,10 +50,6 @@ pub struct Slurm {
 impl ResourceManager for Slurm {
     fn name(&self) -> &'static str {
         "SLURM"
-    }
-    /// SCR_JOB_ID when set (the library prefers it too), else SLURM's.
-    fn job_id(&self) -> String {
-        job_id_override().unwrap_or_else(|| self.job_id.clone())
     }
     fn nodes(&self) -> Result<HostSet, String> {
         if let Some(o) = nodelist_override() {
@@ -137,9 +126,6 @@ pub struct Local;
 impl ResourceManager for Local {
     fn name(&self) -> &'static str {
         "local"
-    }
-    fn job_id(&self) -> String {
-        job_id_override().unwrap_or_else(|| format!("local.{}", std::process::id()))
     }
     fn nodes(&self) -> Result<HostSet, String> {
         nodelist_override().unwrap_or_else(|| {

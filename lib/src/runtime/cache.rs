@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 pub(super) struct JobPlace {
     pub(super) user: String,
     pub(super) jobid: String,
-    /// Whether the job id names an allocation (SCR_JOB_ID, the resource manager's, or
-    /// scr-run's): without one every run is `defjobid`'s.
+    /// Whether the job id names an allocation (SCR_JOB_ID or the resource manager's): every
+    /// run without one (`defjobid`, scr-run's too outside a resource manager) is its own.
     pub(super) jobid_given: bool,
     pub(super) node: Node,
 }

@@ -36,6 +36,48 @@ impl Scr {
         self.job.max(indexed.max(cached))
     }
 
+    /// Every dataset named `name`, newest first: each copy the index lists under it on rank 0
+    /// (else the one a summary on the prefix gives), and each rank's cached ones. A name
+    /// written again (after a fallback restart) names several. Collective.
+    fn dataset_ids_named(&self, name: &str) -> Vec<u64> {
+        let mut known: Vec<u64> = self
+            .cache
+            .datasets_where(|x| x.name() == Some(name))
+            .collect();
+        if self.job.is_root() {
+            let dir = self.prefix.path();
+            let indexed: Vec<u64> = IndexFile::read(&layout::index_file(dir))
+                .map(|i| {
+                    i.entries()
+                        .into_iter()
+                        .filter(|e| e.name == name)
+                        .map(|e| e.id)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if indexed.is_empty() {
+                known.extend(
+                    prefix::inspect_flushed(dir, name)
+                        .ok()
+                        .flatten()
+                        .map(|d| d.id),
+                );
+            }
+            known.extend(indexed);
+        }
+        let mut ids = Vec::new();
+        let mut below = u64::MAX;
+        loop {
+            let mine = known.iter().copied().filter(|&d| d < below).max();
+            let id = self.job.max(mine.unwrap_or(0));
+            if id == 0 {
+                return ids;
+            }
+            ids.push(id);
+            below = id;
+        }
+    }
+
     fn unknown(&self, call: &str, name: &str) {
         if self.job.is_root() {
             say!(
@@ -66,27 +108,35 @@ impl Scr {
     }
 
     /// `SCR_Delete`: removes `name`'s files from cache and prefix, its `.scr/scr.dataset.<id>`
-    /// directories and its index entry.
+    /// directories and its index entry. Every dataset of that name goes: a name written
+    /// again names several, and deleting one copy's files could take the others' (they may
+    /// share paths), leaving an entry that looks valid without its files.
     pub fn delete_dataset(&mut self, name: &str) -> Result<()> {
         if self.phase != Phase::Idle {
             return Err(failure(
                 "SCR_Delete called while an output or restart is open",
             ));
         }
-        let id = self.dataset_id_of(name);
-        if id == 0 {
+        let ids = self.dataset_ids_named(name);
+        if ids.is_empty() {
             self.unknown("SCR_Delete", name);
             return Ok(());
         }
         self.poll_async_flushes(Some(u64::MAX))?;
-        self.delete_cached(id);
+        for &id in &ids {
+            self.delete_cached(id);
+        }
         self.job.barrier();
         self.prefix
             .agreed(&self.job, &format!("SCR_Delete of {name}"), |dir| {
-                if let Some(w) = prefix::delete_dataset(dir, id, name)? {
-                    say!("SCR: WARNING: {w}");
+                // newest first: each drop of the name makes the next older copy current
+                // while it is still listed, then the checkpoint before them all
+                for &id in &ids {
+                    if let Some(w) = prefix::delete_dataset(dir, id, name)? {
+                        say!("SCR: WARNING: {w}");
+                    }
                 }
-                prefix::update_flush_file(dir, |f| f.remove(id))
+                prefix::update_flush_file(dir, |f| ids.iter().for_each(|&id| f.remove(id)))
             })
     }
 
@@ -132,6 +182,7 @@ impl Scr {
         let origin = self.dataset_origin();
         self.prefix
             .agreed(&self.job, &format!("adopting {name}"), |dir| {
+                scr::dataset_ids::record_started(dir, id)?;
                 let adopted = scr::bootstrap::adopt(dir, name, id, &origin)?;
                 say!(
                     "SCR: adopted {}, written without SCR, as checkpoint {name} (dataset {id}: \

@@ -60,6 +60,11 @@ impl Scr {
             self.checkpoint_id += 1;
         }
         let id = self.dataset_id;
+        // before any file of it exists, so that whatever later forgets it (a drop, a
+        // reshape, lost caches) cannot give its id to another dataset
+        self.prefix.note("the new dataset's id", |p| {
+            scr::dataset_ids::record_started(p, id)
+        });
         let ckpt = is_ckpt.then_some(self.checkpoint_id);
         let output = flags & FLAG_OUTPUT != 0;
         let desc = self.redundancy.descriptor_for(ckpt, output);
@@ -419,6 +424,8 @@ impl Scr {
         }
         self.prefix
             .note_in_flush_file("the new dataset in the flush file", |f| {
+                // nothing of an older dataset's entry (its locations) may describe this one
+                f.remove(id);
                 f.describe_dataset(id, desc);
                 f.set_location(id, Location::Cache);
                 if let Some(old) = evicted {

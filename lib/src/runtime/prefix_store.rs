@@ -77,14 +77,13 @@ impl PrefixStore {
         job.root_decides(unflushed)
     }
 
-    /// Rank 0: the newest dataset id the index records (0 when none, or elsewhere).
-    pub(super) fn newest_indexed(&self) -> u64 {
+    /// Rank 0: the newest dataset id anything on the prefix records (see
+    /// [`scr::dataset_ids`]); 0 on other ranks.
+    pub(super) fn newest_recorded(&self) -> u64 {
         if !self.root {
             return 0;
         }
-        IndexFile::read(&layout::index_file(&self.path))
-            .map(|i| i.entries().first().map_or(0, |e| e.id))
-            .unwrap_or(0)
+        scr::dataset_ids::newest_recorded(&self.path)
     }
 
     /// Rank 0: what to tell a user whose newest checkpoint is not here: the newest

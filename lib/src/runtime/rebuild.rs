@@ -29,7 +29,8 @@ pub(super) struct Recovery<'a> {
 
 /// What SCR_Init's restart from cache found.
 pub(super) struct CacheRestart {
-    /// The newest dataset id in any cache or in the index: numbering continues after it.
+    /// The newest dataset id in any cache or recorded on the prefix: numbering continues
+    /// after it, so no id is ever given twice.
     pub(super) dataset_id: u64,
     /// The checkpoint id of the restart dataset (0 without one).
     pub(super) checkpoint_id: u64,
@@ -47,7 +48,7 @@ impl Recovery<'_> {
         distribute: bool,
     ) -> Result<CacheRestart> {
         let job = self.job;
-        let dataset_id = job.max(prefix.newest_indexed().max(self.cache.newest_recorded()));
+        let dataset_id = job.max(prefix.newest_recorded().max(self.cache.newest_recorded()));
         let mut found = CacheRestart {
             dataset_id,
             checkpoint_id: 0,

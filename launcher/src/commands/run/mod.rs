@@ -397,7 +397,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         ));
     }
     let nodes = rm.nodes().map_err(fail)?;
-    let job_id = rm.job_id();
+    let job_id = super::job_id(&params);
     export_job(rm.as_ref(), &job_id);
     let prefix = super::prefix_dir(None, &params)?;
     let exclude = super::excluded_nodes(&params)?;
