@@ -364,7 +364,7 @@ SCR $version: Scalable Checkpoint/Restart for MPI applications, SCR v$api_versio
 (built against $mpi).
 Run a job: scr-run srun ./app (or SCR's scr_srun); commands: scr help.
 Defaults that differ from SCR v3.1 (man 7 scr): the cache is used (SCR_CACHE_BYPASS=0),
-cache and control directories are in /tmp, a halt exits the job (SCR_HALT_EXIT unset);
+cache and control directories are in /tmp;
 scr-run drains the cache at the end of a job.
 Manuals: man 7 scr (concepts), man scr.conf (parameters), man scr-run (a page per command).
 Build: mpicc app.c \$(pkg-config --cflags --libs scr); CMake: find_package(scr),

@@ -410,12 +410,15 @@ impl Params {
         }
     }
 
-    /// Whether a halt condition exits the job (after flushing): SCR v3.1's SCR_HALT_EXIT
-    /// where it is set, else v1.2/v2.0's SCR_HALT_ENABLED (default 1, v2.0's behaviour).
+    /// Whether a halt condition exits the job inside SCR (after flushing): SCR v3.1's
+    /// SCR_HALT_EXIT where it is set, else v1.2/v2.0's SCR_HALT_ENABLED where it is set (a
+    /// v2.0 program that relies on SCR to end it), else v3.1's default: no, the application
+    /// learns it from SCR_Should_exit and runs what follows its loop.
     pub fn halt_exits(&self) -> bool {
         match self.setting("SCR_HALT_EXIT") {
             Some(s) if s.origin != Origin::Default => s.value == "1",
-            _ => self.bool("SCR_HALT_ENABLED"),
+            _ if self.get("SCR_HALT_ENABLED").is_some() => self.bool("SCR_HALT_ENABLED"),
+            _ => self.bool("SCR_HALT_EXIT"),
         }
     }
 
