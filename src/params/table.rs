@@ -150,6 +150,33 @@ pub const V31_DEFAULTS: &[V31Default] = &[
     },
 ];
 
+/// `SCR_*` environment variables that are no parameters but are no typos either: read by
+/// SCR itself (`SCR_SYSTEM_CONF_FILE`, `SCR_LOCK_TIMEOUT`), its Python module
+/// (`SCR_LIBRARY`), set by its modulefile (`SCR_ROOT`, `SCR_INSTALL_DIR`) and the examples'
+/// Makefile (`SCR_PREFIX_DIR`, `SCR_LIBDIR`), the build's `SCR_CONFIG_FILE`, SCR v3.1's
+/// node tests (`SCR_NODE_TESTS`, `SCR_NODE_TESTS_FILE`), and this project's scripts and
+/// test clusters (`SCR_SETUP_ROOT`, `SCR_CLUSTER_STATE`, `SCR_REPORT_SCREENSHOT`). Any other
+/// `SCR_*` name that is no parameter is warned of.
+pub const NOT_PARAMETERS: &[&str] = &[
+    "SCR_SYSTEM_CONF_FILE",
+    "SCR_LOCK_TIMEOUT",
+    "SCR_LIBRARY",
+    "SCR_ROOT",
+    "SCR_INSTALL_DIR",
+    "SCR_PREFIX_DIR",
+    "SCR_LIBDIR",
+    "SCR_CONFIG_FILE",
+    "SCR_NODE_TESTS",
+    "SCR_NODE_TESTS_FILE",
+    "SCR_SETUP_ROOT",
+    "SCR_CLUSTER_STATE",
+    "SCR_REPORT_SCREENSHOT",
+];
+
+/// Beginnings of such names: the test suite's (`SCR_TEST_MPI`, `SCR_TEST_FAULT` …) and a
+/// package manager's (`SCR_PKG…`).
+pub const NOT_PARAMETER_PREFIXES: &[&str] = &["SCR_TEST_", "SCR_PKG"];
+
 /// The system configuration file path this build was given (`scripts/install.sh
 /// --config-file`, SCR's `SCR_CONFIG_FILE`), if any.
 pub const BUILT_SYSTEM_CONFIG: Option<&str> = option_env!("SCR_CONFIG_FILE");
