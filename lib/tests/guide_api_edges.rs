@@ -20,6 +20,24 @@ fn start_restart_with_nothing_to_restart_fails() {
     assert_eq!(answer(&out, "have"), "flag=0 name= rc=0", "{out}");
     assert_eq!(answer(&out, "startrestart"), "name= rc=1", "{out}");
 
+    // only output on the prefix: output is never restarted from
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "start=out.1:o",
+            "write=out.1/rank_%r.out:1",
+            "complete",
+            "quit",
+        ],
+        &[SINGLE],
+    );
+    assert_eq!(answer(&out, "complete"), "rc=0", "{out}");
+    let out = job.run_ok(2, &["init", "startrestart", "have", "quit"], &[SINGLE]);
+    assert_eq!(answer(&out, "startrestart"), "name= rc=1", "{out}");
+    assert_eq!(answer(&out, "have"), "flag=0 name= rc=0", "{out}");
+    let job = steps_job();
+
     // one checkpoint on the prefix, read once: nothing is left to restart from
     write_steps_checkpoints(&job, 1, &[SINGLE, ("SCR_FLUSH", "1")]);
     delete_caches(&job);
