@@ -9,6 +9,7 @@ fn shipped_examples_load() {
     let user = conf.join("scrconf.user").display().to_string();
     let params = Params::load(&Sources {
         env: Box::new(move |k| (k == "SCR_CONF_FILE").then(|| user.clone())),
+        env_names: vec!["SCR_CONF_FILE".into()],
         system_config: Some(conf.join("scr.conf")),
         prefix: None,
         app_config: None,

@@ -206,7 +206,9 @@ fn read_params(world: &SimpleCommunicator, rank: u64) -> Result<Params> {
             // the configuration in effect, with where each value came from (only rank 0
             // knows: the others get the values alone)
             if Settings::from_params(&p).debug >= 1 {
-                for (setting, origin) in p.effective() {
+                let cwd = std::env::current_dir().ok();
+                let prefix = cwd.as_deref().map(|d| (d, "the working directory"));
+                for (setting, origin) in p.effective(prefix) {
                     say!("SCR: {setting} ({origin})");
                 }
             }

@@ -430,6 +430,8 @@ fn scr_halt_stops_the_job_after_its_next_checkpoint_without_relaunch() {
             ("SCR_FLUSH", "0"),
             ("TEST_API_SLEEP_MS", "300"),
             ("TEST_API_TIMES", "1"),
+            // test_api asks no SCR_Should_exit here: SCR ends it, as in v2.0
+            ("SCR_HALT_EXIT", "1"),
         ],
     ));
     let halted = halter.join().unwrap();
@@ -507,6 +509,7 @@ fn the_drain_halt_seconds_and_job_identity_hold_on_slurm() {
             ("SCR_HALT_SECONDS", "110"),
             ("TEST_API_SLEEP_MS", "1000"),
             ("SCR_RUNS", "2"),
+            ("SCR_HALT_EXIT", "1"),
         ],
     );
     let (out, t) = run(cmd);

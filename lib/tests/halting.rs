@@ -1,8 +1,12 @@
 //! Halting a job from the library's side (SCR v3.1's halt.rst): the halt file's conditions
 //! (CheckpointsLeft, ExitBefore, HaltSeconds, ExitReason), SCR_HALT_SECONDS against the
-//! allocation's end, and SCR_HALT_EXIT=0 leaving the application in control.
+//! allocation's end, SCR_HALT_EXIT=0 (the default) leaving the application in control, and
+//! SCR_HALT_EXIT=1 ending it inside SCR.
 
 mod common;
+
+/// A v2.0 program's setting: a halt exits inside SCR.
+const EXITS: (&str, &str) = ("SCR_HALT_EXIT", "1");
 
 use common::*;
 use scr::HashView;
@@ -25,7 +29,7 @@ fn halt_reason(job: &Job) -> Option<String> {
 fn halt_after_checkpoints_left_runs_out_flushes_and_exits() {
     let job = Job::new();
     write_halt(&job, |h| h.set_checkpoints_left(2));
-    let run = job.run(2, &["10000", "5"], &[("SCR_FLUSH", "10")]);
+    let run = job.run(2, &["10000", "5"], &[("SCR_FLUSH", "10"), EXITS]);
     let out = text(&run);
     assert!(run.status.success(), "a halt exits with status 0: {out}");
     assert!(
@@ -44,6 +48,52 @@ fn halt_after_checkpoints_left_runs_out_flushes_and_exits() {
         );
     }
     assert!(!job.prefix().join("ckpt.3").exists());
+}
+
+#[test]
+fn by_default_a_halt_leaves_the_application_in_control_and_is_said_once() {
+    // SCR v3.1's default (SCR_HALT_EXIT=0): the halt file's JOB_HALTED holds from SCR_Init
+    // on; SCR_Should_exit says stop, and the code after the application's loop still runs
+    let job = Job::new();
+    write_halt(&job, |h| h.set_exit_reason("JOB_HALTED"));
+    let out = job.run_ok(
+        2,
+        &["1000", "3"],
+        &[("SCR_FLUSH", "10"), ("TEST_API_SHOULD_EXIT", "1")],
+    );
+    assert!(
+        out.contains("SCR_Should_exit says stop after timestep 1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("test_api: done"),
+        "the application finishes: {out}"
+    );
+    // SCR_Init, Need_checkpoint, Complete_output and Should_exit all find it; it is said once
+    assert_eq!(out.matches("Job exiting").count(), 1, "{out}");
+    assert!(out.contains("Reason: JOB_HALTED"), "{out}");
+    // the one checkpoint written is flushed at SCR_Finalize (SCR_FLUSH=10 notwithstanding)
+    check_file(&job.prefix().join("ckpt.1/rank_1.ckpt"), 1, 1, 1000);
+    assert!(!job.prefix().join("ckpt.2").exists(), "{out}");
+}
+
+#[test]
+fn a_v2_program_that_enables_halts_exits_in_the_library() {
+    // SCR v2.0's SCR_HALT_ENABLED=1, set explicitly, keeps v2.0's exit in SCR_Init
+    let job = Job::new();
+    write_halt(&job, |h| h.set_exit_reason("JOB_HALTED"));
+    let out = job.run_ok(2, &["1000", "3"], &[("SCR_HALT_ENABLED", "1")]);
+    assert!(
+        out.contains("Reason: JOB_HALTED") && !out.contains("test_api:"),
+        "{out}"
+    );
+    // and SCR_HALT_EXIT, where set, wins over it
+    let out = job.run_ok(
+        2,
+        &["1000", "1"],
+        &[("SCR_HALT_ENABLED", "1"), ("SCR_HALT_EXIT", "0")],
+    );
+    assert!(out.contains("test_api: done"), "{out}");
 }
 
 #[test]
@@ -89,7 +139,7 @@ fn halt_by_exit_before_and_halt_seconds_stops_in_init() {
         h.set_exit_before(now + 600);
         h.set_halt_seconds(3600);
     });
-    let out = job.run_ok(2, &["1000", "3"], &[]);
+    let out = job.run_ok(2, &["1000", "3"], &[EXITS]);
     assert!(out.contains("ExitBefore-HaltSeconds"), "{out}");
     assert!(
         !out.contains("test_api:"),
@@ -105,7 +155,11 @@ fn scr_halt_seconds_halts_when_the_allocation_is_about_to_end() {
     // from SCR_END_TIME), SCR halts the job: here already in SCR_Init
     let job = Job::new();
     let end = (chrono::Utc::now().timestamp() + 600).to_string();
-    let env = [("SCR_END_TIME", end.as_str()), ("SCR_HALT_SECONDS", "3600")];
+    let env = [
+        ("SCR_END_TIME", end.as_str()),
+        ("SCR_HALT_SECONDS", "3600"),
+        EXITS,
+    ];
     let out = job.run_ok(2, &["1000", "3"], &env);
     assert!(
         out.contains("is at most HaltSeconds (3600 s)") && !out.contains("test_api:"),
@@ -131,6 +185,7 @@ fn scr_halt_seconds_halts_when_the_allocation_is_about_to_end() {
             ("SCR_END_TIME", end.as_str()),
             ("SCR_HALT_SECONDS", "3"),
             ("TEST_API_SLEEP_MS", "1000"),
+            EXITS,
         ],
     );
     assert!(!out.contains("test_api: done"), "{out}");
@@ -141,7 +196,11 @@ fn scr_halt_seconds_halts_when_the_allocation_is_about_to_end() {
     let job = Job::new();
     write_halt(&job, |h| h.set_halt_seconds(10));
     let end = (chrono::Utc::now().timestamp() + 600).to_string();
-    let env = [("SCR_END_TIME", end.as_str()), ("SCR_HALT_SECONDS", "3600")];
+    let env = [
+        ("SCR_END_TIME", end.as_str()),
+        ("SCR_HALT_SECONDS", "3600"),
+        EXITS,
+    ];
     let out = job.run_ok(2, &["1000", "2"], &env);
     assert!(out.contains("test_api: done"), "{out}");
 }
@@ -150,7 +209,7 @@ fn scr_halt_seconds_halts_when_the_allocation_is_about_to_end() {
 fn halt_by_exit_reason_and_a_previous_finalize_does_not_halt() {
     let job = Job::new();
     write_halt(&job, |h| h.set_exit_reason("JOB_HALTED"));
-    let out = job.run_ok(2, &["1000", "3"], &[]);
+    let out = job.run_ok(2, &["1000", "3"], &[EXITS]);
     assert!(
         out.contains("Reason: JOB_HALTED") && !out.contains("test_api:"),
         "{out}"
@@ -158,6 +217,6 @@ fn halt_by_exit_reason_and_a_previous_finalize_does_not_halt() {
 
     // SCR_FINALIZE_CALLED left by a finished run does not stop the next one
     write_halt(&job, |h| h.set_exit_reason("SCR_FINALIZE_CALLED"));
-    let out = job.run_ok(2, &["1000", "1"], &[]);
+    let out = job.run_ok(2, &["1000", "1"], &[EXITS]);
     assert!(out.contains("test_api: done"), "{out}");
 }

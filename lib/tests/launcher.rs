@@ -83,6 +83,35 @@ fn a_halt_file_stops_the_loop_after_the_current_run() {
 }
 
 #[test]
+fn a_halt_the_application_obeys_ends_the_loop_with_the_application_finished() {
+    // SCR v3.1's default: SCR_Should_exit says stop, the application writes what follows
+    // its loop and ends; scr-run does not relaunch it
+    let job = Job::new();
+    let halt = scr::layout::halt_file(&job.prefix());
+    std::fs::create_dir_all(halt.parent().unwrap()).unwrap();
+    let mut h = scr::halt::HaltFile::new();
+    h.set_checkpoints_left(1);
+    h.write(&halt).unwrap();
+    let app = job.app.to_string_lossy().into_owned();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["mpiexec", "-launcher", "fork", "-n", "2", &app, "1000", "4"],
+        &[
+            ("SCR_NODELIST", "n[1-2]"),
+            ("SCR_RUNS", "3"),
+            ("TEST_API_SHOULD_EXIT", "1"),
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("SCR_Should_exit says stop after timestep 1") && t.contains("test_api: done"),
+        "{t}"
+    );
+    assert!(t.contains("Halt condition detected"), "{t}");
+    assert!(!t.contains("attempt 2"), "{t}");
+}
+
+#[test]
 fn a_halt_condition_before_the_first_run_launches_nothing() {
     let job = Job::new();
     let halt = scr::layout::halt_file(&job.prefix());

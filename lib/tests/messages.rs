@@ -244,6 +244,53 @@ fn a_checkpoint_too_big_for_the_cache_says_so_at_the_default_level() {
     );
 }
 
+#[test]
+fn an_scr_environment_variable_no_parameter_has_is_warned_of_once_at_the_default_level() {
+    let job = Job::new();
+    let out = run_ok(
+        &job,
+        &["1000", "2"],
+        &[("SCR_FLUSH_ASYNK", "1"), ("SCR_TEST_ANYTHING", "1")],
+    );
+    let warned = lines_with(&out, "SCR_FLUSH_ASYNK");
+    assert_eq!(warned.len(), 1, "once, by rank 0: {out}");
+    assert!(
+        warned[0].starts_with("SCR: WARNING: environment variable SCR_FLUSH_ASYNK")
+            && warned[0].contains("SCR_FLUSH_ASYNC"),
+        "{out}"
+    );
+    // what the job's own launch sets (SCR_JOB_ID, SCR_SYSTEM_CONF_FILE …) is no typo
+    assert_eq!(lines_with(&out, "environment variable").len(), 1, "{out}");
+}
+
+#[test]
+fn scr_debug_1_shows_the_working_directory_prefix_and_the_values_left_unset() {
+    let job = Job::new();
+    let mut cmd = job.command(None, 2, &["1000", "1"], &[("SCR_DEBUG", "1")]);
+    cmd.env_remove("SCR_PREFIX")
+        .env_remove("SCR_CURRENT")
+        .env_remove("SCR_END_TIME")
+        .env_remove("SCR_HALT_EXIT");
+    let o = cmd.output().unwrap();
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let one = |start: &str| {
+        let found = lines_with(&out, start);
+        assert_eq!(found.len(), 1, "{start}: {out}");
+        found[0].to_string()
+    };
+    // the job runs in its prefix directory
+    let prefix = one(&format!("SCR: SCR_PREFIX={} ", job.prefix().display()));
+    assert!(prefix.contains("working directory"), "{prefix}");
+    assert!(
+        one("SCR: SCR_HALT_EXIT=0 ").ends_with("(built-in default)"),
+        "{out}"
+    );
+    for unset in ["SCR_CURRENT", "SCR_END_TIME"] {
+        assert!(one(&format!("SCR: {unset}= ")).contains("unset"), "{out}");
+    }
+}
+
 fn run_ok(job: &Job, args: &[&str], env: &[(&str, &str)]) -> String {
     job.run_ok(2, args, env)
 }

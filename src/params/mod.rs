@@ -10,6 +10,7 @@ use crate::units::parse_bytecount;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+mod environment;
 pub mod settings;
 mod table;
 pub use settings::Settings;
@@ -88,6 +89,9 @@ impl Descriptor {
     }
 }
 
+/// The origin [`Params::effective`] gives a parameter nobody set that has no default.
+pub const UNSET: &str = "unset, no default";
+
 /// Resolved parameters.
 #[derive(Clone, Debug, Default)]
 pub struct Params {
@@ -105,6 +109,9 @@ pub type EnvLookup = Box<dyn Fn(&str) -> Option<String>>;
 pub struct Sources {
     /// Environment lookup (a closure so tests need not touch the process environment).
     pub env: EnvLookup,
+    /// The environment's variable names, so that an `SCR_*` name no parameter has (a
+    /// typo) is warned of.
+    pub env_names: Vec<String>,
     /// System configuration file; missing is fine.
     pub system_config: Option<PathBuf>,
     /// Prefix directory, for `<prefix>/.scrconf`.
@@ -123,8 +130,13 @@ impl Sources {
         let prefix = std::env::var_os("SCR_PREFIX")
             .map(PathBuf::from)
             .or_else(|| std::env::current_dir().ok());
+        let env_names = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .filter(|k| k.starts_with("SCR_"))
+            .collect();
         Sources {
             env: Box::new(env),
+            env_names,
             system_config: Some(system),
             prefix,
             app_config: None,
@@ -243,6 +255,9 @@ impl Params {
                 );
             }
         }
+        params.warnings.extend(environment::unknown_variables(
+            sources.env_names.iter().map(String::as_str),
+        ));
         if !params.descriptor_lines_apply()
             && let Some(line) = params
                 .descriptors
@@ -410,12 +425,15 @@ impl Params {
         }
     }
 
-    /// Whether a halt condition exits the job (after flushing): SCR v3.1's SCR_HALT_EXIT
-    /// where it is set, else v1.2/v2.0's SCR_HALT_ENABLED (default 1, v2.0's behaviour).
+    /// Whether a halt condition exits the job inside SCR (after flushing): SCR v3.1's
+    /// SCR_HALT_EXIT where it is set, else v1.2/v2.0's SCR_HALT_ENABLED where it is set (a
+    /// v2.0 program that relies on SCR to end it), else v3.1's default: no, the application
+    /// learns it from SCR_Should_exit and runs what follows its loop.
     pub fn halt_exits(&self) -> bool {
         match self.setting("SCR_HALT_EXIT") {
             Some(s) if s.origin != Origin::Default => s.value == "1",
-            _ => self.bool("SCR_HALT_ENABLED"),
+            _ if self.get("SCR_HALT_ENABLED").is_some() => self.bool("SCR_HALT_ENABLED"),
+            _ => self.bool("SCR_HALT_EXIT"),
         }
     }
 
@@ -429,14 +447,20 @@ impl Params {
     }
 
     /// The configuration in effect, one line each, as `SCR_DEBUG=1` shows it and `scr config`
-    /// prints it: every parameter with a value in the table's order (`NAME=VALUE`, and where
-    /// the value came from), then every descriptor line.
-    pub fn effective(&self) -> Vec<(String, String)> {
+    /// prints it: every parameter in the table's order (`NAME=VALUE`, and where the value
+    /// came from; `NAME=` and [`UNSET`] for one nobody set and without a default), then every
+    /// descriptor line. `prefix` is the prefix directory and what chose it, shown for
+    /// SCR_PREFIX where nobody set it (the working directory, or a command's `--prefix`).
+    pub fn effective(&self, prefix: Option<(&Path, &str)>) -> Vec<(String, String)> {
         let mut lines: Vec<(String, String)> = table::PARAMS
             .iter()
-            .filter_map(|spec| {
-                let s = self.settings.get(spec.name)?;
-                Some((format!("{}={}", spec.name, s.value), s.origin.to_string()))
+            .map(|spec| match (self.settings.get(spec.name), prefix) {
+                (Some(s), _) => (format!("{}={}", spec.name, s.value), s.origin.to_string()),
+                (None, Some((dir, chosen_by))) if spec.name == "SCR_PREFIX" => (
+                    format!("SCR_PREFIX={}", dir.display()),
+                    chosen_by.to_string(),
+                ),
+                (None, _) => (format!("{}=", spec.name), UNSET.to_string()),
             })
             .collect();
         // names the table does not know, given to [`Params::set`]

@@ -232,7 +232,7 @@ pub struct Halt {
     pub seconds: u64,
     /// SCR_END_TIME: the allocation's end, seconds since the epoch (positive).
     pub end_time: Option<i64>,
-    /// SCR_HALT_EXIT where set, else SCR_HALT_ENABLED.
+    /// Whether a halt exits inside SCR ([`Params::halt_exits`]).
     pub exits: bool,
 }
 

@@ -95,8 +95,8 @@ params! {
     "SCR_CHECKPOINT_SECONDS", Some("0"), Count, "Need_checkpoint says yes after N seconds";
     "SCR_CHECKPOINT_OVERHEAD", Some("0"), Float, "Need_checkpoint keeps checkpoint cost under N percent";
     "SCR_HALT_SECONDS", Some("0"), Count, "halt when the allocation has N seconds left";
-    "SCR_HALT_ENABLED", Some("1"), Bool, "exit the application when a halt condition is met";
-    "SCR_HALT_EXIT", None, Bool, "SCR v3.1's name for SCR_HALT_ENABLED: exit the job when a halt condition holds (v3.1 defaults to 0; unset here, SCR_HALT_ENABLED decides)";
+    "SCR_HALT_ENABLED", None, Bool, "SCR v1.2/v2.0's name for SCR_HALT_EXIT: where SCR_HALT_EXIT is not set, 1 exits the application inside SCR when a halt condition holds, as v2.0 did";
+    "SCR_HALT_EXIT", Some("0"), Bool, "1: exit the job inside SCR (after flushing the newest checkpoint) when a halt condition holds; 0: SCR_Should_exit says so and the application ends itself";
     "SCR_PREFIX_SIZE", Some("0"), Count, "keep at most this many checkpoints on the prefix, deleting older ones once a newer one is flushed (never the current one); 0 keeps all (SCR v3.1)";
     "SCR_PREFIX_PURGE", Some("0"), Bool, "delete every dataset on the prefix in SCR_Init (SCR v3.1)";
     "SCR_CACHE_BYPASS", Some("0"), Bool, "write checkpoints straight to the prefix, keeping only SCR's metadata in cache (SCR v3.1, where it defaults to 1; a CKPT line's BYPASS= wins)";
@@ -144,16 +144,38 @@ pub const V31_DEFAULTS: &[V31Default] = &[
         why: "Checkpoints go to cache, as in SCR v2.0, which has no bypass; set 1 for v3.1's behaviour",
     },
     V31Default {
-        name: "SCR_HALT_EXIT",
-        v31: "0",
-        why: "Unset, SCR v2.0's SCR_HALT_ENABLED (default 1) decides, so a halted job exits as it did in v2.0; set 0 for v3.1's",
-    },
-    V31Default {
         name: "SCR_MPI_BUF_SIZE",
         v31: "131072",
         why: "4 MiB pieces make redundancy encoding 10-40x faster where ranks share cores (benches/redundancy.sh)",
     },
 ];
+
+/// `SCR_*` environment variables that are no parameters but are no typos either: read by
+/// SCR itself (`SCR_SYSTEM_CONF_FILE`, `SCR_LOCK_TIMEOUT`), its Python module
+/// (`SCR_LIBRARY`), set by its modulefile (`SCR_ROOT`, `SCR_INSTALL_DIR`) and the examples'
+/// Makefile (`SCR_PREFIX_DIR`, `SCR_LIBDIR`), the build's `SCR_CONFIG_FILE`, SCR v3.1's
+/// node tests (`SCR_NODE_TESTS`, `SCR_NODE_TESTS_FILE`), and this project's scripts and
+/// test clusters (`SCR_SETUP_ROOT`, `SCR_CLUSTER_STATE`, `SCR_REPORT_SCREENSHOT`). Any other
+/// `SCR_*` name that is no parameter is warned of.
+pub const NOT_PARAMETERS: &[&str] = &[
+    "SCR_SYSTEM_CONF_FILE",
+    "SCR_LOCK_TIMEOUT",
+    "SCR_LIBRARY",
+    "SCR_ROOT",
+    "SCR_INSTALL_DIR",
+    "SCR_PREFIX_DIR",
+    "SCR_LIBDIR",
+    "SCR_CONFIG_FILE",
+    "SCR_NODE_TESTS",
+    "SCR_NODE_TESTS_FILE",
+    "SCR_SETUP_ROOT",
+    "SCR_CLUSTER_STATE",
+    "SCR_REPORT_SCREENSHOT",
+];
+
+/// Beginnings of such names: the test suite's (`SCR_TEST_MPI`, `SCR_TEST_FAULT` …) and a
+/// package manager's (`SCR_PKG…`).
+pub const NOT_PARAMETER_PREFIXES: &[&str] = &["SCR_TEST_", "SCR_PKG"];
 
 /// The system configuration file path this build was given (`scripts/install.sh
 /// --config-file`, SCR's `SCR_CONFIG_FILE`), if any.

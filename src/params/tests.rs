@@ -23,9 +23,11 @@ fn load_with_app(
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
+    let env_names = env.keys().cloned().collect();
     let lookup = move |k: &str| env.get(k).cloned();
     Params::load(&Sources {
         env: Box::new(lookup),
+        env_names,
         system_config: Some(sys),
         prefix: Some(dir.path().into()),
         app_config: app.map(|text| ConfigFile::parse(text, "SCR_Config").unwrap()),

@@ -13,8 +13,9 @@ use std::process::ExitCode;
     long_about = "Resolve SCR's parameters as SCR_Init would for a job started here: the \
                   environment, the user configuration ($SCR_CONF_FILE, else <prefix>/.scrconf), \
                   the settings earlier runs made with SCR_Config (<prefix>/.scr/app.conf), the \
-                  system configuration, then the built-in defaults. Print each parameter that \
-                  has a value as NAME=VALUE with its origin, then the descriptor lines (STORE=, \
+                  system configuration, then the built-in defaults. Print each parameter as \
+                  NAME=VALUE with its origin (NAME= for one unset with no default; SCR_PREFIX, \
+                  where nobody set it, the directory used), then the descriptor lines (STORE=, \
                   CKPT=, …). With NAME arguments, only those.\n\n\
                   Exit codes: 0 printed; 1 a configuration cannot be read (the error names the \
                   file and line), or a NAME has no value.",
@@ -50,7 +51,12 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     for w in &params.warnings {
         eprintln!("{}: WARNING: {w}", crate::program_name());
     }
-    let mut lines = params.effective();
+    let cwd = std::env::current_dir().ok();
+    let prefix = match &args.prefix {
+        Some(p) => Some((p.as_path(), "scr config --prefix")),
+        None => cwd.as_deref().map(|d| (d, "the working directory")),
+    };
+    let mut lines = params.effective(prefix);
     if !args.names.is_empty() {
         let wanted: Vec<String> = args.names.iter().map(|n| n.to_ascii_uppercase()).collect();
         lines.retain(|(line, _)| {
@@ -58,9 +64,9 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             wanted.iter().any(|w| w == name)
         });
         if let Some(missing) = wanted.iter().find(|w| {
-            !lines
-                .iter()
-                .any(|(l, _)| l.split('=').next() == Some(w.as_str()))
+            !lines.iter().any(|(l, origin)| {
+                l.split('=').next() == Some(w.as_str()) && origin != scr::params::UNSET
+            })
         }) {
             eprintln!(
                 "{}: {missing} has no value here (unknown, or unset with no default)",

@@ -16,7 +16,9 @@ use std::process::ExitCode;
     about = "Stop a job after its next checkpoint, or at a time; list or remove halt conditions",
     long_about = "Update <prefix>/.scr/halt.scr of each PREFIX (default: SCR_PREFIX, else the working \
                   directory). Without a condition the job halts after its next checkpoint (ExitReason \
-                  JOB_HALTED); with --immediate scr-run stops it at once. TIME is SCR's ISO form \
+                  JOB_HALTED): SCR_Should_exit tells the application, which ends itself, and \
+                  scr-run does not relaunch it (with SCR_HALT_EXIT=1 SCR exits the application \
+                  itself, as SCR v2.0 did); with --immediate scr-run stops it at once. TIME is SCR's ISO form \
                   '2026-12-04T21:00:00' in local time, or '3pm', '3pm tomorrow', '15:30', \
                   '2026-12-01 08:00', '+30m' (s, m, h, d), or '@EPOCH'. Prints what it sets and \
                   unsets, then the halt file's settings, as SCR's scr_halt.\n\n\

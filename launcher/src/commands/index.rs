@@ -191,7 +191,13 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let index = IndexFile::read(&path)?;
+    // a prefix no job has flushed to yet has no index: it lists no dataset; a prefix that
+    // is not there at all is a mistake the user must hear of
+    std::fs::metadata(&prefix).map_err(|e| Error::io(&prefix, "open the prefix directory", e))?;
+    let index = match IndexFile::read(&path) {
+        Err(e) if e.is_not_found() => IndexFile::new(),
+        read => read?,
+    };
     let entries: Vec<_> = index
         .entries()
         .into_iter()

@@ -8,6 +8,30 @@ use scr::halt::HaltFile;
 use scr::io::{LockedHashFile, SHARED_FILE};
 use scr::params::settings::Halt;
 use scr::{Error, HashView, Result, layout};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether this process said why the job should stop: SCR_Init, SCR_Need_checkpoint,
+/// SCR_Complete_output and SCR_Should_exit each find a condition that holds again, and
+/// where the job goes on (SCR_HALT_EXIT=0) the user needs to hear it once.
+static SAID_WHY: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process logged the halt event (once, as [`SAID_WHY`]).
+static LOGGED: AtomicBool = AtomicBool::new(false);
+
+/// Rank 0 says, once, why the job should stop, and what happens next.
+fn say_why(cause: &impl std::fmt::Display, exits: bool) {
+    if SAID_WHY.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if exits {
+        say_out!("SCR: Job exiting: {cause}");
+    } else {
+        say_out!(
+            "SCR: Job exiting: {cause} (SCR_HALT_EXIT=0: SCR_Should_exit says so from now on; \
+             the application ends itself)"
+        );
+    }
+}
 
 /// Rank 0 reads the halt file (counting a completed checkpoint against CheckpointsLeft
 /// when asked) and decides; every rank learns the decision. Rank 0 records the cause as
@@ -52,7 +76,7 @@ pub(super) fn decision(
             }
             let conditions = halt.with_halt_seconds_default(halt_seconds);
             if let Some(cause) = conditions.library_decision(now, remaining) {
-                say_out!("SCR: Job exiting: {cause}");
+                say_why(&cause, settings.exits);
                 halt.set_exit_reason(cause.reason());
                 halt_now = true;
             }
@@ -74,7 +98,7 @@ pub(super) fn decision(
             .with_halt_seconds_default(halt_seconds)
             .library_decision(now, remaining);
         if let Some(cause) = by_time {
-            say_out!("SCR: Job exiting: {cause}");
+            say_why(&cause, settings.exits);
             halt_now = true;
         }
     }
@@ -82,13 +106,13 @@ pub(super) fn decision(
 }
 
 impl Scr {
-    /// Checks for a halt condition; when one holds and halts exit (SCR_HALT_EXIT, else
-    /// SCR_HALT_ENABLED), flushes the newest
-    /// checkpoint if it is only in cache, finalizes MPI and exits with status 0 (as SCR does).
+    /// Checks for a halt condition; when one holds and halts exit (`Params::halt_exits`:
+    /// SCR_HALT_EXIT=1, or v2.0's SCR_HALT_ENABLED=1), flushes the newest checkpoint if it
+    /// is only in cache, finalizes MPI and exits with status 0 (as SCR does).
     pub(super) fn check_halt(&mut self, count_checkpoint: bool) -> Result<bool> {
         let halt = self.halt_decision(count_checkpoint);
         let exits = self.config.settings.halt.exits;
-        if halt {
+        if halt && !LOGGED.swap(true, Ordering::Relaxed) {
             self.log.event(kinds::HALT, &[("exits", exits.to_string())]);
         }
         if halt && exits {

@@ -126,6 +126,11 @@ impl Job {
         comm::all_true(&self.world, each)
     }
 
+    /// Rank 0's bytes, on every rank (what the others pass is ignored).
+    pub(super) fn root_bytes(&self, bytes: Vec<u8>) -> Vec<u8> {
+        comm::bcast_bytes(&self.world, 0, bytes)
+    }
+
     /// Rank 0's decision, on every rank (what the others pass is ignored).
     pub(super) fn root_decides(&self, decision: bool) -> bool {
         comm::bcast_bool(&self.world, decision)

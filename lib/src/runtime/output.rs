@@ -39,6 +39,16 @@ impl Scr {
                 "SCR_Start_output called while another output or restart is open; complete it first",
             ));
         }
+        // one dataset for all: checked before any rank can refuse alone, so that a rank
+        // whose name the local checks below refuse still joins this collective
+        self.check_same_dataset(name, flags)?;
+        if flags & (FLAG_CHECKPOINT | FLAG_OUTPUT) == 0 {
+            return Err(failure(format!(
+                "SCR_Start_output: flags {flags} make the dataset neither SCR_FLAG_CHECKPOINT \
+                 nor SCR_FLAG_OUTPUT (SCR_FLAG_NONE only initializes variables): pass \
+                 SCR_FLAG_CHECKPOINT, SCR_FLAG_OUTPUT or both"
+            )));
+        }
         // a dataset name names directories and lines of the index: one plain component
         if let Some(n) = name {
             layout::check_component(n, "the dataset name given to SCR_Start_output")?;
@@ -116,6 +126,48 @@ impl Scr {
             broken: prepared.as_ref().err().map(ToString::to_string),
         };
         prepared
+    }
+
+    /// Every rank must start the same dataset (api.rst: identical names and flags on all
+    /// processes): rank 0's name and flags go to every rank, and a rank given others fails
+    /// Start, naming both; so do the rest, having been told. Collective.
+    fn check_same_dataset(&self, name: Option<&str>, flags: i32) -> Result<()> {
+        let encode = |name: Option<&str>, flags: i32| {
+            let mut b = flags.to_le_bytes().to_vec();
+            if let Some(n) = name {
+                b.push(1);
+                b.extend_from_slice(n.as_bytes());
+            }
+            b
+        };
+        let mine = encode(name, flags);
+        let root = self.job.root_bytes(mine.clone());
+        let same = if root == mine {
+            Ok(())
+        } else {
+            let root_flags = i32::from_le_bytes(root[..4].try_into().expect("4 bytes"));
+            let root_name = (root.len() > 4).then(|| String::from_utf8_lossy(&root[5..]));
+            let shown =
+                |n: Option<&str>| n.map_or("NULL (SCR names it)".into(), |n| format!("`{n}'"));
+            let what = if root_flags != flags {
+                format!("flags {flags}, rank 0 flags {root_flags}")
+            } else {
+                format!(
+                    "named it {}, rank 0 {}",
+                    shown(name),
+                    shown(root_name.as_deref())
+                )
+            };
+            Err(failure(format!(
+                "SCR_Start_output: rank {} {what}: every rank must pass the same name and flags",
+                self.job.rank
+            )))
+        };
+        self.job.agree(
+            same,
+            "SCR_Start_output: another rank passed a name or flags other than rank 0's (every \
+             rank must pass the same; that rank says which)",
+        )
     }
 
     /// Who creates a dataset now, as its descriptor records it.

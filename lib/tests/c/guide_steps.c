@@ -16,7 +16,8 @@
  *   configf=KEY:VALUE   SCR_Configf("%s=%s", KEY, VALUE)
  *   init | finalize     SCR_Init, SCR_Finalize
  *   need | shouldexit   SCR_Need_checkpoint, SCR_Should_exit: the flag and the return code
- *   start=NAME:FLAGS    SCR_Start_output (FLAGS: letters c and o, or n for SCR_FLAG_NONE)
+ *   start=NAME:FLAGS    SCR_Start_output (FLAGS: letters c and o, or n for SCR_FLAG_NONE; the
+ *                       letters after a 1 apply on rank 1 only)
  *   route=NAME          SCR_Route_file: each rank prints the code and the path
  *   write=NAME:T        routes NAME and writes timestep T's data there (each rank prints the path)
  *   shared=NAME:T       routes NAME and writes this rank's block of a file all ranks share
@@ -123,10 +124,11 @@ static const char* dataset_name(const char* arg, char* buf, size_t n) {
 }
 
 static int flags_of(const char* s) {
-  int f = SCR_FLAG_NONE;
+  int f = SCR_FLAG_NONE, here = 1;
   for (; s && *s; s++) {
-    if (*s == 'c') f |= SCR_FLAG_CHECKPOINT;
-    if (*s == 'o') f |= SCR_FLAG_OUTPUT;
+    if (*s == '1') here = rank == 1;
+    if (here && *s == 'c') f |= SCR_FLAG_CHECKPOINT;
+    if (here && *s == 'o') f |= SCR_FLAG_OUTPUT;
   }
   return f;
 }
@@ -236,7 +238,9 @@ int main(int argc, char** argv) {
       if (f == INT32_MIN) say(s, "flag=mixed %s", rc_text(rc)); else say(s, "flag=%d %s", f, rc_text(rc));
     } else if (!strcmp(step, "start")) {
       split(arg, parts);
-      say(s, "%s", rc_text(SCR_Start_output(dataset_name(parts[0], name, sizeof name), flags_of(parts[1]))));
+      char expanded[SCR_MAX_FILENAME];
+      expand(expanded, sizeof expanded, parts[0]);
+      say(s, "%s", rc_text(SCR_Start_output(dataset_name(expanded, name, sizeof name), flags_of(parts[1]))));
     } else if (!strcmp(step, "route")) {
       expand(name, sizeof name, arg);
       route(s, name, file);

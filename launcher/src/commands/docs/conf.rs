@@ -167,7 +167,8 @@ pub fn render() -> String {
         "SCR_CNTL_BASE, the control directory's base, is set as other parameters are (as in \
          SCR v3.1; SCR_Config cannot set it). A bad value anywhere is an error naming the file and line \
          (or the environment variable) and the parameter; an unknown parameter in a file is a \
-         warning.",
+         warning, and so is an SCR_* environment variable that names no parameter (a typo: \
+         SCR_FLUSH_ASYNK), with the parameter most likely meant.",
     );
 
     section(&mut r, "SYNTAX");

@@ -1,0 +1,152 @@
+//! SCR v3.1's user guide, `api.rst` (SCR API), at the edges of what a call allows: a
+//! restart started with nothing to restart, Start_output's name and flags (identical on
+//! every rank; output, checkpoint or both), checked with real `mpiexec` jobs of
+//! `lib/tests/c/guide_steps.c`. Expected values come from the guide, never from SCR's own
+//! records.
+
+mod common;
+
+use common::*;
+
+const SINGLE: (&str, &str) = ("SCR_COPY_TYPE", "SINGLE");
+
+/// api.rst, "SCR_Start_restart": called only when SCR_Have_restart says there is a
+/// checkpoint to restart from; with none, it fails on every rank, whatever came before.
+#[test]
+fn start_restart_with_nothing_to_restart_fails() {
+    let job = steps_job();
+    // a fresh prefix, asked first
+    let out = job.run_ok(2, &["init", "have", "startrestart", "quit"], &[SINGLE]);
+    assert_eq!(answer(&out, "have"), "flag=0 name= rc=0", "{out}");
+    assert_eq!(answer(&out, "startrestart"), "name= rc=1", "{out}");
+
+    // only output on the prefix: output is never restarted from
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "start=out.1:o",
+            "write=out.1/rank_%r.out:1",
+            "complete",
+            "quit",
+        ],
+        &[SINGLE],
+    );
+    assert_eq!(answer(&out, "complete"), "rc=0", "{out}");
+    let out = job.run_ok(2, &["init", "startrestart", "have", "quit"], &[SINGLE]);
+    assert_eq!(answer(&out, "startrestart"), "name= rc=1", "{out}");
+    assert_eq!(answer(&out, "have"), "flag=0 name= rc=0", "{out}");
+    let job = steps_job();
+
+    // one checkpoint on the prefix, read once: nothing is left to restart from
+    write_steps_checkpoints(&job, 1, &[SINGLE, ("SCR_FLUSH", "1")]);
+    delete_caches(&job);
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "have",
+            "startrestart",
+            "read=ckpt.1/rank_%r.ckpt:1",
+            "completerestart",
+            "have",
+            "startrestart",
+            "quit",
+        ],
+        &[SINGLE],
+    );
+    assert_eq!(
+        answers(&out, "startrestart"),
+        ["name=ckpt.1 rc=0", "name= rc=1"],
+        "{out}"
+    );
+
+    // the one checkpoint rejected: none older to offer
+    delete_caches(&job);
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "have",
+            "startrestart",
+            "completerestart=0",
+            "have",
+            "startrestart",
+            "quit",
+        ],
+        &[SINGLE],
+    );
+    assert_eq!(
+        answers(&out, "startrestart"),
+        ["name=ckpt.1 rc=0", "name= rc=1"],
+        "{out}"
+    );
+}
+
+/// api.rst, "SCR_Start_output": "All processes must provide identical values in name" and
+/// "in flags": ranks that do not fail Start on every rank, saying which differ, and SCR
+/// goes on (v3.1 aborts the job).
+#[test]
+fn start_output_with_names_or_flags_that_differ_between_ranks_fails_on_every_rank() {
+    let job = steps_job();
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "start=d.%r:c",
+            "complete",
+            "start=e:c1o",
+            "complete",
+            "ckpt=good:1",
+            "quit",
+        ],
+        &[SINGLE, ("SCR_FLUSH", "1")],
+    );
+    assert_eq!(answer(&out, "start=d.%r:c"), "rc=1", "{out}");
+    assert_eq!(answer(&out, "start=e:c1o"), "rc=1", "{out}");
+    assert!(
+        out.contains("rank 1 named it `d.1'") && out.contains("rank 0 `d.0'"),
+        "the message names what differs: {out}"
+    );
+    assert!(out.contains("flags"), "{out}");
+    // nothing was started: each Complete fails, the next checkpoint works
+    assert_eq!(answers(&out, "complete"), ["rc=1", "rc=1"], "{out}");
+    assert_eq!(answer(&out, "ckpt=good:1"), "rc=0", "{out}");
+    check_file(&job.prefix().join("good/rank_1.ckpt"), 1, 1, 1000);
+    for name in ["d.0", "d.1", "e"] {
+        assert!(!job.prefix().join(name).exists(), "{name}: {out}");
+    }
+}
+
+/// api.rst, "SCR_Start_output": a dataset is output, a checkpoint, or both
+/// (`SCR_FLAG_NONE` is for initializing variables): flags naming neither are refused on
+/// every rank, and nothing becomes a dataset; a NULL name alone is allowed (SCR names it).
+#[test]
+fn start_output_refuses_flags_that_are_neither_output_nor_checkpoint() {
+    let job = steps_job();
+    let out = job.run_ok(
+        2,
+        &[
+            "init",
+            "ckpt=c.1:1",
+            "start=-:n",
+            "write=x/rank_%r.ckpt:2",
+            "complete",
+            "start=named:n",
+            "complete",
+            "have",
+            "quit",
+        ],
+        &[SINGLE, ("SCR_FLUSH", "1")],
+    );
+    assert_eq!(answer(&out, "start=-:n"), "rc=1", "{out}");
+    assert_eq!(answer(&out, "start=named:n"), "rc=1", "{out}");
+    assert!(
+        out.contains("SCR_FLAG_CHECKPOINT") && out.contains("SCR_FLAG_OUTPUT"),
+        "the message says which flags: {out}"
+    );
+    assert_eq!(answers(&out, "complete"), ["rc=1", "rc=1"], "{out}");
+    // the checkpoint written before stays the one to restart from
+    let out = job.run_ok(2, &["init", "have", "quit"], &[SINGLE]);
+    assert_eq!(answer(&out, "have"), "flag=1 name=c.1 rc=0", "{out}");
+}
