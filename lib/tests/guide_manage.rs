@@ -107,8 +107,8 @@ fn scr_index_drop_keeps_the_files_and_add_puts_the_dataset_back() {
     assert_restarts(&job, 2, &env, "ckpt.2 t=2 data=verified rc=0");
 }
 
-/// SCR_Delete(name) when two checkpoints share the name (a name written again, as after a
-/// fallback restart): every dataset of that name goes — its files, its index entry — and the
+/// api.rst, "SCR_Delete": SCR_Delete(name) when two checkpoints share the name (a name
+/// written again, as after a fallback restart): every dataset of that name goes — its files, its index entry — and the
 /// call succeeds; the older checkpoint becomes current and still restarts.
 #[test]
 fn scr_delete_of_a_name_two_checkpoints_share_deletes_both() {
