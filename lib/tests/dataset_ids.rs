@@ -7,23 +7,15 @@
 mod common;
 
 use common::*;
-use std::process::Command;
 
 const HOSTS: &str = "n1,n2,n3,n4";
 
 /// `scr ARGS` for the job's prefix, in the job's environment.
 fn scr(job: &Job, args: &[&str], extra: &[(&str, &str)]) -> (Option<i32>, String) {
-    let mut cmd = Command::new(scr_command());
+    let mut cmd = scr_for(job);
     cmd.args(args)
         .current_dir(job.prefix())
-        .env("SCR_PREFIX", job.prefix())
-        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
-        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
-        .env("SCR_JOB_ID", JOB_ID)
-        .env("SCR_NODELIST", "n[1-4]")
-        .env_remove("SCR_CONF_FILE")
-        .env_remove("SLURM_JOBID")
-        .env_remove("SCR_EXCLUDE_NODES");
+        .env("SCR_PREFIX", job.prefix());
     for (k, v) in extra {
         cmd.env(k, v);
     }

@@ -14,7 +14,7 @@ const HOSTS: &str = "n1,n2,n3,n4";
 
 /// `scr postrun` for the job's prefix, with `down` nodes excluded.
 fn postrun(job: &Job, down: Option<&str>) -> (Option<i32>, String) {
-    postrun_with(job, down, Command::new(scr_command()))
+    postrun_with(job, down, scr_for(job))
 }
 
 /// `scr postrun` on a PATH where pdsh is missing: the drain starts its own shells.
@@ -22,21 +22,13 @@ fn postrun_without_pdsh(job: &Job) -> (Option<i32>, String) {
     let bin = job.dir.path().join("bin-without-pdsh");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink("/bin/sh", bin.join("sh")).unwrap();
-    let mut cmd = Command::new(scr_command());
+    let mut cmd = scr_for(job);
     cmd.env("PATH", &bin);
     postrun_with(job, None, cmd)
 }
 
 fn postrun_with(job: &Job, down: Option<&str>, mut cmd: Command) -> (Option<i32>, String) {
-    cmd.args(["postrun", "-p"])
-        .arg(job.prefix())
-        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
-        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
-        .env("SCR_JOB_ID", JOB_ID)
-        .env("SCR_NODELIST", "n[1-4]")
-        .env_remove("SCR_CONF_FILE")
-        .env_remove("SLURM_JOBID")
-        .env_remove("SCR_EXCLUDE_NODES");
+    cmd.args(["postrun", "-p"]).arg(job.prefix());
     if let Some(d) = down {
         cmd.env("SCR_EXCLUDE_NODES", d);
     }

@@ -8,7 +8,6 @@ mod common;
 use common::*;
 use scr::HashView;
 use scr::flush::{FlushFile, Location};
-use std::process::Command;
 
 const SIZE: usize = 1000;
 
@@ -29,17 +28,9 @@ fn steps_on(job: &Job, n: u32, steps: &[&str], env: &[(&str, &str)]) -> String {
 
 /// `scr postrun -p PREFIX` on the four emulated nodes.
 fn postrun(job: &Job) -> (Option<i32>, String) {
-    let out = Command::new(scr_command())
+    let out = scr_for(job)
         .args(["postrun", "-p"])
         .arg(job.prefix())
-        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
-        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
-        .env("SCR_JOB_ID", JOB_ID)
-        .env("SCR_NODELIST", "n[1-4]")
-        .env_remove("SCR_CONF_FILE")
-        .env_remove("SLURM_JOBID")
-        .env_remove("SLURM_JOB_ID")
-        .env_remove("SCR_EXCLUDE_NODES")
         .output()
         .unwrap();
     (out.status.code(), text(&out))

@@ -15,18 +15,10 @@ const HOSTS: &str = "n1,n2,n3,n4";
 
 /// `scr postrun` run in `dir` with no prefix given (neither `-p` nor SCR_PREFIX).
 fn postrun_in(job: &Job, dir: &Path) -> (Option<i32>, String) {
-    let out = Command::new(scr_command())
+    let out = scr_for(job)
         .arg("postrun")
         .current_dir(dir)
-        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
-        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
-        .env("SCR_JOB_ID", JOB_ID)
-        .env("SCR_NODELIST", "n[1-4]")
         .env_remove("SCR_PREFIX")
-        .env_remove("SCR_CONF_FILE")
-        .env_remove("SLURM_JOBID")
-        .env_remove("SLURM_JOB_ID")
-        .env_remove("SCR_EXCLUDE_NODES")
         .output()
         .unwrap();
     (out.status.code(), text(&out))

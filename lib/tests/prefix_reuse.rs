@@ -150,16 +150,10 @@ fn a_failed_flush_into_a_fixed_directory_leaves_the_last_flushed_checkpoint_whol
 
 /// `scr postrun` for the job's prefix with node `down` lost; its exit code and output.
 fn postrun_without(job: &Job, down: &str) -> (Option<i32>, String) {
-    let out = std::process::Command::new(scr_command())
+    let out = scr_for(job)
         .args(["postrun", "-p"])
         .arg(job.prefix())
-        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
-        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
-        .env("SCR_JOB_ID", JOB_ID)
-        .env("SCR_NODELIST", "n[1-4]")
         .env("SCR_EXCLUDE_NODES", down)
-        .env_remove("SCR_CONF_FILE")
-        .env_remove("SLURM_JOBID")
         .output()
         .unwrap();
     (out.status.code(), text(&out))

@@ -117,7 +117,14 @@ fn a_smaller_job_after_prerun_drains_the_cached_checkpoint_and_restarts_from_it(
     let env = [("SCR_FLUSH", "0")];
     run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &env);
     prerun(&job);
-    let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "1"], &env);
+    // (a program that re-partitions says so: it lists the restart's files)
+    let out = run_ok_on(
+        &job,
+        &hosts(3),
+        3,
+        &[SIZE, "1"],
+        &[("SCR_FLUSH", "0"), ("SCR_RESHAPE", "1")],
+    );
     assert!(restarted(&out, 2), "{out}");
     assert_eq!(files_read(&out, 4), 4, "{out}");
     assert!(out.contains("drained to the prefix"), "{out}");
@@ -151,6 +158,7 @@ fn scr_run_on_fewer_nodes_drains_the_cached_checkpoint_and_restarts_from_it() {
             .env("SCR_RUN_DELAY", "0")
             .env("SCR_RUNS", "1")
             .env("SCR_FLUSH", "0")
+            .env("SCR_RESHAPE", "1")
             .env_remove("SCR_CONF_FILE")
             .env_remove("SLURM_JOBID")
             .env_remove("SLURM_JOB_ID"),

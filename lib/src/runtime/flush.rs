@@ -357,8 +357,13 @@ impl Flush<'_> {
                     // the flush's other staged copies)
                     let (size, got, copy) =
                         io::stage_copy_with_crc(src, dst, prefix, buf, &mut |_| {})?;
+                    // (a file written in place on the prefix, SCR_CACHE_BYPASS, is no copy:
+                    // ranks sharing it each recorded its size when they completed)
+                    let copied = copy.is_some();
                     staged.extend(copy);
-                    target.check_copied(size, Some(got))?;
+                    if copied {
+                        target.check_copied(size, Some(got))?;
+                    }
                     if let Some(dir) = dst.parent() {
                         dirs.insert(dir.to_path_buf());
                     }

@@ -515,6 +515,22 @@ pub fn delete_caches(job: &Job) {
 /// The job id `Job::run` gives the library.
 pub const JOB_ID: &str = "4242";
 
+/// `scr` as a command for the job's emulated nodes n1–n4: the job's configuration, cache
+/// base and job id, and nothing from the caller's environment that would name another job,
+/// configuration or excluded node.
+pub fn scr_for(job: &Job) -> Command {
+    let mut cmd = Command::new(scr_command());
+    cmd.env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+        .env("SCR_JOB_ID", JOB_ID)
+        .env("SCR_NODELIST", "n[1-4]")
+        .env_remove("SCR_CONF_FILE")
+        .env_remove("SLURM_JOBID")
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("SCR_EXCLUDE_NODES");
+    cmd
+}
+
 pub fn user() -> String {
     scr::layout::user_name()
 }
