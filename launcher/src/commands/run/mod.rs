@@ -383,6 +383,11 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     }
     let run_commands = take_run_commands(&mut args.command)?;
     let reporter = Reporter { json: args.json };
+    // the drain after the last run takes what the runs leave in cache, so the library
+    // keeps its checkpoints there between flushes (SCR_FLUSH): the runs, and this
+    // process's own reading of the parameters, must know
+    // SAFETY (set_var): scr-run is single-threaded here; children inherit the variable
+    unsafe { std::env::set_var("SCR_DRAIN_FOLLOWS", "1") };
     let params = Params::load(&Sources::from_process())?;
     let settings = params.typed();
     if !settings.enable {
