@@ -306,7 +306,7 @@ fn a_cached_file_corrupted_after_its_checkpoint_completed_is_not_flushed() {
     let out = child.wait_with_output().unwrap();
     let t = text(&out);
     assert!(
-        t.contains("the cache corrupted it; it is not flushed"),
+        t.contains("the cached file changed since, so it is not flushed"),
         "{t}"
     );
     assert!(!job.prefix().join("ckpt.1/rank_1.ckpt").exists(), "{t}");
