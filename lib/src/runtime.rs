@@ -205,11 +205,17 @@ fn read_params(world: &SimpleCommunicator, rank: u64) -> Result<Params> {
             }
             // the configuration in effect, with where each value came from (only rank 0
             // knows: the others get the values alone)
-            if Settings::from_params(&p).debug >= 1 {
+            let settings = Settings::from_params(&p);
+            if settings.debug >= 1 {
                 let cwd = std::env::current_dir().ok();
                 let prefix = cwd.as_deref().map(|d| (d, "the working directory"));
                 for (setting, origin) in p.effective(prefix) {
                     say!("SCR: {setting} ({origin})");
+                }
+                if settings.flush.each_for_want_of_a_drain {
+                    say!(
+                        "SCR: every checkpoint flushes to the prefix in the background as it completes (as SCR_FLUSH=1 SCR_FLUSH_ASYNC=1): no drain follows this job (SCR_DRAIN_FOLLOWS=0: not launched by scr-run) and no flush is set; set SCR_FLUSH to choose another"
+                    );
                 }
             }
         }

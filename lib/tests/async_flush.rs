@@ -165,7 +165,8 @@ fn a_cached_file_that_shrank_before_its_background_copy_fails_the_flush_by_name(
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // the file whose copy has not begun while the other's temporary is on the prefix
+    // the file whose copy has not begun while the other's temporary is on the prefix (the
+    // temporaries of SCR's own files there, the flush file's at SCR_Init, are no copy)
     let started = std::time::Instant::now();
     let waiting = loop {
         let copying: Vec<PathBuf> = walk(&job.prefix())

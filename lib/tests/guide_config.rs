@@ -61,8 +61,9 @@ fn scr_current_names_the_checkpoint_a_new_run_loads() {
 }
 
 /// config.rst, "Change checkpoint flush frequency" and "SCR parameters" (SCR_FLUSH): by
-/// default every 10th checkpoint is flushed. "SCR parameters" (SCR_LOG_ENABLE): by default
-/// nothing is logged.
+/// default every 10th checkpoint is flushed, in a job a drain follows (scr-run's runs, told
+/// by SCR_DRAIN_FOLLOWS=1; without one every checkpoint is, README's v3.1 parameters).
+/// "SCR parameters" (SCR_LOG_ENABLE): by default nothing is logged.
 #[test]
 fn by_default_every_tenth_checkpoint_is_flushed_and_nothing_is_logged() {
     let job = steps_job();
@@ -70,7 +71,11 @@ fn by_default_every_tenth_checkpoint_is_flushed_and_nothing_is_logged() {
     steps.extend((1..=11).map(|t| format!("ckpt=ckpt.{t}:{t}")));
     steps.push("quit".into());
     let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
-    let out = job.run_ok(2, &steps, &[SINGLE, ("SCR_CACHE_SIZE", "2")]);
+    let out = job.run_ok(
+        2,
+        &steps,
+        &[SINGLE, ("SCR_CACHE_SIZE", "2"), ("SCR_DRAIN_FOLLOWS", "1")],
+    );
     let on_prefix: Vec<String> = std::fs::read_dir(job.prefix())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -196,3 +196,78 @@ fn a_run_stuck_in_a_flush_is_given_the_pfs_timeout() {
     );
     assert!(started.elapsed() >= Duration::from_secs(4), "{t}");
 }
+
+/// quick.rst, "Running the SCR test_api Example": the example runs under a plain launcher,
+/// with no wrapper, so no drain follows the job. Killed before SCR_Finalize (its
+/// walltime), it must not leave its checkpoints only in its nodes' caches: the next
+/// allocation (other nodes, the caches gone) restarts from the newest checkpoint, or at
+/// worst the one before it, whose flush was still running when the job died.
+#[test]
+fn a_job_without_scr_run_killed_before_finalize_leaves_its_checkpoints_on_the_prefix() {
+    let job = Job::new();
+    let hosts = "n1,n2,n3,n4";
+    run_ok_on(
+        &job,
+        hosts,
+        4,
+        &["200000", "3"],
+        &[("TEST_API_NO_FINALIZE", "1")],
+    );
+    delete_caches(&job);
+    let out = run_ok_on(&job, hosts, 4, &["200000", "0"], &[]);
+    let restarted = out
+        .lines()
+        .find_map(|l| l.strip_prefix("test_api: restarted from "))
+        .unwrap_or_else(|| panic!("the next job started over: {out}"));
+    assert!(
+        [
+            "ckpt.3 (timestep 3), data verified",
+            "ckpt.2 (timestep 2), data verified"
+        ]
+        .contains(&restarted),
+        "{out}"
+    );
+}
+
+/// run.rst, "The SCR wrapper scripts": under scr_run, which drains the caches after the
+/// last run, checkpoints stay in cache between flushes (SCR_FLUSH=10, v2.0's default) and
+/// the drain brings the newest one to the prefix when the run ends without SCR_Finalize.
+#[test]
+fn under_scr_run_checkpoints_stay_cached_and_the_drain_takes_the_newest() {
+    let job = Job::new();
+    let prefix = prefix_env(&job);
+    let app = job.app.to_string_lossy().into_owned();
+    let (out, t) = scr_run(
+        &job,
+        &job.prefix(),
+        &[
+            "mpiexec",
+            "-launcher",
+            "fork",
+            "-hosts",
+            "n1,n2,n3,n4",
+            "-n",
+            "4",
+            &app,
+            "200000",
+            "3",
+        ],
+        &[
+            ("SCR_PREFIX", &prefix),
+            ("SCR_NODELIST", "n[1-4]"),
+            ("TEST_API_NO_FINALIZE", "1"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    // the two older checkpoints left the cache unflushed, as v2.0 leaves them
+    let names: Vec<String> = job.index().entries().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["ckpt.3"], "{t}");
+    assert!(!job.prefix().join("ckpt.1").exists(), "{t}");
+    assert!(!job.prefix().join("ckpt.2").exists(), "{t}");
+    delete_caches(&job);
+    let out = job.run_ok(4, &["200000", "0"], &[]);
+    assert!(
+        out.contains("test_api: restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+}

@@ -2,7 +2,7 @@
 //! them. Every value comes from [`Params`] (its value checked when it was set) with the
 //! table's default: no part looks a parameter up by name or restates a default.
 
-use super::{Params, parse_bool, parse_bytecount, spec};
+use super::{Origin, Params, parse_bool, parse_bytecount, spec};
 use crate::reddesc::Scheme;
 use std::str::FromStr;
 
@@ -188,6 +188,9 @@ pub struct Flush {
     pub container_size: u64,
     /// SCR_PRESERVE_DIRECTORIES.
     pub preserve_directories: bool,
+    /// No drain follows the job and the user chose no flush: `every` is 1 and
+    /// `in_background` set, whatever SCR_FLUSH's and SCR_FLUSH_ASYNC's defaults say.
+    pub each_for_want_of_a_drain: bool,
 }
 
 /// How a restart reads the prefix.
@@ -245,9 +248,23 @@ pub struct DatasetOrigin {
     pub cluster_name: Option<String>,
 }
 
+/// Whether every checkpoint flushes in the background because nothing else would bring it
+/// to the prefix: no drain follows the job (SCR_DRAIN_FOLLOWS, which scr-run sets in its
+/// runs), so a job killed before SCR_Finalize would leave whatever only its node caches
+/// hold to be lost with them, and the user chose no flush of their own (SCR_FLUSH,
+/// SCR_FLUSH_ASYNC, SCR_FLUSH_TYPE or a STORE line's FLUSH= set anywhere).
+fn flush_each_for_want_of_a_drain(p: &Params) -> bool {
+    let chosen = ["SCR_FLUSH", "SCR_FLUSH_ASYNC", "SCR_FLUSH_TYPE"]
+        .iter()
+        .any(|n| p.setting(n).is_some_and(|s| s.origin != Origin::Default))
+        || p.descriptors_of("STORE").any(|d| d.attr("FLUSH").is_some());
+    !flag(p, "SCR_DRAIN_FOLLOWS") && !chosen
+}
+
 impl Settings {
     pub fn from_params(p: &Params) -> Settings {
         let global_restart = flag(p, "SCR_GLOBAL_RESTART");
+        let each_for_want_of_a_drain = flush_each_for_want_of_a_drain(p);
         Settings {
             enable: flag(p, "SCR_ENABLE"),
             debug: count(p, "SCR_DEBUG"),
@@ -266,16 +283,21 @@ impl Settings {
                 overhead_percent: value(p, "SCR_CHECKPOINT_OVERHEAD").unwrap_or(0.0),
             },
             flush: Flush {
-                every: count(p, "SCR_FLUSH"),
+                every: if each_for_want_of_a_drain {
+                    1
+                } else {
+                    count(p, "SCR_FLUSH")
+                },
                 width: count(p, "SCR_FLUSH_WIDTH").max(1),
                 on_restart: flag(p, "SCR_FLUSH_ON_RESTART") || global_restart,
-                in_background: p.flush_in_background(),
+                in_background: each_for_want_of_a_drain || p.flush_in_background(),
                 async_bytes_per_sec: bytes(p, "SCR_FLUSH_ASYNC_BW"),
                 async_percent: value(p, "SCR_FLUSH_ASYNC_PERCENT").unwrap_or(0.0),
                 async_stall_secs: count(p, "SCR_FLUSH_ASYNC_STALL"),
                 containers: flag(p, "SCR_USE_CONTAINERS"),
                 container_size: bytes(p, "SCR_CONTAINER_SIZE"),
                 preserve_directories: flag(p, "SCR_PRESERVE_DIRECTORIES"),
+                each_for_want_of_a_drain,
             },
             fetch: Fetch {
                 enabled: flag(p, "SCR_FETCH"),

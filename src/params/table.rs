@@ -74,11 +74,12 @@ params! {
     "SCR_DISTRIBUTE", Some("1"), Bool, "redistribute and rebuild cached files in SCR_Init";
     "SCR_FETCH", Some("1"), Bool, "fetch the newest checkpoint from the prefix on restart";
     "SCR_FETCH_WIDTH", Some("256"), Count, "processes reading the prefix at once";
-    "SCR_FLUSH", Some("10"), Count, "flush every N checkpoints (0 never)";
+    "SCR_FLUSH", Some("10"), Count, "flush every N checkpoints (0 never); set nowhere in a job no drain follows, every checkpoint (see SCR_DRAIN_FOLLOWS)";
     "SCR_FLUSH_WIDTH", Some("256"), Count, "processes writing the prefix at once";
     "SCR_FLUSH_ON_RESTART", Some("0"), Bool, "flush the cached checkpoint during SCR_Init";
     "SCR_GLOBAL_RESTART", Some("0"), Bool, "flush on restart and disable fetch";
     "SCR_FLUSH_ASYNC", Some("0"), Bool, "flush in the background";
+    "SCR_DRAIN_FOLLOWS", Some("0"), Bool, "1: a drain (scr postrun) takes what the job leaves in cache once it ends; scr-run sets it in the runs it launches. Unset, a job killed before SCR_Finalize would strand the checkpoints only its caches hold, so unless SCR_FLUSH, SCR_FLUSH_ASYNC or SCR_FLUSH_TYPE is set every checkpoint flushes to the prefix in the background as it completes";
     "SCR_FLUSH_TYPE", None, FlushType, "SCR v3.1's flush method: SYNC, or PTHREAD to flush in the background (as SCR_FLUSH_ASYNC=1); BBAPI and DATAWARP (burst buffers) are not provided and flush as PTHREAD does";
     "SCR_FLUSH_POSTSTAGE", Some("0"), Bool, "SCR v3.1: leave a burst buffer's flush to finish after the job; not provided (no burst buffer): background flushes finish in SCR_Finalize";
     "SCR_FLUSH_ASYNC_BW", Some("209715200"), Bytes, "bytes per second an asynchronous flush may use";

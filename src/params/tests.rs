@@ -303,8 +303,12 @@ fn environment_values_expand_variables_as_in_v3_1() {
 #[test]
 fn typed_settings_take_the_tables_defaults_and_what_is_set() {
     let default = |name: &str| spec(name).unwrap().default.unwrap();
-    let s = load(&[], None, None).unwrap().typed();
+    // (under scr-run: a job no drain follows flushes each checkpoint, tested below)
+    let s = load(&[("SCR_DRAIN_FOLLOWS", "1")], None, None)
+        .unwrap()
+        .typed();
     assert_eq!(s.flush.every.to_string(), default("SCR_FLUSH"));
+    assert!(!s.flush.in_background && !s.flush.each_for_want_of_a_drain);
     assert_eq!(s.flush.width.to_string(), default("SCR_FLUSH_WIDTH"));
     assert_eq!(s.fetch.width.to_string(), default("SCR_FETCH_WIDTH"));
     assert_eq!(s.buffers.file.to_string(), default("SCR_FILE_BUF_SIZE"));
@@ -345,4 +349,52 @@ fn typed_settings_take_the_tables_defaults_and_what_is_set() {
     assert_eq!(s.redundancy.group, "POWER");
     assert_eq!(s.buffers.mpi, 1 << 20);
     assert_eq!(s.current.as_deref(), Some("ckpt.4"));
+}
+
+#[test]
+fn a_job_no_drain_follows_flushes_each_checkpoint_in_the_background_unless_a_flush_is_set() {
+    let each = |env: &[(&str, &str)], user: Option<&str>, app: Option<&str>| {
+        let p = load_with_app(env, None, user, app).unwrap();
+        // what every rank uses: rank 0's values, broadcast
+        let s = Params::from_hash(&p.to_hash()).typed();
+        assert_eq!(
+            s.flush.each_for_want_of_a_drain,
+            p.typed().flush.each_for_want_of_a_drain
+        );
+        (
+            s.flush.every,
+            s.flush.in_background,
+            s.flush.each_for_want_of_a_drain,
+        )
+    };
+    assert_eq!(each(&[], None, None), (1, true, true));
+    assert_eq!(
+        each(&[("SCR_DRAIN_FOLLOWS", "0")], None, None),
+        (1, true, true)
+    );
+    // scr-run's runs: v2.0's defaults, the drain takes what is left in cache
+    assert_eq!(
+        each(&[("SCR_DRAIN_FOLLOWS", "1")], None, None),
+        (10, false, false)
+    );
+    // a flush the user chose, wherever: theirs
+    assert_eq!(each(&[("SCR_FLUSH", "10")], None, None), (10, false, false));
+    assert_eq!(each(&[], Some("SCR_FLUSH=0"), None), (0, false, false));
+    assert_eq!(each(&[], None, Some("SCR_FLUSH=4")), (4, false, false));
+    assert_eq!(
+        each(&[("SCR_FLUSH_ASYNC", "0")], None, None),
+        (10, false, false)
+    );
+    assert_eq!(
+        each(&[("SCR_FLUSH_ASYNC", "1")], None, None),
+        (10, true, false)
+    );
+    assert_eq!(
+        each(&[("SCR_FLUSH_TYPE", "SYNC")], None, None),
+        (10, false, false)
+    );
+    assert_eq!(
+        each(&[], Some("STORE=/tmp FLUSH=SYNC"), None),
+        (10, false, false)
+    );
 }

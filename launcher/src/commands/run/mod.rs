@@ -31,7 +31,11 @@ use run_commands::{RunCommands, launch_line, restart_name, take_run_commands};
                   when a run ends it checks the halt file, SCR_RUNS (or SCR_RETRIES+1) and the \
                   nodes left, and relaunches without the nodes found down (once down, always \
                   down), after SCR_RUN_DELAY seconds (SCR's 60). SIGTERM or SIGINT stops the \
-                  current run and the loop. SCR_ENABLE=0 runs the command once, unchanged.\n\n\
+                  current run and the loop. SCR_ENABLE=0 runs the command once, unchanged. \
+                  After the last run it drains what the runs left in cache (scr postrun); the \
+                  runs are told so (SCR_DRAIN_FOLLOWS=1), so their checkpoints stay in cache \
+                  between flushes (SCR_FLUSH, default 10) where a job launched without \
+                  scr-run flushes each one.\n\n\
                   SCR v3.1's scr_run options may stand among the launcher's arguments: \
                   `-rc CMD` / `--run-cmd=CMD` is run when there is no checkpoint to restart from, \
                   `-rs CMD` / `--restart-cmd=CMD` when there is one, with SCR_CKPT_NAME in it \
@@ -383,6 +387,11 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     }
     let run_commands = take_run_commands(&mut args.command)?;
     let reporter = Reporter { json: args.json };
+    // the drain after the last run takes what the runs leave in cache, so the library
+    // keeps its checkpoints there between flushes (SCR_FLUSH): the runs, and this
+    // process's own reading of the parameters, must know
+    // SAFETY (set_var): scr-run is single-threaded here; children inherit the variable
+    unsafe { std::env::set_var("SCR_DRAIN_FOLLOWS", "1") };
     let params = Params::load(&Sources::from_process())?;
     let settings = params.typed();
     if !settings.enable {
