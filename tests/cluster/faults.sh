@@ -220,19 +220,19 @@ inject_scr-run() {
   pkill -9 -f "^$J/bin/scr-run " && { echo "scr-run killed"; return 0; }
   echo "no scr-run running"; return 1
 }
-inject_drain() { # ($delay: inject's, seen through bash's dynamic scope)
+inject_drain() {
   # on that node only (a pkill without --ns reaches every node's copy: then two ranks of an
   # XOR set are missing and no drain can complete); it begins after the application, which
   # takes a minute for these big checkpoints
+  # a node's copy takes a tenth of a second on these file systems: a look followed by a kill
+  # missed it now and then, so the kill itself is what is tried, as soon as it can land
   local i
-  for i in $(seq 3000); do
-    on_node_p "$1" pgrep -f "^$J/bin/scr copy" >/dev/null && break
-    [ ! -e "$J/round.over" ] || { echo "no scr copy ran on node$1"; return 1; }
-    sleep 0.05
+  for i in $(seq 15000); do
+    on_node_p "$1" pkill -9 -f "^$J/bin/scr copy" && { echo "scr copy killed on node$1"; return 0; }
+    [ ! -e "$J/round.over" ] || { echo "no scr copy ran on node$1 (or each ended first)"; return 1; }
+    sleep 0.01
   done
-  sleep "0.0$((delay % 10))"
-  on_node_p "$1" pkill -9 -f "^$J/bin/scr copy" && { echo "scr copy killed on node$1"; return 0; }
-  echo "no scr copy on node$1 (ended first, or never ran)"; return 1
+  echo "no scr copy on node$1 within its wait"; return 1
 }
 inject_agent-kill() {
   wait_for "^$J/bin/scr transfer" 150 && pkill -9 -f "^$J/bin/scr transfer" && { echo "scr transfer killed"; return 0; }
