@@ -243,3 +243,32 @@ fn a_drain_that_cannot_complete_a_checkpoint_written_again_leaves_the_older_ones
         .unwrap();
     assert!(!e.complete && !e.is_current, "{e:?}");
 }
+
+/// A node's `scr copy` killed after it copied the application's file but before its
+/// filemap: the drain finds that node's rank lost, and the file it left waiting in the
+/// dataset's drained directory makes way for the one rebuilt from parity instead of
+/// stopping the drain.
+#[test]
+fn a_drain_rebuilds_a_rank_whose_cut_short_copy_left_a_file_waiting() {
+    let job = Job::new();
+    let xor = ("SCR_COPY_TYPE", "XOR");
+    run_ok_on(&job, NODES, 4, &["6000", "1"], &[("SCR_FLUSH", "0"), xor]);
+    // what a copy killed on n3 (rank 2) before its filemap leaves
+    let cached = job
+        .cached("rank_2.ckpt")
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("node.n3"))
+        .expect("rank 2's file in n3's cache");
+    let waiting = job.prefix().join(".scr/scr.dataset.1/drained/ckpt.1");
+    std::fs::create_dir_all(&waiting).unwrap();
+    std::fs::copy(&cached, waiting.join("rank_2.ckpt")).unwrap();
+    lose_node(&job, "n3");
+    let (code, out) = postrun_without(&job, "n3");
+    assert_eq!(code, Some(0), "{out}");
+    delete_caches(&job);
+    let out = run_ok_on(&job, NODES, 4, &["6000", "0"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+}

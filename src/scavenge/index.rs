@@ -387,6 +387,31 @@ impl DrainedJob<'_> {
         }
         let lost_ranks: Vec<u64> = lost.iter().map(|&p| group[p]).collect();
         self.clear_lost(&lost_ranks, &missing_paths, maps)?;
+        // a lost rank whose copy was cut short (its node's `scr copy` killed before its
+        // filemap arrived) may have left whole files its filemap would have listed: in the
+        // dataset's own drained directory they make way for the rebuild, as the survivors'
+        // headers list them
+        if self.drain.waiting {
+            let surviving: Vec<Option<XorHeader>> = given
+                .iter()
+                .map(|f| {
+                    f.as_ref()
+                        .and_then(|f| XorHeader::read(f).ok().map(|(h, _)| h))
+                })
+                .collect();
+            let beneath = crate::safe_fs::Beneath::open(self.drain.prefix)?;
+            let user_root = self.drain.user_root();
+            for &p in &lost {
+                let Some(list) = erasure::member_files(&surviving, p, code.k) else {
+                    continue;
+                };
+                for orig in list.files.iter().filter_map(|m| m.orig()) {
+                    if rank2file::check_relative(orig).is_ok() {
+                        beneath.remove_path(&user_root.join(orig))?;
+                    }
+                }
+            }
+        }
         let dirs = (self.drain.prefix, self.drain.user_root());
         let dirs = (dirs.0, dirs.1.as_path());
         erasure::rebuild_serial_in(code, &lost, &missing_paths, &given, dirs, self.buf_size)?;

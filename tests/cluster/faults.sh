@@ -365,7 +365,7 @@ for r in $(seq 1 "$rounds"); do
   extra=() round_size=$size
   case $kind in
     # big enough that the drain takes a while: the kill must find it running
-    drain) extra=(SCR_FLUSH=0 SCR_FILE_BUF_SIZE=65536) round_size=33554432 ;;
+    drain) extra=(SCR_FLUSH=0 SCR_FILE_BUF_SIZE=65536) round_size=134217728 ;;
     agent-kill|agent-stop) extra=(SCR_FLUSH_ASYNC=1 SCR_FLUSH_ASYNC_STALL=2) ;;
   esac
   inject "$kind" "$node" "$delay" "$log" "$prefix" &
