@@ -57,26 +57,30 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
     let job = Job::new();
     let app = job.app.to_string_lossy().into_owned();
     let cntl = job.dir.path().join("cntl").display().to_string();
-    // stop every agent of this job as it appears, for 12 s after the first (long enough for
-    // the application to reach its flushes on a loaded machine); then resume them
+    // stop each node's agent once it has said it runs (its transfer file names it): an
+    // agent stopped before that is none the ranks know of, and they would flush without
+    // it from the start. Stopped for good: the ranks end it.
     let stopper = std::thread::spawn(move || {
-        let pattern = format!("transfer --cntldir {cntl}");
-        let signal = |sig: &str| {
-            Command::new("pkill")
-                .args([sig, "-f", &pattern])
-                .status()
-                .is_ok_and(|s| s.success())
-        };
         let started = std::time::Instant::now();
-        let mut first: Option<std::time::Instant> = None;
-        while started.elapsed().as_secs() < 60 && first.is_none_or(|f| f.elapsed().as_secs() < 12) {
-            if signal("-STOP") && first.is_none() {
-                first = Some(std::time::Instant::now());
+        let mut stopped = std::collections::BTreeSet::new();
+        while started.elapsed().as_secs() < 60 && stopped.len() < 2 {
+            for node in ["n1", "n2"] {
+                let file = scr::layout::transfer_file(
+                    &scr::layout::job_dir(std::path::Path::new(&cntl), &user(), "5151")
+                        .unwrap()
+                        .join(format!("node.{node}")),
+                );
+                if let Ok(t) = scr::transfer::TransferFile::read(&file)
+                    && t.state() == Some(scr::transfer::State::Running)
+                    && let Some(pid) = t.agent_pid()
+                    && stopped.insert(pid)
+                {
+                    signal(pid, "-STOP");
+                }
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        signal("-CONT");
-        first.is_some()
+        stopped
     });
     let (out, t) = output(scr_run_in(
         &job,
@@ -90,7 +94,15 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
             ("SCR_RUNS", "1"),
         ],
     ));
-    assert!(stopper.join().unwrap(), "no transfer agent to stop: {t}");
+    let stopped = stopper.join().unwrap();
+    assert_eq!(stopped.len(), 2, "both nodes' agents stopped: {t}");
+    for &pid in &stopped {
+        let outlived = alive(pid);
+        if outlived {
+            signal(pid, "-KILL");
+        }
+        assert!(!outlived, "stopped agent {pid} outlived its job: {t}");
+    }
     assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(
         t.contains("finished no file for") && t.contains("copying this rank's files without it"),
