@@ -125,16 +125,13 @@ impl HaltFile {
         change: impl FnOnce(&mut HaltFile) -> crate::Result<R>,
     ) -> crate::Result<R> {
         use crate::view::HashView;
-        let (lock, hash) = crate::io::LockedHashFile::open_waiting(
+        Self::update_waiting(
             path,
             crate::io::SHARED_FILE,
-            Self::MAX_BYTES,
             Self::LOCK_WAIT,
-        )?;
-        let mut halt = Self::from_hash(hash).map_err(|what| crate::Error::invalid(path, what))?;
-        let result = change(&mut halt)?;
-        lock.write_and_unlock(halt.hash())?;
-        Ok(result)
+            &mut |_| {},
+            change,
+        )
     }
 
     fn int(&self, key: &str) -> Option<i64> {

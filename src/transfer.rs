@@ -279,19 +279,13 @@ impl TransferFile {
                 end_agent(path, pid);
             }
         };
-        let (lock, hash) = io::LockedHashFile::open_watching_holder(
+        Self::update_waiting(
             path,
             io::PRIVATE_FILE,
-            Self::MAX_BYTES,
             io::lock_timeout(),
             &mut holding,
-        )?;
-        let mut view = Self::from_hash(hash).map_err(|what| {
-            crate::Error::invalid(path, format!("not a valid {}: {what}", Self::KIND))
-        })?;
-        let result = change(&mut view)?;
-        lock.write_and_unlock(view.hash())?;
-        Ok(result)
+            change,
+        )
     }
 }
 

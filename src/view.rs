@@ -39,7 +39,21 @@ pub trait HashView: Sized {
     /// reads as empty), lets `change` modify it, and replaces it atomically with `mode`.
     /// Nothing is written when `change` fails.
     fn update<R>(path: &Path, mode: u32, change: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
-        let (lock, hash) = io::LockedHashFile::open(path, mode, Self::MAX_BYTES)?;
+        Self::update_waiting(path, mode, io::lock_timeout(), &mut |_| {}, change)
+    }
+
+    /// [`HashView::update`] waiting at most `wait` for the lock, and calling `holding` with
+    /// the lock's holder each second of the wait (a writer that knows a holder can never
+    /// release it may end it: [`io::LockedHashFile::open_watching_holder`]).
+    fn update_waiting<R>(
+        path: &Path,
+        mode: u32,
+        wait: std::time::Duration,
+        holding: &mut dyn FnMut(Option<u32>),
+        change: impl FnOnce(&mut Self) -> Result<R>,
+    ) -> Result<R> {
+        let (lock, hash) =
+            io::LockedHashFile::open_watching_holder(path, mode, Self::MAX_BYTES, wait, holding)?;
         let mut view = Self::from_hash(hash)
             .map_err(|what| Error::invalid(path, format!("not a valid {}: {what}", Self::KIND)))?;
         let result = change(&mut view)?;

@@ -342,12 +342,11 @@ fn copy_or_watch(
                     "SCR: WARNING: rank {rank}: the node's transfer agent (pid {pid}) did not end when killed"
                 );
             }
-        }
-        // an agent that died mid-copy (killed, or its node's processes ended) left its
-        // half-written temporaries beside the files this rank now writes itself
-        if let Some(pid) = t.agent_pid()
+        } else if let Some(pid) = t.agent_pid()
             && t.agent() == Agent::Gone
         {
+            // an agent that died mid-copy (killed, or its node's processes ended) left its
+            // half-written temporaries beside the files this rank now writes itself
             transfer::end_agent(transfer, pid);
         }
         for e in pending {

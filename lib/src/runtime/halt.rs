@@ -67,7 +67,7 @@ pub(super) fn decision(
                 &path,
                 SHARED_FILE,
                 HaltFile::MAX_BYTES,
-                std::time::Duration::from_secs(1),
+                HaltFile::LOCK_WAIT,
             )?;
             let was = hash.clone();
             let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
