@@ -53,6 +53,17 @@ fn as_if_killed_while_flushing(job: &Job, id: u64, name: &str) {
     flush.write(&flush_path).unwrap();
 }
 
+/// Deletes the one cached copy of `file` of dataset `name`, as a node losing it would.
+fn lose_cached(job: &Job, name: &str, file: &str) {
+    let copies: Vec<_> = job
+        .cached(file)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains(name))
+        .collect();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    std::fs::remove_file(&copies[0]).unwrap();
+}
+
 /// Each of `ranks` files of `name` on the prefix holds what rank r wrote at timestep `t`.
 fn on_prefix(job: &Job, name: &str, ranks: usize, t: i64) {
     for r in 0..ranks {
@@ -108,13 +119,7 @@ fn a_lost_output_is_named_and_newer_checkpoints_still_drain() {
         &env,
     );
     as_if_killed_while_flushing(&job, 1, "out.1");
-    let lost: Vec<_> = job
-        .cached("rank_1.ckpt")
-        .into_iter()
-        .filter(|p| p.to_string_lossy().contains("out.1"))
-        .collect();
-    assert_eq!(lost.len(), 1, "{lost:?}");
-    std::fs::remove_file(&lost[0]).unwrap();
+    lose_cached(&job, "out.1", "rank_1.ckpt");
     let (code, out) = postrun(&job);
     assert_eq!(code, Some(1), "an output was lost: {out}");
     assert!(
@@ -142,13 +147,7 @@ fn an_output_a_smaller_job_cannot_complete_is_left_for_the_drain_on_every_node()
         &env,
     );
     as_if_killed_while_flushing(&job, 1, "out.1");
-    let lost: Vec<_> = job
-        .cached("rank_1.ckpt")
-        .into_iter()
-        .filter(|p| p.to_string_lossy().contains("out.1"))
-        .collect();
-    assert_eq!(lost.len(), 1, "{lost:?}");
-    std::fs::remove_file(&lost[0]).unwrap();
+    lose_cached(&job, "out.1", "rank_1.ckpt");
     let out = steps_on(&job, 3, &["init", "ckpt=ckpt.3:3", "quit"], &env);
     assert!(
         out.contains("output dataset 1 `out.1' of the job of another size could not be completed"),
