@@ -294,3 +294,32 @@ fn scr_debug_1_shows_the_working_directory_prefix_and_the_values_left_unset() {
 fn run_ok(job: &Job, args: &[&str], env: &[(&str, &str)]) -> String {
     job.run_ok(2, args, env)
 }
+
+/// SCR_DEBUG=1 lists the flush a job gets, not the table's default: with no drain to follow
+/// (not under scr-run) and no flush chosen, every checkpoint flushes in the background;
+/// with a drain to follow, SCR_FLUSH=10 as v2.0.
+#[test]
+fn scr_debug_1_shows_the_flush_in_effect_with_and_without_a_drain_to_follow() {
+    let job = Job::new();
+    let out = job.run_ok(2, &["1000", "1"], &[("SCR_DEBUG", "1")]);
+    let flush = lines_with(&out, "SCR: SCR_FLUSH=");
+    assert!(
+        flush.len() == 1 && flush[0].contains("SCR_FLUSH=1 (no drain follows this job"),
+        "{out}"
+    );
+    let asynchronous = lines_with(&out, "SCR: SCR_FLUSH_ASYNC=");
+    assert!(
+        asynchronous.len() == 1 && asynchronous[0].contains("SCR_FLUSH_ASYNC=1 (no drain"),
+        "{out}"
+    );
+    let out = job.run_ok(
+        2,
+        &["1000", "1"],
+        &[("SCR_DEBUG", "1"), ("SCR_DRAIN_FOLLOWS", "1")],
+    );
+    let flush = lines_with(&out, "SCR: SCR_FLUSH=");
+    assert!(
+        flush.len() == 1 && flush[0].contains("SCR_FLUSH=10 (built-in default)"),
+        "{out}"
+    );
+}
