@@ -285,7 +285,7 @@ fn change_halt_file(
     // test for that; only a missing one is created (as this user's)
     let hidden = layout::prefix_hidden_dir(prefix);
     if std::fs::symlink_metadata(&hidden).is_err() {
-        scr::safe_fs::create_dirs_in(prefix, &hidden, 0o755)?;
+        scr::safe_fs::create_dirs_in(prefix, &hidden, scr::layout::HIDDEN_DIR_MODE)?;
     }
     // a halt file that does not decode (anyone may write it) is replaced by what the user
     // asks for, never a reason the user cannot halt their own job

@@ -153,7 +153,7 @@ impl PrefixStore {
                     safe_fs::create_dirs_in(
                         &self.path,
                         &layout::prefix_hidden_dir(&self.path),
-                        0o755,
+                        layout::HIDDEN_DIR_MODE,
                     )
                 })
                 .and_then(|()| crate::config_api::keep(&self.path))

@@ -1,0 +1,71 @@
+//! A hostile neighbour and the prefix itself: what SCR makes there, whose the prefix is,
+//! and names taken first. The job runs as root on a shared directory; the neighbour is
+//! another user (nobody, through setpriv).
+
+mod common;
+
+use common::neighbour::*;
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// Every directory below `dir`, `dir` excluded.
+fn dirs_below(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                found.push(e.path());
+                todo.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+/// Every directory SCR makes on a shared prefix is the user's alone, whatever the umask
+/// lets through: a flush, a background flush and a bypass write, the application's own
+/// subdirectories among them. Only `.scr` is everyone's to enter (the halt file is in it).
+#[test]
+fn directories_scr_makes_on_the_prefix_are_the_users_alone() {
+    let s = Shared::new();
+    for env in [
+        vec![("SCR_FLUSH", "1"), ("TEST_API_FILES", "2")],
+        vec![
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            ("TEST_API_FILES", "2"),
+        ],
+        vec![("SCR_CACHE_BYPASS", "1"), ("TEST_API_FILES", "2")],
+    ] {
+        let o = under_umask("022", &s.command(&["1000", "1"], &env))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{env:?}: {}", text(&o));
+    }
+    let hidden = s.prefix.join(".scr");
+    assert_eq!(mode_of(&hidden), 0o755);
+    let made = dirs_below(&s.prefix);
+    // three datasets, each with its application subdirectory and its record under .scr
+    for n in 1..=3 {
+        for d in [
+            s.prefix.join(format!("ckpt.{n}")),
+            s.prefix.join(format!("ckpt.{n}/0")),
+        ] {
+            assert!(made.contains(&d), "{} missing: {made:?}", d.display());
+        }
+    }
+    let records = made.iter().filter(|d| d.parent() == Some(&hidden)).count();
+    assert!(records >= 3, "{made:?}");
+    for d in made.iter().filter(|d| **d != hidden) {
+        assert_eq!(mode_of(d), 0o700, "{}", d.display());
+    }
+    // the neighbour can list none of them
+    let o = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "ls"])
+        .arg(s.prefix.join("ckpt.1"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+}
