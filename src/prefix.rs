@@ -14,6 +14,7 @@ use crate::{Error, Result, io, layout};
 use std::path::Path;
 
 mod delete;
+pub mod guard;
 pub use delete::{
     Deletions, beyond_window, delete_dataset, delete_dataset_files, enforce_window, purge,
 };
@@ -142,6 +143,7 @@ pub fn publish_written(
         }
         Ok(())
     })?;
+    guard::mark_dataset_dir(prefix, &name, id);
     let warning = if becomes_current {
         update_current_link(prefix, &name)?
     } else {

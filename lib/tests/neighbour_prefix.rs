@@ -69,3 +69,36 @@ fn directories_scr_makes_on_the_prefix_are_the_users_alone() {
         .unwrap();
     assert!(!o.status.success(), "{}", text(&o));
 }
+
+/// A team directory as the prefix: sticky, everyone's to write, and someone else's, who
+/// may rename anything in it (the sticky bit binds everyone but its owner). The job says
+/// so; when the owner renames `.scr` and `scr.current` away, the next job refuses to start
+/// over while the datasets it flushed are still there, and restarts once `.scr` is back.
+#[test]
+fn a_prefix_someone_else_owns_is_said_and_a_vanished_index_never_means_starting_over() {
+    let s = Shared::new();
+    std::os::unix::fs::chown(&s.prefix, Some(65534), Some(65534)).unwrap();
+    let t = s.run_ok(&["1000", "2"], &[("SCR_FLUSH", "1")]);
+    assert!(
+        t.contains(&format!(
+            "the prefix {} belongs to user id 65534",
+            s.prefix.display()
+        )),
+        "{t}"
+    );
+    as_nobody(&format!(
+        "cd {} && mv .scr .scr.gone && mv scr.current gone.current",
+        s.prefix.display()
+    ));
+    delete_caches(&s.job);
+    let (ok, t) = s.run(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    assert!(!ok, "started over: {t}");
+    assert!(
+        t.contains("ckpt.1, ckpt.2") && t.contains("no index") && t.contains("index.scr"),
+        "{t}"
+    );
+    assert!(!s.prefix.join("ckpt.3").exists(), "{t}");
+    std::fs::rename(s.prefix.join(".scr.gone"), s.prefix.join(".scr")).unwrap();
+    let t = s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    assert!(t.contains("restarted from ckpt.2"), "{t}");
+}

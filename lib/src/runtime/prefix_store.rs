@@ -144,11 +144,19 @@ impl PrefixStore {
             .collect()
     }
 
-    /// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration);
-    /// its failure fails SCR_Init on every rank. Collective.
+    /// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration),
+    /// warning when the prefix is someone else's and refusing one whose index vanished
+    /// while datasets SCR flushed are still there; its failure fails SCR_Init on every
+    /// rank. Collective.
     pub(super) fn prepare(&self, job: &Job) -> Result<()> {
         let prepared = if self.root {
             safe_fs::check_prefix_mode(&self.path)
+                .and_then(|()| {
+                    if let Some(w) = scr::prefix::guard::owner_warning(&self.path)? {
+                        say!("SCR: WARNING: {w}");
+                    }
+                    scr::prefix::guard::check_index_not_lost(&self.path)
+                })
                 .and_then(|()| {
                     safe_fs::create_dirs_in(
                         &self.path,
