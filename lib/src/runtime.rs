@@ -266,7 +266,7 @@ impl Scr {
             .map(|d| d.select_sets(&world, &node_place, &params))
             .unzip();
         let job = Job::new(world, groups, set_comms, node, settings.debug);
-        prefix.prepare(&job)?;
+        prefix.prepare(&job, settings.prefix.shared)?;
         // another program's cache must be judged before this job's filemaps replace it
         let foreign = foreign_cache(&cntl_dir, prefix.path());
         let discard_foreign =

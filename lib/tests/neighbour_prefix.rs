@@ -102,3 +102,37 @@ fn a_prefix_someone_else_owns_is_said_and_a_vanished_index_never_means_starting_
     let t = s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
     assert!(t.contains("restarted from ckpt.2"), "{t}");
 }
+
+/// A prefix everyone may write (1777) where a neighbour took the names of the job's
+/// datasets first (`ckpt.1`, `ckpt.2`: predictable): SCR writes into none of them, so its
+/// checkpoints could reach the prefix never. The job says so in SCR_Init, before any work,
+/// naming the prefix and what to do; SCR_PREFIX_SHARED=1 uses it anyway, and then the
+/// neighbour's directories are refused and stay empty.
+#[test]
+fn a_prefix_anyone_can_take_names_in_is_refused_before_any_work() {
+    let s = Shared::new();
+    let taken: Vec<_> = (1..=2)
+        .map(|n| neighbours_dir(&s.prefix, &format!("ckpt.{n}")))
+        .collect();
+    let o = s
+        .command(&["1000", "2"], &[("SCR_FLUSH", "1")])
+        .env_remove("SCR_PREFIX_SHARED")
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains(&s.prefix.display().to_string())
+            && t.contains("writable by everyone")
+            && t.contains("SCR_PREFIX_SHARED=1"),
+        "{t}"
+    );
+    assert!(!t.contains("checkpoint 1"), "work began: {t}");
+    assert!(s.job.cached("rank_0.ckpt").is_empty(), "work began: {t}");
+    // chosen anyway: the taken directories are refused, not written into
+    let (_, t) = s.run(&["1000", "2"], &[("SCR_FLUSH", "1")]);
+    assert!(t.contains("belongs to user id 65534"), "{t}");
+    for d in &taken {
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 0, "{t}");
+    }
+}

@@ -38,6 +38,33 @@ pub fn owner_warning(prefix: &Path) -> Result<Option<String>> {
     )))
 }
 
+/// Refuses a prefix everyone may write (sticky: one that is not is refused anyway, by
+/// [`safe_fs::check_prefix_mode`]) unless `shared` (SCR_PREFIX_SHARED) says to use it: there
+/// anyone can create the directories the job's datasets will be flushed to, or `.scr`,
+/// before the job does. SCR refuses to write into them, so the checkpoints would stay in
+/// cache only and the next allocation would start over; better said before any work.
+pub fn check_not_shared(prefix: &Path, shared: bool) -> Result<()> {
+    let st = rustix::fs::stat(prefix)
+        .map_err(|e| Error::io(prefix, "inspect", std::io::Error::from(e)))?;
+    if shared || st.st_mode & 0o002 == 0 {
+        return Ok(());
+    }
+    Err(Error::untrusted(
+        prefix,
+        format!(
+            "is writable by everyone (mode {:o}): anyone can create the directories your \
+             datasets are flushed to (their names are predictable: ckpt.1, ckpt.2, …) or \
+             SCR's {} before you do; SCR writes into none of them, so your checkpoints would \
+             reach no file system but the nodes' caches. Make a directory of your own in it \
+             (mkdir -m 700 {}/<you>) and set SCR_PREFIX to it, or set SCR_PREFIX_SHARED=1 to \
+             use this one anyway",
+            st.st_mode & 0o7777,
+            layout::HIDDEN,
+            prefix.display()
+        ),
+    ))
+}
+
 /// Marks `name`, a dataset's directory right below the prefix, as dataset `id`'s, when it
 /// is a directory of this user's (a dataset named otherwise is not marked). Best effort: a
 /// file system without extended attributes leaves it unmarked.

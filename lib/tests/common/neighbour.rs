@@ -23,8 +23,10 @@ impl Shared {
 
     pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut cmd = self.job.command(None, 2, args, env);
+        // the user chose this prefix knowing anyone may write it
         cmd.current_dir(&self.prefix)
-            .env("SCR_PREFIX", &self.prefix);
+            .env("SCR_PREFIX", &self.prefix)
+            .env("SCR_PREFIX_SHARED", "1");
         cmd
     }
 
