@@ -194,10 +194,11 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     // configuration), else the working directory
     let prefixes = if args.prefixes.is_empty() {
         let params = scr::params::Params::load(&scr::params::Sources::from_process())?;
-        vec![super::prefix_dir(None, &params)?]
+        vec![super::owners_prefix_dir(None, &params)?]
     } else {
+        // root acts as the first prefix's owner: another user's prefix after it is refused
         for p in &args.prefixes {
-            scr::safe_fs::check_prefix(p)?;
+            super::owners_prefix(p)?;
         }
         args.prefixes.clone()
     };
