@@ -2,9 +2,11 @@
 
 The functions follow SCR v3.1's ``scr`` module: import mpi4py first (SCR needs MPI
 initialized), then ``scr.init()``. A failed call raises ``RuntimeError`` naming the SCR
-function. libscr is found as ``$SCR_LIBRARY`` if set, else in the library directory of the
-install this file belongs to (``<prefix>/share/scr/python``; ``scripts/install.sh`` writes its
-``--libdir`` into the copy it installs), else by the dynamic linker (``LD_LIBRARY_PATH``).
+function. libscr is ``$SCR_LIBRARY`` if set, else the library of the install this file
+came from, by the absolute path ``scripts/install.sh`` writes into the copy it installs
+(a copy of that copy, which ``pip install`` makes, loads it too), and nothing else: when it
+is gone, importing fails naming it. The source tree's module, which no install wrote,
+leaves libscr to the dynamic linker (``LD_LIBRARY_PATH``).
 
     from mpi4py import MPI
     import scr
@@ -33,20 +35,26 @@ FLAG_OUTPUT = 2
 MAX_FILENAME = 1024
 
 
-# The install's library directory: relative to this file's directory, and as an absolute
-# path for a copy that `pip install` moved elsewhere. scripts/install.sh writes its --libdir
-# into both lines of the copy it installs; these values are the default layout's.
-_INSTALL_LIBDIR_RELATIVE = os.path.join("..", "..", "..", "lib")
+# The install's library directory, absolute: scripts/install.sh writes its --libdir here in
+# the copy it installs. Never a path relative to this file: a copy of the module put in a
+# directory others can write (three levels below a shared one) would load whatever library
+# they left at that distance, before the install's own.
 _INSTALL_LIBDIR = None
 
 
-def _library_candidates():
-    here = os.path.dirname(os.path.realpath(__file__))
-    yield os.environ.get("SCR_LIBRARY")
-    yield os.path.normpath(os.path.join(here, _INSTALL_LIBDIR_RELATIVE, "libscr.so"))
+def _library():
+    """The libscr to load and what to do when it does not load: ``$SCR_LIBRARY`` (the
+    user's choice), else the install's by its absolute path, else (no install wrote this
+    module) the dynamic linker's."""
+    chosen = os.environ.get("SCR_LIBRARY")
+    if chosen:
+        return chosen, "SCR_LIBRARY names it: correct SCR_LIBRARY, or unset it"
     if _INSTALL_LIBDIR:
-        yield os.path.join(_INSTALL_LIBDIR, "libscr.so")
-    yield "libscr.so"
+        return (os.path.join(_INSTALL_LIBDIR, "libscr.so"),
+                f"this module ({__file__}) loads the libscr of the SCR install that wrote it "
+                "and no other: reinstall SCR there, or set SCR_LIBRARY to a libscr.so")
+    return "libscr.so", ("set SCR_LIBRARY to its path, or add its directory to "
+                         "LD_LIBRARY_PATH")
 
 
 def _on_library_path(name):
@@ -140,23 +148,16 @@ def _refuse_two_mpis(error, mpi4py_mpi, libscr_mpi, libscr_path, detail=""):
 
 
 def _load():
-    errors = []
-    for path in _library_candidates():
-        if not path:
-            continue
-        if os.sep in path and not os.path.exists(path):
-            continue
-        file = path if os.sep in path else _on_library_path(path)
-        if file:
-            mpi4py_mpi, libscr_mpi = _mpi4py_mpi(), _mpi_needed_by(file)
-            if mpi4py_mpi and libscr_mpi and mpi4py_mpi != libscr_mpi:
-                _refuse_two_mpis(ImportError, mpi4py_mpi, libscr_mpi, file)
-        try:
-            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), path
-        except OSError as e:
-            errors.append(f"{path}: {e}")
-    raise ImportError("scr: cannot load libscr.so (set SCR_LIBRARY to its path, or add its "
-                      "directory to LD_LIBRARY_PATH): " + "; ".join(errors))
+    path, fix = _library()
+    file = path if os.sep in path else _on_library_path(path)
+    if file and os.path.exists(file):
+        mpi4py_mpi, libscr_mpi = _mpi4py_mpi(), _mpi_needed_by(file)
+        if mpi4py_mpi and libscr_mpi and mpi4py_mpi != libscr_mpi:
+            _refuse_two_mpis(ImportError, mpi4py_mpi, libscr_mpi, file)
+    try:
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), path
+    except OSError as e:
+        raise ImportError(f"scr: cannot load libscr {path} ({e}); {fix}") from None
 
 
 def _mpi_libraries():

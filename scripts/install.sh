@@ -329,22 +329,21 @@ EOF
 for f in setup.py scr_example.py README.md; do
   put 644 "python/$f" "$prefix/share/scr/python/$f"
 done
-# the installed module loads this install's libscr: the library directory goes into its
-# copy, relative to share/scr/python and absolute (for a copy pip moves elsewhere)
+# the installed module loads this install's libscr and no other: the library directory
+# goes into its copy as an absolute path, which a copy pip moves elsewhere keeps (a path
+# relative to the module would load whatever is there in a directory a copy was put in)
 py_string() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
 module=$(mktemp) written=0
 while IFS= read -r line || [ -n "$line" ]; do
   case $line in
-    "_INSTALL_LIBDIR_RELATIVE = "*)
-      printf '_INSTALL_LIBDIR_RELATIVE = %s\n' "$(py_string "../../../$libdir_rel")"; written=$((written + 1)) ;;
     "_INSTALL_LIBDIR = "*)
       printf '_INSTALL_LIBDIR = %s\n' "$(py_string "$libdir")"; written=$((written + 1)) ;;
     *) printf '%s\n' "$line" ;;
   esac
 done < python/scr.py > "$module"
-if [ "$written" -ne 2 ]; then
+if [ "$written" -ne 1 ]; then
   rm -f "$module"
-  echo "install: python/scr.py lacks the _INSTALL_LIBDIR lines the library directory goes into" >&2
+  echo "install: python/scr.py lacks the _INSTALL_LIBDIR line the library directory goes into" >&2
   false
 fi
 put 644 "$module" "$prefix/share/scr/python/scr.py"

@@ -68,7 +68,11 @@ pub fn adopt(prefix: &Path, name: &str, id: u64, origin: &Origin) -> Result<Adop
     // the files are the application's: SCR_PREFIX_SIZE's window never deletes them
     desc.set_adopted();
     let dset_rel = layout::dataset_meta_rel(id);
-    safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
+    safe_fs::create_dirs_in(
+        prefix,
+        &layout::dataset_meta_dir(prefix, id),
+        layout::DIR_MODE,
+    )?;
     rank2file::write_tree(prefix, &dset_rel, 1, &RankFiles::from([(0, records)]))?;
     let warning = prefix::publish_written(prefix, id, &desc, true)?;
     Ok(Adopted {

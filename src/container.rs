@@ -77,7 +77,7 @@ pub fn write_file(
     for seg in segments.iter().filter(|s| s.length > 0) {
         let path = prefix.join(&seg.container);
         // several ranks write one container side by side: create, never truncate
-        let out = below.open_in_place(Path::new(&seg.container), 0o600, 0o755)?;
+        let out = below.open_in_place(Path::new(&seg.container), 0o600, crate::layout::DIR_MODE)?;
         let mut done = 0u64;
         while done < seg.length {
             let piece = &mut buf[..(seg.length - done).min(COPY_BUFFER as u64) as usize];

@@ -14,6 +14,17 @@ use std::path::{Path, PathBuf};
 /// Name of the hidden directory in the prefix and in each cached dataset.
 pub const HIDDEN: &str = ".scr";
 
+/// The mode of every directory SCR creates (the umask may narrow it): a dataset's
+/// directory on the prefix and the application's directories in it, `.scr/scr.dataset.<id>`,
+/// the drain's working directories, cache and control directories. They are the user's
+/// alone, as the checkpoints in them are.
+pub const DIR_MODE: u32 = 0o700;
+
+/// The mode of the prefix's `.scr` (the umask may narrow it): everyone may reach the halt
+/// file in it, which is everyone's to write by SCR's contract; what else is in it is the
+/// user's alone.
+pub const HIDDEN_DIR_MODE: u32 = 0o755;
+
 /// `<base>/<user>/scr.<jobid>`: the control directory, or one store's cache directory.
 pub fn job_dir(base: &Path, user: &str, jobid: &str) -> Result<PathBuf> {
     check_component(user, "the user name (SCR_USER_NAME or USER)")?;

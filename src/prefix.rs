@@ -14,6 +14,7 @@ use crate::{Error, Result, io, layout};
 use std::path::Path;
 
 mod delete;
+pub mod guard;
 pub use delete::{
     Deletions, beyond_window, delete_dataset, delete_dataset_files, enforce_window, purge,
 };
@@ -100,7 +101,11 @@ pub fn publish(
     files: &RankFiles,
     complete: bool,
 ) -> Result<Option<String>> {
-    crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
+    crate::safe_fs::create_dirs_in(
+        prefix,
+        &layout::dataset_meta_dir(prefix, id),
+        layout::DIR_MODE,
+    )?;
     rank2file::write_tree(prefix, &layout::dataset_meta_rel(id), ranks, files)?;
     publish_written(prefix, id, desc, complete)
 }
@@ -138,6 +143,7 @@ pub fn publish_written(
         }
         Ok(())
     })?;
+    guard::mark_dataset_dir(prefix, &name, id);
     let warning = if becomes_current {
         update_current_link(prefix, &name)?
     } else {
@@ -321,7 +327,11 @@ fn drop_copy(prefix: &Path, name: &str, id: Option<u64>) -> Result<Option<Droppe
 /// could not be changed: it is everyone's to write and to lock, and a launch does not wait
 /// on whoever holds it.
 pub fn prerun(prefix: &Path) -> Result<Option<String>> {
-    crate::safe_fs::create_dirs_in(prefix, &layout::prefix_hidden_dir(prefix), 0o755)?;
+    crate::safe_fs::create_dirs_in(
+        prefix,
+        &layout::prefix_hidden_dir(prefix),
+        layout::HIDDEN_DIR_MODE,
+    )?;
     io::remove_durably(&layout::flush_file(prefix))?;
     io::remove_durably(&layout::nodes_file(prefix))?;
     let halt_path = layout::halt_file(prefix);

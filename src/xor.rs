@@ -266,7 +266,7 @@ impl LogicalFile {
         let mut parts = Vec::with_capacity(files.len());
         let mut created = Vec::with_capacity(files.len());
         for (path, size) in files {
-            let new = crate::safe_fs::NewFile::create_in(within, path, 0o755)?;
+            let new = crate::safe_fs::NewFile::create_in(within, path, crate::layout::DIR_MODE)?;
             new.file()
                 .set_len(*size)
                 .map_err(|e| Error::io(path, "resize", e))?;

@@ -171,10 +171,10 @@ fn prepare_node_dirs(
 ) -> Result<PathBuf> {
     let dirs = (|| {
         let cntl_dir = place.under(cntl_base, "SCR_CNTL_BASE")?;
-        safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, 0o700)?;
+        safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, scr::layout::DIR_MODE)?;
         for d in descriptors {
             let store = place.under(&d.store, "SCR_CACHE_BASE (or a CKPT line's STORE)")?;
-            safe_fs::create_dirs_in(Path::new(&d.store), &store, 0o700)?;
+            safe_fs::create_dirs_in(Path::new(&d.store), &store, scr::layout::DIR_MODE)?;
             if local_rank == 0 {
                 // files a previous run discarded but did not get to delete
                 let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));
@@ -273,7 +273,7 @@ impl Scr {
             .map(|d| d.select_sets(&world, &node_place, &params))
             .unzip();
         let job = Job::new(world, groups, set_comms, node, settings.debug);
-        prefix.prepare(&job)?;
+        prefix.prepare(&job, settings.prefix.shared)?;
         // another program's cache must be judged before this job's filemaps replace it
         let foreign = foreign_cache(&cntl_dir, prefix.path());
         let discard_foreign =

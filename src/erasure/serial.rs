@@ -184,7 +184,8 @@ impl MemberStore {
         header: &[u8],
         within: Option<&Beneath>,
     ) -> Result<Self> {
-        let new_parity = crate::safe_fs::NewFile::create_in(within, parity_path, 0o700)?;
+        let new_parity =
+            crate::safe_fs::NewFile::create_in(within, parity_path, crate::layout::DIR_MODE)?;
         let parity = new_parity
             .file()
             .try_clone()

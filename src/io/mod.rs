@@ -150,14 +150,19 @@ fn copy_open(
         let (root, rel) = crate::safe_fs::below(root, dst)?;
         let below = crate::safe_fs::Beneath::open(&root)?;
         if stage {
-            let (crc, staged) = below.stage_file(&rel, mode, 0o755, copy)?;
+            let (crc, staged) = below.stage_file(&rel, mode, crate::layout::DIR_MODE, copy)?;
             return Ok((len, crc, Some(staged)));
         }
-        let crc = below.write_file(&rel, mode, 0o755, copy)?;
+        let crc = below.write_file(&rel, mode, crate::layout::DIR_MODE, copy)?;
         return Ok((len, crc, None));
     }
     if let Some(dir) = dst.parent() {
-        fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+        std::os::unix::fs::DirBuilderExt::mode(
+            fs::DirBuilder::new().recursive(true),
+            crate::layout::DIR_MODE,
+        )
+        .create(dir)
+        .map_err(|e| Error::io(dir, "create directory", e))?;
     }
     let crc = replace_through_temporary(dst, mode, copy)?;
     Ok((len, crc, None))

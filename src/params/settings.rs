@@ -226,6 +226,8 @@ pub struct PrefixStore {
     pub size: u64,
     /// SCR_PREFIX_PURGE: every dataset deleted in SCR_Init.
     pub purge: bool,
+    /// SCR_PREFIX_SHARED: a prefix everyone may write is used, not refused.
+    pub shared: bool,
 }
 
 /// When the job halts.
@@ -313,6 +315,7 @@ impl Settings {
             prefix: PrefixStore {
                 size: count(p, "SCR_PREFIX_SIZE"),
                 purge: flag(p, "SCR_PREFIX_PURGE"),
+                shared: flag(p, "SCR_PREFIX_SHARED"),
             },
             halt: Halt {
                 seconds: count(p, "SCR_HALT_SECONDS"),

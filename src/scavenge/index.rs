@@ -80,7 +80,7 @@ impl Drain<'_> {
                 if matches!(meta.filetype(), Some(FileType::User) | None) && moved.insert(f) {
                     rank2file::check_relative(f).map_err(|e| Error::invalid(self.prefix, e))?;
                     let from = waiting_rel(self.id, f, &meta);
-                    beneath.move_file(Path::new(&from), Path::new(f), 0o755)?;
+                    beneath.move_file(Path::new(&from), Path::new(f), crate::layout::DIR_MODE)?;
                 }
             }
         }

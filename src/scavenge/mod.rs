@@ -140,7 +140,11 @@ pub fn copy_node(
         .map_err(|e| Error::io(cntl_dir, "inspect", e))?
         .uid();
     let mut report = CopyReport::default();
-    crate::safe_fs::create_dirs_in(prefix, &prefix.join(drained_dir_rel(id)), 0o755)?;
+    crate::safe_fs::create_dirs_in(
+        prefix,
+        &prefix.join(drained_dir_rel(id)),
+        crate::layout::DIR_MODE,
+    )?;
     let (to_copy, total) = ranks_to_copy(&master, id, opts, &mut report);
     let mut state = CopyProgress {
         total,

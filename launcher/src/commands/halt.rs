@@ -194,10 +194,11 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     // configuration), else the working directory
     let prefixes = if args.prefixes.is_empty() {
         let params = scr::params::Params::load(&scr::params::Sources::from_process())?;
-        vec![super::prefix_dir(None, &params)?]
+        vec![super::owners_prefix_dir(None, &params)?]
     } else {
+        // root acts as the first prefix's owner: another user's prefix after it is refused
         for p in &args.prefixes {
-            scr::safe_fs::check_prefix(p)?;
+            super::owners_prefix(p)?;
         }
         args.prefixes.clone()
     };
@@ -285,7 +286,7 @@ fn change_halt_file(
     // test for that; only a missing one is created (as this user's)
     let hidden = layout::prefix_hidden_dir(prefix);
     if std::fs::symlink_metadata(&hidden).is_err() {
-        scr::safe_fs::create_dirs_in(prefix, &hidden, 0o755)?;
+        scr::safe_fs::create_dirs_in(prefix, &hidden, scr::layout::HIDDEN_DIR_MODE)?;
     }
     // a halt file that does not decode (anyone may write it) is replaced by what the user
     // asks for, never a reason the user cannot halt their own job

@@ -141,7 +141,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?
         }
     };
-    scr::safe_fs::check_prefix(&prefix)?;
+    super::owners_prefix(&prefix)?;
     if let Some(id) = args.build {
         return build(&prefix, id);
     }

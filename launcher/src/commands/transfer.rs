@@ -50,7 +50,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         }
     };
     if let Some(dir) = path.parent() {
-        scr::safe_fs::create_dirs_in(dir.parent().unwrap_or(dir), dir, 0o700)?;
+        scr::safe_fs::create_dirs_in(dir.parent().unwrap_or(dir), dir, scr::layout::DIR_MODE)?;
     }
     if args.exit {
         let agent = TransferFile::update_past_agent(&path, |t| {

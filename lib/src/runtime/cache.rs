@@ -738,7 +738,7 @@ impl Discards {
     fn discard(&mut self, files: Vec<PathBuf>) -> Result<()> {
         for f in files {
             let moved = trash_dir_for(&f).and_then(|trash| {
-                safe_fs::create_dirs_in(trash.parent()?, &trash, 0o700).ok()?;
+                safe_fs::create_dirs_in(trash.parent()?, &trash, scr::layout::DIR_MODE).ok()?;
                 self.renamed += 1;
                 let to = trash.join(format!("{}.{}", std::process::id(), self.renamed));
                 std::fs::rename(&f, &to).ok().map(|()| to)

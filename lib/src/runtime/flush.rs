@@ -261,7 +261,11 @@ impl Flush<'_> {
                         .map_err(|e| Error::corrupt(format!("rank file list: {e}")))?;
                     rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
                 }
-                safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, id), 0o755)?;
+                safe_fs::create_dirs_in(
+                    prefix,
+                    &layout::dataset_meta_dir(prefix, id),
+                    layout::DIR_MODE,
+                )?;
                 rank2file::write_leaf(prefix, &layout::dataset_meta_rel(id), &map)
             })()
         } else {

@@ -107,7 +107,7 @@ impl Scr {
                 safe_fs::create_dirs_in(
                     &self.cache.store_dir(&store),
                     &self.cache.dataset_dir(id),
-                    0o700,
+                    scr::layout::DIR_MODE,
                 )
             });
         self.job.debug(

@@ -144,16 +144,25 @@ impl PrefixStore {
             .collect()
     }
 
-    /// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration);
-    /// its failure fails SCR_Init on every rank. Collective.
-    pub(super) fn prepare(&self, job: &Job) -> Result<()> {
+    /// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration),
+    /// refusing one everyone may write unless `shared` (SCR_PREFIX_SHARED), warning when the
+    /// prefix is someone else's and refusing one whose index vanished while datasets SCR
+    /// flushed are still there; its failure fails SCR_Init on every rank. Collective.
+    pub(super) fn prepare(&self, job: &Job, shared: bool) -> Result<()> {
         let prepared = if self.root {
             safe_fs::check_prefix_mode(&self.path)
+                .and_then(|()| scr::prefix::guard::check_not_shared(&self.path, shared))
+                .and_then(|()| {
+                    if let Some(w) = scr::prefix::guard::owner_warning(&self.path)? {
+                        say!("SCR: WARNING: {w}");
+                    }
+                    scr::prefix::guard::check_index_not_lost(&self.path)
+                })
                 .and_then(|()| {
                     safe_fs::create_dirs_in(
                         &self.path,
                         &layout::prefix_hidden_dir(&self.path),
-                        0o755,
+                        layout::HIDDEN_DIR_MODE,
                     )
                 })
                 .and_then(|()| crate::config_api::keep(&self.path))

@@ -593,7 +593,11 @@ fn write_final_header(output: &std::fs::File, header: &[u8], path: &Path) -> Res
 /// header.
 fn create_with_header(path: &Path, header: &[u8]) -> Result<std::fs::File> {
     let hidden = path.parent().expect("in .scr");
-    safe_fs::create_dirs_in(hidden.parent().expect("in a dataset"), hidden, 0o700)?;
+    safe_fs::create_dirs_in(
+        hidden.parent().expect("in a dataset"),
+        hidden,
+        scr::layout::DIR_MODE,
+    )?;
     // parity holds the bytes of every member's files: the user's alone
     let f = std::fs::OpenOptions::new()
         .write(true)

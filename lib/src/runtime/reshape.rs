@@ -183,7 +183,7 @@ fn extract(
         )));
     }
     if let Some(parent) = dst.parent() {
-        safe_fs::create_dirs_in(&dataset_dir, parent, 0o700)?;
+        safe_fs::create_dirs_in(&dataset_dir, parent, scr::layout::DIR_MODE)?;
     }
     std::fs::rename(&part, dst).map_err(|e| Error::io(dst, "rename into place", e))?;
     cache.filemap.remove_file(id, rank, &part_key);

@@ -90,9 +90,9 @@ impl Scr {
                         // it: through directory handles, each the user's (a directory a
                         // neighbour made in a shared prefix is refused, not written into)
                         let (root, rel_dir) = safe_fs::below(prefix, parent)?;
-                        safe_fs::Beneath::open(&root)?.create_dirs(&rel_dir, 0o755)?;
+                        safe_fs::Beneath::open(&root)?.create_dirs(&rel_dir, layout::DIR_MODE)?;
                     } else {
-                        safe_fs::create_dirs_in(&dataset_dir, parent, 0o700)?;
+                        safe_fs::create_dirs_in(&dataset_dir, parent, scr::layout::DIR_MODE)?;
                     }
                 }
                 Ok(cached)

@@ -248,7 +248,11 @@ impl Recovery<'_> {
         map.set_expected_files(d, rank, files.len() as u64 + 1);
         self.cache.write()?;
         let hidden = parity_path.parent().expect("in .scr");
-        safe_fs::create_dirs_in(hidden.parent().expect("in a dataset"), hidden, 0o700)?;
+        safe_fs::create_dirs_in(
+            hidden.parent().expect("in a dataset"),
+            hidden,
+            scr::layout::DIR_MODE,
+        )?;
         // what a damaged copy left under these names in this node's own cache goes first:
         // a rebuild recreates files, it never writes into one
         for path in files.iter().map(|(p, _)| p).chain([&parity_path]) {

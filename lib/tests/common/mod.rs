@@ -2,6 +2,7 @@
 //! a job directory (prefix, cache, control) to run them in with real `mpiexec`.
 #![allow(dead_code)]
 
+pub mod neighbour;
 pub mod scr_run;
 
 use scr::HashView;
@@ -387,20 +388,9 @@ impl Job {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> String {
-        let cmd = self.command(hosts, ranks, args, env);
-        let mut sh = Command::new("sh");
-        sh.arg("-c")
-            .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
-            .arg(cmd.get_program())
-            .args(cmd.get_args())
-            .current_dir(self.prefix());
-        for (k, v) in cmd.get_envs() {
-            match v {
-                Some(v) => sh.env(k, v),
-                None => sh.env_remove(k),
-            };
-        }
-        let o = sh.output().unwrap();
+        let o = under_umask(umask, &self.command(hosts, ranks, args, env))
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", text(&o));
         text(&o)
     }
@@ -464,6 +454,26 @@ impl Job {
         }
         cmd
     }
+}
+
+/// `cmd` run under `umask`, as a shell would start it (in its directory, with its
+/// environment).
+pub fn under_umask(umask: &str, cmd: &Command) -> Command {
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        sh.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    sh
 }
 
 pub fn text(o: &Output) -> String {

@@ -123,7 +123,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         ));
     }
     let params = Params::load(&Sources::from_process())?;
-    let prefix = super::prefix_dir(args.prefix.or(args.prefix_option), &params)?;
+    let prefix = super::owners_prefix_dir(args.prefix.or(args.prefix_option), &params)?;
     let report = Report::read(&prefix)?;
     let page_wanted = args.output.is_some() || (args.svg.is_none() && !args.json);
     // with --json, standard output is the JSON alone: the paths written go to stderr

@@ -1,0 +1,138 @@
+//! A hostile neighbour and the prefix itself: what SCR makes there, whose the prefix is,
+//! and names taken first. The job runs as root on a shared directory; the neighbour is
+//! another user (nobody, through setpriv).
+
+mod common;
+
+use common::neighbour::*;
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// Every directory below `dir`, `dir` excluded.
+fn dirs_below(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                found.push(e.path());
+                todo.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+/// Every directory SCR makes on a shared prefix is the user's alone, whatever the umask
+/// lets through: a flush, a background flush and a bypass write, the application's own
+/// subdirectories among them. Only `.scr` is everyone's to enter (the halt file is in it).
+#[test]
+fn directories_scr_makes_on_the_prefix_are_the_users_alone() {
+    let s = Shared::new();
+    for env in [
+        vec![("SCR_FLUSH", "1"), ("TEST_API_FILES", "2")],
+        vec![
+            ("SCR_FLUSH", "1"),
+            ("SCR_FLUSH_ASYNC", "1"),
+            ("TEST_API_FILES", "2"),
+        ],
+        vec![("SCR_CACHE_BYPASS", "1"), ("TEST_API_FILES", "2")],
+    ] {
+        let o = under_umask("022", &s.command(&["1000", "1"], &env))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{env:?}: {}", text(&o));
+    }
+    let hidden = s.prefix.join(".scr");
+    assert_eq!(mode_of(&hidden), 0o755);
+    let made = dirs_below(&s.prefix);
+    // three datasets, each with its application subdirectory and its record under .scr
+    for n in 1..=3 {
+        for d in [
+            s.prefix.join(format!("ckpt.{n}")),
+            s.prefix.join(format!("ckpt.{n}/0")),
+        ] {
+            assert!(made.contains(&d), "{} missing: {made:?}", d.display());
+        }
+    }
+    let records = made.iter().filter(|d| d.parent() == Some(&hidden)).count();
+    assert!(records >= 3, "{made:?}");
+    for d in made.iter().filter(|d| **d != hidden) {
+        assert_eq!(mode_of(d), 0o700, "{}", d.display());
+    }
+    // the neighbour can list none of them
+    let o = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "ls"])
+        .arg(s.prefix.join("ckpt.1"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+}
+
+/// A team directory as the prefix: sticky, everyone's to write, and someone else's, who
+/// may rename anything in it (the sticky bit binds everyone but its owner). The job says
+/// so; when the owner renames `.scr` and `scr.current` away, the next job refuses to start
+/// over while the datasets it flushed are still there, and restarts once `.scr` is back.
+#[test]
+fn a_prefix_someone_else_owns_is_said_and_a_vanished_index_never_means_starting_over() {
+    let s = Shared::new();
+    std::os::unix::fs::chown(&s.prefix, Some(65534), Some(65534)).unwrap();
+    let t = s.run_ok(&["1000", "2"], &[("SCR_FLUSH", "1")]);
+    assert!(
+        t.contains(&format!(
+            "the prefix {} belongs to user id 65534",
+            s.prefix.display()
+        )),
+        "{t}"
+    );
+    as_nobody(&format!(
+        "cd {} && mv .scr .scr.gone && mv scr.current gone.current",
+        s.prefix.display()
+    ));
+    delete_caches(&s.job);
+    let (ok, t) = s.run(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    assert!(!ok, "started over: {t}");
+    assert!(
+        t.contains("ckpt.1, ckpt.2") && t.contains("no index") && t.contains("index.scr"),
+        "{t}"
+    );
+    assert!(!s.prefix.join("ckpt.3").exists(), "{t}");
+    std::fs::rename(s.prefix.join(".scr.gone"), s.prefix.join(".scr")).unwrap();
+    let t = s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    assert!(t.contains("restarted from ckpt.2"), "{t}");
+}
+
+/// A prefix everyone may write (1777) where a neighbour took the names of the job's
+/// datasets first (`ckpt.1`, `ckpt.2`: predictable): SCR writes into none of them, so its
+/// checkpoints could reach the prefix never. The job says so in SCR_Init, before any work,
+/// naming the prefix and what to do; SCR_PREFIX_SHARED=1 uses it anyway, and then the
+/// neighbour's directories are refused and stay empty.
+#[test]
+fn a_prefix_anyone_can_take_names_in_is_refused_before_any_work() {
+    let s = Shared::new();
+    let taken: Vec<_> = (1..=2)
+        .map(|n| neighbours_dir(&s.prefix, &format!("ckpt.{n}")))
+        .collect();
+    let o = s
+        .command(&["1000", "2"], &[("SCR_FLUSH", "1")])
+        .env_remove("SCR_PREFIX_SHARED")
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains(&s.prefix.display().to_string())
+            && t.contains("writable by everyone")
+            && t.contains("SCR_PREFIX_SHARED=1"),
+        "{t}"
+    );
+    assert!(!t.contains("checkpoint 1"), "work began: {t}");
+    assert!(s.job.cached("rank_0.ckpt").is_empty(), "work began: {t}");
+    // chosen anyway: the taken directories are refused, not written into
+    let (_, t) = s.run(&["1000", "2"], &[("SCR_FLUSH", "1")]);
+    assert!(t.contains("belongs to user id 65534"), "{t}");
+    for d in &taken {
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 0, "{t}");
+    }
+}

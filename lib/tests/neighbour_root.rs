@@ -1,0 +1,158 @@
+//! Root's `scr` commands on a user's prefix: the user (nobody, through setpriv) may change
+//! their own prefix while root works there, so root acts as them and writes nowhere they
+//! could not, whatever `.scr` has become.
+
+mod common;
+
+use common::*;
+use scr::HashView;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A job's prefix with two checkpoints flushed, then given to nobody (as a user's own
+/// prefix is theirs), in a directory everyone may enter; and a directory only root may
+/// write, beside it.
+fn users_prefix() -> (Job, PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    job.run_ok(
+        2,
+        &["1000", "2"],
+        &[("SCR_FLUSH", "1"), ("SCR_LOG_ENABLE", "1")],
+    );
+    std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prefix = job.prefix();
+    let o = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&prefix)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let root_only = job.dir.path().join("root-only");
+    std::fs::create_dir(&root_only).unwrap();
+    std::fs::set_permissions(&root_only, std::fs::Permissions::from_mode(0o700)).unwrap();
+    (job, prefix, root_only)
+}
+
+/// Every file below `dir` that is not nobody's.
+fn not_the_users(dir: &Path) -> Vec<PathBuf> {
+    walk(dir)
+        .into_iter()
+        .filter(|p| std::fs::symlink_metadata(p).unwrap().uid() != 65534)
+        .collect()
+}
+
+/// Waits until /proc/locks lists a lock on the file with inode `ino`.
+fn wait_for_lock(ino: u64) {
+    let started = Instant::now();
+    let on_file = format!(":{ino} ");
+    while !std::fs::read_to_string("/proc/locks")
+        .unwrap()
+        .lines()
+        .any(|l| l.contains(&on_file))
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the user never took the lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until process `pid` has `file` open (the halt file it tries to lock).
+fn wait_until_open(pid: u32, file: &Path) {
+    let started = Instant::now();
+    let fds = PathBuf::from(format!("/proc/{pid}/fd"));
+    loop {
+        let open = std::fs::read_dir(&fds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == file));
+        if open {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{} never opened",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Root's `scr halt` waits for the halt file's lock, which the user holds (it has the file
+/// open, trying the lock); meanwhile the user makes `.scr` a link to a directory only root may write. Root's halt then writes nothing
+/// there: it acts as the user.
+#[test]
+fn root_s_halt_waiting_for_the_lock_writes_nowhere_the_user_could_not() {
+    let (job, prefix, root_only) = users_prefix();
+    let halt = scr::layout::halt_file(&prefix);
+    let go = job.dir.path().join("go");
+    let mut holder = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "flock", "-x"])
+        .arg(&halt)
+        .args([
+            "sh",
+            "-c",
+            "while [ ! -e \"$0\" ]; do sleep 0.05; done; mv \"$1/.scr\" \"$1/.scr.old\" && ln -s \"$2\" \"$1/.scr\"",
+        ])
+        .arg(&go)
+        .arg(&prefix)
+        .arg(&root_only)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let ino = std::fs::metadata(&halt).unwrap().ino();
+    wait_for_lock(ino);
+    let root_s = Command::new(scr_command())
+        .args(["halt", "--checkpoints", "1"])
+        .arg(&prefix)
+        .env("SCR_LOCK_TIMEOUT", "120")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_open(root_s.id(), &halt);
+    std::fs::write(&go, b"").unwrap();
+    let swapped = holder.wait().unwrap();
+    assert!(swapped.success());
+    let out = wait_within(root_s, Duration::from_secs(120));
+    assert_eq!(
+        std::fs::read_dir(&root_only).unwrap().count(),
+        0,
+        "root wrote into its own directory through the user's link: {}",
+        text(&out)
+    );
+}
+
+/// Root's `scr report`, `scr index --current` and `scr index --drop` on a user's prefix
+/// leave every file there the user's: root acted as them.
+#[test]
+fn root_s_report_and_index_changes_leave_the_prefix_the_users() {
+    let (_job, prefix, _) = users_prefix();
+    for args in [
+        vec!["report", "-p"],
+        vec!["index", "--current", "ckpt.1", "--prefix"],
+        vec!["index", "--drop", "ckpt.2", "--prefix"],
+    ] {
+        let o = Command::new(scr_command())
+            .args(&args)
+            .arg(&prefix)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+        assert_eq!(
+            not_the_users(&prefix),
+            Vec::<PathBuf>::new(),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
+    assert!(prefix.join(".scr/report.html").exists());
+    let index = scr::index::IndexFile::read(&scr::layout::index_file(&prefix)).unwrap();
+    assert!(index.id_of("ckpt.2").is_none());
+}
