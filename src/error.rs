@@ -48,6 +48,11 @@ pub enum Error {
     #[error("{what}")]
     Collective { what: String },
 
+    /// A call every rank fails alike, for a reason rank 0 has said to the user: the other
+    /// ranks return it without a word, so the job's output says it once, not once a rank.
+    #[error("{what}")]
+    SaidByRoot { what: String },
+
     /// Data SCR reads is not what it recorded or what was sent: a CRC32 or a size that does
     /// not match, a file the dataset lists that is gone, a message between ranks that does
     /// not decode.
@@ -110,7 +115,9 @@ impl Error {
                 ErrorKind::Corrupt
             }
             Error::Config { .. } => ErrorKind::Config,
-            Error::Refused { .. } | Error::Untrusted { .. } => ErrorKind::Refused,
+            Error::Refused { .. } | Error::Untrusted { .. } | Error::SaidByRoot { .. } => {
+                ErrorKind::Refused
+            }
             Error::Disabled => ErrorKind::Disabled,
             Error::Collective { .. } => ErrorKind::Collective,
         }

@@ -6,7 +6,8 @@
 //! - [`hash`]: SCR's hash (kvtree) and its binary file format, byte-compatible with
 //!   SCR v1.2/v2.0;
 //! - typed views of every SCR file: [`filemap`], [`meta`], [`dataset`], [`reddesc`],
-//!   [`index`], [`summary`], [`rank2file`], [`flush`], [`halt`], [`nodes`], [`transfer`];
+//!   [`index`], [`summary`], [`rank2file`], [`flush`], [`halt`], [`nodes`], [`transfer`],
+//!   [`rank_process`];
 //! - redundancy: [`redset`] (which ranks protect each other), [`xor`] (the XOR
 //!   scheme's chunk rule and files) and [`erasure`] (XOR and Reed–Solomon as one code,
 //!   and the serial rebuild);
@@ -38,6 +39,7 @@ pub mod nodes;
 pub mod params;
 pub mod prefix;
 pub mod rank2file;
+pub mod rank_process;
 pub mod reddesc;
 pub mod redset;
 pub mod safe_fs;

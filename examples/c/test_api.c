@@ -211,6 +211,14 @@ int main(int argc, char** argv) {
         break;
       }
     }
+    /* TEST_API_EXIT_FIRST=r: rank r gives up after the first checkpoint of a run that started
+     * from the beginning, as a program that meets an error on one rank does: exit(1), without
+     * MPI_Finalize (the other ranks go on to the next checkpoint and wait for it there) */
+    const char* exit_first = getenv("TEST_API_EXIT_FIRST");
+    if (exit_first && start == 0 && t == 1 && rank == atoi(exit_first)) {
+      printf("test_api: rank %d exits without MPI_Finalize (TEST_API_EXIT_FIRST)\n", rank);
+      exit(1);
+    }
     /* TEST_API_SLEEP_MS=n: compute for n ms per timestep (so a test can kill a node mid-run) */
     const char* sleep_ms = getenv("TEST_API_SLEEP_MS");
     if (sleep_ms) usleep(1000 * atol(sleep_ms));

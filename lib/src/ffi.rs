@@ -116,7 +116,7 @@ fn with_process(call: &str, f: impl FnOnce(&mut Process) -> Result<c_int, Failur
     }));
     match result {
         Ok(Ok(rc)) => rc,
-        Ok(Err(Failure::Disabled)) => SCR_FAILURE,
+        Ok(Err(Failure::Disabled | Failure::Error(scr::Error::SaidByRoot { .. }))) => SCR_FAILURE,
         Ok(Err(Failure::Error(e))) => {
             say!("SCR: ERROR: {call}: {e}");
             SCR_FAILURE

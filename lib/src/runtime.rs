@@ -27,6 +27,7 @@ mod messages;
 mod node_cache;
 mod output;
 mod prefix_store;
+mod rank_record;
 mod rebuild;
 mod redundancy;
 mod reshape;
@@ -263,6 +264,7 @@ impl Scr {
         let local_rank = groups.local_rank;
         let cntl_dir =
             prepare_node_dirs(&world, &place, &places.cntl_base, &descriptors, local_rank)?;
+        rank_record::record(&cntl_dir, rank, node.name());
         let node_place = NodePlace {
             name: node.name(),
             local_rank,

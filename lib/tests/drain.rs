@@ -286,6 +286,15 @@ fn the_drain_never_makes_an_older_checkpoint_current() {
         out.contains("dataset 2 (ckpt.2) is older than ckpt.3") && !out.contains("draining"),
         "{out}"
     );
+    // ckpt.2 is not on the prefix: the drain says what it left and why, not that every
+    // dataset is there
+    assert!(
+        out.contains(
+            "nothing newer than ckpt.3 to drain: the caches' older checkpoints (ckpt.2) stay \
+             there"
+        ) && !out.contains("every dataset is on the prefix"),
+        "{out}"
+    );
     assert!(!job.prefix().join("ckpt.2").exists(), "not copied");
     let index = job.index();
     assert_eq!(index.current(), Some("ckpt.3"));

@@ -150,3 +150,37 @@ fn start_output_refuses_flags_that_are_neither_output_nor_checkpoint() {
     let out = job.run_ok(2, &["init", "have", "quit"], &[SINGLE]);
     assert_eq!(answer(&out, "have"), "flag=1 name=c.1 rc=0", "{out}");
 }
+
+/// api.rst, "SCR_Current": it names the checkpoint a restart loads. Given an output, it
+/// fails on every rank, and the job says once (rank 0) why, under the call's name once.
+#[test]
+fn scr_current_of_an_output_says_once_that_it_is_no_checkpoint() {
+    let job = steps_job();
+    let env = [SINGLE, ("SCR_FLUSH", "0")];
+    let out = job.run_ok(
+        2,
+        &["init", "ckpt=ckpt.3:3", "ckpt=out.4:4:o", "finalize"],
+        &env,
+    );
+    assert_eq!(answer(&out, "ckpt=out.4:4:o"), "rc=0", "{out}");
+    let out = job.run_ok(2, &["init", "current=out.4", "restart", "finalize"], &env);
+    assert_eq!(answer(&out, "current=out.4"), "rc=1", "{out}");
+    let errors: Vec<&str> = out.lines().filter(|l| l.contains("ERROR")).collect();
+    assert_eq!(errors.len(), 1, "said once: {out}");
+    assert!(
+        errors[0].starts_with("SCR: ERROR: SCR_Current: out.4 is an output, not a checkpoint")
+            && errors[0].matches("SCR_Current").count() == 1,
+        "{out}"
+    );
+    // the prefix it names is the job's
+    assert!(
+        errors[0].contains(&format!("the index of {}", job.prefix().display())),
+        "{out}"
+    );
+    // nothing changed: the restart still loads the checkpoint
+    assert_eq!(
+        answer(&out, "restart"),
+        "ckpt.3 t=3 data=verified rc=0",
+        "{out}"
+    );
+}

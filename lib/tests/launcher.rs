@@ -44,6 +44,45 @@ fn a_run_that_fails_is_relaunched_and_restarts_from_its_checkpoint() {
 }
 
 #[test]
+fn a_run_whose_rank_exited_without_mpi_finalize_is_ended_and_relaunched() {
+    // hydra waits forever for a rank that exited without MPI_Finalize, and the other ranks
+    // wait for it in their next checkpoint; hydra's own timeout is taken out of the way
+    let job = Job::new();
+    let app = job.app.to_string_lossy().into_owned();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["mpiexec", "-launcher", "fork", "-n", "3", &app, "2000", "3"],
+        &[
+            ("MPIEXEC_TIMEOUT", "3600"),
+            ("SCR_NODELIST", "n[1-3]"),
+            ("SCR_FLUSH", "0"),
+            ("SCR_RUNS", "2"),
+            ("TEST_API_EXIT_FIRST", "1"),
+        ],
+    ));
+    assert!(
+        t.contains("rank 1 exits without MPI_Finalize (TEST_API_EXIT_FIRST)"),
+        "{t}"
+    );
+    // ranks go round robin over the nodes SCR_NODELIST names: rank 1 ran on n2
+    let ended = t
+        .lines()
+        .find(|l| l.contains("stopping the run"))
+        .unwrap_or_else(|| panic!("scr-run never ended the run: {t}"));
+    assert!(
+        ended.contains("rank 1 (process ") && ended.contains(" on n2) ended without MPI_Finalize"),
+        "{t}"
+    );
+    assert!(t.contains("attempt 2: launching on 3 node(s)"), "{t}");
+    assert!(
+        t.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{t}"
+    );
+    assert!(t.contains("test_api: done"), "{t}");
+    assert_eq!(out.status.code(), Some(0), "{t}");
+}
+
+#[test]
 fn runs_exhausted_returns_the_applications_exit_status() {
     let job = Job::new();
     let (out, t) = output(scr_run_in(
@@ -136,6 +175,28 @@ fn a_halt_condition_before_the_first_run_launches_nothing() {
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(!t.contains("ran\n"), "{t}");
     assert!(t.contains("is at most HaltSeconds (3600 s)"), "{t}");
+    // which the halt file does not hold: `scr halt -r` would not clear it, and scr-run
+    // names where it comes from instead
+    assert!(
+        t.contains("SCR_HALT_SECONDS=3600, set in the environment")
+            && t.contains("`scr halt -r` does not clear it")
+            && !t.contains("`scr halt -r` removes"),
+        "{t}"
+    );
+    // set in a configuration file, it is that file that is named
+    std::fs::write(job.dir.path().join("halt.conf"), "SCR_HALT_SECONDS=3600\n").unwrap();
+    let conf = job
+        .dir
+        .path()
+        .join("halt.conf")
+        .to_string_lossy()
+        .into_owned();
+    let (out, t) = run(&[("SCR_END_TIME", &end), ("SCR_CONF_FILE", &conf)]);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains(&format!("SCR_HALT_SECONDS=3600, set in {conf}")),
+        "{t}"
+    );
     // a previous job's finished run does not hold the next one back
     h.set_exit_reason("SCR_FINALIZE_CALLED");
     h.write(&halt).unwrap();

@@ -323,3 +323,43 @@ fn scr_debug_1_shows_the_flush_in_effect_with_and_without_a_drain_to_follow() {
         "{out}"
     );
 }
+
+#[test]
+fn a_cached_checkpoint_missing_a_file_is_said_so_not_blamed_on_a_lost_node() {
+    // two checkpoints stay in cache (no flush, no SCR_Finalize); a removal of ckpt.2 cut
+    // short left rank 0's file gone while its node's filemap still lists it. Every node is
+    // there: the restart must say which file is missing, not that a node was lost.
+    let job = Job::new();
+    run_ok_on(
+        &job,
+        HOSTS,
+        4,
+        &["1000", "2"],
+        &[
+            ("SCR_COPY_TYPE", "SINGLE"),
+            ("SCR_CACHE_SIZE", "2"),
+            ("SCR_FLUSH", "0"),
+            ("TEST_API_NO_FINALIZE", "1"),
+        ],
+    );
+    let gone = job.cached("ckpt.2/rank_0.ckpt");
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    std::fs::remove_file(&gone[0]).unwrap();
+    let out = run_ok_on(&job, HOSTS, 4, &["1000", "0"], &[]);
+    let said: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("SCR: dataset 2:"))
+        .collect();
+    assert_eq!(said.len(), 1, "{out}");
+    assert!(
+        said[0].contains(&format!(
+            "rank 0's files in its node's cache are not whole ({}: ",
+            gone[0].display()
+        )) && !said[0].contains("surviving"),
+        "{out}"
+    );
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+}

@@ -377,7 +377,21 @@ fn drain_prefix(
     };
     if plan.is_empty() {
         say_already_flushed(say);
-        say("every dataset is on the prefix: nothing to drain");
+        let skipped: Vec<String> = plan
+            .superseded
+            .iter()
+            .filter(|d| !plan.outputs.contains(d))
+            .map(|&id| flush_name(id))
+            .collect();
+        match &plan.newest_on_prefix {
+            Some((_, newest)) if !skipped.is_empty() => say(&format!(
+                "nothing newer than {newest} to drain: the caches' older checkpoints ({}) stay \
+                 there, as a drain never replaces the newest checkpoint on the prefix with an \
+                 older one",
+                skipped.join(", ")
+            )),
+            _ => say("every dataset is on the prefix: nothing to drain"),
+        }
         return Ok(true);
     }
     let mut drain = Drain::new(params, prefix, known_down)?;

@@ -17,7 +17,7 @@ pub use nodes::{DownNodeQuery, NodeCheck, check_node, list_down_nodes};
 pub use resource::{
     ResourceManager, detect as detect_resource_manager, local_host_name, local_node_cntl_dir,
 };
-pub use run_loop::{DownNode, Ending, Event, JobOps, LoopConfig, Outcome, run_loop};
+pub use run_loop::{DownNode, Ending, Event, HaltCondition, JobOps, LoopConfig, Outcome, run_loop};
 
 use hostlist::HostSet;
 

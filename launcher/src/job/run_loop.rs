@@ -29,11 +29,20 @@ pub trait JobOps {
     /// Why the job must stop relaunching (the halt file, the time left), if it must.
     /// `before_first_run`: the job has not run yet, so a previous job's finished run
     /// (SCR_FINALIZE_CALLED) does not count, as the library ignores it too.
-    fn halt_condition(&mut self, before_first_run: bool) -> Option<String>;
+    fn halt_condition(&mut self, before_first_run: bool) -> Option<HaltCondition>;
     /// True once scr-run was asked to stop (SIGTERM, SIGINT).
     fn stop_requested(&self) -> bool;
     fn sleep(&mut self, how_long: Duration);
     fn report(&mut self, event: Event);
+}
+
+/// A halt condition that holds: its reason (SCR's wording), and where it comes from and
+/// how to clear it (the halt file's conditions go with `scr halt -r`; a time limit from
+/// the configuration does not).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HaltCondition {
+    pub reason: String,
+    pub clear: String,
 }
 
 /// How the loop is configured.
@@ -85,9 +94,11 @@ pub enum Ending {
     Halted {
         reason: String,
     },
-    /// A halt condition held before the first run: nothing was launched.
+    /// A halt condition held before the first run: nothing was launched. `clear` says
+    /// where the condition comes from and how to clear it.
     HaltedBeforeLaunch {
         reason: String,
+        clear: String,
     },
     TooFewNodes {
         left: u64,
@@ -106,11 +117,9 @@ impl std::fmt::Display for Ending {
             Ending::Halted { reason } => {
                 write!(f, "Halt condition detected ({reason}), ending run.")
             }
-            Ending::HaltedBeforeLaunch { reason } => write!(
+            Ending::HaltedBeforeLaunch { reason, clear } => write!(
                 f,
-                "Halt condition detected before the first run ({reason}): not launching. \
-                 `scr halt --list` shows the conditions; `scr halt -r` removes them \
-                 (or `scr halt --unset-...` one)."
+                "Halt condition detected before the first run ({reason}): not launching. {clear}"
             ),
             Ending::TooFewNodes { left, needed } => {
                 write!(
@@ -133,8 +142,8 @@ impl Ending {
         match self {
             Ending::RunsExhausted { runs } => json!({"ending": "runs_exhausted", "runs": runs}),
             Ending::Halted { reason } => json!({"ending": "halted", "reason": reason}),
-            Ending::HaltedBeforeLaunch { reason } => {
-                json!({"ending": "halted_before_launch", "reason": reason})
+            Ending::HaltedBeforeLaunch { reason, clear } => {
+                json!({"ending": "halted_before_launch", "reason": reason, "clear": clear})
             }
             Ending::TooFewNodes { left, needed } => {
                 json!({"ending": "too_few_nodes", "nodes_left": left, "nodes_needed": needed})
@@ -214,9 +223,10 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
             return finish(ops, Ending::StopRequested, attempt, last_exit, &down);
         }
         if attempt == 0
-            && let Some(reason) = ops.halt_condition(true)
+            && let Some(HaltCondition { reason, clear }) = ops.halt_condition(true)
         {
-            return finish(ops, Ending::HaltedBeforeLaunch { reason }, 0, None, &down);
+            let ending = Ending::HaltedBeforeLaunch { reason, clear };
+            return finish(ops, ending, 0, None, &down);
         }
         attempt += 1;
         let left = match nodes_for_attempt(ops, cfg, &mut down, attempt) {
@@ -252,7 +262,7 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
                 &down,
             );
         }
-        if let Some(reason) = ops.halt_condition(false) {
+        if let Some(HaltCondition { reason, .. }) = ops.halt_condition(false) {
             return finish(ops, Ending::Halted { reason }, attempt, last_exit, &down);
         }
         if !cfg.delay.is_zero() {
@@ -261,7 +271,7 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
             });
             ops.sleep(cfg.delay);
             // a halt may arrive while sleeping (SCR checks again too)
-            if let Some(reason) = ops.halt_condition(false) {
+            if let Some(HaltCondition { reason, .. }) = ops.halt_condition(false) {
                 return finish(ops, Ending::Halted { reason }, attempt, last_exit, &down);
             }
         }
@@ -314,7 +324,7 @@ mod tests {
                 .cloned()
                 .unwrap_or(Ok(Some(0)))
         }
-        fn halt_condition(&mut self, before_first_run: bool) -> Option<String> {
+        fn halt_condition(&mut self, before_first_run: bool) -> Option<HaltCondition> {
             let n = self.launched.len() as u32;
             assert_eq!(
                 before_first_run,
@@ -327,7 +337,10 @@ mod tests {
             } else {
                 "SCR_FINALIZE_CALLED"
             };
-            self.halt_after.filter(|&h| n >= h).map(|_| reason.into())
+            self.halt_after.filter(|&h| n >= h).map(|_| HaltCondition {
+                reason: reason.into(),
+                clear: "`scr halt -r` removes it".into(),
+            })
         }
         fn stop_requested(&self) -> bool {
             self.stop_after
@@ -467,7 +480,7 @@ mod tests {
         assert!(s.launched.is_empty(), "{:?}", s.launched);
         assert_eq!(out.attempts, 0);
         assert_eq!(out.last_exit, None);
-        let Ending::HaltedBeforeLaunch { reason } = &out.ending else {
+        let Ending::HaltedBeforeLaunch { reason, .. } = &out.ending else {
             panic!("{:?}", out.ending);
         };
         assert_eq!(reason, "JOB_HALTED");

@@ -325,6 +325,13 @@ impl CacheManager {
         verify_copy(&self.filemap, dset, self.rank, self.ranks, check_crc)
     }
 
+    /// Why this rank's own files of `dset`, which its filemap lists, fail [`verify_own`];
+    /// None when they pass or its filemap does not list them (nothing of them is here).
+    pub(super) fn own_flaw(&self, dset: u64, check_crc: bool) -> Option<String> {
+        self.filemap.dataset(dset, self.rank)?;
+        copy_flaw(&self.filemap, dset, self.rank, self.ranks, check_crc)
+    }
+
     /// The files this node holds for other ranks (node master only).
     pub(super) fn held(&self) -> Option<&Filemap> {
         self.held.as_ref().map(|(_, h)| h)
@@ -615,25 +622,47 @@ pub(super) fn verify_copy(
     ranks: u64,
     check_crc: bool,
 ) -> bool {
-    let is_ckpt = map
-        .dataset(dset, rank)
-        .is_some_and(|d| d.is_checkpoint() && d.is_complete());
-    is_ckpt
-        && map.has_all_files(dset, rank)
-        && map.files(dset, rank).iter().all(|f| {
-            let meta = map.meta(dset, rank, f).expect("has_all_files checked meta");
-            if meta.ranks().is_some_and(|n| n != ranks) {
-                return false;
-            }
-            let Ok(stat) = std::fs::metadata(f) else {
-                return false;
-            };
-            let crc = meta
-                .crc32()
-                .filter(|_| check_crc)
-                .and_then(|_| io::file_crc32(Path::new(f)).ok());
-            meta.verify(stat.len(), crc).is_ok()
-        })
+    copy_flaw(map, dset, rank, ranks, check_crc).is_none()
+}
+
+/// Why (dset, rank) in `map` fails [`verify_copy`], in words naming the file; None when it
+/// passes.
+pub(super) fn copy_flaw(
+    map: &Filemap,
+    dset: u64,
+    rank: u64,
+    ranks: u64,
+    check_crc: bool,
+) -> Option<String> {
+    let Some(d) = map.dataset(dset, rank) else {
+        return Some("its filemap does not list the dataset".into());
+    };
+    if !d.is_checkpoint() {
+        return Some("it is not a checkpoint".into());
+    }
+    if !d.is_complete() {
+        return Some("it was never completed".into());
+    }
+    if !map.has_all_files(dset, rank) {
+        return Some("its filemap lacks some of its files".into());
+    }
+    map.files(dset, rank).iter().find_map(|f| {
+        let meta = map.meta(dset, rank, f).expect("has_all_files checked meta");
+        if let Some(n) = meta.ranks().filter(|&n| n != ranks) {
+            return Some(format!("{f} was written by a job of {n} ranks"));
+        }
+        let stat = match std::fs::metadata(f) {
+            Ok(stat) => stat,
+            Err(e) => return Some(format!("{f}: {e}")),
+        };
+        let crc = meta
+            .crc32()
+            .filter(|_| check_crc)
+            .and_then(|_| io::file_crc32(Path::new(f)).ok());
+        meta.verify(stat.len(), crc)
+            .err()
+            .map(|what| format!("{f}: {what}"))
+    })
 }
 
 /// The parity file (XOR or RS) recorded for (d, rank) in `map`: path, header, parity offset.

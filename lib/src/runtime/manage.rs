@@ -7,7 +7,7 @@ use super::prefix_store::say_deletions;
 use super::{Phase, Scr, failure};
 use scr::HashView;
 use scr::index::IndexFile;
-use scr::{Result, layout, prefix};
+use scr::{Error, Result, layout, prefix};
 
 impl Scr {
     /// The id of dataset `name`: the index's on rank 0 (else the one a summary on the
@@ -205,18 +205,17 @@ impl Scr {
     /// too; it is rebuilt in cache if it is there, else fetched from the prefix.
     pub fn set_current(&mut self, name: &str) -> Result<()> {
         if self.phase != Phase::Idle {
-            return Err(failure(
-                "SCR_Current called while an output or restart is open",
-            ));
+            return Err(failure("called while an output or restart is open"));
         }
+        self.refuse_output_as_current(name)?;
         let mut id = self.dataset_id_of(name);
         if id == 0 {
             id = self.adopt(name)?;
         }
         if id == 0 {
             return Err(failure(format!(
-                "SCR_Current: no checkpoint {name} in cache, in the index of {}, or as a \
-                 directory there to adopt",
+                "no checkpoint {name} in cache, in the index of {}, or as a directory there to \
+                 adopt",
                 self.prefix.path().display()
             )));
         }
@@ -275,8 +274,60 @@ impl Scr {
                 Ok(())
             }
             _ => Err(failure(format!(
-                "SCR_Current: {name} could not be loaded from cache or the prefix"
+                "{name} could not be loaded from cache or the prefix"
             ))),
         }
+    }
+
+    /// `SCR_Current` of a dataset that is an output and no checkpoint (in the index of
+    /// the prefix, or in any rank's cache) fails on every rank, said once by rank 0: a
+    /// restart loads only checkpoints. Collective.
+    fn refuse_output_as_current(&self, name: &str) -> Result<()> {
+        let is_checkpoint = |d: &scr::dataset::Dataset| d.is_checkpoint();
+        let indexed = self
+            .job
+            .is_root()
+            .then(|| IndexFile::read(&layout::index_file(self.prefix.path())).ok())
+            .flatten();
+        let in_index = indexed.as_ref().and_then(|i| {
+            let id = i.id_of(name)?;
+            i.dataset(id, name).map(|d| (id, is_checkpoint(&d)))
+        });
+        let cached_output = !self.job.all(
+            self.cache
+                .datasets_where(|d| d.name() == Some(name) && !d.is_checkpoint())
+                .next()
+                .is_none(),
+        );
+        // rank 0 decides, by the index where it lists the name, else by the caches
+        let output = match in_index {
+            Some((_, checkpoint)) => !checkpoint,
+            None => cached_output,
+        };
+        if self.job.root_bytes(vec![u8::from(output)]) != [1] {
+            return Ok(());
+        }
+        if !self.job.is_root() {
+            return Err(Error::SaidByRoot {
+                what: format!("{name} is an output, not a checkpoint"),
+            });
+        }
+        let newest = indexed
+            .as_ref()
+            .and_then(|i| i.current().map(str::to_string))
+            .map(|c| format!(" (the index's current one is {c})"))
+            .unwrap_or_default();
+        Err(failure(format!(
+            "{name} is an output, not a checkpoint (SCR_FLAG_OUTPUT without \
+             SCR_FLAG_CHECKPOINT; {}): a restart loads only checkpoints, so name one of \
+             those{newest}",
+            match in_index {
+                Some((id, _)) => format!(
+                    "dataset {id} in the index of {}",
+                    self.prefix.path().display()
+                ),
+                None => "in cache".into(),
+            }
+        )))
     }
 }

@@ -59,6 +59,9 @@ pub(super) struct RedundancySet {
 pub(super) struct RecoveryReport {
     /// Its own files are in its cache, verified.
     pub(super) own: bool,
+    /// Why its own files, which its node's filemap lists, are not usable as they are (a
+    /// file gone, of another size): its node kept what it had, so a lost node is not why.
+    pub(super) flaw: Option<String>,
     /// The ranks whose files its node holds (verified copies).
     pub(super) held: Vec<u64>,
     /// The sets the parity headers at hand describe.
@@ -69,6 +72,9 @@ impl RecoveryReport {
     pub(super) fn to_bytes(&self) -> Vec<u8> {
         let mut h = Hash::new();
         h.set_value("OWN", u8::from(self.own));
+        if let Some(flaw) = &self.flaw {
+            h.set_value("FLAW", flaw);
+        }
         for r in &self.held {
             h.child("HELD").child(r.to_string());
         }
@@ -99,6 +105,7 @@ impl RecoveryReport {
             .collect::<Result<_, Malformed>>()?;
         Ok(RecoveryReport {
             own: h.first_value("OWN") == Some("1"),
+            flaw: h.first_value("FLAW").map(str::to_string),
             held: ranks_under(&h, "HELD")?,
             sets,
         })
@@ -446,6 +453,7 @@ mod tests {
     fn every_message_reads_back_as_written() {
         let report = RecoveryReport {
             own: true,
+            flaw: Some("/cache/rank_0.ckpt: No such file or directory".into()),
             held: vec![3, 7],
             sets: vec![RedundancySet {
                 failures: 2,
@@ -454,8 +462,8 @@ mod tests {
         };
         let back = RecoveryReport::from_bytes(&report.to_bytes()).unwrap();
         assert_eq!(
-            (back.own, back.held, back.sets),
-            (true, vec![3, 7], report.sets)
+            (back.own, back.flaw, back.held, back.sets),
+            (true, report.flaw, vec![3, 7], report.sets)
         );
 
         // the moves keep their order past ten (numbered, not sorted as text)

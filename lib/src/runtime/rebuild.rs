@@ -212,8 +212,14 @@ impl Recovery<'_> {
                 members: header.group,
             })
             .collect();
+        let flaw = if own_ok {
+            None
+        } else {
+            self.cache.own_flaw(d, self.cache.crc_on_copy)
+        };
         let report = RecoveryReport {
             own: own_ok,
+            flaw,
             held,
             sets,
         };
@@ -492,9 +498,18 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> RecoveryPlan {
     let mut rebuild_of: HashMap<usize, usize> = HashMap::new();
     for &m in &missing {
         let Some(&s) = set_of.get(&m) else {
-            return RecoveryPlan::Impossible(format!(
-                "rank {m}'s files are on no surviving node and no redundancy set can rebuild them"
-            ));
+            // a node that kept its cache but not all of a rank's files lost no node
+            let why = match &reports[m as usize].flaw {
+                Some(flaw) => format!(
+                    "rank {m}'s files in its node's cache are not whole ({flaw}), no other \
+                     node holds a copy, and no redundancy set can rebuild them"
+                ),
+                None => format!(
+                    "rank {m}'s files are on no surviving node and no redundancy set can \
+                     rebuild them"
+                ),
+            };
+            return RecoveryPlan::Impossible(why);
         };
         let at = *rebuild_of.entry(s).or_insert_with(|| {
             rebuild.push((s, Vec::new()));
@@ -537,6 +552,7 @@ mod tests {
     fn report(own: bool, held: &[u64], sets: &[(u64, &[u64])]) -> Vec<u8> {
         RecoveryReport {
             own,
+            flaw: None,
             held: held.to_vec(),
             sets: sets
                 .iter()
@@ -660,6 +676,18 @@ mod tests {
         let why = impossible(plan_recovery(2, &reports));
         assert!(
             why.contains("rank 1's files are on no surviving node"),
+            "{why}"
+        );
+        // a node that still lists the rank's files, one of them gone, lost no node
+        let mut damaged = RecoveryReport::from_bytes(&reports[1]).unwrap();
+        damaged.flaw = Some("/cache/rank_1.ckpt: No such file or directory".into());
+        let reports = [reports[0].clone(), damaged.to_bytes()];
+        let why = impossible(plan_recovery(2, &reports));
+        assert!(
+            why.starts_with(
+                "rank 1's files in its node's cache are not whole (/cache/rank_1.ckpt: No such \
+                 file or directory), no other node holds a copy"
+            ) && !why.contains("surviving"),
             "{why}"
         );
     }

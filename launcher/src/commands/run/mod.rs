@@ -3,8 +3,8 @@
 //! halts, or runs out of runs or nodes. Returns the application's exit status.
 
 use crate::job::{
-    self, DownNode, DownNodeQuery, Ending, Event, JobOps, Launcher, LoopConfig, NodeCheck,
-    ResourceManager,
+    self, DownNode, DownNodeQuery, Ending, Event, HaltCondition, JobOps, Launcher, LoopConfig,
+    NodeCheck, ResourceManager,
 };
 use hostlist::HostSet;
 use scr::halt::HaltFile;
@@ -18,8 +18,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod agents;
+mod ranks;
 mod run_commands;
 
+use agents::Agents;
+use ranks::RunRanks;
 use run_commands::{RunCommands, launch_line, restart_name, take_run_commands};
 
 #[derive(clap::Args)]
@@ -102,11 +106,19 @@ struct Live<'a> {
     /// SCR_WATCHDOG: how long a run may go without flush progress (while computing, and
     /// while flushing to the prefix).
     watchdog: Option<(Duration, Duration)>,
-    /// SCR_HALT_SECONDS, where the halt file sets no HaltSeconds.
+    /// SCR_HALT_SECONDS, where the halt file sets no HaltSeconds, and where it was set.
     halt_seconds: Option<i64>,
+    halt_seconds_origin: String,
     /// SCR_RESHAPE: a run on fewer nodes than the command asks for runs fewer ranks.
     reshape: bool,
+    /// The processes of the run's ranks on this machine, as they record them.
+    ranks: RunRanks,
 }
+
+/// How long a run whose rank is gone may go on before scr-run ends it: time for the
+/// launcher to end the run itself (hydra does for a rank killed by a signal; it waits
+/// forever for one that exited without MPI_Finalize, and so do the other ranks).
+const RANK_GONE_GRACE: Duration = Duration::from_secs(10);
 
 /// What the launcher watches while a run goes on: the halt file's immediate stop, and the
 /// flush file's progress for the watchdog.
@@ -114,6 +126,8 @@ struct Watch {
     last_poll: Instant,
     progress: Option<(Option<u64>, String)>,
     since: Instant,
+    /// A rank found gone while the run goes on: when, and who.
+    rank_gone: Option<(Instant, String)>,
 }
 
 impl Live<'_> {
@@ -125,6 +139,17 @@ impl Live<'_> {
         watch.last_poll = Instant::now();
         if HaltFile::read(&layout::halt_file(&self.prefix)).is_ok_and(|h| h.exit_now()) {
             return Some("halted immediately (scr halt --immediate)".into());
+        }
+        if watch.rank_gone.is_none() {
+            watch.rank_gone = self.ranks.gone().map(|who| (Instant::now(), who));
+        }
+        if let Some((seen, who)) = &watch.rank_gone
+            && seen.elapsed() >= RANK_GONE_GRACE
+        {
+            return Some(format!(
+                "{who}, and the run still went on {} s later: its other ranks wait for it",
+                RANK_GONE_GRACE.as_secs()
+            ));
         }
         let (compute, pfs) = self.watchdog?;
         let flush = scr::flush::FlushFile::read(&layout::flush_file(&self.prefix)).ok();
@@ -200,6 +225,7 @@ impl JobOps for Live<'_> {
             }
         }
         let argv = self.launcher.command(&line, &self.nodes, exclude);
+        self.ranks.clear();
         let (app, line) = job::child::command(&argv[0], &argv[1..]);
         let app = app
             .unchecked()
@@ -217,6 +243,7 @@ impl JobOps for Live<'_> {
             last_poll: Instant::now(),
             progress: None,
             since: Instant::now(),
+            rank_gone: None,
         };
         loop {
             match app.try_wait() {
@@ -250,6 +277,7 @@ impl JobOps for Live<'_> {
                     Some(t) if t.elapsed() > Duration::from_secs(10) => {
                         // SAFETY: as above
                         unsafe { libc::kill(-pid, libc::SIGKILL) };
+                        self.ranks.kill_running();
                     }
                     Some(_) => {}
                 }
@@ -258,7 +286,7 @@ impl JobOps for Live<'_> {
         }
     }
 
-    fn halt_condition(&mut self, before_first_run: bool) -> Option<String> {
+    fn halt_condition(&mut self, before_first_run: bool) -> Option<HaltCondition> {
         let halt = match HaltFile::read(&layout::halt_file(&self.prefix)) {
             Ok(h) => h,
             Err(e) if e.is_not_found() => HaltFile::new(),
@@ -273,6 +301,7 @@ impl JobOps for Live<'_> {
                 return None;
             }
         };
+        let file_sets_seconds = halt.halt_seconds().is_some();
         let halt = halt.with_halt_seconds_default(self.halt_seconds);
         let now = chrono::Utc::now().timestamp();
         let left = scr::halt::seconds_left(std::env::var("SCR_END_TIME").ok().as_deref(), now);
@@ -280,8 +309,28 @@ impl JobOps for Live<'_> {
             halt.library_decision(now, left)
         } else {
             halt.decision(now, left)
+        }?;
+        let clear = match &cause {
+            // the time left against SCR_HALT_SECONDS: nothing in the halt file to remove
+            scr::halt::HaltCause::TimeLimit { halt_seconds, .. } if !file_sets_seconds => {
+                format!(
+                    "SCR_END_TIME (the allocation's end) leaves less than SCR_HALT_SECONDS={halt_seconds}, \
+                     set in {}; the halt file holds neither, so `scr halt -r` does not clear \
+                     it: lower or unset SCR_HALT_SECONDS there, or run with more time left.",
+                    self.halt_seconds_origin
+                )
+            }
+            scr::halt::HaltCause::TimeLimit { .. } => "The halt file's HaltSeconds against \
+                SCR_END_TIME (the allocation's end): `scr halt --unset-seconds` removes it."
+                .into(),
+            _ => "`scr halt --list` shows the halt file's conditions; `scr halt -r` removes \
+                  them (or `scr halt --unset-...` one)."
+                .into(),
         };
-        cause.map(|cause| cause.to_string())
+        Some(HaltCondition {
+            reason: cause.to_string(),
+            clear,
+        })
     }
 
     fn stop_requested(&self) -> bool {
@@ -465,6 +514,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     } else {
         None
     };
+    let ranks = RunRanks::new(&params, &job_id, &nodes);
     let mut live = Live {
         launcher: Launcher::detect(&args.command[0]),
         command: args.command,
@@ -478,7 +528,13 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         reporter: &reporter,
         watchdog,
         halt_seconds: Some(settings.halt.seconds as i64),
+        halt_seconds_origin: match params.setting("SCR_HALT_SECONDS").map(|s| &s.origin) {
+            Some(scr::params::Origin::File(at)) => at.clone(),
+            Some(scr::params::Origin::Environment) => "the environment".into(),
+            Some(scr::params::Origin::Default) | None => "the built-in default".into(),
+        },
         reshape: settings.launch.reshape,
+        ranks,
     };
     let outcome = job::run_loop(&mut live, &cfg);
     if matches!(outcome.ending, Ending::TooFewNodes { .. })
@@ -589,127 +645,5 @@ fn drain_after(
             &format!("scr_postrun: drain failed: {e}"),
             serde_json::json!({"error": e.to_string()}),
         ),
-    }
-}
-
-/// SCR_FLUSH_ASYNC: one `scr transfer` agent per node for the whole job (SCR's scr_srun
-/// starts `scr_transfer` the same way). Emulated nodes get local processes; real hosts
-/// one started through remote execution, detached. Where nodes are reached only through
-/// srun job steps (PDSH_RCMD_TYPE=srun) none is started: a step ends its processes, and the
-/// library's own background thread flushes instead.
-struct Agents {
-    local: Vec<(PathBuf, duct::Handle)>,
-    remote: Option<(HostSet, PathBuf)>,
-}
-
-impl Agents {
-    fn start(
-        params: &Params,
-        rm: &dyn job::ResourceManager,
-        nodes: &HostSet,
-        job_id: &str,
-        reporter: &Reporter,
-    ) -> Agents {
-        let mut agents = Agents {
-            local: Vec::new(),
-            remote: None,
-        };
-        let cntl = match super::drain::control_dir(params, job_id) {
-            Ok(c) => c,
-            Err(e) => {
-                reporter.say(
-                    "transfer_agent",
-                    &format!("no transfer agents: {e}"),
-                    serde_json::json!({"error": e.to_string()}),
-                );
-                return agents;
-            }
-        };
-        if rm.nodes_are_hosts() {
-            if job::remote::through_srun() {
-                return agents;
-            }
-            let command = format!(
-                "nohup {} transfer --cntldir {} >/dev/null 2>&1 </dev/null &",
-                job::remote::scr_command_line(),
-                job::remote::shell_quote(&cntl.to_string_lossy())
-            );
-            for r in job::remote::run_on_nodes(
-                nodes,
-                &command,
-                256,
-                job::remote::Rcmd::Remote,
-                &mut |_, _| {},
-            ) {
-                if r.code != Some(0) {
-                    reporter.say(
-                        "transfer_agent",
-                        &format!(
-                            "{}: no transfer agent ({}); the library flushes itself",
-                            r.node,
-                            r.stderr.trim()
-                        ),
-                        serde_json::json!({"node": r.node, "error": r.stderr.trim()}),
-                    );
-                }
-            }
-            agents.remote = Some((nodes.clone(), cntl));
-            return agents;
-        }
-        let scr = std::env::current_exe()
-            .map(|p| p.with_file_name("scr"))
-            .unwrap_or_else(|_| PathBuf::from("scr"));
-        for node in nodes.iter() {
-            let Ok(dir) = job::local_node_cntl_dir(&cntl, &node) else {
-                continue; // host names pass as path components: checked where they entered
-            };
-            let dir_text = dir.to_string_lossy().into_owned();
-            let (agent, line) = job::child::command(
-                &scr.to_string_lossy(),
-                ["transfer", "--cntldir", dir_text.as_str()],
-            );
-            match agent.stdin_null().stdout_null().unchecked().start() {
-                Ok(handle) => agents.local.push((dir, handle)),
-                Err(e) => reporter.say(
-                    "transfer_agent",
-                    &format!("{node}: {}", job::child::not_started(&line, &e)),
-                    serde_json::json!({"node": node}),
-                ),
-            }
-        }
-        agents
-    }
-
-    /// Tells every agent to exit; waits a little for the local ones, then ends them.
-    fn stop(self) {
-        for (dir, handle) in &self.local {
-            let asked =
-                scr::transfer::TransferFile::update_past_agent(&layout::transfer_file(dir), |t| {
-                    t.set_command(scr::transfer::Command::Exit);
-                    Ok(())
-                });
-            if asked.is_err() || !matches!(handle.wait_timeout(Duration::from_secs(5)), Ok(Some(_)))
-            {
-                let _ = handle.kill();
-                // what its copies left half written goes with it
-                for pid in handle.pids() {
-                    scr::transfer::end_agent(&layout::transfer_file(dir), pid);
-                }
-            }
-        }
-        if let Some((nodes, cntl)) = self.remote {
-            let command = format!(
-                "{} transfer --cntldir {} --exit",
-                job::remote::scr_command_line(),
-                job::remote::shell_quote(&cntl.to_string_lossy())
-            );
-            job::remote::run_on_nodes(
-                &nodes,
-                &command,
-                256,
-                job::remote::Rcmd::Remote,
-                &mut |_, _| {},
-            );
-        }
     }
 }
