@@ -6,77 +6,12 @@
 
 mod common;
 
+use common::neighbour::*;
 use common::*;
 use scr::HashView;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-/// A job whose prefix is a shared directory (1777) of its own.
-struct Shared {
-    job: Job,
-    prefix: PathBuf,
-}
-
-impl Shared {
-    fn new() -> Shared {
-        use std::os::unix::fs::PermissionsExt;
-        let job = Job::new();
-        std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let prefix = job.dir.path().join("shared");
-        std::fs::create_dir(&prefix).unwrap();
-        std::fs::set_permissions(&prefix, std::fs::Permissions::from_mode(0o1777)).unwrap();
-        Shared { job, prefix }
-    }
-
-    fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
-        let mut cmd = self.job.command(None, 2, args, env);
-        cmd.current_dir(&self.prefix)
-            .env("SCR_PREFIX", &self.prefix);
-        cmd
-    }
-
-    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
-        let out = self.command(args, env).output().unwrap();
-        (out.status.success(), text(&out))
-    }
-
-    fn run_ok(&self, args: &[&str], env: &[(&str, &str)]) -> String {
-        let (ok, t) = self.run(args, env);
-        assert!(ok, "{t}");
-        t
-    }
-
-    fn index(&self) -> scr::index::IndexFile {
-        scr::index::IndexFile::read(&scr::layout::index_file(&self.prefix)).unwrap()
-    }
-}
-
-/// Runs a shell command as another user (nobody).
-fn as_nobody(script: &str) {
-    let o = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "sh",
-            "-c",
-            script,
-        ])
-        .output()
-        .expect("setpriv (util-linux)");
-    assert!(o.status.success(), "{script}: {}", text(&o));
-}
-
-/// A directory of the neighbour's, anyone may read.
-fn neighbours_dir(parent: &Path, name: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = parent.join(name);
-    std::fs::create_dir(&dir).unwrap();
-    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    dir
-}
 
 #[test]
 fn a_planted_user_configuration_is_passed_over() {

@@ -2,6 +2,7 @@
 //! a job directory (prefix, cache, control) to run them in with real `mpiexec`.
 #![allow(dead_code)]
 
+pub mod neighbour;
 pub mod scr_run;
 
 use scr::HashView;

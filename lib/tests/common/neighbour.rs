@@ -1,0 +1,98 @@
+//! A hostile neighbour on a shared prefix: another user (nobody, through setpriv) who plants
+//! files, directories and links where the job (root) works, or writes where an access
+//! control list lets the neighbour's group write.
+
+use super::*;
+
+/// A job whose prefix is a shared directory (1777) of its own.
+pub struct Shared {
+    pub job: Job,
+    pub prefix: PathBuf,
+}
+
+impl Shared {
+    pub fn new() -> Shared {
+        use std::os::unix::fs::PermissionsExt;
+        let job = Job::new();
+        std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let prefix = job.dir.path().join("shared");
+        std::fs::create_dir(&prefix).unwrap();
+        std::fs::set_permissions(&prefix, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        Shared { job, prefix }
+    }
+
+    /// A prefix of the user's that the neighbour's group (nogroup) may write through an
+    /// access control list, as projects share a directory: `mode` (sticky or not), the
+    /// group's entry, and the same entry as the default every file and directory created
+    /// there inherits.
+    pub fn shared_by_acl(mode: u32) -> Shared {
+        use std::os::unix::fs::PermissionsExt;
+        let s = Shared::new();
+        std::fs::set_permissions(&s.prefix, std::fs::Permissions::from_mode(mode)).unwrap();
+        setfacl(&["-m", "g:65534:rwx", "-d", "-m", "g:65534:rwx"], &s.prefix);
+        s
+    }
+
+    pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut cmd = self.job.command(None, 2, args, env);
+        cmd.current_dir(&self.prefix)
+            .env("SCR_PREFIX", &self.prefix);
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+        let out = self.command(args, env).output().unwrap();
+        (out.status.success(), text(&out))
+    }
+
+    pub fn run_ok(&self, args: &[&str], env: &[(&str, &str)]) -> String {
+        let (ok, t) = self.run(args, env);
+        assert!(ok, "{t}");
+        t
+    }
+
+    pub fn index(&self) -> scr::index::IndexFile {
+        scr::index::IndexFile::read(&scr::layout::index_file(&self.prefix)).unwrap()
+    }
+}
+
+/// Runs a shell command as another user (nobody, group nogroup), and says how it went.
+pub fn try_as_nobody(script: &str) -> Output {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+            script,
+        ])
+        .output()
+        .expect("setpriv (util-linux)")
+}
+
+/// Runs a shell command as another user (nobody), which must succeed.
+pub fn as_nobody(script: &str) {
+    let o = try_as_nobody(script);
+    assert!(o.status.success(), "{script}: {}", text(&o));
+}
+
+/// A directory of the neighbour's, anyone may read.
+pub fn neighbours_dir(parent: &Path, name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = parent.join(name);
+    std::fs::create_dir(&dir).unwrap();
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    dir
+}
+
+/// `setfacl ARGS PATH`, which must succeed.
+pub fn setfacl(args: &[&str], path: &Path) {
+    let o = Command::new("setfacl")
+        .args(args)
+        .arg(path)
+        .output()
+        .expect("setfacl (Debian's acl package: scripts/setup.sh installs it)");
+    assert!(o.status.success(), "setfacl {args:?}: {}", text(&o));
+}
