@@ -8,9 +8,9 @@
 mod common;
 
 use common::neighbour::*;
+use common::route_then_read::*;
 use common::*;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 
 const SIZE: &str = "6000";
 
@@ -114,11 +114,7 @@ fn an_adopted_checkpoint_the_group_may_change_through_an_acl_is_not_served() {
 #[test]
 fn a_directory_the_group_may_swap_between_route_and_open_is_never_read() {
     let mut s = Shared::shared_by_acl(0o1770);
-    s.job.app = build_c(
-        s.job.dir.path(),
-        &workspace().join("lib/tests/c/route_then_read.c"),
-        "route_then_read",
-    );
+    use_route_then_read(&mut s.job);
     // a checkpoint the application wrote without SCR, in directories it made (the
     // default entry lets the group write them); its files only the user may write
     let part = s.prefix.join("step.9/part");
@@ -128,50 +124,22 @@ fn a_directory_the_group_may_swap_between_route_and_open_is_never_read() {
         std::fs::write(&f, format!("the application's {name}\n")).unwrap();
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
     }
-    let routed = s.job.dir.path().join("routed");
-    let go = s.job.dir.path().join("go");
-    let child = s
-        .command(
-            &[routed.to_str().unwrap(), go.to_str().unwrap()],
-            &[("SCR_CURRENT", "step.9")],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let child = swap_once_routed(child, &routed, &part);
-    std::fs::write(&go, b"").unwrap();
-    let out = wait_within(child, std::time::Duration::from_secs(180));
-    let t = text(&out);
+    // once routed, a member puts a directory of theirs where `part` was, with files of the
+    // same names
+    let t = route_then_read(
+        s.job.dir.path(),
+        &mut s.command(&[], &[("SCR_CURRENT", "step.9")]),
+        || {
+            as_nobody(&format!(
+                "cd {} && mv part part.old && mkdir part && printf \"the neighbour's a\\n\" > \
+                 part/a.dat && printf \"the neighbour's b\\n\" > part/b.dat",
+                s.prefix.join("step.9").display()
+            ))
+        },
+    );
     assert!(!t.contains("the neighbour's"), "{t}");
     assert!(
         t.contains("step.9") && t.contains("access control list"),
         "{t}"
     );
-}
-
-/// Waits until the ranks of `child` routed their files (`routed` appears) or it ended;
-/// once routed, a member of the group puts a directory of theirs where `part` was, with
-/// files of the same names in it.
-fn swap_once_routed(
-    mut child: std::process::Child,
-    routed: &Path,
-    part: &Path,
-) -> std::process::Child {
-    let started = std::time::Instant::now();
-    while !routed.exists() && child.try_wait().unwrap().is_none() {
-        assert!(
-            started.elapsed().as_secs() < 120,
-            "neither routed nor ended"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    if routed.exists() {
-        as_nobody(&format!(
-            "cd {0} && mv part part.old && mkdir part && printf \"the neighbour's a\\n\" > \
-             part/a.dat && printf \"the neighbour's b\\n\" > part/b.dat",
-            part.parent().unwrap().display()
-        ));
-    }
-    child
 }

@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::route_then_read::*;
 use common::*;
 
 const SIZE: &str = "6000";
@@ -298,6 +299,39 @@ fn a_file_of_an_adopted_checkpoint_changed_after_its_adoption_is_not_served() {
         );
         assert!(!restarted(&t, 5), "{ranks} ranks: {t}");
     }
+}
+
+/// A file of a restart of another size is checked each time it is routed: one replaced
+/// after it was first routed (by a file of the user's of the same size) is refused when it
+/// is routed again, never read.
+#[test]
+fn a_file_replaced_between_two_routes_is_not_served() {
+    let mut job = Job::new();
+    use_route_then_read(&mut job);
+    let dir = job.prefix().join("step.9");
+    std::fs::create_dir(&dir).unwrap();
+    for name in ["a.dat", "b.dat"] {
+        std::fs::write(dir.join(name), format!("written first: {name}\n")).unwrap();
+    }
+    let t = route_then_read(
+        job.dir.path(),
+        &mut job.command(Some(&hosts(2)), 2, &[], &[("SCR_CURRENT", "step.9")]),
+        || {
+            let replacement = dir.join("a.dat.new");
+            std::fs::write(&replacement, "written later: a.dat\n").unwrap();
+            std::fs::rename(&replacement, dir.join("a.dat")).unwrap();
+        },
+    );
+    assert!(
+        t.contains("read ") && t.contains("written first: b.dat"),
+        "{t}"
+    );
+    assert!(!t.contains("written later"), "{t}");
+    assert!(
+        t.contains("step.9/a.dat was replaced since this rank first routed it")
+            && t.contains("step.9/a.dat again"),
+        "{t}"
+    );
 }
 
 /// A relaunch before the job's first new checkpoint restarts the same re-partitioned

@@ -125,8 +125,8 @@ fn check_in_place(
     let identity = (meta.dev(), meta.ino());
     match seen {
         Some(seen) if seen != identity => Err(Error::corrupt(format!(
-            "{} was replaced since this rank first routed it (and checked its CRC32): it is \
-             not the file checked; restart again to check the one there now",
+            "{} was replaced since this rank first routed it and checked its CRC32: the \
+             file there now is not read (a later restart checks it anew)",
             path.display()
         ))),
         Some(_) => Ok(identity),

@@ -1,8 +1,8 @@
 /* A restart that routes its files, then waits before it opens them: every rank routes the
  * files of the restart's list it reads (file i by rank i % ranks), rank 0 then creates the
  * file ROUTED names and waits (at most two minutes) for the file GO names, and only then
- * does each rank open what SCR_Route_file returned and print its first line. A test changes
- * the prefix between the two. Usage: route_then_read ROUTED GO */
+ * does each rank route each file again and open what SCR_Route_file returned, printing its
+ * first line. A test changes the prefix meanwhile. Usage: route_then_read ROUTED GO */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   }
   int have = 0, count = 0, routed = 0, ok = 1;
   char dset[SCR_MAX_FILENAME];
-  static char paths[MOST][SCR_MAX_FILENAME];
+  static char names[MOST][SCR_MAX_FILENAME], paths[MOST][SCR_MAX_FILENAME];
   if (SCR_Have_restart(&have, dset) != SCR_SUCCESS || !have) {
     if (rank == 0) printf("route_then_read: no checkpoint to restart from\n");
     SCR_Finalize();
@@ -39,9 +39,8 @@ int main(int argc, char** argv) {
   SCR_Start_restart(dset);
   if (SCR_Restart_file_count(&count) != SCR_SUCCESS) ok = 0;
   for (int i = rank; ok && i < count && routed < MOST; i += ranks) {
-    char name[SCR_MAX_FILENAME];
-    if (SCR_Restart_file_name(i, name) != SCR_SUCCESS ||
-        SCR_Route_file(name, paths[routed]) != SCR_SUCCESS) {
+    if (SCR_Restart_file_name(i, names[routed]) != SCR_SUCCESS ||
+        SCR_Route_file(names[routed], paths[routed]) != SCR_SUCCESS) {
       printf("route_then_read: rank %d could not route file %d\n", rank, i);
       ok = 0;
     } else {
@@ -57,6 +56,11 @@ int main(int argc, char** argv) {
   MPI_Barrier(MPI_COMM_WORLD);
   for (int i = 0; i < routed; i++) {
     char line[128] = "";
+    if (SCR_Route_file(names[i], paths[i]) != SCR_SUCCESS) {
+      printf("route_then_read: rank %d could not route %s again\n", rank, names[i]);
+      ok = 0;
+      continue;
+    }
     FILE* f = fopen(paths[i], "r");
     if (f && fgets(line, sizeof line, f)) {
       line[strcspn(line, "\n")] = '\0';

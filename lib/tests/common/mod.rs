@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod neighbour;
+pub mod route_then_read;
 pub mod scr_run;
 
 use scr::HashView;
