@@ -105,6 +105,8 @@ deps=(
   "util-linux cmd flock"
   # the fault campaign and the transfer-agent tests signal processes by pattern
   "procps cmd pkill"
+  # the access-control-list tests share a prefix with another user's group (setfacl)
+  "acl cmd setfacl"
 )
 
 prove() {

@@ -4,7 +4,8 @@
 //! there.
 //!
 //! What SCR needs of a checkpoint of its own is written for it: its files (every regular
-//! file below the directory, by its path relative to the prefix, with its size), recorded
+//! file below the directory, by its path relative to the prefix, with its size and CRC32,
+//! which a restart checks as it checks a flushed file's), recorded
 //! as written by one rank (SCR cannot know which process wrote which file; a job of any
 //! size then reads any of them, see the runtime's restart on another number of ranks), a
 //! summary, an index entry (flushed, complete) and `scr.current`. Nothing of the
@@ -52,15 +53,10 @@ pub fn adopt(prefix: &Path, name: &str, id: u64, origin: &Origin) -> Result<Adop
             "holds no file: there is no checkpoint to adopt",
         ));
     }
-    let records: Vec<FileRecord> = listed
+    let records = listed
         .iter()
-        .map(|(rel, size)| FileRecord {
-            name: rel.to_string_lossy().into_owned(),
-            size: *size,
-            crc: None,
-            segments: Vec::new(),
-        })
-        .collect();
+        .map(|(rel, _)| record_of(&beneath, rel))
+        .collect::<Result<Vec<FileRecord>>>()?;
     let bytes = records.iter().map(|r| r.size).sum();
     let files = records.len() as u64;
     let mut desc = Dataset::create(id, name, true, false, origin, Some(id));
@@ -80,6 +76,25 @@ pub fn adopt(prefix: &Path, name: &str, id: u64, origin: &Origin) -> Result<Adop
         files,
         bytes,
         warning,
+    })
+}
+
+/// What a restart checks an adopted file `rel` (relative to the prefix) against: its size
+/// and CRC32, read through the handle that judged it (the user's regular file, through the
+/// user's directories, none of which anyone else may write, access control lists included).
+/// A file changed after its adoption is then refused, as a flushed one is.
+fn record_of(beneath: &safe_fs::Beneath, rel: &Path) -> Result<FileRecord> {
+    let path = beneath.root().join(rel);
+    let file = beneath.open_file(rel)?;
+    let size = file
+        .metadata()
+        .map_err(|e| Error::io(&path, "inspect", e))?
+        .len();
+    Ok(FileRecord {
+        name: rel.to_string_lossy().into_owned(),
+        size,
+        crc: Some(crate::io::open_file_crc32(&path, &file)?),
+        segments: Vec::new(),
     })
 }
 
@@ -128,6 +143,14 @@ mod tests {
         assert_eq!(
             names,
             [("step.100/parts/a", 1000), ("step.100/root.dat", 4)]
+        );
+        let crcs: Vec<Option<u32>> = map[&0].iter().map(|r| r.crc).collect();
+        assert_eq!(
+            crcs,
+            [
+                Some(crc32fast::hash(&[1u8; 1000])),
+                Some(crc32fast::hash(b"root"))
+            ]
         );
     }
 

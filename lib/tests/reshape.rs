@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::route_then_read::*;
 use common::*;
 
 const SIZE: &str = "6000";
@@ -256,6 +257,81 @@ fn a_checkpoint_written_without_scr_is_adopted_and_scr_takes_over() {
         assert!(restarted(&out, 6), "{ranks} ranks: {out}");
         assert!(!out.contains("adopted"), "adopted once: {out}");
     }
+}
+
+/// An adopted checkpoint's files carry the CRC32 the adoption computed: a file changed in
+/// place after its adoption, its size kept, is refused when a restart reads it (copied
+/// into cache by a job of one rank, read in place by a job of another size).
+#[test]
+fn a_file_of_an_adopted_checkpoint_changed_after_its_adoption_is_not_served() {
+    for ranks in [1u32, 2] {
+        let job = Job::new();
+        let plain = build_c(
+            job.dir.path(),
+            &workspace().join("lib/tests/c/plain_checkpoint.c"),
+            "plain_checkpoint",
+        );
+        let out = Mpi::current()
+            .launch(None, 4, 60, &plain, &[SIZE, "5"])
+            .current_dir(job.prefix())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let named = [("SCR_CURRENT", "ckpt.5")];
+        let out = run_ok_on(&job, &hosts(ranks), ranks, &[SIZE, "0"], &named);
+        assert!(
+            out.contains("adopted") && out.contains("CRC32"),
+            "{ranks} ranks: {out}"
+        );
+        assert!(restarted(&out, 5), "{ranks} ranks: {out}");
+        // one byte of rank 1's data, in place
+        let file = job.prefix().join("ckpt.5/rank_1.ckpt");
+        let mut bytes = std::fs::read(&file).unwrap();
+        bytes[800] ^= 0xff;
+        std::fs::write(&file, &bytes).unwrap();
+        // (the next job's nodes are new: it reads the prefix)
+        delete_caches(&job);
+        let out = job.run_on(Some(&hosts(ranks)), ranks, &[SIZE, "0"], &named);
+        let t = text(&out);
+        assert!(
+            t.contains("CRC32 mismatch") && t.contains("ckpt.5/rank_1.ckpt"),
+            "{ranks} ranks: {t}"
+        );
+        assert!(!restarted(&t, 5), "{ranks} ranks: {t}");
+    }
+}
+
+/// A file of a restart of another size is checked each time it is routed: one replaced
+/// after it was first routed (by a file of the user's of the same size) is refused when it
+/// is routed again, never read.
+#[test]
+fn a_file_replaced_between_two_routes_is_not_served() {
+    let mut job = Job::new();
+    use_route_then_read(&mut job);
+    let dir = job.prefix().join("step.9");
+    std::fs::create_dir(&dir).unwrap();
+    for name in ["a.dat", "b.dat"] {
+        std::fs::write(dir.join(name), format!("written first: {name}\n")).unwrap();
+    }
+    let t = route_then_read(
+        job.dir.path(),
+        &mut job.command(Some(&hosts(2)), 2, &[], &[("SCR_CURRENT", "step.9")]),
+        || {
+            let replacement = dir.join("a.dat.new");
+            std::fs::write(&replacement, "written later: a.dat\n").unwrap();
+            std::fs::rename(&replacement, dir.join("a.dat")).unwrap();
+        },
+    );
+    assert!(
+        t.contains("read ") && t.contains("written first: b.dat"),
+        "{t}"
+    );
+    assert!(!t.contains("written later"), "{t}");
+    assert!(
+        t.contains("step.9/a.dat was replaced since this rank first routed it")
+            && t.contains("step.9/a.dat again"),
+        "{t}"
+    );
 }
 
 /// A relaunch before the job's first new checkpoint restarts the same re-partitioned

@@ -130,7 +130,7 @@ impl Beneath {
                 ),
             ));
         }
-        match super::writable_by_others(st.st_mode, st.st_gid) {
+        match super::writable_by_others(fd, st.st_mode, st.st_gid) {
             Some(why) => Err(Error::untrusted(path, why)),
             None => Ok(()),
         }
@@ -224,7 +224,7 @@ impl Beneath {
                 ),
             ));
         }
-        if let Some(why) = super::writable_by_others(st.st_mode, st.st_gid) {
+        if let Some(why) = super::writable_by_others(&fd, st.st_mode, st.st_gid) {
             return Err(Error::untrusted(&path, why));
         }
         Ok(File::from(fd))
@@ -458,7 +458,8 @@ impl Beneath {
     /// root with their sizes, in name order: each directory reached through handles and
     /// checked (this user's, not writable by others), each file this user's regular file.
     /// A link, a special file, a file of another user's or more than `most` files are
-    /// errors naming it: what is listed is what SCR will read back.
+    /// errors naming it. Who else may write a file its handle tells: a caller that keeps
+    /// what it lists opens each with [`Beneath::open_file`].
     pub fn list_files(&self, rel: &Path, most: usize) -> Result<Vec<(PathBuf, u64)>> {
         let mut out = Vec::new();
         let mut pending = vec![rel.to_path_buf()];
@@ -497,10 +498,6 @@ impl Beneath {
                                     st.st_uid, self.owner
                                 ),
                             ));
-                        }
-                        // what SCR reads back later must pass then too (open_file's rule)
-                        if let Some(why) = super::writable_by_others(st.st_mode, st.st_gid) {
-                            return Err(Error::untrusted(&path, why));
                         }
                         if out.len() == most {
                             return Err(Error::invalid(

@@ -4,13 +4,18 @@
 //! are confined to, and a file SCR recreates (a rebuild, a fetch) is written as a hidden
 //! temporary and put in place with link(2), which never replaces what is there.
 
+mod acl;
 mod beneath;
+mod new_file;
 
 pub use beneath::{Beneath, Staged};
+pub use new_file::NewFile;
 
 use crate::error::{Error, Result};
-use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::OFlags;
+use std::fs::{self, File};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The user this process runs as.
@@ -79,40 +84,69 @@ fn another_account_has_group(gid: u32, me: &[u8]) -> bool {
     shared
 }
 
-/// Why a file or directory of the user's, with `mode` and group `gid`, may be written by
-/// someone else: everyone may write it, or a group that is not the user's alone. (Writable
-/// by the user's private group is the user's umask 002, not anyone else's access.)
-pub(crate) fn writable_by_others(mode: u32, gid: u32) -> Option<String> {
-    if mode & 0o002 != 0 {
+/// Why a file or directory of the user's, open as `fd` with `mode` and group `gid`, may be
+/// written by someone else, judged on the handle: everyone may write it, or a group that is
+/// not the user's alone, or a user or group its access control list (ACL) names. (Writable
+/// by the user's private group is the user's umask 002, not anyone else's access; an entry
+/// for the user, or for root, who may write anything, gives nobody else anything.)
+pub(crate) fn writable_by_others(fd: impl AsFd, mode: u32, gid: u32) -> Option<String> {
+    let writers = match acl::writers(fd, mode) {
+        Ok(w) => w,
+        Err(why) => return Some(format!("{why}: SCR cannot tell who else may change it")),
+    };
+    if writers.everyone {
         return Some(format!(
             "is writable by everyone (mode {:o}): anyone could have changed it; run chmod o-w \
              on it",
             mode & 0o7777
         ));
     }
-    if mode & 0o020 != 0 && private_group() != Some(gid) {
+    if writers.owning_group && private_group() != Some(gid) {
         return Some(format!(
             "is writable by its group (group id {gid}, mode {:o}), not yours alone: any member \
              could have changed it; run chmod g-w on it",
             mode & 0o7777
         ));
     }
-    None
+    let (who, entry) = named_writer(&writers)?;
+    Some(format!(
+        "is writable by {who} through its access control list (ACL), not by you alone: they \
+         could have changed it; run setfacl -x {entry} on it (getfacl shows its entries)"
+    ))
 }
 
-/// Why a file SCR would read configuration or state from cannot be trusted, judged on what
-/// an open handle says of it: it belongs neither to this user nor to root (the system's
-/// files), or group or others can write it.
-pub fn untrusted_file(meta: &fs::Metadata) -> Option<String> {
+/// A user or group an ACL names (in `writers`) that may write what SCR judges, other than
+/// the user, root (who may write anything) and the user's private group: how to say who,
+/// and the entry `setfacl -x` takes away.
+fn named_writer(writers: &acl::Writers) -> Option<(String, String)> {
     let me = my_uid();
-    if meta.uid() != me && meta.uid() != 0 {
-        return Some(format!(
-            "belongs to user id {}, not to you (id {me}): SCR reads configuration and state \
-             only from files of yours (or root's); remove it, or ask its owner to",
-            meta.uid()
-        ));
+    if let Some(user) = writers.users.iter().find(|&&u| u != me && u != 0) {
+        return Some((format!("user id {user}"), format!("u:{user}")));
     }
-    writable_by_others(meta.mode(), meta.gid())
+    let group = writers
+        .groups
+        .iter()
+        .find(|&&g| private_group() != Some(g))?;
+    Some((format!("group id {group}"), format!("g:{group}")))
+}
+
+/// Why a file of user id `uid` is not one SCR reads configuration or state from: it
+/// belongs neither to this user nor to root (the system's files).
+fn not_yours(uid: u32) -> Option<String> {
+    let me = my_uid();
+    (uid != me && uid != 0).then(|| {
+        format!(
+            "belongs to user id {uid}, not to you (id {me}): SCR reads configuration and state \
+             only from files of yours (or root's); remove it, or ask its owner to"
+        )
+    })
+}
+
+/// Why a file SCR would read configuration or state from cannot be trusted, judged on its
+/// open handle `file`, whose metadata `meta` is: it belongs neither to this user nor to
+/// root (the system's files), or someone else can write it ([`writable_by_others`]).
+pub fn untrusted_file(file: &File, meta: &fs::Metadata) -> Option<String> {
+    not_yours(meta.uid()).or_else(|| writable_by_others(file, meta.mode(), meta.gid()))
 }
 
 /// Reads a small file SCR takes configuration from (at most `limit` bytes), only when the
@@ -134,8 +168,9 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
     }
     // another's file is judged before it is opened: one the user cannot open, or a FIFO
     // or directory in its place, says no more about the user's job than a readable one
+    // (who else may write it is judged on the handle)
     if !link.file_type().is_symlink()
-        && let Some(why) = untrusted_file(&link)
+        && let Some(why) = not_yours(link.uid())
     {
         return Err(Error::untrusted(path, why));
     }
@@ -147,7 +182,7 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
         crate::io::open_regular_no_link(path)?
     };
     let meta = file.metadata().map_err(|e| Error::io(path, "inspect", e))?;
-    if let Some(why) = untrusted_file(&meta) {
+    if let Some(why) = untrusted_file(&file, &meta) {
         return Err(Error::untrusted(path, why));
     }
     crate::io::read_open_file(path, file, meta.len(), limit)
@@ -179,59 +214,102 @@ pub fn check_owned_dir(dir: &Path) -> Result<()> {
     // (the parent's owner, when nobody else can write the parent: then only that owner
     // could have made `dir` there)
     let parent_owner = || {
-        dir.parent()
-            .and_then(|p| {
-                fs::metadata(if p.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    p
-                })
-                .ok()
-            })
-            .filter(|m| writable_by_others(m.mode(), m.gid()).is_none())
-            .map(|m| m.uid())
+        let parent = dir.parent()?;
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        let fd = open_dir(parent, OFlags::empty()).ok()?;
+        let st = rustix::fs::fstat(&fd).ok()?;
+        writable_by_others(&fd, st.st_mode, st.st_gid)
+            .is_none()
+            .then_some(st.st_uid)
     };
     let me = my_uid();
-    if meta.uid() != me && !(me == 0 && parent_owner() == Some(meta.uid())) {
-        return refuse(format!(
-            "belongs to user id {}, not to you (id {me}); remove it or choose another directory",
-            meta.uid()
-        ));
+    let not_mine = |uid: u32| {
+        (uid != me && !(me == 0 && parent_owner() == Some(uid))).then(|| {
+            format!(
+                "belongs to user id {uid}, not to you (id {me}); remove it or choose another \
+                 directory"
+            )
+        })
+    };
+    // (said of what was looked at by name, for a directory the user cannot open; then
+    // judged on the handle, which alone shows who its ACL lets write it)
+    if let Some(why) = not_mine(meta.uid()) {
+        return refuse(why);
     }
-    match writable_by_others(meta.mode(), meta.gid()) {
+    let fd = open_dir(dir, OFlags::NOFOLLOW).map_err(|e| Error::io(dir, "open directory", e))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| Error::io(dir, "inspect", e.into()))?;
+    match not_mine(st.st_uid).or_else(|| writable_by_others(&fd, st.st_mode, st.st_gid)) {
         Some(why) => refuse(why),
         None => Ok(()),
     }
 }
 
+/// Opens the directory `dir` (nothing else: `O_DIRECTORY`) to judge it on its handle,
+/// with `flags` besides (`O_NOFOLLOW`: no link as its last component).
+fn open_dir(dir: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+    rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | flags,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(Into::into)
+}
+
 /// Whether `dir` is a directory (not a link) of this user's alone, strictly: no exception
 /// for root, whose records of another job must be its own as anyone's.
 pub fn is_own_dir(dir: &Path) -> bool {
-    fs::symlink_metadata(dir).is_ok_and(|m| {
-        m.is_dir() && m.uid() == my_uid() && writable_by_others(m.mode(), m.gid()).is_none()
+    let Ok(fd) = open_dir(dir, OFlags::NOFOLLOW) else {
+        return false;
+    };
+    rustix::fs::fstat(&fd).is_ok_and(|st| {
+        st.st_uid == my_uid() && writable_by_others(&fd, st.st_mode, st.st_gid).is_none()
     })
 }
 
-/// Refuses a prefix everyone can write without the sticky bit: there anyone can rename
-/// `.scr` or a dataset's directory away and put their own in its place between two of
-/// SCR's steps. (A shared scratch area is sticky, as /tmp is: there only its owner may
-/// rename what SCR keeps. A group-writable prefix trusts its group.)
+/// Refuses a prefix others can write without the sticky bit: everyone, or a user or group
+/// its access control list names (a project sharing the directory through `setfacl`).
+/// There they can rename `.scr` or a dataset's directory away and put their own in its
+/// place between two of SCR's steps, or swap two checkpoints. (A shared scratch area is
+/// sticky, as /tmp is: there only its owner may rename what SCR keeps. A prefix writable
+/// by its own group trusts that group.) Judged on the prefix's handle, as named: a link in
+/// its path is the user's choice.
 pub fn check_prefix_mode(prefix: &Path) -> Result<()> {
-    let Ok(m) = fs::metadata(prefix) else {
+    let Ok(fd) = open_dir(prefix, OFlags::empty()) else {
         return Ok(()); // created as the user's own
     };
-    if m.mode() & 0o002 != 0 && m.mode() & 0o1000 == 0 {
-        return Err(Error::untrusted(
+    let Ok(st) = rustix::fs::fstat(&fd) else {
+        return Ok(());
+    };
+    let mode = st.st_mode & 0o7777;
+    if mode & 0o1000 != 0 {
+        return Ok(());
+    }
+    let refuse = |why: String| {
+        Err(Error::untrusted(
             prefix,
             format!(
-                "is writable by everyone and not sticky (mode {:o}): anyone could rename what \
-                 SCR keeps there and put their own in its place; run chmod +t on it (as /tmp \
-                 is), or choose a prefix of your own",
-                m.mode() & 0o7777
+                "{why}: they could rename what SCR keeps there and put their own in its place; \
+                 run chmod +t on it (as /tmp is), or choose a prefix of your own"
             ),
-        ));
+        ))
+    };
+    match acl::writers(&fd, st.st_mode) {
+        Err(why) => refuse(format!("is not sticky (mode {mode:o}) and {why}")),
+        Ok(w) if w.everyone => refuse(format!(
+            "is writable by everyone and not sticky (mode {mode:o})"
+        )),
+        Ok(w) => match named_writer(&w) {
+            Some((who, _)) => refuse(format!(
+                "is writable by {who} through its access control list (ACL) and not sticky \
+                 (mode {mode:o})"
+            )),
+            None => Ok(()),
+        },
     }
-    Ok(())
 }
 
 /// Checks a prefix before a command reads or changes what SCR keeps there: not open to
@@ -277,206 +355,10 @@ pub fn below(root: &Path, path: &Path) -> Result<(PathBuf, PathBuf)> {
     }
 }
 
-/// A file SCR creates where none may exist yet (a rebuilt or received file): written as a
-/// hidden temporary beside its target, created exclusively (no link is followed), and put
-/// in place by [`NewFile::commit`] with link(2), which fails rather than replace a file
-/// that appeared meanwhile. Dropped without a commit, the temporary is removed, so a crash
-/// or a failed check never leaves a half-written file under the target's name.
-pub struct NewFile {
-    file: File,
-    temp: PathBuf,
-    target: PathBuf,
-    committed: bool,
-    /// Below a directory SCR must not be steered out of (the prefix): the handle of the
-    /// target's directory, through which the temporary is created, linked and removed.
-    dir: Option<rustix::fd::OwnedFd>,
-}
-
-impl NewFile {
-    /// Starts recreating `target` below `within`'s root when given (through directory
-    /// handles: every directory on the way the user's, created with `dir_mode` where
-    /// missing, no link followed), else at its path in a directory of SCR's own (a cache).
-    pub fn create_in(within: Option<&Beneath>, target: &Path, dir_mode: u32) -> Result<NewFile> {
-        let Some(beneath) = within else {
-            if let Some(dir) = target.parent() {
-                fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-            }
-            return NewFile::create(target);
-        };
-        let (dir, name) = beneath.create_parent(target, dir_mode)?;
-        if rustix::fs::statat(&dir, &name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok() {
-            return Err(already_exists(target));
-        }
-        let temp = crate::io::temporary_name(target, "new");
-        let temp_name = temp.file_name().unwrap_or(&name);
-        let fd = rustix::fs::openat(
-            &dir,
-            temp_name,
-            rustix::fs::OFlags::RDWR
-                | rustix::fs::OFlags::CREATE
-                | rustix::fs::OFlags::EXCL
-                | rustix::fs::OFlags::NOFOLLOW
-                | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::from_raw_mode(0o600),
-        )
-        .map_err(|e| Error::io(&temp, "create", e.into()))?;
-        Ok(NewFile {
-            file: File::from(fd),
-            temp,
-            target: target.to_path_buf(),
-            committed: false,
-            dir: Some(dir),
-        })
-    }
-
-    pub fn create(target: &Path) -> Result<NewFile> {
-        if fs::symlink_metadata(target).is_ok() {
-            return Err(already_exists(target));
-        }
-        let temp = crate::io::temporary_name(target, "new");
-        // readable by the user alone until [`NewFile::set_mode`] gives it its source's mode:
-        // a file SCR derives is never more readable than what it was derived from
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)
-            .map_err(|e| Error::io(&temp, "create", e))?;
-        Ok(NewFile {
-            file,
-            temp,
-            target: target.to_path_buf(),
-            committed: false,
-            dir: None,
-        })
-    }
-
-    /// The open temporary.
-    pub fn file(&self) -> &File {
-        &self.file
-    }
-
-    /// Gives the file permission bits `mode` (those of the file it recreates), on its handle.
-    pub fn set_mode(&self, mode: u32) -> Result<()> {
-        use std::os::unix::fs::PermissionsExt;
-        self.file
-            .set_permissions(fs::Permissions::from_mode(mode & 0o777))
-            .map_err(|e| Error::io(&self.temp, "set the mode of", e))
-    }
-
-    /// Where the bytes are until the commit.
-    pub fn temp_path(&self) -> &Path {
-        &self.temp
-    }
-
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
-    /// Makes the file durable and gives it its name.
-    pub fn commit(mut self) -> Result<()> {
-        self.file
-            .sync_all()
-            .map_err(|e| Error::io(&self.temp, "fsync", e))?;
-        let appeared = |e: std::io::Error| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                Error::invalid(
-                    &self.target,
-                    "appeared while SCR recreated it; it was not replaced",
-                )
-            } else {
-                Error::io(&self.target, "put in place", e)
-            }
-        };
-        let (temp_name, name) = {
-            let (t, n) = self.names();
-            (t.to_os_string(), n.to_os_string())
-        };
-        match &self.dir {
-            Some(dir) => {
-                rustix::fs::linkat(dir, &temp_name, dir, &name, rustix::fs::AtFlags::empty())
-                    .map_err(|e| appeared(e.into()))?;
-                self.committed = true;
-                rustix::fs::unlinkat(dir, &temp_name, rustix::fs::AtFlags::empty())
-                    .map_err(|e| Error::io(&self.temp, "remove", e.into()))?;
-                rustix::fs::fsync(dir)
-                    .map_err(|e| Error::io(&self.target, "fsync the directory of", e.into()))?;
-            }
-            None => {
-                fs::hard_link(&self.temp, &self.target).map_err(appeared)?;
-                self.committed = true;
-                fs::remove_file(&self.temp).map_err(|e| Error::io(&self.temp, "remove", e))?;
-                if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    crate::io::sync_dir(dir)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The temporary's name and the target's, in their directory.
-    fn names(&self) -> (&std::ffi::OsStr, &std::ffi::OsStr) {
-        let name = self.target.file_name().unwrap_or_default();
-        (self.temp.file_name().unwrap_or(name), name)
-    }
-}
-
-fn already_exists(target: &Path) -> Error {
-    Error::invalid(
-        target,
-        "already exists; SCR only recreates missing files and never replaces one",
-    )
-}
-
-impl Drop for NewFile {
-    fn drop(&mut self) {
-        if !self.committed {
-            match &self.dir {
-                Some(dir) => {
-                    let _ = rustix::fs::unlinkat(dir, self.names().0, rustix::fs::AtFlags::empty());
-                }
-                None => {
-                    let _ = fs::remove_file(&self.temp);
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn a_new_file_appears_only_when_committed_and_never_replaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("rank_0.ckpt");
-        let f = NewFile::create(&target).unwrap();
-        use std::os::unix::fs::FileExt;
-        f.file().write_all_at(b"rebuilt", 0).unwrap();
-        assert!(!target.exists(), "not before the commit");
-        f.commit().unwrap();
-        assert_eq!(fs::read(&target).unwrap(), b"rebuilt");
-        assert_eq!(
-            fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "no temporary left"
-        );
-        // an existing file, or a link in its place, is refused, not written through
-        let e = NewFile::create(&target).err().unwrap().to_string();
-        assert!(e.contains("already exists"), "{e}");
-        let victim = dir.path().join("victim");
-        fs::write(&victim, b"mine").unwrap();
-        let link = dir.path().join("link");
-        std::os::unix::fs::symlink(&victim, &link).unwrap();
-        assert!(NewFile::create(&link).is_err());
-        assert_eq!(fs::read(&victim).unwrap(), b"mine");
-        // dropped uncommitted: nothing left
-        drop(NewFile::create(&dir.path().join("never")).unwrap());
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 3);
-    }
 
     #[test]
     fn directories_of_others_links_and_open_modes_are_refused() {
@@ -503,47 +385,6 @@ mod tests {
     }
 
     #[test]
-    fn a_file_recreated_beneath_goes_through_no_link_and_no_directory_of_anothers() {
-        use std::os::unix::fs::FileExt;
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        let beneath = Beneath::open(root).unwrap();
-        // the user's own directories: created where missing, the file appears at commit
-        let target = root.join("ckpt.3/sub/rank_2.ckpt");
-        let f = NewFile::create_in(Some(&beneath), &target, 0o755).unwrap();
-        f.file().write_all_at(b"rank 2", 0).unwrap();
-        assert!(!target.exists());
-        f.commit().unwrap();
-        assert_eq!(fs::read(&target).unwrap(), b"rank 2");
-        assert!(NewFile::create_in(Some(&beneath), &target, 0o755).is_err());
-        // a link planted on the way is not followed
-        let elsewhere = root.join("elsewhere");
-        fs::create_dir(&elsewhere).unwrap();
-        std::os::unix::fs::symlink(&elsewhere, root.join("ckpt.4")).unwrap();
-        let e = NewFile::create_in(Some(&beneath), &root.join("ckpt.4/rank_0.ckpt"), 0o755)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("symbolic link"), "{e}");
-        // nor is a directory another user made, open to all (the tests run as root)
-        let theirs = root.join("ckpt.5");
-        fs::create_dir(&theirs).unwrap();
-        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
-        fs::set_permissions(&theirs, fs::Permissions::from_mode(0o777)).unwrap();
-        let e = NewFile::create_in(Some(&beneath), &theirs.join("rank_0.ckpt"), 0o755)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("belongs to user id 65534"), "{e}");
-        assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
-        assert_eq!(
-            fs::read_dir(root.join("ckpt.3/sub")).unwrap().count(),
-            1,
-            "no temporary"
-        );
-    }
-
-    #[test]
     fn leftover_temporaries_are_swept_only_below_the_root() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("prefix");
@@ -564,6 +405,61 @@ mod tests {
             .collect();
         assert_eq!(left, ["rank_0.ckpt"]);
         assert!(elsewhere.join(".notes.new.1.2").exists());
+    }
+
+    #[test]
+    fn who_an_acl_lets_write_is_judged_on_the_handle() {
+        use acl::tests::ANY;
+        use acl::{GROUP, GROUP_OBJ, MASK, OTHER, USER, USER_OBJ};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, b"x").unwrap();
+        let file = File::open(&path).unwrap();
+        let judge = |entries: &[(u16, u16, u32)]| {
+            acl::set(&file, entries).expect("the tests' file system keeps ACLs");
+            let meta = file.metadata().unwrap();
+            writable_by_others(&file, meta.mode(), meta.gid())
+        };
+        // (the kernel takes the entries in the order of their tags)
+        let base = |named: (u16, u16, u32), mask: u16| {
+            let mut entries = [
+                (USER_OBJ, 6, ANY),
+                named,
+                (GROUP_OBJ, 4, ANY),
+                (MASK, mask, ANY),
+                (OTHER, 4, ANY),
+            ];
+            entries.sort_by_key(|&(tag, _, _)| tag);
+            entries
+        };
+        // (the tests run as root, whose group is its own alone)
+        let e = judge(&base((GROUP, 6, 4242), 6)).unwrap();
+        assert!(
+            e.contains("group id 4242") && e.contains("setfacl -x g:4242"),
+            "{e}"
+        );
+        let e = judge(&base((USER, 7, 4242), 7)).unwrap();
+        assert!(
+            e.contains("user id 4242") && e.contains("setfacl -x u:4242"),
+            "{e}"
+        );
+        // the mask withholds write; entries for the user's own group, or for the user
+        assert_eq!(judge(&base((GROUP, 6, 4242), 4)), None);
+        assert_eq!(judge(&base((GROUP, 6, 0), 6)), None);
+        assert_eq!(judge(&base((USER, 6, my_uid()), 6)), None);
+        // a directory is judged alike
+        let sub = dir.path().join("d");
+        fs::create_dir(&sub).unwrap();
+        assert!(is_own_dir(&sub));
+        let status = std::process::Command::new("setfacl")
+            .args(["-m", "g:4242:rwx"])
+            .arg(&sub)
+            .status();
+        if status.is_ok_and(|s| s.success()) {
+            assert!(!is_own_dir(&sub));
+            let e = check_owned_dir(&sub).unwrap_err().to_string();
+            assert!(e.contains("group id 4242"), "{e}");
+        }
     }
 
     #[test]

@@ -186,7 +186,8 @@ impl Scr {
                 let adopted = scr::bootstrap::adopt(dir, name, id, &origin)?;
                 say!(
                     "SCR: adopted {}, written without SCR, as checkpoint {name} (dataset {id}: \
-                     {} files, {} bytes); SCR restarts from it and takes over",
+                     {} files, {} bytes, the CRC32 of each recorded: a file changed from now \
+                     on is refused); SCR restarts from it and takes over",
                     dir.join(name).display(),
                     adopted.files,
                     adopted.bytes

@@ -7,7 +7,8 @@
 //! ranks is then served in place ([`ReshapedRestart`]): every rank learns the dataset's
 //! whole file list and may route any file of it by its name, which comes back as the file
 //! on the prefix, checked against the size and CRC32 the flush recorded the first time it
-//! is routed (a file inside a container is first copied out into this rank's cache).
+//! is routed, and through directory handles each time (a file inside a container is first
+//! copied out into this rank's cache).
 
 use super::cache::CacheManager;
 use super::failure;
@@ -16,7 +17,7 @@ use super::job::Job;
 use scr::meta::Meta;
 use scr::rank2file::{FileRecord, RankFiles};
 use scr::{Error, Result, container, io, layout, safe_fs};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// A restart served from the prefix to a job of another size than the one that wrote it.
@@ -25,8 +26,10 @@ pub(super) struct ReshapedRestart {
     pub(super) writers: u64,
     /// Every file of the dataset, in the order of the ranks that wrote them.
     pub(super) files: Vec<FileRecord>,
-    /// The files this rank checked already (by their names relative to the prefix).
-    checked: HashSet<String>,
+    /// The files this rank checked already (by their names relative to the prefix), and
+    /// which file each was on the prefix (device and inode; none for a file copied out of
+    /// its container).
+    checked: HashMap<String, Option<(u64, u64)>>,
 }
 
 impl ReshapedRestart {
@@ -34,7 +37,7 @@ impl ReshapedRestart {
         ReshapedRestart {
             writers: map.len() as u64,
             files: map.into_values().flatten().collect(),
-            checked: HashSet::new(),
+            checked: HashMap::new(),
         }
     }
 
@@ -46,7 +49,10 @@ impl ReshapedRestart {
     /// Where this rank reads `rel` (a file of the dataset by its path relative to the
     /// prefix, else by a file name only one of its files has): the file on the prefix, or,
     /// for a file inside a container, its copy in this rank's cache. Checked against the
-    /// size and CRC32 recorded at the flush the first time.
+    /// size and CRC32 recorded at the flush the first time; a file on the prefix is checked
+    /// again through directory handles each time it is routed (the application opens it
+    /// by the path returned: every directory on the way must still be the user's alone to
+    /// change, and the file the one whose CRC32 was checked).
     pub(super) fn route(
         &mut self,
         prefix: &Path,
@@ -86,42 +92,60 @@ impl ReshapedRestart {
             }
         };
         let on_prefix = prefix.join(&record.name);
-        let first_time = !self.checked.contains(&record.name);
-        let path = if record.segments.is_empty() {
-            if first_time {
-                check_in_place(prefix, record)?;
-            }
-            on_prefix
+        let checked = self.checked.get(&record.name).copied();
+        if record.segments.is_empty() {
+            let identity = check_in_place(prefix, record, checked.flatten())?;
+            self.checked.insert(record.name.clone(), Some(identity));
+            Ok(on_prefix)
         } else {
             let dst = cache.dataset_dir(id).join(&record.name);
-            if first_time {
+            if checked.is_none() {
                 extract(prefix, cache, id, ranks, record, &dst)?;
+                self.checked.insert(record.name.clone(), None);
             }
-            dst
-        };
-        self.checked.insert(record.name.clone());
-        Ok(path)
+            Ok(dst)
+        }
     }
 }
 
-/// Checks a file on the prefix against what the flush recorded (through directory
-/// handles: every directory on the way and the file this user's).
-fn check_in_place(prefix: &Path, record: &FileRecord) -> Result<()> {
+/// Checks a file on the prefix against what the flush recorded, through directory handles
+/// (every directory on the way and the file this user's, nobody else's to write): its size,
+/// and its CRC32 unless `seen` names the file (device and inode) whose CRC32 was checked
+/// already, which it must then be. Returns which file it is.
+fn check_in_place(
+    prefix: &Path,
+    record: &FileRecord,
+    seen: Option<(u64, u64)>,
+) -> Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
     let path = prefix.join(&record.name);
     let beneath = safe_fs::Beneath::open(prefix)?;
     let file = open_as_recorded(&beneath, record).map_err(|e| e.blaming(prefix))?;
-    if let Some(want) = record.crc {
-        let got = io::open_file_crc32(&path, &file)?;
-        if got != want {
-            return Err(Error::corrupt(format!(
-                "CRC32 mismatch detected when restarting from {}: it has {}, the flush recorded {}",
-                path.display(),
-                scr::hash::format_crc32(got),
-                scr::hash::format_crc32(want)
-            )));
+    let meta = file.metadata().map_err(|e| Error::io(&path, "stat", e))?;
+    let identity = (meta.dev(), meta.ino());
+    match seen {
+        Some(seen) if seen != identity => Err(Error::corrupt(format!(
+            "{} was replaced since this rank first routed it and checked its CRC32: the \
+             file there now is not read (a later restart checks it anew)",
+            path.display()
+        ))),
+        Some(_) => Ok(identity),
+        None => {
+            if let Some(want) = record.crc {
+                let got = io::open_file_crc32(&path, &file)?;
+                if got != want {
+                    return Err(Error::corrupt(format!(
+                        "CRC32 mismatch detected when restarting from {}: it has {}, SCR \
+                         recorded {} (at its flush or adoption)",
+                        path.display(),
+                        scr::hash::format_crc32(got),
+                        scr::hash::format_crc32(want)
+                    )));
+                }
+            }
+            Ok(identity)
         }
     }
-    Ok(())
 }
 
 /// Copies a file out of its containers into this rank's cache (recorded in its filemap

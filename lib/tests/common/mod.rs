@@ -4,6 +4,7 @@
 
 pub mod install;
 pub mod neighbour;
+pub mod route_then_read;
 pub mod scr_run;
 
 use scr::HashView;

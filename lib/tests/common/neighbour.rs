@@ -1,6 +1,7 @@
-//! A hostile neighbour on a shared prefix: the job's prefix is a directory everyone can
-//! write (1777, as scratch areas and /tmp are), and the neighbour is another user (nobody,
-//! through setpriv).
+//! A hostile neighbour on a shared prefix: another user (nobody, through setpriv) who plants
+//! files, directories and links where the job (root) works — in a prefix everyone can write
+//! (1777, as scratch areas and /tmp are) — or writes where an access control list lets the
+//! neighbour's group write.
 
 use super::*;
 
@@ -21,9 +22,21 @@ impl Shared {
         Shared { job, prefix }
     }
 
+    /// A prefix of the user's that the neighbour's group (nogroup) may write through an
+    /// access control list, as projects share a directory: `mode` (sticky or not), the
+    /// group's entry, and the same entry as the default every file and directory created
+    /// there inherits.
+    pub fn shared_by_acl(mode: u32) -> Shared {
+        use std::os::unix::fs::PermissionsExt;
+        let s = Shared::new();
+        std::fs::set_permissions(&s.prefix, std::fs::Permissions::from_mode(mode)).unwrap();
+        setfacl(&["-m", "g:65534:rwx", "-d", "-m", "g:65534:rwx"], &s.prefix);
+        s
+    }
+
     pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut cmd = self.job.command(None, 2, args, env);
-        // the user chose this prefix knowing anyone may write it
+        // the user chose this prefix knowing others may write it
         cmd.current_dir(&self.prefix)
             .env("SCR_PREFIX", &self.prefix)
             .env("SCR_PREFIX_SHARED", "1");
@@ -46,9 +59,9 @@ impl Shared {
     }
 }
 
-/// Runs a shell command as another user (nobody).
-pub fn as_nobody(script: &str) {
-    let o = Command::new("setpriv")
+/// Runs a shell command as another user (nobody, group nogroup), and says how it went.
+pub fn try_as_nobody(script: &str) -> Output {
+    Command::new("setpriv")
         .args([
             "--reuid=65534",
             "--regid=65534",
@@ -58,7 +71,12 @@ pub fn as_nobody(script: &str) {
             script,
         ])
         .output()
-        .expect("setpriv (util-linux)");
+        .expect("setpriv (util-linux)")
+}
+
+/// Runs a shell command as another user (nobody), which must succeed.
+pub fn as_nobody(script: &str) {
+    let o = try_as_nobody(script);
     assert!(o.status.success(), "{script}: {}", text(&o));
 }
 
@@ -75,4 +93,14 @@ pub fn neighbours_dir(parent: &Path, name: &str) -> PathBuf {
 /// The permission bits of `p`.
 pub fn mode_of(p: &Path) -> u32 {
     std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777
+}
+
+/// `setfacl ARGS PATH`, which must succeed.
+pub fn setfacl(args: &[&str], path: &Path) {
+    let o = Command::new("setfacl")
+        .args(args)
+        .arg(path)
+        .output()
+        .expect("setfacl (Debian's acl package: scripts/setup.sh installs it)");
+    assert!(o.status.success(), "setfacl {args:?}: {}", text(&o));
 }
