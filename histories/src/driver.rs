@@ -142,15 +142,20 @@ impl Env {
         let result = self.setup(&state.job).and_then(|()| {
             for (i, step) in history.steps.iter().enumerate() {
                 outcome.steps = i + 1;
-                *outcome.ops.entry(step.kind().into()).or_default() += 1;
                 let done = match step {
-                    Step::Run(spec) => {
-                        self.run_step(&mut state, history, spec, &mut t, &mut outcome.ops)
-                    }
+                    Step::Run(spec) => self
+                        .run_step(&mut state, history, spec, &mut t, &mut outcome.ops)
+                        .map(|()| true),
                     Step::Fault(f) => self.fault(&mut state, *f, &mut t),
                     Step::Operator(o) => self.operator(&mut state, *o, &mut t),
                 };
-                done.and_then(|()| check::after_step(self, &mut state, &mut t))
+                // a fault or command with nothing to act on is counted apart
+                let kind = match done {
+                    Ok(false) => format!("{} (nothing to act on)", step.kind()),
+                    _ => step.kind().to_string(),
+                };
+                *outcome.ops.entry(kind).or_default() += 1;
+                done.and_then(|_| check::after_step(self, &mut state, &mut t))
                     .map_err(|(c, m)| (c, m, i))?;
             }
             Ok(())
@@ -315,12 +320,12 @@ impl Env {
         check::no_process_left(&self.app).map_err(|m| ("leftover", m))
     }
 
-    fn fault(&self, s: &mut State, fault: Fault, t: &mut Transcript) -> Checked<()> {
+    fn fault(&self, s: &mut State, fault: Fault, t: &mut Transcript) -> Checked<bool> {
         let io = |p: &Path, e: std::io::Error| ("fault", format!("{}: {e}", p.display()));
         match fault {
             Fault::LoseNode { pick } => {
                 let Some(ranks) = s.model.cache_ranks else {
-                    return Ok(());
+                    return Ok(false);
                 };
                 let node = format!("node.n{}", pick % s.model.nodes(ranks) + 1);
                 let user = scr::layout::user_name();
@@ -341,7 +346,7 @@ impl Env {
             Fault::FlipCached { pick } | Fault::TruncateCached { pick } => {
                 let targets = s.model.cached();
                 if targets.is_empty() {
-                    return Ok(());
+                    return Ok(false);
                 }
                 let serial = targets[pick as usize % targets.len()];
                 let dir = format!("ckpt.{serial}");
@@ -356,7 +361,7 @@ impl Env {
                     .collect();
                 files.sort();
                 if files.is_empty() {
-                    return Ok(());
+                    return Ok(false);
                 }
                 let file = &files[(pick as usize / targets.len()) % files.len()];
                 damage(file, matches!(fault, Fault::FlipCached { .. }), t)
@@ -376,7 +381,7 @@ impl Env {
                     }
                 }
                 if files.is_empty() {
-                    return Ok(());
+                    return Ok(false);
                 }
                 let (serial, name) = &files[pick as usize % files.len()];
                 let file = s.job.join("prefix").join(name);
@@ -385,13 +390,13 @@ impl Env {
                 s.model.damage_prefix(*serial);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
-    fn operator(&self, s: &mut State, op: Operator, t: &mut Transcript) -> Checked<()> {
+    fn operator(&self, s: &mut State, op: Operator, t: &mut Transcript) -> Checked<bool> {
         let targets = s.model.on_prefix();
         if targets.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let (flag, pick) = match op {
             Operator::IndexDrop { pick } => ("--drop", pick),
@@ -419,7 +424,7 @@ impl Env {
                 s.operator_since = true;
             }
         }
-        Ok(())
+        Ok(true)
     }
 }
 
