@@ -182,3 +182,32 @@ fn an_invalid_rank_leaves_the_checkpoint_out_and_the_last_good_one_cached() {
     m.begin_run(2);
     assert_eq!(m.candidates(2, false)[0].serial, 1);
 }
+
+#[test]
+fn a_flushed_cached_copy_may_make_room_for_the_next_checkpoint_but_an_unflushed_one_stays() {
+    let bad = CkptSpec {
+        bad_rank: Some(0),
+        ..ckpt(10)
+    };
+    for (flush, kept) in [(1, Avail::Maybe), (0, Avail::Yes)] {
+        let mut m = Model::new(1);
+        m.begin_run(2);
+        m.checkpoint(&ckpt(10), 2, &config(Scheme::Xor, flush, 0, 1));
+        m.checkpoint(&bad, 2, &config(Scheme::Xor, flush, 0, 1));
+        assert_eq!(m.get(1).unwrap().cache, kept, "SCR_FLUSH={flush}");
+    }
+}
+
+#[test]
+fn dropping_the_current_entry_may_leave_none_current_until_the_next_flush() {
+    let mut m = Model::new(1);
+    m.begin_run(2);
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
+    let valid = |n: &str| (n.to_string(), true, false);
+    assert!(m.judge_index(&[valid("ckpt.2"), valid("ckpt.1")]).is_err());
+    m.drop_entry(2);
+    assert!(m.judge_index(&[valid("ckpt.1")]).is_ok());
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
+    assert!(m.judge_index(&[valid("ckpt.3"), valid("ckpt.1")]).is_err());
+}
