@@ -15,7 +15,10 @@
 # Exit status: 0 no violation, 1 a violation, 2 bad usage or setup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --quiet -p scr-runtime --lib -p scr-launcher -p scr-histories
+# (--lib applies to every package named with it, hence two builds)
+cargo build --quiet -p scr-runtime --lib
+cargo build --quiet -p scr-launcher --bin scr
+cargo build --quiet -p scr-histories
 args=()
 if [[ ${1:-} == --ci ]]; then
   shift

@@ -71,7 +71,7 @@ impl Env {
             .map_err(|e| format!("{}: {e}", work.display()))?;
         let build = build.canonicalize().map_err(|e| {
             format!(
-                "{}: {e}; build first: cargo build -p scr-runtime --lib -p scr-launcher",
+                "{}: {e}; build first: cargo build -p scr-runtime --lib; cargo build -p scr-launcher",
                 build.display()
             )
         })?;
@@ -80,7 +80,7 @@ impl Env {
         for f in [&lib, &scr] {
             if !f.exists() {
                 return Err(format!(
-                    "{} missing: build it with cargo build -p scr-runtime --lib -p scr-launcher",
+                    "{} missing: build it with cargo build -p scr-runtime --lib; cargo build -p scr-launcher",
                     f.display()
                 ));
             }

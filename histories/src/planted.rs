@@ -81,19 +81,18 @@ pub fn build(name: &str) -> Result<PathBuf, String> {
         .arg("-i")
         .arg(&patch);
     run(p, &format!("applying {}", patch.display()))?;
-    let mut b = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    b.args([
-        "build",
-        "--quiet",
-        "-p",
-        "scr-runtime",
-        "--lib",
-        "-p",
-        "scr-launcher",
-    ])
-    .current_dir(&src)
-    .env("CARGO_TARGET_DIR", root.join("target"));
-    run(b, "building the planted copy")?;
+    // (--lib applies to every package named with it: the library and the command are two builds)
+    for what in [
+        &["-p", "scr-runtime", "--lib"][..],
+        &["-p", "scr-launcher", "--bin", "scr"],
+    ] {
+        let mut b = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        b.args(["build", "--quiet"])
+            .args(what)
+            .current_dir(&src)
+            .env("CARGO_TARGET_DIR", root.join("target"));
+        run(b, "building the planted copy")?;
+    }
     Ok(root.join("target/debug"))
 }
 
