@@ -181,11 +181,19 @@ impl Model {
             } else {
                 Avail::No
             };
-            let mut prefix = if c.dropped || c.prefix_damaged {
+            let mut prefix = if c.dropped {
                 // guide manage.rst (manage-13): --drop removes the index entry, so no fetch
-                // finds it; README, "Runtime library": a fetch checks size and CRC32 against
-                // what the flush recorded and marks a damaged checkpoint FAILED
+                // finds it
                 Avail::No
+            } else if c.prefix_damaged && c.writers == ranks {
+                // README, "Runtime library": a fetch checks size and CRC32 against what the
+                // flush recorded and marks a damaged checkpoint FAILED
+                Avail::No
+            } else if c.prefix_damaged {
+                // README, "Beyond SCR": at another size the files are read in place, each
+                // checked the first time it is routed: the checkpoint may be offered and its
+                // restart then fail
+                c.prefix.min(Avail::Maybe)
             } else {
                 c.prefix
             };
@@ -298,6 +306,9 @@ impl Model {
                     .strip_prefix("ckpt.")
                     .and_then(|s| s.parse::<u32>().ok())
                 && let Some(c) = self.ckpts.iter_mut().find(|c| c.serial == s)
+                // a restart at another size that failed marks nothing: a job of the writers'
+                // size may still restart it (README, "Beyond SCR")
+                && c.writers == ranks
             {
                 // README, "SCR v3.1 programs": a failed SCR_Complete_restart marks the failed
                 // checkpoint so no later run loads it

@@ -211,3 +211,21 @@ fn dropping_the_current_entry_may_leave_none_current_until_the_next_flush() {
     m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
     assert!(m.judge_index(&[valid("ckpt.3"), valid("ckpt.1")]).is_err());
 }
+
+#[test]
+fn a_damaged_prefix_copy_may_be_offered_at_another_size_and_stays_for_the_writers_size() {
+    let mut m = Model::new(1);
+    m.begin_run(3);
+    m.checkpoint(&ckpt(100), 3, &config(Scheme::Xor, 1, 0, 1));
+    m.damage_prefix(1);
+    m.begin_run(2);
+    let c = m.candidates(2, true);
+    assert_eq!(
+        (c[0].serial, c[0].status, c[0].may_miss_files),
+        (1, Avail::Maybe, true)
+    );
+    let attempts = [attempt("ckpt.1", -1, 1)];
+    assert!(Model::judge_restart(&c, &attempts, None).is_ok());
+    m.after_restart(&attempts, None, 2);
+    assert!(!m.get(1).unwrap().rejected);
+}
