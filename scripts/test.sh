@@ -19,6 +19,8 @@ if command -v cargo-nextest >/dev/null; then
   cargo nextest run -p scr-runtime --no-fail-fast -E 'binary(cluster)' || status=$?
   # the fault campaign, short: each kind of fault once, seeded (the long one: --rounds 200)
   timeout 1500 tests/cluster/faults.sh --seed 3 --rounds 12 --cycle || status=$?
+  # histories judged against the model of SCR's promises, about three minutes
+  ./scripts/histories.sh --ci || status=$?
   exit $status
 else
   # every test target but the cluster's, which runs on its own below
@@ -35,4 +37,5 @@ for p in json.load(sys.stdin)["packages"]:
   done
   cargo test -p scr-runtime --test cluster -- --test-threads=1
   timeout 1500 tests/cluster/faults.sh --seed 3 --rounds 12 --cycle
+  ./scripts/histories.sh --ci
 fi

@@ -1,0 +1,229 @@
+//! The checks run after every step: the prefix holds exactly the bytes of the checkpoints
+//! the model says are flushed, and none of a checkpoint the window deleted; the index's
+//! claims fit the model; the current checkpoint never moves backwards without a loss or an
+//! operator to justify it; nothing outside SCR's directories changed; no temporary or process
+//! is left behind.
+
+use crate::driver::{Env, State, run_bounded};
+use crate::history::{file_length, pattern};
+use crate::model::Avail;
+use crate::script::Transcript;
+use std::path::{Path, PathBuf};
+
+type Checked = Result<(), (&'static str, String)>;
+
+/// Every check, after a step.
+pub fn after_step(env: &Env, s: &mut State, _t: &mut Transcript) -> Checked {
+    outside(&s.job).map_err(|m| ("outside", m))?;
+    prefix_files(s).map_err(|m| ("prefix-data", m))?;
+    no_temporaries(&s.job.join("prefix")).map_err(|m| ("leftover", m))?;
+    index(env, s)
+}
+
+/// SPEC §4.11 ("nothing is left behind when a run ends"): the job directory holds only what
+/// the history made, and the prefix only SCR's `.scr`, `scr.current` and the checkpoints'
+/// directories.
+fn outside(job: &Path) -> Result<(), String> {
+    let mut top = names(job)?;
+    top.sort();
+    if top != ["cache", "cntl", "prefix", "scr.conf"] {
+        return Err(format!("the job directory holds {top:?}"));
+    }
+    let conf = std::fs::read_to_string(job.join("scr.conf")).map_err(|e| e.to_string())?;
+    if conf != format!("SCR_CNTL_BASE={}\n", job.join("cntl").display()) {
+        return Err(format!("scr.conf changed: {conf:?}"));
+    }
+    for n in names(&job.join("prefix"))? {
+        let ours = n == ".scr"
+            || n == "scr.current"
+            || n.strip_prefix("ckpt.")
+                .is_some_and(|s| s.parse::<u32>().is_ok());
+        if !ours {
+            return Err(format!(
+                "the prefix holds {n}, neither SCR's nor a checkpoint's"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn names(dir: &Path) -> Result<Vec<String>, String> {
+    let rd = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect())
+}
+
+/// A flushed checkpoint's files are on the prefix with exactly the bytes the application
+/// wrote (guide quick.rst, quick-8: the file appears at its relative path under the prefix
+/// once flushed); one the window deleted left none (README, SCR_PREFIX_SIZE).
+fn prefix_files(s: &State) -> Result<(), String> {
+    let prefix = s.job.join("prefix");
+    for c in &s.model.ckpts {
+        let dir = prefix.join(c.name());
+        if c.surely_on_prefix() && !c.may_read_wrong && !c.rejected {
+            for r in 0..c.writers {
+                for k in 0..c.spec.nfiles {
+                    let f = dir.join(format!("rank_{r}.{k}"));
+                    let bytes = std::fs::read(&f).map_err(|e| {
+                        format!("{} is flushed, but {}: {e}", c.name(), f.display())
+                    })?;
+                    let len = file_length(c.spec.size, r, k);
+                    let right = bytes.len() as u64 == len
+                        && bytes
+                            .iter()
+                            .enumerate()
+                            .all(|(i, b)| *b == pattern(c.serial, r, k, i as u64));
+                    if !right {
+                        return Err(format!(
+                            "{} on the prefix does not hold what rank {r} wrote",
+                            f.display()
+                        ));
+                    }
+                }
+            }
+        }
+        if c.window_deleted && c.prefix == Avail::No && dir.exists() {
+            let left: Vec<PathBuf> = walk(&dir);
+            if !left.is_empty() {
+                return Err(format!(
+                    "SCR_PREFIX_SIZE deleted {} from the index, but its files stay: {left:?}",
+                    c.name()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// No temporary ( `.<file>.<kind>.<pid>.<n>`, the name every state file and flushed file is
+/// written under before its rename) is left on the prefix after a step (SPEC §4.2, §4.11).
+fn no_temporaries(prefix: &Path) -> Result<(), String> {
+    for p in walk(prefix) {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let parts: Vec<&str> = name.split('.').collect();
+        let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if name.starts_with('.')
+            && parts.len() >= 5
+            && numeric(parts[parts.len() - 1])
+            && numeric(parts[parts.len() - 2])
+        {
+            return Err(format!("a temporary is left behind: {}", p.display()));
+        }
+    }
+    Ok(())
+}
+
+/// The index's claims against the model, and CURRENT never backwards (SPEC §4.7).
+fn index(env: &Env, s: &mut State) -> Checked {
+    let prefix = s.job.join("prefix");
+    if !scr::layout::index_file(&prefix).exists() {
+        if let Some(c) = s
+            .model
+            .ckpts
+            .iter()
+            .find(|c| c.surely_on_prefix() && !c.rejected)
+        {
+            return Err((
+                "index",
+                format!("{} is flushed, but the prefix has no index", c.name()),
+            ));
+        }
+        return Ok(());
+    }
+    let mut cmd = env.scr(&s.job);
+    cmd.args(["index", "--json", "-p"]).arg(&prefix);
+    let (status, out) = run_bounded(cmd).map_err(|e| ("hang", e))?;
+    if !status.success() {
+        return Err((
+            "command",
+            format!("scr index --json exited {status}:\n{out}"),
+        ));
+    }
+    let json: serde_json::Value = serde_json::from_str(&out)
+        .map_err(|e| ("command", format!("scr index --json: {e}:\n{out}")))?;
+    let entries: Vec<(String, bool, bool)> = json["datasets"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|d| {
+                    (
+                        d["name"].as_str().unwrap_or_default().to_string(),
+                        d["valid"].as_bool().unwrap_or(false),
+                        d["current"].as_bool().unwrap_or(false),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    s.model.judge_index(&entries).map_err(|m| ("index", m))?;
+    let current = entries
+        .iter()
+        .find(|e| e.2)
+        .and_then(|e| e.0.strip_prefix("ckpt."))
+        .and_then(|n| n.parse::<u32>().ok());
+    if let (Some(before), Some(now)) = (s.current, current)
+        && now < before
+        && !s.operator_since
+        && s.model
+            .get(before)
+            .is_some_and(|c| c.surely_on_prefix() && !c.rejected)
+    {
+        return Err((
+            "index",
+            format!(
+                "CURRENT moved back from ckpt.{before} to ckpt.{now}, and ckpt.{before} is still whole on the prefix"
+            ),
+        ));
+    }
+    s.current = current;
+    s.operator_since = false;
+    Ok(())
+}
+
+/// No process of the application outlives its run (SPEC §4.11: nothing is left behind).
+pub fn no_process_left(app: &Path) -> Result<(), String> {
+    for _ in 0..30 {
+        let left = processes_of(app);
+        if left.is_empty() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Err(format!(
+        "processes of {} outlive their run: {:?}",
+        app.display(),
+        processes_of(app)
+    ))
+}
+
+fn processes_of(app: &Path) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| exe == app))
+        .collect()
+}
+
+/// Every file below `dir` (none when it is missing).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        let p = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => out.extend(walk(&p)),
+            Ok(_) => out.push(p),
+            Err(_) => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,530 @@
+//! Runs a history for real: a job directory (prefix, cache, control base) per history, each
+//! run an MPICH job of the application on emulated nodes, faults done to the files
+//! themselves, operator commands through `scr`. After every step the checks compare what
+//! happened with the [model](crate::model).
+
+use crate::check;
+use crate::history::{Fault, History, Operator, RunSpec, Step, file_length};
+use crate::model::{Attempt, Model};
+use crate::script::Transcript;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The job id every run gets, so the caches of one history's runs are the same job's.
+pub const JOB_ID: &str = "4242";
+
+/// How long one run or command may take before it counts as hung.
+pub const BOUND: Duration = Duration::from_secs(90);
+
+/// What the runs need: the application built against the library under test, and `scr`.
+#[derive(Debug)]
+pub struct Env {
+    /// Where job directories are made.
+    pub work: PathBuf,
+    /// The application.
+    pub app: PathBuf,
+    /// The `scr` command.
+    pub scr: PathBuf,
+}
+
+/// A broken promise: which check, what it saw, at which step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The check that failed (a shrunk history must fail the same one).
+    pub check: &'static str,
+    /// What it saw.
+    pub message: String,
+    /// The step it was seen after (0-based).
+    pub step: usize,
+}
+
+/// What running a history did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Steps run.
+    pub steps: usize,
+    /// Operations done, by kind (runs, checkpoints, restarts, faults, commands).
+    pub ops: BTreeMap<String, u64>,
+    /// The first broken promise, if any.
+    pub violation: Option<Violation>,
+    /// The history as a shell script.
+    pub script: String,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+type Checked<T> = Result<T, (&'static str, String)>;
+
+impl Env {
+    /// Builds the application in `work` (a fresh directory under the system's temporary
+    /// directory when `None`) against `build/libscr_runtime.so`, and finds `build/scr`.
+    pub fn prepare(build: &Path, work: Option<&Path>) -> Result<Env, String> {
+        let work = match work {
+            Some(w) => w.to_path_buf(),
+            None => std::env::temp_dir().join(format!("scr-histories.{}", std::process::id())),
+        };
+        std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+        let work = work
+            .canonicalize()
+            .map_err(|e| format!("{}: {e}", work.display()))?;
+        let build = build.canonicalize().map_err(|e| {
+            format!(
+                "{}: {e}; build first: cargo build -p scr-runtime --lib; cargo build -p scr-launcher",
+                build.display()
+            )
+        })?;
+        let lib = build.join("libscr_runtime.so");
+        let scr = build.join("scr");
+        for f in [&lib, &scr] {
+            if !f.exists() {
+                return Err(format!(
+                    "{} missing: build it with cargo build -p scr-runtime --lib; cargo build -p scr-launcher",
+                    f.display()
+                ));
+            }
+        }
+        let bin = work.join("bin");
+        std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+        let link = bin.join("libscr.so");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&lib, &link).map_err(|e| format!("{}: {e}", link.display()))?;
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("app/hist_app.c");
+        let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lib/include");
+        let app = bin.join("hist_app");
+        let out = Command::new("mpicc")
+            .arg(&source)
+            .arg("-I")
+            .arg(&include)
+            .arg(format!("-L{}", bin.display()))
+            .arg("-lscr")
+            .arg(format!("-Wl,-rpath,{}", bin.display()))
+            .arg("-o")
+            .arg(&app)
+            .output()
+            .map_err(|e| format!("mpicc: {e} (scripts/setup.sh installs MPICH)"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mpicc {}: {}",
+                source.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(Env { work, app, scr })
+    }
+
+    /// Runs `history` in a fresh job directory, stopping at the first violation.
+    pub fn run(&self, history: &History) -> Outcome {
+        let started = Instant::now();
+        let mut outcome = Outcome::default();
+        let job = match tempfile::Builder::new()
+            .prefix("job.")
+            .tempdir_in(&self.work)
+        {
+            Ok(j) => j,
+            Err(e) => {
+                outcome.violation = Some(Violation {
+                    check: "setup",
+                    message: format!("{}: {e}", self.work.display()),
+                    step: 0,
+                });
+                return outcome;
+            }
+        };
+        let mut t = Transcript::new(job.path(), &self.app, &self.scr, history);
+        let mut state = State {
+            job: job.path().to_path_buf(),
+            model: Model::new(history.ranks_per_node),
+            current: None,
+            operator_since: false,
+        };
+        let result = self.setup(&state.job).and_then(|()| {
+            for (i, step) in history.steps.iter().enumerate() {
+                outcome.steps = i + 1;
+                let done = match step {
+                    Step::Run(spec) => self
+                        .run_step(&mut state, history, spec, &mut t, &mut outcome.ops)
+                        .map(|()| true),
+                    Step::Fault(f) => self.fault(&mut state, *f, &mut t),
+                    Step::Operator(o) => self.operator(&mut state, *o, &mut t),
+                };
+                // a fault or command with nothing to act on is counted apart
+                let kind = match done {
+                    Ok(false) => format!("{} (nothing to act on)", step.kind()),
+                    _ => step.kind().to_string(),
+                };
+                *outcome.ops.entry(kind).or_default() += 1;
+                done.and_then(|_| check::after_step(self, &mut state, &mut t))
+                    .map_err(|(c, m)| (c, m, i))?;
+            }
+            Ok(())
+        });
+        if let Err((check, message, step)) = result {
+            t.comment(&format!("VIOLATION ({check}): {message}"));
+            outcome.violation = Some(Violation {
+                check,
+                message,
+                step,
+            });
+        }
+        outcome.script = t.script();
+        outcome.elapsed = started.elapsed();
+        outcome
+    }
+
+    fn setup(&self, job: &Path) -> Result<(), (&'static str, String, usize)> {
+        let io = |e: std::io::Error| ("setup", format!("{}: {e}", job.display()), 0);
+        for d in ["prefix", "cache", "cntl"] {
+            std::fs::create_dir(job.join(d)).map_err(io)?;
+        }
+        std::fs::write(
+            job.join("scr.conf"),
+            format!("SCR_CNTL_BASE={}\n", job.join("cntl").display()),
+        )
+        .map_err(io)
+    }
+
+    /// `scr` with the job's configuration and nothing of the caller's SCR settings.
+    pub fn scr(&self, job: &Path) -> Command {
+        let mut cmd = Command::new(&self.scr);
+        scrub(&mut cmd);
+        cmd.env("SCR_SYSTEM_CONF_FILE", job.join("scr.conf"))
+            .env("SCR_CACHE_BASE", job.join("cache"))
+            .env("SCR_JOB_ID", JOB_ID);
+        cmd
+    }
+
+    fn run_step(
+        &self,
+        s: &mut State,
+        history: &History,
+        spec: &RunSpec,
+        t: &mut Transcript,
+        ops: &mut BTreeMap<String, u64>,
+    ) -> Checked<()> {
+        s.model.begin_run(spec.ranks);
+        let candidates = s.model.candidates(spec.ranks, spec.config.reshape);
+        let mut args: Vec<String> = s
+            .model
+            .ckpts
+            .iter()
+            .map(|c| {
+                format!(
+                    "layout={}:{}:{}:{}",
+                    c.serial, c.spec.nfiles, c.spec.size, c.writers
+                )
+            })
+            .collect();
+        args.push("init".into());
+        args.push(
+            if spec.file_list {
+                "restart=list"
+            } else {
+                "restart"
+            }
+            .into(),
+        );
+        let first = s.model.next_serial();
+        for (j, c) in spec.ckpts.iter().enumerate() {
+            let mut a = format!("ckpt={}:{}:{}", first + j as u32, c.nfiles, c.size);
+            if let Some(b) = c.bad_rank {
+                a.push_str(&format!(":{b}"));
+            }
+            args.push(a);
+        }
+        args.push(if spec.finalize { "finalize" } else { "quit" }.into());
+        let rpn = history.ranks_per_node;
+        let hosts: Vec<String> = (1..=s.model.nodes(spec.ranks))
+            .map(|n| format!("n{n}:{rpn}"))
+            .collect();
+        let hosts = hosts.join(",");
+        let env = spec.config.env();
+        t.run(&env, &hosts, spec.ranks, &args);
+        let mut cmd = Command::new("mpiexec");
+        scrub(&mut cmd);
+        cmd.args([
+            "-launcher",
+            "fork",
+            "-hosts",
+            &hosts,
+            "-n",
+            &spec.ranks.to_string(),
+        ])
+        .arg(&self.app)
+        .args(&args)
+        .current_dir(s.job.join("prefix"))
+        .env("MPIEXEC_TIMEOUT", "60")
+        .env("SCR_SYSTEM_CONF_FILE", s.job.join("scr.conf"))
+        .env("SCR_CACHE_BASE", s.job.join("cache"))
+        .env("SCR_PREFIX", s.job.join("prefix"))
+        .env("SCR_JOB_ID", JOB_ID)
+        .envs(env.iter().map(|(k, v)| (k, v)));
+        let (status, out) = run_bounded(cmd).map_err(|e| ("hang", e))?;
+        let lines: Vec<&str> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("hist: "))
+            .collect();
+        let said = |head: &str| {
+            lines
+                .iter()
+                .find_map(|l| l.strip_prefix(head))
+                .map(str::to_string)
+        };
+        if !status.success() || said("end").is_none() {
+            return Err((
+                "run",
+                format!("the run ended with {status} before its end:\n{out}"),
+            ));
+        }
+        if said("init rc=").as_deref() != Some("0") {
+            return Err(("run", format!("SCR_Init failed:\n{out}")));
+        }
+        let attempts: Vec<Attempt> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix("attempt "))
+            .filter_map(|l| {
+                let mut w = l.split(' ');
+                let name = w.next()?.to_string();
+                let verified = w.next()?.strip_prefix("verified=")?.parse().ok()?;
+                let rc = w.next()?.strip_prefix("rc=")?.parse().ok()?;
+                Some(Attempt { name, verified, rc })
+            })
+            .collect();
+        let restarted = said("restarted ");
+        *ops.entry("restart-attempt".into()).or_default() += attempts.len() as u64;
+        if restarted.is_some() {
+            *ops.entry("restart-verified".into()).or_default() += 1;
+        }
+        Model::judge_restart(&candidates, &attempts, restarted.as_deref())
+            .map_err(|m| ("restart", m))?;
+        s.model
+            .after_restart(&attempts, restarted.as_deref(), spec.ranks);
+        for c in &spec.ckpts {
+            let serial = s.model.checkpoint(c, spec.ranks, &spec.config);
+            *ops.entry("ckpt".into()).or_default() += 1;
+            let rc = said(&format!("ckpt ckpt.{serial} rc="));
+            if c.bad_rank.is_none() && rc.as_deref() != Some("0") {
+                return Err((
+                    "checkpoint",
+                    format!("SCR_Complete_output of ckpt.{serial} said {rc:?}:\n{out}"),
+                ));
+            }
+        }
+        if spec.finalize {
+            s.model.finalize(&spec.config);
+            if said("finalize rc=").as_deref() != Some("0") {
+                return Err(("run", format!("SCR_Finalize failed:\n{out}")));
+            }
+        }
+        check::no_process_left(&self.app).map_err(|m| ("leftover", m))
+    }
+
+    fn fault(&self, s: &mut State, fault: Fault, t: &mut Transcript) -> Checked<bool> {
+        let io = |p: &Path, e: std::io::Error| ("fault", format!("{}: {e}", p.display()));
+        match fault {
+            Fault::LoseNode { pick } => {
+                let Some(ranks) = s.model.cache_ranks else {
+                    return Ok(false);
+                };
+                let node = format!("node.n{}", pick % s.model.nodes(ranks) + 1);
+                let user = scr::layout::user_name();
+                for d in ["cache", "cntl"] {
+                    let dir = s
+                        .job
+                        .join(d)
+                        .join(&user)
+                        .join(format!("scr.{JOB_ID}"))
+                        .join(&node);
+                    t.line(&format!("rm -rf {}", t.path(&dir)));
+                    if dir.exists() {
+                        std::fs::remove_dir_all(&dir).map_err(|e| io(&dir, e))?;
+                    }
+                }
+                s.model.lose_node();
+            }
+            Fault::FlipCached { pick } | Fault::TruncateCached { pick } => {
+                let targets = s.model.cached();
+                if targets.is_empty() {
+                    return Ok(false);
+                }
+                let serial = targets[pick as usize % targets.len()];
+                let dir = format!("ckpt.{serial}");
+                let mut files: Vec<PathBuf> = check::walk(&s.job.join("cache"))
+                    .into_iter()
+                    .filter(|p| {
+                        p.parent()
+                            .and_then(|d| d.file_name())
+                            .is_some_and(|d| d == dir.as_str())
+                    })
+                    .filter(|p| p.metadata().is_ok_and(|m| m.len() > 0))
+                    .collect();
+                files.sort();
+                if files.is_empty() {
+                    return Ok(false);
+                }
+                let file = &files[(pick as usize / targets.len()) % files.len()];
+                damage(file, matches!(fault, Fault::FlipCached { .. }), t)
+                    .map_err(|e| io(file, e))?;
+                s.model.damage_cached(serial);
+            }
+            Fault::FlipPrefix { pick } | Fault::TruncatePrefix { pick } => {
+                let mut files = Vec::new();
+                for serial in s.model.on_prefix() {
+                    let c = s.model.get(serial).expect("on the prefix");
+                    for r in 0..c.writers {
+                        for k in 0..c.spec.nfiles {
+                            if file_length(c.spec.size, r, k) > 0 {
+                                files.push((serial, format!("ckpt.{serial}/rank_{r}.{k}")));
+                            }
+                        }
+                    }
+                }
+                if files.is_empty() {
+                    return Ok(false);
+                }
+                let (serial, name) = &files[pick as usize % files.len()];
+                let file = s.job.join("prefix").join(name);
+                damage(&file, matches!(fault, Fault::FlipPrefix { .. }), t)
+                    .map_err(|e| io(&file, e))?;
+                s.model.damage_prefix(*serial);
+            }
+        }
+        Ok(true)
+    }
+
+    fn operator(&self, s: &mut State, op: Operator, t: &mut Transcript) -> Checked<bool> {
+        let targets = s.model.on_prefix();
+        if targets.is_empty() {
+            return Ok(false);
+        }
+        let (flag, pick) = match op {
+            Operator::IndexDrop { pick } => ("--drop", pick),
+            Operator::IndexCurrent { pick } => ("--current", pick),
+        };
+        let serial = targets[pick as usize % targets.len()];
+        let name = format!("ckpt.{serial}");
+        t.line(&format!("\"$SCR\" index -p \"$J/prefix\" {flag} {name}"));
+        let mut cmd = self.scr(&s.job);
+        cmd.args(["index", "-p"])
+            .arg(s.job.join("prefix"))
+            .args([flag, &name]);
+        let (status, out) = run_bounded(cmd).map_err(|e| ("hang", e))?;
+        // `scr index --help`: exit 0 on success, 1 when the named dataset is not in the index
+        if !status.success() {
+            return Err((
+                "command",
+                format!("scr index {flag} {name} exited {status}:\n{out}"),
+            ));
+        }
+        match op {
+            Operator::IndexDrop { .. } => s.model.drop_entry(serial),
+            Operator::IndexCurrent { .. } => {
+                s.model.set_current(serial);
+                s.operator_since = true;
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// What a history's run keeps between steps.
+pub struct State {
+    /// The job directory.
+    pub job: PathBuf,
+    /// The model.
+    pub model: Model,
+    /// The current checkpoint the index named last time it was read.
+    pub current: Option<u32>,
+    /// An operator chose the current checkpoint since then.
+    pub operator_since: bool,
+}
+
+/// Flips the byte in the middle of `file`, or cuts its last byte off.
+fn damage(file: &Path, flip: bool, t: &mut Transcript) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    if flip {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(file)?;
+        let mut b = [0u8];
+        f.read_exact_at(&mut b, len / 2)?;
+        b[0] ^= 0xff;
+        t.line(&format!(
+            "printf '\\{:03o}' | dd of={} bs=1 seek={} conv=notrunc status=none",
+            b[0],
+            t.path(file),
+            len / 2
+        ));
+        f.write_all_at(&b, len / 2)?;
+        f.sync_all()
+    } else {
+        t.line(&format!("truncate -s {} {}", len - 1, t.path(file)));
+        let f = std::fs::OpenOptions::new().write(true).open(file)?;
+        f.set_len(len - 1)?;
+        f.sync_all()
+    }
+}
+
+/// Removes every SCR_ and SLURM_ variable of the caller from `cmd`'s environment.
+fn scrub(cmd: &mut Command) {
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if k.starts_with("SCR_") || k.starts_with("SLURM_") {
+            cmd.env_remove(&*k);
+        }
+    }
+}
+
+/// Runs `cmd` to its end, or kills it after [`BOUND`]: its status and output (both streams).
+pub fn run_bounded(mut cmd: Command) -> Result<(std::process::ExitStatus, String), String> {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
+    let pipe = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_end(&mut s);
+            }
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = pipe(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = pipe(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            let text = format!(
+                "{}{}",
+                out.join().unwrap_or_default(),
+                err.join().unwrap_or_default()
+            );
+            return Ok((status, text));
+        }
+        if started.elapsed() > BOUND {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "{:?} did not end within {BOUND:?}",
+                cmd.get_program()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

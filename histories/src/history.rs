@@ -1,0 +1,358 @@
+//! What a history is — runs of the application under a configuration, faults and operator
+//! commands between them — and how one is drawn at random from a seed.
+//!
+//! Faults and operator commands name their target by a `pick`, an index into whatever the
+//! model says is eligible when the step is reached (taken modulo its length): a history
+//! stays meaningful when the shrinker removes the steps before it.
+
+use crate::rng::Rng;
+
+/// The redundancy scheme of a run's checkpoints (SCR_COPY_TYPE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scheme {
+    /// Files only in their own node's cache.
+    Single,
+    /// A full copy of each node's files on its partner node.
+    Partner,
+    /// XOR parity across the nodes of a set.
+    Xor,
+}
+
+impl Scheme {
+    /// SCR's name of the scheme, as SCR_COPY_TYPE takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Single => "SINGLE",
+            Scheme::Partner => "PARTNER",
+            Scheme::Xor => "XOR",
+        }
+    }
+}
+
+/// The parameters a run is started with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// SCR_COPY_TYPE.
+    pub scheme: Scheme,
+    /// SCR_FLUSH: 0 never, N every Nth checkpoint (and at SCR_Finalize).
+    pub flush: u32,
+    /// SCR_PREFIX_SIZE: 0 keeps every checkpoint on the prefix, N a window of N.
+    pub prefix_size: u32,
+    /// SCR_CACHE_SIZE: checkpoints kept in cache.
+    pub cache_size: u32,
+    /// SCR_RESHAPE=1: the application reads a checkpoint written by another number of ranks.
+    pub reshape: bool,
+}
+
+impl Config {
+    /// The environment the run gets for this configuration.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("SCR_COPY_TYPE".into(), self.scheme.name().into()),
+            ("SCR_FLUSH".into(), self.flush.to_string()),
+            ("SCR_FLUSH_ASYNC".into(), "0".into()),
+            ("SCR_PREFIX_SIZE".into(), self.prefix_size.to_string()),
+            ("SCR_CACHE_SIZE".into(), self.cache_size.to_string()),
+            ("SCR_RESHAPE".into(), u32::from(self.reshape).to_string()),
+        ]
+    }
+}
+
+/// One checkpoint a run writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CkptSpec {
+    /// Files each rank writes (file 1 of a rank is always empty).
+    pub nfiles: u32,
+    /// The size class of the files (0: every file empty).
+    pub size: u32,
+    /// A rank that says its files are invalid (the checkpoint is then not complete).
+    pub bad_rank: Option<u32>,
+}
+
+/// One run of the application: `SCR_Init`, the restart loop, checkpoints, then
+/// `SCR_Finalize` or an end without it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunSpec {
+    /// Ranks of the job.
+    pub ranks: u32,
+    /// Its parameters.
+    pub config: Config,
+    /// Read the restart through the file-list API even at the writers' size.
+    pub file_list: bool,
+    /// The checkpoints it writes after its restart.
+    pub ckpts: Vec<CkptSpec>,
+    /// Whether it calls `SCR_Finalize`.
+    pub finalize: bool,
+}
+
+/// A fault between runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// A node of the cache's job loses its cache and control directories.
+    LoseNode {
+        /// Which node.
+        pick: u32,
+    },
+    /// A byte of a cached file of a cached checkpoint flips.
+    FlipCached {
+        /// Which file.
+        pick: u32,
+    },
+    /// A cached file of a cached checkpoint loses its last bytes.
+    TruncateCached {
+        /// Which file.
+        pick: u32,
+    },
+    /// A byte of a checkpoint's file on the prefix flips.
+    FlipPrefix {
+        /// Which file.
+        pick: u32,
+    },
+    /// A checkpoint's file on the prefix loses its last bytes.
+    TruncatePrefix {
+        /// Which file.
+        pick: u32,
+    },
+}
+
+/// An operator's command between runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operator {
+    /// `scr index --drop NAME`.
+    IndexDrop {
+        /// Which checkpoint on the prefix.
+        pick: u32,
+    },
+    /// `scr index --current NAME`.
+    IndexCurrent {
+        /// Which checkpoint on the prefix.
+        pick: u32,
+    },
+}
+
+/// One step of a history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A run of the application.
+    Run(RunSpec),
+    /// A fault.
+    Fault(Fault),
+    /// An operator's command.
+    Operator(Operator),
+}
+
+impl Step {
+    /// The kind of the step, as the table counts it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Step::Run(_) => "run",
+            Step::Fault(Fault::LoseNode { .. }) => "lose-node",
+            Step::Fault(Fault::FlipCached { .. }) => "flip-cached",
+            Step::Fault(Fault::TruncateCached { .. }) => "truncate-cached",
+            Step::Fault(Fault::FlipPrefix { .. }) => "flip-prefix",
+            Step::Fault(Fault::TruncatePrefix { .. }) => "truncate-prefix",
+            Step::Operator(Operator::IndexDrop { .. }) => "index-drop",
+            Step::Operator(Operator::IndexCurrent { .. }) => "index-current",
+        }
+    }
+}
+
+/// A history: the steps, and the ranks each emulated node runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct History {
+    /// The seed it was drawn from.
+    pub seed: u64,
+    /// Ranks per emulated node (hydra's `n1:RPN,n2:RPN,…`).
+    pub ranks_per_node: u32,
+    /// Its steps in order.
+    pub steps: Vec<Step>,
+}
+
+impl History {
+    /// Draws a history from `seed`: the same seed always gives the same history.
+    pub fn generate(seed: u64) -> History {
+        let mut rng = Rng::new(seed);
+        let ranks_per_node = rng.pick(&[1, 1, 2]);
+        let base = rng.pick(&[2, 3, 4]) * ranks_per_node;
+        let runs = rng.range(2, 5);
+        let mut steps = Vec::new();
+        let mut ranks = base;
+        for i in 0..runs {
+            if i > 0 {
+                for _ in 0..rng.range(0, 2) {
+                    steps.push(between_runs(&mut rng));
+                }
+                // another number of ranks now and then (nodes lost without spares, or more)
+                if rng.chance(1, 5) {
+                    ranks = rng.pick(&[2, 3, 4]) * ranks_per_node;
+                } else if rng.chance(1, 3) {
+                    ranks = base;
+                }
+            }
+            steps.push(Step::Run(run(&mut rng, ranks)));
+        }
+        History {
+            seed,
+            ranks_per_node,
+            steps,
+        }
+    }
+
+    /// The runs of the history.
+    pub fn runs(&self) -> impl Iterator<Item = &RunSpec> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Run(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    /// The features the history exercises (scheme, flush period, window, faults…), for the
+    /// table's counts of features and of pairs that met in one history.
+    pub fn features(&self) -> Vec<String> {
+        let mut f: Vec<String> = Vec::new();
+        let mut last_ranks = None;
+        for s in &self.steps {
+            match s {
+                Step::Run(r) => {
+                    f.push(r.config.scheme.name().into());
+                    f.push(match r.config.flush {
+                        0 => "flush=0".into(),
+                        1 => "flush=1".into(),
+                        _ => "flush=N".into(),
+                    });
+                    if r.config.prefix_size > 0 {
+                        f.push("prefix-window".into());
+                    }
+                    if r.config.cache_size > 1 {
+                        f.push("cache-size>1".into());
+                    }
+                    if !r.finalize {
+                        f.push("no-finalize".into());
+                    }
+                    if r.file_list {
+                        f.push("file-list".into());
+                    }
+                    if last_ranks.is_some_and(|l| l != r.ranks) {
+                        f.push(if r.config.reshape {
+                            "other-size+reshape".into()
+                        } else {
+                            "other-size".into()
+                        });
+                    }
+                    last_ranks = Some(r.ranks);
+                    for c in &r.ckpts {
+                        if c.bad_rank.is_some() {
+                            f.push("invalid-rank".into());
+                        }
+                        if c.size == 0 {
+                            f.push("empty-files".into());
+                        }
+                        if c.nfiles > 1 {
+                            f.push("many-files".into());
+                        }
+                    }
+                }
+                other => f.push(other.kind().into()),
+            }
+        }
+        f.sort();
+        f.dedup();
+        f
+    }
+}
+
+fn run(rng: &mut Rng, ranks: u32) -> RunSpec {
+    let config = Config {
+        scheme: rng.pick(&[Scheme::Single, Scheme::Partner, Scheme::Xor]),
+        flush: rng.pick(&[0, 1, 1, 2, 3]),
+        prefix_size: rng.pick(&[0, 0, 1, 2]),
+        cache_size: rng.pick(&[1, 1, 2]),
+        reshape: rng.chance(1, 2),
+    };
+    let ckpts = (0..rng.range(0, 3))
+        .map(|_| CkptSpec {
+            nfiles: rng.pick(&[1, 1, 2, 3]),
+            size: rng.pick(&[0, 100, 1000, 5000]),
+            bad_rank: rng.chance(1, 10).then(|| rng.below(ranks)),
+        })
+        .collect();
+    RunSpec {
+        ranks,
+        config,
+        file_list: rng.chance(1, 4),
+        ckpts,
+        finalize: rng.chance(7, 10),
+    }
+}
+
+fn between_runs(rng: &mut Rng) -> Step {
+    let pick = rng.below(1 << 16);
+    match rng.weighted(&[4, 2, 2, 2, 2, 2, 2]) {
+        0 => Step::Fault(Fault::LoseNode { pick }),
+        1 => Step::Fault(Fault::FlipCached { pick }),
+        2 => Step::Fault(Fault::TruncateCached { pick }),
+        3 => Step::Fault(Fault::FlipPrefix { pick }),
+        4 => Step::Fault(Fault::TruncatePrefix { pick }),
+        5 => Step::Operator(Operator::IndexDrop { pick }),
+        _ => Step::Operator(Operator::IndexCurrent { pick }),
+    }
+}
+
+/// Length in bytes of file `k` of rank `r` in a checkpoint of size class `size`, as the
+/// application writes it (histories/app/hist_app.c, `file_length`).
+pub fn file_length(size: u32, r: u32, k: u32) -> u64 {
+    if size == 0 || k == 1 {
+        0
+    } else {
+        u64::from(size) + 8 * u64::from(r) + 3 * u64::from(k)
+    }
+}
+
+/// Byte `i` of file `k` of rank `r` of checkpoint `serial`, as the application writes it:
+/// every byte says where it belongs.
+pub fn pattern(serial: u32, r: u32, k: u32, i: u64) -> u8 {
+    let w = (u64::from(serial) << 40)
+        | ((u64::from(r) & 0xffff) << 24)
+        | ((u64::from(k) & 0xff) << 16)
+        | ((i / 8) & 0xffff);
+    (w >> (8 * (i % 8))) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_always_gives_the_same_history() {
+        for seed in 0..50 {
+            assert_eq!(History::generate(seed), History::generate(seed));
+        }
+        assert_ne!(History::generate(1), History::generate(2));
+    }
+
+    #[test]
+    fn every_history_starts_with_a_run_and_ranks_fit_the_nodes() {
+        for seed in 0..200 {
+            let h = History::generate(seed);
+            assert!(matches!(h.steps[0], Step::Run(_)));
+            for r in h.runs() {
+                assert!(r.ranks >= 2 && r.ranks.div_ceil(h.ranks_per_node) <= 8);
+                assert!(
+                    r.ckpts
+                        .iter()
+                        .all(|c| c.bad_rank.is_none_or(|b| b < r.ranks))
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_pattern_tells_every_eight_bytes_apart() {
+        let a: Vec<u8> = (0..16).map(|i| pattern(3, 1, 0, i)).collect();
+        let b: Vec<u8> = (0..16).map(|i| pattern(3, 2, 0, i)).collect();
+        let c: Vec<u8> = (0..16).map(|i| pattern(4, 1, 0, i)).collect();
+        assert_ne!(a[..8], a[8..]);
+        assert_ne!(a, b);
+        assert_ne!(a, c);
+    }
+}

@@ -1,0 +1,175 @@
+//! `scr-histories`: runs random histories of SCR jobs, faults and operator commands against
+//! the reference model, shrinks any violation and prints a table (see the crate's docs and
+//! `scripts/histories.sh`).
+
+use clap::Parser;
+use scr_histories::driver::Env;
+use scr_histories::history::History;
+use scr_histories::report::Report;
+use scr_histories::rng::history_seed;
+use scr_histories::{planted, shrink};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Runs histories of SCR jobs as real MPI jobs on emulated nodes and checks each against a
+/// model of what SCR promises. Exit codes: 0 no violation, 1 a violation, 2 bad usage or
+/// setup.
+#[derive(Parser, Debug)]
+#[command(name = "scr-histories", version)]
+struct Args {
+    /// The seed of the batch: history i is drawn from a seed derived from it and i.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// How many new histories to run.
+    #[arg(long, default_value_t = 20)]
+    count: u64,
+    /// Run new histories for this many minutes instead of --count.
+    #[arg(long, value_name = "MINUTES")]
+    soak: Option<f64>,
+    /// Stop starting new histories after this many seconds (a CI budget).
+    #[arg(long, value_name = "SECONDS")]
+    budget: Option<u64>,
+    /// Run the one history drawn from SEED (a seed a violation was reported with).
+    #[arg(long, value_name = "SEED")]
+    replay: Option<u64>,
+    /// A file of history seeds (one a line, # comments) run first: the kept regressions.
+    #[arg(long, value_name = "FILE")]
+    regressions: Option<PathBuf>,
+    /// Where libscr_runtime.so and scr were built.
+    #[arg(long, value_name = "DIR", default_value = "target/debug")]
+    build: PathBuf,
+    /// Where job directories and the application go (default: a directory under $TMPDIR).
+    #[arg(long, value_name = "DIR")]
+    work: Option<PathBuf>,
+    /// Where the scripts of shrunk violations are written (default: the work directory).
+    #[arg(long, value_name = "DIR")]
+    scripts: Option<PathBuf>,
+    /// Most runs of a history spent shrinking one violation.
+    #[arg(long, default_value_t = 80)]
+    shrink_budget: usize,
+    /// Run against a copy of the workspace with histories/planted/NAME.patch applied.
+    #[arg(long, value_name = "NAME")]
+    planted: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let build = match &args.planted {
+        Some(name) => match planted::build(name) {
+            Ok(dir) => dir,
+            Err(e) => {
+                eprintln!("scr-histories: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => args.build.clone(),
+    };
+    let env = match Env::prepare(&build, args.work.as_deref()) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("scr-histories: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let scripts = args.scripts.clone().unwrap_or_else(|| env.work.clone());
+    if let Err(e) = std::fs::create_dir_all(&scripts) {
+        eprintln!("scr-histories: {}: {e}", scripts.display());
+        return ExitCode::from(2);
+    }
+    let mut seeds: Vec<u64> = Vec::new();
+    if let Some(r) = args.replay {
+        seeds.push(r);
+    }
+    if let Some(file) = &args.regressions {
+        match std::fs::read_to_string(file) {
+            Ok(text) => {
+                for (n, line) in text.lines().enumerate() {
+                    let line = line.split('#').next().unwrap_or_default().trim();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    match line.parse() {
+                        Ok(s) => seeds.push(s),
+                        Err(e) => {
+                            eprintln!(
+                                "scr-histories: {}:{}: {line:?} is no seed: {e}",
+                                file.display(),
+                                n + 1
+                            );
+                            return ExitCode::from(2);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("scr-histories: {}: {e}", file.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let started = Instant::now();
+    let soak = args.soak.map(|m| Duration::from_secs_f64(m * 60.0));
+    let budget = args.budget.map(Duration::from_secs);
+    let mut report = Report::default();
+    let mut i = 0u64;
+    let fresh = args.replay.is_none();
+    loop {
+        let seed = if let Some(s) = seeds.get(i as usize) {
+            *s
+        } else {
+            let n = i - seeds.len() as u64;
+            let more = match soak {
+                Some(d) => started.elapsed() < d,
+                None => fresh && n < args.count,
+            };
+            if !more || budget.is_some_and(|b| started.elapsed() >= b) {
+                break;
+            }
+            history_seed(args.seed, n)
+        };
+        i += 1;
+        let h = History::generate(seed);
+        let o = env.run(&h);
+        report.add(&h, &o);
+        if let Some(v) = &o.violation {
+            eprintln!(
+                "history {seed}: violation ({}) at step {}: {}",
+                v.check, v.step, v.message
+            );
+            let (small, so) = shrink::shrink(&env, &h, o, args.shrink_budget);
+            let v = so
+                .violation
+                .clone()
+                .expect("a shrunk history keeps its violation");
+            let path = scripts.join(format!("violation-{seed}.sh"));
+            if let Err(e) = std::fs::write(&path, &so.script) {
+                eprintln!("scr-histories: {}: {e}", path.display());
+            }
+            eprintln!(
+                "history {seed} shrunk to {} step(s), {} run(s): {}\n{}",
+                small.steps.len(),
+                small.runs().count(),
+                path.display(),
+                so.script
+            );
+            report.violations.push((seed, v, so.script));
+        }
+        eprint!(
+            "\r{} histories, {} violation(s)",
+            report.histories,
+            report.violations.len()
+        );
+    }
+    eprintln!();
+    if report.violations.is_empty() && args.work.is_none() && args.scripts.is_none() {
+        // the application built for this batch, nothing else: no violation to look into
+        let _ = std::fs::remove_dir_all(&env.work);
+    }
+    print!("{}", report.table(args.replay.unwrap_or(args.seed)));
+    if report.violations.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

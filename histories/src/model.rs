@@ -1,0 +1,630 @@
+//! The reference model: a small, pure account of what the documentation promises about
+//! every checkpoint a history wrote — whether it is in cache, on the prefix, whether a
+//! restart may or must take it — built only from what the history did, never from SCR's own
+//! records. Where a rule leaves a choice (a flush period whose count SCR keeps, a drain that
+//! may not reach every node) the model says *maybe*, and a check accepts either outcome.
+//!
+//! Citations name the source of each rule: README sections, SPEC invariants
+//! (/work/shared/SPEC.md §4), and SCR v3.1's user guide (`doc/rst/users/<file>.rst` at tag
+//! v3.1.0 of LLNL/scr) with the row of doc/guide-conformance.md that states it.
+
+use crate::history::{CkptSpec, Config, Scheme};
+
+/// Whether something holds: for certain, perhaps, or certainly not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Avail {
+    /// Certainly not.
+    No,
+    /// The promises allow either.
+    Maybe,
+    /// Certainly.
+    Yes,
+}
+
+/// What the model knows of one checkpoint a history wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ckpt {
+    /// Its number in the history (the application names it `ckpt.<serial>`).
+    pub serial: u32,
+    /// Ranks that wrote it.
+    pub writers: u32,
+    /// Its layout.
+    pub spec: CkptSpec,
+    /// Every rank said its files were valid.
+    pub complete: bool,
+    /// The scheme that protects it in cache.
+    pub scheme: Scheme,
+    /// Whether the cache holds it, whole or rebuildable.
+    pub cache: Avail,
+    /// Nodes lost since it was last protected.
+    pub losses: u32,
+    /// Whether its files, summary and index entry are on the prefix.
+    pub prefix: Avail,
+    /// A file of it on the prefix was damaged after its flush.
+    pub prefix_damaged: bool,
+    /// The prefix window deleted it for certain: none of its files may be left there.
+    pub window_deleted: bool,
+    /// A cached file of it was damaged where no CRC guards it: a restart may read wrong bytes.
+    pub may_read_wrong: bool,
+    /// The application rejected it in a restart: no later restart may load it.
+    pub rejected: bool,
+    /// `scr index --drop` removed its index entry.
+    pub dropped: bool,
+}
+
+impl Ckpt {
+    /// The dataset name the application gives it.
+    pub fn name(&self) -> String {
+        format!("ckpt.{}", self.serial)
+    }
+
+    /// Certainly on the prefix, intact and indexed: its files must be there, whole.
+    pub fn surely_on_prefix(&self) -> bool {
+        self.prefix == Avail::Yes && !self.prefix_damaged && !self.dropped
+    }
+}
+
+/// A checkpoint a restart may come to, newest first, with whether it must load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// The checkpoint.
+    pub serial: u32,
+    /// Yes: a restart that reaches it loads it; Maybe: it may load it or pass it over.
+    pub status: Avail,
+    /// The application may find wrong bytes in it (a damaged cached file).
+    pub may_read_wrong: bool,
+    /// SCR may fail to route a file of it (a damaged file it reads in place on the prefix).
+    pub may_miss_files: bool,
+}
+
+/// One restart attempt as the application reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// The dataset SCR offered.
+    pub name: String,
+    /// 1 every byte right, 0 a byte wrong, -1 a file SCR would not route.
+    pub verified: i32,
+    /// What SCR_Complete_restart returned.
+    pub rc: i32,
+}
+
+/// The model of one history's prefix and caches.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    /// Every checkpoint written so far, oldest first.
+    pub ckpts: Vec<Ckpt>,
+    /// The number of ranks of the job whose checkpoints the caches hold.
+    pub cache_ranks: Option<u32>,
+    /// The checkpoint an operator made current with `scr index --current`, until a flush
+    /// publishes a newer one.
+    pub operator_current: Option<u32>,
+    /// Ranks per emulated node.
+    pub ranks_per_node: u32,
+    /// `scr index --drop` removed an entry since the last certain flush: the index may mark
+    /// nothing current.
+    pub current_may_be_unset: bool,
+}
+
+impl Model {
+    /// An empty prefix and empty caches.
+    pub fn new(ranks_per_node: u32) -> Model {
+        Model {
+            ranks_per_node,
+            ..Model::default()
+        }
+    }
+
+    /// The emulated nodes a job of `ranks` ranks runs on.
+    pub fn nodes(&self, ranks: u32) -> u32 {
+        ranks.div_ceil(self.ranks_per_node)
+    }
+
+    fn get_mut(&mut self, serial: u32) -> &mut Ckpt {
+        self.ckpts
+            .iter_mut()
+            .find(|c| c.serial == serial)
+            .expect("a checkpoint of the history")
+    }
+
+    /// The checkpoint numbered `serial`.
+    pub fn get(&self, serial: u32) -> Option<&Ckpt> {
+        self.ckpts.iter().find(|c| c.serial == serial)
+    }
+
+    /// The next checkpoint's number.
+    pub fn next_serial(&self) -> u32 {
+        self.ckpts.last().map_or(1, |c| c.serial + 1)
+    }
+
+    /// SCR_Init of a job of `ranks` ranks: a cache written by a job of another size is
+    /// drained to the prefix and discarded.
+    pub fn begin_run(&mut self, ranks: u32) {
+        if self.cache_ranks.is_some_and(|r| r != ranks) {
+            for c in &mut self.ckpts {
+                if c.cache != Avail::No {
+                    // README, "Beyond SCR: restart on another number of ranks": a checkpoint
+                    // only in cache written by a job of another size is drained to the prefix
+                    // by the new job's SCR_Init first, "the old-size cache discarded"; one
+                    // this job's nodes cannot complete is left for scr postrun: maybe.
+                    c.prefix = c.prefix.max(Avail::Maybe);
+                    c.cache = Avail::No;
+                }
+            }
+        }
+        self.cache_ranks = Some(ranks);
+    }
+
+    /// The checkpoints a restart of a job of `ranks` ranks may come to, newest first.
+    pub fn candidates(&self, ranks: u32, reshape: bool) -> Vec<Candidate> {
+        let mut out = Vec::new();
+        for c in self.ckpts.iter().rev() {
+            // SPEC §4.12 / guide api.rst (api-69): a checkpoint the application rejected is
+            // marked so no later run loads it (README, "SCR v3.1 programs", SCR_Complete_restart)
+            if !c.complete || c.rejected {
+                continue;
+            }
+            // README, "Beyond SCR": a checkpoint written by another number of ranks is offered
+            // only to a program that says SCR_RESHAPE=1
+            if c.writers != ranks && !reshape {
+                continue;
+            }
+            let mut cache = if self.cache_ranks == Some(ranks) && c.writers == ranks {
+                match (c.scheme, c.losses) {
+                    (_, 0) => c.cache,
+                    // README, "Runtime library": lost members are rebuilt from their partner or
+                    // XOR; SINGLE has no copy of a lost node's files
+                    (Scheme::Single, _) => Avail::No,
+                    (_, 1) => c.cache,
+                    // two nodes lost: whether both were in one set is not modelled
+                    _ => c.cache.min(Avail::Maybe),
+                }
+            } else {
+                Avail::No
+            };
+            let mut prefix = if c.dropped {
+                // guide manage.rst (manage-13): --drop removes the index entry, so no fetch
+                // finds it
+                Avail::No
+            } else if c.prefix_damaged && c.writers == ranks {
+                // README, "Runtime library": a fetch checks size and CRC32 against what the
+                // flush recorded and marks a damaged checkpoint FAILED
+                Avail::No
+            } else if c.prefix_damaged {
+                // README, "Beyond SCR": at another size the files are read in place, each
+                // checked the first time it is routed: the checkpoint may be offered and its
+                // restart then fail
+                c.prefix.min(Avail::Maybe)
+            } else {
+                c.prefix
+            };
+            if let Some(x) = self.operator_current
+                && c.serial > x
+            {
+                // guide manage.rst (manage-11): --current NAME sets the dataset restarts start
+                // from; whether a newer cached one still comes first, the guide does not say
+                prefix = Avail::No;
+                cache = cache.min(Avail::Maybe);
+            }
+            let mut status = cache.max(prefix);
+            if c.may_read_wrong && status == Avail::Yes {
+                status = Avail::Maybe;
+            }
+            if status != Avail::No {
+                out.push(Candidate {
+                    serial: c.serial,
+                    status,
+                    may_read_wrong: c.may_read_wrong,
+                    may_miss_files: c.prefix_damaged || c.may_read_wrong,
+                });
+            }
+        }
+        out
+    }
+
+    /// Judges a run's restart loop against the candidates: `Err` says what broke which rule.
+    pub fn judge_restart(
+        candidates: &[Candidate],
+        attempts: &[Attempt],
+        restarted: Option<&str>,
+    ) -> Result<(), String> {
+        let serial_of = |name: &str| -> Option<u32> { name.strip_prefix("ckpt.")?.parse().ok() };
+        let mut last: Option<u32> = None;
+        for a in attempts {
+            let Some(s) = serial_of(&a.name) else {
+                return Err(format!(
+                    "restart offered `{}`, no checkpoint the application wrote",
+                    a.name
+                ));
+            };
+            let Some(c) = candidates.iter().find(|c| c.serial == s) else {
+                return Err(format!(
+                    "restart offered {}, which no promise allows here (allowed: {})",
+                    a.name,
+                    describe(candidates)
+                ));
+            };
+            // guide integration.rst (integration-26): the loop walks from newer to older
+            if last.is_some_and(|l| s > l) {
+                return Err(format!("restart offered {} after an older one", a.name));
+            }
+            last = Some(s);
+            match a.verified {
+                // SPEC §4.11: a restart reads exactly the bytes some allowed checkpoint wrote
+                0 if !c.may_read_wrong => {
+                    return Err(format!(
+                        "restart from {} read bytes that checkpoint never wrote",
+                        a.name
+                    ));
+                }
+                -1 if !c.may_miss_files => {
+                    return Err(format!(
+                        "restart from {} could not route or open a file of it",
+                        a.name
+                    ));
+                }
+                1 if a.rc != 0 => {
+                    return Err(format!(
+                        "SCR_Complete_restart failed ({}) for {} though every rank read it whole",
+                        a.rc, a.name
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let first_sure = candidates.iter().position(|c| c.status == Avail::Yes);
+        match (restarted.map(serial_of), first_sure) {
+            (None, None) => Ok(()),
+            (None, Some(i)) => Err(format!(
+                "no restart, but ckpt.{} must load (allowed: {})",
+                candidates[i].serial,
+                describe(candidates)
+            )),
+            (Some(None), _) => Err("restarted from a dataset the application never wrote".into()),
+            (Some(Some(s)), sure) => {
+                // SPEC §4.11: the newest checkpoint the promises allow; guide config.rst
+                // (config-12): by default SCR loads the most recent checkpoint
+                let allowed = &candidates[..sure.map_or(candidates.len(), |i| i + 1)];
+                if allowed.iter().any(|c| c.serial == s) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "restarted from ckpt.{s}; allowed: {}",
+                        describe(allowed)
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Takes in what a run's restart did (already judged): rejected checkpoints, and the one
+    /// loaded, now in cache and protected again.
+    pub fn after_restart(&mut self, attempts: &[Attempt], restarted: Option<&str>, ranks: u32) {
+        for a in attempts {
+            if a.rc != 0
+                && let Some(s) = a
+                    .name
+                    .strip_prefix("ckpt.")
+                    .and_then(|s| s.parse::<u32>().ok())
+                && let Some(c) = self.ckpts.iter_mut().find(|c| c.serial == s)
+                // a restart at another size that failed marks nothing: a job of the writers'
+                // size may still restart it (README, "Beyond SCR")
+                && c.writers == ranks
+            {
+                // README, "SCR v3.1 programs": a failed SCR_Complete_restart marks the failed
+                // checkpoint so no later run loads it
+                c.rejected = true;
+                c.cache = Avail::No;
+            }
+        }
+        let loaded: Option<u32> =
+            restarted.and_then(|n| n.strip_prefix("ckpt.").and_then(|s| s.parse().ok()));
+        for c in &mut self.ckpts {
+            if Some(c.serial) == loaded && c.writers == ranks {
+                // README, "Runtime library": restart from cache rebuilds lost members and
+                // protects the dataset again; a fetch puts it in cache
+                c.cache = Avail::Yes;
+                c.losses = 0;
+            } else if c.losses > 0 {
+                // whether the restart rebuilt other cached datasets too, no document says
+                c.cache = c.cache.min(Avail::Maybe);
+            }
+        }
+    }
+
+    /// A checkpoint written by a run of `ranks` ranks under `config`; returns its number.
+    pub fn checkpoint(&mut self, spec: &CkptSpec, ranks: u32, config: &Config) -> u32 {
+        let serial = self.next_serial();
+        let complete = spec.bad_rank.is_none();
+        self.make_room(config.cache_size);
+        // README, "Runtime library": a plain warning, not a silent downgrade, when the nodes
+        // cannot satisfy a scheme; the checkpoint is then cached with SINGLE
+        let scheme = if self.nodes(ranks) < 2 {
+            Scheme::Single
+        } else {
+            config.scheme
+        };
+        let flushed = match (complete, config.flush) {
+            // README, "SCR v3.1 programs": SCR_FLUSH=0 never flushes
+            (false, _) | (_, 0) => Avail::No,
+            // guide config.rst (config-22): SCR_FLUSH=1 flushes every checkpoint
+            (_, 1) => Avail::Yes,
+            // guide config.rst (config-89): every Nth checkpoint; SCR keeps the count (across
+            // restarts too: integration-33), which the model does not
+            _ => Avail::Maybe,
+        };
+        self.ckpts.push(Ckpt {
+            serial,
+            writers: ranks,
+            spec: spec.clone(),
+            complete,
+            scheme,
+            cache: if complete { Avail::Yes } else { Avail::No },
+            losses: 0,
+            prefix: Avail::No,
+            prefix_damaged: false,
+            window_deleted: false,
+            may_read_wrong: false,
+            rejected: false,
+            dropped: false,
+        });
+        if complete {
+            self.evict(config.cache_size);
+        }
+        if flushed != Avail::No {
+            self.flushed(serial, flushed, config.prefix_size);
+        }
+        serial
+    }
+
+    /// README, "SCR v3.1 programs", SCR_Init row: the cached copy of the newest checkpoint
+    /// stays until the next one completes, so a checkpoint that fails never costs the last
+    /// good one; one already on the prefix may go when the next one starts, as in v3.1
+    /// (guide api.rst, api-51), since the prefix holds it (SPEC §4.4: never the *only*
+    /// complete copy).
+    fn make_room(&mut self, cache_size: u32) {
+        let mut kept = 0;
+        for c in self.ckpts.iter_mut().rev() {
+            if c.cache != Avail::No && c.complete {
+                kept += 1;
+                if kept >= cache_size && c.prefix != Avail::No {
+                    c.cache = c.cache.min(Avail::Maybe);
+                }
+            }
+        }
+    }
+
+    /// Guide config.rst (config-28/29, config-76): at most SCR_CACHE_SIZE checkpoints in
+    /// cache; README, "SCR v3.1 programs": the newest stays until the next one completes.
+    fn evict(&mut self, cache_size: u32) {
+        let mut kept = 0;
+        for c in self.ckpts.iter_mut().rev() {
+            if c.cache != Avail::No && c.complete {
+                kept += 1;
+                if kept > cache_size {
+                    c.cache = Avail::No;
+                }
+            }
+        }
+    }
+
+    /// A flush of `serial` (certain or perhaps) under a window of `window` checkpoints.
+    fn flushed(&mut self, serial: u32, how: Avail, window: u32) {
+        let c = self.get_mut(serial);
+        c.prefix = c.prefix.max(how);
+        if how == Avail::Yes {
+            self.current_may_be_unset = false;
+            // SPEC §4.7 and README, "The drain": publishing makes the newest checkpoint
+            // current and never moves CURRENT backwards
+            if self.operator_current.is_some_and(|x| x < serial) {
+                self.operator_current = None;
+            }
+        }
+        if window == 0 {
+            return;
+        }
+        // README, "SCR v3.1 programs", SCR_PREFIX_SIZE: after each flush, complete checkpoints
+        // beyond the newest N leave the prefix (files, metadata, index), never the current
+        // one; the N are checkpoints a restart can load
+        let loadable = |c: &Ckpt| c.complete && !c.dropped && !c.rejected && c.prefix != Avail::No;
+        let surely = |c: &Ckpt| loadable(c) && c.prefix == Avail::Yes && !c.prefix_damaged;
+        let operator_current = self.operator_current;
+        let n = self.ckpts.len();
+        for i in 0..n {
+            if !loadable(&self.ckpts[i]) {
+                continue;
+            }
+            let newer = &self.ckpts[i + 1..];
+            let sure_newer = newer.iter().filter(|c| surely(c)).count() as u32;
+            let maybe_newer = newer.iter().filter(|c| loadable(c)).count() as u32;
+            let c = &mut self.ckpts[i];
+            let may_be_current = operator_current == Some(c.serial);
+            if sure_newer >= window && how == Avail::Yes && !may_be_current {
+                c.prefix = Avail::No;
+                c.window_deleted = true;
+            } else if maybe_newer >= window {
+                c.prefix = c.prefix.min(Avail::Maybe);
+            }
+        }
+    }
+
+    /// SCR_Finalize of a run under `config`.
+    pub fn finalize(&mut self, config: &Config) {
+        if config.flush == 0 {
+            // README, "SCR v3.1 programs": SCR_FLUSH=0 never flushes, not even at Finalize
+            return;
+        }
+        // guide api.rst (api-13) and integration.rst (integration-7): SCR_Finalize flushes
+        // the cached dataset that still needs it
+        let newest = self
+            .ckpts
+            .iter()
+            .rev()
+            .find(|c| c.complete && !c.rejected && c.cache != Avail::No)
+            .map(|c| {
+                (
+                    c.serial,
+                    c.cache == Avail::Yes && !c.may_read_wrong,
+                    c.prefix,
+                )
+            });
+        if let Some((serial, sure, prefix)) = newest
+            && prefix != Avail::Yes
+        {
+            let how = if sure { Avail::Yes } else { Avail::Maybe };
+            self.flushed(serial, how, config.prefix_size);
+        }
+    }
+
+    /// A node of the cache's job loses its cache and control directories.
+    pub fn lose_node(&mut self) {
+        for c in &mut self.ckpts {
+            if c.cache != Avail::No {
+                c.losses += 1;
+            }
+        }
+    }
+
+    /// Checkpoints with a cached file a fault can damage.
+    pub fn cached(&self) -> Vec<u32> {
+        self.ckpts
+            .iter()
+            .filter(|c| c.cache != Avail::No && c.complete)
+            .map(|c| c.serial)
+            .collect()
+    }
+
+    /// A cached file of `serial` was damaged (no CRC guards a cached file by default).
+    pub fn damage_cached(&mut self, serial: u32) {
+        self.get_mut(serial).may_read_wrong = true;
+    }
+
+    /// Checkpoints certainly on the prefix, intact: targets of prefix faults and operators.
+    pub fn on_prefix(&self) -> Vec<u32> {
+        self.ckpts
+            .iter()
+            .filter(|c| c.surely_on_prefix() && !c.rejected)
+            .map(|c| c.serial)
+            .collect()
+    }
+
+    /// A file of `serial` on the prefix was damaged.
+    pub fn damage_prefix(&mut self, serial: u32) {
+        self.get_mut(serial).prefix_damaged = true;
+    }
+
+    /// `scr index --drop` of `serial`.
+    pub fn drop_entry(&mut self, serial: u32) {
+        self.get_mut(serial).dropped = true;
+        // guide manage.rst (manage-13): --drop removes the entry only, so dropping the current
+        // one may leave none current; manage-12: restarts then take the newest valid one
+        self.current_may_be_unset = true;
+        if self.operator_current == Some(serial) {
+            // guide api.rst (api-80): dropping the current checkpoint moves CURRENT to the
+            // next older one
+            self.operator_current = None;
+        }
+    }
+
+    /// `scr index --current` of `serial`.
+    pub fn set_current(&mut self, serial: u32) {
+        self.operator_current = Some(serial);
+    }
+
+    /// Judges the prefix's index (name, valid, current) against the model.
+    pub fn judge_index(&self, entries: &[(String, bool, bool)]) -> Result<(), String> {
+        for c in &self.ckpts {
+            if c.surely_on_prefix() && !c.rejected {
+                // README, "The drain" / guide config.rst (config-22): a flushed checkpoint is
+                // indexed complete
+                match entries.iter().find(|e| e.0 == c.name()) {
+                    Some((_, true, _)) => {}
+                    Some(_) => return Err(format!("the index says {} is not valid", c.name())),
+                    None => return Err(format!("{} is flushed but not in the index", c.name())),
+                }
+            }
+        }
+        for (name, valid, _) in entries {
+            let c = name
+                .strip_prefix("ckpt.")
+                .and_then(|s| s.parse().ok())
+                .and_then(|s| self.get(s));
+            let Some(c) = c else {
+                return Err(format!(
+                    "the index lists {name}, which the history never wrote"
+                ));
+            };
+            if c.dropped {
+                // guide manage.rst (manage-13): --drop removes the entry
+                return Err(format!(
+                    "the index still lists {name} after scr index --drop"
+                ));
+            }
+            if c.window_deleted {
+                return Err(format!(
+                    "the index still lists {name}, which SCR_PREFIX_SIZE deleted"
+                ));
+            }
+            if *valid && (c.prefix == Avail::No && !c.prefix_damaged) {
+                return Err(format!(
+                    "the index says {name} is valid; it was never flushed"
+                ));
+            }
+        }
+        let current: Vec<&String> = entries.iter().filter(|e| e.2).map(|e| &e.0).collect();
+        if current.len() > 1 {
+            return Err(format!(
+                "the index marks several datasets current: {current:?}"
+            ));
+        }
+        // SPEC §4.7: CURRENT never moves backwards while a newer complete one is on the
+        // prefix (below the operator's choice, which the operator may move backwards)
+        let bound = self.operator_current.unwrap_or(u32::MAX);
+        let newest_sure = self
+            .ckpts
+            .iter()
+            .filter(|c| c.surely_on_prefix() && !c.rejected && c.serial <= bound)
+            .map(|c| c.serial)
+            .max();
+        if let Some(s) = newest_sure {
+            let cur = current
+                .first()
+                .and_then(|n| n.strip_prefix("ckpt."))
+                .and_then(|n| n.parse::<u32>().ok());
+            match cur {
+                Some(c) if c >= s => {}
+                Some(c) => {
+                    return Err(format!(
+                        "the index's current is ckpt.{c}, older than ckpt.{s} on the prefix"
+                    ));
+                }
+                None if self.current_may_be_unset => {}
+                None => {
+                    return Err(format!(
+                        "the index marks nothing current; ckpt.{s} is on the prefix"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn describe(candidates: &[Candidate]) -> String {
+    if candidates.is_empty() {
+        return "none".into();
+    }
+    candidates
+        .iter()
+        .map(|c| {
+            format!(
+                "ckpt.{}{}",
+                c.serial,
+                if c.status == Avail::Yes { "" } else { "?" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests;
