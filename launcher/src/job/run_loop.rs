@@ -251,6 +251,11 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
         if ops.stop_requested() {
             return finish(ops, Ending::StopRequested, attempt, last_exit, &down);
         }
+        // a run that finished (SCR_Finalize) or was halted ended the job for that reason,
+        // whether or not it was the last run allowed
+        if let Some(HaltCondition { reason, .. }) = ops.halt_condition(false) {
+            return finish(ops, Ending::Halted { reason }, attempt, last_exit, &down);
+        }
         if let Some(runs) = cfg.runs
             && attempt >= runs
         {
@@ -261,9 +266,6 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
                 last_exit,
                 &down,
             );
-        }
-        if let Some(HaltCondition { reason, .. }) = ops.halt_condition(false) {
-            return finish(ops, Ending::Halted { reason }, attempt, last_exit, &down);
         }
         if !cfg.delay.is_zero() {
             ops.report(Event::Sleeping {
@@ -397,6 +399,23 @@ mod tests {
             })
             .collect();
         assert_eq!(reported_down, [(2, 1)], "each failure reported once");
+    }
+
+    #[test]
+    fn a_last_allowed_run_that_finished_ends_for_having_finished_not_for_the_run_count() {
+        let mut s = Script {
+            exits: vec![Ok(Some(1)), Ok(Some(0))],
+            halt_after: Some(2),
+            ..Default::default()
+        };
+        let out = run_loop(&mut s, &config("n[1-2]", Some(2)));
+        assert_eq!(
+            out.ending,
+            Ending::Halted {
+                reason: "SCR_FINALIZE_CALLED".into()
+            }
+        );
+        assert_eq!(out.last_exit, Some(0));
     }
 
     #[test]
