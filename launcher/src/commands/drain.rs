@@ -182,7 +182,8 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
     let mut progress = DrainProgress::new("scr_scavenge", up.count() as usize);
     let results = run.run(&up, &down, &mut progress);
     progress.finish();
-    for r in results {
+    // the progress said each node's outcome; what a node's copy said besides is shown here
+    for r in results.iter().filter(|r| !r.detail.trim().is_empty()) {
         if args.verbose || !r.ok {
             let state = if r.ok { "copied" } else { "FAILED" };
             println!("scr_scavenge: {}: {state}: {}", r.node, r.detail);
