@@ -328,13 +328,16 @@ fn publishing_an_older_checkpoint_leaves_current_on_the_newer_one() {
         user()
     );
     let out = Command::new(&scr)
-        .args(["scavenge", "-j", "n[1-4]", "-i", "2", "-f", &cntl, "-t"])
+        .args(["scavenge", "-v", "-j", "n[1-4]", "-i", "2", "-f", &cntl, "-t"])
         .arg(job.prefix())
         .env("SCR_NODELIST", "n[1-4]")
         .env_remove("SLURM_JOBID")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    // each node's outcome once, none an empty "copied:" line
+    assert!(t.lines().all(|l| !l.trim_end().ends_with(':')), "{t}");
     let out = Command::new(&scr)
         .args(["index", "-p"])
         .arg(job.prefix())
