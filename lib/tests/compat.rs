@@ -544,3 +544,31 @@ fn a_program_built_with_another_mpi_than_libscr_is_refused_in_scr_init_not_crash
         "{t}"
     );
 }
+
+/// SCR_FETCH_BYPASS reads a damaged file where it lies: the CRC mismatch names it once, as
+/// read in place, not as fetched from itself to itself; the restart takes the older one.
+#[test]
+fn a_damaged_file_read_in_place_is_named_as_read_in_place() {
+    let job = Job::new();
+    job.run_ok(2, &["4096", "2"], &[("SCR_FLUSH", "1")]);
+    let victim = job.prefix().join("ckpt.2/rank_1.ckpt");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[100] ^= 0x5a;
+    std::fs::write(&victim, bytes).unwrap();
+    delete_caches(&job);
+    let out = job.run_ok(
+        2,
+        &["4096", "0"],
+        &[("SCR_FETCH_BYPASS", "1"), ("SCR_DEBUG", "1")],
+    );
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+    let said = format!(
+        "CRC32 mismatch detected when reading file {} in place of dataset 2",
+        victim.display()
+    );
+    assert!(out.contains(&said), "{out}");
+    assert!(!out.contains("when fetching file from"), "{out}");
+}

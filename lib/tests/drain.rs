@@ -328,7 +328,9 @@ fn publishing_an_older_checkpoint_leaves_current_on_the_newer_one() {
         user()
     );
     let out = Command::new(&scr)
-        .args(["scavenge", "-v", "-j", "n[1-4]", "-i", "2", "-f", &cntl, "-t"])
+        .args([
+            "scavenge", "-v", "-j", "n[1-4]", "-i", "2", "-f", &cntl, "-t",
+        ])
         .arg(job.prefix())
         .env("SCR_NODELIST", "n[1-4]")
         .env_remove("SLURM_JOBID")

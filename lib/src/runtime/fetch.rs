@@ -382,11 +382,15 @@ impl Fetch<'_> {
             }
             if let (Some(want), Some(got)) = (rec.crc, crc) {
                 if want != got {
+                    // read in place, the file is fetched nowhere: name it once
+                    let fetched = if dst == src {
+                        format!("reading file {} in place", src.display())
+                    } else {
+                        format!("fetching file from {} to {}", src.display(), dst.display())
+                    };
                     return Err(Error::corrupt(format!(
-                        "CRC32 mismatch detected when fetching file from {} to {} of dataset \
-                         {id}: it has {}, the summary records {}",
-                        src.display(),
-                        dst.display(),
+                        "CRC32 mismatch detected when {fetched} of dataset {id}: it has {}, \
+                         the summary records {}",
                         scr::hash::format_crc32(got),
                         scr::hash::format_crc32(want)
                     )));
