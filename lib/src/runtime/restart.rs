@@ -1,5 +1,6 @@
 //! Routing names to files and the restart phase (SCR_Route_file, Have/Start/Complete_restart).
 
+use super::fetch::{Fetch, FetchOutcome, Fetched};
 use super::{Phase, Scr, failure, normalize};
 use scr::event_log::kinds;
 use scr::index::IndexFile;
@@ -345,5 +346,52 @@ impl Scr {
             }
         }
         Ok(ok)
+    }
+
+    /// Runs the fetch loop (see [`Fetch::fetch`]) and takes what it fetched as the restart.
+    /// A newest checkpoint that is intact but that this job's nodes cannot read stops the
+    /// job (every rank alike): going on from an older one would let the job's next
+    /// checkpoints supersede it. Collective.
+    pub(super) fn fetch(&mut self, below: Option<u64>) -> Result<()> {
+        let outcome = Fetch {
+            job: &self.job,
+            cache: &mut self.cache,
+            prefix: &self.prefix,
+            redundancy: &self.redundancy,
+            settings: &self.config.settings,
+            log: &self.log,
+        }
+        .fetch(below)?;
+        match outcome {
+            FetchOutcome::Fetched(Fetched {
+                id,
+                name,
+                checkpoint_id,
+                reshaped,
+            }) => {
+                self.checkpoint_id = self.checkpoint_id.max(checkpoint_id);
+                self.restart = Some((id, name));
+                self.reshaped = reshaped;
+            }
+            FetchOutcome::Nothing => {}
+            FetchOutcome::UnreadableHere { name } => self.stop_for_unreadable(&name),
+        }
+        Ok(())
+    }
+
+    /// Stops the job (every rank calls it): checkpoint `name` is intact on the prefix, and
+    /// current, but this job's nodes could not read it; a restart from anything older
+    /// would be superseded by what the job writes next.
+    fn stop_for_unreadable(&self, name: &str) -> ! {
+        let prefix = self.prefix.path().display();
+        if !self.job.is_root() {
+            crate::ffi::abort_job_after_another("rank 0 stops the job (it says why)");
+        }
+        crate::ffi::abort_job(&format!(
+            "checkpoint {name} on {prefix} is intact, but this job's nodes could not read it \
+             (their cache or control directory is full or failing: the ranks above say where); \
+             it is not marked failed and stays current. Free space on those nodes (scr \
+             list-dir names the directories) or run elsewhere, and restart"
+        ))
     }
 }
