@@ -118,6 +118,10 @@ pub struct Scr {
     /// SCR_Start_restart, SCR_Current), not in SCR_Init, so a run that never restarts, or
     /// picks an older checkpoint, copies nothing it does not read.
     fetch_pending: bool,
+    /// A checkpoint SCR_Init recovered in cache but passed over for a newer one on the
+    /// prefix: the pending fetch restarts from it when no checkpoint on the prefix newer
+    /// than it can be fetched (see [`Scr::pass_over_superseded_cache`]).
+    older_in_cache: Option<(u64, String)>,
     /// When checkpoints were asked for, started and completed (SCR_Need_checkpoint's rules).
     schedule: scr::schedule::CheckpointSchedule,
 }
@@ -335,6 +339,7 @@ impl Scr {
             reshaped: None,
             restart_trouble_here: false,
             fetch_pending: false,
+            older_in_cache: None,
             schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
         };
         if discard_foreign {
@@ -363,6 +368,7 @@ impl Scr {
         self.dataset_id = found.dataset_id;
         self.checkpoint_id = found.checkpoint_id;
         self.restart = found.restart;
+        self.pass_over_superseded_cache();
         self.fetch_pending = self.restart.is_none() && self.config.settings.fetch.enabled;
         let restartable = self.restart.as_ref().map_or(0, |(id, _)| *id);
         if let Some(stranded) = self.prefix.stranded_beyond(restartable) {
@@ -460,6 +466,9 @@ impl Scr {
         if self.restart.as_ref().is_some_and(|(r, _)| *r == id) {
             self.restart = None;
             self.reshaped = None;
+        }
+        if self.older_in_cache.as_ref().is_some_and(|(r, _)| *r == id) {
+            self.older_in_cache = None;
         }
     }
 
