@@ -38,7 +38,6 @@ mod shape_drain;
 use async_flush::AsyncFlushes;
 use cache::{CacheManager, CacheSettings, JobPlace, TRASH_DIR};
 use descriptors::{CkptDesc, NodePlace};
-use fetch::{Fetch, FetchOutcome, Fetched};
 use flush::Flush;
 use job::{Job, NodeGroups};
 use mpi::topology::SimpleCommunicator;
@@ -119,6 +118,10 @@ pub struct Scr {
     /// SCR_Start_restart, SCR_Current), not in SCR_Init, so a run that never restarts, or
     /// picks an older checkpoint, copies nothing it does not read.
     fetch_pending: bool,
+    /// A checkpoint SCR_Init recovered in cache but passed over for a newer one on the
+    /// prefix: the pending fetch restarts from it when no checkpoint on the prefix newer
+    /// than it can be fetched (see [`Scr::pass_over_superseded_cache`]).
+    older_in_cache: Option<(u64, String)>,
     /// When checkpoints were asked for, started and completed (SCR_Need_checkpoint's rules).
     schedule: scr::schedule::CheckpointSchedule,
 }
@@ -336,6 +339,7 @@ impl Scr {
             reshaped: None,
             restart_trouble_here: false,
             fetch_pending: false,
+            older_in_cache: None,
             schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
         };
         if discard_foreign {
@@ -364,6 +368,7 @@ impl Scr {
         self.dataset_id = found.dataset_id;
         self.checkpoint_id = found.checkpoint_id;
         self.restart = found.restart;
+        self.pass_over_superseded_cache();
         self.fetch_pending = self.restart.is_none() && self.config.settings.fetch.enabled;
         let restartable = self.restart.as_ref().map_or(0, |(id, _)| *id);
         if let Some(stranded) = self.prefix.stranded_beyond(restartable) {
@@ -436,53 +441,6 @@ impl Scr {
         }
     }
 
-    /// Runs the fetch loop (see [`Fetch::fetch`]) and takes what it fetched as the restart.
-    /// A newest checkpoint that is intact but that this job's nodes cannot read stops the
-    /// job (every rank alike): going on from an older one would let the job's next
-    /// checkpoints supersede it. Collective.
-    fn fetch(&mut self, below: Option<u64>) -> Result<()> {
-        let outcome = Fetch {
-            job: &self.job,
-            cache: &mut self.cache,
-            prefix: &self.prefix,
-            redundancy: &self.redundancy,
-            settings: &self.config.settings,
-            log: &self.log,
-        }
-        .fetch(below)?;
-        match outcome {
-            FetchOutcome::Fetched(Fetched {
-                id,
-                name,
-                checkpoint_id,
-                reshaped,
-            }) => {
-                self.checkpoint_id = self.checkpoint_id.max(checkpoint_id);
-                self.restart = Some((id, name));
-                self.reshaped = reshaped;
-            }
-            FetchOutcome::Nothing => {}
-            FetchOutcome::UnreadableHere { name } => self.stop_for_unreadable(&name),
-        }
-        Ok(())
-    }
-
-    /// Stops the job (every rank calls it): checkpoint `name` is intact on the prefix, and
-    /// current, but this job's nodes could not read it; a restart from anything older
-    /// would be superseded by what the job writes next.
-    fn stop_for_unreadable(&self, name: &str) -> ! {
-        let prefix = self.prefix.path().display();
-        if !self.job.is_root() {
-            crate::ffi::abort_job_after_another("rank 0 stops the job (it says why)");
-        }
-        crate::ffi::abort_job(&format!(
-            "checkpoint {name} on {prefix} is intact, but this job's nodes could not read it \
-             (their cache or control directory is full or failing: the ranks above say where); \
-             it is not marked failed and stays current. Free space on those nodes (scr \
-             list-dir names the directories) or run elsewhere, and restart"
-        ))
-    }
-
     /// Publishes the background flushes every rank finished; waits for those up to
     /// `wait_for`. Collective.
     fn poll_async_flushes(&mut self, wait_for: Option<u64>) -> Result<()> {
@@ -508,6 +466,9 @@ impl Scr {
         if self.restart.as_ref().is_some_and(|(r, _)| *r == id) {
             self.restart = None;
             self.reshaped = None;
+        }
+        if self.older_in_cache.as_ref().is_some_and(|(r, _)| *r == id) {
+            self.older_in_cache = None;
         }
     }
 

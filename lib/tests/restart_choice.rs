@@ -56,3 +56,117 @@ fn without_a_job_id_every_run_applies_scr_current() {
         );
     }
 }
+
+/// The size of each rank's checkpoint file in the tests below.
+const SIZE: &str = "20000";
+/// Checkpoints flush every five, the cache holds two: a run killed after its seventh
+/// leaves ckpt.5 on the prefix and ckpt.6 and ckpt.7 only in its nodes' caches.
+const FLUSH_EVERY_FIVE: [(&str, &str); 3] = [
+    ("SCR_FLUSH", "5"),
+    ("SCR_CACHE_SIZE", "2"),
+    ("TEST_API_NO_FINALIZE", "1"),
+];
+const FIRST_NODES: &str = "n1,n2,n3,n4";
+const OTHER_NODES: &str = "n5,n6,n7,n8";
+
+/// Two job steps of one allocation (one job id) on different nodes, each killed before
+/// SCR_Finalize: the first on n1–n4 writes ckpt.1–7 (ckpt.6 and ckpt.7 stay in n1–n4's
+/// caches), the second on n5–n8 restarts from ckpt.5 and writes ckpt.6–12, of which
+/// ckpt.10 reaches the prefix (ckpt.11 and ckpt.12 stay in n5–n8's caches).
+fn steps_on_two_node_sets() -> Job {
+    let job = Job::new();
+    let out = run_ok_on(&job, FIRST_NODES, 4, &[SIZE, "7"], &FLUSH_EVERY_FIVE);
+    assert!(!out.contains("restarted from"), "{out}");
+    let out = run_ok_on(&job, OTHER_NODES, 4, &[SIZE, "7"], &FLUSH_EVERY_FIVE);
+    assert!(
+        out.contains("restarted from ckpt.5 (timestep 5), data verified"),
+        "{out}"
+    );
+    assert!(job.prefix().join("ckpt.10").is_dir());
+    assert!(!job.prefix().join("ckpt.12").exists());
+    job
+}
+
+/// A relaunch on the first nodes, whose caches hold ckpt.7, restarts from ckpt.10 on the
+/// prefix: going back to the older cached one would throw away timesteps 8–10. Saying why
+/// at SCR_DEBUG=1; and ckpt.12, only in the other nodes' caches, is still reported lost to
+/// this run.
+#[test]
+fn a_newer_checkpoint_on_the_prefix_wins_over_an_older_one_in_cache() {
+    let job = steps_on_two_node_sets();
+    let env = [&FLUSH_EVERY_FIVE[..2], &[("SCR_DEBUG", "1")]].concat();
+    let out = run_ok_on(&job, FIRST_NODES, 4, &[SIZE, "1"], &env);
+    assert!(
+        out.contains("restarted from ckpt.10 (timestep 10), data verified"),
+        "{out}"
+    );
+    let passed_over = out
+        .lines()
+        .find(|l| l.contains("ckpt.7") && l.contains("ckpt.10") && l.contains("cache"))
+        .unwrap_or_else(|| panic!("no word of ckpt.7 in cache passed over for ckpt.10:\n{out}"));
+    assert!(passed_over.contains("prefix"), "{passed_over}");
+    let stranded = out
+        .lines()
+        .find(|l| l.contains("ckpt.12"))
+        .unwrap_or_else(|| panic!("no word of ckpt.12 in the other nodes' caches:\n{out}"));
+    assert!(stranded.contains("cannot restart from it"), "{stranded}");
+}
+
+/// The other nodes' caches hold ckpt.12, newer than anything on the prefix: a relaunch on
+/// them restarts from it in cache.
+#[test]
+fn a_cached_checkpoint_newer_than_the_prefix_is_restarted_from_cache() {
+    let job = steps_on_two_node_sets();
+    let out = run_ok_on(&job, OTHER_NODES, 4, &[SIZE, "1"], &FLUSH_EVERY_FIVE[..2]);
+    assert!(
+        out.contains("restarted from ckpt.12 (timestep 12), data verified"),
+        "{out}"
+    );
+}
+
+/// The user makes the older ckpt.5 current (`scr index --current`): the relaunch on the
+/// first nodes restarts from it, not from the cached ckpt.7 nor from ckpt.10.
+#[test]
+fn an_older_checkpoint_the_user_made_current_wins_over_the_cache() {
+    let job = steps_on_two_node_sets();
+    let set = scr_for(&job)
+        .args(["index", "--prefix"])
+        .arg(job.prefix())
+        .args(["--current", "ckpt.5"])
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", text(&set));
+    let out = run_ok_on(&job, FIRST_NODES, 4, &[SIZE, "1"], &FLUSH_EVERY_FIVE[..2]);
+    assert!(
+        out.contains("restarted from ckpt.5 (timestep 5), data verified"),
+        "{out}"
+    );
+}
+
+/// SCR_CURRENT names ckpt.5: the relaunch on the first nodes restarts from it.
+#[test]
+fn scr_current_naming_an_older_checkpoint_wins_over_the_cache() {
+    let job = steps_on_two_node_sets();
+    let env = [&FLUSH_EVERY_FIVE[..2], &[("SCR_CURRENT", "ckpt.5")]].concat();
+    let out = run_ok_on(&job, FIRST_NODES, 4, &[SIZE, "1"], &env);
+    assert!(
+        out.contains("restarted from ckpt.5 (timestep 5), data verified"),
+        "{out}"
+    );
+}
+
+/// ckpt.10 on the prefix is damaged (a file cut short): the fetch fails, and the restart
+/// falls back to the next newest checkpoint, ckpt.7 in the first nodes' caches, not to
+/// ckpt.5 on the prefix.
+#[test]
+fn a_failed_fetch_of_the_newer_checkpoint_falls_back_to_the_cached_one() {
+    let job = steps_on_two_node_sets();
+    let file = job.prefix().join("ckpt.10/rank_2.ckpt");
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+    let out = run_ok_on(&job, FIRST_NODES, 4, &[SIZE, "1"], &FLUSH_EVERY_FIVE[..2]);
+    assert!(
+        out.contains("restarted from ckpt.7 (timestep 7), data verified"),
+        "{out}"
+    );
+}

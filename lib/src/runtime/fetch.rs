@@ -82,8 +82,9 @@ pub(super) struct Fetched {
 impl Fetch<'_> {
     /// The fetch loop: copies the newest complete, not-failed dataset from the prefix into
     /// cache (starting at a user-adjusted `scr.current`, else the index's CURRENT, and only
-    /// below `below` when given). Collective; `None` when there is nothing (more) to fetch:
-    /// a clean start.
+    /// below `below` when given, and only above `above`, the id of a checkpoint in cache
+    /// that comes before anything older on the prefix). Collective; `Nothing` when there is
+    /// nothing (more) to fetch.
     ///
     /// What a failure means decides what follows. A dataset that is broken on the prefix
     /// (a file missing there, a size or CRC32 that does not match, a file list that does
@@ -98,7 +99,7 @@ impl Fetch<'_> {
     /// if even that fails here the loop ends saying so ([`FetchOutcome::UnreadableHere`]):
     /// the checkpoint is not marked failed, and no older one is restarted in its place
     /// (what the job wrote next would supersede the intact newer one).
-    pub(super) fn fetch(&mut self, below: Option<u64>) -> Result<FetchOutcome> {
+    pub(super) fn fetch(&mut self, below: Option<u64>, above: u64) -> Result<FetchOutcome> {
         let job = self.job;
         // the datasets this fetch tried and passed over (failed or unreadable)
         let mut passed_over: Vec<String> = Vec::new();
@@ -106,7 +107,7 @@ impl Fetch<'_> {
         loop {
             // rank 0 picks the candidate and reads its file list
             let (choice, root) = match job.is_root() {
-                true => self.next_candidate(below, &passed_over).unzip(),
+                true => self.next_candidate(below, above, &passed_over).unzip(),
                 false => (None, None),
             };
             let bytes = comm::bcast_bytes(job.world(), 0, FetchChoice::to_bytes(choice.as_ref()));

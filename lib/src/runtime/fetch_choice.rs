@@ -136,11 +136,13 @@ impl Fetch<'_> {
         job.agree(mine, "another rank could not read its file list")
     }
 
-    /// Rank 0: the next dataset to try, with its descriptor and where its file lists are
-    /// (in the choice, or the rank2file tree's root to scatter).
+    /// Rank 0: the next dataset to try (below `below` when given, above `above`), with its
+    /// descriptor and where its file lists are (in the choice, or the rank2file tree's root
+    /// to scatter).
     pub(super) fn next_candidate(
         &self,
         below: Option<u64>,
+        above: u64,
         passed_over: &[String],
     ) -> Option<(FetchChoice, Option<TreeTask>)> {
         let prefix = self.prefix.path();
@@ -163,7 +165,10 @@ impl Fetch<'_> {
             }
         };
         for entry in index.restart_candidates(link.as_deref()) {
-            if below.is_some_and(|b| entry.id >= b) || passed_over.contains(&entry.name) {
+            if below.is_some_and(|b| entry.id >= b)
+                || entry.id <= above
+                || passed_over.contains(&entry.name)
+            {
                 continue;
             }
             // what a fetch needs of the checkpoint, or (Err) how many ranks wrote one this

@@ -242,6 +242,7 @@ impl Scr {
             })?;
         // the fetch SCR_Init left pending is of the newest checkpoint: `name` replaces it
         self.fetch_pending = false;
+        self.older_in_cache = None;
         if self.restart.as_ref().is_some_and(|(d, _)| *d == id) {
             return Ok(());
         }
@@ -263,7 +264,7 @@ impl Scr {
         }
         if self.config.settings.fetch.enabled {
             // the fetch loop starts at the index's current checkpoint, now `name`
-            self.fetch(Some(id + 1))?;
+            self.fetch(Some(id + 1), None)?;
         }
         let indexed_ckpt = self.job.max(indexed_ckpt);
         match &self.restart {

@@ -1,5 +1,6 @@
 //! Routing names to files and the restart phase (SCR_Route_file, Have/Start/Complete_restart).
 
+use super::fetch::{Fetch, FetchOutcome, Fetched};
 use super::{Phase, Scr, failure, normalize};
 use scr::event_log::kinds;
 use scr::index::IndexFile;
@@ -238,7 +239,8 @@ impl Scr {
     /// Runs the fetch SCR_Init left for the first call that asks for a restart.
     pub(super) fn fetch_if_pending(&mut self) -> Result<()> {
         if std::mem::take(&mut self.fetch_pending) {
-            self.fetch(None)?;
+            let older_in_cache = self.older_in_cache.take();
+            self.fetch(None, older_in_cache)?;
             if let Some((id, name)) = self.restart.clone() {
                 self.log_restart(id, name);
             }
@@ -341,9 +343,157 @@ impl Scr {
                 below = older;
             }
             if self.config.settings.fetch.enabled {
-                self.fetch(Some(id))?;
+                self.fetch(Some(id), None)?;
             }
         }
         Ok(ok)
+    }
+
+    /// In SCR_Init, after the restart from cache: a restart never goes back to a checkpoint
+    /// in cache older than one the prefix holds complete and loadable. Dataset ids grow with
+    /// time within a prefix, so a cached checkpoint whose id is below the prefix's newest
+    /// usable one was superseded — by another job step of the allocation, run on other
+    /// nodes, that went further and flushed — and the job's work since would be lost. Such
+    /// a cached checkpoint is passed over: the pending fetch starts where it always does
+    /// (the checkpoint the user made current, else the newest), tries the prefix's
+    /// checkpoints newer than the cached one, and falls back to it only when none of those
+    /// can be fetched. A current checkpoint older than the cached one is the user's choice
+    /// (SCR never moves CURRENT back on its own): it is fetched, and the cached one is not
+    /// offered. A cached checkpoint as new as anything on the prefix is restarted from
+    /// cache. SCR_FETCH=0 loads nothing from the prefix, and SCR_GLOBAL_RESTART reads the
+    /// restart from the prefix anyway: both leave the choice as it is. Collective.
+    pub(super) fn pass_over_superseded_cache(&mut self) {
+        let Some((cached, cached_name)) = self.restart.clone() else {
+            return;
+        };
+        if self.config.settings.fetch.global_restart {
+            return;
+        }
+        // rank 0 reads the index: its newest usable checkpoint, and where a fetch starts
+        let on_prefix = self
+            .job
+            .is_root()
+            .then(|| IndexFile::read(&layout::index_file(self.prefix.path())).ok())
+            .flatten()
+            .map(|index| {
+                let link = scr::prefix::read_current_link(self.prefix.path());
+                let start = index.restart_candidates(link.as_deref()).into_iter().next();
+                (index.newest_usable_checkpoint(), start)
+            });
+        let (newest, start) = on_prefix.unwrap_or_default();
+        let id_of = |e: &Option<scr::index::IndexEntry>| e.as_ref().map_or(0, |e| e.id);
+        let newest_id = self.job.max(id_of(&newest));
+        let start_id = self.job.max(id_of(&start));
+        if newest_id <= cached || start_id == 0 {
+            return;
+        }
+        let name_of = |e: &Option<scr::index::IndexEntry>| {
+            e.as_ref().map_or_else(String::new, |e| e.name.clone())
+        };
+        let (newest_name, start_name) = (name_of(&newest), name_of(&start));
+        let passed_over = format!(
+            "{cached_name} (dataset {cached}) in cache is older than {newest_name} (dataset \
+             {newest_id}) on the prefix"
+        );
+        if !self.config.settings.fetch.enabled {
+            self.job.debug(
+                1,
+                format_args!("{passed_over}; SCR_FETCH=0: the restart is the one in cache"),
+            );
+            return;
+        }
+        self.restart = None;
+        self.checkpoint_id = 0;
+        let fallback = format!(
+            "restarts from {cached_name} in cache only if no checkpoint newer than it can be \
+             fetched"
+        );
+        let said = if start_id == newest_id {
+            format!("{passed_over}: the restart fetches {newest_name}, and {fallback}")
+        } else if start_id > cached {
+            format!(
+                "{passed_over}: the restart fetches the prefix's current checkpoint, \
+                 {start_name} (dataset {start_id}), and {fallback}"
+            )
+        } else {
+            format!(
+                "{passed_over}, whose current checkpoint is the older {start_name} (dataset \
+                 {start_id}), the user's choice: the restart fetches it"
+            )
+        };
+        self.job.debug(1, format_args!("{said}"));
+        if start_id > cached {
+            self.older_in_cache = Some((cached, cached_name));
+        }
+    }
+
+    /// Runs the fetch loop (see [`Fetch::fetch`]) and takes what it fetched as the restart.
+    /// A newest checkpoint that is intact but that this job's nodes cannot read stops the
+    /// job (every rank alike): going on from an older one would let the job's next
+    /// checkpoints supersede it. Collective.
+    ///
+    /// `older_in_cache` is a checkpoint SCR_Init recovered in cache and passed over for a
+    /// newer one on the prefix (see [`Scr::pass_over_superseded_cache`]): only the prefix's
+    /// checkpoints newer than it are tried, and it is the restart when none of them can be
+    /// fetched, so the fallback goes from newest to oldest wherever each one is.
+    pub(super) fn fetch(
+        &mut self,
+        below: Option<u64>,
+        older_in_cache: Option<(u64, String)>,
+    ) -> Result<()> {
+        let above = older_in_cache.as_ref().map_or(0, |(id, _)| *id);
+        let outcome = Fetch {
+            job: &self.job,
+            cache: &mut self.cache,
+            prefix: &self.prefix,
+            redundancy: &self.redundancy,
+            settings: &self.config.settings,
+            log: &self.log,
+        }
+        .fetch(below, above)?;
+        match outcome {
+            FetchOutcome::Fetched(Fetched {
+                id,
+                name,
+                checkpoint_id,
+                reshaped,
+            }) => {
+                self.checkpoint_id = self.checkpoint_id.max(checkpoint_id);
+                self.restart = Some((id, name));
+                self.reshaped = reshaped;
+            }
+            FetchOutcome::Nothing => {
+                if let Some((id, name)) = older_in_cache {
+                    self.job.debug(
+                        1,
+                        format_args!(
+                            "no checkpoint on the prefix newer than {name} (dataset {id}) could \
+                             be fetched: restarting from {name} in cache"
+                        ),
+                    );
+                    let ckpt = self.cache.checkpoint_of(id).unwrap_or(id);
+                    self.checkpoint_id = self.job.max(ckpt);
+                    self.restart = Some((id, name));
+                }
+            }
+            FetchOutcome::UnreadableHere { name } => self.stop_for_unreadable(&name),
+        }
+        Ok(())
+    }
+
+    /// Stops the job (every rank calls it): checkpoint `name` is intact on the prefix, and
+    /// current, but this job's nodes could not read it; a restart from anything older
+    /// would be superseded by what the job writes next.
+    fn stop_for_unreadable(&self, name: &str) -> ! {
+        let prefix = self.prefix.path().display();
+        if !self.job.is_root() {
+            crate::ffi::abort_job_after_another("rank 0 stops the job (it says why)");
+        }
+        crate::ffi::abort_job(&format!(
+            "checkpoint {name} on {prefix} is intact, but this job's nodes could not read it \
+             (their cache or control directory is full or failing: the ranks above say where); \
+             it is not marked failed and stays current. Free space on those nodes (scr \
+             list-dir names the directories) or run elsewhere, and restart"
+        ))
     }
 }
