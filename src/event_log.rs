@@ -90,25 +90,157 @@ impl Event {
     }
 }
 
-/// The events of the log at `path`, oldest first; lines that are not events (a torn last
-/// line) are skipped.
-pub fn read(path: &Path) -> crate::Result<Vec<Event>> {
-    // a regular file, not through a link, within a bound: anyone who could put a FIFO or
-    // a huge file in its place must not stall or exhaust the reader
-    let file = crate::io::open_regular_no_link(path)?;
+/// What reading a log left out, and why: a log anyone who could write to it may have
+/// filled with anything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Bytes at the head of a log of more than [`MAX_LOG_BYTES`], not read (the newest
+    /// events are the ones read).
+    pub head_bytes: u64,
+    /// Lines that are no event (garbage, a torn last line, an empty line).
+    pub malformed_lines: u64,
+    /// Lines of more than [`MAX_LINE_BYTES`], not read.
+    pub over_long_lines: u64,
+}
+
+impl Skipped {
+    /// Whether every line of the log was read.
+    pub fn nothing(&self) -> bool {
+        *self == Skipped::default()
+    }
+}
+
+impl std::fmt::Display for Skipped {
+    /// What was skipped, in words ("nothing" when nothing was).
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let count = |n: u64, one: &str, many: &str| match n {
+            1 => format!("1 {one}"),
+            n => format!("{n} {many}"),
+        };
+        let mut parts = Vec::new();
+        if self.head_bytes > 0 {
+            parts.push(format!(
+                "{} at its head (only its last {MAX_LOG_BYTES} bytes are read)",
+                count(self.head_bytes, "byte", "bytes")
+            ));
+        }
+        if self.malformed_lines > 0 {
+            parts.push(count(
+                self.malformed_lines,
+                "line that is no event",
+                "lines that are no event",
+            ));
+        }
+        if self.over_long_lines > 0 {
+            parts.push(count(
+                self.over_long_lines,
+                &format!("line of more than {MAX_LINE_BYTES} bytes"),
+                &format!("lines of more than {MAX_LINE_BYTES} bytes"),
+            ));
+        }
+        if parts.is_empty() {
+            return f.write_str("nothing");
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// Reads the log at `path` one line at a time, oldest first, handing each event to `each`;
+/// returns what it skipped. Memory stays within a line's bound whatever the file holds: a
+/// line longer than [`MAX_LINE_BYTES`] is skipped, and of a log longer than
+/// [`MAX_LOG_BYTES`] only the newest lines are read.
+pub fn stream(path: &Path, each: impl FnMut(Event)) -> crate::Result<Skipped> {
+    stream_last(path, MAX_LOG_BYTES, each)
+}
+
+/// [`stream`] of the last `window` bytes of the log.
+fn stream_last(path: &Path, window: u64, mut each: impl FnMut(Event)) -> crate::Result<Skipped> {
+    use std::io::{BufRead, Read, Seek};
+    // a regular file, not through a link: anyone who could put a FIFO or a link in its
+    // place must not stall the reader or have it read another file
+    let mut file = crate::io::open_regular_no_link(path)?;
+    let read_error = |e| crate::Error::io(path, "read", e);
     let len = file
         .metadata()
         .map_err(|e| crate::Error::io(path, "stat", e))?
         .len();
-    let bytes = crate::io::read_open_file(path, file, len, MAX_LOG_BYTES)?;
-    Ok(String::from_utf8_lossy(&bytes)
-        .lines()
-        .filter_map(parse_line)
-        .collect())
+    // from the byte before the window on, so that a line starting right at the window is
+    // read whole and a line cut by it is skipped up to its end
+    let from = len.saturating_sub(window + 1);
+    let mut skipped = Skipped {
+        head_bytes: from,
+        ..Skipped::default()
+    };
+    file.seek(std::io::SeekFrom::Start(from))
+        .map_err(read_error)?;
+    // the bytes there when the log was opened: lines the job appends meanwhile are the
+    // next report's
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file.take(len - from));
+    let mut line = Vec::with_capacity(MAX_LINE_BYTES);
+    let mut over_long = false;
+    let mut cut_at_head = from > 0;
+    loop {
+        let buf = reader.fill_buf().map_err(read_error)?;
+        if buf.is_empty() {
+            break;
+        }
+        let (piece, ends_line) = match buf.iter().position(|&b| b == b'\n') {
+            Some(at) => (&buf[..at], true),
+            None => (buf, false),
+        };
+        let used = piece.len() + usize::from(ends_line);
+        if cut_at_head {
+            skipped.head_bytes += used as u64;
+        } else if !over_long {
+            if line.len() + piece.len() > MAX_LINE_BYTES {
+                over_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(piece);
+            }
+        }
+        reader.consume(used);
+        if ends_line {
+            if cut_at_head {
+                cut_at_head = false;
+            } else {
+                take_line(&mut line, &mut over_long, &mut skipped, &mut each);
+            }
+        }
+    }
+    // a last line without its newline (torn, or being written)
+    if !cut_at_head && (over_long || !line.is_empty()) {
+        take_line(&mut line, &mut over_long, &mut skipped, &mut each);
+    }
+    Ok(skipped)
 }
 
-/// The largest event log read back (millions of events; a job's log is far smaller).
+/// Hands the line read to `each` as an event, or counts it skipped; the buffer is ready
+/// for the next line after.
+fn take_line(
+    line: &mut Vec<u8>,
+    over_long: &mut bool,
+    skipped: &mut Skipped,
+    each: &mut impl FnMut(Event),
+) {
+    if std::mem::take(over_long) {
+        skipped.over_long_lines += 1;
+    } else {
+        match parse_line(&String::from_utf8_lossy(line)) {
+            Some(event) => each(event),
+            None => skipped.malformed_lines += 1,
+        }
+    }
+    line.clear();
+}
+
+/// The most of a log read back: its last GiB (millions of events; a job's log is far
+/// smaller, and reading more would keep the reader busy for whoever made it larger).
 pub const MAX_LOG_BYTES: u64 = 1 << 30;
+
+/// The longest line read back. A line SCR writes holds a dataset name (shorter than
+/// SCR_MAX_FILENAME, 1024 bytes), the user and job ids and a few numbers.
+pub const MAX_LINE_BYTES: usize = 4096;
 
 /// Reads one line; None for a line that is not an event (a torn last line, say).
 pub fn parse_line(line: &str) -> Option<Event> {
@@ -145,60 +277,53 @@ pub enum Ending {
     Open,
 }
 
-/// One run of the application: a START line and the events up to the next START.
+/// A run of the application as far as the log has been read: a START line and the events
+/// after it. Fed one event at a time, so a log of any length takes no more memory.
 #[derive(Clone, Debug)]
-pub struct Run<'a> {
-    /// Its events, START first.
-    pub events: &'a [Event],
-    pub ending: Ending,
+pub struct RunSoFar {
+    pub start: DateTime<FixedOffset>,
+    /// The time of its last event so far: when it ended, or (failed) the last sign of life.
+    pub last: DateTime<FixedOffset>,
+    finalized: bool,
+    halted: bool,
 }
 
-impl Run<'_> {
-    pub fn start(&self) -> DateTime<FixedOffset> {
-        self.events[0].time
+impl RunSoFar {
+    /// The run a START event begins.
+    pub fn new(start: &Event) -> RunSoFar {
+        RunSoFar {
+            start: start.time,
+            last: start.time,
+            finalized: false,
+            halted: false,
+        }
     }
 
-    /// The time of its last event: when it ended, or (failed) the last sign of life.
-    pub fn last(&self) -> DateTime<FixedOffset> {
-        self.events[self.events.len() - 1].time
+    /// Takes in the run's next event.
+    pub fn add(&mut self, e: &Event) {
+        self.last = e.time;
+        self.finalized |= e.kind == kinds::END;
+        // a halt that exits ends the run on purpose, without SCR_Finalize
+        self.halted |= e.kind == kinds::HALT && e.field("exits") != Some("false");
+    }
+
+    /// How it ended, given whether another run started after it.
+    pub fn ending(&self, followed: bool) -> Ending {
+        if self.finalized {
+            Ending::Finalized
+        } else if self.halted {
+            Ending::Halted
+        } else if followed {
+            Ending::Failed
+        } else {
+            Ending::Open
+        }
     }
 
     /// Seconds from its START to its last event.
     pub fn seconds(&self) -> f64 {
-        seconds_between(self.start(), self.last())
+        seconds_between(self.start, self.last)
     }
-}
-
-/// The log split into runs at each START line (events before the first START, which a
-/// log cut at its head may hold, belong to none).
-pub fn runs(events: &[Event]) -> Vec<Run<'_>> {
-    let starts: Vec<usize> = (0..events.len())
-        .filter(|&i| events[i].kind == kinds::START)
-        .collect();
-    let mut out = Vec::with_capacity(starts.len());
-    for (n, &from) in starts.iter().enumerate() {
-        let to = starts.get(n + 1).copied().unwrap_or(events.len());
-        let run = &events[from..to];
-        let finalized = run.iter().any(|e| e.kind == kinds::END);
-        // a halt that exits ends the run on purpose, without SCR_Finalize
-        let halted = run
-            .iter()
-            .any(|e| e.kind == kinds::HALT && e.field("exits") != Some("false"));
-        let ending = if finalized {
-            Ending::Finalized
-        } else if halted {
-            Ending::Halted
-        } else if to < events.len() {
-            Ending::Failed
-        } else {
-            Ending::Open
-        };
-        out.push(Run {
-            events: run,
-            ending,
-        });
-    }
-    out
 }
 
 /// What a log says about checkpoint cost and failures.
@@ -216,27 +341,68 @@ pub struct Stats {
     pub mean_checkpoint_seconds: f64,
 }
 
-impl Stats {
-    pub fn from_events(events: &[Event]) -> Stats {
-        let runs = runs(events);
-        let ckpt_secs: Vec<f64> = events
-            .iter()
-            .filter(|e| e.kind == kinds::CHECKPOINT)
-            .filter_map(|e| e.seconds("secs"))
-            .collect();
-        let checkpoints = ckpt_secs.len() as u64;
-        let mean_checkpoint_seconds = if checkpoints == 0 {
-            0.0
-        } else {
-            ckpt_secs.iter().sum::<f64>() / checkpoints as f64
-        };
-        Stats {
-            runs: runs.len() as u64,
-            failures: runs.iter().filter(|r| r.ending == Ending::Failed).count() as u64,
-            run_seconds: runs.iter().map(Run::seconds).sum(),
-            checkpoints,
-            mean_checkpoint_seconds,
+/// [`Stats`] computed as the log is read, one event at a time (events before the first
+/// START, which a log cut at its head may hold, belong to no run).
+#[derive(Clone, Debug, Default)]
+pub struct StatsSoFar {
+    runs: u64,
+    failures: u64,
+    run_seconds: f64,
+    checkpoints: u64,
+    checkpoint_seconds: f64,
+    open: Option<RunSoFar>,
+}
+
+impl StatsSoFar {
+    /// Takes in the log's next event.
+    pub fn add(&mut self, e: &Event) {
+        if e.kind == kinds::START {
+            self.close(true);
+            self.runs += 1;
+            self.open = Some(RunSoFar::new(e));
+        } else if let Some(run) = &mut self.open {
+            run.add(e);
         }
+        if e.kind == kinds::CHECKPOINT
+            && let Some(secs) = e.seconds("secs")
+        {
+            self.checkpoints += 1;
+            self.checkpoint_seconds += secs;
+        }
+    }
+
+    fn close(&mut self, followed: bool) {
+        if let Some(run) = self.open.take() {
+            self.failures += u64::from(run.ending(followed) == Ending::Failed);
+            self.run_seconds += run.seconds();
+        }
+    }
+
+    /// The statistics of the whole log read (its last run still open).
+    pub fn finish(mut self) -> Stats {
+        self.close(false);
+        Stats {
+            runs: self.runs,
+            failures: self.failures,
+            run_seconds: self.run_seconds,
+            checkpoints: self.checkpoints,
+            mean_checkpoint_seconds: if self.checkpoints == 0 {
+                0.0
+            } else {
+                self.checkpoint_seconds / self.checkpoints as f64
+            },
+        }
+    }
+}
+
+impl Stats {
+    /// The statistics of a log's events, oldest first.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Stats {
+        let mut stats = StatsSoFar::default();
+        for e in events {
+            stats.add(e);
+        }
+        stats.finish()
     }
 
     /// Mean time between failures, in seconds (None without failures).
@@ -350,7 +516,16 @@ mod tests {
         .into_iter()
         .map(Option::unwrap)
         .collect();
-        let endings: Vec<Ending> = runs(&events).iter().map(|r| r.ending).collect();
+        let mut endings = Vec::new();
+        let mut run: Option<RunSoFar> = None;
+        for e in &events {
+            if e.kind == kinds::START {
+                endings.extend(run.replace(RunSoFar::new(e)).map(|r| r.ending(true)));
+            } else if let Some(r) = &mut run {
+                r.add(e);
+            }
+        }
+        endings.extend(run.map(|r| r.ending(false)));
         assert_eq!(
             endings,
             [
@@ -365,5 +540,73 @@ mod tests {
         // the absurd cost are not measures
         assert_eq!((s.runs, s.failures, s.run_seconds), (4, 1, 230.0));
         assert_eq!((s.checkpoints, s.mean_checkpoint_seconds), (1, 1.5));
+    }
+
+    /// Streams `text` as a log, the last `window` bytes of it; the events' kinds and
+    /// what was skipped.
+    fn streamed(text: &[u8], window: u64) -> (Vec<String>, Skipped) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        std::fs::write(&path, text).unwrap();
+        let mut kinds = Vec::new();
+        let skipped = stream_last(&path, window, |e| kinds.push(e.kind)).unwrap();
+        (kinds, skipped)
+    }
+
+    #[test]
+    fn garbage_and_over_long_lines_are_counted_and_the_events_around_them_read() {
+        let event = |kind: &str| format!("2026-11-23T10:00:00+00:00 event={kind}");
+        // a line of exactly the bound is read; one byte more is skipped, event or not
+        let longest = format!("{} pad={}", event("LONGEST"), "p".repeat(MAX_LINE_BYTES));
+        let longest = &longest[..MAX_LINE_BYTES];
+        let over = format!("{} pad={}", event("OVER"), "p".repeat(MAX_LINE_BYTES));
+        let over = &over[..MAX_LINE_BYTES + 1];
+        let text = [
+            event("START"),
+            "garbage".into(),
+            String::new(),
+            longest.into(),
+            over.into(),
+            "\u{fffd}\u{7}".into(),
+            "x".repeat(3 * MAX_LINE_BYTES),
+            event("END"),
+            // torn while being written
+            "2026-11-23T10:00".into(),
+        ]
+        .join("\n");
+        let (kinds, skipped) = streamed(text.as_bytes(), MAX_LOG_BYTES);
+        assert_eq!(kinds, ["START", "LONGEST", "END"]);
+        assert_eq!(
+            skipped,
+            Skipped {
+                head_bytes: 0,
+                malformed_lines: 4,
+                over_long_lines: 2
+            }
+        );
+        // an over-long last line without its newline is counted too
+        let (kinds, skipped) = streamed(format!("{}\n{over}", event("START")).as_bytes(), 1 << 20);
+        assert_eq!((kinds.len(), skipped.over_long_lines), (1, 1));
+    }
+
+    #[test]
+    fn of_a_log_over_the_window_only_the_whole_lines_of_its_end_are_read() {
+        // ten lines of 40 bytes each (39 and a newline), numbered in their kind
+        let text: String = (0..10)
+            .map(|n| format!("2026-11-23T10:00:00+00:00 event=LINE{n}xx\n"))
+            .collect();
+        assert!(text.lines().all(|l| l.len() == 39));
+        // a window of 100 bytes holds lines 8 and 9 whole and the end of line 7
+        let (kinds, skipped) = streamed(text.as_bytes(), 100);
+        assert_eq!(kinds, ["LINE8xx", "LINE9xx"]);
+        assert_eq!(skipped.head_bytes, 320);
+        assert_eq!(skipped.malformed_lines + skipped.over_long_lines, 0);
+        // a window that starts right at a line reads that line whole
+        let (kinds, skipped) = streamed(text.as_bytes(), 120);
+        assert_eq!(kinds, ["LINE7xx", "LINE8xx", "LINE9xx"]);
+        assert_eq!(skipped.head_bytes, 280);
+        // a log within the window is read whole
+        let (kinds, skipped) = streamed(text.as_bytes(), 400);
+        assert_eq!((kinds.len(), skipped.head_bytes), (10, 0));
     }
 }

@@ -362,3 +362,149 @@ fn absurd_measures_in_a_log_are_left_out_and_the_page_is_still_drawn() {
     assert!(close(&v["interval"]["mean_checkpoint_seconds"], 2.0), "{v}");
     assert_eq!(v["flushes"][0]["mib_per_s"], serde_json::Value::Null);
 }
+
+/// A prefix whose log holds `lines`, each "<seconds after 10:00:00> <rest of the line>".
+fn prefix_with_log(lines: &[(u32, String)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let hidden = scr::layout::prefix_hidden_dir(dir.path());
+    std::fs::create_dir_all(&hidden).unwrap();
+    let start = chrono::DateTime::parse_from_rfc3339("2026-11-23T10:00:00+00:00").unwrap();
+    let text: String = lines
+        .iter()
+        .map(|(t, rest)| {
+            let at = start + chrono::Duration::seconds(i64::from(*t));
+            format!(
+                "{} {rest}\n",
+                at.to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
+            )
+        })
+        .collect();
+    std::fs::write(hidden.join("log"), text).unwrap();
+    dir
+}
+
+#[test]
+fn a_log_with_garbage_and_over_long_lines_says_what_it_skipped_and_counts_events_only() {
+    // a checkpoint line padded past the longest line read: were it read, C would be 251 s
+    let padded = format!(
+        "event=CHECKPOINT name=big dset=2 secs=500 pad={}",
+        "p".repeat(scr::event_log::MAX_LINE_BYTES)
+    );
+    let dir = prefix_with_log(&[
+        (0, "event=START jobid=1".into()),
+        (
+            10,
+            "event=CHECKPOINT name=small dset=1 secs=2 jobid=1".into(),
+        ),
+        (20, padded),
+        (30, "event=END jobid=1".into()),
+    ]);
+    let log = scr::event_log::log_path(dir.path());
+    // and a line that is no event, from whoever could write there
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.insert_str(text.find('\n').unwrap() + 1, "rm -rf / # not an event\n");
+    std::fs::write(&log, text).unwrap();
+
+    let p = dir.path().to_str().unwrap();
+    let out = scr(&["report", p, "--json"], &[]);
+    let v: serde_json::Value = serde_json::from_str(&stdout_ok(&out)).unwrap();
+    assert_eq!(v["skipped"]["malformed_lines"], 1, "{v}");
+    assert_eq!(v["skipped"]["over_long_lines"], 1, "{v}");
+    assert_eq!(v["skipped"]["head_bytes"], 0, "{v}");
+    let names: Vec<&str> = v["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["small"]);
+    assert!(close(&v["interval"]["mean_checkpoint_seconds"], 2.0), "{v}");
+    assert_eq!(v["runs"][0]["checkpoints"], 1);
+    // said on standard error too, naming the log
+    let said = String::from_utf8_lossy(&out.stderr);
+    let bound = scr::event_log::MAX_LINE_BYTES;
+    assert!(said.contains(log.to_str().unwrap()), "{said}");
+    assert!(said.contains("1 line that is no event"), "{said}");
+    assert!(
+        said.contains(&format!("1 line of more than {bound} bytes")),
+        "{said}"
+    );
+
+    let page = stdout_ok(&scr(&["report", p, "-o", "-"], &[]));
+    let at = page
+        .find("<p id=\"skipped\">")
+        .expect("the page says what it skipped");
+    let said = &page[at..at + page[at..].find("</p>").unwrap()];
+    assert!(said.contains("1 line that is no event"), "{said}");
+    assert!(
+        said.contains(&format!("1 line of more than {bound} bytes")),
+        "{said}"
+    );
+}
+
+#[test]
+fn beyond_the_rows_listed_the_figures_still_count_every_run_and_failure() {
+    // 1005 runs of one job, 100 s apart: each checkpoints at +10 s and flushes at +50 s;
+    // all but the last die there and the next restarts from that checkpoint at its start,
+    // losing 40 s of work and 50 s of restart
+    let runs = 1005u32;
+    let mut lines = Vec::new();
+    for i in 0..runs {
+        let t = 100 * i;
+        lines.push((t, "event=START jobid=1".to_string()));
+        if i > 0 {
+            lines.push((t, format!("event=RESTART name=ckpt.{i} dset={i} jobid=1")));
+        }
+        let (n, d) = (i + 1, i + 1);
+        lines.push((
+            t + 10,
+            format!("event=CHECKPOINT name=ckpt.{n} dset={d} secs=1 jobid=1"),
+        ));
+        lines.push((
+            t + 50,
+            format!("event=FLUSH name=ckpt.{n} dset={d} secs=1 jobid=1"),
+        ));
+    }
+    lines.push((100 * (runs - 1) + 60, "event=END jobid=1".to_string()));
+    let dir = prefix_with_log(&lines);
+    let p = dir.path().to_str().unwrap();
+    let v = json_of(dir.path());
+
+    let listed = scr_launcher::commands::report::figures::MAX_ROWS;
+    let runs_listed = v["runs"].as_array().unwrap();
+    assert_eq!(runs_listed.len(), listed);
+    // the newest are listed, numbered as in the whole log
+    let first = runs as usize - listed + 1;
+    assert_eq!(runs_listed[0]["run"], first);
+    assert_eq!(runs_listed[listed - 1]["run"], runs);
+    assert_eq!(v["unlisted"]["runs"], runs as usize - listed);
+    // the failures of the runs listed, and every failure in the time lost
+    let failures = v["failures"].as_array().unwrap();
+    assert_eq!(failures[0]["run"], first);
+    assert_eq!(failures.len(), runs as usize - first);
+    assert_eq!(v["unlisted"]["failures"], first - 1);
+    assert!(
+        close(&v["time_lost_seconds"], 90.0 * f64::from(runs - 1)),
+        "{}",
+        v["time_lost_seconds"]
+    );
+    assert!(close(
+        &v["wall_seconds"],
+        100.0 * f64::from(runs - 1) + 60.0
+    ));
+    // only checkpoints of listed runs are listed
+    assert_eq!(v["checkpoints"].as_array().unwrap().len(), listed);
+    assert_eq!(v["checkpoints"][0]["name"], format!("ckpt.{first}"));
+
+    let page = stdout_ok(&scr(&["report", p, "-o", "-"], &[]));
+    assert!(
+        page.contains(&format!("<div class=\"value\">{runs}</div>")),
+        "the Runs card"
+    );
+    assert_eq!(page.matches("<tr class=\"run ").count(), listed);
+    let at = page
+        .find("<p id=\"unlisted\">")
+        .expect("the page says what it does not list");
+    let said = &page[at..at + page[at..].find("</p>").unwrap()];
+    assert!(said.contains(&format!("{} runs", first - 1)), "{said}");
+}

@@ -3,7 +3,7 @@
 //! `scr kill-jobstep` (`scr_kill_jobstep`).
 
 use crate::job::child;
-use scr::event_log::{self, Stats};
+use scr::event_log::{self, StatsSoFar};
 use scr::flush::{FlushFile, Location};
 use scr::halt::HaltFile;
 use scr::index::IndexFile;
@@ -119,8 +119,12 @@ pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
     let prefix = super::prefix_dir(args.prefix, &params)?;
     let path = event_log::log_path(&prefix);
-    let events = match event_log::read(&path) {
-        Ok(events) => events,
+    let mut so_far = StatsSoFar::default();
+    match event_log::stream(&path, |e| so_far.add(&e)) {
+        Ok(skipped) if !skipped.nothing() => {
+            eprintln!("scr_ckpt_interval: {}: skipped {skipped}", path.display());
+        }
+        Ok(_) => {}
         Err(e) => {
             eprintln!(
                 "scr_ckpt_interval: {}: {e}; run the job with SCR_LOG_ENABLE=1 to record one",
@@ -128,8 +132,8 @@ pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
             );
             return Ok(ExitCode::from(1));
         }
-    };
-    let stats = Stats::from_events(&events);
+    }
+    let stats = so_far.finish();
     if stats.checkpoints == 0 {
         eprintln!(
             "scr_ckpt_interval: {} records no completed checkpoint yet ({} run(s)): run the \

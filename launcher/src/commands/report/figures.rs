@@ -1,27 +1,112 @@
 //! The figures `scr report` shows, computed from the event log alone: the runs and how
 //! each ended, every checkpoint's cost and flush's bandwidth, the failures and the time
 //! each one cost, and the checkpoint interval in use against Young's and Daly's optimum.
-//! What a run and a failure are comes from the core (`scr::event_log::runs`), the cost and
-//! mean time between failures from the statistics `scr ckpt-interval` prints, so the two
-//! commands never disagree.
+//! What a run and a failure are comes from the core (`scr::event_log::RunSoFar`), the cost
+//! and mean time between failures from the statistics `scr ckpt-interval` prints, so the
+//! two commands never disagree.
+//!
+//! The log is taken in one event at a time ([`FiguresSoFar`]): every count, mean and total
+//! covers the whole log, while the rows listed (runs, checkpoints, flushes, failures …) are
+//! the newest [`MAX_ROWS`] of each kind, so a log of any length takes bounded memory.
+
+mod so_far;
+
+pub use so_far::FiguresSoFar;
 
 use chrono::{DateTime, FixedOffset};
-use scr::event_log::{self, Ending, Event, Run, Stats, kinds, seconds_between};
+use scr::event_log::{Ending, Skipped, Stats, seconds_between};
+use std::collections::VecDeque;
 
 pub type Time = DateTime<FixedOffset>;
 
+/// The most rows of each kind the report lists (runs, checkpoints, flushes, failures …):
+/// the newest. The tables fold long before, and the figures count every row.
+pub const MAX_ROWS: usize = 1000;
+
+/// The newest rows of a kind (at most [`MAX_ROWS`], oldest first, as a `VecDeque` through
+/// `Deref`) and how many the log had in all.
+pub struct Kept<T> {
+    rows: VecDeque<T>,
+    /// Rows of this kind in the whole log, listed or not.
+    pub total: u64,
+}
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept {
+            rows: VecDeque::new(),
+            total: 0,
+        }
+    }
+}
+
+impl<T> std::ops::Deref for Kept<T> {
+    type Target = VecDeque<T>;
+    fn deref(&self) -> &VecDeque<T> {
+        &self.rows
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Kept<T> {
+    type Item = &'a T;
+    type IntoIter = std::collections::vec_deque::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.rows.iter()
+    }
+}
+
+impl<T> Kept<T> {
+    /// Keeps `row`, and hands back the oldest row when that makes one too many.
+    fn push(&mut self, row: T) -> Option<T> {
+        self.total += 1;
+        self.rows.push_back(row);
+        (self.rows.len() > MAX_ROWS)
+            .then(|| self.rows.pop_front())
+            .flatten()
+    }
+
+    /// Counts a row not kept.
+    fn pass(&mut self) {
+        self.total += 1;
+    }
+
+    /// Drops the oldest rows while `old` says so.
+    fn drop_while(&mut self, old: impl Fn(&T) -> bool) {
+        while self.rows.front().is_some_and(&old) {
+            self.rows.pop_front();
+        }
+    }
+
+    /// Rows of the log not listed.
+    pub fn unlisted(&self) -> u64 {
+        self.total - self.rows.len() as u64
+    }
+}
+
 /// Everything the report computes from the log.
 pub struct Figures {
-    pub runs: Vec<RunRow>,
-    pub checkpoints: Vec<Measured>,
-    pub outputs: Vec<Measured>,
-    pub flushes: Vec<Measured>,
-    pub fetches: Vec<Measured>,
-    pub restarts: Vec<Measured>,
-    pub halts: Vec<Measured>,
-    pub failures: Vec<Failure>,
+    pub runs: Kept<RunRow>,
+    /// Runs by how they ended (see [`ending_slot`]).
+    endings: [u64; 4],
+    pub checkpoints: Kept<Measured>,
+    pub outputs: Kept<Measured>,
+    pub flushes: Kept<Measured>,
+    pub fetches: Kept<Measured>,
+    pub restarts: Kept<Measured>,
+    pub halts: Kept<Measured>,
+    pub failures: Kept<Failure>,
+    /// Failed checkpoints, listed or not.
+    pub failed_checkpoints: u64,
+    /// The mean bandwidth of the flushes that logged one.
+    pub flush_bandwidth: Option<f64>,
     pub stats: Stats,
     pub interval: Interval,
+    /// What the log held that is not read as an event.
+    pub skipped: Skipped,
+    /// The time lost to the failures not listed.
+    unlisted_time_lost: f64,
+    /// The first run's start and the last run's last event.
+    span: Option<(Time, Time)>,
 }
 
 /// One run of the application.
@@ -35,11 +120,23 @@ pub struct RunRow {
     pub ending: Ending,
     /// The checkpoint it restarted from (its RESTART event), if any.
     pub restarted_from: Option<String>,
+    /// The checkpoints it completed, listed or not.
+    pub checkpoints: u64,
 }
 
 impl RunRow {
     pub fn seconds(&self) -> f64 {
         seconds_between(self.start, self.last)
+    }
+}
+
+/// Where [`Figures`] counts the runs that ended as `e`.
+fn ending_slot(e: Ending) -> usize {
+    match e {
+        Ending::Finalized => 0,
+        Ending::Halted => 1,
+        Ending::Failed => 2,
+        Ending::Open => 3,
     }
 }
 
@@ -137,220 +234,39 @@ pub struct Interval {
 }
 
 impl Figures {
-    /// The figures of a log's events (oldest first).
-    ///
-    /// Time lost to a run that died = its lost work (from the checkpoint the next run
-    /// restarted from, when this run wrote it, else from this run's start, to this run's
-    /// last logged event: a lower bound, as it died after that) + its restart (from that
-    /// last event to the next run's RESTART, or START when it restarted from nothing; when
-    /// the next run is another job, only from its START, as a new allocation's wait in the
-    /// queue is not the failure's). A failed checkpoint loses the time it took, unless a
-    /// run that died afterwards already counts it in its lost work; a failed fetch's time
-    /// is in its run's restart.
-    pub fn compute(events: &[Event]) -> Figures {
-        let runs = event_log::runs(events);
-        let mut fig = Figures {
-            runs: Vec::new(),
-            checkpoints: Vec::new(),
-            outputs: Vec::new(),
-            flushes: Vec::new(),
-            fetches: Vec::new(),
-            restarts: Vec::new(),
-            halts: Vec::new(),
-            failures: Vec::new(),
-            stats: Stats::from_events(events),
-            interval: Interval {
-                in_use: None,
-                gaps: 0,
-                cost: None,
-                mtbf: None,
-                young: None,
-                daly: None,
-            },
-        };
-        for (i, run) in runs.iter().enumerate() {
-            let number = i + 1;
-            let restart = run.events.iter().find(|e| e.kind == kinds::RESTART);
-            fig.runs.push(RunRow {
-                number,
-                jobid: run.events[0].jobid().map(str::to_string),
-                start: run.start(),
-                last: run.last(),
-                ending: run.ending,
-                restarted_from: restart.and_then(|e| e.field("name")).map(str::to_string),
-            });
-            for e in run.events {
-                let list = match e.kind.as_str() {
-                    kinds::CHECKPOINT => &mut fig.checkpoints,
-                    kinds::OUTPUT => &mut fig.outputs,
-                    kinds::FLUSH => &mut fig.flushes,
-                    kinds::FETCH => &mut fig.fetches,
-                    kinds::RESTART => &mut fig.restarts,
-                    kinds::HALT => &mut fig.halts,
-                    _ => continue,
-                };
-                list.push(measured(number, e));
-            }
-        }
-        fig.failures = failures(&runs);
-        fig.interval = interval(&runs, &fig.stats);
-        fig
+    /// The runs that ended as `ending`, listed or not.
+    pub fn runs_ending(&self, ending: Ending) -> u64 {
+        self.endings[ending_slot(ending)]
     }
 
     /// The time lost to all failures, in seconds.
     pub fn time_lost(&self) -> f64 {
-        self.failures.iter().map(Failure::time_lost).sum()
+        if self.failures.unlisted() == 0 {
+            return self.failures.iter().map(Failure::time_lost).sum();
+        }
+        self.failures
+            .iter()
+            .fold(self.unlisted_time_lost, |sum, f| sum + f.time_lost())
     }
 
     /// Seconds from the first run's start to the last run's last event.
     pub fn wall_seconds(&self) -> f64 {
-        match (self.origin(), self.end()) {
-            (Some(a), Some(b)) => seconds_between(a, b),
-            _ => 0.0,
-        }
+        self.span.map_or(0.0, |(a, b)| seconds_between(a, b))
     }
 
-    /// The first run's start: where the time axes begin.
+    /// The first listed run's start: where the time axes begin.
     pub fn origin(&self) -> Option<Time> {
-        self.runs.first().map(|r| r.start)
+        self.runs.front().map(|r| r.start)
     }
 
     /// The last event of the last run.
     pub fn end(&self) -> Option<Time> {
-        self.runs.last().map(|r| r.last)
+        self.runs.back().map(|r| r.last)
     }
-}
 
-fn measured(run: usize, e: &Event) -> Measured {
-    let secs = e.seconds("secs");
-    let bytes = e.field("bytes").and_then(|b| b.parse::<u64>().ok());
-    let computed = match (bytes, secs) {
-        (Some(b), Some(s)) if s > 0.0 => Some(b as f64 / s / (1u64 << 20) as f64),
-        _ => None,
-    };
-    // beyond an exabyte a second, a bandwidth is no measure (a hand-edited log, or bytes
-    // over a time rounded to nothing), and no axis could hold it
-    let bandwidth = |v: f64| v.is_finite() && v <= 1e12;
-    Measured {
-        run,
-        time: e.time,
-        dset: e.field("dset").and_then(|d| d.parse().ok()),
-        name: e.field("name").unwrap_or_default().to_string(),
-        secs,
-        bytes,
-        mb_per_s: e
-            .number("mb_per_s")
-            .filter(|v| bandwidth(*v))
-            .or(computed.filter(|v| bandwidth(*v))),
-        background: e.field("async") == Some("1"),
-    }
-}
-
-/// Where a run that died had its last checkpoint the next run restarted from: that
-/// checkpoint's time when the run wrote it, else the run's start (all its work is lost).
-fn lost_since(run: &Run, next: &Run) -> Time {
-    let restart = next.events.iter().find(|e| e.kind == kinds::RESTART);
-    restart
-        .and_then(|r| {
-            run.events.iter().rev().find(|e| {
-                e.kind == kinds::CHECKPOINT
-                    && match (r.field("dset"), e.field("dset")) {
-                        (Some(a), Some(b)) => a == b,
-                        _ => r.field("name").is_some() && r.field("name") == e.field("name"),
-                    }
-            })
-        })
-        .map_or(run.start(), |c| c.time)
-}
-
-fn failures(runs: &[Run]) -> Vec<Failure> {
-    let mut out = Vec::new();
-    for (i, run) in runs.iter().enumerate() {
-        let number = i + 1;
-        // the window a run that died loses: what happened in it is counted there
-        let died = (run.ending == Ending::Failed).then(|| {
-            let next = &runs[i + 1];
-            let since = lost_since(run, next);
-            let back = next
-                .events
-                .iter()
-                .find(|e| e.kind == kinds::RESTART)
-                .map_or(next.start(), |e| e.time);
-            let same_job = run.events[0].jobid() == next.events[0].jobid();
-            let restart = if same_job {
-                seconds_between(run.last(), back)
-            } else {
-                seconds_between(next.start(), back)
-            };
-            (since, seconds_between(since, run.last()), restart)
-        });
-        for e in run.events {
-            let kind = match e.kind.as_str() {
-                kinds::CHECKPOINT_FAILED => FailureKind::CheckpointFailed,
-                kinds::FETCH_FAILED => FailureKind::FetchFailed,
-                _ => continue,
-            };
-            let mut failure = Failure {
-                kind,
-                run: number,
-                time: e.time,
-                dataset: e.field("name").map(str::to_string),
-                lost_work: 0.0,
-                restart: 0.0,
-                failed_checkpoint: 0.0,
-                note: None,
-            };
-            if kind == FailureKind::FetchFailed {
-                failure.note = Some(format!("its time is in run {number}'s restart"));
-            } else if died.is_some_and(|(since, _, _)| e.time >= since) {
-                failure.note = Some(format!("its time is in run {number}'s lost work"));
-            } else if let Some(secs) = e.seconds("secs") {
-                failure.failed_checkpoint = secs;
-            } else {
-                failure.note = Some("the log does not say how long it took".into());
-            }
-            out.push(failure);
-        }
-        if let Some((_, lost_work, restart)) = died {
-            out.push(Failure {
-                kind: FailureKind::RunDied,
-                run: number,
-                time: run.last(),
-                dataset: None,
-                lost_work,
-                restart,
-                failed_checkpoint: 0.0,
-                note: None,
-            });
-        }
-    }
-    out
-}
-
-/// The interval in use: the mean gap from one checkpoint's end to the next one's start in
-/// the same run (a checkpoint's start is its completion less its cost).
-fn interval(runs: &[Run], stats: &Stats) -> Interval {
-    let mut gaps = Vec::new();
-    for run in runs {
-        let ckpts: Vec<&Event> = run
-            .events
-            .iter()
-            .filter(|e| e.kind == kinds::CHECKPOINT)
-            .collect();
-        for pair in ckpts.windows(2) {
-            let cost = pair[1].seconds("secs").unwrap_or(0.0);
-            gaps.push((seconds_between(pair[0].time, pair[1].time) - cost).max(0.0));
-        }
-    }
-    let cost = (stats.checkpoints > 0).then_some(stats.mean_checkpoint_seconds);
-    let mtbf = stats.mtbf_estimate();
-    let optimum = |f: fn(f64, f64) -> f64| cost.zip(mtbf).map(|(c, (m, _))| f(c, m));
-    Interval {
-        in_use: (!gaps.is_empty()).then(|| gaps.iter().sum::<f64>() / gaps.len() as f64),
-        gaps: gaps.len(),
-        cost,
-        mtbf,
-        young: optimum(event_log::young),
-        daly: optimum(event_log::daly),
+    /// The row of run `number` among the listed runs (1 for the oldest listed).
+    pub fn row_of(&self, number: usize) -> usize {
+        let first = self.runs.front().map_or(1, |r| r.number);
+        number + 1 - first
     }
 }

@@ -5,7 +5,9 @@
 use super::Report;
 use super::charts::Chart;
 use super::datasets::Place;
-use super::figures::{FailureKind, Figures, Measured, Time, ending_name, ending_text};
+use super::figures::{
+    FailureKind, Figures, Kept, MAX_ROWS, Measured, Time, ending_name, ending_text,
+};
 use super::units;
 use scr::event_log::Ending;
 use std::fmt::Write;
@@ -116,6 +118,7 @@ pub fn page(report: &Report, charts: &[Chart]) -> String {
         report.generated.format("%Y-%m-%d %H:%M:%S %:z"),
     );
     summary(&mut out, report);
+    left_out(&mut out, report);
     out.push_str(
         "<section id=\"timeline\"><h2>Timeline</h2><p class=\"lead\">Each run of the \
          application is a bar from its start to its last logged event, colored by how it \
@@ -155,7 +158,7 @@ pub fn page(report: &Report, charts: &[Chart]) -> String {
 
 fn summary(out: &mut String, report: &Report) {
     let fig = &report.figures;
-    let count = |e: Ending| fig.runs.iter().filter(|r| r.ending == e).count();
+    let count = |e: Ending| fig.runs_ending(e);
     out.push_str("<section id=\"summary\"><h2>Summary</h2><div class=\"cards\">");
     let mut ends = vec![format!("{} ended", count(Ending::Finalized))];
     for (e, word) in [
@@ -171,19 +174,14 @@ fn summary(out: &mut String, report: &Report) {
         out,
         "",
         "Runs",
-        &fig.runs.len().to_string(),
+        &fig.runs.total.to_string(),
         &ends.join(", "),
     );
-    let failed_ckpts = fig
-        .failures
-        .iter()
-        .filter(|f| f.kind == FailureKind::CheckpointFailed)
-        .count();
     let detail = format!(
-        "{failed_ckpts} failed, {} output datasets",
-        fig.outputs.len()
+        "{} failed, {} output datasets",
+        fig.failed_checkpoints, fig.outputs.total
     );
-    let value = fig.checkpoints.len().to_string();
+    let value = fig.checkpoints.total.to_string();
     card(out, "", "Checkpoints completed", &value, &detail);
     let cost = fig.interval.cost.map_or("-".into(), units::duration);
     card(
@@ -193,16 +191,10 @@ fn summary(out: &mut String, report: &Report) {
         &cost,
         "C, over the completed checkpoints",
     );
-    let bw: Vec<f64> = fig.flushes.iter().filter_map(|f| f.mb_per_s).collect();
-    let mean_bw = if bw.is_empty() {
-        "-".to_string()
-    } else {
-        format!(
-            "{} MiB/s",
-            units::significant(bw.iter().sum::<f64>() / bw.len() as f64)
-        )
-    };
-    let detail = format!("mean over {} flushes", fig.flushes.len());
+    let mean_bw = fig.flush_bandwidth.map_or("-".to_string(), |bw| {
+        format!("{} MiB/s", units::significant(bw))
+    });
+    let detail = format!("mean over {} flushes", fig.flushes.total);
     card(out, "", "Flush bandwidth", &mean_bw, &detail);
     let lost = fig.time_lost();
     // the share of the job's time from its first start to its last event, which holds
@@ -218,7 +210,7 @@ fn summary(out: &mut String, report: &Report) {
         String::new()
     };
     let class = if lost > 0.0 { "bad" } else { "good" };
-    let detail = format!("{} failures; {share}", fig.failures.len());
+    let detail = format!("{} failures; {share}", fig.failures.total);
     card(
         out,
         class,
@@ -256,6 +248,57 @@ fn summary(out: &mut String, report: &Report) {
     out.push_str("</div></section>");
 }
 
+/// What the page leaves out of the log, when it leaves anything: lines not read as events,
+/// and rows older than the newest [`MAX_ROWS`] of a kind (which the figures still count).
+fn left_out(out: &mut String, report: &Report) {
+    let fig = &report.figures;
+    let unlisted: Vec<String> = [
+        ("runs", fig.runs.unlisted()),
+        ("checkpoints", fig.checkpoints.unlisted()),
+        ("output datasets", fig.outputs.unlisted()),
+        ("flushes", fig.flushes.unlisted()),
+        ("fetches", fig.fetches.unlisted()),
+        ("restarts", fig.restarts.unlisted()),
+        ("halts", fig.halts.unlisted()),
+        ("failures", fig.failures.unlisted()),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(what, n)| format!("{n} {what}"))
+    .collect();
+    if fig.skipped.nothing() && unlisted.is_empty() {
+        return;
+    }
+    out.push_str("<section id=\"left-out\"><h2>What the report leaves out</h2>");
+    if !fig.skipped.nothing() {
+        let _ = write!(
+            out,
+            "<p id=\"skipped\">Skipped in the log: {}. Whoever can write to the log may \
+             have put them there; the figures are computed from the events read.</p>",
+            escape(&fig.skipped.to_string())
+        );
+    }
+    if !unlisted.is_empty() {
+        let _ = write!(
+            out,
+            "<p id=\"unlisted\">The tables and charts list the newest {MAX_ROWS} rows of \
+             each kind at most, of the runs listed; older, not listed: {}. The counts, means, \
+             time lost and interval count them all.</p>",
+            unlisted.join(", ")
+        );
+    }
+    out.push_str("</section>");
+}
+
+/// " (the newest N listed)" when the log has more rows of a kind than are listed.
+fn newest<T>(rows: &Kept<T>) -> String {
+    if rows.unlisted() == 0 {
+        String::new()
+    } else {
+        format!(" (the newest {} listed)", rows.len())
+    }
+}
+
 fn failures(out: &mut String, fig: &Figures, charts: &[Chart]) {
     out.push_str(
         "<section id=\"failures\"><h2>Time lost to failures</h2><p class=\"lead\">A run \
@@ -268,6 +311,14 @@ fn failures(out: &mut String, fig: &Figures, charts: &[Chart]) {
         return;
     }
     figure(out, charts, "time-lost");
+    if fig.failures.unlisted() > 0 {
+        let _ = write!(
+            out,
+            "<p>{} failures{}; the total counts them all.</p>",
+            fig.failures.total,
+            newest(&fig.failures)
+        );
+    }
     out.push_str(
         "<table id=\"failure-table\"><thead><tr><th>failure</th><th>run</th><th>at</th>\
          <th>dataset</th><th class=\"num\">lost work</th><th class=\"num\">restart</th>\
@@ -433,14 +484,17 @@ fn runs(out: &mut String, fig: &Figures) {
     if fig.runs.is_empty() {
         return;
     }
+    out.push_str("<section id=\"runs\"><h2>Runs</h2>");
+    if fig.runs.unlisted() > 0 {
+        let _ = write!(out, "<p>{} runs{}.</p>", fig.runs.total, newest(&fig.runs));
+    }
     out.push_str(
-        "<section id=\"runs\"><h2>Runs</h2><table id=\"run-table\"><thead><tr><th>run</th>\
+        "<table id=\"run-table\"><thead><tr><th>run</th>\
          <th>job</th><th>started</th><th>last event</th><th class=\"num\">duration</th>\
          <th>ended</th><th>restarted from</th><th class=\"num\">checkpoints</th></tr>\
          </thead><tbody>",
     );
     for r in &fig.runs {
-        let ckpts = fig.checkpoints.iter().filter(|c| c.run == r.number).count();
         let class = ending_name(r.ending);
         let _ = write!(
             out,
@@ -454,13 +508,13 @@ fn runs(out: &mut String, fig: &Figures) {
             num(units::duration(r.seconds())),
             ending_text(r.ending),
             escape(r.restarted_from.as_deref().unwrap_or("-")),
-            num(ckpts),
+            num(r.checkpoints),
         );
     }
     out.push_str("</tbody></table></section>");
 }
 
-fn measured_table(out: &mut String, id: &str, class: &str, what: &str, rows: &[Measured]) {
+fn measured_table(out: &mut String, id: &str, class: &str, what: &str, rows: &Kept<Measured>) {
     let _ = write!(
         out,
         "<table id=\"{id}\"><thead><tr><th>run</th><th class=\"num\">dset</th><th>name</th>\
@@ -519,8 +573,9 @@ fn events(out: &mut String, fig: &Figures) {
         };
         let _ = write!(
             out,
-            "<details{open}><summary>{} {title}</summary>",
-            rows.len()
+            "<details{open}><summary>{} {title}{}</summary>",
+            rows.total,
+            newest(rows)
         );
         measured_table(out, &format!("{class}-table"), class, what, rows);
         out.push_str("</details>");

@@ -1,5 +1,6 @@
 //! `scr report --json`: the figures the page shows, for scripts — seconds as numbers,
-//! times as RFC 3339 with the log's own offset, every failure with the time it cost.
+//! times as RFC 3339 with the log's own offset, every failure listed with the time it
+//! cost, and what was skipped in the log or not listed.
 
 use super::Report;
 use super::figures::{Measured, Time, ending_name, ending_text};
@@ -36,7 +37,7 @@ pub fn render(report: &Report) -> Value {
                 "ending": ending_name(r.ending),
                 "ending_text": ending_text(r.ending),
                 "restarted_from": r.restarted_from,
-                "checkpoints": fig.checkpoints.iter().filter(|c| c.run == r.number).count(),
+                "checkpoints": r.checkpoints,
             })
         })
         .collect();
@@ -107,5 +108,21 @@ pub fn render(report: &Report) -> Value {
         },
         "datasets": datasets,
         "current": report.current,
+        "skipped": {
+            "head_bytes": fig.skipped.head_bytes,
+            "malformed_lines": fig.skipped.malformed_lines,
+            "over_long_lines": fig.skipped.over_long_lines,
+        },
+        // rows older than the newest MAX_ROWS of a kind: in the figures, not in the lists
+        "unlisted": {
+            "runs": fig.runs.unlisted(),
+            "checkpoints": fig.checkpoints.unlisted(),
+            "outputs": fig.outputs.unlisted(),
+            "flushes": fig.flushes.unlisted(),
+            "fetches": fig.fetches.unlisted(),
+            "restarts": fig.restarts.unlisted(),
+            "halts": fig.halts.unlisted(),
+            "failures": fig.failures.unlisted(),
+        },
     })
 }

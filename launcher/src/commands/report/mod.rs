@@ -42,6 +42,13 @@ use std::process::ExitCode;
                   run's RESTART; from its START only when it is another job, so a queue wait \
                   is not counted); a failed checkpoint loses the time it took. The page \
                   defines every figure it shows.\n\n\
+                  The log is read one line at a time in bounded memory, whatever its size or \
+                  whoever wrote to it: lines that are no event and lines over 4096 bytes are \
+                  skipped, and of a log over 1 GiB only its last GiB is read. The tables and \
+                  charts list the newest 1000 runs, checkpoints, flushes, failures … of each \
+                  kind; the counts, means, time lost and interval count them all. What was \
+                  skipped or not listed is said on the page, in the JSON (\"skipped\", \
+                  \"unlisted\") and on standard error.\n\n\
                   The page goes to <prefix>/.scr/report.html unless -o says where ('-' for \
                   standard output), and its path is printed. With --svg or --json alone, only \
                   those are written.\n\n\
@@ -88,7 +95,10 @@ impl Report {
     /// Reads the prefix's log, index, flush file and `scr.current` link.
     pub fn read(prefix: &Path) -> scr::Result<Report> {
         let log = event_log::log_path(prefix);
-        let events = event_log::read(&log).map_err(|e| {
+        // one event at a time: a log of any size (anyone who can write to it may have
+        // grown it) takes bounded memory
+        let mut so_far = figures::FiguresSoFar::default();
+        let skipped = event_log::stream(&log, |e| so_far.add(e)).map_err(|e| {
             if e.is_not_found() {
                 Error::invalid(
                     &log,
@@ -108,7 +118,7 @@ impl Report {
             prefix: prefix.to_path_buf(),
             log,
             generated: chrono::Local::now(),
-            figures: figures::Figures::compute(&events),
+            figures: so_far.finish(skipped),
             datasets,
             current,
         })
@@ -125,6 +135,10 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
     let prefix = super::owners_prefix_dir(args.prefix.or(args.prefix_option), &params)?;
     let report = Report::read(&prefix)?;
+    let skipped = &report.figures.skipped;
+    if !skipped.nothing() {
+        eprintln!("scr report: {}: skipped {skipped}", report.log.display());
+    }
     let page_wanted = args.output.is_some() || (args.svg.is_none() && !args.json);
     // with --json, standard output is the JSON alone: the paths written go to stderr
     let say = |path: &Path| {

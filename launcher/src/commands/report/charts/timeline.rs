@@ -21,8 +21,8 @@ fn label(m: &Measured) -> String {
 
 pub(super) fn timeline(fig: &Figures, axis: &TimeAxis) -> SvgResult {
     let n = fig.runs.len();
-    // one row per run, run 1 at the top
-    let row = |run: usize| (n + 1 - run) as f64;
+    // one row per listed run, the oldest at the top
+    let row = |run: usize| (n + 1 - fig.row_of(run)) as f64;
     let row_px = (520 / n as u32).clamp(26, 90);
     let height = 170 + row_px * n as u32;
     let mut legend: Vec<(Mark, String)> = vec![
@@ -127,7 +127,7 @@ pub(super) fn timeline(fig: &Figures, axis: &TimeAxis) -> SvgResult {
             let text = label(c);
             let (px, _) = chart.backend_coord(&at(c, 0.0));
             let width = text_width(&text);
-            if let Some(lane) = above.place(c.run, px - width / 2, width) {
+            if let Some(lane) = above.place(fig.row_of(c.run), px - width / 2, width) {
                 let dy = -22 - 15 * lane as i32;
                 chart.draw_series([EmptyElement::at(at(c, 0.0))
                     + Text::new(text, (-width / 2, dy), font(13).color(&BLUE))])?;
@@ -161,7 +161,7 @@ pub(super) fn timeline(fig: &Figures, axis: &TimeAxis) -> SvgResult {
                 (_, None) => "failed".to_string(),
             };
             let width = text_width(&text);
-            if let Some(lane) = below.place(f.run, px - width / 2, width) {
+            if let Some(lane) = below.place(fig.row_of(f.run), px - width / 2, width) {
                 let dy = 20 + 15 * lane as i32;
                 chart.draw_series([EmptyElement::at((axis.x(f.time), y))
                     + Text::new(text, (-width / 2, dy), font(13).color(&DARK_RED))])?;
@@ -174,7 +174,7 @@ pub(super) fn timeline(fig: &Figures, axis: &TimeAxis) -> SvgResult {
 /// Where labels go along each run's row: a few lanes (lines of text) each filled from
 /// the left; a label that fits in no lane is left out (the tables list everything).
 struct Lanes {
-    /// For each run (1-based), the first free pixel of each lane.
+    /// For each run's row (1-based), the first free pixel of each lane.
     free: Vec<Vec<i32>>,
 }
 
@@ -187,9 +187,9 @@ impl Lanes {
         }
     }
 
-    /// The lane a label from pixel `left`, `width` wide, goes in on `run`'s row.
-    fn place(&mut self, run: usize, left: i32, width: i32) -> Option<usize> {
-        let lanes = &mut self.free[run];
+    /// The lane a label from pixel `left`, `width` wide, goes in on row `row`.
+    fn place(&mut self, row: usize, left: i32, width: i32) -> Option<usize> {
+        let lanes = &mut self.free[row];
         let lane = (0..lanes.len()).find(|&l| lanes[l] < left)?;
         lanes[lane] = left + width + 4;
         Some(lane)
