@@ -19,7 +19,7 @@ const SIZE: usize = 1000;
 
 /// Writes checkpoints ckpt.1 … ckpt.4, then starts ckpt.5 and writes every rank's file of
 /// it, and ends there: a job killed in the middle of its fifth checkpoint.
-fn killed_in_the_fifth_checkpoint(job: &Job) {
+fn killed_in_the_fifth_checkpoint(job: &Job, env: &[(&str, &str)]) {
     let mut steps: Vec<String> = vec!["init".into()];
     steps.extend((1..=4).map(|t| format!("ckpt=ckpt.{t}:{t}")));
     steps.extend([
@@ -28,7 +28,7 @@ fn killed_in_the_fifth_checkpoint(job: &Job) {
         "quit".into(),
     ]);
     let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
-    let out = run_ok_on(job, HOSTS, RANKS, &steps, ENV);
+    let out = run_ok_on(job, HOSTS, RANKS, &steps, env);
     for t in 1..=4 {
         assert_eq!(answer(&out, &format!("ckpt=ckpt.{t}:{t}")), "rc=0", "{out}");
     }
@@ -66,11 +66,16 @@ fn later_runs_restart_and_checkpoint(job: &Job, damage: &str) {
         "{damage}: {out}"
     );
     assert_eq!(answer(&out, "finalize"), "rc=0", "{damage}: {out}");
+    assert_flushed(job, 6);
+}
+
+/// Every rank's file of checkpoint `ckpt.t` on the prefix holds what that rank wrote.
+fn assert_flushed(job: &Job, t: i64) {
     for rank in 0..RANKS as usize {
         check_file(
-            &job.prefix().join(format!("ckpt.6/rank_{rank}.ckpt")),
+            &job.prefix().join(format!("ckpt.{t}/rank_{rank}.ckpt")),
             rank,
-            6,
+            t,
             SIZE,
         );
     }
@@ -96,7 +101,7 @@ fn a_node_that_lost_its_control_directory_checkpoints_with_the_others() {
     // rank 0's node (rank 0 decides much alone) and another one
     for node in ["n1", "n3"] {
         let job = steps_job();
-        killed_in_the_fifth_checkpoint(&job);
+        killed_in_the_fifth_checkpoint(&job, ENV);
         std::fs::remove_dir_all(control_dir(&job, node)).unwrap();
         later_runs_restart_and_checkpoint(&job, &format!("{node}'s control directory lost"));
     }
@@ -106,7 +111,7 @@ fn a_node_that_lost_its_control_directory_checkpoints_with_the_others() {
 fn a_node_whose_filemap_is_damaged_checkpoints_with_the_others() {
     for (damage, len) in [("truncated", 40), ("emptied", 0)] {
         let job = steps_job();
-        killed_in_the_fifth_checkpoint(&job);
+        killed_in_the_fifth_checkpoint(&job, ENV);
         truncate(&control_dir(&job, "n1").join("filemap_0.scrinfo"), len);
         later_runs_restart_and_checkpoint(&job, &format!("n1's filemap {damage}"));
     }
@@ -115,8 +120,41 @@ fn a_node_whose_filemap_is_damaged_checkpoints_with_the_others() {
 #[test]
 fn a_node_that_lost_its_cache_but_kept_its_control_directory_checkpoints_with_the_others() {
     let job = steps_job();
-    killed_in_the_fifth_checkpoint(&job);
+    killed_in_the_fifth_checkpoint(&job, ENV);
     let [cache, _] = node_dirs(&job, "n1");
     std::fs::remove_dir_all(&cache).unwrap();
     later_runs_restart_and_checkpoint(&job, "n1's cache lost");
+}
+
+#[test]
+fn a_run_that_lost_the_only_copy_of_the_newest_checkpoint_finalizes_cleanly() {
+    // without redundancy nothing rebuilds rank 0's files of ckpt.4 once n1's cache is gone:
+    // the other ranks' files of it stay in cache, and SCR_Finalize has nothing to flush
+    let env = [ENV, &[("SCR_COPY_TYPE", "SINGLE")]].concat();
+    let job = steps_job();
+    killed_in_the_fifth_checkpoint(&job, &env);
+    let [cache, _] = node_dirs(&job, "n1");
+    std::fs::remove_dir_all(&cache).unwrap();
+    let out = run_ok_on(
+        &job,
+        HOSTS,
+        RANKS,
+        &["init", "restart", "finalize", "quit"],
+        &env,
+    );
+    assert_eq!(answer(&out, "restart"), "none (have rc=0 flag=0)", "{out}");
+    assert_eq!(answer(&out, "finalize"), "rc=0", "{out}");
+    assert!(!out.contains("ERROR"), "{out}");
+    // the job starts over, and its first checkpoint reaches the prefix whole
+    let out = run_ok_on(
+        &job,
+        HOSTS,
+        RANKS,
+        &["init", "restart", "ckpt=ckpt.1:1", "finalize", "quit"],
+        &env,
+    );
+    assert_eq!(answer(&out, "restart"), "none (have rc=0 flag=0)", "{out}");
+    assert_eq!(answer(&out, "ckpt=ckpt.1:1"), "rc=0", "{out}");
+    assert_eq!(answer(&out, "finalize"), "rc=0", "{out}");
+    assert_flushed(&job, 1);
 }
