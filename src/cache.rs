@@ -1,6 +1,6 @@
 //! The cache manager's decisions, without MPI: which cached datasets leave so a new one
-//! fits (the runtime then deletes them and tells the other ranks nothing: every rank
-//! holds the same datasets and decides alike).
+//! fits (the runtime gives every rank the same list, the datasets any rank caches, so
+//! every rank decides alike and deletes its own part of each).
 
 /// What to evict before a new dataset is written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -473,12 +473,19 @@ impl Scr {
     }
 
     /// The newest checkpoint complete in every rank's cache, if the flush file says it is
-    /// not on the prefix (the same answer on every rank). Collective.
+    /// not on the prefix (the same answer on every rank). A checkpoint whose files this
+    /// rank no longer has (a lost cache SCR_Init could not rebuild it from) is none: there
+    /// is nothing of it to flush or to keep. Collective.
     fn newest_unflushed_checkpoint(&self) -> Option<u64> {
-        let newest = self
+        let mut complete: Vec<u64> = self
             .cache
             .datasets_where(|x| x.is_checkpoint() && x.is_complete())
-            .max()
+            .collect();
+        complete.sort_unstable();
+        let newest = complete
+            .into_iter()
+            .rev()
+            .find(|&d| self.cache.verify_own(d, false))
             .unwrap_or(0);
         let newest = self.job.min(newest);
         (newest > 0 && self.prefix.needs_flush(&self.job, newest)).then_some(newest)

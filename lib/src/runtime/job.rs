@@ -141,6 +141,26 @@ impl Job {
         comm::max_u64(&self.world, x)
     }
 
+    /// Every value any rank passes, each once, ascending: a set the ranks hold apart (the
+    /// datasets their filemaps record, which differ after a node lost its control
+    /// directory) made the same on every rank, so decisions taken from it agree. Values
+    /// must be nonzero and below 2^63; one reduction per value found, plus one.
+    pub(super) fn union(&self, mine: &[u64]) -> Vec<u64> {
+        let mut all = Vec::new();
+        let mut below = u64::MAX;
+        loop {
+            let next = mine.iter().copied().filter(|&x| x < below).max();
+            let x = self.max(next.unwrap_or(0));
+            if x == 0 {
+                break;
+            }
+            all.push(x);
+            below = x;
+        }
+        all.reverse();
+        all
+    }
+
     pub(super) fn min(&self, x: u64) -> u64 {
         comm::min_u64(&self.world, x)
     }

@@ -65,17 +65,9 @@ impl Scr {
             }
             known.extend(indexed);
         }
-        let mut ids = Vec::new();
-        let mut below = u64::MAX;
-        loop {
-            let mine = known.iter().copied().filter(|&d| d < below).max();
-            let id = self.job.max(mine.unwrap_or(0));
-            if id == 0 {
-                return ids;
-            }
-            ids.push(id);
-            below = id;
-        }
+        let mut ids = self.job.union(&known);
+        ids.reverse();
+        ids
     }
 
     fn unknown(&self, call: &str, name: &str) {

@@ -193,7 +193,10 @@ impl Scr {
     /// rank's bookkeeping's, which the caller takes into the dataset's agreement.
     /// Collective.
     fn make_room(&mut self, store: &str, keep: u64, bypass: bool) -> Result<()> {
-        let mut cached = self.cache.datasets_in_store(store);
+        // the datasets any rank caches there: ranks whose filemaps differ (a node that lost
+        // its control directory knows none of a dataset the others still hold) choose the
+        // same victims, and so enter the same collectives below
+        let mut cached = self.job.union(&self.cache.datasets_in_store(store));
         let protected = self.newest_unflushed_checkpoint();
         let mut eviction = scr::cache::choose_eviction(&cached, keep as usize, protected);
         if let Some(kept) = eviction.deferred
