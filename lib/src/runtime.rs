@@ -477,18 +477,20 @@ impl Scr {
     /// rank no longer has (a lost cache SCR_Init could not rebuild it from) is none: there
     /// is nothing of it to flush or to keep. Collective.
     fn newest_unflushed_checkpoint(&self) -> Option<u64> {
-        let mut complete: Vec<u64> = self
+        // the newest that every rank holds whole: the ranks' filemaps need not list the same
+        // datasets (a node that lost its control directory), so each candidate any rank
+        // lists is asked of all, newest first
+        let mine: Vec<u64> = self
             .cache
             .datasets_where(|x| x.is_checkpoint() && x.is_complete())
             .collect();
-        complete.sort_unstable();
-        let newest = complete
-            .into_iter()
-            .rev()
-            .find(|&d| self.cache.verify_own(d, false))
-            .unwrap_or(0);
-        let newest = self.job.min(newest);
-        (newest > 0 && self.prefix.needs_flush(&self.job, newest)).then_some(newest)
+        let mut candidates = self.job.union(&mine);
+        candidates.sort_unstable();
+        let newest = candidates.into_iter().rev().find(|&d| {
+            self.job
+                .all(mine.contains(&d) && self.cache.verify_own(d, false))
+        })?;
+        self.prefix.needs_flush(&self.job, newest).then_some(newest)
     }
 
     /// Flushes the newest complete checkpoint when the flush file says it is not on the

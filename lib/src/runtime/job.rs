@@ -161,10 +161,6 @@ impl Job {
         all
     }
 
-    pub(super) fn min(&self, x: u64) -> u64 {
-        comm::min_u64(&self.world, x)
-    }
-
     pub(super) fn sum(&self, x: u64) -> u64 {
         comm::sum_u64(&self.world, x)
     }
