@@ -110,10 +110,20 @@ pub struct Scr {
     restart: Option<(u64, String)>,
     /// The restart offered was written by another number of ranks: its whole file list,
     /// read in place (none otherwise; always none without `restart`).
-    reshaped: Option<reshape::ReshapedRestart>,
+    reshaped: Option<reshape::PrefixRestart>,
     /// A file of the open restart could not be routed for want of this node's cache (a
     /// full or failing cache directory): the checkpoint is not to blame.
     restart_trouble_here: bool,
+    /// The open restart reads its files on the prefix (on some rank), so any rank may route
+    /// any file of it (SCR v3.1's "read with shared access"); decided in Start_restart.
+    restart_reads_prefix: bool,
+    /// The whole file list of the open restart of this job's size read on the prefix,
+    /// read when this rank first routes another rank's file.
+    restart_shared: Option<reshape::PrefixRestart>,
+    /// SCR_Route_file refused a name during the open restart for a reason that says
+    /// nothing of the checkpoint's data (a name not in it, a file this job may not read):
+    /// a restart the application then fails does not mark the checkpoint failed.
+    restart_route_refused: bool,
     /// Nothing in cache could be restarted from and SCR_FETCH is on: the prefix's newest
     /// checkpoint is fetched when the application asks for a restart (SCR_Have_restart,
     /// SCR_Start_restart, SCR_Current), not in SCR_Init, so a run that never restarts, or
@@ -335,6 +345,9 @@ impl Scr {
             restart: None,
             reshaped: None,
             restart_trouble_here: false,
+            restart_reads_prefix: false,
+            restart_shared: None,
+            restart_route_refused: false,
             fetch_pending: false,
             schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
         };
