@@ -401,40 +401,6 @@ impl Scr {
         Ok(())
     }
 
-    /// SCR_CURRENT: the checkpoint the user names is restarted from once in the job's
-    /// allocation (as SCR v3.1 does). Each node's control directory, which lives as long as
-    /// the allocation's job id, records that it was applied; a relaunch in the same
-    /// allocation, where the batch script's SCR_CURRENT is still set, restarts from the
-    /// newest checkpoint instead of going back to the named one and dropping what the job
-    /// wrote since. A run with no job id at all (`defjobid`: no resource manager, no
-    /// SCR_JOB_ID, under scr-run or not) is an allocation of its own. Collective.
-    fn apply_named_current(&mut self, name: &str) -> Result<()> {
-        let allocation = self.cache.place().jobid_given;
-        let applied_here = allocation
-            && self.job.local_rank == 0
-            && self.cache.named_current_applied().as_deref() == Some(name);
-        if !self.job.all(!applied_here) {
-            self.job.debug(
-                1,
-                format_args!(
-                    "SCR_CURRENT={name} was applied in this allocation already: the newest checkpoint is restarted"
-                ),
-            );
-            return Ok(());
-        }
-        self.set_current(name)?;
-        if allocation
-            && self.job.local_rank == 0
-            && let Err(e) = self.cache.record_named_current(name)
-        {
-            say!(
-                "SCR: WARNING: rank {}: SCR_CURRENT={name} may be applied again at a relaunch: {e}",
-                self.job.rank
-            );
-        }
-        Ok(())
-    }
-
     /// The synchronous flush, with what it needs of this process's parts.
     fn flush_part(&self) -> Flush<'_> {
         flush_part!(self)
