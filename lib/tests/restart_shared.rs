@@ -108,3 +108,26 @@ fn from_cache_a_neighbours_file_is_refused_and_the_checkpoint_stays_good() {
     delete_caches(&job);
     assert_restarts(&job, 2, &env, "ckpt.3 t=3 data=verified rc=0");
 }
+
+/// A rank's own file read on the prefix is opened as another rank's is: through directory
+/// handles, refused when others could have written it (here made writable by anyone after
+/// the checkpoint). The refusal says nothing of the data: once the file is the user's
+/// alone again, a later job restarts from that checkpoint.
+#[test]
+fn with_cache_bypass_an_own_file_others_could_write_is_refused_and_stays_good() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = steps_job();
+    let env = [SINGLE, ("SCR_CACHE_BYPASS", "1"), ("SCR_FLUSH", "0")];
+    write_steps_checkpoints(&job, 3, &env);
+    let file = job.prefix().join("ckpt.3/rank_0.ckpt");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = job.run_ok(2, &READ_OWN_AND_NEXT, &env);
+    assert_eq!(routed(&out, 0, "read=ckpt.3/rank_%r.ckpt:3"), None, "{out}");
+    assert!(out.contains("ckpt.3/rank_0.ckpt"), "{out}");
+    assert_eq!(answer(&out, "completerestart"), "rc=1", "{out}");
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+    delete_caches(&job);
+    assert_restarts(&job, 2, &env, "ckpt.3 t=3 data=verified rc=0");
+}

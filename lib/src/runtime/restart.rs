@@ -1,11 +1,13 @@
 //! Routing names to files and the restart phase (SCR_Route_file, Have/Start/Complete_restart).
 
+use super::fetch::open_as_recorded;
 use super::reshape::PrefixRestart;
 use super::{Phase, Scr, failure, normalize};
 use scr::event_log::kinds;
 use scr::index::IndexFile;
 use scr::meta::Meta;
 use scr::prefix::update_index;
+use scr::rank2file::FileRecord;
 use scr::{Error, HashView, Result, layout, safe_fs};
 use std::path::{Path, PathBuf};
 
@@ -162,8 +164,8 @@ impl Scr {
         let by_path = files
             .iter()
             .find(|(_, meta)| rel.is_some() && meta.orig() == rel.as_deref());
-        let found = match by_path {
-            Some((f, _)) => *f,
+        let (found, meta) = match by_path {
+            Some(pair) => pair,
             None => {
                 let same_name: Vec<&(&str, Meta)> = files
                     .iter()
@@ -171,7 +173,7 @@ impl Scr {
                     .collect();
                 match same_name.as_slice() {
                     [] => return self.route_other_ranks_file(id, rel.as_deref(), name),
-                    [(f, _)] => *f,
+                    [pair] => *pair,
                     several => {
                         let paths: Vec<&str> =
                             several.iter().filter_map(|(_, m)| m.orig()).collect();
@@ -186,6 +188,23 @@ impl Scr {
             }
         };
         let path = PathBuf::from(found);
+        // this rank's file on the prefix (written bypassing the cache, or fetched in place)
+        // is opened through directory handles, as every file a restart reads there is:
+        // each directory on the way and the file this user's alone, with the size recorded
+        if !path.starts_with(self.cache.dataset_dir(id))
+            && let (Some(orig), Some(size)) = (meta.orig(), meta.size())
+        {
+            let prefix = self.prefix.path();
+            let record = FileRecord {
+                name: orig.to_string(),
+                size,
+                crc: None,
+                segments: Vec::new(),
+            };
+            let beneath = safe_fs::Beneath::open(prefix)?;
+            open_as_recorded(&beneath, &record).map_err(|e| e.blaming(prefix))?;
+            return Ok(path);
+        }
         if std::fs::File::open(&path).is_ok() {
             Ok(path)
         } else {
