@@ -11,22 +11,43 @@ use crate::error::{Error, Result};
 use crate::params::{DESCRIPTOR_KEYS, Params};
 use std::path::{Path, PathBuf};
 
-/// Parameters the job scripts read before the application runs, so a setting the
-/// application makes could never reach them (SCR v3.1's list).
-pub const NOT_SETTABLE: &[&str] = &[
-    "CACHE",
-    "CACHEDIR",
-    "CNTLDIR",
-    "SCR_CACHE_BASE",
-    "SCR_CACHE_SIZE",
-    "SCR_CNTL_BASE",
-    "SCR_EXCLUDE_NODES",
-    "SCR_JOB_NAME",
-    "SCR_LOG_ENABLE",
-    "SCR_LOG_SYSLOG_ENABLE",
-    "SCR_LOG_TXT_ENABLE",
-    "SCR_WATCHDOG_TIMEOUT",
-    "SCR_WATCHDOG_TIMEOUT_PFS",
+/// Why `SCR_Config` cannot set a parameter: SCR's commands read it without the
+/// application, so a setting only the application made would never reach them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotSettable {
+    /// Where the cache or control directory is.
+    Place,
+    /// What scr-run reads before it launches the application.
+    Launch,
+}
+
+impl NotSettable {
+    /// Why, as a sentence about one parameter ("it …").
+    pub fn why(self) -> &'static str {
+        match self {
+            NotSettable::Place => {
+                "it says where the cache or control directory is, which scr-run's scavenge and \
+                 drain and scr list-dir find from the environment and configuration files, \
+                 without the application"
+            }
+            NotSettable::Launch => "scr-run reads it before it launches the application",
+        }
+    }
+}
+
+/// The parameters `SCR_Config` refuses, each with why. SCR v3.1 refuses a longer list (its
+/// job scripts' parameters); those only the library reads here (SCR_CACHE_SIZE,
+/// SCR_JOB_NAME, the event log's switches) are set, as the user guide shows with
+/// SCR_CACHE_SIZE.
+pub const NOT_SETTABLE: &[(&str, NotSettable)] = &[
+    ("CACHE", NotSettable::Place),
+    ("CACHEDIR", NotSettable::Place),
+    ("CNTLDIR", NotSettable::Place),
+    ("SCR_CACHE_BASE", NotSettable::Place),
+    ("SCR_CNTL_BASE", NotSettable::Place),
+    ("SCR_EXCLUDE_NODES", NotSettable::Launch),
+    ("SCR_WATCHDOG_TIMEOUT", NotSettable::Launch),
+    ("SCR_WATCHDOG_TIMEOUT_PFS", NotSettable::Launch),
 ];
 
 /// One `SCR_Config` call.
@@ -170,11 +191,14 @@ impl AppConfig {
     pub fn apply(&mut self, request: &Request) -> Result<()> {
         match request {
             Request::Set(entry) => {
-                if NOT_SETTABLE.contains(&entry.key.as_str()) {
+                if let Some((_, kind)) = NOT_SETTABLE.iter().find(|(k, _)| *k == entry.key) {
                     return Err(bad(
                         &entry.key,
-                        "is read by SCR's job scripts before the application starts, so \
-                         SCR_Config cannot set it; set it in the environment or a configuration file",
+                        &format!(
+                            "SCR_Config cannot set it: {}; set it in the environment or a \
+                             configuration file",
+                            kind.why()
+                        ),
                     ));
                 }
                 if DESCRIPTOR_KEYS.contains(&entry.key.as_str()) {

@@ -277,3 +277,38 @@ fn command_pages_say_what_they_read_and_show_examples() {
         assert!(named.contains(&(name.into(), "1".into())), "{name}");
     }
 }
+
+/// A page named after a subcommand, `man scr-print`, documents the command as it is typed,
+/// `scr print` (as git-log(1) documents `git log`): its synopsis is that command line and
+/// the page says there is no scr-print program. The pages of real program names (scr-run,
+/// SCR's scr_index and the other links) show those names.
+#[test]
+fn a_subcommands_page_shows_the_command_as_it_is_typed() {
+    let tree = manual();
+    let man1 = tree.path().join("man1");
+    let page = |name: &str| rendered(&man1.join(format!("{name}.1")));
+    for (name, typed) in [
+        ("scr-print", "scr print"),
+        ("scr-index", "scr index"),
+        ("scr-inspect", "scr inspect"),
+    ] {
+        let text = page(name);
+        let synopsis = section(&text, "SYNOPSIS").expect("a SYNOPSIS");
+        assert!(
+            synopsis.starts_with(&format!("{typed} ")),
+            "{name}: {synopsis}"
+        );
+        let notes = section(&text, "NOTES").unwrap_or_default();
+        assert!(
+            notes.contains(&format!("typed as {typed}")),
+            "{name}: no note that the command is {typed}:\n{text}"
+        );
+    }
+    for name in ["scr-run", "scr_index", "scr_srun"] {
+        let synopsis = section(&page(name), "SYNOPSIS").expect("a SYNOPSIS");
+        assert!(
+            synopsis.starts_with(&format!("{name} ")),
+            "{name}: {synopsis}"
+        );
+    }
+}

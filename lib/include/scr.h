@@ -43,6 +43,9 @@ int SCR_Should_exit(int* flag);
  * "KEY" or "KEY=NAME ATTR" queries: the value in a string the caller frees, or NULL. */
 const char* SCR_Config(const char* config);
 
+/* SCR v3.1: SCR_Config of the line printf would make of format and the arguments after it. */
+const char* SCR_Configf(const char* format, ...);
+
 /* SCR v3.1: choose the checkpoint a restart loads; forget one in the index; delete one
  * from cache, prefix and index. */
 int SCR_Current(const char* name);
@@ -64,26 +67,5 @@ int SCR_Restart_file_name(int index, char* name);
 #ifdef __cplusplus
 }
 #endif
-
-/* SCR_Configf(format, ...) formats its line and calls SCR_Config. It is defined here, in
- * the caller's code, because a Rust shared library cannot define a C variadic function;
- * every program that includes this header gets it. */
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-static inline const char* SCR_Configf(const char* format, ...) {
-  va_list args, again;
-  va_start(args, format);
-  va_copy(again, args);
-  int n = vsnprintf(NULL, 0, format, args);
-  va_end(args);
-  char* line = n < 0 ? NULL : (char*) malloc((size_t) n + 1);
-  if (line) vsnprintf(line, (size_t) n + 1, format, again);
-  va_end(again);
-  if (!line) return NULL;
-  const char* value = SCR_Config(line);
-  free(line);
-  return value;
-}
 
 #endif /* SCR_H */

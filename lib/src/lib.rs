@@ -9,6 +9,7 @@ mod say;
 mod api;
 mod comm;
 mod config_api;
+pub mod configf;
 mod event_log;
 pub mod ffi;
 pub mod fortran;

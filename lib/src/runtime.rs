@@ -109,10 +109,20 @@ pub struct Scr {
     restart: Option<(u64, String)>,
     /// The restart offered was written by another number of ranks: its whole file list,
     /// read in place (none otherwise; always none without `restart`).
-    reshaped: Option<reshape::ReshapedRestart>,
+    reshaped: Option<reshape::PrefixRestart>,
     /// A file of the open restart could not be routed for want of this node's cache (a
     /// full or failing cache directory): the checkpoint is not to blame.
     restart_trouble_here: bool,
+    /// The open restart reads its files on the prefix (on some rank), so any rank may route
+    /// any file of it (SCR v3.1's "read with shared access"); decided in Start_restart.
+    restart_reads_prefix: bool,
+    /// The whole file list of the open restart of this job's size read on the prefix,
+    /// read when this rank first routes another rank's file.
+    restart_shared: Option<reshape::PrefixRestart>,
+    /// SCR_Route_file refused a name during the open restart for a reason that says
+    /// nothing of the checkpoint's data (a name not in it, a file this job may not read):
+    /// a restart the application then fails does not mark the checkpoint failed.
+    restart_route_refused: bool,
     /// Nothing in cache could be restarted from and SCR_FETCH is on: the prefix's newest
     /// checkpoint is fetched when the application asks for a restart (SCR_Have_restart,
     /// SCR_Start_restart, SCR_Current), not in SCR_Init, so a run that never restarts, or
@@ -338,6 +348,9 @@ impl Scr {
             restart: None,
             reshaped: None,
             restart_trouble_here: false,
+            restart_reads_prefix: false,
+            restart_shared: None,
+            restart_route_refused: false,
             fetch_pending: false,
             older_in_cache: None,
             schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
@@ -390,40 +403,6 @@ impl Scr {
             self.log_restart(id, name);
         }
         self.check_halt(false)?;
-        Ok(())
-    }
-
-    /// SCR_CURRENT: the checkpoint the user names is restarted from once in the job's
-    /// allocation (as SCR v3.1 does). Each node's control directory, which lives as long as
-    /// the allocation's job id, records that it was applied; a relaunch in the same
-    /// allocation, where the batch script's SCR_CURRENT is still set, restarts from the
-    /// newest checkpoint instead of going back to the named one and dropping what the job
-    /// wrote since. A run with no job id at all (`defjobid`: no resource manager, no
-    /// SCR_JOB_ID, under scr-run or not) is an allocation of its own. Collective.
-    fn apply_named_current(&mut self, name: &str) -> Result<()> {
-        let allocation = self.cache.place().jobid_given;
-        let applied_here = allocation
-            && self.job.local_rank == 0
-            && self.cache.named_current_applied().as_deref() == Some(name);
-        if !self.job.all(!applied_here) {
-            self.job.debug(
-                1,
-                format_args!(
-                    "SCR_CURRENT={name} was applied in this allocation already: the newest checkpoint is restarted"
-                ),
-            );
-            return Ok(());
-        }
-        self.set_current(name)?;
-        if allocation
-            && self.job.local_rank == 0
-            && let Err(e) = self.cache.record_named_current(name)
-        {
-            say!(
-                "SCR: WARNING: rank {}: SCR_CURRENT={name} may be applied again at a relaunch: {e}",
-                self.job.rank
-            );
-        }
         Ok(())
     }
 

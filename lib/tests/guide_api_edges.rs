@@ -184,3 +184,21 @@ fn scr_current_of_an_output_says_once_that_it_is_no_checkpoint() {
         "{out}"
     );
 }
+
+/// api.rst, "SCR_Config": `SCR_Configf(format, ...)` formats its line as printf does. A
+/// program built with SCR v3.1's own header declares it as a prototype only, so libscr
+/// itself must define it: the program links against libscr with no definition of its own,
+/// and each value (an int, a double, strings) arrives as formatted.
+#[test]
+fn scr_configf_links_from_libscr_with_a_prototype_only() {
+    let job = Job::with_c_program("llnl_header_configf.c");
+    let out = job.run_ok(2, &[], &[SINGLE]);
+    for line in [
+        "configf: set=1",
+        "configf: SCR_FLUSH=7",
+        "configf: SCR_HALT_SECONDS=30",
+        "configf: SCR_CLUSTER_NAME=run-12",
+    ] {
+        assert!(out.lines().any(|l| l == line), "{line} missing:\n{out}");
+    }
+}

@@ -60,6 +60,32 @@ fn scr_current_names_the_checkpoint_a_new_run_loads() {
     assert_eq!(answer(&out, "restart"), "ckpt.1 t=1 data=verified rc=0");
 }
 
+/// config.rst, "Specify which checkpoint to load": SCR_CURRENT naming a checkpoint that
+/// does not exist (a typo): as SCR v3.1, a warning
+/// naming it, with the checkpoints the index lists, and the run restarts from the newest
+/// as if SCR_CURRENT were unset.
+#[test]
+fn scr_current_naming_no_checkpoint_warns_and_restarts_from_the_newest() {
+    let job = steps_job();
+    let env = [SINGLE, ("SCR_FLUSH", "1")];
+    write_steps_checkpoints(&job, 3, &env);
+    delete_caches(&job);
+    let out = job.run_ok(
+        2,
+        &["init", "restart", "quit"],
+        &[SINGLE, ("SCR_CURRENT", "ckpt.7")],
+    );
+    assert_eq!(answer(&out, "init"), "rc=0", "{out}");
+    let warning = out
+        .lines()
+        .find(|l| l.contains("SCR_CURRENT=ckpt.7"))
+        .unwrap_or_else(|| panic!("no warning naming ckpt.7:\n{out}"));
+    for name in ["ckpt.1", "ckpt.2", "ckpt.3"] {
+        assert!(warning.contains(name), "{warning}");
+    }
+    assert_eq!(answer(&out, "restart"), "ckpt.3 t=3 data=verified rc=0");
+}
+
 /// config.rst, "Change checkpoint flush frequency" and "SCR parameters" (SCR_FLUSH): by
 /// default every 10th checkpoint is flushed, in a job a drain follows (scr-run's runs, told
 /// by SCR_DRAIN_FOLLOWS=1; without one every checkpoint is, README's v3.1 parameters).

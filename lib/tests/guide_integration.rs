@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use std::path::PathBuf;
 
 const SINGLE: (&str, &str) = ("SCR_COPY_TYPE", "SINGLE");
 
@@ -186,11 +187,9 @@ fn scr_config_names_the_checkpoint_to_restart_from() {
 }
 
 /// integration.rst, "Configure SCR for application settings": SCR_Config sets
-/// SCR_CACHE_BYPASS and SCR_GLOBAL_RESTART. Different on purpose (README, "SCR v3.1
-/// programs"): SCR_CACHE_SIZE is among the parameters SCR_Config cannot set, as in v3.1's
-/// own code; the call says so and changes nothing.
+/// SCR_CACHE_BYPASS and SCR_GLOBAL_RESTART; and SCR_CACHE_SIZE, config.rst's own example.
 #[test]
-fn scr_config_sets_bypass_and_global_restart_and_refuses_the_cache_size() {
+fn scr_config_sets_bypass_global_restart_and_the_cache_size() {
     let job = steps_job();
     let out = job.run_ok(
         2,
@@ -206,11 +205,9 @@ fn scr_config_sets_bypass_and_global_restart_and_refuses_the_cache_size() {
         ],
         &[SINGLE, ("SCR_FLUSH", "0")],
     );
-    assert_eq!(answer(&out, "config=SCR_CACHE_SIZE"), "\"1\"", "{out}");
-    assert!(
-        out.contains("SCR_CACHE_SIZE") && out.contains("cannot set"),
-        "{out}"
-    );
+    assert_eq!(answer(&out, "config=SCR_CACHE_SIZE"), "\"2\"", "{out}");
+    assert_eq!(answer(&out, "config=SCR_CACHE_SIZE=2"), "NULL", "{out}");
+    assert!(!out.contains("SCR: ERROR"), "{out}");
     let at = routed(&out, 1, "write=b.1/rank_%r.ckpt:1").unwrap();
     assert_eq!(at, job.prefix().join("b.1/rank_1.ckpt"), "bypassed: {out}");
     check_file(&at, 1, 1, 1000);
@@ -234,6 +231,37 @@ fn scr_config_sets_bypass_and_global_restart_and_refuses_the_cache_size() {
     assert_eq!(answer(&out, "completerestart"), "rc=0", "{out}");
     let at = routed(&out, 0, "read=ckpt.1/rank_%r.ckpt:1").unwrap();
     assert_eq!(at, job.prefix().join("ckpt.1/rank_0.ckpt"), "{out}");
+}
+
+/// config.rst, "Setting parameters": its example, SCR_Config("SCR_CACHE_SIZE=2"), takes
+/// effect: two checkpoints stay in cache where one would without it; SCR_CNTL_BASE, which SCR's commands read
+/// without the application, is refused saying why.
+#[test]
+fn scr_config_cache_size_keeps_two_checkpoints_in_cache() {
+    let job = steps_job();
+    let out = job.run_ok(
+        2,
+        &[
+            "config=SCR_CACHE_SIZE=2",
+            "config=SCR_CNTL_BASE=/tmp",
+            "init",
+            "ckpt=ckpt.1:1",
+            "ckpt=ckpt.2:2",
+            "ckpt=ckpt.3:3",
+            "quit",
+        ],
+        &[SINGLE, ("SCR_FLUSH", "0")],
+    );
+    assert!(
+        out.contains("SCR_CNTL_BASE") && out.contains("scr-run's scavenge"),
+        "{out}"
+    );
+    assert!(!out.contains("\"SCR_CACHE_SIZE\": "), "{out}");
+    let mut kept: Vec<PathBuf> = job.cached("rank_0.ckpt");
+    kept.sort();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    check_file(&kept[0], 0, 2, 1000);
+    check_file(&kept[1], 0, 3, 1000);
 }
 
 /// integration.rst, "Init/Finalize": SCR_Init duplicates MPI_COMM_WORLD, so SCR's messages

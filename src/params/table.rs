@@ -60,7 +60,7 @@ params! {
     "SCR_CLUSTER_NAME", None, Text, "cluster name recorded with datasets";
     "SCR_NODE_NAME", None, Text, "this node's name instead of the host name (for emulated nodes)";
     "SCR_PREFIX", None, Text, "prefix directory on the parallel file system (default: working directory)";
-    "SCR_CURRENT", None, Text, "the checkpoint a restart loads (SCR v3.1; as SCR_Current after SCR_Init)";
+    "SCR_CURRENT", None, Text, "the checkpoint a restart loads (SCR v3.1; as SCR_Current after SCR_Init); a name no checkpoint has is a warning, and the newest is restarted";
     "SCR_CNTL_BASE", Some("/tmp"), Text, "base of the control directory (system config only)";
     "SCR_CACHE_BASE", Some("/tmp"), Text, "base of the cache directory";
     "SCR_CACHE_SIZE", Some("1"), Count, "datasets kept in each cache store";
@@ -77,7 +77,7 @@ params! {
     "SCR_FLUSH", Some("10"), Count, "flush every N checkpoints (0 never); set nowhere in a job no drain follows, every checkpoint (see SCR_DRAIN_FOLLOWS)";
     "SCR_FLUSH_WIDTH", Some("256"), Count, "processes writing the prefix at once";
     "SCR_FLUSH_ON_RESTART", Some("0"), Bool, "flush the cached checkpoint during SCR_Init";
-    "SCR_GLOBAL_RESTART", Some("0"), Bool, "flush on restart and disable fetch";
+    "SCR_GLOBAL_RESTART", Some("0"), Bool, "flush the checkpoint restarted from cache in SCR_Init and read the restart on the prefix, where any rank may route any file of it (SCR v3.1's read with shared access)";
     "SCR_FLUSH_ASYNC", Some("0"), Bool, "flush in the background";
     "SCR_DRAIN_FOLLOWS", Some("0"), Bool, "1: a drain (scr postrun) takes what the job leaves in cache once it ends; scr-run sets it in the runs it launches. Unset, a job killed before SCR_Finalize would strand the checkpoints only its caches hold, so unless SCR_FLUSH, SCR_FLUSH_ASYNC or SCR_FLUSH_TYPE is set every checkpoint flushes to the prefix in the background as it completes";
     "SCR_FLUSH_TYPE", None, FlushType, "SCR v3.1's flush method: SYNC, or PTHREAD to flush in the background (as SCR_FLUSH_ASYNC=1); BBAPI and DATAWARP (burst buffers) are not provided and flush as PTHREAD does";

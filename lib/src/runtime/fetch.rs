@@ -10,7 +10,7 @@ use super::job::Job;
 use super::messages::FetchChoice;
 use super::prefix_store::PrefixStore;
 use super::redundancy::Redundancy;
-use super::reshape::{self, ReshapedRestart};
+use super::reshape::{self, PrefixRestart};
 use crate::comm;
 use crate::event_log::EventLog;
 use scr::dataset::Dataset;
@@ -76,7 +76,7 @@ pub(super) struct Fetched {
     pub(super) id: u64,
     pub(super) name: String,
     pub(super) checkpoint_id: u64,
-    pub(super) reshaped: Option<ReshapedRestart>,
+    pub(super) reshaped: Option<PrefixRestart>,
 }
 
 impl Fetch<'_> {
@@ -132,7 +132,7 @@ impl Fetch<'_> {
             let mut reshaped = None;
             let result = if writers != job.ranks {
                 // written by another number of ranks: read in place, any file by any rank
-                let restart = ReshapedRestart::new(embedded.unwrap_or_default());
+                let restart = PrefixRestart::new(embedded.unwrap_or_default());
                 let prepared = self.prepare_reshaped(id, &desc, &restart);
                 reshaped = Some(restart);
                 prepared
@@ -251,12 +251,7 @@ impl Fetch<'_> {
     /// A checkpoint written by another number of ranks, read in place: recorded in this
     /// rank's cache (where a file copied out of a container goes), and every file checked
     /// to be on the prefix with its size (shared out over the ranks). This rank's outcome.
-    fn prepare_reshaped(
-        &mut self,
-        id: u64,
-        desc: &Dataset,
-        restart: &ReshapedRestart,
-    ) -> Result<()> {
+    fn prepare_reshaped(&mut self, id: u64, desc: &Dataset, restart: &PrefixRestart) -> Result<()> {
         // recorded only so that what a restart copies out of containers is known and
         // cleaned: as a cached copy it is incomplete, never one a relaunch restarts from
         // (it holds no rank's files)

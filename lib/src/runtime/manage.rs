@@ -193,6 +193,60 @@ impl Scr {
         Ok(id)
     }
 
+    /// SCR_CURRENT: the checkpoint the user names is restarted from once in the job's
+    /// allocation (as SCR v3.1 does). Each node's control directory, which lives as long as
+    /// the allocation's job id, records that it was applied; a relaunch in the same
+    /// allocation, where the batch script's SCR_CURRENT is still set, restarts from the
+    /// newest checkpoint instead of going back to the named one and dropping what the job
+    /// wrote since. A run with no job id at all (`defjobid`: no resource manager, no
+    /// SCR_JOB_ID, under scr-run or not) is an allocation of its own. Collective.
+    pub(super) fn apply_named_current(&mut self, name: &str) -> Result<()> {
+        let allocation = self.cache.place().jobid_given;
+        let applied_here = allocation
+            && self.job.local_rank == 0
+            && self.cache.named_current_applied().as_deref() == Some(name);
+        if !self.job.all(!applied_here) {
+            self.job.debug(
+                1,
+                format_args!(
+                    "SCR_CURRENT={name} was applied in this allocation already: the newest checkpoint is restarted"
+                ),
+            );
+            return Ok(());
+        }
+        // a name no checkpoint has is said, with those there are, and the restart goes on
+        // as if SCR_CURRENT were unset, as SCR v3.1 does (a typo must not stop the job, nor
+        // keep it from its newest checkpoint)
+        match self.named_checkpoint(name)? {
+            0 => {
+                if self.job.is_root() {
+                    let known = self.indexed_checkpoint_names();
+                    say!(
+                        "SCR: WARNING: SCR_CURRENT={name}: no checkpoint of that name is in \
+                         cache, in the index of {} or there to adopt (the index lists {}); \
+                         restarting as if SCR_CURRENT were unset, from the newest checkpoint",
+                        self.prefix.path().display(),
+                        match known.is_empty() {
+                            true => "none".to_string(),
+                            false => known.join(", "),
+                        }
+                    );
+                }
+            }
+            id => self.make_current(name, id)?,
+        }
+        if allocation
+            && self.job.local_rank == 0
+            && let Err(e) = self.cache.record_named_current(name)
+        {
+            say!(
+                "SCR: WARNING: rank {}: SCR_CURRENT={name} may be applied again at a relaunch: {e}",
+                self.job.rank
+            );
+        }
+        Ok(())
+    }
+
     /// `SCR_Current`: makes `name` the checkpoint a restart loads (and the index's
     /// current one). Newer checkpoints leave the cache, so later runs start from `name`
     /// too; it is rebuilt in cache if it is there, else fetched from the prefix.
@@ -200,18 +254,37 @@ impl Scr {
         if self.phase != Phase::Idle {
             return Err(failure("called while an output or restart is open"));
         }
-        self.refuse_output_as_current(name)?;
-        let mut id = self.dataset_id_of(name);
-        if id == 0 {
-            id = self.adopt(name)?;
-        }
-        if id == 0 {
-            return Err(failure(format!(
+        match self.named_checkpoint(name)? {
+            0 => Err(failure(format!(
                 "no checkpoint {name} in cache, in the index of {}, or as a directory there to \
                  adopt",
                 self.prefix.path().display()
-            )));
+            ))),
+            id => self.make_current(name, id),
         }
+    }
+
+    /// The dataset id of checkpoint `name`: in cache, in the prefix's index, or a directory
+    /// the application wrote there itself, adopted now; 0 when there is none. An output
+    /// that is no checkpoint is refused. Collective.
+    pub(super) fn named_checkpoint(&mut self, name: &str) -> Result<u64> {
+        self.refuse_output_as_current(name)?;
+        match self.dataset_id_of(name) {
+            0 => self.adopt(name),
+            id => Ok(id),
+        }
+    }
+
+    /// The checkpoints the prefix's index lists as restartable, newest first (rank 0; none
+    /// elsewhere): what a message naming a checkpoint that does not exist offers instead.
+    pub(super) fn indexed_checkpoint_names(&self) -> Vec<String> {
+        IndexFile::read(&layout::index_file(self.prefix.path()))
+            .map(|i| i.usable_checkpoints().into_iter().map(|e| e.name).collect())
+            .unwrap_or_default()
+    }
+
+    /// [`Scr::set_current`] of checkpoint `name`, dataset `id`. Collective.
+    pub(super) fn make_current(&mut self, name: &str, id: u64) -> Result<()> {
         let mut indexed_ckpt = 0;
         self.prefix
             .agreed(&self.job, &format!("SCR_Current of {name}"), |dir| {

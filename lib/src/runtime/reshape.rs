@@ -1,27 +1,33 @@
-//! A restart on another number of ranks than the checkpoint was written with, through the
-//! restart API (what SCR asks such applications to do without it).
+//! Restarts read in place on the prefix, where any rank may route any file of the
+//! checkpoint ([`PrefixRestart`]): one written by another number of ranks than this job
+//! has, through the restart API (what SCR asks such applications to do without it), and
+//! one of this job's size whose files the restart reads on the prefix (SCR_CACHE_BYPASS,
+//! SCR_GLOBAL_RESTART, SCR_FETCH_BYPASS: SCR v3.1's "read with shared access").
 //!
 //! A checkpoint cached by a job of another size cannot be handed back rank by rank: each
 //! rank's files belong to a rank this job may not have. So SCR_Init drains it first
 //! (`super::shape_drain`). A checkpoint on the prefix written by another number of
-//! ranks is then served in place ([`ReshapedRestart`]): every rank learns the dataset's
-//! whole file list and may route any file of it by its name, which comes back as the file
-//! on the prefix, checked against the size and CRC32 the flush recorded the first time it
-//! is routed, and through directory handles each time (a file inside a container is first
-//! copied out into this rank's cache).
+//! ranks is then served in place: every rank learns the dataset's whole file list and
+//! may route any file of it by its name, which comes back as the file on the prefix,
+//! checked against the size and CRC32 the flush recorded the first time it is routed, and
+//! through directory handles each time (a file inside a container is first copied out
+//! into this rank's cache). A restart of this job's size read on the prefix serves a
+//! rank's own files from its filemap, as any restart does, and another rank's the same
+//! way, from the whole file list the prefix records, read when the rank first routes one.
 
 use super::cache::CacheManager;
 use super::failure;
 use super::fetch::open_as_recorded;
 use super::job::Job;
 use scr::meta::Meta;
-use scr::rank2file::{FileRecord, RankFiles};
-use scr::{Error, Result, container, io, layout, safe_fs};
+use scr::rank2file::{self, FileRecord, RankFiles, TreeTask};
+use scr::summary::Summary;
+use scr::{Error, HashView, Result, container, io, layout, safe_fs};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// A restart served from the prefix to a job of another size than the one that wrote it.
-pub(super) struct ReshapedRestart {
+/// A restart served from the prefix, any file of it to any rank.
+pub(super) struct PrefixRestart {
     /// How many ranks wrote the checkpoint.
     pub(super) writers: u64,
     /// Every file of the dataset, in the order of the ranks that wrote them.
@@ -32,13 +38,27 @@ pub(super) struct ReshapedRestart {
     checked: HashMap<String, Option<(u64, u64)>>,
 }
 
-impl ReshapedRestart {
-    pub(super) fn new(map: RankFiles) -> ReshapedRestart {
-        ReshapedRestart {
+impl PrefixRestart {
+    pub(super) fn new(map: RankFiles) -> PrefixRestart {
+        PrefixRestart {
             writers: map.len() as u64,
             files: map.into_values().flatten().collect(),
             checked: HashMap::new(),
         }
+    }
+
+    /// Dataset `id` on the prefix, its whole file list as its summary (or its rank2file
+    /// tree) records it: what a rank reads when it first routes a file of another rank.
+    pub(super) fn read(prefix: &Path, id: u64) -> Result<PrefixRestart> {
+        let summary = Summary::read(&layout::summary_file(prefix, id))?;
+        let map = match summary.embedded_rank2file() {
+            Some(map) => map,
+            None => {
+                let root = TreeTask::root(&layout::dataset_meta_rel(id));
+                rank2file::read_tree(prefix, &prefix.join(&root.file))?
+            }
+        };
+        Ok(PrefixRestart::new(map))
     }
 
     /// Every file of the dataset, as paths on the prefix.

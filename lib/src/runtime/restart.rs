@@ -1,11 +1,14 @@
 //! Routing names to files and the restart phase (SCR_Route_file, Have/Start/Complete_restart).
 
 use super::fetch::{Fetch, FetchOutcome, Fetched};
+use super::fetch::open_as_recorded;
+use super::reshape::PrefixRestart;
 use super::{Phase, Scr, failure, normalize};
 use scr::event_log::kinds;
 use scr::index::IndexFile;
 use scr::meta::Meta;
 use scr::prefix::update_index;
+use scr::rank2file::FileRecord;
 use scr::{Error, HashView, Result, layout, safe_fs};
 use std::path::{Path, PathBuf};
 
@@ -98,7 +101,18 @@ impl Scr {
                 }
                 Ok(cached)
             }
-            Phase::Restart { id } => self.restart_file(id, name),
+            Phase::Restart { id } => {
+                let routed = self.restart_file(id, name);
+                // only data proven bad (a size or CRC32 that does not match) is the
+                // checkpoint's fault
+                if routed
+                    .as_ref()
+                    .is_err_and(|e| e.kind() != scr::ErrorKind::Corrupt)
+                {
+                    self.restart_route_refused = true;
+                }
+                routed
+            }
             // the v1.1 idiom: outside an output, a name of the restart checkpoint means its
             // cached file; any other name comes back unchanged, as SCR v2.0 returns it (so
             // before a pending fetch, the name is the file on the prefix itself)
@@ -114,7 +128,7 @@ impl Scr {
     /// the prefix is `name`'s, else (as SCR v2.0, which keeps cache files flat and routes
     /// by file name) the one file with `name`'s file name. This rank's cached file, or, for
     /// a checkpoint written by another number of ranks, any file of it where it is read
-    /// (see [`super::reshape::ReshapedRestart::route`]).
+    /// (see [`super::reshape::PrefixRestart::route`]).
     pub(super) fn restart_file(&mut self, id: u64, name: &str) -> Result<PathBuf> {
         let rel = self
             .prefix_path(name)
@@ -151,20 +165,16 @@ impl Scr {
         let by_path = files
             .iter()
             .find(|(_, meta)| rel.is_some() && meta.orig() == rel.as_deref());
-        let found = match by_path {
-            Some((f, _)) => *f,
+        let (found, meta) = match by_path {
+            Some(pair) => pair,
             None => {
                 let same_name: Vec<&(&str, Meta)> = files
                     .iter()
                     .filter(|(_, meta)| base.is_some() && meta.orig_name() == base.as_deref())
                     .collect();
                 match same_name.as_slice() {
-                    [] => {
-                        return Err(failure(format!(
-                            "{name} is not part of the restart dataset"
-                        )));
-                    }
-                    [(f, _)] => *f,
+                    [] => return self.route_other_ranks_file(id, rel.as_deref(), name),
+                    [pair] => *pair,
                     several => {
                         let paths: Vec<&str> =
                             several.iter().filter_map(|(_, m)| m.orig()).collect();
@@ -179,6 +189,23 @@ impl Scr {
             }
         };
         let path = PathBuf::from(found);
+        // this rank's file on the prefix (written bypassing the cache, or fetched in place)
+        // is opened through directory handles, as every file a restart reads there is:
+        // each directory on the way and the file this user's alone, with the size recorded
+        if !path.starts_with(self.cache.dataset_dir(id))
+            && let (Some(orig), Some(size)) = (meta.orig(), meta.size())
+        {
+            let prefix = self.prefix.path();
+            let record = FileRecord {
+                name: orig.to_string(),
+                size,
+                crc: None,
+                segments: Vec::new(),
+            };
+            let beneath = safe_fs::Beneath::open(prefix)?;
+            open_as_recorded(&beneath, &record).map_err(|e| e.blaming(prefix))?;
+            return Ok(path);
+        }
         if std::fs::File::open(&path).is_ok() {
             Ok(path)
         } else {
@@ -187,6 +214,45 @@ impl Scr {
                 path.display()
             )))
         }
+    }
+
+    /// A file of restart dataset `id` this rank did not write: where a restart of this
+    /// job's size reads the prefix, the file there (from the dataset's whole file list,
+    /// checked as a reshaped restart's files are: see
+    /// [`super::reshape::PrefixRestart::route`]); a restart from cache is file-per-process
+    /// (another rank's file may be on another node), so it is refused, saying how to
+    /// read with shared access.
+    fn route_other_ranks_file(
+        &mut self,
+        id: u64,
+        rel: Option<&str>,
+        name: &str,
+    ) -> Result<PathBuf> {
+        if !self.restart_reads_prefix {
+            return Err(failure(format!(
+                "{name} is not one of this rank's files of the restart dataset, which is \
+                 read from cache, each rank its own files; to read other ranks' files during \
+                 a restart, set SCR_GLOBAL_RESTART=1 (the restart then reads the prefix)"
+            )));
+        }
+        let prefix = self.prefix.path();
+        let shared = match &mut self.restart_shared {
+            Some(shared) => shared,
+            None => self
+                .restart_shared
+                .insert(PrefixRestart::read(prefix, id).map_err(|e| e.blaming(prefix))?),
+        };
+        shared.route(prefix, &mut self.cache, id, self.job.ranks, rel, name)
+    }
+
+    /// Whether this rank reads a file of restart dataset `id` on the prefix (one of its
+    /// files is not in the dataset's cache directory: bypassed, or fetched in place).
+    fn reads_prefix(&self, id: u64) -> bool {
+        let dir = self.cache.dataset_dir(id);
+        self.cache
+            .user_files(id)
+            .iter()
+            .any(|f| !Path::new(f).starts_with(&dir))
     }
 
     /// The files of the restart dataset this rank may route, as paths on the prefix (what
@@ -265,7 +331,11 @@ impl Scr {
         let (id, name) = self.restart.clone().ok_or_else(|| {
             failure("SCR_Start_restart called but there is no checkpoint to restart from")
         })?;
-        self.job.barrier();
+        // any rank may route any file when the restart reads the prefix (on any rank: a
+        // rank with no files of its own reads the others' too)
+        self.restart_reads_prefix = !self.job.all(!self.reads_prefix(id));
+        self.restart_shared = None;
+        self.restart_route_refused = false;
         self.phase = Phase::Restart { id };
         Ok(name)
     }
@@ -286,11 +356,28 @@ impl Scr {
         let trouble_here = !self
             .job
             .all(!std::mem::take(&mut self.restart_trouble_here));
+        let route_refused = !self
+            .job
+            .all(!std::mem::take(&mut self.restart_route_refused));
+        self.restart_reads_prefix = false;
+        self.restart_shared = None;
         let name = self.restart.take().map(|(_, n)| n).unwrap_or_default();
         if !ok && trouble_here {
             self.stop_for_unreadable(&name);
         }
         let reshaped = self.reshaped.take();
+        // a restart that failed after SCR_Route_file refused a name (one not in the
+        // checkpoint, a file this job may not read) says nothing of the checkpoint's data:
+        // SCR v3.1 marks it failed all the same, and the runs after restart from ever older
+        // ones; here it is only passed over for this run
+        let route_refused = !ok && reshaped.is_none() && route_refused;
+        if route_refused && self.job.is_root() {
+            say!(
+                "SCR: the restart of {name} failed after SCR_Route_file refused a file (the \
+                 ranks above say which); it is not marked failed, as its data was not found \
+                 bad: this run is offered an older checkpoint, and a later one {name} again"
+            );
+        }
         if !ok && let Some(r) = &reshaped {
             // an application that cannot re-partition fails every checkpoint of another
             // size: that says nothing of the checkpoint, which a job of its own size restarts
@@ -307,7 +394,7 @@ impl Scr {
         if !ok {
             // mark it (unless written by another number of ranks), drop it, and offer the
             // next older dataset on the prefix
-            if reshaped.is_none() {
+            if reshaped.is_none() && !route_refused {
                 self.prefix
                     .note("the failed restart in the index", |prefix| {
                         update_index(prefix, |idx| {

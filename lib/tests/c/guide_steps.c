@@ -26,6 +26,8 @@
  *   have[=null]         SCR_Have_restart: the flag and the name (=null: a NULL name)
  *   startrestart[=null] SCR_Start_restart: the code and the name
  *   read=NAME:T         routes NAME and checks timestep T's data in it
+ *   readnext=NAME:T     as read, with "%r" the next rank's number ((rank + 1) % ranks) and
+ *                       that rank's data checked: a rank reading its neighbour's file
  *   readshared=NAME:T   routes NAME and checks every rank's block of timestep T
  *   completerestart[=V] SCR_Complete_restart(V, else whether every read of this rank worked)
  *   restart[=reject|reject1]  the guide's restart: Have, Start, read NAME/rank_%r.ckpt
@@ -95,12 +97,12 @@ static const char* rc_text(int rc) {
   return buf;
 }
 
-/* NAME with %r replaced by the rank */
-static void expand(char* out, size_t n, const char* name) {
+/* NAME with %r replaced by rank r */
+static void expand_as(char* out, size_t n, const char* name, int r) {
   size_t o = 0;
   for (const char* p = name; *p && o + 12 < n; p++) {
     if (p[0] == '%' && p[1] == 'r') {
-      o += snprintf(out + o, n - o, "%d", rank);
+      o += snprintf(out + o, n - o, "%d", r);
       p++;
     } else {
       out[o++] = *p;
@@ -108,6 +110,9 @@ static void expand(char* out, size_t n, const char* name) {
   }
   out[o] = 0;
 }
+
+/* NAME with %r replaced by this rank */
+static void expand(char* out, size_t n, const char* name) { expand_as(out, n, name, rank); }
 
 /* a dataset name argument: "-" is NULL, "@N" N letters x */
 static const char* dataset_name(const char* arg, char* buf, size_t n) {
@@ -296,6 +301,14 @@ int main(int argc, char** argv) {
         ok = ok && fgetc(f) == EOF;
         if (f) fclose(f);
       }
+      if (!ok) printf("guide: rank %d: %s -> data bad\n", rank, s);
+      valid = valid && ok;
+    } else if (!strcmp(step, "readnext")) {
+      int next = (rank + 1) % ranks;
+      split(arg, parts);
+      expand_as(name, sizeof name, parts[0], next);
+      int t = parts[1] ? atoi(parts[1]) : 0, ok = route(s, name, file);
+      ok = ok && read_data_of(file, next) == t;
       if (!ok) printf("guide: rank %d: %s -> data bad\n", rank, s);
       valid = valid && ok;
     } else if (!strcmp(step, "completerestart")) {

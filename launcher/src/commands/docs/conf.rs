@@ -73,6 +73,23 @@ fn descriptor_about(key: &str) -> (&'static str, &'static str) {
     (value, about)
 }
 
+/// The parameters SCR_Config refuses, grouped by why: "A, B (it …); C (…)".
+fn not_settable() -> String {
+    use scr::app_config::{NOT_SETTABLE, NotSettable};
+    [NotSettable::Place, NotSettable::Launch]
+        .iter()
+        .map(|&kind| {
+            let names: Vec<&str> = NOT_SETTABLE
+                .iter()
+                .filter(|(_, k)| *k == kind)
+                .map(|(name, _)| *name)
+                .collect();
+            format!("{} ({})", names.join(", "), kind.why())
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn section(r: &mut Roff, name: &str) {
     r.control("SH", [name]);
 }
@@ -138,9 +155,12 @@ pub fn render() -> String {
         ),
         (
             "3.",
-            "what the application set with SCR_Config (kept in <prefix>/.scr/app.conf for the \
-             job's later runs);"
-                .to_string(),
+            format!(
+                "what the application set with SCR_Config (kept in <prefix>/.scr/app.conf for \
+                 the job's later runs). SCR_Config sets any parameter but those SCR's commands \
+                 read without the application, which it refuses, saying why: {};",
+                not_settable()
+            ),
         ),
         (
             "4.",

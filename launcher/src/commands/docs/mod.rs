@@ -88,8 +88,9 @@ impl Page {
     }
 }
 
-/// Every page to install: `scr`, `scr-<sub>` for each subcommand, and each SCR name
-/// (`scr_index`, `scr_srun`, `scr-run` …) rendered as the subcommand it runs.
+/// Every page to install: `scr`, `scr-<sub>` for each subcommand (named as git names its
+/// commands' pages, git-log(1) for `git log`, so `man scr-print` finds `scr print`), and
+/// each SCR name (`scr_index`, `scr_srun`, `scr-run` …) rendered as the subcommand it runs.
 pub fn pages(root: &clap::Command, compat: &[(&str, &str)]) -> Vec<Page> {
     let mut out = vec![Page {
         name: "scr".into(),
@@ -123,6 +124,11 @@ pub fn pages(root: &clap::Command, compat: &[(&str, &str)]) -> Vec<Page> {
                 same_as: Some(format!("scr-{sub}")),
             });
         }
+    }
+    // each page's synopsis is the command line that runs it: `scr print` on the page named
+    // scr-print (there is no scr-print program), the program's own name on the others
+    for page in &mut out {
+        page.command = page.command.clone().bin_name(page.invocation());
     }
     out
 }
@@ -167,7 +173,6 @@ fn named(root: &clap::Command, sub: &str, name: &str) -> clap::Command {
         .clone();
     cmd.name(name.to_string())
         .display_name(name.to_string())
-        .bin_name(name.to_string())
         .version(env!("CARGO_PKG_VERSION"))
 }
 

@@ -583,6 +583,13 @@ pub fn render(
                 .text([roman(*what)]);
         }
     }
+    if invocation != own_name {
+        r.control("SH", ["NOTES"]);
+        r.text([roman(format!(
+            "The command is typed as {invocation}: this page is named {own_name} after it, \
+             as git names its commands' pages, and there is no {own_name} program."
+        ))]);
+    }
     r.control("SH", ["SEE ALSO"]);
     let see_also = see_also(extra, same_as, own_name, also);
     // page names are not hyphenated at line ends
