@@ -36,6 +36,9 @@ pub(super) struct CacheRestart {
     pub(super) checkpoint_id: u64,
     /// The dataset restarted from (id, name), when one could be recovered.
     pub(super) restart: Option<(u64, String)>,
+    /// The checkpoints newer than the restart that this job's caches hold but could not
+    /// give back (the ranks said why).
+    pub(super) unrecovered: Vec<u64>,
 }
 
 impl Recovery<'_> {
@@ -53,6 +56,7 @@ impl Recovery<'_> {
             dataset_id,
             checkpoint_id: 0,
             restart: None,
+            unrecovered: Vec::new(),
         };
         // SCR_DISTRIBUTE=0: no rebuild in cache; a restart comes from the prefix
         let mut below = if distribute { u64::MAX } else { 0 };
@@ -75,6 +79,7 @@ impl Recovery<'_> {
             if job.is_root() {
                 say!("SCR: dataset {d} cannot be recovered from cache; trying older ones");
             }
+            found.unrecovered.push(d);
             below = d;
         }
         // every older dataset still cached is rebuilt too, so a later failure of the
