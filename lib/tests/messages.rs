@@ -419,3 +419,66 @@ fn an_xor_rebuild_that_fails_its_crc_is_not_blamed_on_an_earlier_run() {
     assert!(out.contains("does not match the CRC32"), "{out}");
     assert_unrecoverable_checkpoint_told_as_such(&out);
 }
+
+/// SCR_CACHE_BYPASS: the checkpoints' files are on the prefix, the cache only records
+/// them. A node lost with its records loses nothing: no word of files on no surviving node
+/// nor of a dataset the cache cannot give back; the restart reads the prefix.
+#[test]
+fn a_node_lost_under_cache_bypass_loses_nothing_and_is_not_reported_lost() {
+    let job = Job::new();
+    let env = [("SCR_CACHE_BYPASS", "1"), ("TEST_API_NO_FINALIZE", "1")];
+    run_ok_on(&job, HOSTS, 4, &["1000", "2"], &env);
+    lose_node(&job, "n3");
+    let out = run_ok_on(&job, HOSTS, 4, &["1000", "0"], &[("SCR_CACHE_BYPASS", "1")]);
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+    assert!(!out.contains("surviving"), "{out}");
+    assert!(!out.contains("cannot be recovered"), "{out}");
+    assert!(!out.contains("SCR: dataset 2"), "{out}");
+}
+
+/// A rank killed while SCR encoded a checkpoint's XOR parity (its node and every file it
+/// wrote still there): the restart says that checkpoint was never completed, not that a
+/// node or a file was lost, and restarts from the one before.
+#[test]
+fn a_checkpoint_killed_in_its_encoding_is_told_never_completed() {
+    let job = steps_job();
+    let out = job.run_on(
+        Some(HOSTS),
+        4,
+        &["init", "ckpt=ckpt.1:1", "ckpt=ckpt.2:2", "quit"],
+        &[
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_CACHE_SIZE", "2"),
+            ("SCR_FLUSH", "0"),
+            ("SCR_TEST_FAULT", "encode@1#2!"),
+        ],
+    );
+    assert!(!out.status.success(), "rank 1 was killed: {}", text(&out));
+    let out = job.run_on(
+        Some(HOSTS),
+        4,
+        &["init", "restart", "quit"],
+        &[("SCR_COPY_TYPE", "XOR"), ("SCR_CACHE_SIZE", "2")],
+    );
+    let out = text(&out);
+    assert_eq!(
+        answer(&out, "restart"),
+        "ckpt.1 t=1 data=verified rc=0",
+        "{out}"
+    );
+    let said = lines_with(&out, "SCR: dataset 2:");
+    assert_eq!(said.len(), 1, "{out}");
+    assert!(
+        said[0].contains("rank 0 never completed its part of it (")
+            && said[0].contains("xor.")
+            && said[0].ends_with("the dataset is incomplete"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("surviving") && !out.contains("not whole"),
+        "{out}"
+    );
+}
