@@ -125,6 +125,11 @@ impl Dataset {
         self.0.parsed::<u8>(COMPLETE) == Ok(Some(1))
     }
 
+    /// Says whether the dataset was completed (as every record of it must for a drain).
+    pub fn set_complete(&mut self, complete: bool) {
+        self.0.set_value(COMPLETE, u8::from(complete));
+    }
+
     /// Whether SCR adopted this checkpoint, written without it.
     pub fn is_adopted(&self) -> bool {
         self.0.parsed::<u8>(ADOPTED) == Ok(Some(1))

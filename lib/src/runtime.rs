@@ -132,6 +132,9 @@ pub struct Scr {
     /// prefix: the pending fetch restarts from it when no checkpoint on the prefix newer
     /// than it can be fetched (see [`Scr::pass_over_superseded_cache`]).
     older_in_cache: Option<(u64, String)>,
+    /// The checkpoints on the prefix a fetch said it does not offer for their size (rank
+    /// 0): each is said once in the job, not at every fallback.
+    not_offered_said: std::collections::BTreeSet<String>,
     /// When checkpoints were asked for, started and completed (SCR_Need_checkpoint's rules).
     schedule: scr::schedule::CheckpointSchedule,
 }
@@ -353,6 +356,7 @@ impl Scr {
             restart_route_refused: false,
             fetch_pending: false,
             older_in_cache: None,
+            not_offered_said: std::collections::BTreeSet::new(),
             schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
         };
         if discard_foreign {
@@ -384,7 +388,7 @@ impl Scr {
         self.pass_over_superseded_cache();
         self.fetch_pending = self.restart.is_none() && self.config.settings.fetch.enabled;
         let restartable = self.restart.as_ref().map_or(0, |(id, _)| *id);
-        if let Some(stranded) = self.prefix.stranded_beyond(restartable) {
+        if let Some(stranded) = self.prefix.stranded_beyond(restartable, &found.unrecovered) {
             say!("{stranded}");
         }
         self.flush_part().sweep_interrupted();

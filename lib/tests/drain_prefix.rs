@@ -152,6 +152,50 @@ fn postrun_names_a_dataset_left_unfinished_in_cache() {
     assert!(!job.prefix().join("ckpt.1").exists(), "{out}");
 }
 
+/// A rank killed while SCR encoded a checkpoint's XOR parity leaves it in cache with every
+/// rank's files written but its parity never finished: no rank's SCR_Complete_output
+/// returned, so the checkpoint never completed. The drain says so once and does not try
+/// to copy it (no node's copy could be whole), then drains the checkpoint before it.
+#[test]
+fn postrun_names_a_checkpoint_killed_in_its_encoding_once_and_never_tries_it() {
+    let job = steps_job();
+    let out = job.run_on(
+        Some(HOSTS),
+        4,
+        &["init", "ckpt=ckpt.1:1", "ckpt=ckpt.2:2", "quit"],
+        &[
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_CACHE_SIZE", "2"),
+            ("SCR_FLUSH", "0"),
+            // rank 1 dies in its second encoding: ckpt.2's
+            ("SCR_TEST_FAULT", "encode@1#2!"),
+        ],
+    );
+    assert!(!out.status.success(), "rank 1 was killed: {}", text(&out));
+    let (code, out) = postrun_in(&job, &job.prefix());
+    assert_eq!(code, Some(0), "{out}");
+    let said: Vec<&str> = out.lines().filter(|l| l.contains("ckpt.2")).collect();
+    assert_eq!(said.len(), 1, "said once, and not tried: {out}");
+    assert!(
+        said[0].contains("dataset 2 (ckpt.2) in cache was never completed"),
+        "{out}"
+    );
+    assert!(!out.contains("FAILED"), "{out}");
+    assert!(!job.prefix().join("ckpt.2").exists(), "{out}");
+    assert!(
+        out.contains("dataset 1 (ckpt.1) drained and current"),
+        "{out}"
+    );
+    for r in 0..4 {
+        check_file(
+            &job.prefix().join(format!("ckpt.1/rank_{r}.ckpt")),
+            r,
+            1,
+            1000,
+        );
+    }
+}
+
 /// As the user guide's integration chapter has it: the program sets its prefix with
 /// `SCR_Configf("SCR_PREFIX=%s", …)` and runs, like `scr postrun`, from the job's
 /// directory. The drain finds the prefix the program used.

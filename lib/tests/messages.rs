@@ -363,3 +363,122 @@ fn a_cached_checkpoint_missing_a_file_is_said_so_not_blamed_on_a_lost_node() {
         "{out}"
     );
 }
+
+/// What the next run says of a checkpoint this job wrote, never flushed, and cannot get
+/// back from its own caches: not that an earlier run's nodes hold it and `scr postrun`
+/// drains it (these caches are the job's own, and what they lack no drain brings back).
+fn assert_unrecoverable_checkpoint_told_as_such(out: &str) {
+    assert!(!out.contains("only in that run's node caches"), "{out}");
+    assert!(!out.contains("scr postrun"), "{out}");
+    let said = lines_with(out, "SCR: ckpt.2 (dataset 2)");
+    assert_eq!(said.len(), 1, "{out}");
+    assert!(
+        said[0].contains("could not be recovered from this job's caches")
+            && said[0].contains("not on the prefix"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_single_checkpoint_on_a_lost_node_is_not_offered_to_a_drain() {
+    let job = Job::new();
+    let env = [
+        ("SCR_COPY_TYPE", "SINGLE"),
+        ("SCR_FLUSH", "0"),
+        ("TEST_API_NO_FINALIZE", "1"),
+    ];
+    run_ok_on(&job, HOSTS, 4, &["1000", "2"], &env);
+    lose_node(&job, "n3");
+    let out = run_ok_on(&job, HOSTS, 4, &["1000", "0"], &[]);
+    // n3 ran rank 2 (round robin over 4 hosts)
+    assert!(
+        out.contains("rank 2's files are on no surviving node"),
+        "{out}"
+    );
+    assert_unrecoverable_checkpoint_told_as_such(&out);
+}
+
+#[test]
+fn an_xor_rebuild_that_fails_its_crc_is_not_blamed_on_an_earlier_run() {
+    let job = Job::new();
+    let env = [
+        ("SCR_COPY_TYPE", "XOR"),
+        ("SCR_FLUSH", "0"),
+        ("TEST_API_NO_FINALIZE", "1"),
+    ];
+    run_ok_on(&job, HOSTS, 4, &["1000", "2"], &env);
+    lose_node(&job, "n3");
+    // another member's data changed in cache (same size): what XOR rebuilds of rank 2 is
+    // not what rank 2 wrote
+    let changed = job.cached("ckpt.2/rank_0.ckpt");
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    let mut bytes = std::fs::read(&changed[0]).unwrap();
+    bytes[100] ^= 0x5a;
+    std::fs::write(&changed[0], bytes).unwrap();
+    let out = run_ok_on(&job, HOSTS, 4, &["1000", "0"], &[]);
+    assert!(out.contains("does not match the CRC32"), "{out}");
+    assert_unrecoverable_checkpoint_told_as_such(&out);
+}
+
+/// SCR_CACHE_BYPASS: the checkpoints' files are on the prefix, the cache only records
+/// them. A node lost with its records loses nothing: no word of files on no surviving node
+/// nor of a dataset the cache cannot give back; the restart reads the prefix.
+#[test]
+fn a_node_lost_under_cache_bypass_loses_nothing_and_is_not_reported_lost() {
+    let job = Job::new();
+    let env = [("SCR_CACHE_BYPASS", "1"), ("TEST_API_NO_FINALIZE", "1")];
+    run_ok_on(&job, HOSTS, 4, &["1000", "2"], &env);
+    lose_node(&job, "n3");
+    let out = run_ok_on(&job, HOSTS, 4, &["1000", "0"], &[("SCR_CACHE_BYPASS", "1")]);
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+    assert!(!out.contains("surviving"), "{out}");
+    assert!(!out.contains("cannot be recovered"), "{out}");
+    assert!(!out.contains("SCR: dataset 2"), "{out}");
+}
+
+/// A rank killed while SCR encoded a checkpoint's XOR parity (its node and every file it
+/// wrote still there): the restart says that checkpoint was never completed, not that a
+/// node or a file was lost, and restarts from the one before.
+#[test]
+fn a_checkpoint_killed_in_its_encoding_is_told_never_completed() {
+    let job = steps_job();
+    let out = job.run_on(
+        Some(HOSTS),
+        4,
+        &["init", "ckpt=ckpt.1:1", "ckpt=ckpt.2:2", "quit"],
+        &[
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_CACHE_SIZE", "2"),
+            ("SCR_FLUSH", "0"),
+            ("SCR_TEST_FAULT", "encode@1#2!"),
+        ],
+    );
+    assert!(!out.status.success(), "rank 1 was killed: {}", text(&out));
+    let out = job.run_on(
+        Some(HOSTS),
+        4,
+        &["init", "restart", "quit"],
+        &[("SCR_COPY_TYPE", "XOR"), ("SCR_CACHE_SIZE", "2")],
+    );
+    let out = text(&out);
+    assert_eq!(
+        answer(&out, "restart"),
+        "ckpt.1 t=1 data=verified rc=0",
+        "{out}"
+    );
+    let said = lines_with(&out, "SCR: dataset 2:");
+    assert_eq!(said.len(), 1, "{out}");
+    assert!(
+        said[0].contains("rank 0 never completed its part of it (")
+            && said[0].contains("xor.")
+            && said[0].ends_with("the dataset is incomplete"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("surviving") && !out.contains("not whole"),
+        "{out}"
+    );
+}

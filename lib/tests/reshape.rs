@@ -526,3 +526,46 @@ fn ranks_of_one_node_routing_the_same_file_out_of_containers_each_read_it_whole(
         assert_eq!(files_read(&out, 4), 3 * 4, "{stagger} ms apart: {out}");
     }
 }
+
+/// A checkpoint of another size that a program reading its own rank's files is not offered
+/// is said once per job, however many checkpoints the restart then falls back through: one
+/// broken on the prefix, one the program rejects.
+#[test]
+fn a_checkpoint_not_offered_for_its_size_is_said_once_across_every_fallback() {
+    let job = steps_job();
+    let flushed = [("SCR_FLUSH", "1"), ("SCR_FLUSH_ASYNC", "0")];
+    let ckpts = |ts: &[u32]| -> Vec<String> {
+        std::iter::once("init".to_string())
+            .chain(ts.iter().map(|t| format!("ckpt=ckpt.{t}:{t}")))
+            .chain(std::iter::once("finalize".to_string()))
+            .collect()
+    };
+    let steps = ckpts(&[1, 2, 3]);
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    job.run_ok(4, &steps, &flushed);
+    delete_caches(&job);
+    let steps = ckpts(&[4]);
+    let steps: Vec<&str> = steps.iter().map(String::as_str).collect();
+    job.run_ok(2, &steps, &flushed);
+    delete_caches(&job);
+    // ckpt.3 broken on the prefix (same size, another byte)
+    let victim = job.prefix().join("ckpt.3/rank_1.ckpt");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[100] ^= 0x5a;
+    std::fs::write(&victim, bytes).unwrap();
+    let out = job.run_ok(4, &["init", "restart=reject", "restart", "quit"], &[]);
+    assert_eq!(
+        answers(&out, "restart"),
+        [
+            "ckpt.2 t=2 data=verified rc=1",
+            "ckpt.1 t=1 data=verified rc=0"
+        ],
+        "{out}"
+    );
+    let said: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("ckpt.4 was written by 2 rank(s)"))
+        .collect();
+    assert_eq!(said.len(), 1, "{out}");
+    assert!(said[0].contains("not offered"), "{out}");
+}

@@ -185,9 +185,12 @@ pub fn cached_on_node(cntl_dir: &Path) -> Option<CachedOnNode> {
                     .find_map(|f| map.meta(d, rank, f)?.ranks());
                 let entry = found.entry(d).or_insert((desc.clone(), None));
                 entry.1 = entry.1.or(writers);
-                // one rank's record of an incomplete dataset makes it incomplete
-                if !desc.is_complete() {
+                // one rank's record of an incomplete dataset makes it incomplete; so does a
+                // rank whose files are not all complete (its redundancy data among them):
+                // the job ended before that rank's SCR_Complete_output returned
+                if !desc.is_complete() || !map.has_all_files(d, rank) {
                     entry.0 = desc;
+                    entry.0.set_complete(false);
                 }
             }
         }

@@ -332,6 +332,37 @@ impl CacheManager {
         copy_flaw(&self.filemap, dset, self.rank, self.ranks, check_crc)
     }
 
+    /// Whether this rank's node records `dset` for it without this rank having completed it:
+    /// the dataset's record, or a file it lists (its redundancy data among them), was never
+    /// marked complete, as when the job ended while this rank wrote it.
+    pub(super) fn unfinished(&self, dset: u64) -> bool {
+        self.filemap.dataset(dset, self.rank).is_some_and(|d| {
+            !d.is_complete()
+                || self.filemap.files(dset, self.rank).iter().any(|f| {
+                    !self
+                        .filemap
+                        .meta(dset, self.rank, f)
+                        .is_some_and(|m| m.is_complete())
+                })
+        })
+    }
+
+    /// Whether this rank's node records nothing of `dset` for it but records other datasets
+    /// of it: the node kept this rank's cache, and this rank has no part of `dset` there.
+    pub(super) fn keeps_others_but_not(&self, dset: u64) -> bool {
+        self.filemap.dataset(dset, self.rank).is_none()
+            && !self.filemap.datasets_of_rank(self.rank).is_empty()
+    }
+
+    /// Whether this rank's files of `dset` were written straight to the prefix
+    /// (SCR_CACHE_BYPASS): its filemap names them outside the dataset's cache directories.
+    pub(super) fn written_to_prefix(&self, dset: u64) -> bool {
+        let dirs = self.cache_dirs_of(dset);
+        self.user_files(dset)
+            .iter()
+            .any(|f| !io::is_within_any(Path::new(f), &dirs))
+    }
+
     /// The files this node holds for other ranks (node master only).
     pub(super) fn held(&self) -> Option<&Filemap> {
         self.held.as_ref().map(|(_, h)| h)
@@ -644,7 +675,14 @@ pub(super) fn copy_flaw(
         return Some("it was never completed".into());
     }
     if !map.has_all_files(dset, rank) {
-        return Some("its filemap lacks some of its files".into());
+        let unfinished = map
+            .files(dset, rank)
+            .into_iter()
+            .find(|f| !map.meta(dset, rank, f).is_some_and(|m| m.is_complete()));
+        return Some(match unfinished {
+            Some(f) => format!("{f} was never completed"),
+            None => "its filemap lacks some of its files".into(),
+        });
     }
     map.files(dset, rank).iter().find_map(|f| {
         let meta = map.meta(dset, rank, f).expect("has_all_files checked meta");

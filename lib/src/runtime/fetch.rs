@@ -56,6 +56,8 @@ pub(super) struct Fetch<'a> {
     pub(super) redundancy: &'a Redundancy,
     pub(super) settings: &'a Settings,
     pub(super) log: &'a EventLog,
+    /// The checkpoints of another size already said not to be offered (rank 0).
+    pub(super) not_offered_said: &'a mut std::collections::BTreeSet<String>,
 }
 
 /// What the fetch loop ended with.

@@ -140,7 +140,7 @@ impl Fetch<'_> {
     /// descriptor and where its file lists are (in the choice, or the rank2file tree's root
     /// to scatter).
     pub(super) fn next_candidate(
-        &self,
+        &mut self,
         below: Option<u64>,
         above: u64,
         passed_over: &[String],
@@ -150,10 +150,13 @@ impl Fetch<'_> {
         let index = IndexFile::read(&layout::index_file(prefix)).ok()?;
         let link = scr::prefix::read_current_link(prefix);
         // checkpoints of another size this program did not say it re-partitions: passed over,
-        // said once
+        // said once in the job (the fallback to older checkpoints comes back here)
         let mut other_size: Option<(String, u64)> = None;
-        let said = |other_size: &Option<(String, u64)>| {
-            if let Some((name, writers)) = other_size {
+        let told = &mut *self.not_offered_said;
+        let mut said = |other_size: &Option<(String, u64)>| {
+            if let Some((name, writers)) = other_size
+                && told.insert(name.clone())
+            {
                 say!(
                     "SCR: {name} was written by {writers} rank(s) and this job has {ranks}: not \
                      offered (nor any older checkpoint of another size), as a program that reads \

@@ -62,6 +62,15 @@ pub(super) struct RecoveryReport {
     /// Why its own files, which its node's filemap lists, are not usable as they are (a
     /// file gone, of another size): its node kept what it had, so a lost node is not why.
     pub(super) flaw: Option<String>,
+    /// Its node's filemap records the dataset but not completed by this rank (the dataset,
+    /// or a file of it, its redundancy data among them): the job ended while it wrote it.
+    pub(super) unfinished: bool,
+    /// Its node's filemap records nothing of the dataset for this rank but does record its
+    /// other datasets: the node kept its cache, and this rank has no part of it there.
+    pub(super) keeps_others: bool,
+    /// Its files of the dataset were written straight to the prefix (SCR_CACHE_BYPASS):
+    /// the cache records where they are, it holds none of them.
+    pub(super) in_place: bool,
     /// The ranks whose files its node holds (verified copies).
     pub(super) held: Vec<u64>,
     /// The sets the parity headers at hand describe.
@@ -74,6 +83,15 @@ impl RecoveryReport {
         h.set_value("OWN", u8::from(self.own));
         if let Some(flaw) = &self.flaw {
             h.set_value("FLAW", flaw);
+        }
+        for (key, set) in [
+            ("UNFINISHED", self.unfinished),
+            ("KEEPS_OTHERS", self.keeps_others),
+            ("IN_PLACE", self.in_place),
+        ] {
+            if set {
+                h.set_value(key, 1u8);
+            }
         }
         for r in &self.held {
             h.child("HELD").child(r.to_string());
@@ -106,6 +124,9 @@ impl RecoveryReport {
         Ok(RecoveryReport {
             own: h.first_value("OWN") == Some("1"),
             flaw: h.first_value("FLAW").map(str::to_string),
+            unfinished: h.first_value("UNFINISHED") == Some("1"),
+            keeps_others: h.first_value("KEEPS_OTHERS") == Some("1"),
+            in_place: h.first_value("IN_PLACE") == Some("1"),
             held: ranks_under(&h, "HELD")?,
             sets,
         })
@@ -130,6 +151,9 @@ pub(super) enum RecoveryPlan {
         rebuilds: Vec<SetRebuild>,
     },
     Impossible(String),
+    /// Not every rank can get its files back from cache, but the dataset was written
+    /// straight to the prefix (SCR_CACHE_BYPASS): nothing of it was in cache to lose.
+    OnPrefix,
 }
 
 impl RecoveryPlan {
@@ -138,6 +162,9 @@ impl RecoveryPlan {
         match self {
             RecoveryPlan::Impossible(why) => {
                 plan.set_value("WHY", why);
+            }
+            RecoveryPlan::OnPrefix => {
+                plan.set_value("ON_PREFIX", 1u8);
             }
             RecoveryPlan::Recover { moves, rebuilds } => {
                 for (i, (owner, holder)) in moves.iter().enumerate() {
@@ -167,6 +194,9 @@ impl RecoveryPlan {
 
     fn decode(bytes: &[u8]) -> Result<RecoveryPlan, Malformed> {
         let h = unpack(bytes)?;
+        if h.first_value("ON_PREFIX") == Some("1") {
+            return Ok(RecoveryPlan::OnPrefix);
+        }
         if h.first_value("OK") != Some("1") {
             let why = h.first_value("WHY").unwrap_or("no reason given");
             return Ok(RecoveryPlan::Impossible(why.to_string()));
@@ -454,6 +484,9 @@ mod tests {
         let report = RecoveryReport {
             own: true,
             flaw: Some("/cache/rank_0.ckpt: No such file or directory".into()),
+            unfinished: true,
+            keeps_others: false,
+            in_place: true,
             held: vec![3, 7],
             sets: vec![RedundancySet {
                 failures: 2,
@@ -464,6 +497,10 @@ mod tests {
         assert_eq!(
             (back.own, back.flaw, back.held, back.sets),
             (true, report.flaw, vec![3, 7], report.sets)
+        );
+        assert_eq!(
+            (back.unfinished, back.keeps_others, back.in_place),
+            (true, false, true)
         );
 
         // the moves keep their order past ten (numbered, not sorted as text)
@@ -478,6 +515,8 @@ mod tests {
         assert_eq!(RecoveryPlan::from_bytes(&plan.to_bytes()), plan);
         let no = RecoveryPlan::Impossible("why".into());
         assert_eq!(RecoveryPlan::from_bytes(&no.to_bytes()), no);
+        let on_prefix = RecoveryPlan::OnPrefix;
+        assert_eq!(RecoveryPlan::from_bytes(&on_prefix.to_bytes()), on_prefix);
 
         let partner = PartnerReport {
             node: "n2".into(),

@@ -90,8 +90,10 @@ impl PrefixStore {
     /// checkpoint the flush file lists as in cache and not on the prefix, when it is newer
     /// than `restartable` (the newest this run can restart from, 0 for none). A job that
     /// ended without a drain (launched without scr-run, or killed before SCR_Finalize
-    /// flushed) leaves it in its nodes' caches alone.
-    pub(super) fn stranded_beyond(&self, restartable: u64) -> Option<String> {
+    /// flushed) leaves it in its nodes' caches alone; one this run's caches hold but could
+    /// not give back (`unrecovered`: a node lost with the only copy, a rebuild that failed)
+    /// is lost to a drain of these caches too.
+    pub(super) fn stranded_beyond(&self, restartable: u64, unrecovered: &[u64]) -> Option<String> {
         if !self.root {
             return None;
         }
@@ -115,6 +117,12 @@ impl PrefixStore {
         let name = flush
             .name(stranded)
             .map_or_else(|| layout::dataset_dir_name(stranded), str::to_string);
+        if unrecovered.contains(&stranded) {
+            return Some(format!(
+                "SCR: {name} (dataset {stranded}) could not be recovered from this job's caches (said above) and is not on the prefix {}: this run cannot restart from it",
+                self.path.display()
+            ));
+        }
         Some(format!(
             "SCR: {name} (dataset {stranded}) was written by an earlier run and is only in that run's node caches, not on the prefix {}: this run cannot restart from it. If those nodes still hold it, `scr postrun -p {}` run there with that job's SCR_JOB_ID drains it; a job launched through scr-run is drained when it ends, and SCR_FLUSH sets how often checkpoints reach the prefix",
             self.path.display(),

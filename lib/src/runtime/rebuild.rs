@@ -36,6 +36,9 @@ pub(super) struct CacheRestart {
     pub(super) checkpoint_id: u64,
     /// The dataset restarted from (id, name), when one could be recovered.
     pub(super) restart: Option<(u64, String)>,
+    /// The checkpoints newer than the restart that this job's caches hold but could not
+    /// give back (the ranks said why).
+    pub(super) unrecovered: Vec<u64>,
 }
 
 impl Recovery<'_> {
@@ -53,6 +56,7 @@ impl Recovery<'_> {
             dataset_id,
             checkpoint_id: 0,
             restart: None,
+            unrecovered: Vec::new(),
         };
         // SCR_DISTRIBUTE=0: no rebuild in cache; a restart comes from the prefix
         let mut below = if distribute { u64::MAX } else { 0 };
@@ -64,16 +68,23 @@ impl Recovery<'_> {
                 break;
             }
             attempted = true;
-            if self.recover_and_say(d)? {
-                let ckpt = self.cache.checkpoint_of(d).unwrap_or(d);
-                found.checkpoint_id = job.max(ckpt);
-                found.restart = Some((d, self.cache.dataset_name(d)));
-                break;
-            }
-            // what is left of it stays in cache (the drain may see more nodes than this run)
-            // until it ages out like any dataset
-            if job.is_root() {
-                say!("SCR: dataset {d} cannot be recovered from cache; trying older ones");
+            match self.recover_and_say(d)? {
+                Recovered::Whole => {
+                    let ckpt = self.cache.checkpoint_of(d).unwrap_or(d);
+                    found.checkpoint_id = job.max(ckpt);
+                    found.restart = Some((d, self.cache.dataset_name(d)));
+                    break;
+                }
+                // nothing of it was in cache to lose (it said so at SCR_DEBUG=1)
+                Recovered::OnPrefix => {}
+                // what is left of it stays in cache (the drain may see more nodes than this
+                // run) until it ages out like any dataset
+                Recovered::Lost => {
+                    if job.is_root() {
+                        say!("SCR: dataset {d} cannot be recovered from cache; trying older ones");
+                    }
+                    found.unrecovered.push(d);
+                }
             }
             below = d;
         }
@@ -110,13 +121,13 @@ impl Recovery<'_> {
     }
 
     /// [`Recovery::recover`], saying so at SCR_DEBUG=1 as SCR does.
-    fn recover_and_say(&mut self, d: u64) -> Result<bool> {
+    fn recover_and_say(&mut self, d: u64) -> Result<Recovered> {
         self.job.debug(
             1,
             format_args!("Attempting to distribute and rebuild dataset {d}"),
         );
-        let recovered = self.recover(d)?;
-        if recovered {
+        let recovered = self.recover_outcome(d)?;
+        if recovered == Recovered::Whole {
             self.job.debug(1, format_args!("Rebuilt dataset {d}"));
         } else {
             self.job
@@ -127,6 +138,12 @@ impl Recovery<'_> {
 
     /// Tries to give every rank its files of `d`; true when every rank has them, verified.
     pub(super) fn recover(&mut self, d: u64) -> Result<bool> {
+        Ok(self.recover_outcome(d)? == Recovered::Whole)
+    }
+
+    /// [`Recovery::recover`], telling a dataset lost from cache from one written straight
+    /// to the prefix, which had nothing in cache to lose.
+    fn recover_outcome(&mut self, d: u64) -> Result<Recovered> {
         let job = self.job;
         // 1. what each rank has, what each node holds for others, and rank 0's plan
         let own_ok = self.cache.verify_own(d, self.cache.crc_on_copy);
@@ -136,7 +153,18 @@ impl Recovery<'_> {
                 if job.is_root() {
                     say!("SCR: dataset {d}: {why}");
                 }
-                return Ok(false);
+                return Ok(Recovered::Lost);
+            }
+            RecoveryPlan::OnPrefix => {
+                job.debug(
+                    1,
+                    format_args!(
+                        "dataset {d} was written straight to the prefix (SCR_CACHE_BYPASS) and \
+                         not every rank's cache records it: it is not restarted from cache; a \
+                         fetch reads it on the prefix"
+                    ),
+                );
+                return Ok(Recovered::OnPrefix);
             }
         };
 
@@ -157,7 +185,7 @@ impl Recovery<'_> {
             .agree(moved, "another rank's files could not be moved to it")
             .is_err()
         {
-            return Ok(false);
+            return Ok(Recovered::Lost);
         }
 
         // 3. rebuild the lost members of each set that lost some
@@ -170,14 +198,14 @@ impl Recovery<'_> {
             }
             match job.agree(result, "another set member could not be rebuilt") {
                 Ok(checked) => checked,
-                Err(_) => return Ok(false),
+                Err(_) => return Ok(Recovered::Lost),
             }
         };
         // only ranks whose files arrived or were rebuilt need checking again: every byte
         // against the CRCs recorded at Complete, whatever SCR_CRC_ON_COPY says (a rebuilt
         // member checked its bytes as it wrote them)
         if !job.all(own_ok || self.cache.verify_own(d, !checked_as_written)) {
-            return Ok(false);
+            return Ok(Recovered::Lost);
         }
 
         // 4. protect the dataset where the ranks now run. A rebuild alone recreates the lost
@@ -192,7 +220,7 @@ impl Recovery<'_> {
         if refit {
             self.reprotect(d);
         }
-        Ok(true)
+        Ok(Recovered::Whole)
     }
 
     /// Every rank reports what it has of `d` (its own files, verified; the copies its node
@@ -220,6 +248,9 @@ impl Recovery<'_> {
         let report = RecoveryReport {
             own: own_ok,
             flaw,
+            unfinished: !own_ok && self.cache.unfinished(d),
+            keeps_others: !own_ok && self.cache.keeps_others_but_not(d),
+            in_place: self.cache.written_to_prefix(d),
             held,
             sets,
         };
@@ -447,8 +478,22 @@ impl Recovery<'_> {
     }
 }
 
+/// How a recovery in cache ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recovered {
+    /// Every rank has its files, verified.
+    Whole,
+    /// Not every rank can have its files back: the dataset is lost to this run's cache.
+    Lost,
+    /// Not every rank's cache records the dataset, but its files were written straight to
+    /// the prefix: nothing of it was in cache to lose.
+    OnPrefix,
+}
+
 /// Rank 0: from every rank's report, who sends whose files where, which sets rebuild
-/// which members, or why the dataset cannot be recovered.
+/// which members, or why the dataset cannot be recovered; a dataset whose files were
+/// written straight to the prefix (SCR_CACHE_BYPASS) is not lost when the cache cannot
+/// give it back.
 fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> RecoveryPlan {
     let decoded: std::result::Result<Vec<RecoveryReport>, String> = reports
         .iter()
@@ -462,6 +507,14 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> RecoveryPlan {
         Ok(reports) => reports,
         Err(why) => return RecoveryPlan::Impossible(why),
     };
+    match plan_from_cache(ranks, &reports) {
+        RecoveryPlan::Impossible(_) if reports.iter().any(|r| r.in_place) => RecoveryPlan::OnPrefix,
+        plan => plan,
+    }
+}
+
+/// [`plan_recovery`] from what the caches hold.
+fn plan_from_cache(ranks: u64, reports: &[RecoveryReport]) -> RecoveryPlan {
     // every set some header described, once; maps instead of scans, so a job of N ranks
     // that all moved plans in O(N), not O(N^2), on rank 0
     let mut sets: Vec<&RedundancySet> = Vec::new();
@@ -499,10 +552,20 @@ fn plan_recovery(ranks: u64, reports: &[Vec<u8>]) -> RecoveryPlan {
     for &m in &missing {
         let Some(&s) = set_of.get(&m) else {
             // a node that kept its cache but not all of a rank's files lost no node
-            let why = match &reports[m as usize].flaw {
+            let report = &reports[m as usize];
+            let why = match &report.flaw {
+                Some(flaw) if report.unfinished => format!(
+                    "rank {m} never completed its part of it ({flaw}), and no redundancy set \
+                     can rebuild that part: the dataset is incomplete"
+                ),
                 Some(flaw) => format!(
                     "rank {m}'s files in its node's cache are not whole ({flaw}), no other \
                      node holds a copy, and no redundancy set can rebuild them"
+                ),
+                None if report.keeps_others => format!(
+                    "rank {m}'s node keeps its other datasets but no record of this one (rank \
+                     {m} did not complete it there, or discarded it), and no redundancy set can \
+                     rebuild that part: the dataset is incomplete"
                 ),
                 None => format!(
                     "rank {m}'s files are on no surviving node and no redundancy set can \
@@ -552,7 +615,6 @@ mod tests {
     fn report(own: bool, held: &[u64], sets: &[(u64, &[u64])]) -> Vec<u8> {
         RecoveryReport {
             own,
-            flaw: None,
             held: held.to_vec(),
             sets: sets
                 .iter()
@@ -561,6 +623,7 @@ mod tests {
                     members: members.to_vec(),
                 })
                 .collect(),
+            ..RecoveryReport::default()
         }
         .to_bytes()
     }
@@ -568,7 +631,7 @@ mod tests {
     fn recovered(plan: RecoveryPlan) -> (Vec<(u64, u64)>, Vec<SetRebuild>) {
         match plan {
             RecoveryPlan::Recover { moves, rebuilds } => (moves, rebuilds),
-            RecoveryPlan::Impossible(why) => panic!("no plan: {why}"),
+            plan => panic!("no plan: {plan:?}"),
         }
     }
 
@@ -690,6 +753,53 @@ mod tests {
             ) && !why.contains("surviving"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn a_rank_that_kept_its_cache_but_no_part_of_the_dataset_is_not_blamed_on_a_lost_node() {
+        let with = |f: &dyn Fn(&mut RecoveryReport)| {
+            let mut r = RecoveryReport::default();
+            f(&mut r);
+            [report(true, &[], &[]), r.to_bytes()]
+        };
+        // its node records its other datasets, none of this one: it never completed it
+        // there (or discarded it), and no node was lost
+        let why = impossible(plan_recovery(2, &with(&|r| r.keeps_others = true)));
+        assert!(
+            why.starts_with("rank 1's node keeps its other datasets but no record of this one")
+                && why.ends_with("the dataset is incomplete")
+                && !why.contains("surviving"),
+            "{why}"
+        );
+        // its node records the dataset, never completed by it (the job ended in its
+        // encoding): said so, not that its files were damaged
+        let why = impossible(plan_recovery(
+            2,
+            &with(&|r| {
+                r.unfinished = true;
+                r.flaw = Some("/cache/.scr/xor.1_2_of_2.scr was never completed".into());
+            }),
+        ));
+        assert!(
+            why.starts_with(
+                "rank 1 never completed its part of it (/cache/.scr/xor.1_2_of_2.scr was never \
+                 completed)"
+            ) && !why.contains("surviving")
+                && !why.contains("not whole"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_dataset_written_to_the_prefix_is_not_lost_with_a_cache() {
+        // rank 1's node lost its records; rank 0's name files on the prefix (bypass)
+        let mut bypassed = RecoveryReport::from_bytes(&report(true, &[], &[])).unwrap();
+        bypassed.in_place = true;
+        let reports = [bypassed.to_bytes(), report(false, &[], &[])];
+        assert_eq!(plan_recovery(2, &reports), RecoveryPlan::OnPrefix);
+        // every rank's records there: it restarts in place as from cache
+        let reports = [bypassed.to_bytes(), bypassed.to_bytes()];
+        recovered(plan_recovery(2, &reports));
     }
 
     #[test]

@@ -287,7 +287,9 @@ impl Redundancy {
         cache.filemap.set_expected_files(id, rank, expected + 1);
         // (recorded before the file exists, so a crash leaves it known to be cleaned up; a
         // failure to record it fails this member after the ring, which the others wait in)
-        let recorded = cache.write();
+        let recorded = cache
+            .write()
+            .and_then(|()| super::fault::point("encode", rank));
         let input = shuffle::SourceFiles::open(
             &files
                 .iter()

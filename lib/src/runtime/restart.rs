@@ -536,6 +536,7 @@ impl Scr {
             redundancy: &self.redundancy,
             settings: &self.config.settings,
             log: &self.log,
+            not_offered_said: &mut self.not_offered_said,
         }
         .fetch(below, above)?;
         match outcome {
