@@ -544,3 +544,48 @@ fn a_reshaped_run_leaves_the_applications_own_arguments_alone() {
     assert_eq!(t.matches("args: -n 8").count(), 3, "{t}");
     assert!(!t.contains("args: -n 6"), "{t}");
 }
+
+/// scr-run killed with SIGKILL (its allocation ending, an operator's kill) takes its run
+/// with it: the launcher, in a process group of its own, is told by the kernel and ends.
+#[test]
+fn a_run_ends_when_scr_run_is_killed() {
+    let job = Job::new();
+    let pid_file = job.dir.path().join("launcher.pid");
+    let script = format!("echo $$ > {}; exec sleep 300", pid_file.display());
+    let mut cmd = scr_run_in(&job, &["sh", "-c", &script], &[("SCR_RUNS", "1")]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut scr_run = cmd.spawn().unwrap();
+    let launched = Instant::now();
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(
+            launched.elapsed() < Duration::from_secs(60),
+            "never launched"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    scr_run.kill().unwrap();
+    scr_run.wait().unwrap();
+    let killed = Instant::now();
+    // running, not a zombie left for whoever reaps orphans
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+            .unwrap_or(false)
+    };
+    while alive() {
+        if killed.elapsed() > Duration::from_secs(30) {
+            // SAFETY: ends the process this test's run left, so nothing outlives the test
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("the run (pid {pid}) outlived scr-run's kill");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,7 +1,7 @@
 //! Routing names to files and the restart phase (SCR_Route_file, Have/Start/Complete_restart).
 
-use super::fetch::{Fetch, FetchOutcome, Fetched};
 use super::fetch::open_as_recorded;
+use super::fetch::{Fetch, FetchOutcome, Fetched};
 use super::reshape::PrefixRestart;
 use super::{Phase, Scr, failure, normalize};
 use scr::event_log::kinds;

@@ -229,9 +229,25 @@ impl JobOps for Live<'_> {
         let (app, line) = job::child::command(&argv[0], &argv[1..]);
         let app = app
             .unchecked()
-            // its own process group: a stop reaches every process of the run
+            // its own process group: a stop reaches every process of the run; and, out of
+            // scr-run's group, it would miss what ends scr-run's (salloc's hangup as the
+            // allocation goes, a kill of scr-run): the kernel tells it when scr-run is gone
             .before_spawn(|cmd| {
-                std::os::unix::process::CommandExt::process_group(cmd, 0);
+                use std::os::unix::process::CommandExt;
+                cmd.process_group(0);
+                let parent = std::process::id() as libc::pid_t;
+                // SAFETY: between fork and exec only async-signal-safe calls: prctl,
+                // getppid and kill of itself
+                unsafe {
+                    cmd.pre_exec(move || {
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                        // scr-run died before the request took effect
+                        if libc::getppid() != parent {
+                            libc::kill(libc::getpid(), libc::SIGTERM);
+                        }
+                        Ok(())
+                    });
+                }
                 Ok(())
             })
             .start()
