@@ -26,7 +26,7 @@ fn dirs_below(dir: &Path) -> Vec<PathBuf> {
 
 /// Every directory SCR makes on a shared prefix is the user's alone, whatever the umask
 /// lets through: a flush, a background flush and a bypass write, the application's own
-/// subdirectories among them. Only `.scr` is everyone's to enter (the halt file is in it).
+/// subdirectories among them, and `.scr` with the halt file in it.
 #[test]
 fn directories_scr_makes_on_the_prefix_are_the_users_alone() {
     let s = Shared::new();
@@ -45,7 +45,7 @@ fn directories_scr_makes_on_the_prefix_are_the_users_alone() {
         assert!(o.status.success(), "{env:?}: {}", text(&o));
     }
     let hidden = s.prefix.join(".scr");
-    assert_eq!(mode_of(&hidden), 0o755);
+    assert_eq!(mode_of(&hidden), 0o700);
     let made = dirs_below(&s.prefix);
     // three datasets, each with its application subdirectory and its record under .scr
     for n in 1..=3 {

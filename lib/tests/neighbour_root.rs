@@ -84,13 +84,16 @@ fn wait_until_open(pid: u32, file: &Path) {
     }
 }
 
-/// Root's `scr halt` waits for the halt file's lock, which the user holds (it has the file
-/// open, trying the lock); meanwhile the user makes `.scr` a link to a directory only root may write. Root's halt then writes nothing
-/// there: it acts as the user.
+/// Root's `scr halt` waits for the halt file's lock (its private lock file beside it), which
+/// the user holds (root has it open, trying the lock); meanwhile the user makes `.scr` a
+/// link to a directory only root may write. Root's halt then writes nothing there: it acts
+/// as the user.
 #[test]
 fn root_s_halt_waiting_for_the_lock_writes_nowhere_the_user_could_not() {
     let (job, prefix, root_only) = users_prefix();
-    let halt = scr::layout::halt_file(&prefix);
+    let halt = scr::layout::halt_file(&prefix).with_file_name(".halt.scr.lock");
+    std::fs::write(&halt, b"").unwrap();
+    std::os::unix::fs::chown(&halt, Some(65534), Some(65534)).unwrap();
     let go = job.dir.path().join("go");
     let mut holder = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "flock", "-x"])

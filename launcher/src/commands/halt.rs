@@ -6,7 +6,6 @@ use scr::halt::{
     CHECKPOINTS_LEFT, EXIT_AFTER, EXIT_BEFORE, EXIT_NOW, EXIT_REASON, HALT_SECONDS, HaltFile,
     reasons,
 };
-use scr::io::SHARED_FILE;
 use scr::{Error, HashView, layout};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -288,8 +287,8 @@ fn change_halt_file(
     if std::fs::symlink_metadata(&hidden).is_err() {
         scr::safe_fs::create_dirs_in(prefix, &hidden, scr::layout::HIDDEN_DIR_MODE)?;
     }
-    // a halt file that does not decode (anyone may write it) is replaced by what the user
-    // asks for, never a reason the user cannot halt their own job
+    // a halt file that does not decode (an older version left it everyone's to write) is
+    // replaced by what the user asks for, never a reason the user cannot halt their own job
     if let Err(e) = HaltFile::read(&path)
         && e.kind() == scr::ErrorKind::Corrupt
     {
@@ -299,7 +298,7 @@ fn change_halt_file(
         );
         scr::io::remove_durably(&path)?;
     }
-    let shown = HaltFile::update(&path, SHARED_FILE, |halt| {
+    let shown = HaltFile::change(&path, |halt| {
         for (flag, key) in [
             (args.unset_checkpoints, CHECKPOINTS_LEFT),
             (args.unset_before, EXIT_BEFORE),
@@ -447,7 +446,7 @@ pub fn cntl(args: CntlArgs) -> scr::Result<ExitCode> {
             return Err(usage(format!("{v:?} is not a number")));
         }
     }
-    let shown = HaltFile::update(&file, SHARED_FILE, |halt| {
+    let shown = HaltFile::change(&file, |halt| {
         for (key, value) in &changes {
             match (key, value) {
                 (_, None) => halt.unset(key),
