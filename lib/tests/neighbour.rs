@@ -443,3 +443,29 @@ fn a_damaged_halt_file_does_not_hide_the_allocations_end() {
         "{t}"
     );
 }
+
+/// A neighbour who can write a file of the user's (anyone may write it) links it into the
+/// shared prefix as `.scrconf` and writes settings into it: the file is the user's, but
+/// its other name says nothing of who wrote it, so it is refused naming its links, and
+/// nothing tells the user to make it trusted as it is.
+#[test]
+fn a_configuration_file_with_another_name_is_passed_over_without_advice_to_trust_it() {
+    let s = Shared::new();
+    s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    let notes = s.job.dir.path().join("notes");
+    std::fs::write(&notes, b"").unwrap();
+    std::fs::set_permissions(&notes, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    as_nobody(&format!(
+        "ln {0} {1}/.scrconf && printf 'SCR_PREFIX_PURGE=1\\n' > {1}/.scrconf",
+        notes.display(),
+        s.prefix.display()
+    ));
+    let t = s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    assert!(
+        t.contains(".scrconf") && t.contains("2 names") && t.contains("ignored"),
+        "{t}"
+    );
+    assert!(!t.contains("chmod"), "{t}");
+    assert!(t.contains("restarted from ckpt.1"), "{t}");
+    assert!(s.prefix.join("ckpt.1").is_dir(), "nothing purged: {t}");
+}
