@@ -238,6 +238,19 @@ pub fn read_hash_file_limited(path: &Path, max_bytes: u64) -> Result<Hash> {
     decode_open_file(path, &mut file, false, max_bytes).map(|(hash, _)| hash)
 }
 
+/// [`read_hash_file_limited`] where a symbolic link is refused, not followed (SCR's own
+/// files, which SCR never makes links: one there is someone's attempt to have SCR read, or
+/// say something of, a file they may not read).
+pub fn read_hash_file_no_link(path: &Path, max_bytes: u64) -> Result<Hash> {
+    let mut file = open_regular_no_link(path)?;
+    decode_open_file(path, &mut file, false, max_bytes).map(|(hash, _)| hash)
+}
+
+/// The hash of at most `max_bytes` in `file`, opened already (`path` names it in errors).
+pub fn read_hash_from(path: &Path, mut file: File, max_bytes: u64) -> Result<Hash> {
+    decode_open_file(path, &mut file, false, max_bytes).map(|(hash, _)| hash)
+}
+
 /// Reads a hash file and returns the hash and the size its header records, which is where
 /// any payload after the hash starts (the hash itself at most `max_bytes`).
 pub fn read_hash_file_with_size(path: &Path, max_bytes: u64) -> Result<(Hash, u64)> {

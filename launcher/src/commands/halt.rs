@@ -246,7 +246,7 @@ fn change_halt_file(
         ));
     }
     if args.list {
-        let halt = match HaltFile::read(&path) {
+        let halt = match super::read_state::<HaltFile>(prefix, &path) {
             Ok(h) => h,
             Err(e) if e.is_not_found() => HaltFile::new(),
             Err(e) => return Err(e),
@@ -438,6 +438,18 @@ pub fn cntl(args: CntlArgs) -> scr::Result<ExitCode> {
         }
     }
     let file = file.ok_or_else(|| usage("-f FILE is required".into()))?;
+    // the file's directory is a prefix's `.scr`: root acts as the prefix's owner, as
+    // `scr halt` does, and the directory must be theirs alone
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    super::act_as_prefix_owner(
+        dir.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(dir),
+    )?;
+    scr::safe_fs::check_owned_dir(dir)?;
     for (key, value) in &changes {
         if let Some(v) = value
             && *key != EXIT_REASON
