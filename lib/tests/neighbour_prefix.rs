@@ -136,3 +136,33 @@ fn a_prefix_anyone_can_take_names_in_is_refused_before_any_work() {
         assert_eq!(std::fs::read_dir(d).unwrap().count(), 0, "{t}");
     }
 }
+
+/// A prefix of the user's that a group may write through its access control list (a
+/// project sharing it: sticky, or it is refused anyway) lets the group's members take the names of the next
+/// datasets, or `.scr`, as much as one everyone may write: refused alike, before any work.
+#[test]
+fn a_prefix_a_group_can_take_names_in_through_an_acl_is_refused_before_any_work() {
+    for mode in [0o1755, 0o1700] {
+        let s = Shared::shared_by_acl(mode);
+        as_nobody(&format!("mkdir -m 777 {}/ckpt.1", s.prefix.display()));
+        let o = s
+            .command(&["1000", "2"], &[("SCR_FLUSH", "1")])
+            .env_remove("SCR_PREFIX_SHARED")
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert!(!o.status.success(), "{mode:o}: {t}");
+        assert!(
+            t.contains(&s.prefix.display().to_string())
+                && t.contains("group id 65534")
+                && t.contains("access control list")
+                && t.contains("SCR_PREFIX_SHARED=1"),
+            "{mode:o}: {t}"
+        );
+        assert!(!t.contains("checkpoint 1"), "{mode:o}: work began: {t}");
+        assert!(
+            s.job.cached("rank_0.ckpt").is_empty(),
+            "{mode:o}: work began: {t}"
+        );
+    }
+}

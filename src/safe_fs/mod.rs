@@ -327,6 +327,27 @@ pub fn check_prefix_mode(prefix: &Path) -> Result<()> {
     }
 }
 
+/// Who besides its owner, root and its own group may create names in the directory `dir`
+/// (a prefix), judged on its handle: everyone (its mode, or its ACL's `other` entry), or a
+/// user or group its access control list names; said as "is writable by …", with the
+/// `setfacl -x` entry that takes a named one's right away. None when nobody else may. An
+/// ACL that cannot be read is said too: then nobody can tell.
+pub fn others_may_create_in(dir: &Path) -> Result<Option<String>> {
+    let fd = open_dir(dir, OFlags::empty()).map_err(|e| Error::io(dir, "open directory", e))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| Error::io(dir, "inspect", e.into()))?;
+    let mode = st.st_mode & 0o7777;
+    Ok(match acl::writers(&fd, st.st_mode) {
+        Err(why) => Some(why),
+        Ok(w) if w.everyone => Some(format!("is writable by everyone (mode {mode:o})")),
+        Ok(w) => named_writer(&w).map(|(who, entry)| {
+            format!(
+                "is writable by {who} through its access control list (ACL; setfacl -x \
+                 {entry} takes that away)"
+            )
+        }),
+    })
+}
+
 /// Checks a prefix before a command reads or changes what SCR keeps there: not open to
 /// everyone without the sticky bit ([`check_prefix_mode`]), and its `.scr` directory, when
 /// there is one, must pass [`check_owned_dir`].
