@@ -3,8 +3,10 @@
 //! ```text
 //! ExitReason <text>  HaltSeconds <s>  ExitBefore <epoch s>  ExitAfter <epoch s>  CheckpointsLeft <n>
 //! ```
-//! The file is shared by the library, `scr halt` and `scr-run`: update it with
-//! [`crate::io::LockedHashFile`] and mode [`crate::io::SHARED_FILE`].
+//! The library, `scr halt` and `scr-run` share the file: update it with
+//! [`HaltFile::change`], which locks it through the private lock file beside it and
+//! replaces it whole as the user's alone (SCR's own halt file is everyone's to write; here
+//! nobody but the user, and root acting as the user, may change or lock it).
 
 use crate::hash::Hash;
 use crate::view::{check_value, hash_view};
@@ -113,25 +115,15 @@ fn epoch_text(secs: i64) -> String {
 }
 
 impl HaltFile {
-    /// How long SCR's own writers wait for the halt file's lock. The file is everyone's to
-    /// write by SCR's contract, so anyone can hold its lock for good: what a writer records
-    /// there is skipped (the caller says so) rather than stall a job or a launch.
-    pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
-
-    /// [`crate::HashView::update`] of the halt file at `path` waiting at most
-    /// [`HaltFile::LOCK_WAIT`] for its lock.
-    pub fn update_briefly<R>(
+    /// [`crate::HashView::update`] of the halt file at `path`, written as the user's alone
+    /// ([`crate::io::PRIVATE_FILE`]): a halt file an older version left everyone's to write
+    /// is honoured, and replaced.
+    pub fn change<R>(
         path: &std::path::Path,
         change: impl FnOnce(&mut HaltFile) -> crate::Result<R>,
     ) -> crate::Result<R> {
         use crate::view::HashView;
-        Self::update_waiting(
-            path,
-            crate::io::SHARED_FILE,
-            Self::LOCK_WAIT,
-            &mut |_| {},
-            change,
-        )
+        Self::update(path, crate::io::PRIVATE_FILE, change)
     }
 
     fn int(&self, key: &str) -> Option<i64> {
@@ -142,8 +134,8 @@ impl HaltFile {
         self.0.first_value(EXIT_REASON).filter(|r| !r.is_empty())
     }
 
-    /// The exit reason as it may be printed: anyone may write the halt file, and control
-    /// characters in it must not steer a terminal or forge log lines.
+    /// The exit reason as it may be printed: an older version left the halt file everyone's
+    /// to write, and control characters in it must not steer a terminal or forge log lines.
     pub fn exit_reason_shown(&self) -> Option<String> {
         self.exit_reason().map(|r| r.escape_debug().to_string())
     }

@@ -20,10 +20,10 @@ pub const HIDDEN: &str = ".scr";
 /// alone, as the checkpoints in them are.
 pub const DIR_MODE: u32 = 0o700;
 
-/// The mode of the prefix's `.scr` (the umask may narrow it): everyone may reach the halt
-/// file in it, which is everyone's to write by SCR's contract; what else is in it is the
-/// user's alone.
-pub const HIDDEN_DIR_MODE: u32 = 0o755;
+/// The mode of the prefix's `.scr` (the umask may narrow it): what is in it, the halt file
+/// included, is the user's alone. (SCR makes it 0755 so that anyone may reach its halt
+/// file; here nobody else may write that file, so nobody else needs to reach it.)
+pub const HIDDEN_DIR_MODE: u32 = 0o700;
 
 /// `<base>/<user>/scr.<jobid>`: the control directory, or one store's cache directory.
 pub fn job_dir(base: &Path, user: &str, jobid: &str) -> Result<PathBuf> {

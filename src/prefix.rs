@@ -324,8 +324,7 @@ fn drop_copy(prefix: &Path, name: &str, id: Option<u64>) -> Result<Option<Droppe
 /// SCR's prerun: a new job starts without the last job's flush and nodes files, and with
 /// no "finalize called" halt reason (which would end the relaunch loop after a failed first
 /// run) and no immediate stop meant for the last job. Returns a warning when the halt file
-/// could not be changed: it is everyone's to write and to lock, and a launch does not wait
-/// on whoever holds it.
+/// could not be changed (it does not decode): a launch goes on with the conditions it has.
 pub fn prerun(prefix: &Path) -> Result<Option<String>> {
     crate::safe_fs::create_dirs_in(
         prefix,
@@ -336,7 +335,7 @@ pub fn prerun(prefix: &Path) -> Result<Option<String>> {
     io::remove_durably(&layout::nodes_file(prefix))?;
     let halt_path = layout::halt_file(prefix);
     if halt_path.exists() {
-        let cleared = crate::halt::HaltFile::update_briefly(&halt_path, |h| {
+        let cleared = crate::halt::HaltFile::change(&halt_path, |h| {
             if h.exit_reason() == Some(crate::halt::reasons::FINALIZE_CALLED) {
                 h.unset(crate::halt::EXIT_REASON);
             }

@@ -28,11 +28,22 @@ pub trait HashView: Sized {
         Ok(Self::wrap(hash))
     }
 
-    /// Reads and validates a file of this kind.
+    /// Reads and validates a file of this kind, never through a symbolic link (SCR makes
+    /// none of its files links).
     fn read(path: &Path) -> Result<Self> {
-        let hash = io::read_hash_file_limited(path, Self::MAX_BYTES)?;
+        let hash = io::read_hash_file_no_link(path, Self::MAX_BYTES)?;
         Self::from_hash(hash)
             .map_err(|what| Error::invalid(path, format!("not a valid {}: {what}", Self::KIND)))
+    }
+
+    /// Reads and validates the state file `rel` below `below` through handles
+    /// ([`crate::safe_fs::Beneath::open_state_file`]): what a command that may run as root
+    /// reads of a prefix.
+    fn read_below(below: &crate::safe_fs::Beneath, rel: &Path) -> Result<Self> {
+        let path = below.root().join(rel);
+        let hash = io::read_hash_from(&path, below.open_state_file(rel)?, Self::MAX_BYTES)?;
+        Self::from_hash(hash)
+            .map_err(|what| Error::invalid(&path, format!("not a valid {}: {what}", Self::KIND)))
     }
 
     /// Read-modify-write under the file's advisory lock: reads the file (missing or empty

@@ -9,7 +9,7 @@
 use scr::HashView;
 use scr::halt::HaltFile;
 use scr::hash::Hash;
-use scr::io::{LockedHashFile, SHARED_FILE, read_hash_file, write_hash_file};
+use scr::io::{LockedHashFile, PRIVATE_FILE, read_hash_file, write_hash_file};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -41,7 +41,7 @@ fn locked_updates_from_many_processes_lose_nothing() {
         assert_eq!(role, "increment");
         for _ in 0..INCREMENTS {
             let (lock, hash) =
-                LockedHashFile::open(&file, SHARED_FILE, scr::io::MAX_HASH_FILE_BYTES).unwrap();
+                LockedHashFile::open(&file, PRIVATE_FILE, scr::io::MAX_HASH_FILE_BYTES).unwrap();
             let mut halt = HaltFile::from_hash(hash).unwrap();
             let n = halt.checkpoints_left().unwrap_or(0);
             halt.set_checkpoints_left(n + 1);

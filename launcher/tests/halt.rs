@@ -43,8 +43,8 @@ fn conditions_are_set_listed_unset_and_removed() {
     let mode = std::fs::metadata(scr::layout::halt_file(d.path())).unwrap();
     assert_eq!(
         std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
-        0o666,
-        "anyone may halt a job"
+        0o600,
+        "the user's alone (root's scr halt acts as the prefix's owner)"
     );
     assert_eq!(
         scr(&["retries-halt", "--dir", p]).status.code(),

@@ -257,8 +257,14 @@ fn a_sparse_terabyte_halt_file_is_an_error_not_an_allocation() {
             .success()
     );
     let halt = scr::layout::halt_file(dir.path());
-    // the halt file is everyone's to write (SCR's contract): a neighbour makes it a sparse
+    // a halt file an older version left everyone's to write: a neighbour makes it a sparse
     // 1 TiB file whose header claims all of it (magic, type 1, version 1, size 2^40, flags)
+    std::fs::set_permissions(
+        halt.parent().unwrap(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::set_permissions(&halt, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
     as_nobody(&format!(
         "printf '\\225\\037\\303\\365\\000\\001\\000\\001\\000\\000\\001\\000\\000\\000\\000\\000\\000\\000\\000\\000' > {0} && truncate -s 1T {0}",
         halt.display()

@@ -546,7 +546,7 @@ impl Scr {
         self.fetch_pending = false;
         self.flush_latest_if_needed()?;
         self.prefix.note("that SCR_Finalize was called", |prefix| {
-            HaltFile::update_briefly(&layout::halt_file(prefix), |halt| {
+            HaltFile::change(&layout::halt_file(prefix), |halt| {
                 halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
                 Ok(())
             })

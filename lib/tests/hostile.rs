@@ -135,7 +135,8 @@ fn modes_follow_the_umask_and_a_flushed_file_keeps_its_own() {
     let job = Job::new();
     job.run_ok_under_umask("027", None, 2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
     assert_eq!(mode(&job.prefix().join("ckpt.1/rank_0.ckpt")), 0o640);
-    assert_eq!(mode(&job.prefix().join(".scr")), 0o750);
+    // `.scr` is the user's alone, halt file included
+    assert_eq!(mode(&job.prefix().join(".scr")), 0o700);
 }
 
 #[test]
@@ -323,8 +324,8 @@ fn a_cached_file_corrupted_after_its_checkpoint_completed_is_not_flushed() {
 fn a_lock_someone_holds_on_a_state_file_is_waited_for_a_while_then_named_not_waited_on_forever() {
     let job = Job::new();
     job.run_ok(2, &["1000", "1"], &[("SCR_FLUSH", "1")]);
-    // anyone who can read the prefix can lock its halt file
-    let halt = job.prefix().join(".scr/halt.scr");
+    // a process of the user's (stopped, say) holds the halt file's lock
+    let halt = job.prefix().join(".scr/.halt.scr.lock");
     let mut holder = std::process::Command::new("flock")
         .args(["--no-fork", "-x", halt.to_str().unwrap(), "sleep", "60"])
         .spawn()

@@ -426,7 +426,7 @@ fn containers_of_private_files_are_private() {
 fn a_damaged_halt_file_does_not_hide_the_allocations_end() {
     let s = Shared::new();
     s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
-    let halt = s.prefix.join(".scr/halt.scr");
+    let halt = halt_file_left_everyones(&s.prefix);
     as_nobody(&format!("printf garbage > {}", halt.display()));
     let end = (chrono::Utc::now().timestamp() + 60).to_string();
     let t = s.run_ok(
@@ -444,53 +444,28 @@ fn a_damaged_halt_file_does_not_hide_the_allocations_end() {
     );
 }
 
-/// The halt file is everyone's to write by SCR's contract, so anyone can hold its lock:
-/// neither SCR_Finalize nor `scr prerun` (which scr-run runs before it launches) waits on a
-/// neighbour holding it for good, however long SCR_LOCK_TIMEOUT lets other locks be waited
-/// for. What they would have recorded is skipped with a warning.
+/// A neighbour who can write a file of the user's (anyone may write it) links it into the
+/// shared prefix as `.scrconf` and writes settings into it: the file is the user's, but
+/// its other name says nothing of who wrote it, so it is refused naming its links, and
+/// nothing tells the user to make it trusted as it is.
 #[test]
-fn a_neighbour_holding_the_halt_file_lock_stalls_neither_finalize_nor_prerun() {
+fn a_configuration_file_with_another_name_is_passed_over_without_advice_to_trust_it() {
     let s = Shared::new();
     s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
-    let halt = scr::layout::halt_file(&s.prefix);
-    let mode =
-        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&halt).unwrap().permissions());
-    assert_eq!(mode & 0o666, 0o666, "the halt file is everyone's: {mode:o}");
-    let mut holder = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "flock",
-            "-x",
-        ])
-        .arg(&halt)
-        .args(["sleep", "600"])
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let finished = output_within(
-        &mut s.command(
-            &["1000", "1"],
-            &[("SCR_FLUSH", "1"), ("SCR_LOCK_TIMEOUT", "600")],
-        ),
-        std::time::Duration::from_secs(90),
+    let notes = s.job.dir.path().join("notes");
+    std::fs::write(&notes, b"").unwrap();
+    std::fs::set_permissions(&notes, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    as_nobody(&format!(
+        "ln {0} {1}/.scrconf && printf 'SCR_PREFIX_PURGE=1\\n' > {1}/.scrconf",
+        notes.display(),
+        s.prefix.display()
+    ));
+    let t = s.run_ok(&["1000", "1"], &[("SCR_FLUSH", "1")]);
+    assert!(
+        t.contains(".scrconf") && t.contains("2 names") && t.contains("ignored"),
+        "{t}"
     );
-    let prerun = output_within(
-        Command::new(scr_command())
-            .args(["prerun", "-p"])
-            .arg(&s.prefix)
-            .env("SCR_LOCK_TIMEOUT", "600"),
-        std::time::Duration::from_secs(90),
-    );
-    let _ = Command::new("kill")
-        .args(["-9", "--", &format!("-{}", holder.id())])
-        .status();
-    let _ = holder.wait();
-    let t = text(&finished);
-    assert!(finished.status.success(), "{t}");
+    assert!(!t.contains("chmod"), "{t}");
     assert!(t.contains("restarted from ckpt.1"), "{t}");
-    assert!(prerun.status.success(), "{}", text(&prerun));
-    assert_eq!(s.index().current(), Some("ckpt.2"), "{t}");
+    assert!(s.prefix.join("ckpt.1").is_dir(), "nothing purged: {t}");
 }

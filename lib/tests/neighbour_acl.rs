@@ -143,3 +143,31 @@ fn a_directory_the_group_may_swap_between_route_and_open_is_never_read() {
         "{t}"
     );
 }
+
+/// Checkpoints written straight to a prefix whose default ACL lets the group write the
+/// application's files: each is said when it completes, naming a file and the fix, and
+/// when the next start passes them over and starts from the beginning, it says so at the
+/// default debug level, naming them.
+#[test]
+fn bypass_checkpoints_the_group_may_write_are_said_when_written_and_when_passed_over() {
+    let s = Shared::shared_by_acl(0o1770);
+    let bypass = [("SCR_CACHE_BYPASS", "1")];
+    let t = s.run_ok(&["1000", "2"], &bypass);
+    assert!(
+        t.contains("ckpt.2/rank_0.ckpt")
+            && t.contains("group id 65534")
+            && t.contains("setfacl")
+            && t.contains("restart"),
+        "{t}"
+    );
+    delete_caches(&s.job);
+    let t = s.run_ok(&["1000", "1"], &bypass);
+    assert!(t.contains("starting from the beginning"), "{t}");
+    assert!(t.contains("group id 65534"), "{t}");
+    assert!(
+        t.lines()
+            .any(|l| l.contains("no checkpoint on the prefix") && l.contains("ckpt.2, ckpt.1")),
+        "the checkpoints passed over are not said: {t}"
+    );
+    println!("{t}");
+}

@@ -26,7 +26,7 @@ fn dirs_below(dir: &Path) -> Vec<PathBuf> {
 
 /// Every directory SCR makes on a shared prefix is the user's alone, whatever the umask
 /// lets through: a flush, a background flush and a bypass write, the application's own
-/// subdirectories among them. Only `.scr` is everyone's to enter (the halt file is in it).
+/// subdirectories among them, and `.scr` with the halt file in it.
 #[test]
 fn directories_scr_makes_on_the_prefix_are_the_users_alone() {
     let s = Shared::new();
@@ -45,7 +45,7 @@ fn directories_scr_makes_on_the_prefix_are_the_users_alone() {
         assert!(o.status.success(), "{env:?}: {}", text(&o));
     }
     let hidden = s.prefix.join(".scr");
-    assert_eq!(mode_of(&hidden), 0o755);
+    assert_eq!(mode_of(&hidden), 0o700);
     let made = dirs_below(&s.prefix);
     // three datasets, each with its application subdirectory and its record under .scr
     for n in 1..=3 {
@@ -134,5 +134,35 @@ fn a_prefix_anyone_can_take_names_in_is_refused_before_any_work() {
     assert!(t.contains("belongs to user id 65534"), "{t}");
     for d in &taken {
         assert_eq!(std::fs::read_dir(d).unwrap().count(), 0, "{t}");
+    }
+}
+
+/// A prefix of the user's that a group may write through its access control list (a
+/// project sharing it: sticky, or it is refused anyway) lets the group's members take the names of the next
+/// datasets, or `.scr`, as much as one everyone may write: refused alike, before any work.
+#[test]
+fn a_prefix_a_group_can_take_names_in_through_an_acl_is_refused_before_any_work() {
+    for mode in [0o1755, 0o1700] {
+        let s = Shared::shared_by_acl(mode);
+        as_nobody(&format!("mkdir -m 777 {}/ckpt.1", s.prefix.display()));
+        let o = s
+            .command(&["1000", "2"], &[("SCR_FLUSH", "1")])
+            .env_remove("SCR_PREFIX_SHARED")
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert!(!o.status.success(), "{mode:o}: {t}");
+        assert!(
+            t.contains(&s.prefix.display().to_string())
+                && t.contains("group id 65534")
+                && t.contains("access control list")
+                && t.contains("SCR_PREFIX_SHARED=1"),
+            "{mode:o}: {t}"
+        );
+        assert!(!t.contains("checkpoint 1"), "{mode:o}: work began: {t}");
+        assert!(
+            s.job.cached("rank_0.ckpt").is_empty(),
+            "{mode:o}: work began: {t}"
+        );
     }
 }

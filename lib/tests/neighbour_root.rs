@@ -84,13 +84,16 @@ fn wait_until_open(pid: u32, file: &Path) {
     }
 }
 
-/// Root's `scr halt` waits for the halt file's lock, which the user holds (it has the file
-/// open, trying the lock); meanwhile the user makes `.scr` a link to a directory only root may write. Root's halt then writes nothing
-/// there: it acts as the user.
+/// Root's `scr halt` waits for the halt file's lock (its private lock file beside it), which
+/// the user holds (root has it open, trying the lock); meanwhile the user makes `.scr` a
+/// link to a directory only root may write. Root's halt then writes nothing there: it acts
+/// as the user.
 #[test]
 fn root_s_halt_waiting_for_the_lock_writes_nowhere_the_user_could_not() {
     let (job, prefix, root_only) = users_prefix();
-    let halt = scr::layout::halt_file(&prefix);
+    let halt = scr::layout::halt_file(&prefix).with_file_name(".halt.scr.lock");
+    std::fs::write(&halt, b"").unwrap();
+    std::os::unix::fs::chown(&halt, Some(65534), Some(65534)).unwrap();
     let go = job.dir.path().join("go");
     let mut holder = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "flock", "-x"])
@@ -155,4 +158,84 @@ fn root_s_report_and_index_changes_leave_the_prefix_the_users() {
     assert!(prefix.join(".scr/report.html").exists());
     let index = scr::index::IndexFile::read(&scr::layout::index_file(&prefix)).unwrap();
     assert!(index.id_of("ckpt.2").is_none());
+}
+
+/// Root's queries of a user's prefix read nothing of root's through the user's links:
+/// neither a `.scr` made a link to a directory only root may read, nor a link in a real
+/// `.scr` to a file of root's. Each query either fails, saying so, or answers from what
+/// the user may read; none prints what root's files hold.
+#[test]
+fn root_s_queries_of_a_user_s_prefix_follow_none_of_the_user_s_links() {
+    use scr::flush::{FlushFile, Location};
+    let (_job, prefix, root_only) = users_prefix();
+    scr::nodes::NodesFile::with_nodes(4321)
+        .write(&root_only.join("nodes.scr"))
+        .unwrap();
+    let mut flush = FlushFile::new();
+    flush.describe(4711, "ckpt.4711", Some(4711), None);
+    flush.set_location(4711, Location::Cache);
+    flush.write(&root_only.join("flush.scr")).unwrap();
+    let mut halt = scr::halt::HaltFile::new();
+    halt.set_exit_reason("ROOTS_SECRET");
+    halt.write(&root_only.join("halt.scr")).unwrap();
+    let p = prefix.to_str().unwrap();
+    let halt_file = scr::layout::halt_file(&prefix);
+    let halt_file = halt_file.to_str().unwrap();
+    let queries: [(&[&str], &str); 8] = [
+        (&["nodes-file", "-d", p], "4321"),
+        (&["env", "--runnodes", "-p", p], "4321"),
+        (&["flush-file", "-d", p, "--latest"], "4711"),
+        (&["inspect", "-p", p], "4711"),
+        (&["retries-halt", "-d", p], "ROOTS_SECRET"),
+        (&["should-exit", "-p", p], "ROOTS_SECRET"),
+        (&["halt", "--list", p], "ROOTS_SECRET"),
+        (&["halt-cntl", "-f", halt_file, "-l"], "ROOTS_SECRET"),
+    ];
+    let as_user = |script: &str| {
+        let o = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sh",
+                "-c",
+            ])
+            .arg(script)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{script}: {}", text(&o));
+    };
+    let hidden = prefix.join(".scr");
+    // links in a real `.scr`, to root's files
+    as_user(&format!(
+        "cd {0} && for f in nodes flush halt; do rm -f $f.scr; ln -s {1}/$f.scr $f.scr; done",
+        hidden.display(),
+        root_only.display()
+    ));
+    // then `.scr` itself a link to root's directory
+    let swapped = prefix.join(".scr.user");
+    for (setup, what) in [
+        (None, "links in .scr"),
+        (
+            Some(format!(
+                "mv {0} {1} && ln -s {2} {0}",
+                hidden.display(),
+                swapped.display(),
+                root_only.display()
+            )),
+            ".scr a link",
+        ),
+    ] {
+        if let Some(script) = setup {
+            as_user(&script);
+        }
+        for (args, secret) in &queries {
+            let o = Command::new(scr_command()).args(*args).output().unwrap();
+            let t = text(&o);
+            assert!(
+                !t.contains(secret),
+                "{what}: root's {args:?} read root's file: {t}"
+            );
+        }
+    }
 }

@@ -6,17 +6,17 @@ use crate::error::{Error, Result};
 use crate::hash::{FILE_HEADER_SIZE, Hash, check_header_len};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// open(2)'s O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
 const O_NONBLOCK: i32 = libc::O_NONBLOCK;
 
-/// Mode of SCR state files: private to the user.
+/// Mode of SCR state files, the halt file included: private to the user. (SCR writes its
+/// halt file 0666 so that administrators may halt a user's job; root may write any file,
+/// and root's `scr halt` acts as the prefix's owner, so nobody else needs to.)
 pub const PRIVATE_FILE: u32 = 0o600;
-/// Mode of the halt file: anyone may halt a job (SCR writes it 0666 so administrators can).
-pub const SHARED_FILE: u32 = 0o666;
 
 /// Whether two paths name the same file (device and inode), so copying one onto the other
 /// would truncate the source.
@@ -222,7 +222,7 @@ pub fn open_file_crc32(path: &Path, f: &File) -> Result<u32> {
 
 /// The most bytes a hash file of a kind with no bound of its own may hold. Each kind of
 /// state file has a bound fit for it ([`crate::HashView::MAX_BYTES`]): anyone who can write
-/// a file (the halt file is everyone's) could make it a sparse terabyte, and a reader must
+/// a file (a halt file an older version left everyone's) could make it a sparse terabyte, and a reader must
 /// say so, not allocate it.
 pub const MAX_HASH_FILE_BYTES: u64 = 1 << 30;
 
@@ -235,6 +235,19 @@ pub fn read_hash_file(path: &Path) -> Result<Hash> {
 /// Reads a hash file whose hash holds at most `max_bytes`.
 pub fn read_hash_file_limited(path: &Path, max_bytes: u64) -> Result<Hash> {
     let mut file = open_regular(path)?;
+    decode_open_file(path, &mut file, false, max_bytes).map(|(hash, _)| hash)
+}
+
+/// [`read_hash_file_limited`] where a symbolic link is refused, not followed (SCR's own
+/// files, which SCR never makes links: one there is someone's attempt to have SCR read, or
+/// say something of, a file they may not read).
+pub fn read_hash_file_no_link(path: &Path, max_bytes: u64) -> Result<Hash> {
+    let mut file = open_regular_no_link(path)?;
+    decode_open_file(path, &mut file, false, max_bytes).map(|(hash, _)| hash)
+}
+
+/// The hash of at most `max_bytes` in `file`, opened already (`path` names it in errors).
+pub fn read_hash_from(path: &Path, mut file: File, max_bytes: u64) -> Result<Hash> {
     decode_open_file(path, &mut file, false, max_bytes).map(|(hash, _)| hash)
 }
 
@@ -374,12 +387,6 @@ pub fn write_hash_file(path: &Path, hash: &Hash) -> Result<()> {
 /// rename, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     replace_through_temporary(path, mode, |file| {
-        // O_CREAT is filtered by the umask, as every other file SCR writes is; only the halt
-        // file's 0666 is part of SCR's contract (an administrator may halt a user's job)
-        if mode == SHARED_FILE {
-            file.set_permissions(fs::Permissions::from_mode(mode))
-                .map_err(|e| Error::io(path, "set permissions of", e))?;
-        }
         file.write_all(bytes)
             .map_err(|e| Error::io(path, "write", e))
     })?;
@@ -490,24 +497,25 @@ pub fn is_within_any(path: &Path, dirs: &[PathBuf]) -> bool {
 }
 
 /// A hash file held under an exclusive advisory lock for a read-modify-write
-/// (SCR's `lock_open_read` / `write_close_unlock`). The lock is on the file itself; since
-/// a replacement is a new inode, the opener checks after locking that the path still names
-/// the inode it locked, and retries otherwise.
+/// (SCR's `lock_open_read` / `write_close_unlock`). The lock is on a private lock file
+/// beside it ([`lock_file_of`]), never on the file itself: anyone who can open a file can
+/// lock it, and a state file an earlier version left readable (or writable) to others —
+/// the halt file was everyone's — could otherwise be held locked by a neighbour for good.
+/// Only the user (and root) can open the lock file, in a directory only the user may write.
 pub struct LockedHashFile {
     path: PathBuf,
     mode: u32,
-    _file: File,
+    _lock: File,
 }
 
 impl LockedHashFile {
-    /// Locks `path` (creating it empty if missing) and reads it (a hash of at most
-    /// `max_bytes`); an empty file reads as an empty hash.
+    /// Locks `path` and reads it (a hash of at most `max_bytes`); a missing or empty file
+    /// reads as an empty hash. The replacement is written with `mode`.
     pub fn open(path: &Path, mode: u32, max_bytes: u64) -> Result<(Self, Hash)> {
         Self::open_waiting(path, mode, max_bytes, lock_timeout())
     }
 
-    /// [`LockedHashFile::open`] waiting at most `wait` for the lock: a check that can be
-    /// skipped (the library's halt check, on a file anyone may lock) does not wait long.
+    /// [`LockedHashFile::open`] waiting at most `wait` for the lock.
     pub fn open_waiting(
         path: &Path,
         mode: u32,
@@ -527,37 +535,22 @@ impl LockedHashFile {
         wait: std::time::Duration,
         holding: &mut dyn FnMut(Option<u32>),
     ) -> Result<(Self, Hash)> {
-        // a private state file is locked through a private lock file beside it: anyone who
-        // can open a file can lock it, and a file an earlier version left readable to all
-        // could otherwise be held locked by a neighbour (a shared one, the halt file, is
-        // locked itself, as SCR's tools do)
-        if mode & 0o077 == 0 {
-            let lock = lock_within_watching(&lock_file_of(path), PRIVATE_FILE, wait, holding)?;
-            let hash = match open_regular_no_link(path) {
-                Ok(mut file) => decode_open_file(path, &mut file, true, max_bytes)?.0,
-                Err(e) if e.is_not_found() => Hash::new(),
-                Err(e) => return Err(e),
-            };
-            let locked = LockedHashFile {
-                path: path.to_path_buf(),
-                mode,
-                _file: lock,
-            };
-            return Ok((locked, hash));
-        }
-        let mut file = lock_within_watching(path, mode, wait, holding)?;
-        let (hash, _) = decode_open_file(path, &mut file, true, max_bytes)?;
-        Ok((
-            LockedHashFile {
-                path: path.to_path_buf(),
-                mode,
-                _file: file,
-            },
-            hash,
-        ))
+        let lock = lock_within_watching(&lock_file_of(path), PRIVATE_FILE, wait, holding)?;
+        let hash = match open_regular_no_link(path) {
+            Ok(mut file) => decode_open_file(path, &mut file, true, max_bytes)?.0,
+            Err(e) if e.is_not_found() => Hash::new(),
+            Err(e) => return Err(e),
+        };
+        let locked = LockedHashFile {
+            path: path.to_path_buf(),
+            mode,
+            _lock: lock,
+        };
+        Ok((locked, hash))
     }
 
-    /// Replaces the file with `hash` atomically, then releases the lock.
+    /// Replaces the file with `hash` atomically (a new file of the user's, whatever the one
+    /// it replaces was), then releases the lock.
     pub fn write_and_unlock(self, hash: &Hash) -> Result<()> {
         write_atomic(&self.path, &hash.to_file_bytes(), self.mode)
     }
@@ -567,7 +560,7 @@ impl LockedHashFile {
     }
 }
 
-/// The private lock file beside a private state file (`.<name>.lock`).
+/// The private lock file beside a state file (`.<name>.lock`).
 fn lock_file_of(path: &Path) -> PathBuf {
     let name = path
         .file_name()
@@ -577,8 +570,7 @@ fn lock_file_of(path: &Path) -> PathBuf {
 }
 
 /// open(2)'s O_NOFOLLOW on Linux: a state file SCR locks and rewrites is never reached
-/// through a symbolic link (an administrator's `scr halt` must not write where a link
-/// planted in a user's prefix points).
+/// through a symbolic link.
 const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
 
 /// How long a lock is waited for before SCR gives up with a message naming the holder:

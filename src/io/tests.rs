@@ -1,4 +1,5 @@
 use super::*;
+use std::os::unix::fs::PermissionsExt;
 
 #[test]
 fn temporaries_are_told_from_files() {
@@ -115,15 +116,21 @@ fn errors_name_the_file() {
 fn locked_update_creates_and_replaces() {
     let dir = tempdir();
     let path = dir.join("halt.scr");
-    let (lock, h) = LockedHashFile::open(&path, SHARED_FILE, MAX_HASH_FILE_BYTES).unwrap();
+    let (lock, h) = LockedHashFile::open(&path, PRIVATE_FILE, MAX_HASH_FILE_BYTES).unwrap();
     assert!(h.is_empty());
     let mut h = h;
     h.set_value("CheckpointsLeft", 3);
     lock.write_and_unlock(&h).unwrap();
     assert_eq!(read_hash_file(&path).unwrap(), h);
+    assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o077, 0);
+    // locked through a lock file of the user's alone beside it
     assert_eq!(
-        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-        0o666
+        fs::metadata(dir.join(".halt.scr.lock"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o077,
+        0
     );
     fs::remove_dir_all(dir).unwrap();
 }

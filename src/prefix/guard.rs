@@ -38,27 +38,28 @@ pub fn owner_warning(prefix: &Path) -> Result<Option<String>> {
     )))
 }
 
-/// Refuses a prefix everyone may write (sticky: one that is not is refused anyway, by
-/// [`safe_fs::check_prefix_mode`]) unless `shared` (SCR_PREFIX_SHARED) says to use it: there
-/// anyone can create the directories the job's datasets will be flushed to, or `.scr`,
-/// before the job does. SCR refuses to write into them, so the checkpoints would stay in
-/// cache only and the next allocation would start over; better said before any work.
+/// Refuses a prefix others may create names in (sticky: one that is not is refused anyway,
+/// by [`safe_fs::check_prefix_mode`]) unless `shared` (SCR_PREFIX_SHARED) says to use it:
+/// everyone, or a user or group its access control list names (a project sharing the
+/// directory through `setfacl`; its own group is trusted, as the prefix's mode says). They
+/// can create the directories the job's datasets will be flushed to, or `.scr`, before the
+/// job does. SCR refuses to write into them, so the checkpoints would stay in cache only
+/// and the next allocation would start over; better said before any work.
 pub fn check_not_shared(prefix: &Path, shared: bool) -> Result<()> {
-    let st = rustix::fs::stat(prefix)
-        .map_err(|e| Error::io(prefix, "inspect", std::io::Error::from(e)))?;
-    if shared || st.st_mode & 0o002 == 0 {
+    if shared {
         return Ok(());
     }
+    let Some(who) = safe_fs::others_may_create_in(prefix)? else {
+        return Ok(());
+    };
     Err(Error::untrusted(
         prefix,
         format!(
-            "is writable by everyone (mode {:o}): anyone can create the directories your \
-             datasets are flushed to (their names are predictable: ckpt.1, ckpt.2, …) or \
-             SCR's {} before you do; SCR writes into none of them, so your checkpoints would \
-             reach no file system but the nodes' caches. Make a directory of your own in it \
-             (mkdir -m 700 {}/<you>) and set SCR_PREFIX to it, or set SCR_PREFIX_SHARED=1 to \
-             use this one anyway",
-            st.st_mode & 0o7777,
+            "{who}: others can create the directories your datasets are flushed to (their \
+             names are predictable: ckpt.1, ckpt.2, …) or SCR's {} before you do; SCR writes \
+             into none of them, so your checkpoints would reach no file system but the nodes' \
+             caches. Make a directory of your own in it (mkdir -m 700 {}/<you>) and set \
+             SCR_PREFIX to it, or set SCR_PREFIX_SHARED=1 to use this one anyway",
             layout::HIDDEN,
             prefix.display()
         ),

@@ -198,6 +198,26 @@ impl Beneath {
     /// Opens the regular file `rel` for reading: every directory on the way and the file
     /// itself this user's, not writable by others (what SCR reads back from the prefix).
     pub fn open_file(&self, rel: &Path) -> Result<File> {
+        let (fd, st, path) = self.open_owned(rel)?;
+        if let Some(why) = super::writable_by_others(&fd, st.st_mode, st.st_gid) {
+            return Err(Error::untrusted(&path, why));
+        }
+        Ok(File::from(fd))
+    }
+
+    /// Opens SCR's own state file `rel` for reading (the prefix's `.scr/halt.scr`): every
+    /// directory on the way this user's and not writable by others, so that nobody else
+    /// could have put a file there or swapped one; the file itself this user's, regular,
+    /// and no link. Who else may write the file is left to its reader: a halt file an
+    /// older version left everyone's to write is still read (and replaced by the user's
+    /// next write).
+    pub fn open_state_file(&self, rel: &Path) -> Result<File> {
+        self.open_owned(rel).map(|(fd, _, _)| File::from(fd))
+    }
+
+    /// The regular file `rel` of this user's, opened for reading through checked
+    /// directories, with what it is and its path.
+    fn open_owned(&self, rel: &Path) -> Result<(OwnedFd, rustix::fs::Stat, PathBuf)> {
         let (dir, name) = Self::split(rel)?;
         let path = self.root.join(rel);
         let dir = self
@@ -224,10 +244,7 @@ impl Beneath {
                 ),
             ));
         }
-        if let Some(why) = super::writable_by_others(&fd, st.st_mode, st.st_gid) {
-            return Err(Error::untrusted(&path, why));
-        }
-        Ok(File::from(fd))
+        Ok((fd, st, path))
     }
 
     /// The directory of `path` (below the root, by name or as resolved), created with

@@ -96,22 +96,24 @@ pub(crate) fn writable_by_others(fd: impl AsFd, mode: u32, gid: u32) -> Option<S
     };
     if writers.everyone {
         return Some(format!(
-            "is writable by everyone (mode {:o}): anyone could have changed it; run chmod o-w \
-             on it",
+            "is writable by everyone (mode {:o}): anyone could have changed it; see that it \
+             holds only what you put there, then run chmod o-w on it",
             mode & 0o7777
         ));
     }
     if writers.owning_group && private_group() != Some(gid) {
         return Some(format!(
             "is writable by its group (group id {gid}, mode {:o}), not yours alone: any member \
-             could have changed it; run chmod g-w on it",
+             could have changed it; see that it holds only what you put there, then run \
+             chmod g-w on it",
             mode & 0o7777
         ));
     }
     let (who, entry) = named_writer(&writers)?;
     Some(format!(
         "is writable by {who} through its access control list (ACL), not by you alone: they \
-         could have changed it; run setfacl -x {entry} on it (getfacl shows its entries)"
+         could have changed it; see that it holds only what you put there, then run \
+         setfacl -x {entry} on it (getfacl shows its entries)"
     ))
 }
 
@@ -182,6 +184,19 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
         crate::io::open_regular_no_link(path)?
     };
     let meta = file.metadata().map_err(|e| Error::io(path, "inspect", e))?;
+    // a file of the user's with another name may have been written through that one by
+    // whoever could (a neighbour who linked a file of the user's that anyone may write
+    // into a shared prefix): who wrote what it holds cannot be told, so neither its mode
+    // nor its ACL is worth judging, and nothing may suggest changing them to trust it
+    if meta.nlink() > 1 {
+        return Err(Error::untrusted(
+            path,
+            format!(
+                "has {} names (hard links): what it holds may have been written through                  another of them, by whoever may write that one, so SCR takes no                  configuration from it; remove this name, and write your settings into a                  new file of your own",
+                meta.nlink()
+            ),
+        ));
+    }
     if let Some(why) = untrusted_file(&file, &meta) {
         return Err(Error::untrusted(path, why));
     }
@@ -312,6 +327,27 @@ pub fn check_prefix_mode(prefix: &Path) -> Result<()> {
     }
 }
 
+/// Who besides its owner, root and its own group may create names in the directory `dir`
+/// (a prefix), judged on its handle: everyone (its mode, or its ACL's `other` entry), or a
+/// user or group its access control list names; said as "is writable by …", with the
+/// `setfacl -x` entry that takes a named one's right away. None when nobody else may. An
+/// ACL that cannot be read is said too: then nobody can tell.
+pub fn others_may_create_in(dir: &Path) -> Result<Option<String>> {
+    let fd = open_dir(dir, OFlags::empty()).map_err(|e| Error::io(dir, "open directory", e))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| Error::io(dir, "inspect", e.into()))?;
+    let mode = st.st_mode & 0o7777;
+    Ok(match acl::writers(&fd, st.st_mode) {
+        Err(why) => Some(why),
+        Ok(w) if w.everyone => Some(format!("is writable by everyone (mode {mode:o})")),
+        Ok(w) => named_writer(&w).map(|(who, entry)| {
+            format!(
+                "is writable by {who} through its access control list (ACL; setfacl -x \
+                 {entry} takes that away)"
+            )
+        }),
+    })
+}
+
 /// Checks a prefix before a command reads or changes what SCR keeps there: not open to
 /// everyone without the sticky bit ([`check_prefix_mode`]), and its `.scr` directory, when
 /// there is one, must pass [`check_owned_dir`].
@@ -382,6 +418,22 @@ mod tests {
             "{e}"
         );
         assert!(create_dirs_in(base, &base.join("../x"), 0o700).is_err());
+    }
+
+    #[test]
+    fn configuration_with_another_name_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("scr.conf");
+        fs::write(&conf, b"SCR_FLUSH=1\n").unwrap();
+        fs::set_permissions(&conf, fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(read_trusted_file(&conf, 1024).is_ok());
+        fs::hard_link(&conf, dir.path().join("elsewhere")).unwrap();
+        let e = read_trusted_file(&conf, 1024).unwrap_err().to_string();
+        assert!(e.contains("scr.conf") && e.contains("2 names"), "{e}");
+        // nor is the user told to make a file anyone may write trusted as it is
+        fs::set_permissions(&conf, fs::Permissions::from_mode(0o666)).unwrap();
+        let e = read_trusted_file(&conf, 1024).unwrap_err().to_string();
+        assert!(e.contains("2 names") && !e.contains("chmod"), "{e}");
     }
 
     #[test]

@@ -6,7 +6,6 @@ use scr::halt::{
     CHECKPOINTS_LEFT, EXIT_AFTER, EXIT_BEFORE, EXIT_NOW, EXIT_REASON, HALT_SECONDS, HaltFile,
     reasons,
 };
-use scr::io::SHARED_FILE;
 use scr::{Error, HashView, layout};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -247,7 +246,7 @@ fn change_halt_file(
         ));
     }
     if args.list {
-        let halt = match HaltFile::read(&path) {
+        let halt = match super::read_state::<HaltFile>(prefix, &path) {
             Ok(h) => h,
             Err(e) if e.is_not_found() => HaltFile::new(),
             Err(e) => return Err(e),
@@ -288,8 +287,8 @@ fn change_halt_file(
     if std::fs::symlink_metadata(&hidden).is_err() {
         scr::safe_fs::create_dirs_in(prefix, &hidden, scr::layout::HIDDEN_DIR_MODE)?;
     }
-    // a halt file that does not decode (anyone may write it) is replaced by what the user
-    // asks for, never a reason the user cannot halt their own job
+    // a halt file that does not decode (an older version left it everyone's to write) is
+    // replaced by what the user asks for, never a reason the user cannot halt their own job
     if let Err(e) = HaltFile::read(&path)
         && e.kind() == scr::ErrorKind::Corrupt
     {
@@ -299,7 +298,7 @@ fn change_halt_file(
         );
         scr::io::remove_durably(&path)?;
     }
-    let shown = HaltFile::update(&path, SHARED_FILE, |halt| {
+    let shown = HaltFile::change(&path, |halt| {
         for (flag, key) in [
             (args.unset_checkpoints, CHECKPOINTS_LEFT),
             (args.unset_before, EXIT_BEFORE),
@@ -439,6 +438,18 @@ pub fn cntl(args: CntlArgs) -> scr::Result<ExitCode> {
         }
     }
     let file = file.ok_or_else(|| usage("-f FILE is required".into()))?;
+    // the file's directory is a prefix's `.scr`: root acts as the prefix's owner, as
+    // `scr halt` does, and the directory must be theirs alone
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    super::act_as_prefix_owner(
+        dir.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(dir),
+    )?;
+    scr::safe_fs::check_owned_dir(dir)?;
     for (key, value) in &changes {
         if let Some(v) = value
             && *key != EXIT_REASON
@@ -447,7 +458,7 @@ pub fn cntl(args: CntlArgs) -> scr::Result<ExitCode> {
             return Err(usage(format!("{v:?} is not a number")));
         }
     }
-    let shown = HaltFile::update(&file, SHARED_FILE, |halt| {
+    let shown = HaltFile::change(&file, |halt| {
         for (key, value) in &changes {
             match (key, value) {
                 (_, None) => halt.unset(key),

@@ -8,7 +8,7 @@ use scr::flush::{FlushFile, Location};
 use scr::halt::HaltFile;
 use scr::index::IndexFile;
 use scr::params::{Params, Sources};
-use scr::{Error, HashView, layout};
+use scr::{Error, layout};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,8 +43,8 @@ pub struct ShouldExitArgs {
 
 pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
-    let prefix = super::prefix_dir(args.prefix, &params)?;
-    let halt: HaltFile = super::read_or_empty(&layout::halt_file(&prefix))?;
+    let prefix = super::owners_prefix_dir(args.prefix, &params)?;
+    let halt: HaltFile = super::read_or_empty(&prefix, &layout::halt_file(&prefix))?;
     let settings = params.typed();
     let halt = halt.with_halt_seconds_default(Some(settings.halt.seconds as i64));
     let now = chrono::Utc::now().timestamp();
@@ -61,7 +61,7 @@ pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
         let down = super::host_set(args.down.as_deref(), "--down")?;
         let left = nodes.difference(&down).count();
         let last_run = || {
-            scr::nodes::NodesFile::read(&layout::nodes_file(&prefix))
+            super::read_state::<scr::nodes::NodesFile>(&prefix, &layout::nodes_file(&prefix))
                 .ok()
                 .and_then(|n| n.nodes())
         };
@@ -117,7 +117,7 @@ pub struct CkptIntervalArgs {
 
 pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
-    let prefix = super::prefix_dir(args.prefix, &params)?;
+    let prefix = super::owners_prefix_dir(args.prefix, &params)?;
     let path = event_log::log_path(&prefix);
     let mut so_far = StatsSoFar::default();
     match event_log::stream(&path, |e| so_far.add(&e)) {
@@ -217,9 +217,9 @@ pub struct InspectArgs {
 
 pub fn inspect(args: InspectArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
-    let prefix = super::prefix_dir(args.prefix, &params)?;
-    let index: IndexFile = super::read_or_empty(&layout::index_file(&prefix))?;
-    let flush: FlushFile = super::read_or_empty(&layout::flush_file(&prefix))?;
+    let prefix = super::owners_prefix_dir(args.prefix, &params)?;
+    let index: IndexFile = super::read_or_empty(&prefix, &layout::index_file(&prefix))?;
+    let flush: FlushFile = super::read_or_empty(&prefix, &layout::flush_file(&prefix))?;
     let mut rows = Vec::new();
     for e in index.entries() {
         let state = if !e.failed.is_empty() {

@@ -131,9 +131,24 @@ pub fn job_id(params: &scr::params::Params) -> String {
     })
 }
 
-/// A state file, or an empty one when it does not exist (nothing recorded yet).
-pub fn read_or_empty<T: scr::HashView + Default>(path: &std::path::Path) -> scr::Result<T> {
-    match T::read(path) {
+/// The prefix's state file `path` (`<prefix>/.scr/…`), read through handles
+/// ([`scr::HashView::read_below`]): every directory from the prefix down this user's and
+/// nobody else's to write, the file this user's and no link. Root, acting as the prefix's
+/// owner ([`act_as_prefix_owner`]), so reads nothing of its own through a user's link.
+pub fn read_state<T: scr::HashView>(
+    prefix: &std::path::Path,
+    path: &std::path::Path,
+) -> scr::Result<T> {
+    let (root, rel) = scr::safe_fs::below(prefix, path)?;
+    T::read_below(&scr::safe_fs::Beneath::open(&root)?, &rel)
+}
+
+/// [`read_state`], or an empty file when there is none (nothing recorded yet).
+pub fn read_or_empty<T: scr::HashView + Default>(
+    prefix: &std::path::Path,
+    path: &std::path::Path,
+) -> scr::Result<T> {
+    match read_state(prefix, path) {
         Ok(v) => Ok(v),
         Err(e) if e.is_not_found() => Ok(T::default()),
         Err(e) => Err(e),

@@ -5,8 +5,8 @@
 
 use crate::job::{self, DownNodeQuery, NodeCheck};
 use hostlist::HostSet;
+use scr::layout;
 use scr::params::{Params, Sources};
-use scr::{HashView, layout};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -229,7 +229,8 @@ pub fn env(args: EnvArgs) -> scr::Result<ExitCode> {
             None => std::env::current_dir()
                 .map_err(|e| scr::Error::io(".", "read the working directory", e))?,
         };
-        match scr::nodes::NodesFile::read(&layout::nodes_file(&prefix))
+        super::owners_prefix(&prefix)?;
+        match super::read_state::<scr::nodes::NodesFile>(&prefix, &layout::nodes_file(&prefix))
             .ok()
             .and_then(|n| n.nodes())
         {

@@ -1,13 +1,14 @@
 //! Small queries over a prefix's state files, as SCR's C commands answer them:
 //! `scr flush-file` (`scr_flush_file`), `scr retries-halt` (`scr_retries_halt`) and
 //! `scr nodes-file` (`scr_nodes_file`). Their exit codes are SCR's, including its
-//! inverted "0 = yes" conventions that batch scripts test.
+//! inverted "0 = yes" conventions that batch scripts test. Root acts as the prefix's owner
+//! ([`super::act_as_prefix_owner`]), and the files are read through handles.
 
-use super::read_or_empty;
+use super::{owners_prefix, read_or_empty, read_state};
 use scr::flush::FlushFile;
 use scr::halt::HaltFile;
+use scr::layout;
 use scr::nodes::NodesFile;
-use scr::{HashView, layout};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -38,7 +39,8 @@ pub struct FlushFileArgs {
 }
 
 pub fn flush_file(args: FlushFileArgs) -> scr::Result<ExitCode> {
-    let flush: FlushFile = read_or_empty(&layout::flush_file(&args.dir))?;
+    owners_prefix(&args.dir)?;
+    let flush: FlushFile = read_or_empty(&args.dir, &layout::flush_file(&args.dir))?;
     let code = |yes: bool| ExitCode::from(if yes { 0 } else { 1 });
     if let Some(id) = args.needflush {
         return Ok(code(flush.needs_flush(id)));
@@ -83,8 +85,8 @@ pub struct RetriesHaltArgs {
 }
 
 pub fn retries_halt(args: RetriesHaltArgs) -> scr::Result<ExitCode> {
-    let path = layout::halt_file(&args.dir);
-    let halt = match HaltFile::read(&path) {
+    owners_prefix(&args.dir)?;
+    let halt = match read_state::<HaltFile>(&args.dir, &layout::halt_file(&args.dir)) {
         Ok(h) => h,
         Err(e) if e.is_not_found() => {
             println!("scr_retries_halt: CONTINUE RUN: No halt file found.");
@@ -120,7 +122,8 @@ pub struct NodesFileArgs {
 }
 
 pub fn nodes_file(args: NodesFileArgs) -> scr::Result<ExitCode> {
-    let nodes: NodesFile = read_or_empty(&layout::nodes_file(&args.dir))?;
+    owners_prefix(&args.dir)?;
+    let nodes: NodesFile = read_or_empty(&args.dir, &layout::nodes_file(&args.dir))?;
     match nodes.nodes() {
         Some(n) => {
             println!("{n}");

@@ -105,6 +105,9 @@ impl Fetch<'_> {
         let job = self.job;
         // the datasets this fetch tried and passed over (failed or unreadable)
         let mut passed_over: Vec<String> = Vec::new();
+        // those of them this job could not read (files others may write among them), newest
+        // first: a restart that takes none of them says so, naming them
+        let mut unreadable: Vec<String> = Vec::new();
         let mut in_place = self.settings.fetch.in_place;
         loop {
             // rank 0 picks the candidate and reads its file list
@@ -127,6 +130,21 @@ impl Fetch<'_> {
                 embedded,
             }) = choice
             else {
+                if job.is_root() && !unreadable.is_empty() {
+                    say!(
+                        "SCR: WARNING: no checkpoint on the prefix {} is restarted from: {} could \
+                         not be read (the ranks above say why: a file others may write, or one \
+                         this job may not read, is never read back) and {} left as {} {}, not \
+                         marked failed. Put right what the ranks name, and a later restart takes \
+                         {} again",
+                        self.prefix.path().display(),
+                        unreadable.join(", "),
+                        if unreadable.len() == 1 { "is" } else { "are" },
+                        if unreadable.len() == 1 { "it" } else { "they" },
+                        if unreadable.len() == 1 { "is" } else { "are" },
+                        if unreadable.len() == 1 { "it" } else { "them" },
+                    );
+                }
                 return Ok(FetchOutcome::Nothing);
             };
             job.debug(1, format_args!("Attempting fetch: {name}"));
@@ -231,6 +249,7 @@ impl Fetch<'_> {
             match verdict {
                 Verdict::HereOnly => return Ok(FetchOutcome::UnreadableHere { name }),
                 Verdict::Unreadable => {
+                    unreadable.push(name.clone());
                     if job.is_root() {
                         say!(
                             "SCR: {name} cannot be read here (the ranks above say why); it is \

@@ -340,6 +340,10 @@ impl Flush<'_> {
         let mut dirs = std::collections::BTreeSet::new();
         let mut at = containers.map(|(start, _)| start);
         let prefix = self.prefix.path();
+        // files of a checkpoint written in place that a restart would refuse (others may
+        // write them): how many, and why the first is
+        let mut refused: (usize, Option<Error>) = (0, None);
+        let is_ckpt = self.cache.checkpoint_of(id).is_some();
         for target in self.cache.flush_targets(id)? {
             let (src, dst) = (&target.src, &target.dst);
             let (size, crc, segments) = match (&mut at, containers) {
@@ -367,6 +371,12 @@ impl Flush<'_> {
                     staged.extend(copy);
                     if copied {
                         target.check_copied(size, Some(got))?;
+                    } else if is_ckpt
+                        && let Err(e) = read_back_as_a_restart(prefix, dst)
+                        && e.is_untrusted()
+                    {
+                        refused.0 += 1;
+                        refused.1.get_or_insert(e);
                     }
                     if let Some(dir) = dst.parent() {
                         dirs.insert(dir.to_path_buf());
@@ -381,8 +391,27 @@ impl Flush<'_> {
                 segments,
             });
         }
+        if let (n, Some(why)) = refused {
+            say!(
+                "SCR: WARNING: rank {}: {n} file(s) of dataset {id} `{}' written in place on \
+                 the prefix (SCR_CACHE_BYPASS) will not be read back by a restart, which reads \
+                 only files nobody else may write: {why}. A default access control list on the \
+                 directory they are written in gives every file created there such an entry: \
+                 remove it there (setfacl -k DIR) or take write away from the files (chmod g-w \
+                 narrows the ACL's mask), and a restart takes this checkpoint",
+                self.job.rank,
+                self.cache.dataset_name(id)
+            );
+        }
         dirs.iter().try_for_each(|d| io::sync_dir(d))
     }
+}
+
+/// Opens `path`, a file below `prefix`, as a restart reads it back
+/// ([`safe_fs::Beneath::open_file`]): an error says why a restart would refuse it.
+fn read_back_as_a_restart(prefix: &std::path::Path, path: &std::path::Path) -> Result<()> {
+    let (root, rel) = safe_fs::below(prefix, path)?;
+    safe_fs::Beneath::open(&root)?.open_file(&rel).map(drop)
 }
 
 /// Logs a flush or fetch of dataset `id` that started at `started`: its size, time and

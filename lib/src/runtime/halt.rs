@@ -5,7 +5,7 @@ use super::job::Job;
 use super::prefix_store::PrefixStore;
 use scr::event_log::kinds;
 use scr::halt::HaltFile;
-use scr::io::{LockedHashFile, SHARED_FILE};
+use scr::io::{LockedHashFile, PRIVATE_FILE};
 use scr::params::settings::Halt;
 use scr::{Error, HashView, Result, layout};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,11 +49,16 @@ pub(super) fn decision(
     let remaining = scr::halt::seconds_until(settings.end_time, now);
     let halt_seconds = Some(settings.seconds as i64);
     let path = layout::halt_file(prefix.path());
+    // a halt file an older version left others may write is rewritten as the user's
+    // alone (its conditions kept), so that from then on nobody else can change it
+    let others_may_write = root
+        && std::fs::metadata(&path)
+            .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o077 != 0);
     // a check that changes nothing reads the file without its lock (it is replaced
-    // whole, never written in place): one a neighbour holds locked slows no
-    // SCR_Should_exit loop
+    // whole, never written in place)
     let nothing_to_do = root
         && !count_checkpoint
+        && !others_may_write
         && HaltFile::read(&path).is_ok_and(|h| {
             h.with_halt_seconds_default(halt_seconds)
                 .library_decision(now, remaining)
@@ -61,14 +66,7 @@ pub(super) fn decision(
         });
     if root && !nothing_to_do {
         result = (|| {
-            // the halt file is everyone's to write, so anyone can also hold its lock:
-            // a check waits a second for it at most, and the next check tries again
-            let (lock, hash) = LockedHashFile::open_waiting(
-                &path,
-                SHARED_FILE,
-                HaltFile::MAX_BYTES,
-                HaltFile::LOCK_WAIT,
-            )?;
+            let (lock, hash) = LockedHashFile::open(&path, PRIVATE_FILE, HaltFile::MAX_BYTES)?;
             let was = hash.clone();
             let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
             if count_checkpoint {
@@ -81,17 +79,15 @@ pub(super) fn decision(
                 halt_now = true;
             }
             // Need_checkpoint and Should_exit call this often: rewrite only what changed
-            // (an empty file the lock just created is written once, so it reads as a halt file)
-            let just_created = std::fs::metadata(&path).is_ok_and(|m| m.len() == 0);
-            if halt.hash() != &was || just_created {
+            if halt.hash() != &was || others_may_write {
                 lock.write_and_unlock(halt.hash())?;
             }
             Ok(())
         })();
     }
-    // the halt file is the prefix's: if rank 0 cannot read it (locked by someone else,
-    // damaged, a full or failing file system) the job goes on rather than fail on rank 0
-    // alone, and the allocation's end still stops it in time
+    // the halt file is the prefix's: if rank 0 cannot read it (damaged, a full or failing
+    // file system) the job goes on rather than fail on rank 0 alone, and the allocation's
+    // end still stops it in time
     if let Err(e) = &result {
         say!("SCR: WARNING: the halt file's conditions not checked this time: {e}");
         let by_time = HaltFile::new()

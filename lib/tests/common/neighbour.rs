@@ -95,6 +95,20 @@ pub fn mode_of(p: &Path) -> u32 {
     std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777
 }
 
+/// The prefix's halt file as an older version of SCR left it: everyone's to write, in a
+/// `.scr` everyone may enter.
+pub fn halt_file_left_everyones(prefix: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let halt = scr::layout::halt_file(prefix);
+    std::fs::set_permissions(
+        halt.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::set_permissions(&halt, std::fs::Permissions::from_mode(0o666)).unwrap();
+    halt
+}
+
 /// `setfacl ARGS PATH`, which must succeed.
 pub fn setfacl(args: &[&str], path: &Path) {
     let o = Command::new("setfacl")

@@ -109,8 +109,8 @@ impl Report {
                 e
             }
         })?;
-        let index: IndexFile = super::read_or_empty(&layout::index_file(prefix))?;
-        let flush: FlushFile = super::read_or_empty(&layout::flush_file(prefix))?;
+        let index: IndexFile = super::read_or_empty(prefix, &layout::index_file(prefix))?;
+        let flush: FlushFile = super::read_or_empty(prefix, &layout::flush_file(prefix))?;
         let link = scr::prefix::read_current_link(prefix);
         let datasets = datasets::rows(&index, &flush, link.as_deref());
         let current = datasets.iter().find(|d| d.current).map(|d| d.name.clone());

@@ -8,10 +8,10 @@ use crate::job::{
 };
 use hostlist::HostSet;
 use scr::halt::HaltFile;
+use scr::layout;
 use scr::nodes::NodesFile;
 use scr::params::settings::Launch;
 use scr::params::{Params, Sources};
-use scr::{HashView, layout};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -131,13 +131,22 @@ struct Watch {
 }
 
 impl Live<'_> {
+    /// The prefix's state file `file(prefix)`, read through handles
+    /// ([`super::read_state`]).
+    fn state<T: scr::HashView>(&self, file: fn(&std::path::Path) -> PathBuf) -> scr::Result<T> {
+        super::read_state(&self.prefix, &file(&self.prefix))
+    }
+
     /// Why the running job must be stopped now, if it must (checked about once a second).
     fn must_stop_run(&self, watch: &mut Watch) -> Option<String> {
         if watch.last_poll.elapsed() < Duration::from_secs(1) {
             return None;
         }
         watch.last_poll = Instant::now();
-        if HaltFile::read(&layout::halt_file(&self.prefix)).is_ok_and(|h| h.exit_now()) {
+        if self
+            .state::<HaltFile>(layout::halt_file)
+            .is_ok_and(|h| h.exit_now())
+        {
             return Some("halted immediately (scr halt --immediate)".into());
         }
         if watch.rank_gone.is_none() {
@@ -152,7 +161,7 @@ impl Live<'_> {
             ));
         }
         let (compute, pfs) = self.watchdog?;
-        let flush = scr::flush::FlushFile::read(&layout::flush_file(&self.prefix)).ok();
+        let flush = self.state::<scr::flush::FlushFile>(layout::flush_file).ok();
         let latest = flush.as_ref().and_then(|f| f.latest());
         let location = match (&flush, latest) {
             (Some(f), Some(id)) => f
@@ -197,9 +206,7 @@ impl JobOps for Live<'_> {
     }
 
     fn nodes_of_last_run(&mut self) -> Option<u64> {
-        NodesFile::read(&layout::nodes_file(&self.prefix))
-            .ok()?
-            .nodes()
+        self.state::<NodesFile>(layout::nodes_file).ok()?.nodes()
     }
 
     fn launch(&mut self, _attempt: u32, exclude: &HostSet) -> Result<Option<i32>, String> {
@@ -303,7 +310,7 @@ impl JobOps for Live<'_> {
     }
 
     fn halt_condition(&mut self, before_first_run: bool) -> Option<HaltCondition> {
-        let halt = match HaltFile::read(&layout::halt_file(&self.prefix)) {
+        let halt = match self.state::<HaltFile>(layout::halt_file) {
             Ok(h) => h,
             Err(e) if e.is_not_found() => HaltFile::new(),
             Err(e) => {

@@ -2,7 +2,7 @@
 //! checkpoint a restart would load.
 
 use super::fail;
-use scr::{HashView, layout};
+use scr::layout;
 
 /// SCR v3.1's `scr_run` commands among the launcher's arguments: `-rc`/`--run-cmd` is run
 /// when there is no checkpoint to restart from, `-rs`/`--restart-cmd` when there is one
@@ -89,24 +89,26 @@ pub(super) fn launch_line(
 /// The checkpoint a restart of the job would load, as far as the prefix tells: the newest
 /// of those the flush file says this allocation holds and the index's restart choice.
 pub(super) fn restart_name(prefix: &std::path::Path) -> Option<String> {
-    let cached = scr::flush::FlushFile::read(&layout::flush_file(prefix))
-        .ok()
-        .and_then(|f| {
-            f.datasets()
-                .into_iter()
-                .rev()
-                .find(|&d| f.is_checkpoint(d))
-                .and_then(|d| f.name(d).map(|n| (d, n.to_string())))
-        });
+    let cached =
+        super::super::read_state::<scr::flush::FlushFile>(prefix, &layout::flush_file(prefix))
+            .ok()
+            .and_then(|f| {
+                f.datasets()
+                    .into_iter()
+                    .rev()
+                    .find(|&d| f.is_checkpoint(d))
+                    .and_then(|d| f.name(d).map(|n| (d, n.to_string())))
+            });
     let link = scr::prefix::read_current_link(prefix);
-    let on_prefix = scr::index::IndexFile::read(&layout::index_file(prefix))
-        .ok()
-        .and_then(|i| {
-            i.restart_candidates(link.as_deref())
-                .into_iter()
-                .next()
-                .map(|e| (e.id, e.name))
-        });
+    let on_prefix =
+        super::super::read_state::<scr::index::IndexFile>(prefix, &layout::index_file(prefix))
+            .ok()
+            .and_then(|i| {
+                i.restart_candidates(link.as_deref())
+                    .into_iter()
+                    .next()
+                    .map(|e| (e.id, e.name))
+            });
     [cached, on_prefix]
         .into_iter()
         .flatten()
