@@ -153,12 +153,16 @@ impl Flush<'_> {
         self.job.barrier();
     }
 
-    /// The end of every flush, synchronous or not: when every rank copied its files
-    /// (`copied` is this rank's outcome; `staged`, its copies waiting beside their places),
-    /// each rank puts its copies in their places, the ranks write the dataset's rank2file
-    /// tree and rank 0 publishes the dataset; otherwise each rank removes its copies, what
-    /// stands at their places (an older checkpoint's files at the same paths) stays as it
-    /// was, and the flush file stops saying FLUSHING. Collective; returns whether published.
+    /// The end of every flush, synchronous or not, in the order that keeps the prefix
+    /// restartable however it is cut short (see [`scr::prefix::placing`]): when every rank
+    /// copied its files (`copied` is this rank's outcome; `staged`, its copies waiting
+    /// beside their places), the ranks record where their copies wait and write the
+    /// dataset's rank2file tree, rank 0 writes its summary (the commit), each rank puts its
+    /// copies in their places, and rank 0 publishes the dataset and forgets the records.
+    /// Before the commit, a failure removes the copies: what stands at their places (an
+    /// older checkpoint's files at the same paths) stays as it was, and the flush file
+    /// stops saying FLUSHING. After it, rank 0 places what a rank could not. Collective;
+    /// returns whether published.
     pub(super) fn publish(
         &self,
         id: u64,
@@ -170,49 +174,55 @@ impl Flush<'_> {
             copied,
             &format!("another rank could not copy its files of dataset {id}"),
         );
-        let placed = match copied {
-            Ok(()) => {
-                let placed = self.place(&staged);
-                if let Err(e) = &placed {
-                    say!(
-                        "SCR: ERROR: rank {}: flush of dataset {id}: {e}",
-                        self.job.rank
-                    );
-                }
-                self.job.agree(
-                    placed,
-                    &format!("another rank could not put its files of dataset {id} in place"),
-                )
-            }
-            Err(e) => {
-                self.discard(&staged);
-                Err(e)
-            }
-        };
-        if placed.is_err() {
+        let desc = self.cache.dataset(id);
+        let committed = copied.and_then(|()| {
+            let leaves = self.write_rank2file_leaves(id, records, &staged)?;
+            let ranks = self.job.ranks;
+            self.prefix.agreed(
+                self.job,
+                &format!("committing dataset {id} on the prefix"),
+                |prefix| {
+                    // the leaves' entries are read here, where a failure is every rank's
+                    let entries = leaves
+                        .iter()
+                        .map(|bytes| rank2file::unpack_entry(bytes).map_err(failure))
+                        .collect::<Result<Vec<_>>>()?;
+                    rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), ranks, entries)?;
+                    scr::prefix::placing::commit(prefix, id, &desc)
+                },
+            )
+        });
+        if committed.is_err() {
+            self.discard(&staged);
+            self.prefix.note("the abandoned flush's records", |prefix| {
+                scr::prefix::placing::abandon(prefix, id)
+            });
             self.prefix
                 .note_in_flush_file("the flush's end in the flush file", |f| {
                     f.unset_location(id, Location::Flushing)
                 });
             return Ok(false);
         }
-        let leaves = self.write_rank2file_leaves(id, records)?;
-        let ranks = self.job.ranks;
+        let placed = self.place(&staged);
+        if let Err(e) = &placed {
+            say!(
+                "SCR: ERROR: rank {}: flush of dataset {id}: {e}; rank 0 puts its files in place",
+                self.job.rank
+            );
+        }
+        let all_placed = self.job.all(placed.is_ok());
         let keep = self.settings.prefix.size;
-        let desc = self.cache.dataset(id);
         self.prefix.agreed(
             self.job,
             &format!("publishing dataset {id} on the prefix"),
             |prefix| {
-                // the leaves' entries are read here, where a failure is every rank's
-                let entries = leaves
-                    .iter()
-                    .map(|bytes| rank2file::unpack_entry(bytes).map_err(failure))
-                    .collect::<Result<Vec<_>>>()?;
-                rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), ranks, entries)?;
+                if !all_placed {
+                    scr::prefix::placing::place_recorded(prefix, id)?;
+                }
                 if let Some(w) = scr::prefix::publish_written(prefix, id, &desc, true)? {
                     say!("SCR: WARNING: {w}");
                 }
+                scr::prefix::placing::clear(prefix, id)?;
                 // the dataset is published; an older one that cannot be deleted stays (said)
                 let done = scr::prefix::enforce_window(prefix, keep);
                 say_deletions(&done, &format!("SCR_PREFIX_SIZE={keep}"));
@@ -229,7 +239,12 @@ impl Flush<'_> {
     /// (returned there, empty elsewhere), for the levels above. No rank receives more than a leaf's lists and the leaves' entries, where
     /// gathering every list on rank 0 grows with the job. Collective; fails on every rank
     /// when a leaf could not be written.
-    fn write_rank2file_leaves(&self, id: u64, records: Vec<FileRecord>) -> Result<Vec<Vec<u8>>> {
+    fn write_rank2file_leaves(
+        &self,
+        id: u64,
+        records: Vec<FileRecord>,
+        staged: &[safe_fs::Staged],
+    ) -> Result<Vec<Vec<u8>>> {
         let (world, rank) = (self.job.world(), self.job.rank);
         let mut mine = RankFiles::new();
         mine.insert(rank, records);
@@ -251,6 +266,9 @@ impl Flush<'_> {
             .split_by_color_with_key(color, rank as i32)
             .expect("a color was given");
         let lists = comm::gather_bytes(&leaf_comm, 0, &leaf);
+        // where each rank's copies wait, recorded beside its leaf (the commit's records)
+        let copies =
+            comm::gather_bytes(&leaf_comm, 0, &scr::prefix::placing::to_hash(staged).pack());
         let writer = leaf_comm.rank() == 0;
         let written = if writer {
             let prefix = self.prefix.path();
@@ -266,6 +284,13 @@ impl Flush<'_> {
                     &layout::dataset_meta_dir(prefix, id),
                     layout::DIR_MODE,
                 )?;
+                let mut waiting = Hash::new();
+                for bytes in &copies {
+                    let h = Hash::unpack(bytes)
+                        .map_err(|e| Error::corrupt(format!("rank copy list: {e}")))?;
+                    scr::prefix::placing::merge(&mut waiting, &h);
+                }
+                scr::prefix::placing::write_record(prefix, id, rank, &waiting)?;
                 rank2file::write_leaf(prefix, &layout::dataset_meta_rel(id), &map)
             })()
         } else {
@@ -294,20 +319,14 @@ impl Flush<'_> {
         Ok(entries)
     }
 
-    /// Puts this rank's staged copies in their places; on an error, those not placed yet
-    /// are removed.
+    /// Puts this rank's staged copies in their places. On an error, those not placed yet
+    /// keep waiting: the flush committed, and rank 0 places them from the records.
     fn place(&self, staged: &[safe_fs::Staged]) -> Result<()> {
         if staged.is_empty() {
             return Ok(());
         }
         let prefix = safe_fs::Beneath::open(self.prefix.path())?;
-        for (i, s) in staged.iter().enumerate() {
-            if let Err(e) = prefix.place(s) {
-                self.discard(&staged[i..]);
-                return Err(e);
-            }
-        }
-        Ok(())
+        staged.iter().try_for_each(|s| prefix.place(s))
     }
 
     /// Removes this rank's staged copies of a flush that is not published (their places

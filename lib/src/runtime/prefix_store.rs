@@ -147,7 +147,9 @@ impl PrefixStore {
     /// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration),
     /// refusing one everyone may write unless `shared` (SCR_PREFIX_SHARED), warning when the
     /// prefix is someone else's and refusing one whose index vanished while datasets SCR
-    /// flushed are still there; its failure fails SCR_Init on every rank. Collective.
+    /// flushed are still there, and finishes the flushes a kill cut short before anything
+    /// reads the index ([`scr::prefix::placing::recover`]); its failure fails SCR_Init on
+    /// every rank. Collective.
     pub(super) fn prepare(&self, job: &Job, shared: bool) -> Result<()> {
         let prepared = if self.root {
             safe_fs::check_prefix_mode(&self.path)
@@ -166,6 +168,7 @@ impl PrefixStore {
                     )
                 })
                 .and_then(|()| crate::config_api::keep(&self.path))
+                .map(|()| say_recovered(&self.path))
         } else {
             Ok(())
         };
@@ -190,6 +193,15 @@ impl PrefixStore {
             written,
             "rank 0 could not write the nodes file on the prefix",
         )
+    }
+}
+
+/// Finishes the flushes on `prefix` that a kill cut short ([`scr::prefix::placing`]) and
+/// says what became of each; one that cannot be finished is a warning (the next job tries
+/// again), never a failed SCR_Init.
+fn say_recovered(prefix: &Path) {
+    for said in scr::prefix::placing::recover(prefix) {
+        say!("SCR: {said}");
     }
 }
 
