@@ -311,3 +311,102 @@ pub fn retire_replaced(prefix: &Path, id: u64) -> Result<Vec<String>> {
     }
     Ok(retired)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::{Dataset, Origin};
+    use crate::rank2file::{FileRecord, RankFiles};
+
+    const FILE: &str = "ckpt.fixed/rank_0.ckpt";
+
+    fn fixed(id: u64) -> Dataset {
+        Dataset::create(id, "ckpt.fixed", true, false, &Origin::default(), Some(id))
+    }
+
+    fn files_of(bytes: &[u8]) -> RankFiles {
+        RankFiles::from([(
+            0,
+            vec![FileRecord {
+                name: FILE.into(),
+                size: bytes.len() as u64,
+                crc: Some(crc32fast::hash(bytes)),
+                segments: vec![],
+            }],
+        )])
+    }
+
+    /// A prefix where dataset 2 (`ckpt.fixed`, "old") is published, and a flush of dataset 3
+    /// of the same name ("new!") has its copy beside the file and its record written: the
+    /// state a kill leaves just before the commit, or (with `committed`) just after it.
+    fn cut_short(committed: bool) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path();
+        let below = Beneath::open(prefix).unwrap();
+        below
+            .write_file(Path::new(FILE), 0o600, 0o700, |f| {
+                std::io::Write::write_all(f, b"old").map_err(|e| Error::io(FILE, "write", e))
+            })
+            .unwrap();
+        super::super::publish(prefix, 2, &fixed(2), 1, &files_of(b"old"), true).unwrap();
+        let ((), staged) = below
+            .stage_file(Path::new(FILE), 0o600, 0o700, |f| {
+                std::io::Write::write_all(f, b"new!").map_err(|e| Error::io(FILE, "write", e))
+            })
+            .unwrap();
+        std::fs::create_dir(layout::dataset_meta_dir(prefix, 3)).unwrap();
+        crate::rank2file::write_tree(prefix, &layout::dataset_meta_rel(3), 1, &files_of(b"new!"))
+            .unwrap();
+        write_record(prefix, 3, 0, &to_hash(&[staged])).unwrap();
+        if committed {
+            commit(prefix, 3, &fixed(3)).unwrap();
+        }
+        dir
+    }
+
+    fn temporaries(prefix: &Path) -> Vec<String> {
+        std::fs::read_dir(prefix.join("ckpt.fixed"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| io::is_temporary_name(n))
+            .collect()
+    }
+
+    #[test]
+    fn a_committed_flush_cut_short_is_placed_and_published_and_the_copy_it_replaced_leaves() {
+        let dir = cut_short(true);
+        let prefix = dir.path();
+        let said = recover(prefix);
+        assert!(said[0].contains("after it committed"), "{said:?}");
+        assert_eq!(std::fs::read(prefix.join(FILE)).unwrap(), b"new!");
+        assert!(temporaries(prefix).is_empty());
+        assert!(records(prefix, 3).is_empty());
+        let index = IndexFile::read(&layout::index_file(prefix)).unwrap();
+        let entries: Vec<(u64, bool)> = index
+            .entries()
+            .iter()
+            .map(|e| (e.id, e.is_current))
+            .collect();
+        assert_eq!(
+            entries,
+            [(3, true)],
+            "dataset 2's files are dataset 3's now"
+        );
+        assert!(!layout::dataset_meta_dir(prefix, 2).exists());
+        assert!(recover(prefix).is_empty(), "nothing is left to finish");
+    }
+
+    #[test]
+    fn a_flush_cut_short_before_its_commit_leaves_the_older_copy_as_it_was() {
+        let dir = cut_short(false);
+        let prefix = dir.path();
+        let said = recover(prefix);
+        assert!(said[0].contains("before every rank had copied"), "{said:?}");
+        assert_eq!(std::fs::read(prefix.join(FILE)).unwrap(), b"old");
+        assert!(temporaries(prefix).is_empty());
+        assert!(records(prefix, 3).is_empty());
+        let index = IndexFile::read(&layout::index_file(prefix)).unwrap();
+        assert_eq!(index.id_of("ckpt.fixed"), Some(2));
+        assert_eq!(index.entries().len(), 1);
+    }
+}
