@@ -151,6 +151,28 @@ fn temporaries(job: &Job) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Every copy the index offers a restart records, for each of its files, the CRC32 the
+/// file on the prefix has: none names bytes that are no longer there.
+fn index_matches_the_files(job: &Job) {
+    let prefix = job.prefix();
+    for e in job.index().usable_checkpoints() {
+        let root = scr::layout::rank2file_root(&prefix, e.id);
+        let files = scr::rank2file::read_tree(&prefix, &root)
+            .unwrap_or_else(|err| panic!("{} (dataset {}): {err}", e.name, e.id));
+        for rec in files.values().flatten() {
+            let on_prefix = scr::io::file_crc32(&prefix.join(&rec.name)).ok();
+            assert_eq!(
+                rec.crc.map(Some),
+                Some(on_prefix),
+                "{} (dataset {}) records {} as it no longer is",
+                e.name,
+                e.id,
+                rec.name
+            );
+        }
+    }
+}
+
 /// Job A writes `ckpt.fixed` at timesteps 1 and 2 and ends; job B restarts from it and
 /// writes `ckpt.fixed` at timestep 3, and is killed once its flush has put every rank's
 /// file in its place and waits to record the dataset in the index. Job C, of another job
@@ -218,6 +240,7 @@ fn killed_while_recording_a_name_written_again(flush: &[(&'static str, &'static 
         "its files are on the prefix: {out}"
     );
     assert_eq!(temporaries(&job), Vec::<PathBuf>::new(), "{out}");
+    index_matches_the_files(&job);
 }
 
 #[test]
