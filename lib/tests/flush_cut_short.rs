@@ -140,10 +140,14 @@ fn hold_index_lock(job: &Job) -> std::fs::File {
     f
 }
 
-/// Every temporary (SCR's `.<file>.tmp.<pid>.<n>`) below the prefix.
+/// Every temporary (SCR's `.<file>.tmp.<pid>.<n>`) below the prefix, but for SCR's own
+/// state files' in `.scr` (and what `scr.current` leads to, seen where it is).
 fn temporaries(job: &Job) -> Vec<PathBuf> {
-    walk(&job.prefix())
+    let prefix = job.prefix();
+    let (state, link) = (prefix.join(".scr"), prefix.join("scr.current"));
+    walk(&prefix)
         .into_iter()
+        .filter(|p| !p.starts_with(&state) && !p.starts_with(&link))
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
             name.starts_with('.') && name.contains(".tmp.")
@@ -254,4 +258,84 @@ fn a_background_flush_killed_before_it_records_a_name_written_again_leaves_a_che
  {
     // (the default of a plain launch: every checkpoint flushes in the background)
     killed_while_recording_a_name_written_again(&[]);
+}
+
+/// Job A writes checkpoints `old` (at timesteps 1 and 2) and ends; job B restarts from the
+/// second and writes `new` at timestep 3, flushed in the background at 20 kB/s, and is
+/// killed while a rank's copy is still short of the file. Job C, of another job id,
+/// restarts from timestep 2 and leaves nothing of the dead flush on the prefix; returns
+/// what it said.
+fn killed_mid_copy(old: [&str; 2], new: &str) -> (Job, String) {
+    let job = steps_job();
+    let size = size_step();
+    let (one, two) = (format!("ckpt={}:1", old[0]), format!("ckpt={}:2", old[1]));
+    run_ok_on(
+        &job,
+        HOSTS,
+        RANKS,
+        &[&size, "init", &one, &two, "finalize"],
+        &env_of("7101", &[]),
+    );
+    let three = format!("ckpt={new}:3");
+    let b = start_paused(
+        &job,
+        &[&size, "init", "restart", "PAUSE", &three, "finalize"],
+        &env_of(
+            "7102",
+            &[
+                ("SCR_FLUSH_ASYNC", "1"),
+                ("SCR_FLUSH_ASYNC_BW", "20000"),
+                // (the copy goes 64 kB at a time, each followed by its pause)
+                ("SCR_FILE_BUF_SIZE", "65536"),
+            ],
+        ),
+    );
+    std::fs::write(job.dir.path().join("go"), "").unwrap();
+    let short = |job: &Job| {
+        temporaries(job)
+            .iter()
+            .any(|t| std::fs::metadata(t).is_ok_and(|m| (m.len() as usize) < 8 + SIZE))
+    };
+    wait_for("a copy under way", &job, || short(&job));
+    kill_job(b);
+    assert!(
+        short(&job),
+        "the kill landed mid-copy: {:?}",
+        temporaries(&job)
+    );
+
+    let out = run_ok_on(
+        &job,
+        HOSTS,
+        RANKS,
+        &[&size, "init", "restart", "quit"],
+        &env_of("7103", &[]),
+    );
+    assert_eq!(
+        answer(&out, "restart"),
+        format!("{} t=2 data=verified rc=0", old[1]),
+        "{out}"
+    );
+    assert!(
+        out.contains("was cut short before every rank had copied its files"),
+        "{out}"
+    );
+    assert_eq!(temporaries(&job), Vec::<PathBuf>::new(), "{out}");
+    index_matches_the_files(&job);
+    (job, out)
+}
+
+#[test]
+fn what_a_flush_killed_mid_copy_leaves_beside_a_name_written_again_goes_with_the_next_job() {
+    let (job, _) = killed_mid_copy(["ckpt.fixed", "ckpt.fixed"], "ckpt.fixed");
+    for r in 0..RANKS as usize {
+        let file = job.prefix().join(format!("ckpt.fixed/rank_{r}.ckpt"));
+        assert_eq!(timestep_of(&file), Some(2), "{}", file.display());
+    }
+}
+
+#[test]
+fn a_flush_killed_mid_copy_leaves_neither_its_copies_nor_its_directory() {
+    let (job, out) = killed_mid_copy(["ckpt.1", "ckpt.2"], "ckpt.3");
+    assert!(!job.prefix().join("ckpt.3").exists(), "{out}");
 }

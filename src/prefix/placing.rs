@@ -106,6 +106,12 @@ fn records(prefix: &Path, id: u64) -> Vec<PathBuf> {
     out
 }
 
+/// Whether a flush of dataset `id` left records that [`recover`] has yet to finish: its
+/// copies are not to be swept.
+pub fn pending(prefix: &Path, id: u64) -> bool {
+    !records(prefix, id).is_empty()
+}
+
 /// Every copy the records of dataset `id` list.
 fn recorded_copies(prefix: &Path, id: u64) -> Result<Vec<Staged>> {
     let mut all = Vec::new();
@@ -163,6 +169,35 @@ pub fn abandon(prefix: &Path, id: u64) -> Result<()> {
         }
     }
     clear(prefix, id)
+}
+
+/// Removes what a flush that a kill cut short before its commit left below `dir` (a
+/// directory below the prefix, where every file of its dataset goes): its copies, SCR's
+/// temporaries, wherever below; then the directories that leaves empty, `dir` among them
+/// (one it created for the dataset). Files of the user's and of other datasets stay. Only
+/// where no flush into `dir` runs: a new job's SCR_Init.
+pub fn sweep_abandoned(prefix: &Path, dir: &Path) -> Result<()> {
+    let below = Beneath::open(prefix)?;
+    if below.open_dir(dir)?.is_none() {
+        return Ok(());
+    }
+    let mut dirs = std::collections::BTreeSet::from([dir.to_path_buf()]);
+    for (file, _) in below.list_files(dir, 1 << 20)? {
+        let mut parent = file.parent();
+        while let Some(p) = parent.filter(|p| p.starts_with(dir) && *p != dir) {
+            dirs.insert(p.to_path_buf());
+            parent = p.parent();
+        }
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        if io::is_temporary_name(&name) {
+            below.remove_file(&file)?;
+        }
+    }
+    // deepest first
+    for d in dirs.iter().rev() {
+        below.remove_empty_dir(d)?;
+    }
+    Ok(())
 }
 
 /// What [`recover`] did with a flush a kill cut short.

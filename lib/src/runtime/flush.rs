@@ -16,7 +16,8 @@ use scr::flush::Location;
 use scr::hash::Hash;
 use scr::params::Settings;
 use scr::rank2file::{self, FileRecord, RankFiles};
-use scr::{Error, Result, io, layout, safe_fs};
+use scr::{Error, HashView, Result, io, layout, safe_fs};
+use std::path::Path;
 use std::time::Instant;
 
 /// What a flush needs: the job to do it with, the cache it copies from, the prefix it
@@ -39,6 +40,7 @@ impl Flush<'_> {
             .note_in_flush_file("the flush's start in the flush file", |f| {
                 f.set_location(id, Location::Flushing)
             });
+        self.record_dataset_dir(id);
         self.job.barrier();
         let started = Instant::now();
         let want_crc = self.settings.crc.on_flush;
@@ -122,6 +124,38 @@ impl Flush<'_> {
         comm::bcast_u64(node, 0, node_start) + comm::exclusive_sum_u64(node, my_bytes)
     }
 
+    /// Records in the flush file the prefix subdirectory every file of dataset `id` lies
+    /// below, when there is one: rank 0's first file's top directory, if every rank's files
+    /// are below it. A flush of the dataset that a kill cuts short leaves its copies there,
+    /// and the next job, whatever its job id, finds them by it. Collective.
+    pub(super) fn record_dataset_dir(&self, id: u64) {
+        let prefix = self.prefix.path();
+        let targets = self.cache.flush_targets(id).unwrap_or_default();
+        let top = |dst: &Path| -> Option<String> {
+            let mut parts = dst.strip_prefix(prefix).ok()?.components();
+            let first = parts.next()?;
+            // (a file right in the prefix has no directory of its dataset's own)
+            parts.next()?;
+            Some(first.as_os_str().to_string_lossy().into_owned())
+        };
+        let proposed = match self.job.is_root() {
+            true => targets
+                .first()
+                .and_then(|t| top(&t.dst))
+                .unwrap_or_default(),
+            false => String::new(),
+        };
+        let dir = comm::bcast_bytes(self.job.world(), 0, proposed.into_bytes());
+        let dir = String::from_utf8(dir).unwrap_or_default();
+        let fits = targets.iter().all(|t| top(&t.dst).as_deref() == Some(&dir));
+        if self.job.all(!dir.is_empty() && fits) {
+            self.prefix
+                .note_in_flush_file("the dataset's directory in the flush file", |f| {
+                    f.set_dir(id, &dir)
+                });
+        }
+    }
+
     /// SCR_Init: a flush a previous run began and never finished (the flush file still says
     /// FLUSHING: a rank killed mid-copy) may have left temporaries of its copies on the
     /// prefix. Every rank removes them from the directories its own files of such a dataset
@@ -129,7 +163,8 @@ impl Flush<'_> {
     pub(super) fn sweep_interrupted(&self) {
         let prefix_dir = self.prefix.path();
         let mut dirs = std::collections::BTreeSet::new();
-        for id in self.prefix.interrupted_flushes(self.job) {
+        let interrupted = self.prefix.interrupted_flushes(self.job);
+        for &id in &interrupted {
             for target in self.cache.flush_targets(id).unwrap_or_default() {
                 // (not the prefix itself, which others may share: SCR's temporaries of a
                 // dataset are in the directories below it)
@@ -149,6 +184,15 @@ impl Flush<'_> {
             for dir in &dirs {
                 prefix.remove_temporaries(dir);
             }
+        }
+        // what a job of another id left (its cache is not this job's to read) is found by
+        // the dataset's directory the flush file records; an agent of the last run may still
+        // be copying there, so nothing is swept while any node's agent runs
+        let agents_gone = self.job.all(!super::async_flush::node_agent_alive(self));
+        if !interrupted.is_empty() && agents_gone {
+            self.prefix.note("what a flush cut short left", |prefix| {
+                sweep_abandoned_flushes(prefix, &interrupted)
+            });
         }
         self.job.barrier();
     }
@@ -402,6 +446,32 @@ impl Flush<'_> {
         }
         dirs.iter().try_for_each(|d| io::sync_dir(d))
     }
+}
+
+/// Rank 0 at SCR_Init: removes what the flushes the flush file still calls FLUSHING
+/// (`interrupted`) left below their datasets' recorded directories, unless one committed
+/// (its records wait for [`scr::prefix::placing::recover`]), and the flush file stops
+/// calling them FLUSHING.
+fn sweep_abandoned_flushes(prefix: &Path, interrupted: &[u64]) -> Result<()> {
+    let flush = scr::flush::FlushFile::read(&layout::flush_file(prefix))?;
+    let mut swept = Vec::new();
+    for &id in interrupted {
+        let Some(dir) = flush.dir(id) else { continue };
+        // a directory of the user's below the prefix, never SCR's own
+        if rank2file::check_relative(dir).is_err()
+            || layout::refuse_reserved(Path::new(dir), "a dataset directory").is_err()
+            || scr::prefix::placing::pending(prefix, id)
+        {
+            continue;
+        }
+        scr::prefix::placing::sweep_abandoned(prefix, Path::new(dir))?;
+        swept.push(id);
+    }
+    scr::prefix::update_flush_file(prefix, |f| {
+        for &id in &swept {
+            f.unset_location(id, Location::Flushing);
+        }
+    })
 }
 
 /// Logs a flush or fetch of dataset `id` that started at `started`: its size, time and

@@ -115,10 +115,22 @@ impl PrefixStore {
         let name = flush
             .name(stranded)
             .map_or_else(|| layout::dataset_dir_name(stranded), str::to_string);
+        let prefix = self.path.display();
+        if scr::prefix::placing::pending(&self.path, stranded) {
+            // (its files are on the prefix; finishing its flush failed, as said above)
+            return Some(format!(
+                "SCR: the flush of {name} (dataset {stranded}) to the prefix {prefix} was cut short after every rank had copied its files, and could not be finished now: this run cannot restart from it; the next job tries again"
+            ));
+        }
+        let why = if flush.has_location(stranded, Location::Flushing) {
+            format!(
+                "its flush to the prefix {prefix} was cut short before every rank had copied its files, so it is only in that run's node caches"
+            )
+        } else {
+            format!("it is only in that run's node caches, not on the prefix {prefix}")
+        };
         Some(format!(
-            "SCR: {name} (dataset {stranded}) was written by an earlier run and is only in that run's node caches, not on the prefix {}: this run cannot restart from it. If those nodes still hold it, `scr postrun -p {}` run there with that job's SCR_JOB_ID drains it; a job launched through scr-run is drained when it ends, and SCR_FLUSH sets how often checkpoints reach the prefix",
-            self.path.display(),
-            self.path.display()
+            "SCR: {name} (dataset {stranded}) was written by an earlier run and {why}: this run cannot restart from it. If those nodes still hold it, `scr postrun -p {prefix}` run there with that job's SCR_JOB_ID drains it; a job launched through scr-run is drained when it ends, and SCR_FLUSH sets how often checkpoints reach the prefix"
         ))
     }
 
