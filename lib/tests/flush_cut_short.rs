@@ -316,11 +316,11 @@ fn killed_mid_copy(old: [&str; 2], new: &str) -> (Job, String) {
         format!("{} t=2 data=verified rc=0", old[1]),
         "{out}"
     );
+    assert_eq!(temporaries(&job), Vec::<PathBuf>::new(), "{out}");
     assert!(
         out.contains("was cut short before every rank had copied its files"),
         "{out}"
     );
-    assert_eq!(temporaries(&job), Vec::<PathBuf>::new(), "{out}");
     index_matches_the_files(&job);
     (job, out)
 }
