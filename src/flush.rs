@@ -167,6 +167,12 @@ impl FlushFile {
         self.flag(id, OUTPUT)
     }
 
+    /// Records the prefix subdirectory every file of `id` lies below (relative to the
+    /// prefix): where a flush of it that a kill cuts short leaves its copies.
+    pub fn set_dir(&mut self, id: u64, dir: &str) {
+        self.entry_mut(id).set_value(DIR, dir);
+    }
+
     /// The prefix subdirectory recorded for `id` (`scr_flush_file --subdir`).
     pub fn dir(&self, id: u64) -> Option<&str> {
         self.datasets_hash()?.get(&id.to_string())?.first_value(DIR)

@@ -15,6 +15,7 @@ use std::path::Path;
 
 mod delete;
 pub mod guard;
+pub mod placing;
 pub use delete::{
     Deletions, beyond_window, delete_dataset, delete_dataset_files, enforce_window, purge,
 };
@@ -112,7 +113,8 @@ pub fn publish(
 
 /// [`publish`] once the dataset's rank2file tree is written (the ranks of a flush write
 /// its leaves themselves): the summary, the index entry, `scr.current` and the flush
-/// file's PFS location, in that order. Returns a warning for the user when the
+/// file's PFS location, in that order; then older copies whose files it replaced leave the
+/// index ([`placing::retire_replaced`]). Returns a warning for the user when the
 /// `scr.current` link could not be set ([`update_current_link`]).
 ///
 /// A complete checkpoint becomes current only when no newer checkpoint a restart could
@@ -154,6 +156,16 @@ pub fn publish_written(
             f.unset_location(id, Location::Flushing);
             f.set_location(id, Location::Pfs);
         })?;
+    }
+    // older copies whose files this one replaced are no longer what their entries record
+    if complete && let Err(e) = placing::retire_replaced(prefix, id) {
+        let retire = format!(
+            "{name} is published, but older copies whose files it replaced stay indexed: {e}"
+        );
+        return Ok(Some(match warning {
+            Some(w) => format!("{w}; {retire}"),
+            None => retire,
+        }));
     }
     Ok(warning)
 }

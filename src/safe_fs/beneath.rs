@@ -351,6 +351,22 @@ impl Beneath {
         rustix::fs::fsync(&dir).map_err(|e| io_error(&path, "fsync the directory of", e))
     }
 
+    /// [`Beneath::place`] of a copy that may be in its place already (a flush that a kill
+    /// cut short, finished by whoever finds it): false when its temporary is gone.
+    pub fn place_if_waiting(&self, staged: &Staged) -> Result<bool> {
+        let (dir_rel, temp, _) = staged.names()?;
+        let Some(dir) = self.open_dir(dir_rel)? else {
+            return Ok(false);
+        };
+        match rustix::fs::statat(&dir, temp, AtFlags::SYMLINK_NOFOLLOW) {
+            Err(rustix::io::Errno::NOENT) => return Ok(false),
+            Err(e) => return Err(io_error(&self.root.join(&staged.temp), "inspect", e)),
+            Ok(_) => {}
+        }
+        self.place(staged)?;
+        Ok(true)
+    }
+
     /// Moves the file `from` to `to` (both below the root, on its file system), replacing
     /// whatever file stood at `to`; the directories on the way to `to` are created with
     /// `dir_mode` where missing, and `to`'s directory is fsynced. A drained dataset's files

@@ -322,6 +322,10 @@ fn drain_prefix(
     known_down: &HostSet,
     say: &mut dyn FnMut(&str),
 ) -> scr::Result<bool> {
+    // a flush the job's end cut short is finished, or undone, before the index is read
+    for said in scr::prefix::placing::recover(prefix) {
+        say(&said);
+    }
     let plan = DrainPlan::read_with_cached(prefix, cached)?;
     // what the caches hold and the drain leaves: a dataset a job ended while writing (a
     // restart's copy of one on the prefix is recorded as incomplete in cache too)

@@ -61,6 +61,7 @@ impl AsyncFlushes {
             .note_in_flush_file("the flush's start in the flush file", |f| {
                 f.set_location(id, Location::Flushing)
             });
+        flush.record_dataset_dir(id);
         // the node's limit is shared by its ranks
         let node_ranks = job.node_comm().size().max(1) as f64;
         let bytes_per_sec = settings.flush.async_bytes_per_sec as f64 / node_ranks;
@@ -353,6 +354,11 @@ fn copy_or_watch(
             transfer::copy_entry(transfer, e, buf, &mut throttle)?;
         }
     }
+}
+
+/// Whether this node's transfer agent runs (see [`agent_alive`]).
+pub(super) fn node_agent_alive(flush: &Flush) -> bool {
+    TransferFile::read(&transfer_file(flush)).is_ok_and(|t| agent_alive(&t))
 }
 
 /// Whether the node's transfer agent says it runs and its process is there (stopped or

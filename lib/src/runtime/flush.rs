@@ -16,7 +16,8 @@ use scr::flush::Location;
 use scr::hash::Hash;
 use scr::params::Settings;
 use scr::rank2file::{self, FileRecord, RankFiles};
-use scr::{Error, Result, io, layout, safe_fs};
+use scr::{Error, HashView, Result, io, layout, safe_fs};
+use std::path::Path;
 use std::time::Instant;
 
 /// What a flush needs: the job to do it with, the cache it copies from, the prefix it
@@ -39,6 +40,7 @@ impl Flush<'_> {
             .note_in_flush_file("the flush's start in the flush file", |f| {
                 f.set_location(id, Location::Flushing)
             });
+        self.record_dataset_dir(id);
         self.job.barrier();
         let started = Instant::now();
         let want_crc = self.settings.crc.on_flush;
@@ -122,6 +124,38 @@ impl Flush<'_> {
         comm::bcast_u64(node, 0, node_start) + comm::exclusive_sum_u64(node, my_bytes)
     }
 
+    /// Records in the flush file the prefix subdirectory every file of dataset `id` lies
+    /// below, when there is one: rank 0's first file's top directory, if every rank's files
+    /// are below it. A flush of the dataset that a kill cuts short leaves its copies there,
+    /// and the next job, whatever its job id, finds them by it. Collective.
+    pub(super) fn record_dataset_dir(&self, id: u64) {
+        let prefix = self.prefix.path();
+        let targets = self.cache.flush_targets(id).unwrap_or_default();
+        let top = |dst: &Path| -> Option<String> {
+            let mut parts = dst.strip_prefix(prefix).ok()?.components();
+            let first = parts.next()?;
+            // (a file right in the prefix has no directory of its dataset's own)
+            parts.next()?;
+            Some(first.as_os_str().to_string_lossy().into_owned())
+        };
+        let proposed = match self.job.is_root() {
+            true => targets
+                .first()
+                .and_then(|t| top(&t.dst))
+                .unwrap_or_default(),
+            false => String::new(),
+        };
+        let dir = comm::bcast_bytes(self.job.world(), 0, proposed.into_bytes());
+        let dir = String::from_utf8(dir).unwrap_or_default();
+        let fits = targets.iter().all(|t| top(&t.dst).as_deref() == Some(&dir));
+        if self.job.all(!dir.is_empty() && fits) {
+            self.prefix
+                .note_in_flush_file("the dataset's directory in the flush file", |f| {
+                    f.set_dir(id, &dir)
+                });
+        }
+    }
+
     /// SCR_Init: a flush a previous run began and never finished (the flush file still says
     /// FLUSHING: a rank killed mid-copy) may have left temporaries of its copies on the
     /// prefix. Every rank removes them from the directories its own files of such a dataset
@@ -129,7 +163,8 @@ impl Flush<'_> {
     pub(super) fn sweep_interrupted(&self) {
         let prefix_dir = self.prefix.path();
         let mut dirs = std::collections::BTreeSet::new();
-        for id in self.prefix.interrupted_flushes(self.job) {
+        let interrupted = self.prefix.interrupted_flushes(self.job);
+        for &id in &interrupted {
             for target in self.cache.flush_targets(id).unwrap_or_default() {
                 // (not the prefix itself, which others may share: SCR's temporaries of a
                 // dataset are in the directories below it)
@@ -150,15 +185,28 @@ impl Flush<'_> {
                 prefix.remove_temporaries(dir);
             }
         }
+        // what a job of another id left (its cache is not this job's to read) is found by
+        // the dataset's directory the flush file records; an agent of the last run may still
+        // be copying there, so nothing is swept while any node's agent runs
+        let agents_gone = self.job.all(!super::async_flush::node_agent_alive(self));
+        if !interrupted.is_empty() && agents_gone {
+            self.prefix.note("what a flush cut short left", |prefix| {
+                sweep_abandoned_flushes(prefix, &interrupted)
+            });
+        }
         self.job.barrier();
     }
 
-    /// The end of every flush, synchronous or not: when every rank copied its files
-    /// (`copied` is this rank's outcome; `staged`, its copies waiting beside their places),
-    /// each rank puts its copies in their places, the ranks write the dataset's rank2file
-    /// tree and rank 0 publishes the dataset; otherwise each rank removes its copies, what
-    /// stands at their places (an older checkpoint's files at the same paths) stays as it
-    /// was, and the flush file stops saying FLUSHING. Collective; returns whether published.
+    /// The end of every flush, synchronous or not, in the order that keeps the prefix
+    /// restartable however it is cut short (see [`scr::prefix::placing`]): when every rank
+    /// copied its files (`copied` is this rank's outcome; `staged`, its copies waiting
+    /// beside their places), the ranks record where their copies wait and write the
+    /// dataset's rank2file tree, rank 0 writes its summary (the commit), each rank puts its
+    /// copies in their places, and rank 0 publishes the dataset and forgets the records.
+    /// Before the commit, a failure removes the copies: what stands at their places (an
+    /// older checkpoint's files at the same paths) stays as it was, and the flush file
+    /// stops saying FLUSHING. After it, rank 0 places what a rank could not. Collective;
+    /// returns whether published.
     pub(super) fn publish(
         &self,
         id: u64,
@@ -170,49 +218,55 @@ impl Flush<'_> {
             copied,
             &format!("another rank could not copy its files of dataset {id}"),
         );
-        let placed = match copied {
-            Ok(()) => {
-                let placed = self.place(&staged);
-                if let Err(e) = &placed {
-                    say!(
-                        "SCR: ERROR: rank {}: flush of dataset {id}: {e}",
-                        self.job.rank
-                    );
-                }
-                self.job.agree(
-                    placed,
-                    &format!("another rank could not put its files of dataset {id} in place"),
-                )
-            }
-            Err(e) => {
-                self.discard(&staged);
-                Err(e)
-            }
-        };
-        if placed.is_err() {
+        let desc = self.cache.dataset(id);
+        let committed = copied.and_then(|()| {
+            let leaves = self.write_rank2file_leaves(id, records, &staged)?;
+            let ranks = self.job.ranks;
+            self.prefix.agreed(
+                self.job,
+                &format!("committing dataset {id} on the prefix"),
+                |prefix| {
+                    // the leaves' entries are read here, where a failure is every rank's
+                    let entries = leaves
+                        .iter()
+                        .map(|bytes| rank2file::unpack_entry(bytes).map_err(failure))
+                        .collect::<Result<Vec<_>>>()?;
+                    rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), ranks, entries)?;
+                    scr::prefix::placing::commit(prefix, id, &desc)
+                },
+            )
+        });
+        if committed.is_err() {
+            self.discard(&staged);
+            self.prefix.note("the abandoned flush's records", |prefix| {
+                scr::prefix::placing::abandon(prefix, id)
+            });
             self.prefix
                 .note_in_flush_file("the flush's end in the flush file", |f| {
                     f.unset_location(id, Location::Flushing)
                 });
             return Ok(false);
         }
-        let leaves = self.write_rank2file_leaves(id, records)?;
-        let ranks = self.job.ranks;
+        let placed = self.place(&staged);
+        if let Err(e) = &placed {
+            say!(
+                "SCR: ERROR: rank {}: flush of dataset {id}: {e}; rank 0 puts its files in place",
+                self.job.rank
+            );
+        }
+        let all_placed = self.job.all(placed.is_ok());
         let keep = self.settings.prefix.size;
-        let desc = self.cache.dataset(id);
         self.prefix.agreed(
             self.job,
             &format!("publishing dataset {id} on the prefix"),
             |prefix| {
-                // the leaves' entries are read here, where a failure is every rank's
-                let entries = leaves
-                    .iter()
-                    .map(|bytes| rank2file::unpack_entry(bytes).map_err(failure))
-                    .collect::<Result<Vec<_>>>()?;
-                rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), ranks, entries)?;
+                if !all_placed {
+                    scr::prefix::placing::place_recorded(prefix, id)?;
+                }
                 if let Some(w) = scr::prefix::publish_written(prefix, id, &desc, true)? {
                     say!("SCR: WARNING: {w}");
                 }
+                scr::prefix::placing::clear(prefix, id)?;
                 // the dataset is published; an older one that cannot be deleted stays (said)
                 let done = scr::prefix::enforce_window(prefix, keep);
                 say_deletions(&done, &format!("SCR_PREFIX_SIZE={keep}"));
@@ -229,7 +283,12 @@ impl Flush<'_> {
     /// (returned there, empty elsewhere), for the levels above. No rank receives more than a leaf's lists and the leaves' entries, where
     /// gathering every list on rank 0 grows with the job. Collective; fails on every rank
     /// when a leaf could not be written.
-    fn write_rank2file_leaves(&self, id: u64, records: Vec<FileRecord>) -> Result<Vec<Vec<u8>>> {
+    fn write_rank2file_leaves(
+        &self,
+        id: u64,
+        records: Vec<FileRecord>,
+        staged: &[safe_fs::Staged],
+    ) -> Result<Vec<Vec<u8>>> {
         let (world, rank) = (self.job.world(), self.job.rank);
         let mut mine = RankFiles::new();
         mine.insert(rank, records);
@@ -251,6 +310,9 @@ impl Flush<'_> {
             .split_by_color_with_key(color, rank as i32)
             .expect("a color was given");
         let lists = comm::gather_bytes(&leaf_comm, 0, &leaf);
+        // where each rank's copies wait, recorded beside its leaf (the commit's records)
+        let copies =
+            comm::gather_bytes(&leaf_comm, 0, &scr::prefix::placing::to_hash(staged).pack());
         let writer = leaf_comm.rank() == 0;
         let written = if writer {
             let prefix = self.prefix.path();
@@ -266,6 +328,13 @@ impl Flush<'_> {
                     &layout::dataset_meta_dir(prefix, id),
                     layout::DIR_MODE,
                 )?;
+                let mut waiting = Hash::new();
+                for bytes in &copies {
+                    let h = Hash::unpack(bytes)
+                        .map_err(|e| Error::corrupt(format!("rank copy list: {e}")))?;
+                    scr::prefix::placing::merge(&mut waiting, &h);
+                }
+                scr::prefix::placing::write_record(prefix, id, rank, &waiting)?;
                 rank2file::write_leaf(prefix, &layout::dataset_meta_rel(id), &map)
             })()
         } else {
@@ -294,20 +363,14 @@ impl Flush<'_> {
         Ok(entries)
     }
 
-    /// Puts this rank's staged copies in their places; on an error, those not placed yet
-    /// are removed.
+    /// Puts this rank's staged copies in their places. On an error, those not placed yet
+    /// keep waiting: the flush committed, and rank 0 places them from the records.
     fn place(&self, staged: &[safe_fs::Staged]) -> Result<()> {
         if staged.is_empty() {
             return Ok(());
         }
         let prefix = safe_fs::Beneath::open(self.prefix.path())?;
-        for (i, s) in staged.iter().enumerate() {
-            if let Err(e) = prefix.place(s) {
-                self.discard(&staged[i..]);
-                return Err(e);
-            }
-        }
-        Ok(())
+        staged.iter().try_for_each(|s| prefix.place(s))
     }
 
     /// Removes this rank's staged copies of a flush that is not published (their places
@@ -412,6 +475,32 @@ impl Flush<'_> {
 fn read_back_as_a_restart(prefix: &std::path::Path, path: &std::path::Path) -> Result<()> {
     let (root, rel) = safe_fs::below(prefix, path)?;
     safe_fs::Beneath::open(&root)?.open_file(&rel).map(drop)
+}
+
+/// Rank 0 at SCR_Init: removes what the flushes the flush file still calls FLUSHING
+/// (`interrupted`) left below their datasets' recorded directories, unless one committed
+/// (its records wait for [`scr::prefix::placing::recover`]), and the flush file stops
+/// calling them FLUSHING.
+fn sweep_abandoned_flushes(prefix: &Path, interrupted: &[u64]) -> Result<()> {
+    let flush = scr::flush::FlushFile::read(&layout::flush_file(prefix))?;
+    let mut swept = Vec::new();
+    for &id in interrupted {
+        let Some(dir) = flush.dir(id) else { continue };
+        // a directory of the user's below the prefix, never SCR's own
+        if rank2file::check_relative(dir).is_err()
+            || layout::refuse_reserved(Path::new(dir), "a dataset directory").is_err()
+            || scr::prefix::placing::pending(prefix, id)
+        {
+            continue;
+        }
+        scr::prefix::placing::sweep_abandoned(prefix, Path::new(dir))?;
+        swept.push(id);
+    }
+    scr::prefix::update_flush_file(prefix, |f| {
+        for &id in &swept {
+            f.unset_location(id, Location::Flushing);
+        }
+    })
 }
 
 /// Logs a flush or fetch of dataset `id` that started at `started`: its size, time and

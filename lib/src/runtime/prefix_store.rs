@@ -117,16 +117,27 @@ impl PrefixStore {
         let name = flush
             .name(stranded)
             .map_or_else(|| layout::dataset_dir_name(stranded), str::to_string);
+        let prefix = self.path.display();
         if unrecovered.contains(&stranded) {
             return Some(format!(
-                "SCR: {name} (dataset {stranded}) could not be recovered from this job's caches (said above) and is not on the prefix {}: this run cannot restart from it",
-                self.path.display()
+                "SCR: {name} (dataset {stranded}) could not be recovered from this job's caches (said above) and is not on the prefix {prefix}: this run cannot restart from it"
             ));
         }
+        if scr::prefix::placing::pending(&self.path, stranded) {
+            // (its files are on the prefix; finishing its flush failed, as said above)
+            return Some(format!(
+                "SCR: the flush of {name} (dataset {stranded}) to the prefix {prefix} was cut short after every rank had copied its files, and could not be finished now: this run cannot restart from it; the next job tries again"
+            ));
+        }
+        let why = if flush.has_location(stranded, Location::Flushing) {
+            format!(
+                "its flush to the prefix {prefix} was cut short before every rank had copied its files, so it is only in that run's node caches"
+            )
+        } else {
+            format!("it is only in that run's node caches, not on the prefix {prefix}")
+        };
         Some(format!(
-            "SCR: {name} (dataset {stranded}) was written by an earlier run and is only in that run's node caches, not on the prefix {}: this run cannot restart from it. If those nodes still hold it, `scr postrun -p {}` run there with that job's SCR_JOB_ID drains it; a job launched through scr-run is drained when it ends, and SCR_FLUSH sets how often checkpoints reach the prefix",
-            self.path.display(),
-            self.path.display()
+            "SCR: {name} (dataset {stranded}) was written by an earlier run and {why}: this run cannot restart from it. If those nodes still hold it, `scr postrun -p {prefix}` run there with that job's SCR_JOB_ID drains it; a job launched through scr-run is drained when it ends, and SCR_FLUSH sets how often checkpoints reach the prefix"
         ))
     }
 
@@ -155,7 +166,9 @@ impl PrefixStore {
     /// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration),
     /// refusing one everyone may write unless `shared` (SCR_PREFIX_SHARED), warning when the
     /// prefix is someone else's and refusing one whose index vanished while datasets SCR
-    /// flushed are still there; its failure fails SCR_Init on every rank. Collective.
+    /// flushed are still there, and finishes the flushes a kill cut short before anything
+    /// reads the index ([`scr::prefix::placing::recover`]); its failure fails SCR_Init on
+    /// every rank. Collective.
     pub(super) fn prepare(&self, job: &Job, shared: bool) -> Result<()> {
         let prepared = if self.root {
             safe_fs::check_prefix_mode(&self.path)
@@ -174,6 +187,7 @@ impl PrefixStore {
                     )
                 })
                 .and_then(|()| crate::config_api::keep(&self.path))
+                .map(|()| say_recovered(&self.path))
         } else {
             Ok(())
         };
@@ -198,6 +212,15 @@ impl PrefixStore {
             written,
             "rank 0 could not write the nodes file on the prefix",
         )
+    }
+}
+
+/// Finishes the flushes on `prefix` that a kill cut short ([`scr::prefix::placing`]) and
+/// says what became of each; one that cannot be finished is a warning (the next job tries
+/// again), never a failed SCR_Init.
+fn say_recovered(prefix: &Path) {
+    for said in scr::prefix::placing::recover(prefix) {
+        say!("SCR: {said}");
     }
 }
 
