@@ -57,9 +57,17 @@ pub fn record_started(prefix: &Path, id: u64) -> Result<()> {
     if last_started(prefix) >= id {
         return Ok(());
     }
+    // under the record's lock: two jobs recording at once keep the larger id
+    let path = ids_file(prefix);
+    let (lock, old) = io::LockedHashFile::open(&path, io::PRIVATE_FILE, 4096)?;
+    let recorded = old
+        .first_value(LAST)
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&last| last <= MAX_ID)
+        .unwrap_or(0);
     let mut h = Hash::new();
-    h.set_value(LAST, id);
-    io::write_hash_file(&ids_file(prefix), &h)
+    h.set_value(LAST, id.max(recorded));
+    lock.write_and_unlock(&h)
 }
 
 #[cfg(test)]

@@ -536,6 +536,7 @@ impl LockedHashFile {
         holding: &mut dyn FnMut(Option<u32>),
     ) -> Result<(Self, Hash)> {
         let lock = lock_within_watching(&lock_file_of(path), PRIVATE_FILE, wait, holding)?;
+        remove_dead_writers_temporaries(path);
         let hash = match open_regular_no_link(path) {
             Ok(mut file) => decode_open_file(path, &mut file, true, max_bytes)?.0,
             Err(e) if e.is_not_found() => Hash::new(),
@@ -557,6 +558,27 @@ impl LockedHashFile {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Removes the temporaries of `path` that writers killed between writing and renaming left
+/// (`.<name>.tmp.<pid>.<n>`, [`temporary_name`]). Called holding `path`'s lock: every writer
+/// of a locked state file holds that lock from its temporary's creation to its rename, so
+/// no temporary of one still being written exists while another holds it.
+fn remove_dead_writers_temporaries(path: &Path) {
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    let dir = parent_dir(path);
+    let start = format!(".{name}.tmp.");
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&start) {
+            // unlink removes a name, never what a link names; one already gone is fine
+            let _ = fs::remove_file(entry.path());
+        }
     }
 }
 

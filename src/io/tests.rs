@@ -168,3 +168,21 @@ fn no_open_flag_is_a_literal() {
     }
     assert!(offending.is_empty(), "{offending:#?}");
 }
+
+#[test]
+fn a_locked_update_removes_what_killed_writers_of_its_file_left_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index.scr");
+    // what a writer killed between writing and renaming leaves, and look-alikes
+    let dead = dir.path().join(".index.scr.tmp.4242.7");
+    let another_files = dir.path().join(".flush.scr.tmp.4242.8");
+    let not_a_temporary = dir.path().join(".index.scr.lock.keep");
+    for f in [&dead, &another_files, &not_a_temporary] {
+        std::fs::write(f, b"half written").unwrap();
+    }
+    let (lock, hash) = LockedHashFile::open(&index, 0o600, 4096).unwrap();
+    assert!(hash.is_empty());
+    assert!(!dead.exists(), "the killed writer's temporary is removed");
+    lock.write_and_unlock(&Hash::new()).unwrap();
+    assert!(another_files.exists() && not_a_temporary.exists());
+}

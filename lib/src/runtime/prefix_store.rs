@@ -204,7 +204,16 @@ impl PrefixStore {
     /// SCR_Init on every rank. Collective.
     pub(super) fn write_nodes_file(&self, job: &Job) -> Result<()> {
         let written = if self.root {
-            NodesFile::with_nodes(job.nodes).write(&layout::nodes_file(&self.path))
+            // locked as every state file's writer is, so a writer killed mid-write leaves
+            // a temporary the next one removes
+            NodesFile::update(
+                &layout::nodes_file(&self.path),
+                scr::io::PRIVATE_FILE,
+                |n| {
+                    *n = NodesFile::with_nodes(job.nodes);
+                    Ok(())
+                },
+            )
         } else {
             Ok(())
         };
