@@ -90,6 +90,10 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
             ("SCR_FLUSH", "1"),
             ("SCR_FLUSH_ASYNC", "1"),
             ("SCR_FLUSH_ASYNC_STALL", "1"),
+            // each agent's copy of a checkpoint takes 4 s: stopped within that time, however
+            // late a loaded machine lets the stopper look, no agent has finished both
+            // checkpoints' files, so the ranks take one over
+            ("SCR_FLUSH_ASYNC_BW", "500000"),
             ("TEST_API_SLEEP_MS", "500"),
             ("SCR_RUNS", "1"),
         ],
