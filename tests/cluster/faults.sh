@@ -115,8 +115,13 @@ submit() { # LOG PREFIX [VAR=VALUE…]: one job of checkpoints of $round_size by
   local log=$1 prefix=$2; shift 2
   echo "faults: submitting the job" >> "$log"
   (cd "$prefix" && env "${common_env[@]}" "$@" SCR_PREFIX="$prefix" \
-    timeout 150 salloc --no-kill -N5 "$J/bin/scr-run" srun -N4 -n4 "${app[@]}" "$round_size" "$ckpts") \
-    >> "$log" 2>&1
+    timeout "$job_timeout" salloc --no-kill -N5 "$J/bin/scr-run" srun -N4 -n4 "${app[@]}" "$round_size" "$ckpts") \
+    >> "$log" 2>&1 || {
+    local status=$?
+    # the campaign's own bound, not the fault, ended it: said, so a round over budget tells
+    [ $status -ne 124 ] || echo "faults: the job ran past the campaign's bound of $job_timeout s" >> "$log"
+    return $status
+  }
 }
 
 # The newest checkpoint the application saw complete in LOG (0: none), from its own words
@@ -362,10 +367,13 @@ for r in $(seq 1 "$rounds"); do
   log=$J/logs/round$r.$kind.log
   if [ "$kind" = prefix-full ]; then prefix=$FULL/prefix; else prefix=$J/prefix; fi
   rm -rf "$J/prefix" "$FULL/prefix" "$FULL/filler" "$J/round.over"; mkdir -p "$prefix"
-  extra=() round_size=$size
+  extra=() round_size=$size job_timeout=150
   case $kind in
-    # big enough that the drain takes a while: the kill must find it running
-    drain) extra=(SCR_FLUSH=0 SCR_FILE_BUF_SIZE=65536) round_size=134217728 ;;
+    # big enough that the drain takes a while: the kill must find it running; twelve such
+    # checkpoints with XOR and CRCs take a minute on an idle machine and several on a
+    # loaded one, where 150 s cut the job short and counted a resubmission against the
+    # drain
+    drain) extra=(SCR_FLUSH=0 SCR_FILE_BUF_SIZE=65536) round_size=134217728 job_timeout=900 ;;
     agent-kill|agent-stop) extra=(SCR_FLUSH_ASYNC=1 SCR_FLUSH_ASYNC_STALL=2) ;;
   esac
   inject "$kind" "$node" "$delay" "$log" "$prefix" &
