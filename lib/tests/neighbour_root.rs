@@ -191,20 +191,7 @@ fn root_s_queries_of_a_user_s_prefix_follow_none_of_the_user_s_links() {
         (&["halt", "--list", p], "ROOTS_SECRET"),
         (&["halt-cntl", "-f", halt_file, "-l"], "ROOTS_SECRET"),
     ];
-    let as_user = |script: &str| {
-        let o = Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "sh",
-                "-c",
-            ])
-            .arg(script)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{script}: {}", text(&o));
-    };
+    let as_user = common::neighbour::as_nobody;
     let hidden = prefix.join(".scr");
     // links in a real `.scr`, to root's files
     as_user(&format!(
