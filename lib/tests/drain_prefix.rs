@@ -159,19 +159,7 @@ fn postrun_names_a_dataset_left_unfinished_in_cache() {
 #[test]
 fn postrun_names_a_checkpoint_killed_in_its_encoding_once_and_never_tries_it() {
     let job = steps_job();
-    let out = job.run_on(
-        Some(HOSTS),
-        4,
-        &["init", "ckpt=ckpt.1:1", "ckpt=ckpt.2:2", "quit"],
-        &[
-            ("SCR_COPY_TYPE", "XOR"),
-            ("SCR_CACHE_SIZE", "2"),
-            ("SCR_FLUSH", "0"),
-            // rank 1 dies in its second encoding: ckpt.2's
-            ("SCR_TEST_FAULT", "encode@1#2!"),
-        ],
-    );
-    assert!(!out.status.success(), "rank 1 was killed: {}", text(&out));
+    kill_a_rank_encoding_the_second_checkpoint(&job);
     let (code, out) = postrun_in(&job, &job.prefix());
     assert_eq!(code, Some(0), "{out}");
     let said: Vec<&str> = out.lines().filter(|l| l.contains("ckpt.2")).collect();

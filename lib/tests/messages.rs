@@ -445,18 +445,7 @@ fn a_node_lost_under_cache_bypass_loses_nothing_and_is_not_reported_lost() {
 #[test]
 fn a_checkpoint_killed_in_its_encoding_is_told_never_completed() {
     let job = steps_job();
-    let out = job.run_on(
-        Some(HOSTS),
-        4,
-        &["init", "ckpt=ckpt.1:1", "ckpt=ckpt.2:2", "quit"],
-        &[
-            ("SCR_COPY_TYPE", "XOR"),
-            ("SCR_CACHE_SIZE", "2"),
-            ("SCR_FLUSH", "0"),
-            ("SCR_TEST_FAULT", "encode@1#2!"),
-        ],
-    );
-    assert!(!out.status.success(), "rank 1 was killed: {}", text(&out));
+    kill_a_rank_encoding_the_second_checkpoint(&job);
     let out = job.run_on(
         Some(HOSTS),
         4,

@@ -615,6 +615,24 @@ pub fn steps_job() -> Job {
     Job::with_c_program("guide_steps.c")
 }
 
+/// Runs a [`steps_job`] on 4 ranks of nodes n1…n4 (XOR, nothing flushed) writing ckpt.1 and
+/// ckpt.2, with rank 1 killed in its encoding of ckpt.2's parity: every rank's files of
+/// ckpt.2 written, its parity never finished, no rank's Complete returned.
+pub fn kill_a_rank_encoding_the_second_checkpoint(job: &Job) {
+    let out = job.run_on(
+        Some("n1,n2,n3,n4"),
+        4,
+        &["init", "ckpt=ckpt.1:1", "ckpt=ckpt.2:2", "quit"],
+        &[
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_CACHE_SIZE", "2"),
+            ("SCR_FLUSH", "0"),
+            ("SCR_TEST_FAULT", "encode@1#2!"),
+        ],
+    );
+    assert!(!out.status.success(), "rank 1 was killed: {}", text(&out));
+}
+
 /// Runs a [`steps_job`] on 2 ranks that writes checkpoints `ckpt.1` … `ckpt.n` (timestep t
 /// in `ckpt.t`) and quits.
 pub fn write_steps_checkpoints(job: &Job, n: u32, env: &[(&str, &str)]) -> String {
