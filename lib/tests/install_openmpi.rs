@@ -87,7 +87,7 @@ fn an_open_mpi_install_in_lib64_restarts_under_open_mpi() {
              printf 'scr=%s\\n' \"$(command -v scr)\"\n\
              printf 'pkg-config=%s\\n' \"$(pkg-config --libs scr)\"\n\
              printf 'man=%s\\n' \"$(man -w scr_srun)\"\n\
-             printf 'python=%s\\n' \"$(python3 -c 'import scr; print(scr._lib_path)')\"\n\
+             printf 'python=%s\\n' \"$(/usr/bin/python3 -c 'import scr; print(scr._lib_path)')\"\n\
              module unload scr\n\
              printf 'unloaded=%s\\n' \"$PATH\"\n",
             apps = quoted(&apps),
