@@ -203,6 +203,9 @@ impl Env {
         t: &mut Transcript,
         ops: &mut BTreeMap<String, u64>,
     ) -> Checked<()> {
+        // what the prefix and caches were, should SCR_Init refuse the job and change nothing
+        let before = s.model.clone();
+        let may_refuse = s.model.init_may_refuse(spec.ranks);
         s.model.begin_run(spec.ranks);
         let candidates = s.model.candidates(spec.ranks, spec.config.reshape);
         let mut args: Vec<String> = s
@@ -271,6 +274,16 @@ impl Env {
                 .find_map(|l| l.strip_prefix(head))
                 .map(str::to_string)
         };
+        if !status.success()
+            && may_refuse
+            && out.contains("of a job of another size")
+            && out.contains("could not drain it to")
+        {
+            // the refusal the model allows ([`crate::model::Model::init_may_refuse`])
+            s.model = before;
+            *ops.entry("init-refused".into()).or_default() += 1;
+            return Ok(());
+        }
         if !status.success() || said("end").is_none() {
             return Err((
                 "run",

@@ -136,6 +136,21 @@ impl Model {
         self.ckpts.last().map_or(1, |c| c.serial + 1)
     }
 
+    /// Whether SCR_Init of a job of `ranks` ranks may refuse to run: README, "Beyond SCR:
+    /// restart on another number of ranks" — a checkpoint only in cache written by a job of
+    /// another size is drained by the new job's SCR_Init first; one whose writers' files the
+    /// job cannot reach whole (its nodes are fewer than the writers', or a node of them was
+    /// lost) is not discarded: SCR_Init stops the job, saying how to keep it or go on.
+    pub fn init_may_refuse(&self, ranks: u32) -> bool {
+        self.cache_ranks.is_some_and(|r| r != ranks)
+            && self.ckpts.iter().any(|c| {
+                c.writers != ranks
+                    && c.cache != Avail::No
+                    && c.prefix != Avail::Yes
+                    && (self.nodes(ranks) < self.nodes(c.writers) || c.losses > 0)
+            })
+    }
+
     /// SCR_Init of a job of `ranks` ranks: a cache written by a job of another size is
     /// drained to the prefix and discarded.
     pub fn begin_run(&mut self, ranks: u32) {
