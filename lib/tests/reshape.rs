@@ -216,6 +216,22 @@ fn the_file_list_names_what_a_rank_may_route() {
     assert_eq!(files_read(&out, 2), 0, "{out}");
 }
 
+/// Four ranks of a program that checkpoints without SCR write ckpt.1 … ckpt.5 in the
+/// prefix (lib/tests/c/plain_checkpoint.c).
+fn write_without_scr(job: &Job) {
+    let plain = build_c(
+        job.dir.path(),
+        &workspace().join("lib/tests/c/plain_checkpoint.c"),
+        "plain_checkpoint",
+    );
+    let out = Mpi::current()
+        .launch(None, 4, 60, &plain, &[SIZE, "5"])
+        .current_dir(job.prefix())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 /// Bootstrap (beyond SCR: LLNL/scr issue 232): a simulation that wrote its checkpoints
 /// without SCR turns SCR on mid-run. SCR_CURRENT names its newest checkpoint directory;
 /// SCR adopts it, the restart API serves it (any rank may read any of its files), and SCR
@@ -224,17 +240,7 @@ fn the_file_list_names_what_a_rank_may_route() {
 fn a_checkpoint_written_without_scr_is_adopted_and_scr_takes_over() {
     for ranks in [4u32, 3] {
         let job = Job::new();
-        let plain = build_c(
-            job.dir.path(),
-            &workspace().join("lib/tests/c/plain_checkpoint.c"),
-            "plain_checkpoint",
-        );
-        let out = Mpi::current()
-            .launch(None, 4, 60, &plain, &[SIZE, "5"])
-            .current_dir(job.prefix())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
+        write_without_scr(&job);
         let named = [("SCR_CURRENT", "ckpt.5"), ("SCR_FLUSH", "1")];
         let out = run_ok_on(&job, &hosts(ranks), ranks, &[SIZE, "1"], &named);
         assert!(
@@ -266,17 +272,7 @@ fn a_checkpoint_written_without_scr_is_adopted_and_scr_takes_over() {
 fn a_file_of_an_adopted_checkpoint_changed_after_its_adoption_is_not_served() {
     for ranks in [1u32, 2] {
         let job = Job::new();
-        let plain = build_c(
-            job.dir.path(),
-            &workspace().join("lib/tests/c/plain_checkpoint.c"),
-            "plain_checkpoint",
-        );
-        let out = Mpi::current()
-            .launch(None, 4, 60, &plain, &[SIZE, "5"])
-            .current_dir(job.prefix())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
+        write_without_scr(&job);
         let named = [("SCR_CURRENT", "ckpt.5")];
         let out = run_ok_on(&job, &hosts(ranks), ranks, &[SIZE, "0"], &named);
         assert!(
