@@ -454,8 +454,11 @@ impl Model {
             let c = &mut self.ckpts[i];
             let may_be_current = operator_current == Some(c.serial);
             if sure_newer >= window && how == Avail::Yes && !may_be_current {
+                // gone either way: deleted if it was complete there; a copy that may be
+                // incomplete (a drain that could not finish it) is no checkpoint the window
+                // counts or deletes (README: "complete checkpoints beyond the newest N")
+                c.window_deleted = c.prefix == Avail::Yes;
                 c.prefix = Avail::No;
-                c.window_deleted = true;
             } else if maybe_newer >= window {
                 c.prefix = c.prefix.min(Avail::Maybe);
             }

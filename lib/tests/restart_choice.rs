@@ -170,3 +170,32 @@ fn a_failed_fetch_of_the_newer_checkpoint_falls_back_to_the_cached_one() {
         "{out}"
     );
 }
+
+/// api.rst, "SCR_Complete_restart": after a failed restart SCR loads the next most recent
+/// checkpoint. When that one is both in cache (SCR_Init rebuilt it) and on the prefix, the
+/// cached copy is loaded: the prefix copy may be damaged where the cached one is whole, and
+/// fetching it first would delete the good cached copy before finding out.
+#[test]
+fn after_a_failed_restart_the_next_older_checkpoint_comes_from_cache_before_the_prefix() {
+    let job = steps_job();
+    let env = [
+        ("SCR_COPY_TYPE", "SINGLE"),
+        ("SCR_FLUSH", "1"),
+        ("SCR_CACHE_SIZE", "2"),
+    ];
+    write_steps_checkpoints(&job, 2, &env);
+    // a byte of ckpt.1's prefix copy flipped: its fetch fails its CRC32
+    let damaged = job.prefix().join("ckpt.1/rank_1.ckpt");
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&damaged, bytes).unwrap();
+    let out = job.run_ok(2, &["init", "restart=reject", "restart", "quit"], &env);
+    assert_eq!(
+        answers(&out, "restart"),
+        [
+            "ckpt.2 t=2 data=verified rc=1",
+            "ckpt.1 t=1 data=verified rc=0"
+        ],
+        "{out}"
+    );
+}

@@ -407,7 +407,9 @@ impl Scr {
             }
             self.delete_cached(id);
             // the next most recent checkpoint: an older one still in cache (SCR_Init rebuilt
-            // it) unless the prefix has a newer one below the one that failed
+            // it) unless the prefix has a newer one below the one that failed; one that is
+            // both in cache and on the prefix comes from cache (the prefix copy may be damaged
+            // where the cached one is whole, and its fetch would delete the cached one first)
             let indexed = match self.job.is_root() {
                 true => IndexFile::read(&layout::index_file(self.prefix.path())).ok(),
                 false => None,
@@ -420,7 +422,7 @@ impl Scr {
             let mut below = id;
             loop {
                 let older = self.job.max(self.cache.newest_cached(below, true));
-                if older <= on_prefix {
+                if older < on_prefix || older == 0 {
                     break;
                 }
                 if self.recovery().recover(older)? {
