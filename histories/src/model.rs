@@ -131,6 +131,9 @@ pub struct Model {
     /// `scr index --drop` removed an entry since the last certain flush: the index may mark
     /// nothing current.
     pub current_may_be_unset: bool,
+    /// A flush that may have happened since the operator's `--current` published a newer
+    /// checkpoint, which may then be current instead.
+    pub operator_current_superseded: bool,
     /// The application's step in the run under way (the name of its next checkpoint is
     /// `ckpt.<step + 1>`).
     pub step: u32,
@@ -255,7 +258,11 @@ impl Model {
             {
                 // guide manage.rst (manage-11): --current NAME sets the dataset restarts start
                 // from; whether a newer cached one still comes first, the guide does not say
-                prefix = Avail::No;
+                prefix = if self.operator_current_superseded {
+                    prefix.min(Avail::Maybe)
+                } else {
+                    Avail::No
+                };
                 cache = cache.min(Avail::Maybe);
             }
             let mut status = cache.max(prefix);
@@ -509,13 +516,16 @@ impl Model {
     /// stays until the next one completes, so a checkpoint that fails never costs the last
     /// good one; one already on the prefix may go when the next one starts, as in v3.1
     /// (guide api.rst, api-51), since the prefix holds it (SPEC §4.4: never the *only*
-    /// complete copy).
+    /// complete copy). An older one beyond the newest SCR_CACHE_SIZE - 1 may go to make
+    /// room for the new dataset whether or not the prefix has it (guide config.rst,
+    /// config-28/29: at most SCR_CACHE_SIZE checkpoints in cache; SPEC §4.4 protects only
+    /// the newest): a run with a smaller SCR_CACHE_SIZE than the one before may evict it.
     fn make_room(&mut self, cache_size: u32) {
         let mut kept = 0;
         for c in self.ckpts.iter_mut().rev() {
             if c.cache != Avail::No && c.complete && !c.output {
                 kept += 1;
-                if kept >= cache_size && c.prefix != Avail::No {
+                if kept >= cache_size && (kept > 1 || c.prefix != Avail::No) {
                     c.cache = c.cache.min(Avail::Maybe);
                 }
             }
@@ -557,13 +567,18 @@ impl Model {
                 older.prefix = older.prefix.min(Avail::Maybe);
             }
         }
+        // SPEC §4.7 and README, "The drain": publishing makes the newest checkpoint current
+        // and never moves CURRENT backwards
+        if self.operator_current.is_some_and(|x| x < serial) {
+            if how == Avail::Yes {
+                self.operator_current = None;
+                self.operator_current_superseded = false;
+            } else {
+                self.operator_current_superseded = true;
+            }
+        }
         if how == Avail::Yes {
             self.current_may_be_unset = false;
-            // SPEC §4.7 and README, "The drain": publishing makes the newest checkpoint
-            // current and never moves CURRENT backwards
-            if self.operator_current.is_some_and(|x| x < serial) {
-                self.operator_current = None;
-            }
         }
     }
 
@@ -709,12 +724,14 @@ impl Model {
             // guide api.rst (api-80): dropping the current checkpoint moves CURRENT to the
             // next older one
             self.operator_current = None;
+            self.operator_current_superseded = false;
         }
     }
 
     /// `scr index --current` of `serial`.
     pub fn set_current(&mut self, serial: u32) {
         self.operator_current = Some(serial);
+        self.operator_current_superseded = false;
     }
 }
 
