@@ -163,6 +163,26 @@ fn index(env: &Env, s: &mut State) -> Checked {
     }
     let json: serde_json::Value = serde_json::from_str(&out)
         .map_err(|e| ("command", format!("scr index --json: {e}:\n{out}")))?;
+    // SPEC §4.11: dataset ids never repeat within a prefix. The index's ids are SCR's own,
+    // so only their constancy is judged: an id once seen naming a dataset never names
+    // another later
+    for d in json["datasets"].as_array().into_iter().flatten() {
+        let (Some(id), Some(name)) = (d["dset"].as_u64(), d["name"].as_str()) else {
+            continue;
+        };
+        match s.ids.get(&id) {
+            Some(before) if before != name => {
+                return Err((
+                    "index",
+                    format!("dataset id {id} named {before} before and names {name} now: an id was given twice"),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                s.ids.insert(id, name.to_string());
+            }
+        }
+    }
     let entries: Vec<Entry> = json["datasets"]
         .as_array()
         .map(|a| {

@@ -139,6 +139,7 @@ impl Env {
             current: None,
             operator_since: false,
             temporaries_may_stay: false,
+            ids: BTreeMap::new(),
         };
         let result = self.setup(&state.job).and_then(|()| {
             for (i, step) in history.steps.iter().enumerate() {
@@ -535,6 +536,8 @@ pub struct State {
     /// The last run was cut short (killed, or ended without SCR_Finalize while a flush ran
     /// in the background): a flush's temporaries may stay on the prefix until the next run.
     pub temporaries_may_stay: bool,
+    /// The name each dataset id the index listed had then.
+    pub ids: BTreeMap<u64, String>,
 }
 
 /// Flips the byte in the middle of `file`, or cuts its last byte off.
