@@ -174,7 +174,9 @@ fn index(env: &Env, s: &mut State) -> Checked {
             Some(before) if before != name => {
                 return Err((
                     "index",
-                    format!("dataset id {id} named {before} before and names {name} now: an id was given twice"),
+                    format!(
+                        "dataset id {id} named {before} before and names {name} now: an id was given twice"
+                    ),
                 ));
             }
             Some(_) => {}

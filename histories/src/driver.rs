@@ -254,26 +254,40 @@ impl Env {
         let hosts = hosts.join(",");
         let env = spec.config.env();
         t.run(&env, &hosts, spec.ranks, &args);
-        let mut cmd = Command::new("mpiexec");
-        scrub(&mut cmd);
-        cmd.args([
-            "-launcher",
-            "fork",
-            "-hosts",
-            &hosts,
-            "-n",
-            &spec.ranks.to_string(),
-        ])
-        .arg(&self.app)
-        .args(&args)
-        .current_dir(s.job.join("prefix"))
-        .env("MPIEXEC_TIMEOUT", "60")
-        .env("SCR_SYSTEM_CONF_FILE", s.job.join("scr.conf"))
-        .env("SCR_CACHE_BASE", s.job.join("cache"))
-        .env("SCR_PREFIX", s.job.join("prefix"))
-        .env("SCR_JOB_ID", JOB_ID)
-        .envs(env.iter().map(|(k, v)| (k, v)));
-        let (status, out) = run_bounded(cmd).map_err(|e| ("hang", e))?;
+        let launch = || {
+            let mut cmd = Command::new("mpiexec");
+            scrub(&mut cmd);
+            cmd.args([
+                "-launcher",
+                "fork",
+                "-hosts",
+                &hosts,
+                "-n",
+                &spec.ranks.to_string(),
+            ])
+            .arg(&self.app)
+            .args(&args)
+            .current_dir(s.job.join("prefix"))
+            .env("MPIEXEC_TIMEOUT", "60")
+            .env("SCR_SYSTEM_CONF_FILE", s.job.join("scr.conf"))
+            .env("SCR_CACHE_BASE", s.job.join("cache"))
+            .env("SCR_PREFIX", s.job.join("prefix"))
+            .env("SCR_JOB_ID", JOB_ID)
+            .envs(env.iter().map(|(k, v)| (k, v)));
+            run_bounded(cmd).map_err(|e| ("hang", e))
+        };
+        let (mut status, mut out) = launch()?;
+        // MPI_Init failing in a rank (MPICH's transport, on a machine short of resources)
+        // fails the job before SCR_Init returned anywhere: the run is started again, as a
+        // job killed in SCR_Init would be
+        for _ in 0..2 {
+            if status.success() || out.contains("hist: init") || !out.contains("MPI_Init(") {
+                break;
+            }
+            *ops.entry("run started again (MPI_Init failed)".into())
+                .or_default() += 1;
+            (status, out) = launch()?;
+        }
         let lines: Vec<&str> = out
             .lines()
             .filter_map(|l| l.strip_prefix("hist: "))
