@@ -594,6 +594,12 @@ impl Model {
         if !output {
             self.published(serial, &name, empty, how);
         }
+        self.window(how, window);
+    }
+
+    /// SCR_PREFIX_SIZE=`window` applied after a flush that happened (`ran`: Yes) or may
+    /// have.
+    fn window(&mut self, ran: Avail, window: u32) {
         if window == 0 {
             return;
         }
@@ -615,7 +621,7 @@ impl Model {
             let maybe_newer = newer.iter().filter(|c| loadable(c)).count() as u32;
             let c = &mut self.ckpts[i];
             let may_be_current = operator_current == Some(c.serial);
-            if sure_newer >= window && how == Avail::Yes && !may_be_current {
+            if sure_newer >= window && ran == Avail::Yes && !may_be_current {
                 c.prefix = Avail::No;
                 c.window_deleted = true;
             } else if maybe_newer >= window {
@@ -665,7 +671,14 @@ impl Model {
             && prefix != Avail::Yes
         {
             let how = if sure { Avail::Yes } else { Avail::Maybe };
-            self.flushed(serial, how, config.prefix_size);
+            if prefix == Avail::No {
+                self.flushed(serial, how, config.prefix_size);
+            } else {
+                // flushed already (by SCR_FLUSH's count, perhaps in an earlier run under
+                // another window) or now: whether this run's window runs is not certain
+                self.flushed(serial, how, 0);
+                self.window(Avail::Maybe, config.prefix_size);
+            }
         }
     }
 
