@@ -3,26 +3,40 @@
  * from SCR's records: a restart is "verified" only when every file the checkpoint's layout
  * names was read back whole and right.
  *
- * Checkpoint S (dataset name ckpt.S) has, for each of its WRITERS ranks r, NFILES files
- * ckpt.S/rank_r.k; file k of rank r is file_length(SIZE, r, k) bytes long, byte i being byte
- * i % 8 of the little-endian word (S << 40) | (r << 24) | (k << 16) | (i / 8). So a byte moved
- * to another offset, file, rank or checkpoint fails to verify.
+ * Checkpoint S (its content's number in the history) is named ckpt.N, N being the
+ * application's step counter: 0 at the start, the restarted checkpoint's N after a restart,
+ * one more for each checkpoint it writes. A restart from an older checkpoint therefore
+ * writes the names after it again, as a real application would. For each of its WRITERS
+ * ranks r it has NFILES files ckpt.N/rank_r.k; file k of rank r is file_length(SIZE, r, k)
+ * bytes long, byte i being byte i % 8 of the little-endian word
+ * (S << 40) | (r << 24) | (k << 16) | (i / 8). So a byte moved to another offset, file, rank
+ * or checkpoint (another checkpoint of the same name among them) fails to verify. Output
+ * dataset S is named out.S and written the same way.
  *
  * Steps:
- *   layout=S:NFILES:SIZE:WRITERS  a checkpoint an earlier run wrote (what a restart checks)
+ *   layout=S:N:NFILES:SIZE:WRITERS  a checkpoint an earlier run wrote as ckpt.N (what a
+ *                                 restart checks)
  *   init | finalize               SCR_Init, SCR_Finalize
  *   restart[=list]                the user guide's loop: SCR_Have_restart, SCR_Start_restart,
  *                                 read and check, SCR_Complete_restart, until one verifies or
  *                                 none is left; with another number of ranks than the writers
  *                                 (or =list) the files come from the restart file list, shared
  *                                 out file i to rank i % ranks
- *   ckpt=S:NFILES:SIZE[:BAD]      writes checkpoint S; rank BAD says its files are invalid
+ *   ckpt=S:NFILES:SIZE[:BAD]      writes checkpoint S as ckpt.<step+1>; rank BAD says its
+ *                                 files are invalid
+ *   out=S:NFILES:SIZE             writes output dataset S (SCR_FLAG_OUTPUT) as out.S
+ *   kill=R:WHEN                   rank R raises SIGKILL in the next dataset: WHEN 0 after
+ *                                 SCR_Start_output, 1 after writing its files, 2 after
+ *                                 SCR_Complete_output
  *   quit                          ends without SCR_Finalize, as a job killed there would
  * Rank 0 prints one line per event:
- *   hist: init rc=R | hist: attempt NAME verified=V rc=R (V: 1 every byte right, 0 a byte
- *   wrong, -1 a file SCR would not route or that could not be opened) | hist: restarted NAME |
- *   hist: no restart | hist: ckpt NAME rc=R | hist: finalize rc=R | hist: end */
+ *   hist: init rc=R | hist: attempt NAME verified=V rc=R serials=S,… (V: 1 every byte right,
+ *   0 a byte wrong, -1 a file SCR would not route or that could not be opened; S: the
+ *   checkpoints of that name whose every byte matched, 0 for none) | hist: restarted NAME |
+ *   hist: no restart | hist: ckpt NAME serial=S rc=R | hist: out NAME rc=R |
+ *   hist: finalize rc=R | hist: end */
 #include <mpi.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +46,10 @@
 #define MAX_LAYOUTS 4096
 
 static int rank, ranks;
-static struct layout { long serial, nfiles, size, writers; } layouts[MAX_LAYOUTS];
+static struct layout { long serial, step, nfiles, size, writers; } layouts[MAX_LAYOUTS];
 static int nlayouts;
+static long step;
+static long kill_rank = -1, kill_when = -1;
 
 static long file_length(long size, long r, long k) {
   if (size == 0 || k == 1) return 0;
@@ -59,16 +75,15 @@ static int all_ok(int ok) {
   return all;
 }
 
-static const struct layout* layout_of(long serial) {
-  for (int i = 0; i < nlayouts; i++)
-    if (layouts[i].serial == serial) return &layouts[i];
-  return NULL;
+/* the pending kill, if it is this rank's and due at `when` */
+static void maybe_die(long when) {
+  if (kill_when == when && kill_rank == rank) raise(SIGKILL);
 }
 
-/* writes file k of this rank in checkpoint s at the path SCR routed */
-static int write_file(long s, long k, long size) {
+/* writes file k of this rank in dataset s (directory dir) at the path SCR routed */
+static int write_file(const char* dir, long s, long k, long size) {
   char name[SCR_MAX_FILENAME], path[SCR_MAX_FILENAME];
-  snprintf(name, sizeof name, "ckpt.%ld/rank_%d.%ld", s, rank, k);
+  snprintf(name, sizeof name, "%s/rank_%d.%ld", dir, rank, k);
   if (SCR_Route_file(name, path) != SCR_SUCCESS) return 0;
   FILE* f = fopen(path, "w");
   if (!f) return 0;
@@ -102,11 +117,10 @@ static int verdict(int bad, int missing) {
   return all[0] ? 0 : all[1] ? -1 : 1;
 }
 
-/* reads the checkpoint SCR started restarting, every byte checked: a verdict */
-static int read_checkpoint(const char* dset, int use_list) {
-  long s = -1;
-  const struct layout* l = sscanf(dset, "ckpt.%ld", &s) == 1 ? layout_of(s) : NULL;
-  if (!l) return verdict(1, 0);
+/* reads the checkpoint SCR started restarting as the one layout `l` describes, every byte
+ * checked: a verdict */
+static int read_as(const struct layout* l, long n, int use_list) {
+  long s = l->serial;
   int bad = 0, missing = 0;
 #ifdef SCR_HAVE_RESTART_FILE_LIST
   if (use_list || l->writers != ranks) {
@@ -114,8 +128,8 @@ static int read_checkpoint(const char* dset, int use_list) {
     bad = SCR_Restart_writers(&writers) != SCR_SUCCESS || writers != l->writers;
     bad = bad || SCR_Restart_file_count(&count) != SCR_SUCCESS;
     /* at the writers' size each rank's list is its own files, all read here */
-    int own = writers == ranks, first = own ? 0 : rank, step = own ? 1 : ranks;
-    for (int i = first; !bad && i < count; i += step) {
+    int own = writers == ranks, first = own ? 0 : rank, stride = own ? 1 : ranks;
+    for (int i = first; !bad && i < count; i += stride) {
       char name[SCR_MAX_FILENAME];
       long r = -1, k = -1;
       bad = SCR_Restart_file_name(i, name) != SCR_SUCCESS;
@@ -137,7 +151,7 @@ static int read_checkpoint(const char* dset, int use_list) {
   if (l->writers != ranks) return verdict(1, 0);
   for (long k = 0; !bad && k < l->nfiles; k++) {
     char name[SCR_MAX_FILENAME];
-    snprintf(name, sizeof name, "ckpt.%ld/rank_%d.%ld", s, rank, k);
+    snprintf(name, sizeof name, "ckpt.%ld/rank_%d.%ld", n, rank, k);
     int got = check_file(name, s, rank, k, l->size);
     bad = got == 0;
     missing = missing || got < 0;
@@ -145,19 +159,45 @@ static int read_checkpoint(const char* dset, int use_list) {
   return verdict(bad, missing);
 }
 
+/* reads the checkpoint SCR started restarting against every checkpoint of its name: the
+ * best verdict (1, else -1, else 0), and in `serials` those that matched every byte */
+static int read_checkpoint(const char* dset, int use_list, char* serials, size_t room) {
+  long n = -1;
+  int best = 0, any = 0;
+  serials[0] = '\0';
+  if (sscanf(dset, "ckpt.%ld", &n) != 1) return verdict(1, 0);
+  for (int i = 0; i < nlayouts; i++) {
+    if (layouts[i].step != n) continue;
+    any = 1;
+    int v = read_as(&layouts[i], n, use_list);
+    if (v == 1) {
+      size_t used = strlen(serials);
+      snprintf(serials + used, room - used, "%s%ld", used ? "," : "", layouts[i].serial);
+      best = 1;
+    } else if (v == -1 && best == 0) {
+      best = -1;
+    }
+  }
+  if (!any) return verdict(1, 0);
+  if (!serials[0]) snprintf(serials, room, "0");
+  return best;
+}
+
 static void restart(int use_list) {
   for (int attempt = 0; attempt < 256; attempt++) {
     int have = 0;
-    char dset[SCR_MAX_FILENAME] = "";
+    char dset[SCR_MAX_FILENAME] = "", serials[1024] = "0";
     if (SCR_Have_restart(&have, dset) != SCR_SUCCESS || !all_ok(have)) break;
     if (SCR_Start_restart(dset) != SCR_SUCCESS) {
-      say("hist: attempt %s verified=%ld rc=%ld\n", dset, -1, -1);
+      if (rank == 0) printf("hist: attempt %s verified=-1 rc=-1 serials=0\n", dset);
       break;
     }
-    int ok = read_checkpoint(dset, use_list);
+    int ok = read_checkpoint(dset, use_list, serials, sizeof serials);
     int rc = SCR_Complete_restart(ok == 1);
-    say("hist: attempt %s verified=%ld rc=%ld\n", dset, ok, rc);
+    if (rank == 0) printf("hist: attempt %s verified=%d rc=%d serials=%s\n", dset, ok, rc, serials);
     if (all_ok(rc == SCR_SUCCESS)) {
+      long n = 0;
+      if (sscanf(dset, "ckpt.%ld", &n) == 1) step = n;
       say("hist: restarted %s\n", dset, 0, 0);
       return;
     }
@@ -165,15 +205,31 @@ static void restart(int use_list) {
   say("hist: no restart\n", "", 0, 0);
 }
 
-static int checkpoint(long s, long nfiles, long size, long bad) {
-  char dset[64];
-  snprintf(dset, sizeof dset, "ckpt.%ld", s);
-  int valid = SCR_Start_output(dset, SCR_FLAG_CHECKPOINT) == SCR_SUCCESS;
-  for (long k = 0; k < nfiles; k++) valid = write_file(s, k, size) && valid;
+/* writes dataset s as `dset` (files in directory dset) with `flags`; rank `bad` says its
+ * files are invalid */
+static int write_dataset(const char* dset, int flags, long s, long nfiles, long size, long bad) {
+  int valid = SCR_Start_output(dset, flags) == SCR_SUCCESS;
+  maybe_die(0);
+  for (long k = 0; k < nfiles; k++) valid = write_file(dset, s, k, size) && valid;
   if (rank == bad) valid = 0;
+  maybe_die(1);
   int rc = SCR_Complete_output(valid);
-  say("hist: ckpt %s rc=%ld\n", dset, rc, 0);
+  maybe_die(2);
   return rc;
+}
+
+static void checkpoint(long s, long nfiles, long size, long bad) {
+  char dset[64];
+  snprintf(dset, sizeof dset, "ckpt.%ld", ++step);
+  int rc = write_dataset(dset, SCR_FLAG_CHECKPOINT, s, nfiles, size, bad);
+  if (rank == 0) printf("hist: ckpt %s serial=%ld rc=%d\n", dset, s, rc);
+}
+
+static void output(long s, long nfiles, long size) {
+  char dset[64];
+  snprintf(dset, sizeof dset, "out.%ld", s);
+  int rc = write_dataset(dset, SCR_FLAG_OUTPUT, s, nfiles, size, -1);
+  say("hist: out %s rc=%ld\n", dset, rc, 0);
 }
 
 int main(int argc, char** argv) {
@@ -183,9 +239,10 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   for (int a = 1; a < argc; a++) {
     const char* s = argv[a];
-    long v[4] = {0, 0, 0, -1};
-    if (sscanf(s, "layout=%ld:%ld:%ld:%ld", &v[0], &v[1], &v[2], &v[3]) == 4) {
-      if (nlayouts < MAX_LAYOUTS) layouts[nlayouts++] = (struct layout){v[0], v[1], v[2], v[3]};
+    long v[5] = {0, 0, 0, -1, 0};
+    if (sscanf(s, "layout=%ld:%ld:%ld:%ld:%ld", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5) {
+      if (nlayouts < MAX_LAYOUTS)
+        layouts[nlayouts++] = (struct layout){v[0], v[1], v[2], v[3], v[4]};
     } else if (!strcmp(s, "init")) {
       int rc = SCR_Init();
       say("hist: init%s rc=%ld\n", "", rc, 0);
@@ -193,6 +250,11 @@ int main(int argc, char** argv) {
       restart(!strcmp(s, "restart=list"));
     } else if (sscanf(s, "ckpt=%ld:%ld:%ld:%ld", &v[0], &v[1], &v[2], &v[3]) >= 3) {
       checkpoint(v[0], v[1], v[2], v[3]);
+    } else if (sscanf(s, "out=%ld:%ld:%ld", &v[0], &v[1], &v[2]) == 3) {
+      output(v[0], v[1], v[2]);
+    } else if (sscanf(s, "kill=%ld:%ld", &v[0], &v[1]) == 2) {
+      kill_rank = v[0];
+      kill_when = v[1];
     } else if (!strcmp(s, "finalize")) {
       int rc = SCR_Finalize();
       say("hist: finalize%s rc=%ld\n", "", rc, 0);

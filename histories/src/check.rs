@@ -5,8 +5,8 @@
 //! is left behind.
 
 use crate::driver::{Env, State, run_bounded};
-use crate::history::{file_length, pattern};
-use crate::model::Avail;
+use crate::history::{file_length, pattern, serial_in};
+use crate::model::{Avail, Ckpt, Entry};
 use crate::script::Transcript;
 use std::path::{Path, PathBuf};
 
@@ -16,7 +16,9 @@ type Checked = Result<(), (&'static str, String)>;
 pub fn after_step(env: &Env, s: &mut State, _t: &mut Transcript) -> Checked {
     outside(&s.job).map_err(|m| ("outside", m))?;
     prefix_files(s).map_err(|m| ("prefix-data", m))?;
-    no_temporaries(&s.job.join("prefix")).map_err(|m| ("leftover", m))?;
+    if !s.temporaries_may_stay {
+        no_temporaries(&s.job.join("prefix")).map_err(|m| ("leftover", m))?;
+    }
     index(env, s)
 }
 
@@ -34,10 +36,8 @@ fn outside(job: &Path) -> Result<(), String> {
         return Err(format!("scr.conf changed: {conf:?}"));
     }
     for n in names(&job.join("prefix"))? {
-        let ours = n == ".scr"
-            || n == "scr.current"
-            || n.strip_prefix("ckpt.")
-                .is_some_and(|s| s.parse::<u32>().is_ok());
+        let numbered = |p: &str| n.strip_prefix(p).is_some_and(|s| s.parse::<u32>().is_ok());
+        let ours = n == ".scr" || n == "scr.current" || numbered("ckpt.") || numbered("out.");
         if !ours {
             return Err(format!(
                 "the prefix holds {n}, neither SCR's nor a checkpoint's"
@@ -55,41 +55,58 @@ fn names(dir: &Path) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// A flushed checkpoint's files are on the prefix with exactly the bytes the application
-/// wrote (guide quick.rst, quick-8: the file appears at its relative path under the prefix
-/// once flushed); one the window deleted left none (README, SCR_PREFIX_SIZE).
+/// Whether `c`'s files are on `prefix` with exactly the bytes the application wrote: Err
+/// says which is not.
+pub fn holds(prefix: &Path, c: &Ckpt) -> Result<(), String> {
+    let dir = prefix.join(c.name());
+    for r in 0..c.writers {
+        for k in 0..c.spec.nfiles {
+            let f = dir.join(format!("rank_{r}.{k}"));
+            let bytes = std::fs::read(&f)
+                .map_err(|e| format!("{} is flushed, but {}: {e}", c.label(), f.display()))?;
+            let len = file_length(c.spec.size, r, k);
+            let right = bytes.len() as u64 == len
+                && bytes
+                    .iter()
+                    .enumerate()
+                    .all(|(i, b)| *b == pattern(c.serial, r, k, i as u64));
+            if !right {
+                let whose = serial_in(&bytes)
+                    .filter(|&w| w != c.serial)
+                    .map(|w| format!(" (it holds #{w}'s bytes)"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "{} on the prefix does not hold what rank {r} wrote in {}{whose}",
+                    f.display(),
+                    c.label()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A flushed checkpoint's (or output's) files are on the prefix with exactly the bytes the
+/// application wrote (guide quick.rst, quick-8: the file appears at its relative path under
+/// the prefix once flushed); one the window deleted left none, unless another copy of its
+/// name names them (README, SCR_PREFIX_SIZE).
 fn prefix_files(s: &State) -> Result<(), String> {
     let prefix = s.job.join("prefix");
     for c in &s.model.ckpts {
-        let dir = prefix.join(c.name());
         if c.surely_on_prefix() && !c.may_read_wrong && !c.rejected {
-            for r in 0..c.writers {
-                for k in 0..c.spec.nfiles {
-                    let f = dir.join(format!("rank_{r}.{k}"));
-                    let bytes = std::fs::read(&f).map_err(|e| {
-                        format!("{} is flushed, but {}: {e}", c.name(), f.display())
-                    })?;
-                    let len = file_length(c.spec.size, r, k);
-                    let right = bytes.len() as u64 == len
-                        && bytes
-                            .iter()
-                            .enumerate()
-                            .all(|(i, b)| *b == pattern(c.serial, r, k, i as u64));
-                    if !right {
-                        return Err(format!(
-                            "{} on the prefix does not hold what rank {r} wrote",
-                            f.display()
-                        ));
-                    }
-                }
-            }
+            holds(&prefix, c)?;
         }
-        if c.window_deleted && c.prefix == Avail::No && dir.exists() {
+        let dir = prefix.join(c.name());
+        let other_copy = s
+            .model
+            .copies(&c.name())
+            .any(|o| o.serial != c.serial && !o.window_deleted && o.prefix != Avail::No);
+        if c.window_deleted && c.prefix == Avail::No && !other_copy && dir.exists() {
             let left: Vec<PathBuf> = walk(&dir);
             if !left.is_empty() {
                 return Err(format!(
                     "SCR_PREFIX_SIZE deleted {} from the index, but its files stay: {left:?}",
-                    c.name()
+                    c.label()
                 ));
             }
         }
@@ -146,16 +163,36 @@ fn index(env: &Env, s: &mut State) -> Checked {
     }
     let json: serde_json::Value = serde_json::from_str(&out)
         .map_err(|e| ("command", format!("scr index --json: {e}:\n{out}")))?;
-    let entries: Vec<(String, bool, bool)> = json["datasets"]
+    // SPEC §4.11: dataset ids never repeat within a prefix. The index's ids are SCR's own,
+    // so only their constancy is judged: an id once seen naming a dataset never names
+    // another later
+    for d in json["datasets"].as_array().into_iter().flatten() {
+        let (Some(id), Some(name)) = (d["dset"].as_u64(), d["name"].as_str()) else {
+            continue;
+        };
+        match s.ids.get(&id) {
+            Some(before) if before != name => {
+                return Err((
+                    "index",
+                    format!(
+                        "dataset id {id} named {before} before and names {name} now: an id was given twice"
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                s.ids.insert(id, name.to_string());
+            }
+        }
+    }
+    let entries: Vec<Entry> = json["datasets"]
         .as_array()
         .map(|a| {
             a.iter()
-                .map(|d| {
-                    (
-                        d["name"].as_str().unwrap_or_default().to_string(),
-                        d["valid"].as_bool().unwrap_or(false),
-                        d["current"].as_bool().unwrap_or(false),
-                    )
+                .map(|d| Entry {
+                    name: d["name"].as_str().unwrap_or_default().to_string(),
+                    valid: d["valid"].as_bool().unwrap_or(false),
+                    current: d["current"].as_bool().unwrap_or(false),
                 })
                 .collect()
         })
@@ -163,9 +200,8 @@ fn index(env: &Env, s: &mut State) -> Checked {
     s.model.judge_index(&entries).map_err(|m| ("index", m))?;
     let current = entries
         .iter()
-        .find(|e| e.2)
-        .and_then(|e| e.0.strip_prefix("ckpt."))
-        .and_then(|n| n.parse::<u32>().ok());
+        .find(|e| e.current)
+        .and_then(|e| s.model.current_copy(&e.name));
     if let (Some(before), Some(now)) = (s.current, current)
         && now < before
         && !s.operator_since
@@ -176,7 +212,7 @@ fn index(env: &Env, s: &mut State) -> Checked {
         return Err((
             "index",
             format!(
-                "CURRENT moved back from ckpt.{before} to ckpt.{now}, and ckpt.{before} is still whole on the prefix"
+                "CURRENT moved back from #{before} to #{now}, and #{before} is still whole on the prefix"
             ),
         ));
     }

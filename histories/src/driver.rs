@@ -4,8 +4,8 @@
 //! happened with the [model](crate::model).
 
 use crate::check;
-use crate::history::{Fault, History, Operator, RunSpec, Step, file_length};
-use crate::model::{Attempt, Model};
+use crate::history::{Fault, History, Operator, RunSpec, Step, file_length, serial_in};
+use crate::model::{Attempt, Avail, Model};
 use crate::script::Transcript;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -138,6 +138,8 @@ impl Env {
             model: Model::new(history.ranks_per_node),
             current: None,
             operator_since: false,
+            temporaries_may_stay: false,
+            ids: BTreeMap::new(),
         };
         let result = self.setup(&state.job).and_then(|()| {
             for (i, step) in history.steps.iter().enumerate() {
@@ -203,19 +205,19 @@ impl Env {
         t: &mut Transcript,
         ops: &mut BTreeMap<String, u64>,
     ) -> Checked<()> {
-        // what the prefix and caches were, should SCR_Init refuse the job and change nothing
         let before = s.model.clone();
-        let may_refuse = s.model.init_may_refuse(spec.ranks);
+        let may_stop = s.model.init_may_stop(spec.ranks);
         s.model.begin_run(spec.ranks);
         let candidates = s.model.candidates(spec.ranks, spec.config.reshape);
         let mut args: Vec<String> = s
             .model
             .ckpts
             .iter()
+            .filter(|c| !c.output)
             .map(|c| {
                 format!(
-                    "layout={}:{}:{}:{}",
-                    c.serial, c.spec.nfiles, c.spec.size, c.writers
+                    "layout={}:{}:{}:{}:{}",
+                    c.serial, c.step, c.spec.nfiles, c.spec.size, c.writers
                 )
             })
             .collect();
@@ -230,7 +232,15 @@ impl Env {
         );
         let first = s.model.next_serial();
         for (j, c) in spec.ckpts.iter().enumerate() {
-            let mut a = format!("ckpt={}:{}:{}", first + j as u32, c.nfiles, c.size);
+            if let Some(k) = spec.kill.filter(|k| k.at == j) {
+                args.push(format!("kill={}:{}", k.rank, k.when));
+            }
+            let serial = first + j as u32;
+            let mut a = if c.output {
+                format!("out={serial}:{}:{}", c.nfiles, c.size)
+            } else {
+                format!("ckpt={serial}:{}:{}", c.nfiles, c.size)
+            };
             if let Some(b) = c.bad_rank {
                 a.push_str(&format!(":{b}"));
             }
@@ -244,26 +254,40 @@ impl Env {
         let hosts = hosts.join(",");
         let env = spec.config.env();
         t.run(&env, &hosts, spec.ranks, &args);
-        let mut cmd = Command::new("mpiexec");
-        scrub(&mut cmd);
-        cmd.args([
-            "-launcher",
-            "fork",
-            "-hosts",
-            &hosts,
-            "-n",
-            &spec.ranks.to_string(),
-        ])
-        .arg(&self.app)
-        .args(&args)
-        .current_dir(s.job.join("prefix"))
-        .env("MPIEXEC_TIMEOUT", "60")
-        .env("SCR_SYSTEM_CONF_FILE", s.job.join("scr.conf"))
-        .env("SCR_CACHE_BASE", s.job.join("cache"))
-        .env("SCR_PREFIX", s.job.join("prefix"))
-        .env("SCR_JOB_ID", JOB_ID)
-        .envs(env.iter().map(|(k, v)| (k, v)));
-        let (status, out) = run_bounded(cmd).map_err(|e| ("hang", e))?;
+        let launch = || {
+            let mut cmd = Command::new("mpiexec");
+            scrub(&mut cmd);
+            cmd.args([
+                "-launcher",
+                "fork",
+                "-hosts",
+                &hosts,
+                "-n",
+                &spec.ranks.to_string(),
+            ])
+            .arg(&self.app)
+            .args(&args)
+            .current_dir(s.job.join("prefix"))
+            .env("MPIEXEC_TIMEOUT", "60")
+            .env("SCR_SYSTEM_CONF_FILE", s.job.join("scr.conf"))
+            .env("SCR_CACHE_BASE", s.job.join("cache"))
+            .env("SCR_PREFIX", s.job.join("prefix"))
+            .env("SCR_JOB_ID", JOB_ID)
+            .envs(env.iter().map(|(k, v)| (k, v)));
+            run_bounded(cmd).map_err(|e| ("hang", e))
+        };
+        let (mut status, mut out) = launch()?;
+        // MPI_Init failing in a rank (MPICH's transport, on a machine short of resources)
+        // fails the job before SCR_Init returned anywhere: the run is started again, as a
+        // job killed in SCR_Init would be
+        for _ in 0..2 {
+            if status.success() || out.contains("hist: init") || !out.contains("MPI_Init(") {
+                break;
+            }
+            *ops.entry("run started again (MPI_Init failed)".into())
+                .or_default() += 1;
+            (status, out) = launch()?;
+        }
         let lines: Vec<&str> = out
             .lines()
             .filter_map(|l| l.strip_prefix("hist: "))
@@ -274,22 +298,20 @@ impl Env {
                 .find_map(|l| l.strip_prefix(head))
                 .map(str::to_string)
         };
-        if !status.success()
-            && may_refuse
-            && out.contains("of a job of another size")
-            && out.contains("could not drain it to")
-        {
-            // the refusal the model allows ([`crate::model::Model::init_may_refuse`])
+        if may_stop && said("init rc=").is_none() && out.contains("could not drain it") {
+            *ops.entry("init-stopped".into()).or_default() += 1;
             s.model = before;
-            *ops.entry("init-refused".into()).or_default() += 1;
-            return Ok(());
+            s.model.init_stopped();
+            return check::no_process_left(&self.app).map_err(|m| ("leftover", m));
         }
-        if !status.success() || said("end").is_none() {
+        let (reached, to_the_end) = spec.reached();
+        if to_the_end && (!status.success() || said("end").is_none()) {
             return Err((
                 "run",
                 format!("the run ended with {status} before its end:\n{out}"),
             ));
         }
+        // (a run with a rank killed ends as hydra ends it: other ranks may get to its end)
         if said("init rc=").as_deref() != Some("0") {
             return Err(("run", format!("SCR_Init failed:\n{out}")));
         }
@@ -301,7 +323,19 @@ impl Env {
                 let name = w.next()?.to_string();
                 let verified = w.next()?.strip_prefix("verified=")?.parse().ok()?;
                 let rc = w.next()?.strip_prefix("rc=")?.parse().ok()?;
-                Some(Attempt { name, verified, rc })
+                let serials = w
+                    .next()?
+                    .strip_prefix("serials=")?
+                    .split(',')
+                    .filter_map(|n| n.parse().ok())
+                    .filter(|&n| n != 0)
+                    .collect();
+                Some(Attempt {
+                    name,
+                    verified,
+                    rc,
+                    serials,
+                })
             })
             .collect();
         let restarted = said("restarted ");
@@ -309,22 +343,35 @@ impl Env {
         if restarted.is_some() {
             *ops.entry("restart-verified".into()).or_default() += 1;
         }
-        Model::judge_restart(&candidates, &attempts, restarted.as_deref())
+        let (resolved, loaded) = Model::judge_restart(&candidates, &attempts, restarted.as_deref())
             .map_err(|m| ("restart", m))?;
         s.model
-            .after_restart(&attempts, restarted.as_deref(), spec.ranks);
-        for c in &spec.ckpts {
-            let serial = s.model.checkpoint(c, spec.ranks, &spec.config);
-            *ops.entry("ckpt".into()).or_default() += 1;
-            let rc = said(&format!("ckpt ckpt.{serial} rc="));
+            .after_restart(&attempts, &resolved, loaded, spec.ranks);
+        // a run cut short may leave a flush's temporaries on the prefix, for the next run's
+        // SCR_Init to remove (README, "Runtime library": a job killed mid-flush)
+        s.temporaries_may_stay = !to_the_end || (spec.config.flush_async && !spec.finalize);
+        for (c, completed) in reached {
+            let serial = s.model.checkpoint(c, spec.ranks, &spec.config, completed);
+            let kind = if c.output { "output" } else { "ckpt" };
+            *ops.entry(kind.into()).or_default() += 1;
+            if completed != Avail::Yes {
+                *ops.entry("killed".into()).or_default() += 1;
+                continue;
+            }
+            let name = s.model.get(serial).map(|c| c.name()).unwrap_or_default();
+            let rc = if c.output {
+                said(&format!("out {name} rc="))
+            } else {
+                said(&format!("ckpt {name} serial={serial} rc="))
+            };
             if c.bad_rank.is_none() && rc.as_deref() != Some("0") {
                 return Err((
                     "checkpoint",
-                    format!("SCR_Complete_output of ckpt.{serial} said {rc:?}:\n{out}"),
+                    format!("SCR_Complete_output of {name} (#{serial}) said {rc:?}:\n{out}"),
                 ));
             }
         }
-        if spec.finalize {
+        if spec.finalize && to_the_end {
             s.model.finalize(&spec.config);
             if said("finalize rc=").as_deref() != Some("0") {
                 return Err(("run", format!("SCR_Finalize failed:\n{out}")));
@@ -362,7 +409,9 @@ impl Env {
                     return Ok(false);
                 }
                 let serial = targets[pick as usize % targets.len()];
-                let dir = format!("ckpt.{serial}");
+                let dir = s.model.get(serial).map(|c| c.name()).unwrap_or_default();
+                // (copies of a name written again lie in their own dataset's directory: the
+                // file's bytes say which checkpoint it belongs to)
                 let mut files: Vec<PathBuf> = check::walk(&s.job.join("cache"))
                     .into_iter()
                     .filter(|p| {
@@ -370,7 +419,7 @@ impl Env {
                             .and_then(|d| d.file_name())
                             .is_some_and(|d| d == dir.as_str())
                     })
-                    .filter(|p| p.metadata().is_ok_and(|m| m.len() > 0))
+                    .filter(|p| std::fs::read(p).is_ok_and(|b| serial_in(&b) == Some(serial)))
                     .collect();
                 files.sort();
                 if files.is_empty() {
@@ -388,7 +437,7 @@ impl Env {
                     for r in 0..c.writers {
                         for k in 0..c.spec.nfiles {
                             if file_length(c.spec.size, r, k) > 0 {
-                                files.push((serial, format!("ckpt.{serial}/rank_{r}.{k}")));
+                                files.push((serial, format!("{}/rank_{r}.{k}", c.name())));
                             }
                         }
                     }
@@ -407,16 +456,17 @@ impl Env {
     }
 
     fn operator(&self, s: &mut State, op: Operator, t: &mut Transcript) -> Checked<bool> {
+        let (flag, pick) = match op {
+            Operator::IndexDrop { pick } => ("--drop", pick),
+            Operator::IndexCurrent { pick } => ("--current", pick),
+            Operator::Postrun { down } => return self.postrun(s, down, t),
+        };
         let targets = s.model.on_prefix();
         if targets.is_empty() {
             return Ok(false);
         }
-        let (flag, pick) = match op {
-            Operator::IndexDrop { pick } => ("--drop", pick),
-            Operator::IndexCurrent { pick } => ("--current", pick),
-        };
         let serial = targets[pick as usize % targets.len()];
-        let name = format!("ckpt.{serial}");
+        let name = s.model.get(serial).map(|c| c.name()).unwrap_or_default();
         t.line(&format!("\"$SCR\" index -p \"$J/prefix\" {flag} {name}"));
         let mut cmd = self.scr(&s.job);
         cmd.args(["index", "-p"])
@@ -432,10 +482,56 @@ impl Env {
         }
         match op {
             Operator::IndexDrop { .. } => s.model.drop_entry(serial),
-            Operator::IndexCurrent { .. } => {
+            _ => {
                 s.model.set_current(serial);
                 s.operator_since = true;
             }
+        }
+        Ok(true)
+    }
+
+    /// `scr postrun` for the cache's job, with node `down` (a pick) excluded.
+    fn postrun(&self, s: &mut State, down: Option<u32>, t: &mut Transcript) -> Checked<bool> {
+        let Some(ranks) = s.model.cache_ranks else {
+            return Ok(false);
+        };
+        let nodes = s.model.nodes(ranks);
+        let down = down.map(|p| format!("n{}", p % nodes + 1));
+        let nodelist = format!("n[1-{nodes}]");
+        let mut cmd = self.scr(&s.job);
+        cmd.env("SCR_NODELIST", &nodelist)
+            .args(["postrun", "-p"])
+            .arg(s.job.join("prefix"));
+        let mut line = format!("SCR_NODELIST='{nodelist}' ");
+        if let Some(d) = &down {
+            cmd.env("SCR_EXCLUDE_NODES", d);
+            line.push_str(&format!("SCR_EXCLUDE_NODES={d} "));
+        }
+        t.line(&format!("{line}\"$SCR\" postrun -p \"$J/prefix\" || true"));
+        let (status, out) = run_bounded(cmd).map_err(|e| ("hang", e))?;
+        // `scr postrun --help`: 0 when everything drained (or nothing needed it), 1 when an
+        // output dataset was lost or no checkpoint the drain tried could be completed
+        if !matches!(status.code(), Some(0 | 1)) {
+            return Err(("command", format!("scr postrun exited {status}:\n{out}")));
+        }
+        let undecided = s.model.drain(u32::from(down.is_some()));
+        for serial in undecided {
+            let Some(c) = s.model.get(serial) else {
+                continue;
+            };
+            let name = c.name();
+            let whole = check::holds(&s.job.join("prefix"), c).is_ok();
+            let reported = out.lines().any(|l| l.contains(&name) && l.contains("lost"));
+            // SPEC §4.11: a completed output reaches the prefix or is reported lost by name
+            if !whole && !reported {
+                return Err((
+                    "output",
+                    format!(
+                        "scr postrun neither drained output {name} whole nor reported it lost:\n{out}"
+                    ),
+                ));
+            }
+            s.model.output_fate(serial, whole);
         }
         Ok(true)
     }
@@ -451,6 +547,11 @@ pub struct State {
     pub current: Option<u32>,
     /// An operator chose the current checkpoint since then.
     pub operator_since: bool,
+    /// The last run was cut short (killed, or ended without SCR_Finalize while a flush ran
+    /// in the background): a flush's temporaries may stay on the prefix until the next run.
+    pub temporaries_may_stay: bool,
+    /// The name each dataset id the index listed had then.
+    pub ids: BTreeMap<u64, String>,
 }
 
 /// Flips the byte in the middle of `file`, or cuts its last byte off.

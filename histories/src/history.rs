@@ -5,6 +5,7 @@
 //! model says is eligible when the step is reached (taken modulo its length): a history
 //! stays meaningful when the shrinker removes the steps before it.
 
+use crate::model::Avail;
 use crate::rng::Rng;
 
 /// The redundancy scheme of a run's checkpoints (SCR_COPY_TYPE).
@@ -42,25 +43,42 @@ pub struct Config {
     pub cache_size: u32,
     /// SCR_RESHAPE=1: the application reads a checkpoint written by another number of ranks.
     pub reshape: bool,
+    /// SCR_FLUSH_ASYNC=1: flushes copy in the background (throttled, so that a run ending
+    /// without SCR_Finalize cuts one short).
+    pub flush_async: bool,
 }
 
 impl Config {
     /// The environment the run gets for this configuration.
     pub fn env(&self) -> Vec<(String, String)> {
-        vec![
+        let mut env: Vec<(String, String)> = vec![
             ("SCR_COPY_TYPE".into(), self.scheme.name().into()),
             ("SCR_FLUSH".into(), self.flush.to_string()),
-            ("SCR_FLUSH_ASYNC".into(), "0".into()),
+            (
+                "SCR_FLUSH_ASYNC".into(),
+                u32::from(self.flush_async).to_string(),
+            ),
             ("SCR_PREFIX_SIZE".into(), self.prefix_size.to_string()),
             ("SCR_CACHE_SIZE".into(), self.cache_size.to_string()),
             ("SCR_RESHAPE".into(), u32::from(self.reshape).to_string()),
-        ]
+        ];
+        if self.flush_async {
+            // bytes a second a node: a few tenths of a second for a checkpoint of the sizes
+            // drawn, long enough for a run ending without SCR_Finalize to cut it short
+            env.push(("SCR_FLUSH_ASYNC_BW".into(), ASYNC_BW.to_string()));
+        }
+        env
     }
 }
 
-/// One checkpoint a run writes.
+/// SCR_FLUSH_ASYNC_BW of a run with SCR_FLUSH_ASYNC=1.
+pub const ASYNC_BW: u32 = 40_000;
+
+/// One dataset a run writes: a checkpoint, or an output dataset.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CkptSpec {
+    /// An output dataset (SCR_FLAG_OUTPUT) rather than a checkpoint.
+    pub output: bool,
     /// Files each rank writes (file 1 of a rank is always empty).
     pub nfiles: u32,
     /// The size class of the files (0: every file empty).
@@ -79,10 +97,51 @@ pub struct RunSpec {
     pub config: Config,
     /// Read the restart through the file-list API even at the writers' size.
     pub file_list: bool,
-    /// The checkpoints it writes after its restart.
+    /// The datasets it writes after its restart.
     pub ckpts: Vec<CkptSpec>,
     /// Whether it calls `SCR_Finalize`.
     pub finalize: bool,
+    /// A rank killed with SIGKILL while it writes one of the datasets (the run ends there).
+    pub kill: Option<Kill>,
+}
+
+/// A rank of a run killed with SIGKILL in one of its datasets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kill {
+    /// The rank.
+    pub rank: u32,
+    /// The dataset (an index into the run's `ckpts`).
+    pub at: usize,
+    /// When: 0 after `SCR_Start_output`, 1 after writing its files, 2 after
+    /// `SCR_Complete_output`.
+    pub when: u32,
+}
+
+impl RunSpec {
+    /// The datasets the run gets to, with whether each is completed — a kill before its
+    /// `SCR_Complete_output` leaves the one it hit incomplete; one right after it may cut
+    /// short what the other ranks still do of it (recording it, publishing its flush) —
+    /// and whether the run gets to its end (`SCR_Finalize` or the end without it).
+    pub fn reached(&self) -> (Vec<(&CkptSpec, Avail)>, bool) {
+        match self.kill {
+            Some(k) if k.at < self.ckpts.len() => (
+                self.ckpts[..=k.at]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let completed = match (i < k.at, k.when) {
+                            (true, _) => Avail::Yes,
+                            (false, 2) => Avail::Maybe,
+                            (false, _) => Avail::No,
+                        };
+                        (c, completed)
+                    })
+                    .collect(),
+                false,
+            ),
+            _ => (self.ckpts.iter().map(|c| (c, Avail::Yes)).collect(), true),
+        }
+    }
 }
 
 /// A fault between runs.
@@ -128,6 +187,11 @@ pub enum Operator {
         /// Which checkpoint on the prefix.
         pick: u32,
     },
+    /// `scr postrun`: the drain after a job, with one node down (SCR_EXCLUDE_NODES) or none.
+    Postrun {
+        /// Which node of the cache's job is down, if one is.
+        down: Option<u32>,
+    },
 }
 
 /// One step of a history.
@@ -153,6 +217,8 @@ impl Step {
             Step::Fault(Fault::TruncatePrefix { .. }) => "truncate-prefix",
             Step::Operator(Operator::IndexDrop { .. }) => "index-drop",
             Step::Operator(Operator::IndexCurrent { .. }) => "index-current",
+            Step::Operator(Operator::Postrun { down: None }) => "postrun",
+            Step::Operator(Operator::Postrun { down: Some(_) }) => "postrun-down",
         }
     }
 }
@@ -172,13 +238,23 @@ impl History {
     /// Draws a history from `seed`: the same seed always gives the same history.
     pub fn generate(seed: u64) -> History {
         let mut rng = Rng::new(seed);
+        // what later versions added is drawn from a stream of its own, so that a seed kept
+        // as a regression still draws the runs, faults and commands it drew before
+        let mut extra = Rng::new(seed ^ 0x0a5e_f1e5_d7a1_2b03);
         let ranks_per_node = rng.pick(&[1, 1, 2]);
         let base = rng.pick(&[2, 3, 4]) * ranks_per_node;
         let runs = rng.range(2, 5);
-        let mut steps = Vec::new();
+        let mut steps: Vec<Step> = Vec::new();
         let mut ranks = base;
         for i in 0..runs {
             if i > 0 {
+                // the drain after a job, more often after one that ended without SCR_Finalize
+                let ended =
+                    matches!(steps.last(), Some(Step::Run(r)) if !r.finalize || r.kill.is_some());
+                if extra.chance(1, if ended { 2 } else { 8 }) {
+                    let down = extra.chance(1, 3).then(|| extra.below(1 << 16));
+                    steps.push(Step::Operator(Operator::Postrun { down }));
+                }
                 for _ in 0..rng.range(0, 2) {
                     steps.push(between_runs(&mut rng));
                 }
@@ -189,7 +265,7 @@ impl History {
                     ranks = base;
                 }
             }
-            steps.push(Step::Run(run(&mut rng, ranks)));
+            steps.push(Step::Run(run(&mut rng, &mut extra, ranks)));
         }
         History {
             seed,
@@ -232,6 +308,15 @@ impl History {
                     if r.file_list {
                         f.push("file-list".into());
                     }
+                    if r.config.flush_async {
+                        f.push("flush-async".into());
+                    }
+                    if let Some(k) = r.kill {
+                        f.push(format!(
+                            "kill-{}",
+                            ["at-start", "before-complete", "after-complete"][k.when as usize % 3]
+                        ));
+                    }
                     if last_ranks.is_some_and(|l| l != r.ranks) {
                         f.push(if r.config.reshape {
                             "other-size+reshape".into()
@@ -241,6 +326,9 @@ impl History {
                     }
                     last_ranks = Some(r.ranks);
                     for c in &r.ckpts {
+                        if c.output {
+                            f.push("output".into());
+                        }
                         if c.bad_rank.is_some() {
                             f.push("invalid-rank".into());
                         }
@@ -261,27 +349,44 @@ impl History {
     }
 }
 
-fn run(rng: &mut Rng, ranks: u32) -> RunSpec {
+fn run(rng: &mut Rng, extra: &mut Rng, ranks: u32) -> RunSpec {
     let config = Config {
         scheme: rng.pick(&[Scheme::Single, Scheme::Partner, Scheme::Xor]),
         flush: rng.pick(&[0, 1, 1, 2, 3]),
         prefix_size: rng.pick(&[0, 0, 1, 2]),
         cache_size: rng.pick(&[1, 1, 2]),
         reshape: rng.chance(1, 2),
+        flush_async: extra.chance(1, 5),
     };
-    let ckpts = (0..rng.range(0, 3))
-        .map(|_| CkptSpec {
-            nfiles: rng.pick(&[1, 1, 2, 3]),
-            size: rng.pick(&[0, 100, 1000, 5000]),
-            bad_rank: rng.chance(1, 10).then(|| rng.below(ranks)),
+    let ckpts: Vec<CkptSpec> = (0..rng.range(0, 3))
+        .map(|_| {
+            let nfiles = rng.pick(&[1, 1, 2, 3]);
+            let size = rng.pick(&[0, 100, 1000, 5000]);
+            let bad_rank = rng.chance(1, 10).then(|| rng.below(ranks));
+            let output = extra.chance(1, 6);
+            CkptSpec {
+                output,
+                nfiles,
+                size,
+                // an output dataset is always valid: its promise is about completed ones
+                bad_rank: bad_rank.filter(|_| !output),
+            }
         })
         .collect();
+    let file_list = rng.chance(1, 4);
+    let finalize = rng.chance(7, 10);
+    let kill = (!ckpts.is_empty() && extra.chance(1, 8)).then(|| Kill {
+        rank: extra.below(ranks),
+        at: extra.below(ckpts.len() as u32) as usize,
+        when: extra.below(3),
+    });
     RunSpec {
         ranks,
         config,
-        file_list: rng.chance(1, 4),
+        file_list,
         ckpts,
-        finalize: rng.chance(7, 10),
+        finalize,
+        kill,
     }
 }
 
@@ -318,9 +423,23 @@ pub fn pattern(serial: u32, r: u32, k: u32, i: u64) -> u8 {
     (w >> (8 * (i % 8))) as u8
 }
 
+/// The checkpoint whose bytes a file written by [`pattern`] holds, read from its first
+/// eight bytes (None for a shorter file).
+pub fn serial_in(bytes: &[u8]) -> Option<u32> {
+    let w = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    Some((w >> 40) as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_tells_which_checkpoint_wrote_it() {
+        let bytes: Vec<u8> = (0..16).map(|i| pattern(70_000, 3, 2, i)).collect();
+        assert_eq!(serial_in(&bytes), Some(70_000));
+        assert_eq!(serial_in(&bytes[..7]), None);
+    }
 
     #[test]
     fn a_seed_always_gives_the_same_history() {

@@ -21,11 +21,20 @@ pub enum Avail {
     Yes,
 }
 
-/// What the model knows of one checkpoint a history wrote.
+/// What the model knows of one checkpoint (or output dataset) a history wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ckpt {
-    /// Its number in the history (the application names it `ckpt.<serial>`).
+    /// Its number in the history: what its bytes say (histories/app/hist_app.c).
     pub serial: u32,
+    /// The application's step it was written at: its name is `ckpt.<step>`, which a
+    /// restart from an older checkpoint makes the application write again.
+    pub step: u32,
+    /// An output dataset (SCR_FLAG_OUTPUT), named `out.<serial>`.
+    pub output: bool,
+    /// Its flush was started in the background and not yet seen to end.
+    pub async_pending: bool,
+    /// `scr postrun` reported it lost by name (an output dataset).
+    pub reported_lost: bool,
     /// Ranks that wrote it.
     pub writers: u32,
     /// Its layout.
@@ -55,7 +64,21 @@ pub struct Ckpt {
 impl Ckpt {
     /// The dataset name the application gives it.
     pub fn name(&self) -> String {
-        format!("ckpt.{}", self.serial)
+        if self.output {
+            format!("out.{}", self.serial)
+        } else {
+            format!("ckpt.{}", self.step)
+        }
+    }
+
+    /// How it appears in a message: its name, and its number when names repeat.
+    pub fn label(&self) -> String {
+        format!("{} (#{})", self.name(), self.serial)
+    }
+
+    /// Whether an index entry of it may be on the prefix.
+    pub fn may_be_indexed(&self) -> bool {
+        !self.dropped && !self.window_deleted && (self.prefix != Avail::No || self.prefix_damaged)
     }
 
     /// Certainly on the prefix, intact and indexed: its files must be there, whole.
@@ -65,10 +88,12 @@ impl Ckpt {
 }
 
 /// A checkpoint a restart may come to, newest first, with whether it must load.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Candidate {
     /// The checkpoint.
     pub serial: u32,
+    /// Its name's step (`ckpt.<step>`).
+    pub step: u32,
     /// Yes: a restart that reaches it loads it; Maybe: it may load it or pass it over.
     pub status: Avail,
     /// The application may find wrong bytes in it (a damaged cached file).
@@ -86,6 +111,9 @@ pub struct Attempt {
     pub verified: i32,
     /// What SCR_Complete_restart returned.
     pub rc: i32,
+    /// The checkpoints of that name whose every byte the application found (several only
+    /// when their bytes are alike: empty files).
+    pub serials: Vec<u32>,
 }
 
 /// The model of one history's prefix and caches.
@@ -103,6 +131,12 @@ pub struct Model {
     /// `scr index --drop` removed an entry since the last certain flush: the index may mark
     /// nothing current.
     pub current_may_be_unset: bool,
+    /// A flush that may have happened since the operator's `--current` published a newer
+    /// checkpoint, which may then be current instead.
+    pub operator_current_superseded: bool,
+    /// The application's step in the run under way (the name of its next checkpoint is
+    /// `ckpt.<step + 1>`).
+    pub step: u32,
 }
 
 impl Model {
@@ -136,24 +170,31 @@ impl Model {
         self.ckpts.last().map_or(1, |c| c.serial + 1)
     }
 
-    /// Whether SCR_Init of a job of `ranks` ranks may refuse to run: README, "Beyond SCR:
-    /// restart on another number of ranks" — a checkpoint only in cache written by a job of
-    /// another size is drained by the new job's SCR_Init first; one whose writers' files the
-    /// job cannot reach whole (its nodes are fewer than the writers', or a node of them was
-    /// lost) is not discarded: SCR_Init stops the job, saying how to keep it or go on.
-    pub fn init_may_refuse(&self, ranks: u32) -> bool {
-        self.cache_ranks.is_some_and(|r| r != ranks)
-            && self.ckpts.iter().any(|c| {
-                c.writers != ranks
-                    && c.cache != Avail::No
-                    && c.prefix != Avail::Yes
-                    && (self.nodes(ranks) < self.nodes(c.writers) || c.losses > 0)
-            })
+    /// The copies of a dataset name, oldest first.
+    pub fn copies(&self, name: &str) -> impl Iterator<Item = &Ckpt> {
+        self.ckpts.iter().filter(move |c| c.name() == name)
+    }
+
+    /// The checkpoint an index entry named `name` stands for when the index marks it
+    /// current: the newest copy of the name that may be indexed.
+    pub fn current_copy(&self, name: &str) -> Option<u32> {
+        self.copies(name)
+            .filter(|c| c.may_be_indexed())
+            .map(|c| c.serial)
+            .max()
     }
 
     /// SCR_Init of a job of `ranks` ranks: a cache written by a job of another size is
     /// drained to the prefix and discarded.
     pub fn begin_run(&mut self, ranks: u32) {
+        // hist_app.c: the step counter starts at 0, and a restart sets it
+        self.step = 0;
+        for c in &mut self.ckpts {
+            // README, "Runtime library" (asynchronous flush): a job killed mid-flush leaves
+            // the checkpoint in cache for `scr postrun` to drain; whether the flush got
+            // published before the run ended is what its Maybe says
+            c.async_pending = false;
+        }
         if self.cache_ranks.is_some_and(|r| r != ranks) {
             for c in &mut self.ckpts {
                 if c.cache != Avail::No {
@@ -175,7 +216,7 @@ impl Model {
         for c in self.ckpts.iter().rev() {
             // SPEC §4.12 / guide api.rst (api-69): a checkpoint the application rejected is
             // marked so no later run loads it (README, "SCR v3.1 programs", SCR_Complete_restart)
-            if !c.complete || c.rejected {
+            if c.output || !c.complete || c.rejected {
                 continue;
             }
             // README, "Beyond SCR": a checkpoint written by another number of ranks is offered
@@ -217,7 +258,11 @@ impl Model {
             {
                 // guide manage.rst (manage-11): --current NAME sets the dataset restarts start
                 // from; whether a newer cached one still comes first, the guide does not say
-                prefix = Avail::No;
+                prefix = if self.operator_current_superseded {
+                    prefix.min(Avail::Maybe)
+                } else {
+                    Avail::No
+                };
                 cache = cache.min(Avail::Maybe);
             }
             let mut status = cache.max(prefix);
@@ -227,6 +272,7 @@ impl Model {
             if status != Avail::No {
                 out.push(Candidate {
                     serial: c.serial,
+                    step: c.step,
                     status,
                     may_read_wrong: c.may_read_wrong,
                     may_miss_files: c.prefix_damaged || c.may_read_wrong,
@@ -236,44 +282,73 @@ impl Model {
         out
     }
 
-    /// Judges a run's restart loop against the candidates: `Err` says what broke which rule.
+    /// The candidate an attempt stands for: one of its name whose bytes the application
+    /// found; or, when it found none, the newest of its name not newer than the attempt
+    /// before (`last`). None when the promises allow no checkpoint of that name.
+    fn attempted<'a>(
+        candidates: &'a [Candidate],
+        a: &Attempt,
+        last: Option<u32>,
+    ) -> Option<&'a Candidate> {
+        let step: u32 = a.name.strip_prefix("ckpt.")?.parse().ok()?;
+        let mut named = candidates.iter().filter(|c| c.step == step);
+        if a.verified == 1 {
+            return named.find(|c| a.serials.contains(&c.serial));
+        }
+        let named: Vec<&Candidate> = named.collect();
+        named
+            .iter()
+            .find(|c| last.is_none_or(|l| c.serial <= l))
+            .or(named.first())
+            .copied()
+    }
+
+    /// Judges a run's restart loop against the candidates: `Err` says what broke which rule;
+    /// `Ok` gives the checkpoint each attempt stands for and the one loaded.
     pub fn judge_restart(
         candidates: &[Candidate],
         attempts: &[Attempt],
         restarted: Option<&str>,
-    ) -> Result<(), String> {
-        let serial_of = |name: &str| -> Option<u32> { name.strip_prefix("ckpt.")?.parse().ok() };
+    ) -> Result<(Vec<u32>, Option<u32>), String> {
         let mut last: Option<u32> = None;
+        let mut resolved = Vec::new();
         for a in attempts {
-            let Some(s) = serial_of(&a.name) else {
+            if !a.name.starts_with("ckpt.") {
                 return Err(format!(
                     "restart offered `{}`, no checkpoint the application wrote",
                     a.name
                 ));
-            };
-            let Some(c) = candidates.iter().find(|c| c.serial == s) else {
+            }
+            let Some(c) = Model::attempted(candidates, a, last) else {
+                let bytes = if a.verified == 1 {
+                    format!(" (holding the bytes of #{:?})", a.serials)
+                } else {
+                    String::new()
+                };
                 return Err(format!(
-                    "restart offered {}, which no promise allows here (allowed: {})",
+                    "restart offered {}{bytes}, which no promise allows here (allowed: {})",
                     a.name,
                     describe(candidates)
                 ));
             };
+            let s = c.serial;
             // guide integration.rst (integration-26): the loop walks from newer to older
             if last.is_some_and(|l| s > l) {
                 return Err(format!("restart offered {} after an older one", a.name));
             }
             last = Some(s);
+            resolved.push(s);
             match a.verified {
                 // SPEC §4.11: a restart reads exactly the bytes some allowed checkpoint wrote
                 0 if !c.may_read_wrong => {
                     return Err(format!(
-                        "restart from {} read bytes that checkpoint never wrote",
+                        "restart from {} (#{s}) read bytes that checkpoint never wrote",
                         a.name
                     ));
                 }
                 -1 if !c.may_miss_files => {
                     return Err(format!(
-                        "restart from {} could not route or open a file of it",
+                        "restart from {} (#{s}) could not route or open a file of it",
                         a.name
                     ));
                 }
@@ -287,40 +362,52 @@ impl Model {
             }
         }
         let first_sure = candidates.iter().position(|c| c.status == Avail::Yes);
-        match (restarted.map(serial_of), first_sure) {
-            (None, None) => Ok(()),
-            (None, Some(i)) => Err(format!(
-                "no restart, but ckpt.{} must load (allowed: {})",
-                candidates[i].serial,
-                describe(candidates)
-            )),
-            (Some(None), _) => Err("restarted from a dataset the application never wrote".into()),
-            (Some(Some(s)), sure) => {
+        let loaded = match restarted {
+            None => None,
+            Some(name) if attempts.last().is_some_and(|a| a.name == name) => {
+                resolved.last().copied()
+            }
+            Some(name) => {
+                return Err(format!("restarted from {name}, which no attempt offered"));
+            }
+        };
+        match (loaded, first_sure) {
+            (None, None) => {}
+            (None, Some(i)) => {
+                return Err(format!(
+                    "no restart, but {} must load (allowed: {})",
+                    candidates[i].label(),
+                    describe(candidates)
+                ));
+            }
+            (Some(s), sure) => {
                 // SPEC §4.11: the newest checkpoint the promises allow; guide config.rst
                 // (config-12): by default SCR loads the most recent checkpoint
                 let allowed = &candidates[..sure.map_or(candidates.len(), |i| i + 1)];
-                if allowed.iter().any(|c| c.serial == s) {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "restarted from ckpt.{s}; allowed: {}",
+                if !allowed.iter().any(|c| c.serial == s) {
+                    return Err(format!(
+                        "restarted from #{s}; allowed: {}",
                         describe(allowed)
-                    ))
+                    ));
                 }
             }
         }
+        Ok((resolved, loaded))
     }
 
-    /// Takes in what a run's restart did (already judged): rejected checkpoints, and the one
-    /// loaded, now in cache and protected again.
-    pub fn after_restart(&mut self, attempts: &[Attempt], restarted: Option<&str>, ranks: u32) {
-        for a in attempts {
+    /// Takes in what a run's restart did (already judged; `resolved`, the checkpoint each
+    /// attempt stands for): rejected checkpoints, and the one loaded, now in cache and
+    /// protected again, whose step the application goes on from.
+    pub fn after_restart(
+        &mut self,
+        attempts: &[Attempt],
+        resolved: &[u32],
+        loaded: Option<u32>,
+        ranks: u32,
+    ) {
+        for (a, s) in attempts.iter().zip(resolved) {
             if a.rc != 0
-                && let Some(s) = a
-                    .name
-                    .strip_prefix("ckpt.")
-                    .and_then(|s| s.parse::<u32>().ok())
-                && let Some(c) = self.ckpts.iter_mut().find(|c| c.serial == s)
+                && let Some(c) = self.ckpts.iter_mut().find(|c| c.serial == *s)
                 // a restart at another size that failed marks nothing: a job of the writers'
                 // size may still restart it (README, "Beyond SCR")
                 && c.writers == ranks
@@ -331,8 +418,6 @@ impl Model {
                 c.cache = Avail::No;
             }
         }
-        let loaded: Option<u32> =
-            restarted.and_then(|n| n.strip_prefix("ckpt.").and_then(|s| s.parse().ok()));
         for c in &mut self.ckpts {
             if Some(c.serial) == loaded && c.writers == ranks {
                 // README, "Runtime library": restart from cache rebuilds lost members and
@@ -344,12 +429,27 @@ impl Model {
                 c.cache = c.cache.min(Avail::Maybe);
             }
         }
+        if let Some(c) = loaded.and_then(|s| self.get(s)) {
+            self.step = c.step;
+        }
     }
 
-    /// A checkpoint written by a run of `ranks` ranks under `config`; returns its number.
-    pub fn checkpoint(&mut self, spec: &CkptSpec, ranks: u32, config: &Config) -> u32 {
+    /// A dataset written by a run of `ranks` ranks under `config`; `completed`: whether the
+    /// run got through its `SCR_Complete_output` (Maybe: a rank was killed right after it,
+    /// which may cut short what the others still did of it). Returns its number.
+    pub fn checkpoint(
+        &mut self,
+        spec: &CkptSpec,
+        ranks: u32,
+        config: &Config,
+        completed: Avail,
+    ) -> u32 {
         let serial = self.next_serial();
-        let complete = spec.bad_rank.is_none();
+        let complete = spec.bad_rank.is_none() && completed != Avail::No;
+        if !spec.output {
+            // hist_app.c: each checkpoint is named after the step counter, counted on
+            self.step += 1;
+        }
         self.make_room(config.cache_size);
         // README, "Runtime library": a plain warning, not a silent downgrade, when the nodes
         // cannot satisfy a scheme; the checkpoint is then cached with SINGLE
@@ -359,21 +459,41 @@ impl Model {
             config.scheme
         };
         let flushed = match (complete, config.flush) {
+            (false, _) => Avail::No,
+            // README, "SCR v3.1 programs": a dataset flagged SCR_FLAG_OUTPUT is flushed at
+            // once and leaves the cache
+            _ if spec.output => Avail::Yes,
             // README, "SCR v3.1 programs": SCR_FLUSH=0 never flushes
-            (false, _) | (_, 0) => Avail::No,
+            (_, 0) => Avail::No,
             // guide config.rst (config-22): SCR_FLUSH=1 flushes every checkpoint
             (_, 1) => Avail::Yes,
             // guide config.rst (config-89): every Nth checkpoint; SCR keeps the count (across
             // restarts too: integration-33), which the model does not
             _ => Avail::Maybe,
         };
+        // README, "Runtime library" (asynchronous flush): the flush goes on in the background
+        // and a later collective call publishes it; Finalize waits for it
+        let background = config.flush_async && flushed != Avail::No;
+        let cache = match (complete, spec.output && !background) {
+            (false, _) => Avail::No,
+            // (a kill may have cut its flush short, leaving it in cache)
+            (true, true) if completed == Avail::Yes => Avail::No,
+            (true, true) => Avail::Maybe,
+            (true, false) => completed,
+        };
+        let flushed = flushed.min(completed);
         self.ckpts.push(Ckpt {
             serial,
+            step: self.step,
+            output: spec.output,
+            // (a flush that SCR_FLUSH's count may not have started stays a Maybe)
+            async_pending: background && flushed == Avail::Yes,
+            reported_lost: false,
             writers: ranks,
             spec: spec.clone(),
             complete,
             scheme,
-            cache: if complete { Avail::Yes } else { Avail::No },
+            cache,
             losses: 0,
             prefix: Avail::No,
             prefix_damaged: false,
@@ -382,11 +502,12 @@ impl Model {
             rejected: false,
             dropped: false,
         });
-        if complete {
+        if complete && !spec.output {
             self.evict(config.cache_size);
         }
         if flushed != Avail::No {
-            self.flushed(serial, flushed, config.prefix_size);
+            let how = if background { Avail::Maybe } else { flushed };
+            self.flushed(serial, how, config.prefix_size);
         }
         serial
     }
@@ -395,13 +516,16 @@ impl Model {
     /// stays until the next one completes, so a checkpoint that fails never costs the last
     /// good one; one already on the prefix may go when the next one starts, as in v3.1
     /// (guide api.rst, api-51), since the prefix holds it (SPEC §4.4: never the *only*
-    /// complete copy).
+    /// complete copy). An older one beyond the newest SCR_CACHE_SIZE - 1 may go to make
+    /// room for the new dataset whether or not the prefix has it (guide config.rst,
+    /// config-28/29: at most SCR_CACHE_SIZE checkpoints in cache; SPEC §4.4 protects only
+    /// the newest): a run with a smaller SCR_CACHE_SIZE than the one before may evict it.
     fn make_room(&mut self, cache_size: u32) {
         let mut kept = 0;
         for c in self.ckpts.iter_mut().rev() {
-            if c.cache != Avail::No && c.complete {
+            if c.cache != Avail::No && c.complete && !c.output {
                 kept += 1;
-                if kept >= cache_size && c.prefix != Avail::No {
+                if kept >= cache_size && (kept > 1 || c.prefix != Avail::No) {
                     c.cache = c.cache.min(Avail::Maybe);
                 }
             }
@@ -413,7 +537,7 @@ impl Model {
     fn evict(&mut self, cache_size: u32) {
         let mut kept = 0;
         for c in self.ckpts.iter_mut().rev() {
-            if c.cache != Avail::No && c.complete {
+            if c.cache != Avail::No && c.complete && !c.output {
                 kept += 1;
                 if kept > cache_size {
                     c.cache = Avail::No;
@@ -422,25 +546,69 @@ impl Model {
         }
     }
 
-    /// A flush of `serial` (certain or perhaps) under a window of `window` checkpoints.
+    /// What publishing checkpoint `serial` (named `name`; `empty`: all its files empty),
+    /// certainly or perhaps, does to the others.
+    fn published(&mut self, serial: u32, name: &str, empty: bool, how: Avail) {
+        for older in self
+            .ckpts
+            .iter_mut()
+            .filter(|o| o.serial < serial && o.name() == name)
+        {
+            // README, SCR_PREFIX_SIZE / "The drain": a name written again after a restart
+            // from an older checkpoint is written at the same paths; the newer copy's files
+            // replace the older one's, which a fetch then finds changed (its CRC32). Empty
+            // files are alike whichever wrote them.
+            if empty && older.spec.size == 0 || older.prefix == Avail::No {
+                continue;
+            }
+            if how == Avail::Yes {
+                older.prefix_damaged = true;
+            } else {
+                older.prefix = older.prefix.min(Avail::Maybe);
+            }
+        }
+        // SPEC §4.7 and README, "The drain": publishing makes the newest checkpoint current
+        // and never moves CURRENT backwards
+        if self.operator_current.is_some_and(|x| x < serial) {
+            if how == Avail::Yes {
+                self.operator_current = None;
+                self.operator_current_superseded = false;
+            } else {
+                self.operator_current_superseded = true;
+            }
+        }
+        if how == Avail::Yes {
+            self.current_may_be_unset = false;
+        }
+    }
+
+    /// A flush of `serial` (certain or perhaps) under a window of `window` checkpoints; an
+    /// output dataset's flush applies the window too ("after each flush").
     fn flushed(&mut self, serial: u32, how: Avail, window: u32) {
         let c = self.get_mut(serial);
         c.prefix = c.prefix.max(how);
         if how == Avail::Yes {
-            self.current_may_be_unset = false;
-            // SPEC §4.7 and README, "The drain": publishing makes the newest checkpoint
-            // current and never moves CURRENT backwards
-            if self.operator_current.is_some_and(|x| x < serial) {
-                self.operator_current = None;
-            }
+            c.async_pending = false;
         }
+        let (name, empty, output) = (c.name(), c.spec.size == 0, c.output);
+        if !output {
+            self.published(serial, &name, empty, how);
+        }
+        self.window(how, window);
+    }
+
+    /// SCR_PREFIX_SIZE=`window` applied after a flush that happened (`ran`: Yes) or may
+    /// have.
+    fn window(&mut self, ran: Avail, window: u32) {
         if window == 0 {
             return;
         }
         // README, "SCR v3.1 programs", SCR_PREFIX_SIZE: after each flush, complete checkpoints
         // beyond the newest N leave the prefix (files, metadata, index), never the current
         // one; the N are checkpoints a restart can load
-        let loadable = |c: &Ckpt| c.complete && !c.dropped && !c.rejected && c.prefix != Avail::No;
+        let loadable = |c: &Ckpt| {
+            !c.output && c.complete && !c.dropped && !c.rejected && c.prefix != Avail::No
+        };
         let surely = |c: &Ckpt| loadable(c) && c.prefix == Avail::Yes && !c.prefix_damaged;
         let operator_current = self.operator_current;
         let n = self.ckpts.len();
@@ -453,7 +621,7 @@ impl Model {
             let maybe_newer = newer.iter().filter(|c| loadable(c)).count() as u32;
             let c = &mut self.ckpts[i];
             let may_be_current = operator_current == Some(c.serial);
-            if sure_newer >= window && how == Avail::Yes && !may_be_current {
+            if sure_newer >= window && ran == Avail::Yes && !may_be_current {
                 // gone either way: deleted if it was complete there; a copy that may be
                 // incomplete (a drain that could not finish it) is no checkpoint the window
                 // counts or deletes (README: "complete checkpoints beyond the newest N")
@@ -467,6 +635,23 @@ impl Model {
 
     /// SCR_Finalize of a run under `config`.
     pub fn finalize(&mut self, config: &Config) {
+        // README, "Runtime library" (asynchronous flush): Finalize waits for every flush
+        // still running in the background and publishes it
+        let pending: Vec<(u32, bool)> = self
+            .ckpts
+            .iter()
+            .filter(|c| c.async_pending)
+            .map(|c| (c.serial, c.cache == Avail::Yes && !c.may_read_wrong))
+            .collect();
+        for (serial, sure) in pending {
+            let how = if sure { Avail::Yes } else { Avail::Maybe };
+            self.flushed(serial, how, config.prefix_size);
+            let c = self.get_mut(serial);
+            c.async_pending = false;
+            if c.output {
+                c.cache = Avail::No;
+            }
+        }
         if config.flush == 0 {
             // README, "SCR v3.1 programs": SCR_FLUSH=0 never flushes, not even at Finalize
             return;
@@ -477,7 +662,7 @@ impl Model {
             .ckpts
             .iter()
             .rev()
-            .find(|c| c.complete && !c.rejected && c.cache != Avail::No)
+            .find(|c| !c.output && c.complete && !c.rejected && c.cache != Avail::No)
             .map(|c| {
                 (
                     c.serial,
@@ -489,7 +674,14 @@ impl Model {
             && prefix != Avail::Yes
         {
             let how = if sure { Avail::Yes } else { Avail::Maybe };
-            self.flushed(serial, how, config.prefix_size);
+            if prefix == Avail::No {
+                self.flushed(serial, how, config.prefix_size);
+            } else {
+                // flushed already (by SCR_FLUSH's count, perhaps in an earlier run under
+                // another window) or now: whether this run's window runs is not certain
+                self.flushed(serial, how, 0);
+                self.window(Avail::Maybe, config.prefix_size);
+            }
         }
     }
 
@@ -506,7 +698,7 @@ impl Model {
     pub fn cached(&self) -> Vec<u32> {
         self.ckpts
             .iter()
-            .filter(|c| c.cache != Avail::No && c.complete)
+            .filter(|c| c.cache != Avail::No && c.complete && !c.output)
             .map(|c| c.serial)
             .collect()
     }
@@ -516,11 +708,19 @@ impl Model {
         self.get_mut(serial).may_read_wrong = true;
     }
 
-    /// Checkpoints certainly on the prefix, intact: targets of prefix faults and operators.
+    /// Checkpoints certainly on the prefix, intact, and the only copy of their name the
+    /// index may hold (a command naming it then means this one): targets of prefix faults
+    /// and operators.
     pub fn on_prefix(&self) -> Vec<u32> {
         self.ckpts
             .iter()
-            .filter(|c| c.surely_on_prefix() && !c.rejected)
+            .filter(|c| c.surely_on_prefix() && !c.rejected && !c.output)
+            .filter(|c| {
+                self.copies(&c.name())
+                    .filter(|o| o.may_be_indexed())
+                    .count()
+                    == 1
+            })
             .map(|c| c.serial)
             .collect()
     }
@@ -540,90 +740,21 @@ impl Model {
             // guide api.rst (api-80): dropping the current checkpoint moves CURRENT to the
             // next older one
             self.operator_current = None;
+            self.operator_current_superseded = false;
         }
     }
 
     /// `scr index --current` of `serial`.
     pub fn set_current(&mut self, serial: u32) {
         self.operator_current = Some(serial);
+        self.operator_current_superseded = false;
     }
+}
 
-    /// Judges the prefix's index (name, valid, current) against the model.
-    pub fn judge_index(&self, entries: &[(String, bool, bool)]) -> Result<(), String> {
-        for c in &self.ckpts {
-            if c.surely_on_prefix() && !c.rejected {
-                // README, "The drain" / guide config.rst (config-22): a flushed checkpoint is
-                // indexed complete
-                match entries.iter().find(|e| e.0 == c.name()) {
-                    Some((_, true, _)) => {}
-                    Some(_) => return Err(format!("the index says {} is not valid", c.name())),
-                    None => return Err(format!("{} is flushed but not in the index", c.name())),
-                }
-            }
-        }
-        for (name, valid, _) in entries {
-            let c = name
-                .strip_prefix("ckpt.")
-                .and_then(|s| s.parse().ok())
-                .and_then(|s| self.get(s));
-            let Some(c) = c else {
-                return Err(format!(
-                    "the index lists {name}, which the history never wrote"
-                ));
-            };
-            if c.dropped {
-                // guide manage.rst (manage-13): --drop removes the entry
-                return Err(format!(
-                    "the index still lists {name} after scr index --drop"
-                ));
-            }
-            if c.window_deleted {
-                return Err(format!(
-                    "the index still lists {name}, which SCR_PREFIX_SIZE deleted"
-                ));
-            }
-            if *valid && (c.prefix == Avail::No && !c.prefix_damaged) {
-                return Err(format!(
-                    "the index says {name} is valid; it was never flushed"
-                ));
-            }
-        }
-        let current: Vec<&String> = entries.iter().filter(|e| e.2).map(|e| &e.0).collect();
-        if current.len() > 1 {
-            return Err(format!(
-                "the index marks several datasets current: {current:?}"
-            ));
-        }
-        // SPEC §4.7: CURRENT never moves backwards while a newer complete one is on the
-        // prefix (below the operator's choice, which the operator may move backwards)
-        let bound = self.operator_current.unwrap_or(u32::MAX);
-        let newest_sure = self
-            .ckpts
-            .iter()
-            .filter(|c| c.surely_on_prefix() && !c.rejected && c.serial <= bound)
-            .map(|c| c.serial)
-            .max();
-        if let Some(s) = newest_sure {
-            let cur = current
-                .first()
-                .and_then(|n| n.strip_prefix("ckpt."))
-                .and_then(|n| n.parse::<u32>().ok());
-            match cur {
-                Some(c) if c >= s => {}
-                Some(c) => {
-                    return Err(format!(
-                        "the index's current is ckpt.{c}, older than ckpt.{s} on the prefix"
-                    ));
-                }
-                None if self.current_may_be_unset => {}
-                None => {
-                    return Err(format!(
-                        "the index marks nothing current; ckpt.{s} is on the prefix"
-                    ));
-                }
-            }
-        }
-        Ok(())
+impl Candidate {
+    /// How it appears in a message.
+    pub fn label(&self) -> String {
+        format!("ckpt.{} (#{})", self.step, self.serial)
     }
 }
 
@@ -635,8 +766,8 @@ fn describe(candidates: &[Candidate]) -> String {
         .iter()
         .map(|c| {
             format!(
-                "ckpt.{}{}",
-                c.serial,
+                "{}{}",
+                c.label(),
                 if c.status == Avail::Yes { "" } else { "?" }
             )
         })
@@ -644,5 +775,8 @@ fn describe(candidates: &[Candidate]) -> String {
         .join(", ")
 }
 
+mod drain;
+mod index;
+pub use index::Entry;
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,14 @@ use crate::history::{History, Step};
 fn candidates(h: &History) -> Vec<History> {
     let mut out = Vec::new();
     let with = |steps: Vec<Step>| History { steps, ..h.clone() };
+    // a drain with every node up
+    for (i, step) in h.steps.iter().enumerate() {
+        if let Step::Operator(crate::history::Operator::Postrun { down: Some(_) }) = step {
+            let mut steps = h.steps.clone();
+            steps[i] = Step::Operator(crate::history::Operator::Postrun { down: None });
+            out.push(with(steps));
+        }
+    }
     // drop a step (a run only when another is left)
     for i in (0..h.steps.len()).rev() {
         let runs = h.runs().count();
@@ -32,9 +40,17 @@ fn candidates(h: &History) -> Vec<History> {
         for j in (0..run.ckpts.len()).rev() {
             push(&|r| {
                 r.ckpts.remove(j);
+                // the kill stays with the dataset it hit
+                r.kill = match r.kill {
+                    Some(k) if k.at == j => None,
+                    Some(k) if k.at > j => Some(crate::history::Kill { at: k.at - 1, ..k }),
+                    k => k,
+                };
             });
         }
         push(&|r| r.file_list = false);
+        push(&|r| r.kill = None);
+        push(&|r| r.config.flush_async = false);
         push(&|r| r.config.prefix_size = 0);
         push(&|r| r.config.cache_size = 1);
         push(&|r| {
@@ -62,6 +78,9 @@ fn candidates(h: &History) -> Vec<History> {
             for c in &mut r.ckpts {
                 c.bad_rank = c.bad_rank.map(|b| b % r.ranks);
             }
+            if let Some(k) = &mut r.kill {
+                k.rank %= r.ranks;
+            }
         }
     }
     if steps != h.steps {
@@ -75,6 +94,9 @@ fn candidates(h: &History) -> Vec<History> {
                 r.ranks = (r.ranks / h.ranks_per_node).max(2);
                 for c in &mut r.ckpts {
                     c.bad_rank = c.bad_rank.map(|b| b % r.ranks);
+                }
+                if let Some(k) = &mut r.kill {
+                    k.rank %= r.ranks;
                 }
             }
         }

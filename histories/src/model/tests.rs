@@ -7,22 +7,35 @@ fn config(scheme: Scheme, flush: u32, prefix_size: u32, cache_size: u32) -> Conf
         prefix_size,
         cache_size,
         reshape: false,
+        flush_async: false,
     }
 }
 
 fn ckpt(size: u32) -> CkptSpec {
     CkptSpec {
+        output: false,
         nfiles: 1,
         size,
         bad_rank: None,
     }
 }
 
+/// An attempt at `name` whose bytes were checkpoint `serial`'s (when verified).
 fn attempt(name: &str, verified: i32, rc: i32) -> Attempt {
+    let serial = name.strip_prefix("ckpt.").unwrap().parse().unwrap();
     Attempt {
         name: name.into(),
         verified,
         rc,
+        serials: if verified == 1 { vec![serial] } else { vec![] },
+    }
+}
+
+fn entry(name: &str, valid: bool, current: bool) -> Entry {
+    Entry {
+        name: name.into(),
+        valid,
+        current,
     }
 }
 
@@ -31,8 +44,8 @@ fn the_newest_cached_checkpoint_must_load() {
     let mut m = Model::new(1);
     let cfg = config(Scheme::Xor, 0, 0, 1);
     m.begin_run(4);
-    m.checkpoint(&ckpt(100), 4, &cfg);
-    m.checkpoint(&ckpt(100), 4, &cfg);
+    m.checkpoint(&ckpt(100), 4, &cfg, Avail::Yes);
+    m.checkpoint(&ckpt(100), 4, &cfg, Avail::Yes);
     m.begin_run(4);
     let c = m.candidates(4, false);
     assert_eq!(c.len(), 1, "cache size 1 keeps only ckpt.2: {c:?}");
@@ -46,7 +59,7 @@ fn a_lost_node_costs_single_its_cache_but_not_xor() {
     for (scheme, left) in [(Scheme::Single, 0), (Scheme::Xor, 1), (Scheme::Partner, 1)] {
         let mut m = Model::new(1);
         m.begin_run(4);
-        m.checkpoint(&ckpt(100), 4, &config(scheme, 0, 0, 1));
+        m.checkpoint(&ckpt(100), 4, &config(scheme, 0, 0, 1), Avail::Yes);
         m.lose_node();
         m.begin_run(4);
         assert_eq!(m.candidates(4, false).len(), left, "{scheme:?}");
@@ -57,8 +70,8 @@ fn a_lost_node_costs_single_its_cache_but_not_xor() {
 fn a_flushed_checkpoint_survives_the_loss_of_its_cache() {
     let mut m = Model::new(1);
     m.begin_run(2);
-    m.checkpoint(&ckpt(100), 2, &config(Scheme::Single, 1, 0, 1));
-    m.checkpoint(&ckpt(100), 2, &config(Scheme::Single, 0, 0, 1));
+    m.checkpoint(&ckpt(100), 2, &config(Scheme::Single, 1, 0, 1), Avail::Yes);
+    m.checkpoint(&ckpt(100), 2, &config(Scheme::Single, 0, 0, 1), Avail::Yes);
     m.lose_node();
     m.begin_run(2);
     let c = m.candidates(2, false);
@@ -66,6 +79,7 @@ fn a_flushed_checkpoint_survives_the_loss_of_its_cache() {
         c,
         [Candidate {
             serial: 1,
+            step: 1,
             status: Avail::Yes,
             may_read_wrong: false,
             may_miss_files: false
@@ -80,7 +94,7 @@ fn the_prefix_window_deletes_the_oldest_for_certain_only_after_certain_flushes()
     let mut m = Model::new(1);
     m.begin_run(2);
     for _ in 0..3 {
-        m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 2, 1));
+        m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 2, 1), Avail::Yes);
     }
     let c1 = m.get(1).unwrap();
     assert!(c1.window_deleted && c1.prefix == Avail::No);
@@ -88,7 +102,7 @@ fn the_prefix_window_deletes_the_oldest_for_certain_only_after_certain_flushes()
     let mut m = Model::new(1);
     m.begin_run(2);
     for _ in 0..3 {
-        m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 2, 2, 1));
+        m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 2, 2, 1), Avail::Yes);
     }
     assert!(
         !m.get(1).unwrap().window_deleted,
@@ -100,8 +114,8 @@ fn the_prefix_window_deletes_the_oldest_for_certain_only_after_certain_flushes()
 fn a_damaged_prefix_file_sends_the_restart_to_an_older_checkpoint() {
     let mut m = Model::new(1);
     m.begin_run(2);
-    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
-    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1), Avail::Yes);
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1), Avail::Yes);
     m.lose_node();
     m.damage_prefix(2);
     m.begin_run(2);
@@ -115,14 +129,15 @@ fn a_damaged_prefix_file_sends_the_restart_to_an_older_checkpoint() {
 fn a_damaged_cached_file_may_be_read_and_rejected_then_an_older_one_loads() {
     let mut m = Model::new(1);
     m.begin_run(2);
-    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
-    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 0, 0, 1));
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1), Avail::Yes);
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 0, 0, 1), Avail::Yes);
     m.damage_cached(2);
     m.begin_run(2);
     let c = m.candidates(2, false);
     let attempts = [attempt("ckpt.2", 0, 1), attempt("ckpt.1", 1, 0)];
     assert!(Model::judge_restart(&c, &attempts, Some("ckpt.1")).is_ok());
-    m.after_restart(&attempts, Some("ckpt.1"), 2);
+    let (resolved, loaded) = Model::judge_restart(&c, &attempts, Some("ckpt.1")).unwrap();
+    m.after_restart(&attempts, &resolved, loaded, 2);
     assert!(m.get(2).unwrap().rejected);
     assert_eq!(
         m.candidates(2, false)[0].serial,
@@ -135,7 +150,7 @@ fn a_damaged_cached_file_may_be_read_and_rejected_then_an_older_one_loads() {
 fn another_size_loads_only_with_reshape() {
     let mut m = Model::new(1);
     m.begin_run(4);
-    m.checkpoint(&ckpt(10), 4, &config(Scheme::Partner, 1, 0, 1));
+    m.checkpoint(&ckpt(10), 4, &config(Scheme::Partner, 1, 0, 1), Avail::Yes);
     m.begin_run(2);
     assert!(m.candidates(2, false).is_empty());
     assert_eq!(m.candidates(2, true)[0].status, Avail::Yes);
@@ -146,14 +161,14 @@ fn operator_current_bounds_the_restart_and_the_index() {
     let mut m = Model::new(1);
     m.begin_run(2);
     for _ in 0..3 {
-        m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
+        m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1), Avail::Yes);
     }
     m.set_current(2);
     m.lose_node();
     m.begin_run(2);
     let c = m.candidates(2, false);
     assert_eq!(c[0].serial, 2);
-    let e = |n: &str, cur: bool| (n.to_string(), true, cur);
+    let e = |n: &str, cur: bool| entry(n, true, cur);
     assert!(
         m.judge_index(&[e("ckpt.3", false), e("ckpt.2", true), e("ckpt.1", false)])
             .is_ok()
@@ -173,12 +188,12 @@ fn operator_current_bounds_the_restart_and_the_index() {
 fn an_invalid_rank_leaves_the_checkpoint_out_and_the_last_good_one_cached() {
     let mut m = Model::new(1);
     m.begin_run(2);
-    m.checkpoint(&ckpt(10), 2, &config(Scheme::Xor, 0, 0, 1));
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Xor, 0, 0, 1), Avail::Yes);
     let bad = CkptSpec {
         bad_rank: Some(1),
         ..ckpt(10)
     };
-    m.checkpoint(&bad, 2, &config(Scheme::Xor, 0, 0, 1));
+    m.checkpoint(&bad, 2, &config(Scheme::Xor, 0, 0, 1), Avail::Yes);
     m.begin_run(2);
     assert_eq!(m.candidates(2, false)[0].serial, 1);
 }
@@ -192,8 +207,8 @@ fn a_flushed_cached_copy_may_make_room_for_the_next_checkpoint_but_an_unflushed_
     for (flush, kept) in [(1, Avail::Maybe), (0, Avail::Yes)] {
         let mut m = Model::new(1);
         m.begin_run(2);
-        m.checkpoint(&ckpt(10), 2, &config(Scheme::Xor, flush, 0, 1));
-        m.checkpoint(&bad, 2, &config(Scheme::Xor, flush, 0, 1));
+        m.checkpoint(&ckpt(10), 2, &config(Scheme::Xor, flush, 0, 1), Avail::Yes);
+        m.checkpoint(&bad, 2, &config(Scheme::Xor, flush, 0, 1), Avail::Yes);
         assert_eq!(m.get(1).unwrap().cache, kept, "SCR_FLUSH={flush}");
     }
 }
@@ -202,13 +217,13 @@ fn a_flushed_cached_copy_may_make_room_for_the_next_checkpoint_but_an_unflushed_
 fn dropping_the_current_entry_may_leave_none_current_until_the_next_flush() {
     let mut m = Model::new(1);
     m.begin_run(2);
-    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
-    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
-    let valid = |n: &str| (n.to_string(), true, false);
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1), Avail::Yes);
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1), Avail::Yes);
+    let valid = |n: &str| entry(n, true, false);
     assert!(m.judge_index(&[valid("ckpt.2"), valid("ckpt.1")]).is_err());
     m.drop_entry(2);
     assert!(m.judge_index(&[valid("ckpt.1")]).is_ok());
-    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1));
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1), Avail::Yes);
     assert!(m.judge_index(&[valid("ckpt.3"), valid("ckpt.1")]).is_err());
 }
 
@@ -216,7 +231,7 @@ fn dropping_the_current_entry_may_leave_none_current_until_the_next_flush() {
 fn a_damaged_prefix_copy_may_be_offered_at_another_size_and_stays_for_the_writers_size() {
     let mut m = Model::new(1);
     m.begin_run(3);
-    m.checkpoint(&ckpt(100), 3, &config(Scheme::Xor, 1, 0, 1));
+    m.checkpoint(&ckpt(100), 3, &config(Scheme::Xor, 1, 0, 1), Avail::Yes);
     m.damage_prefix(1);
     m.begin_run(2);
     let c = m.candidates(2, true);
@@ -226,6 +241,7 @@ fn a_damaged_prefix_copy_may_be_offered_at_another_size_and_stays_for_the_writer
     );
     let attempts = [attempt("ckpt.1", -1, 1)];
     assert!(Model::judge_restart(&c, &attempts, None).is_ok());
-    m.after_restart(&attempts, None, 2);
+    let (resolved, loaded) = Model::judge_restart(&c, &attempts, None).unwrap();
+    m.after_restart(&attempts, &resolved, loaded, 2);
     assert!(!m.get(1).unwrap().rejected);
 }
