@@ -1,6 +1,7 @@
 //! What an application sets through `SCR_Config` (SCR v3.1): a configuration layer that
 //! ranks below the environment and the user's configuration file and above the system
-//! file, kept in `<prefix>/.scr/app.conf` so later runs of the application see it too.
+//! file, recorded in `<prefix>/.scr/app.conf` for SCR's commands (never read back by a later
+//! run of the library: a setting configures the run that makes it).
 //!
 //! A request is one line of SCR's configuration syntax: `KEY=VALUE` sets, `KEY=` unsets,
 //! `KEY` asks for the value in effect; descriptor lines (`CKPT=0 TYPE=XOR SET_SIZE=16`,
@@ -256,8 +257,9 @@ impl AppConfig {
 
     /// The layer in configuration-file syntax, one setting a line.
     pub fn text(&self) -> String {
-        let mut out =
-            String::from("# Settings made through SCR_Config; later runs use them too.\n");
+        let mut out = String::from(
+            "# Settings made through SCR_Config in the last run, for SCR's commands.\n",
+        );
         for e in &self.entries {
             // values are stored expanded: written so that reading them expands nothing
             out.push_str(&format!("{}={}", e.key, escape_value(&e.value)));

@@ -1,7 +1,10 @@
 //! `SCR_Config` in a process: before `SCR_Init` the application's settings collect here
-//! (starting from what earlier runs kept in `<prefix>/.scr/app.conf`) and every change is
-//! checked by resolving the parameters with it; `SCR_Init` loads the parameters with this
-//! layer and rank 0 keeps it for later runs. After `SCR_Init` only queries are answered,
+//! and every change is checked by resolving the parameters with it; `SCR_Init` loads the
+//! parameters with this layer and rank 0 records it in `<prefix>/.scr/app.conf` for SCR's
+//! commands (the drain after the job reads the prefix the application set, as SCR v3.1's
+//! scripts do). A later run of the library never reads that file: what an application sets
+//! configures the run that sets it, and a setting one run made (`SCR_PREFIX_PURGE=1`) must
+//! not act in a run that did not ask for it. After `SCR_Init` only queries are answered,
 //! from the parameters the job runs with.
 
 use scr::app_config::{self, AppConfig, Request};
@@ -10,37 +13,20 @@ use scr::{Error, Result};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+/// What this process's application set through `SCR_Config`, and where it was last recorded.
+#[derive(Default)]
 struct Layer {
     settings: AppConfig,
-    /// Where earlier runs' settings were read from (the prefix as known before SCR_Init).
-    kept_in: PathBuf,
+    /// The `app.conf` this process recorded the settings in (none yet).
+    recorded_in: Option<PathBuf>,
     changed: bool,
 }
 
 static LAYER: Mutex<Option<Layer>> = Mutex::new(None);
 
-/// The prefix before SCR_Init: SCR_PREFIX, else the working directory.
-fn prefix_before_init() -> PathBuf {
-    std::env::var_os("SCR_PREFIX")
-        .map(PathBuf::from)
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
 fn with_layer<R>(f: impl FnOnce(&mut Layer) -> Result<R>) -> Result<R> {
     let mut guard = LAYER.lock().unwrap_or_else(|p| p.into_inner());
-    if guard.is_none() {
-        let kept_in = app_config::app_config_path(&prefix_before_init());
-        let settings = AppConfig::read_or_warn(&kept_in, |e| {
-            say!("SCR: WARNING: {e}; the SCR_Config settings kept there are ignored")
-        })?;
-        *guard = Some(Layer {
-            settings,
-            kept_in,
-            changed: false,
-        });
-    }
-    f(guard.as_mut().expect("loaded above"))
+    f(guard.get_or_insert_with(Layer::default))
 }
 
 /// The process's sources with `settings` as the SCR_Config layer; `origin` names the layer
@@ -53,22 +39,19 @@ fn sources_with(settings: &AppConfig, origin: &str) -> Sources {
 
 /// Where SCR_Init reads its parameters from: the process's sources and this layer.
 pub fn sources() -> Result<Sources> {
-    with_layer(|l| {
-        let origin = format!("SCR_Config settings (kept in {})", l.kept_in.display());
-        Ok(sources_with(&l.settings, &origin))
-    })
+    with_layer(|l| Ok(sources_with(&l.settings, "SCR_Config")))
 }
 
-/// Keeps this run's settings in `<prefix>/.scr/app.conf` for later runs (rank 0, in
-/// SCR_Init, once the prefix's `.scr` exists). Nothing changed: nothing written.
+/// Records this run's settings in `<prefix>/.scr/app.conf` for SCR's commands (rank 0, in
+/// SCR_Init, once the prefix's `.scr` exists): a run that set nothing removes what an
+/// earlier run recorded, so the drain after it never acts on settings it did not make.
+/// Recorded already, and nothing changed since: nothing written.
 pub fn keep(prefix: &std::path::Path) -> Result<()> {
     with_layer(|l| {
         let path = app_config::app_config_path(prefix);
-        if l.changed || path != l.kept_in {
-            if l.changed || !l.settings.is_empty() {
-                l.settings.write(&path)?;
-            }
-            l.kept_in = path;
+        if l.changed || l.recorded_in.as_ref() != Some(&path) {
+            l.settings.write(&path)?;
+            l.recorded_in = Some(path);
             l.changed = false;
         }
         Ok(())

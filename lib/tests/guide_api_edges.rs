@@ -202,3 +202,60 @@ fn scr_configf_links_from_libscr_with_a_prototype_only() {
         assert!(out.lines().any(|l| l == line), "{line} missing:\n{out}");
     }
 }
+
+/// api.rst and config.rst, "SCR_Config": it sets parameters of the run that calls it,
+/// before SCR_Init. A later run that does not call it runs without them: a first run's
+/// `SCR_PREFIX_PURGE=1` or `SCR_PREFIX_SIZE=1` must not delete the checkpoints a second
+/// run restarts from. The settings are recorded in `<prefix>/.scr/app.conf` for SCR's
+/// commands (as v3.1 does for its scripts), and a run that sets nothing removes them.
+#[test]
+fn what_scr_config_set_in_one_run_does_not_act_in_the_next() {
+    let job = steps_job();
+    let env = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_FLUSH", "1")];
+    let out = job.run_ok(
+        2,
+        &[
+            "config=SCR_PREFIX_PURGE=1",
+            "config=SCR_PREFIX_SIZE=1",
+            "init",
+            "ckpt=ckpt.1:1",
+            "finalize",
+        ],
+        &env,
+    );
+    assert_eq!(answer(&out, "config=SCR_PREFIX_PURGE=1"), "NULL", "{out}");
+    let app_conf = job.prefix().join(".scr/app.conf");
+    assert!(app_conf.exists(), "{out}");
+    let out = job.run_ok(
+        2,
+        &[
+            "config=SCR_PREFIX_PURGE",
+            "init",
+            "restart",
+            "ckpt=ckpt.2:2",
+            "finalize",
+        ],
+        &env,
+    );
+    assert_eq!(answer(&out, "config=SCR_PREFIX_PURGE"), "\"0\"", "{out}");
+    assert_eq!(
+        answer(&out, "restart"),
+        "ckpt.1 t=1 data=verified rc=0",
+        "{out}"
+    );
+    // no window of one: both checkpoints stay on the prefix
+    for t in 1..=2 {
+        assert_eq!(
+            readprefix(&job, &format!("ckpt.{t}")),
+            format!("t={t}"),
+            "ckpt.{t}"
+        );
+    }
+    assert!(!app_conf.exists(), "the second run set nothing");
+}
+
+/// The timestep every rank's file of `name` on the prefix holds, read without SCR.
+fn readprefix(job: &Job, name: &str) -> String {
+    let out = job.run_ok(2, &[&format!("readprefix={name}")], &[]);
+    answer(&out, &format!("readprefix={name}")).to_string()
+}

@@ -47,7 +47,7 @@ fn a_configuration_the_group_may_write_through_an_acl_is_passed_over() {
         t.contains(".scrconf")
             && t.contains("group id 65534")
             && t.contains("access control list")
-            && t.contains("ignored"),
+            && t.contains(".scrconf is not read"),
         "{t}"
     );
     assert!(s.prefix.join("ckpt.1").is_dir(), "purged: {t}");

@@ -226,3 +226,52 @@ fn root_s_queries_of_a_user_s_prefix_follow_none_of_the_user_s_links() {
         }
     }
 }
+
+/// Root's `scr postrun` of a user's job (an epilog, an operator) drains as that user: the
+/// user may swap `.scr` or a `drained/` directory for links while root copies and deletes
+/// there, so root writes and removes nothing the user could not. Every file the drain
+/// leaves in the prefix is the user's, and the checkpoint it drained restarts.
+#[test]
+fn root_s_postrun_of_a_user_s_job_drains_as_the_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    // ckpt.2 reaches the prefix, ckpt.3 stays in the caches of nobody's job
+    let nobody = [
+        ("SCR_USER_NAME", "nobody"),
+        ("SCR_FLUSH", "2"),
+        ("TEST_API_NO_FINALIZE", "1"),
+    ];
+    run_ok_on(&job, "n1,n2", 2, &["1000", "3"], &nobody);
+    std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for d in ["prefix", "cache/nobody", "cntl/nobody"] {
+        let o = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(job.dir.path().join(d))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = scr_for(&job)
+        .env("SCR_USER_NAME", "nobody")
+        .env("SCR_NODELIST", "n[1-2]")
+        .args(["postrun", "-p"])
+        .arg(job.prefix())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(job.prefix().join("ckpt.3").is_dir(), "{}", text(&o));
+    assert_eq!(
+        not_the_users(&job.prefix()),
+        Vec::<PathBuf>::new(),
+        "{}",
+        text(&o)
+    );
+    for rank in 0..2 {
+        check_file(
+            &job.prefix().join(format!("ckpt.3/rank_{rank}.ckpt")),
+            rank,
+            3,
+            1000,
+        );
+    }
+}

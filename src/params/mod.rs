@@ -215,8 +215,29 @@ impl Params {
                 let found = sources
                     .prefix
                     .as_ref()
-                    .map(|p| p.join(".scrconf"))
-                    .filter(|p| p.symlink_metadata().is_ok());
+                    .map(|p| (p, p.join(".scrconf")))
+                    .filter(|(_, f)| f.symlink_metadata().is_ok());
+                // in a prefix others may create names in, a `.scrconf` of the user's own with
+                // one name proves nothing: a neighbour may have linked a file of the user's
+                // there and waited for the user to remove its other name
+                let shared = found.as_ref().and_then(|(prefix, file)| {
+                    let why = crate::safe_fs::others_may_create_in(prefix)
+                        .ok()
+                        .flatten()?;
+                    Some(format!(
+                        "{} is not read: the prefix {} {why}, so anyone may have put it there; \
+                         name your configuration file with SCR_CONF_FILE instead",
+                        file.display(),
+                        prefix.display()
+                    ))
+                });
+                let found = match shared {
+                    Some(warning) => {
+                        params.warnings.push(warning);
+                        None
+                    }
+                    None => found.map(|(_, f)| f),
+                };
                 match found.map(|p| ConfigFile::read_trusted(&p)) {
                     Some(Err(e)) if e.is_untrusted() => {
                         params

@@ -398,3 +398,38 @@ fn a_job_no_drain_follows_flushes_each_checkpoint_in_the_background_unless_a_flu
         (10, false, false)
     );
 }
+
+/// A `.scrconf` in a prefix others may create names in is not read, even one of the user's
+/// own with a single name: a neighbour may have linked a file of the user's there, then
+/// the user removed its other name. The warning names the file and what to use instead.
+#[test]
+fn a_scrconf_in_a_prefix_others_may_create_names_in_is_not_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join(".scrconf");
+    std::fs::write(&conf, "SCR_PREFIX_PURGE=1\n").unwrap();
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let load_here = || {
+        Params::load(&Sources {
+            env: Box::new(|_: &str| None),
+            env_names: Vec::new(),
+            system_config: None,
+            prefix: Some(dir.path().into()),
+            app_config: None,
+        })
+        .unwrap()
+    };
+    // the user's own prefix: read
+    assert!(load_here().bool("SCR_PREFIX_PURGE"));
+    // a shared prefix (sticky, everyone may create names): passed over, said
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let p = load_here();
+    assert!(!p.bool("SCR_PREFIX_PURGE"));
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.contains(".scrconf is not read") && w.contains("SCR_CONF_FILE")),
+        "{:?}",
+        p.warnings
+    );
+}

@@ -192,7 +192,10 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
         return Err(Error::untrusted(
             path,
             format!(
-                "has {} names (hard links): what it holds may have been written through                  another of them, by whoever may write that one, so SCR takes no                  configuration from it; remove this name, and write your settings into a                  new file of your own",
+                "has {} names (hard links): what it holds may have been written through \
+                 another of them, by whoever may write that one, so SCR takes no \
+                 configuration from it; remove this name, and write your settings into a \
+                 new file of your own",
                 meta.nlink()
             ),
         ));

@@ -59,6 +59,9 @@ pub struct CopyArgs {
 }
 
 pub fn copy(args: CopyArgs) -> scr::Result<ExitCode> {
+    // root copies a user's cached files as that user: the files the filemap names are the
+    // user's to point anywhere
+    super::act_as_owner_of(&args.cntldir)?;
     let host = job::local_host_name();
     let mut last_said = None::<std::time::Instant>;
     let mut say_progress = |p: scavenge::CopyProgress| {
@@ -171,6 +174,8 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
         .from
         .clone()
         .map_or_else(|| control_dir(&params, &super::job_id(&params)), Ok)?;
+    // root scavenging a user's job does it as that user, as `scr copy` on the nodes does
+    super::act_as_owner_of(&cntl)?;
     let run = Scavenge {
         cntl_dir: &cntl,
         prefix: &args.to,
@@ -562,7 +567,9 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
     if !params.typed().enable {
         return Ok(ExitCode::SUCCESS);
     }
-    let prefix = super::prefix_dir(args.prefix, &params)?;
+    // root draining a user's job (an epilog, an operator) drains as that user: the user may
+    // swap what is below the prefix for links while root copies and deletes there
+    let prefix = super::owners_prefix_dir(args.prefix, &params)?;
     let down = match &args.down {
         Some(t) => nodeset(t, "--down")?,
         None => HostSet::new(),

@@ -444,7 +444,7 @@ pub fn cntl(args: CntlArgs) -> scr::Result<ExitCode> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),
     };
-    super::act_as_prefix_owner(
+    super::act_as_owner_of(
         dir.parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(dir),

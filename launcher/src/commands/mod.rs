@@ -31,7 +31,7 @@ pub fn prefix_dir(
 }
 
 /// [`prefix_dir`] for a command that writes there: root acts as the prefix's owner
-/// ([`act_as_prefix_owner`]) before anything of the prefix is looked at.
+/// ([`act_as_owner_of`]) before anything of the prefix is looked at.
 pub fn owners_prefix_dir(
     given: Option<std::path::PathBuf>,
     params: &scr::params::Params,
@@ -43,19 +43,20 @@ pub fn owners_prefix_dir(
 }
 
 /// Checks `prefix` ([`scr::safe_fs::check_prefix`]) for a command that writes there, root
-/// acting as its owner first ([`act_as_prefix_owner`]).
+/// acting as its owner first ([`act_as_owner_of`]).
 pub fn owners_prefix(prefix: &std::path::Path) -> scr::Result<()> {
-    act_as_prefix_owner(prefix)?;
+    act_as_owner_of(prefix)?;
     scr::safe_fs::check_prefix(prefix)
 }
 
-/// Root working on a prefix of another user's acts as that user from here on (their user
-/// and group ids, their groups): whatever the user changes in the prefix meanwhile (`.scr`
-/// swapped for a link while root waits for a lock or reads a long log), root's command can
-/// write nowhere the user could not. The owner is read from a handle of the prefix, and the
-/// prefix's path must still lead to it once the ids are the user's. Others, and root on a
-/// prefix of its own, go on as they are.
-pub fn act_as_prefix_owner(prefix: &std::path::Path) -> scr::Result<()> {
+/// Root working on a prefix (or a job's control directory) of another user's acts as that
+/// user from here on (their user and group ids, their groups): whatever the user changes
+/// there meanwhile (`.scr` swapped for a link while root waits for a lock or reads a long
+/// log, a cached file the filemap names swapped for a link), root's command can read and
+/// write nowhere the user could not. The owner is read from a handle of the directory, and
+/// its path must still lead to it once the ids are the user's. Others, and root on a
+/// directory of its own, go on as they are.
+pub fn act_as_owner_of(prefix: &std::path::Path) -> scr::Result<()> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no preconditions
     if unsafe { libc::geteuid() } != 0 {
@@ -134,7 +135,7 @@ pub fn job_id(params: &scr::params::Params) -> String {
 /// The prefix's state file `path` (`<prefix>/.scr/…`), read through handles
 /// ([`scr::HashView::read_below`]): every directory from the prefix down this user's and
 /// nobody else's to write, the file this user's and no link. Root, acting as the prefix's
-/// owner ([`act_as_prefix_owner`]), so reads nothing of its own through a user's link.
+/// owner ([`act_as_owner_of`]), so reads nothing of its own through a user's link.
 pub fn read_state<T: scr::HashView>(
     prefix: &std::path::Path,
     path: &std::path::Path,

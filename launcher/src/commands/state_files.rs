@@ -2,7 +2,7 @@
 //! `scr flush-file` (`scr_flush_file`), `scr retries-halt` (`scr_retries_halt`) and
 //! `scr nodes-file` (`scr_nodes_file`). Their exit codes are SCR's, including its
 //! inverted "0 = yes" conventions that batch scripts test. Root acts as the prefix's owner
-//! ([`super::act_as_prefix_owner`]), and the files are read through handles.
+//! ([`super::act_as_owner_of`]), and the files are read through handles.
 
 use super::{owners_prefix, read_or_empty, read_state};
 use scr::flush::FlushFile;

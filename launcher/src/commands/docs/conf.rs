@@ -156,8 +156,9 @@ pub fn render() -> String {
         (
             "3.",
             format!(
-                "what the application set with SCR_Config (kept in <prefix>/.scr/app.conf for \
-                 the job's later runs). SCR_Config sets any parameter but those SCR's commands \
+                "what the application set with SCR_Config in this run (recorded in \
+                 <prefix>/.scr/app.conf for SCR's commands; a later run of the library does not \
+                 read it). SCR_Config sets any parameter but those SCR's commands \
                  read without the application, which it refuses, saying why: {};",
                 not_settable()
             ),
@@ -297,6 +298,18 @@ pub fn render() -> String {
         ]);
         r.text([roman(format!("{}.", d.why))]);
     }
+    // a default that depends on how the job was launched, not a value of the table
+    r.control("TP", []).text([
+        bold("SCR_FLUSH, SCR_FLUSH_ASYNC"),
+        roman(": 10 and 0 under scr-run, as in v3.1; set nowhere in a job launched without it"),
+    ]);
+    r.text([roman(
+        "(plain srun or mpiexec, where no drain follows) they act as 1 and 1: every checkpoint \
+         is flushed in the background as it completes, so a job killed before SCR_Finalize \
+         leaves its work on the prefix, as v3.1's default SCR_CACHE_BYPASS=1 does. Set \
+         SCR_FLUSH (and SCR_FLUSH_ASYNC) to choose; scr-run sets SCR_DRAIN_FOLLOWS=1 in the \
+         runs it launches, and a script that runs scr postrun itself may set it too.",
+    )]);
 
     section(&mut r, "ENVIRONMENT");
     r.text([roman(
@@ -326,7 +339,8 @@ pub fn render() -> String {
         ),
         (
             "<prefix>/.scr/app.conf".to_string(),
-            "what the application set with SCR_Config, for the job's later runs",
+            "what the application set with SCR_Config in its last run, for SCR's commands (the \
+             drain); later runs of the library do not read it",
         ),
     ];
     for (path, what) in &files {
