@@ -188,10 +188,21 @@ fn prepare_node_dirs(
 ) -> Result<PathBuf> {
     let dirs = (|| {
         let cntl_dir = place.under(cntl_base, "SCR_CNTL_BASE")?;
-        safe_fs::create_dirs_in(Path::new(cntl_base), &cntl_dir, scr::layout::DIR_MODE)?;
+        safe_fs::create_job_dirs_in_base(
+            Path::new(cntl_base),
+            &cntl_dir,
+            scr::layout::DIR_MODE,
+            "SCR_CNTL_BASE",
+        )?;
         for d in descriptors {
-            let store = place.under(&d.store, "SCR_CACHE_BASE (or a CKPT line's STORE)")?;
-            safe_fs::create_dirs_in(Path::new(&d.store), &store, scr::layout::DIR_MODE)?;
+            let param = "SCR_CACHE_BASE (or a CKPT line's STORE)";
+            let store = place.under(&d.store, param)?;
+            safe_fs::create_job_dirs_in_base(
+                Path::new(&d.store),
+                &store,
+                scr::layout::DIR_MODE,
+                param,
+            )?;
             if local_rank == 0 {
                 // files a previous run discarded but did not get to delete
                 let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));

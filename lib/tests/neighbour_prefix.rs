@@ -166,3 +166,35 @@ fn a_prefix_a_group_can_take_names_in_through_an_acl_is_refused_before_any_work(
         );
     }
 }
+
+/// A cache or control base that a group may write and that is not sticky (a project's
+/// scratch directory, 2770): a member could rename the user's job directory there away,
+/// and the next run would find no cached checkpoint. Refused at SCR_Init, naming the base,
+/// who may write it and the fix; sticky, as the message says, it is used.
+#[test]
+fn a_base_a_group_may_rename_in_must_be_sticky() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    let base = job.dir.path().join("project-scratch");
+    std::fs::create_dir(&base).unwrap();
+    std::os::unix::fs::chown(&base, None, Some(65534)).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o2770)).unwrap();
+    for param in ["SCR_CACHE_BASE", "SCR_CNTL_BASE"] {
+        let o = job.run(2, &["1000", "1"], &[(param, base.to_str().unwrap())]);
+        let t = text(&o);
+        assert!(!o.status.success(), "{param}: {t}");
+        assert!(
+            t.contains(&base.display().to_string())
+                && t.contains(param)
+                && t.contains("group id 65534")
+                && t.contains("chmod +t"),
+            "{param}: {t}"
+        );
+    }
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o3770)).unwrap();
+    let env = [
+        ("SCR_CACHE_BASE", base.to_str().unwrap()),
+        ("SCR_CNTL_BASE", base.to_str().unwrap()),
+    ];
+    job.run_ok(2, &["1000", "1"], &env);
+}

@@ -378,6 +378,40 @@ pub fn create_dirs_in(base: &Path, dir: &Path, mode: u32) -> Result<()> {
     Beneath::open(base)?.create_dirs(rel, mode).map(drop)
 }
 
+/// [`create_dirs_in`] for a job's directory below a cache or control base (`param` names
+/// where the base came from): the base may be anyone's, but whoever else may create or
+/// rename names in it could rename the user's directory there away (the job then finds no
+/// cached checkpoint) or put their own in its place, so a base that anyone but its owner,
+/// root and the user's own private group may write must be sticky, as /tmp and /dev/shm
+/// are — judged on the base's handle, ACLs included.
+pub fn create_job_dirs_in_base(base: &Path, dir: &Path, mode: u32, param: &str) -> Result<()> {
+    if let Ok(fd) = open_dir(base, OFlags::empty())
+        && let Ok(st) = rustix::fs::fstat(&fd)
+        && st.st_mode & 0o1000 == 0
+    {
+        let mode_bits = st.st_mode & 0o7777;
+        let who = match acl::writers(&fd, st.st_mode) {
+            Err(why) => Some(why),
+            Ok(w) if w.everyone => Some("everyone".to_string()),
+            Ok(w) if w.owning_group && private_group() != Some(st.st_gid) => {
+                Some(format!("the members of group id {}", st.st_gid))
+            }
+            Ok(w) => named_writer(&w).map(|(who, _)| format!("{who} (its ACL)")),
+        };
+        if let Some(who) = who {
+            return Err(Error::untrusted(
+                base,
+                format!(
+                    "({param}) may be written by {who} and is not sticky (mode {mode_bits:o}): \
+                     they could rename your job's directories there away, or put their own in \
+                     their place; run chmod +t on it (as /tmp is), or choose a base of your own"
+                ),
+            ));
+        }
+    }
+    create_dirs_in(base, dir, mode)
+}
+
 /// `path` as `root` and the part of it below `root`: the root as named, or as the file
 /// system resolves it (a prefix reached through a link of the user's own: paths in
 /// metadata come back resolved).
