@@ -97,20 +97,18 @@ fn several_flushes_may_be_outstanding_and_finalize_completes_them() {
         &[
             ("SCR_FLUSH", "1"),
             ("SCR_FLUSH_ASYNC", "1"),
-            // 1 MB at 1 MB/s per node: each flush outlasts the 200 ms between checkpoints
-            ("SCR_FLUSH_ASYNC_BW", "1000000"),
+            // 1 MB at 250 kB/s per node: each flush takes 4 s, far longer than the three
+            // checkpoints and the 200 ms between them take even on a loaded machine
+            ("SCR_FLUSH_ASYNC_BW", "250000"),
             ("SCR_FILE_BUF_SIZE", "65536"),
             ("SCR_CACHE_SIZE", "3"),
             ("TEST_API_TIMES", "1"),
             ("TEST_API_SLEEP_MS", "200"),
         ],
     );
-    let took = checkpoint_seconds(&out);
-    assert_eq!(took.len(), 3, "{out}");
-    assert!(
-        took.iter().all(|&t| t < 0.5),
-        "no checkpoint waited for a flush: {took:?}"
-    );
+    // that no checkpoint waited for a flush is shown by order, below, not by how long each
+    // took (a loaded machine stretches a checkpoint's time, never the order of events)
+    assert_eq!(checkpoint_seconds(&out).len(), 3, "{out}");
     for name in ["ckpt.1", "ckpt.2", "ckpt.3"] {
         assert!(job.index_entry(name).complete, "{name}: {out}");
     }

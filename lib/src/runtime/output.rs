@@ -199,6 +199,7 @@ impl Scr {
         let mut cached = self.job.union(&self.cache.datasets_in_store(store));
         let protected = self.newest_unflushed_checkpoint();
         let mut eviction = scr::cache::choose_eviction(&cached, keep as usize, protected);
+        let mut freed_for_room = false;
         if let Some(kept) = eviction.deferred
             && !bypass
             && !self.room_beside(store, kept)
@@ -214,6 +215,7 @@ impl Scr {
             }
             eviction.now.push(kept);
             eviction.deferred = None;
+            freed_for_room = true;
         }
         if eviction.deferred.is_some() {
             self.cache.deferred_eviction = eviction.deferred;
@@ -224,6 +226,12 @@ impl Scr {
                 self.poll_async_flushes(Some(*victim))?;
             }
             self.delete_cached(*victim);
+        }
+        if freed_for_room {
+            // discarded files are unlinked in the background once the call returns; the
+            // space this checkpoint needs must be free before the application writes it
+            self.cache.release_discards();
+            self.cache.wait_for_discards();
         }
         cached.retain(|d| !eviction.now.contains(d) && Some(*d) != eviction.deferred);
         // copies held for ranks that moved away go with the datasets of their age
