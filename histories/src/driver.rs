@@ -346,7 +346,7 @@ impl Env {
         let (resolved, loaded) = Model::judge_restart(&candidates, &attempts, restarted.as_deref())
             .map_err(|m| ("restart", m))?;
         s.model
-            .after_restart(&attempts, &resolved, loaded, spec.ranks);
+            .after_restart(&attempts, &resolved, loaded, spec.ranks, spec.config.scheme);
         // a run cut short may leave a flush's temporaries on the prefix, for the next run's
         // SCR_Init to remove (README, "Runtime library": a job killed mid-flush)
         s.temporaries_may_stay = !to_the_end || (spec.config.flush_async && !spec.finalize);

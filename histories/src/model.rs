@@ -404,6 +404,7 @@ impl Model {
         resolved: &[u32],
         loaded: Option<u32>,
         ranks: u32,
+        scheme: Scheme,
     ) {
         for (a, s) in attempts.iter().zip(resolved) {
             if a.rc != 0
@@ -421,9 +422,14 @@ impl Model {
         for c in &mut self.ckpts {
             if Some(c.serial) == loaded && c.writers == ranks {
                 // README, "Runtime library": restart from cache rebuilds lost members and
-                // protects the dataset again; a fetch puts it in cache
+                // protects the dataset again; a fetch puts it in cache, protected with this
+                // run's scheme (which of the two protected it, the model does not follow: it
+                // takes the weaker)
                 c.cache = Avail::Yes;
                 c.losses = 0;
+                if scheme == Scheme::Single {
+                    c.scheme = Scheme::Single;
+                }
             } else if c.losses > 0 {
                 // whether the restart rebuilt other cached datasets too, no document says
                 c.cache = c.cache.min(Avail::Maybe);

@@ -58,6 +58,33 @@ fn restart_fetches_from_the_prefix_when_every_cache_is_gone() {
     assert_eq!(index.current(), Some("ckpt.4"));
 }
 
+/// A checkpoint fetched into cache is protected with the job's scheme, as one the job
+/// wrote is (SCR v3.1 applies the scheme after a fetch): a node lost after the run that
+/// fetched it leaves it to a rebuild in cache, so a prefix copy damaged meanwhile loses
+/// nothing.
+#[test]
+fn a_fetched_checkpoint_is_protected_in_cache_and_survives_a_lost_node() {
+    let job = Job::new();
+    let partner = [("SCR_COPY_TYPE", "PARTNER"), ("SCR_FLUSH", "1")];
+    run_ok_on(&job, "n1,n2", 2, &["20000", "1"], &partner);
+    delete_caches(&job);
+    let out = run_ok_on(&job, "n1,n2", 2, &["20000", "0"], &partner);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+    lose_node(&job, "n2");
+    let damaged = job.prefix().join("ckpt.1/rank_0.ckpt");
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&damaged, bytes).unwrap();
+    let out = run_ok_on(&job, "n1,n2", 2, &["20000", "0"], &partner);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+}
+
 /// The ranks' file lists fill several rank2file leaves: each leaf's first rank writes it,
 /// rank 0 the levels above, and a fetch reads every rank's files back through the tree.
 #[test]

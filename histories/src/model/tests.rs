@@ -137,7 +137,7 @@ fn a_damaged_cached_file_may_be_read_and_rejected_then_an_older_one_loads() {
     let attempts = [attempt("ckpt.2", 0, 1), attempt("ckpt.1", 1, 0)];
     assert!(Model::judge_restart(&c, &attempts, Some("ckpt.1")).is_ok());
     let (resolved, loaded) = Model::judge_restart(&c, &attempts, Some("ckpt.1")).unwrap();
-    m.after_restart(&attempts, &resolved, loaded, 2);
+    m.after_restart(&attempts, &resolved, loaded, 2, Scheme::Partner);
     assert!(m.get(2).unwrap().rejected);
     assert_eq!(
         m.candidates(2, false)[0].serial,
@@ -242,6 +242,6 @@ fn a_damaged_prefix_copy_may_be_offered_at_another_size_and_stays_for_the_writer
     let attempts = [attempt("ckpt.1", -1, 1)];
     assert!(Model::judge_restart(&c, &attempts, None).is_ok());
     let (resolved, loaded) = Model::judge_restart(&c, &attempts, None).unwrap();
-    m.after_restart(&attempts, &resolved, loaded, 2);
+    m.after_restart(&attempts, &resolved, loaded, 2, Scheme::Partner);
     assert!(!m.get(1).unwrap().rejected);
 }

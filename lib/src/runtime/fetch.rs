@@ -213,6 +213,9 @@ impl Fetch<'_> {
                     })
                 });
                 let checkpoint_id = desc.checkpoint_id().unwrap_or(id);
+                if reshaped.is_none() && !in_place {
+                    self.protect_fetched(id, &name);
+                }
                 if let Some(r) = &reshaped {
                     job.debug(
                         1,
@@ -266,6 +269,20 @@ impl Fetch<'_> {
                 }),
             }
             passed_over.push(name);
+        }
+    }
+
+    /// Protects a checkpoint fetched into cache with its descriptor's scheme, as one this
+    /// job wrote is (and as SCR does): a node lost before the job's next checkpoint then
+    /// leaves it to a rebuild in cache, not to the prefix copy, which may be damaged by
+    /// then. What cannot be done is said; the checkpoint stays fetched. Collective.
+    fn protect_fetched(&mut self, id: u64, name: &str) {
+        if self.redundancy.apply(self.job, self.cache, id).is_err() && self.job.is_root() {
+            say!(
+                "SCR: WARNING: {name} (dataset {id}) was fetched but could not be protected in \
+                 cache (the ranks above say why): a node lost before the next checkpoint leaves \
+                 it to its copy on the prefix"
+            );
         }
     }
 
