@@ -199,3 +199,28 @@ fn after_a_failed_restart_the_next_older_checkpoint_comes_from_cache_before_the_
         "{out}"
     );
 }
+
+/// Two allocations share a prefix. Allocation A shrinks from 4 to 3 ranks (its SCR_Init
+/// drains A's 4-rank checkpoint), allocation B restarts on 4 ranks and leaves its newest
+/// checkpoint in B's caches, and A grows back to 4 ranks: A's SCR_Init drains what A's own
+/// caches hold of the other size, never B's checkpoint, which the prefix's flush file
+/// names but only B's nodes hold; the restart takes the newest 4-rank checkpoint.
+#[test]
+fn a_drain_at_init_takes_only_what_this_allocations_caches_hold() {
+    let job = Job::new();
+    let flush_never = [("SCR_FLUSH", "0")];
+    run_ok_on(&job, "n1,n2,n3,n4", 4, &[SIZE, "3"], &flush_never);
+    let out = run_ok_on(&job, "n1,n2,n3", 3, &[SIZE, "2"], &flush_never);
+    assert!(out.contains("drained"), "{out}");
+    let b = [("SCR_FLUSH", "0"), ("SCR_JOB_ID", "4243")];
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &[SIZE, "1"], &b);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &[SIZE, "1"], &flush_never);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+}

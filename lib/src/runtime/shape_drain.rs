@@ -143,11 +143,13 @@ pub(super) fn drain_cache_of_another_shape(
         .copied()
         .filter(|&d| cached.written_by_another_size(d))
         .collect();
+    // (one these nodes hold: the flush file is the prefix's, and names what other jobs
+    // sharing the prefix left in their own nodes' caches too)
     let checkpoint: Vec<u64> = plan
         .checkpoints
         .iter()
         .copied()
-        .filter(|&d| d > same)
+        .filter(|&d| d > same && cached.written_by_another_size(d))
         .take(1)
         .collect();
     let order = [outputs, checkpoint].concat();
