@@ -68,26 +68,43 @@ fn current_drop_and_drop_after_update_the_index() {
     assert_eq!(stdout(&out), "DSET VALID FLUSHED             CUR NAME\n");
 }
 
+/// A directory with no index (no job flushed to it, or not the prefix at all: `scr index`
+/// run in the job's directory) is said, with the index's path and how to name the prefix,
+/// and exits 1 as SCR v3.1's "Failed to read index file" does: an empty list would look as
+/// if nothing had been saved. Without -p, SCR_PREFIX names the prefix, as for the other
+/// commands.
 #[test]
-fn a_fresh_prefix_lists_no_datasets_and_a_missing_one_is_named() {
-    // no job wrote to it yet: nothing to list is an empty list, not an error
+fn a_directory_without_an_index_is_said_and_scr_prefix_names_the_prefix() {
     let fresh = tempfile::tempdir().unwrap();
-    let out = stdout(&scr(&["index", "-p", fresh.path().to_str().unwrap()]));
-    assert_eq!(out, "DSET VALID FLUSHED             CUR NAME\n");
-    let json: serde_json::Value = serde_json::from_str(&stdout(&scr(&[
-        "index",
-        "--json",
-        "-p",
-        fresh.path().to_str().unwrap(),
-    ])))
-    .unwrap();
-    assert_eq!(json["datasets"], serde_json::json!([]));
+    for json in [false, true] {
+        let mut args = vec!["index", "-p", fresh.path().to_str().unwrap()];
+        if json {
+            args.push("--json");
+        }
+        let o = scr(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(".scr/index.scr") && err.contains("SCR_PREFIX") && err.contains("-p"),
+            "{err}"
+        );
+    }
     // a prefix that is not there is a mistake, said with its name
     let gone = fresh.path().join("no-such-prefix");
     let o = scr(&["index", "-p", gone.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("no-such-prefix"), "{err}");
+    // SCR_PREFIX, from another working directory
+    let (_d, prefix) = golden_prefix_copy();
+    let o = Command::new(env!("CARGO_BIN_EXE_scr"))
+        .arg("index")
+        .current_dir(fresh.path())
+        .env("SCR_PREFIX", &prefix)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ckpt."));
 }
 
 #[test]

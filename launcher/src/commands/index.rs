@@ -28,7 +28,7 @@ pub struct Args {
     /// Drop every dataset newer than NAME from the index
     #[arg(long, value_name = "NAME")]
     drop_after: Option<String>,
-    /// The prefix directory (default: the working directory)
+    /// The prefix directory [default: SCR_PREFIX, else the working directory]
     #[arg(short = 'p', long, value_name = "DIR")]
     prefix: Option<PathBuf>,
     /// Print the list as JSON
@@ -135,13 +135,8 @@ fn build(prefix: &std::path::Path, id: u64) -> scr::Result<ExitCode> {
 }
 
 pub fn run(args: Args) -> scr::Result<ExitCode> {
-    let prefix = match args.prefix {
-        Some(p) => p,
-        None => {
-            std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?
-        }
-    };
-    super::owners_prefix(&prefix)?;
+    let params = scr::params::Params::load(&scr::params::Sources::from_process())?;
+    let prefix = super::owners_prefix_dir(args.prefix, &params)?;
     if let Some(id) = args.build {
         return build(&prefix, id);
     }
@@ -191,11 +186,18 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    // a prefix no job has flushed to yet has no index: it lists no dataset; a prefix that
-    // is not there at all is a mistake the user must hear of
+    // no index (a directory no job flushed to, or not the prefix at all: `scr index` run
+    // in the job's directory with SCR_PREFIX elsewhere) is said, not listed as empty, which
+    // would look as if nothing was saved
     std::fs::metadata(&prefix).map_err(|e| Error::io(&prefix, "open the prefix directory", e))?;
     let index = match IndexFile::read(&path) {
-        Err(e) if e.is_not_found() => IndexFile::new(),
+        Err(e) if e.is_not_found() => {
+            return Err(Error::invalid(
+                &path,
+                "does not exist: no checkpoint was flushed to this directory, or it is not \
+                 the prefix (give it with -p, or set SCR_PREFIX)",
+            ));
+        }
         read => read?,
     };
     let entries: Vec<_> = index
