@@ -41,6 +41,7 @@ pub mod test_server;
 use chrono::{DateTime, Datelike, Local, Timelike};
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder, Value};
+use scr::params::settings::LogDb;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -190,6 +191,44 @@ impl std::fmt::Debug for Target {
             .field("password", &self.password.as_ref().map(|_| "…"))
             .field("debug", &self.debug)
             .finish()
+    }
+}
+
+impl Target {
+    /// The target the parameters name (`SCR_LOG_DB_*`), for the account of `login` unless
+    /// SCR_LOG_DB_USER names another: SCR_LOG_DB_HOST (unset: localhost), SCR_LOG_DB_NAME
+    /// (unset: `scr`), SCR_LOG_DB_USER (unset: `user=` of ~/.my.cnf, else `login`) and
+    /// SCR_LOG_DB_PASS (unset: `password=` of ~/.my.cnf, refused when others can read the
+    /// file).
+    pub fn from_settings(db: &LogDb, login: &str) -> Result<Target, DbError> {
+        Target::with_option_file(db, login, password::user_option_file().as_deref())
+    }
+
+    /// [`Target::from_settings`] with the option file `options` instead of ~/.my.cnf.
+    pub fn with_option_file(
+        db: &LogDb,
+        login: &str,
+        options: Option<&std::path::Path>,
+    ) -> Result<Target, DbError> {
+        let address = Address::parse(db.host.as_deref().unwrap_or("localhost"))?;
+        let database = check_database_name(db.name.as_deref().unwrap_or("scr"))?.to_string();
+        let from_file = match options {
+            Some(path) => password::OptionFile::read(path)?,
+            None => password::OptionFile::default(),
+        };
+        let password = db.pass.clone().or(from_file.password);
+        Ok(Target {
+            address,
+            database,
+            user: db
+                .user
+                .clone()
+                .or(from_file.user)
+                .unwrap_or_else(|| login.to_string()),
+            password,
+            debug: db.debug,
+            timeout: TIMEOUT,
+        })
     }
 }
 

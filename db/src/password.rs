@@ -1,10 +1,10 @@
 //! Where the log's password may come from, never a command line nor a file others can
 //! read: SCR_LOG_DB_PASS from the environment or from a configuration file only its owner
-//! can read, else `password=` of a MariaDB option file (`~/.my.cnf`, groups `[client]` and
-//! `[scr]`) only its owner can read.
+//! can read (the parameters refuse it from one others can read), else `password=` of a
+//! MariaDB option file (`~/.my.cnf`, groups `[client]` and `[scr]`) only its owner can
+//! read.
 
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Why a password was not taken.
@@ -27,36 +27,6 @@ pub enum PasswordError {
     Unreadable(#[from] scr::Error),
 }
 
-/// Permission bits that let others than the owner read a file.
-const READABLE_BY_OTHERS: u32 = 0o044;
-
-/// Opens `path` (no symbolic link, a regular file) and refuses it when others can read it;
-/// the check and the read are of the one handle opened.
-fn open_private(path: &Path) -> Result<std::fs::File, PasswordError> {
-    let file = scr::io::open_regular_no_link(path)?;
-    let mode = file
-        .metadata()
-        .map_err(|e| scr::Error::io(path, "stat", e))?
-        .mode();
-    if mode & READABLE_BY_OTHERS != 0 {
-        return Err(PasswordError::Readable {
-            file: path.display().to_string(),
-            mode: mode & 0o7777,
-        });
-    }
-    Ok(file)
-}
-
-/// Checks that the configuration file SCR_LOG_DB_PASS was read from (a parameter origin,
-/// `path:line`) only its owner can read.
-pub fn check_config_origin(origin: &str) -> Result<(), PasswordError> {
-    let path = match origin.rsplit_once(':') {
-        Some((path, line)) if line.chars().all(|c| c.is_ascii_digit()) => path,
-        _ => origin,
-    };
-    open_private(Path::new(path)).map(drop)
-}
-
 /// What an option file tells a client.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OptionFile {
@@ -74,14 +44,23 @@ pub struct OptionFile {
 
 impl OptionFile {
     /// Reads the `[client]` and `[scr]` groups of the option file at `path` (the later line
-    /// wins), refusing a file others can read.
+    /// wins), refusing one with a password that others can read.
     pub fn read(path: &Path) -> Result<OptionFile, PasswordError> {
+        // the check and the read are of the one handle opened
+        let file = scr::io::open_regular_no_link(path)?;
+        let shared = scr::io::readable_by_others(&file);
         let mut text = String::new();
-        open_private(path)?
-            .take(1 << 20)
+        file.take(1 << 20)
             .read_to_string(&mut text)
             .map_err(|e| scr::Error::io(path, "read", e))?;
-        Ok(OptionFile::parse(&text))
+        let options = OptionFile::parse(&text);
+        match shared {
+            Some(mode) if options.password.is_some() => Err(PasswordError::Readable {
+                file: path.display().to_string(),
+                mode,
+            }),
+            _ => Ok(options),
+        }
     }
 
     /// Parses option-file text: `[group]` lines, `key=value` lines (values may be quoted),
@@ -154,13 +133,10 @@ mod tests {
         let e = OptionFile::read(&path).unwrap_err().to_string();
         assert!(e.contains(&path.display().to_string()), "{e}");
         assert!(e.contains("chmod 600"), "{e}");
-        let origin = format!("{}:3", path.display());
-        assert!(check_config_origin(&origin).is_err());
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(
             OptionFile::read(&path).unwrap().password.as_deref(),
             Some("x")
         );
-        check_config_origin(&origin).unwrap();
     }
 }

@@ -7,6 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A database as a site set it up for SCR v3.1's log (see [`TestServer::v3_1_database`]).
+pub const V3_1_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/v3_1_database.sql"
+);
+
 /// A running `mariadbd` of the tests.
 pub struct TestServer {
     dir: tempfile::TempDir,
@@ -64,7 +70,8 @@ impl TestServer {
             .expect("run mariadb-install-db");
         assert!(
             out.status.success(),
-            "mariadb-install-db failed: {}",
+            "mariadb-install-db failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
         let mut server = TestServer {
@@ -166,6 +173,27 @@ impl TestServer {
     /// Runs an SQL file as the administrator.
     pub fn source(&self, file: &Path) {
         self.sql(&format!("SOURCE {}", file.display()));
+    }
+
+    /// Sets up a database `scr` as a site did for SCR v3.1, with its accounts `scr`
+    /// (password `pw-all`) and `scr_insert` (`pw-insert`, INSERT and SELECT only): from
+    /// v3.1's own scr.mysql when SCR_DB_V3_1_SCHEMA names a copy of it (from tag v3.1.0 of
+    /// LLNL/scr), else from [`V3_1_FIXTURE`], written from it.
+    pub fn v3_1_database(&self) {
+        match std::env::var_os("SCR_DB_V3_1_SCHEMA") {
+            Some(file) => {
+                self.source(Path::new(&file));
+                self.sql(
+                    "ALTER USER 'scr'@'%' IDENTIFIED BY 'pw-all'; \
+                     ALTER USER 'scr_insert'@'%' IDENTIFIED BY 'pw-insert'",
+                );
+            }
+            None => {
+                self.create_user("scr", "pw-all");
+                self.create_user("scr_insert", "pw-insert");
+                self.source(Path::new(V3_1_FIXTURE));
+            }
+        }
     }
 
     /// Creates an account of `user` with `password` that logs in from anywhere.

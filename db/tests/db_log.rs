@@ -6,7 +6,6 @@
 use chrono::{Local, TimeZone};
 use scr_db::test_server::TestServer;
 use scr_db::{Address, Connection, Sink, Target};
-use std::path::Path;
 
 fn target(server: &TestServer, user: &str, password: &str, database: &str) -> Target {
     Target {
@@ -16,33 +15,6 @@ fn target(server: &TestServer, user: &str, password: &str, database: &str) -> Ta
         password: Some(password.into()),
         debug: false,
         timeout: scr_db::TIMEOUT,
-    }
-}
-
-fn fixture() -> &'static Path {
-    Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/v3_1_database.sql"
-    ))
-}
-
-/// A database `scr` set up as for v3.1, with its accounts `scr` and `scr_insert`: from
-/// v3.1's own scr.mysql when SCR_DB_V3_1_SCHEMA names a copy of it (taken from tag v3.1.0
-/// of LLNL/scr), else from the fixture written from it.
-fn v3_1_database(server: &TestServer) {
-    match std::env::var_os("SCR_DB_V3_1_SCHEMA") {
-        Some(file) => {
-            server.source(Path::new(&file));
-            server.sql(
-                "ALTER USER 'scr'@'%' IDENTIFIED BY 'pw-all'; \
-                 ALTER USER 'scr_insert'@'%' IDENTIFIED BY 'pw-insert'",
-            );
-        }
-        None => {
-            server.create_user("scr", "pw-all");
-            server.create_user("scr_insert", "pw-insert");
-            server.source(fixture());
-        }
     }
 }
 
@@ -58,7 +30,7 @@ fn columns(server: &TestServer, database: &str) -> String {
 #[test]
 fn db_init_creates_the_tables_of_a_v3_1_database_column_for_column() {
     let server = TestServer::start();
-    v3_1_database(&server);
+    server.v3_1_database();
     server.create_user("admin", "pw-admin");
     server.sql("GRANT ALL ON *.* TO 'admin'@'localhost'");
 
@@ -75,7 +47,7 @@ fn db_init_creates_the_tables_of_a_v3_1_database_column_for_column() {
 #[test]
 fn records_of_a_run_go_into_a_v3_1_database_through_its_insert_only_account() {
     let server = TestServer::start();
-    v3_1_database(&server);
+    server.v3_1_database();
 
     let at = |s| Local.with_ymd_and_hms(2026, 3, 4, 10, 0, s).unwrap();
     let t = target(&server, "scr_insert", "pw-insert", "scr");
@@ -151,7 +123,7 @@ fn records_of_a_run_go_into_a_v3_1_database_through_its_insert_only_account() {
 #[test]
 fn a_server_down_refusing_or_stopped_leaves_the_sink_off_and_its_caller_going() {
     let mut server = TestServer::start();
-    v3_1_database(&server);
+    server.v3_1_database();
     let now = Local::now();
     let t = target(&server, "scr_insert", "pw-insert", "scr");
 
