@@ -3,10 +3,12 @@
 //! job that fails and is restarted leaves the records of both runs, matched against what
 //! the application printed and the files it wrote; a server that refuses the password, is
 //! stopped or is down costs the job nothing but one message, and the text log keeps the
-//! events.
+//! events. scr-run's own events (launches, how each run ended, how the job ended) join the
+//! library's under the same job.
 
 mod common;
 
+use common::scr_run::*;
 use common::*;
 use scr_db::test_server::TestServer;
 
@@ -192,4 +194,58 @@ fn a_server_refusing_stopped_or_down_costs_the_job_one_message() {
     server.stop();
     let (out, log) = run_with(&server, "pw-insert");
     assert_said_once_and_logged(&out, &log, "cannot connect");
+}
+
+#[test]
+fn scr_run_records_each_run_and_how_it_ended_beside_the_librarys_events() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    let job = Job::new();
+    let app = job.app.display().to_string();
+    let mut env = borrowed(&db_env(&server, "pw-insert"))
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect::<Vec<_>>();
+    env.extend([
+        ("SCR_NODELIST", "n[1-2]".to_string()),
+        ("SCR_RUNS", "2".to_string()),
+        ("TEST_API_FAIL_FIRST", "1".to_string()),
+    ]);
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["mpiexec", "-launcher", "fork", "-n", "2", &app, "2000", "2"],
+        &borrowed(&env),
+    ));
+    assert!(out.status.success(), "{t}");
+    assert!(!t.contains("database log off"), "{t}");
+
+    let events = rows(
+        &server,
+        "SELECT t.name, IFNULL(e.note, ''), e.job_id FROM scr.events e \
+         JOIN scr.types t ON t.id = e.type_id ORDER BY e.id",
+    );
+    let kinds: Vec<&str> = events.iter().map(|e| e[0].as_str()).collect();
+    // one job: scr-run's records and both runs' in the same prefix
+    assert!(events.iter().all(|e| e[2] == events[0][2]), "{events:?}");
+    assert_eq!(kinds.first(), Some(&"SCR_RUN_STARTED"), "{kinds:?}");
+    let launches: Vec<usize> = (0..kinds.len())
+        .filter(|&i| kinds[i] == "SCR_RUN_LAUNCH")
+        .collect();
+    let ends: Vec<&Vec<String>> = events
+        .iter()
+        .filter(|e| e[0] == "SCR_RUN_RUN_ENDED")
+        .collect();
+    assert_eq!(launches.len(), 2, "{kinds:?}");
+    assert_eq!(ends.len(), 2, "{kinds:?}");
+    // the first run failed on purpose with exit code 3 (test_api), the second ended well
+    assert!(ends[0][1].contains("exit_code=3"), "{ends:?}");
+    assert!(ends[1][1].contains("exit_code=0"), "{ends:?}");
+    // each run's library records come after its launch
+    let starts: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == "START").collect();
+    assert_eq!(starts.len(), 2, "{kinds:?}");
+    assert!(
+        launches[0] < starts[0] && launches[1] < starts[1],
+        "{kinds:?}"
+    );
+    assert!(kinds.contains(&"SCR_RUN_FINISHED"), "{kinds:?}");
 }
