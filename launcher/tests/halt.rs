@@ -258,3 +258,22 @@ fn scr_halt_prints_what_scr_prints_at_each_step() {
         &[],
     );
 }
+
+/// `-p DIR` names a prefix as it does for `scr index` and `scr postrun`; SCR's own operand
+/// form goes on working beside it.
+#[test]
+fn a_prefix_given_with_p_is_halted_as_an_operand_is() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let o = scr(&[
+        "halt",
+        "--checkpoints",
+        "3",
+        "-p",
+        a.path().to_str().unwrap(),
+        b.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for d in [&a, &b] {
+        assert_eq!(halt_file(d.path()).checkpoints_left(), Some(3));
+    }
+}

@@ -65,6 +65,10 @@ pub struct Args {
     help: Option<bool>,
     /// Prefix directories of the jobs to halt
     prefixes: Vec<PathBuf>,
+    /// A prefix directory, as the other commands take it (SCR's own scr_halt takes them
+    /// as operands only; both may be given)
+    #[arg(short = 'p', long = "prefix", value_name = "DIR")]
+    prefix_option: Vec<PathBuf>,
 }
 
 /// Parses the TIME forms `scr halt` accepts, relative to `now`.
@@ -191,6 +195,8 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     let after = parse(&args.after, "--after")?;
     // the prefix as every command finds it: given, else SCR_PREFIX (environment or
     // configuration), else the working directory
+    let mut args = args;
+    args.prefixes.append(&mut args.prefix_option);
     let prefixes = if args.prefixes.is_empty() {
         let params = scr::params::Params::load(&scr::params::Sources::from_process())?;
         vec![super::owners_prefix_dir(None, &params)?]
