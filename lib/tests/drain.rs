@@ -66,6 +66,28 @@ fn restarts_from_prefix(job: &Job, name: &str, timestep: u32) {
     assert_eq!(job.index_entry(name).fetched.len(), 1, "from the prefix");
 }
 
+/// A node of the allocation whose control directory holds no filemap (no rank of the job
+/// recorded a file there) has nothing to copy: it is no failure of the drain.
+#[test]
+fn a_node_that_recorded_nothing_is_no_failed_node() {
+    use std::os::unix::fs::DirBuilderExt;
+    let job = killed_job("XOR", "1", &[]);
+    let [_, cntl] = node_dirs(&job, "n5");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&cntl)
+        .unwrap();
+    let mut cmd = scr_for(&job);
+    cmd.env("SCR_NODELIST", "n[1-5]");
+    let (code, out) = postrun_with(&job, None, cmd);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("FAILED"), "{out}");
+    assert!(
+        out.contains("dataset 1 (ckpt.1) drained and current"),
+        "{out}"
+    );
+}
+
 #[test]
 fn postrun_drains_a_checkpoint_left_only_in_cache() {
     let job = killed_job("XOR", "2", &[]);

@@ -124,7 +124,11 @@ pub fn copy_node(
         return Ok(CopyReport::default());
     }
     crate::safe_fs::check_owned_dir(cntl_dir)?;
-    let master = MasterFilemap::read(&layout::master_filemap(cntl_dir))?;
+    let master = match MasterFilemap::read(&layout::master_filemap(cntl_dir)) {
+        // a control directory with no filemap: no rank of the job recorded a file there
+        Err(e) if e.is_not_found() => return Ok(CopyReport::default()),
+        read => read?,
+    };
     if let Some(other) = master.other_prefix(prefix) {
         return Err(Error::refused(format!(
             "{}: this cache belongs to the job whose prefix is {}, not {}: a program with \
