@@ -224,3 +224,41 @@ fn a_drain_at_init_takes_only_what_this_allocations_caches_hold() {
         "{out}"
     );
 }
+
+/// `scr index --current` names an older checkpoint while the allocation's cache holds the
+/// newest, which is on the prefix too: the relaunch in the allocation restarts from the
+/// cache, as SCR v3.1 does, and says so at the default level, naming the user's current
+/// checkpoint and how to restart from it; SCR_CURRENT then does.
+#[test]
+fn an_older_current_checkpoint_passed_over_for_the_cache_is_said_with_the_way_to_it() {
+    let job = Job::new();
+    run_ok_on(&job, "n1,n2", 2, &[SIZE, "4"], &[("SCR_FLUSH", "1")]);
+    let set = scr_for(&job)
+        .args(["index", "--prefix"])
+        .arg(job.prefix())
+        .args(["--current", "ckpt.2"])
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", text(&set));
+    let out = run_ok_on(&job, "n1,n2", 2, &[SIZE, "0"], &[("SCR_FLUSH", "1")]);
+    assert!(
+        out.contains("restarted from ckpt.4 (timestep 4), data verified"),
+        "{out}"
+    );
+    let said = out
+        .lines()
+        .find(|l| l.contains("current checkpoint is ckpt.2"))
+        .unwrap_or_else(|| panic!("no word of the current ckpt.2: {out}"));
+    assert!(said.contains("SCR_CURRENT=ckpt.2"), "{said}");
+    let out = run_ok_on(
+        &job,
+        "n1,n2",
+        2,
+        &[SIZE, "0"],
+        &[("SCR_FLUSH", "1"), ("SCR_CURRENT", "ckpt.2")],
+    );
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+}

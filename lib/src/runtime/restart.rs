@@ -473,6 +473,19 @@ impl Scr {
         let id_of = |e: &Option<scr::index::IndexEntry>| e.as_ref().map_or(0, |e| e.id);
         let newest_id = self.job.max(id_of(&newest));
         let start_id = self.job.max(id_of(&start));
+        if newest_id <= cached && start_id != 0 && start_id < newest_id && self.job.is_root() {
+            // a current checkpoint older than the prefix's newest was made current by the
+            // user (SCR itself only moves CURRENT forward); within an allocation the cache's
+            // newer checkpoint is the restart all the same, as in SCR v3.1: said, with how
+            // to get the user's
+            let start_name = start.as_ref().map_or("", |e| e.name.as_str());
+            say!(
+                "SCR: the prefix's current checkpoint is {start_name} (dataset {start_id}), but \
+                 this allocation's cache holds the newer {cached_name} (dataset {cached}), which \
+                 the restart takes; to restart from {start_name}, set SCR_CURRENT={start_name} \
+                 for the relaunch (it applies once per allocation)"
+            );
+        }
         if newest_id <= cached || start_id == 0 {
             return;
         }
