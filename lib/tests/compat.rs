@@ -325,9 +325,7 @@ fn crc_on_delete_reports_a_cached_file_corrupted_before_it_is_deleted() {
     job.run_ok(2, &["4096", "1"], &env);
     let cached = job.cached("ckpt.1/rank_1.ckpt");
     assert_eq!(cached.len(), 1);
-    let mut bytes = std::fs::read(&cached[0]).unwrap();
-    bytes[100] ^= 0xff;
-    std::fs::write(&cached[0], bytes).unwrap();
+    flip_byte(&cached[0], 100);
     // not restarted from (SCR_DISTRIBUTE=0), evicted by the next checkpoint
     let out = job.run_ok(
         2,

@@ -74,10 +74,7 @@ fn a_fetched_checkpoint_is_protected_in_cache_and_survives_a_lost_node() {
         "{out}"
     );
     lose_node(&job, "n2");
-    let damaged = job.prefix().join("ckpt.1/rank_0.ckpt");
-    let mut bytes = std::fs::read(&damaged).unwrap();
-    bytes[100] ^= 0xff;
-    std::fs::write(&damaged, bytes).unwrap();
+    flip_byte(&job.prefix().join("ckpt.1/rank_0.ckpt"), 100);
     let out = run_ok_on(&job, "n1,n2", 2, &["20000", "0"], &partner);
     assert!(
         out.contains("restarted from ckpt.1 (timestep 1), data verified"),

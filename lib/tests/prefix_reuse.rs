@@ -10,9 +10,7 @@ use common::*;
 
 /// Flips one byte of a file (same size: only the CRC can tell).
 fn flip(path: &std::path::Path) {
-    let mut bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    bytes[100] ^= 0xff;
-    std::fs::write(path, bytes).unwrap();
+    flip_byte(path, 100);
 }
 
 const NODES: &str = "n1,n2,n3,n4";

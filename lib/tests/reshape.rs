@@ -281,10 +281,7 @@ fn a_file_of_an_adopted_checkpoint_changed_after_its_adoption_is_not_served() {
         );
         assert!(restarted(&out, 5), "{ranks} ranks: {out}");
         // one byte of rank 1's data, in place
-        let file = job.prefix().join("ckpt.5/rank_1.ckpt");
-        let mut bytes = std::fs::read(&file).unwrap();
-        bytes[800] ^= 0xff;
-        std::fs::write(&file, &bytes).unwrap();
+        flip_byte(&job.prefix().join("ckpt.5/rank_1.ckpt"), 800);
         // (the next job's nodes are new: it reads the prefix)
         delete_caches(&job);
         let out = job.run_on(Some(&hosts(ranks)), ranks, &[SIZE, "0"], &named);

@@ -185,10 +185,7 @@ fn after_a_failed_restart_the_next_older_checkpoint_comes_from_cache_before_the_
     ];
     write_steps_checkpoints(&job, 2, &env);
     // a byte of ckpt.1's prefix copy flipped: its fetch fails its CRC32
-    let damaged = job.prefix().join("ckpt.1/rank_1.ckpt");
-    let mut bytes = std::fs::read(&damaged).unwrap();
-    bytes[100] ^= 0xff;
-    std::fs::write(&damaged, bytes).unwrap();
+    flip_byte(&job.prefix().join("ckpt.1/rank_1.ckpt"), 100);
     let out = job.run_ok(2, &["init", "restart=reject", "restart", "quit"], &env);
     assert_eq!(
         answers(&out, "restart"),

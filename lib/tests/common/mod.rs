@@ -556,6 +556,13 @@ pub fn node_dirs(job: &Job, node: &str) -> [PathBuf; 2] {
     })
 }
 
+/// Flips the byte at `offset` of a file, in place (same size: only a CRC can tell).
+pub fn flip_byte(path: &Path, offset: usize) {
+    let mut bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    bytes[offset] ^= 0xff;
+    std::fs::write(path, bytes).unwrap();
+}
+
 /// Loses a node: everything in its cache and control directory is gone.
 pub fn lose_node(job: &Job, node: &str) {
     for d in node_dirs(job, node) {
