@@ -59,6 +59,9 @@ pub struct Ckpt {
     pub rejected: bool,
     /// `scr index --drop` removed its index entry.
     pub dropped: bool,
+    /// A drain copied what the nodes up then held of it, and could not complete it: the
+    /// copies wait on the prefix for a later drain to complete it.
+    pub partly_drained: bool,
 }
 
 impl Ckpt {
@@ -507,6 +510,7 @@ impl Model {
             may_read_wrong: false,
             rejected: false,
             dropped: false,
+            partly_drained: false,
         });
         if complete && !spec.output {
             self.evict(config.cache_size);

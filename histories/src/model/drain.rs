@@ -110,8 +110,15 @@ impl Model {
                     drained = Some(c.serial);
                     break;
                 }
+                // README, "The drain": an incomplete dataset's copied files stay on the
+                // prefix for the missing ones to arrive later, so a later drain that copies
+                // the rest (a node down the first time, up now) may complete it
+                (Avail::No, _) if c.partly_drained => c.prefix = c.prefix.max(Avail::Maybe),
                 (Avail::No, _) => {}
                 _ => c.prefix = c.prefix.max(Avail::Maybe),
+            }
+            if c.cache != Avail::No && !c.rejected {
+                c.partly_drained = true;
             }
             // a checkpoint flushed already, or one the drain may complete: where the walk
             // stops is not certain from here on
