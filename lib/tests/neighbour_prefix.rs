@@ -198,3 +198,26 @@ fn a_base_a_group_may_rename_in_must_be_sticky() {
     ];
     job.run_ok(2, &["1000", "1"], &env);
 }
+
+/// A sticky base another user made first, at the path the user configured: its owner may
+/// rename anything in it all the same. Refused at SCR_Init, naming the owner.
+#[test]
+fn a_base_another_user_owns_is_refused_sticky_or_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    let base = job.dir.path().join("made-by-a-neighbour");
+    std::fs::create_dir(&base).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::os::unix::fs::chown(&base, Some(65534), Some(65534)).unwrap();
+    for param in ["SCR_CACHE_BASE", "SCR_CNTL_BASE"] {
+        let o = job.run(2, &["1000", "1"], &[(param, base.to_str().unwrap())]);
+        let t = text(&o);
+        assert!(!o.status.success(), "{param}: {t}");
+        assert!(
+            t.contains(&base.display().to_string())
+                && t.contains(param)
+                && t.contains("belongs to user id 65534"),
+            "{param}: {t}"
+        );
+    }
+}

@@ -230,9 +230,23 @@ fn root_s_queries_of_a_user_s_prefix_follow_none_of_the_user_s_links() {
 /// Root's `scr postrun` of a user's job (an epilog, an operator) drains as that user: the
 /// user may swap `.scr` or a `drained/` directory for links while root copies and deletes
 /// there, so root writes and removes nothing the user could not. Every file the drain
-/// leaves in the prefix is the user's, and the checkpoint it drained restarts.
+/// leaves in the prefix is the user's, and the checkpoint it drained restarts. The user is
+/// the job's (the owner of its control directory), also where the prefix is a team's
+/// directory another user owns.
 #[test]
 fn root_s_postrun_of_a_user_s_job_drains_as_the_user() {
+    root_s_postrun_drains_as_the_job_s_user(None);
+}
+
+#[test]
+fn root_s_postrun_in_a_team_s_prefix_drains_as_the_job_s_user_not_the_prefix_s_owner() {
+    // the prefix is daemon's (uid 1), and its group (nobody's) may write it
+    root_s_postrun_drains_as_the_job_s_user(Some("1:65534"));
+}
+
+/// A job of nobody's leaves ckpt.3 only in its caches; root's `scr postrun` drains it.
+/// `team`: the owner (uid:gid) of a group-writable prefix that is not the user's.
+fn root_s_postrun_drains_as_the_job_s_user(team: Option<&str>) {
     use std::os::unix::fs::PermissionsExt;
     let job = Job::new();
     // ckpt.2 reaches the prefix, ckpt.3 stays in the caches of nobody's job
@@ -251,6 +265,15 @@ fn root_s_postrun_of_a_user_s_job_drains_as_the_user() {
             .unwrap();
         assert!(o.status.success(), "{}", text(&o));
     }
+    if let Some(owner) = team {
+        let o = Command::new("chown")
+            .arg(owner)
+            .arg(job.prefix())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        std::fs::set_permissions(job.prefix(), std::fs::Permissions::from_mode(0o2770)).unwrap();
+    }
     let o = scr_for(&job)
         .env("SCR_USER_NAME", "nobody")
         .env("SCR_NODELIST", "n[1-2]")
@@ -260,12 +283,11 @@ fn root_s_postrun_of_a_user_s_job_drains_as_the_user() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(job.prefix().join("ckpt.3").is_dir(), "{}", text(&o));
-    assert_eq!(
-        not_the_users(&job.prefix()),
-        Vec::<PathBuf>::new(),
-        "{}",
-        text(&o)
-    );
+    let below: Vec<PathBuf> = not_the_users(&job.prefix())
+        .into_iter()
+        .filter(|p| p != &job.prefix())
+        .collect();
+    assert_eq!(below, Vec::<PathBuf>::new(), "{}", text(&o));
     for rank in 0..2 {
         check_file(
             &job.prefix().join(format!("ckpt.3/rank_{rank}.ckpt")),

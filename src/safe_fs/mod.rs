@@ -383,14 +383,32 @@ pub fn create_dirs_in(base: &Path, dir: &Path, mode: u32) -> Result<()> {
 /// rename names in it could rename the user's directory there away (the job then finds no
 /// cached checkpoint) or put their own in its place, so a base that anyone but its owner,
 /// root and the user's own private group may write must be sticky, as /tmp and /dev/shm
-/// are — judged on the base's handle, ACLs included.
+/// are, and its owner must be the user or root (the owner renames anything there, sticky or
+/// not) — judged on the base's handle, ACLs included.
 pub fn create_job_dirs_in_base(base: &Path, dir: &Path, mode: u32, param: &str) -> Result<()> {
-    if let Ok(fd) = open_dir(base, OFlags::empty())
-        && let Ok(st) = rustix::fs::fstat(&fd)
+    let opened = open_dir(base, OFlags::empty())
+        .ok()
+        .and_then(|fd| Some((rustix::fs::fstat(&fd).ok()?, fd)));
+    // the owner of the base may rename anything in it, sticky or not (a base a neighbour
+    // made before the user's first job, at the path the user configured)
+    if let Some((st, _)) = &opened
+        && st.st_uid != my_uid()
+        && st.st_uid != 0
+    {
+        return Err(Error::untrusted(
+            base,
+            format!(
+                "({param}) belongs to user id {}, who could rename your job's directories there \
+                 away; use a base of your own, or root's (as /tmp is)",
+                st.st_uid
+            ),
+        ));
+    }
+    if let Some((st, fd)) = &opened
         && st.st_mode & 0o1000 == 0
     {
         let mode_bits = st.st_mode & 0o7777;
-        let who = match acl::writers(&fd, st.st_mode) {
+        let who = match acl::writers(fd, st.st_mode) {
             Err(why) => Some(why),
             Ok(w) if w.everyone => Some("everyone".to_string()),
             Ok(w) if w.owning_group && private_group() != Some(st.st_gid) => {

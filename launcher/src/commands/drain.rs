@@ -568,7 +568,13 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     // root draining a user's job (an epilog, an operator) drains as that user: the user may
-    // swap what is below the prefix for links while root copies and deletes there
+    // swap what is below the prefix for links while root copies and deletes there. The
+    // job's user owns its control directory (the prefix may be a team's, owned by another);
+    // without one, the prefix's owner
+    let cntl = control_dir(&params, &super::job_id(&params))?;
+    if cntl.is_dir() {
+        super::act_as_owner_of(&cntl)?;
+    }
     let prefix = super::owners_prefix_dir(args.prefix, &params)?;
     let down = match &args.down {
         Some(t) => nodeset(t, "--down")?,
