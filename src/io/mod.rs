@@ -502,10 +502,86 @@ pub fn is_within_any(path: &Path, dirs: &[PathBuf]) -> bool {
 /// lock it, and a state file an earlier version left readable (or writable) to others —
 /// the halt file was everyone's — could otherwise be held locked by a neighbour for good.
 /// Only the user (and root) can open the lock file, in a directory only the user may write.
+///
+/// The file's directory is opened once, without following a link, and every later step
+/// (the lock file, the read, the sweep of dead writers' temporaries, the temporary and its
+/// rename) goes through that open directory: whoever may rename in the directory above
+/// (the owner of a team's prefix swapping `.scr` for a link to a directory of the user's)
+/// cannot make SCR write, replace or delete files with its state files' names elsewhere.
 pub struct LockedHashFile {
     path: PathBuf,
+    held: HeldDir,
     mode: u32,
     _lock: File,
+}
+
+/// A directory held open, reached by the path `/proc/self/fd/N` of its handle: a path below
+/// it stays in that directory whatever its own path comes to name meanwhile.
+struct HeldDir {
+    _dir: File,
+    pinned: PathBuf,
+    real: PathBuf,
+}
+
+impl HeldDir {
+    /// Opens `dir` (its last component no link) and pins it. Without /proc (no Linux
+    /// procfs mounted) the directory is held by its path, as before.
+    fn open(dir: &Path) -> Result<HeldDir> {
+        use std::os::fd::AsRawFd;
+        let handle = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | O_NOFOLLOW)
+            .open(dir)
+            .map_err(|e| Error::io(dir, "open directory (no link is followed)", e))?;
+        let pinned = PathBuf::from(format!("/proc/self/fd/{}", handle.as_raw_fd()));
+        let pinned = if pinned.is_dir() {
+            pinned
+        } else {
+            dir.to_path_buf()
+        };
+        Ok(HeldDir {
+            _dir: handle,
+            pinned,
+            real: dir.to_path_buf(),
+        })
+    }
+
+    /// `name` in the held directory.
+    fn join(&self, name: &std::ffi::OsStr) -> PathBuf {
+        self.pinned.join(name)
+    }
+
+    /// An error about a path in the held directory, told with the directory's own path.
+    fn unpin(&self, e: Error) -> Error {
+        let real = |p: PathBuf| match p.strip_prefix(&self.pinned) {
+            Ok(rest) => self.real.join(rest),
+            Err(_) => p,
+        };
+        match e {
+            Error::Io {
+                path,
+                action,
+                source,
+            } => Error::Io {
+                path: real(path),
+                action,
+                source,
+            },
+            Error::Decode { path, source } => Error::Decode {
+                path: real(path),
+                source,
+            },
+            Error::Invalid { path, what } => Error::Invalid {
+                path: real(path),
+                what,
+            },
+            Error::Untrusted { path, what } => Error::Untrusted {
+                path: real(path),
+                what,
+            },
+            other => other,
+        }
+    }
 }
 
 impl LockedHashFile {
@@ -535,15 +611,25 @@ impl LockedHashFile {
         wait: std::time::Duration,
         holding: &mut dyn FnMut(Option<u32>),
     ) -> Result<(Self, Hash)> {
-        let lock = lock_within_watching(&lock_file_of(path), PRIVATE_FILE, wait, holding)?;
-        remove_dead_writers_temporaries(path);
-        let hash = match open_regular_no_link(path) {
-            Ok(mut file) => decode_open_file(path, &mut file, true, max_bytes)?.0,
-            Err(e) if e.is_not_found() => Hash::new(),
-            Err(e) => return Err(e),
-        };
+        let held = HeldDir::open(&parent_dir(path))?;
+        let name = path
+            .file_name()
+            .ok_or_else(|| Error::invalid(path, "names no file"))?;
+        let pinned = held.join(name);
+        let locked = (|| {
+            let lock = lock_within_watching(&lock_file_of(&pinned), PRIVATE_FILE, wait, holding)?;
+            remove_dead_writers_temporaries(&pinned);
+            let hash = match open_regular_no_link(&pinned) {
+                Ok(mut file) => decode_open_file(&pinned, &mut file, true, max_bytes)?.0,
+                Err(e) if e.is_not_found() => Hash::new(),
+                Err(e) => return Err(e),
+            };
+            Ok((lock, hash))
+        })();
+        let (lock, hash) = locked.map_err(|e| held.unpin(e))?;
         let locked = LockedHashFile {
             path: path.to_path_buf(),
+            held,
             mode,
             _lock: lock,
         };
@@ -553,7 +639,9 @@ impl LockedHashFile {
     /// Replaces the file with `hash` atomically (a new file of the user's, whatever the one
     /// it replaces was), then releases the lock.
     pub fn write_and_unlock(self, hash: &Hash) -> Result<()> {
-        write_atomic(&self.path, &hash.to_file_bytes(), self.mode)
+        let name = self.path.file_name().unwrap_or_default();
+        write_atomic(&self.held.join(name), &hash.to_file_bytes(), self.mode)
+            .map_err(|e| self.held.unpin(e))
     }
 
     pub fn path(&self) -> &Path {

@@ -186,3 +186,49 @@ fn a_locked_update_removes_what_killed_writers_of_its_file_left_and_nothing_else
     lock.write_and_unlock(&Hash::new()).unwrap();
     assert!(another_files.exists() && not_a_temporary.exists());
 }
+
+/// Whoever may rename in the directory above a state file's (the owner of a team's prefix)
+/// swaps that directory for a link to another directory of the user's while SCR holds the
+/// lock: the update lands in the directory SCR opened, and nothing is written, replaced or
+/// removed in the other. A directory that is a link when SCR comes is refused.
+#[test]
+fn a_state_file_s_directory_swapped_for_a_link_is_never_written_through() {
+    let root = tempfile::tempdir().unwrap();
+    let hidden = root.path().join(".scr");
+    let elsewhere = root.path().join("users-data");
+    fs::create_dir(&hidden).unwrap();
+    fs::create_dir(&elsewhere).unwrap();
+    fs::write(elsewhere.join("flush.scr"), b"the user's own file").unwrap();
+    fs::write(
+        elsewhere.join(".flush.scr.tmp.1.2"),
+        b"another file of the user's",
+    )
+    .unwrap();
+    let state = hidden.join("flush.scr");
+    let (locked, _) = LockedHashFile::open(&state, PRIVATE_FILE, 1 << 20).unwrap();
+    // the swap, between the read and the write
+    fs::rename(&hidden, root.path().join(".scr.moved")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &hidden).unwrap();
+    let mut h = Hash::new();
+    h.set_value("K", 1);
+    locked.write_and_unlock(&h).unwrap();
+    assert_eq!(
+        fs::read(elsewhere.join("flush.scr")).unwrap(),
+        b"the user's own file"
+    );
+    let mut left: Vec<_> = fs::read_dir(&elsewhere)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, [".flush.scr.tmp.1.2", "flush.scr"]);
+    let written = read_hash_file(&root.path().join(".scr.moved/flush.scr")).unwrap();
+    assert_eq!(written.first_value("K"), Some("1"));
+    // the link is there when SCR comes: refused, naming the directory
+    let e = LockedHashFile::open(&state, PRIVATE_FILE, 1 << 20)
+        .err()
+        .expect("a linked directory is refused")
+        .to_string();
+    assert!(e.contains(".scr") && !e.contains("/proc/"), "{e}");
+    assert!(!elsewhere.join(".flush.scr.lock").exists());
+}
