@@ -273,15 +273,14 @@ impl AppConfig {
 
     /// Writes the layer to `path` atomically (or removes the file when the layer is empty).
     pub fn write(&self, path: &Path) -> Result<()> {
-        if self.is_empty() {
-            return match std::fs::remove_file(path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    Err(Error::io(path, "remove", e))
-                }
-                _ => Ok(()),
-            };
-        }
-        crate::io::write_atomic(path, self.text().as_bytes(), crate::io::PRIVATE_FILE)
+        // through `.scr` opened once: whoever may rename in the prefix cannot point the
+        // write or the removal at a directory of the user's elsewhere
+        let text = if self.is_empty() {
+            String::new()
+        } else {
+            self.text()
+        };
+        crate::io::replace_in_held_dir(path, text.as_bytes(), crate::io::PRIVATE_FILE, true)
     }
 }
 

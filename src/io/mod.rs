@@ -393,6 +393,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     sync_dir(&parent_dir(path))
 }
 
+/// [`write_atomic`] through `path`'s directory opened once, no link followed (as a
+/// [`LockedHashFile`]'s update is): a directory swapped for a link meanwhile is never
+/// written through. Empty `bytes` with `remove_when_empty` removes the file instead.
+pub fn replace_in_held_dir(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    remove_when_empty: bool,
+) -> Result<()> {
+    let held = HeldDir::open(&parent_dir(path))?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::invalid(path, "names no file"))?;
+    let pinned = held.join(name);
+    let done = if remove_when_empty && bytes.is_empty() {
+        remove_durably(&pinned)
+    } else {
+        write_atomic(&pinned, bytes, mode)
+    };
+    done.map_err(|e| held.unpin(e))
+}
+
 /// The bytes free to an unprivileged user on `dir`'s file system, and its size.
 pub fn space_of(dir: &Path) -> Option<(u64, u64)> {
     let st = rustix::fs::statvfs(dir).ok()?;
