@@ -229,6 +229,46 @@ fn too_few_nodes_left_ends_the_job_without_launching() {
     assert!(!t.contains("should-not-run"), "{t}");
 }
 
+/// run.rst, "The SCR wrapper scripts": a run avoids the nodes that are down and may use
+/// spare nodes of the allocation. Hydra's `-hosts n1:2,n2:2` with n2 excluded runs n2's two
+/// ranks on the spare n3, never on n2: the cached files say where each rank ran.
+#[test]
+fn an_excluded_node_of_hydra_s_host_list_gives_its_ranks_to_a_spare() {
+    let job = Job::new();
+    let app = job.app.to_str().unwrap();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &[
+            "mpiexec",
+            "-launcher",
+            "fork",
+            "-hosts",
+            "n1:2,n2:2",
+            "-n",
+            "4",
+            app,
+            "1000",
+            "1",
+        ],
+        &[
+            ("SCR_NODELIST", "n[1-3]"),
+            ("SCR_EXCLUDE_NODES", "n2"),
+            ("SCR_MIN_NODES", "2"),
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let cached_on = |node: &str| {
+        walk(&job.dir.path().join("cache"))
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains(&format!("/node.{node}/")))
+            .filter(|p| p.to_string_lossy().ends_with(".ckpt"))
+            .count()
+    };
+    assert_eq!(cached_on("n2"), 0, "{t}");
+    assert_eq!(cached_on("n1"), 2, "{t}");
+    assert_eq!(cached_on("n3"), 2, "{t}");
+}
+
 #[test]
 fn scr_enable_0_runs_the_command_once_unchanged() {
     let job = Job::new();

@@ -104,11 +104,8 @@ impl Launcher {
                 // the user's own host list, narrowed to the nodes still up
                 match words.value_of(&["hosts", "host"]) {
                     Some((word, at)) => {
-                        let theirs: Option<HostSet> = args[word][at..].parse().ok();
-                        if let Some(theirs) = theirs {
-                            let kept = comma_list(&theirs.difference(down));
-                            out[word] = format!("{}{kept}", &args[word][..at]);
-                        }
+                        let kept = hydra_hosts_without(&args[word][at..], nodes, down);
+                        out[word] = format!("{}{kept}", &args[word][..at]);
                     }
                     None if nodes.count() > 1 || !down.is_empty() => {
                         out.insert(1, "-hosts".into());
@@ -232,6 +229,53 @@ fn slurm_version_at_least(version: &str, want: (u32, u32)) -> bool {
 }
 
 /// Hydra takes plain comma-separated host names, not bracket ranges.
+/// A hydra host list (`n1,n2` or `n1:2,n2:2`, a host and its process count) for a run on
+/// `nodes` minus `down`: each host that is down gives its place, and its count, to a spare
+/// (an allocated node up and not in the list), in the allocation's order; with no spare
+/// left it is dropped. A list written as a range (`n[1-4]`) is taken as its hosts.
+fn hydra_hosts_without(list: &str, nodes: &HostSet, down: &HostSet) -> String {
+    let entries: Vec<(String, Option<&str>)> = list
+        .split(',')
+        .filter(|e| !e.is_empty())
+        .flat_map(|e| {
+            let (hosts, count) = match e.rsplit_once(':') {
+                Some((h, c)) if !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()) => {
+                    (h, Some(c))
+                }
+                _ => (e, None),
+            };
+            // a range is its hosts, each with the count
+            let names: Vec<String> = hosts
+                .parse::<HostSet>()
+                .map(|set| set.iter().collect())
+                .unwrap_or_else(|_| vec![hosts.to_string()]);
+            names.into_iter().map(move |n| (n, count))
+        })
+        .collect();
+    let listed = HostSet::from_names(entries.iter().map(|(h, _)| h.as_str()));
+    let mut spares = nodes
+        .difference(down)
+        .difference(&listed)
+        .iter()
+        .collect::<Vec<_>>()
+        .into_iter();
+    entries
+        .into_iter()
+        .filter_map(|(host, count)| {
+            let host = if down.contains(&host) {
+                spares.next()?
+            } else {
+                host
+            };
+            Some(match count {
+                Some(c) => format!("{host}:{c}"),
+                None => host,
+            })
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn comma_list(set: &HostSet) -> String {
     set.iter().collect::<Vec<_>>().join(",")
 }
@@ -366,7 +410,26 @@ mod tests {
                 &nodes,
                 &down
             ),
-            args(&["mpiexec", "-hosts", "node1", "./app"])
+            args(&["mpiexec", "-hosts", "node1,node2", "./app"])
+        );
+        // hydra's host:count entries keep their counts; the down host's goes to a spare,
+        // and with no spare left the entry is dropped
+        assert_eq!(
+            Launcher::Mpiexec.command(
+                &args(&["mpiexec", "-hosts", "node3:2,node1:2", "-n", "4", "./app"]),
+                &nodes,
+                &down
+            ),
+            args(&["mpiexec", "-hosts", "node2:2,node1:2", "-n", "4", "./app"])
+        );
+        let three: HostSet = "node[1-3]".parse().unwrap();
+        assert_eq!(
+            Launcher::Mpiexec.command(
+                &args(&["mpiexec", "-hosts", "node1:2,node2:2,node3:2", "./app"]),
+                &three,
+                &down
+            ),
+            args(&["mpiexec", "-hosts", "node1:2,node2:2", "./app"])
         );
         let one: HostSet = "localhost".parse().unwrap();
         assert_eq!(
@@ -417,7 +480,7 @@ mod tests {
                 &nodes,
                 &down
             ),
-            args(&["mpiexec", "-hosts=node1", "./app"])
+            args(&["mpiexec", "-hosts=node1,node2", "./app"])
         );
         let ompi = Launcher::OpenMpi {
             slurm_overlap: false,
