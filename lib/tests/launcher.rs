@@ -269,6 +269,47 @@ fn an_excluded_node_of_hydra_s_host_list_gives_its_ranks_to_a_spare() {
     assert_eq!(cached_on("n3"), 2, "{t}");
 }
 
+/// api.rst, "SCR_Finalize": the halt condition it records keeps the job from being
+/// relaunched. The application sets its own prefix (`SCR_Configf("SCR_PREFIX=…")`, as
+/// integration.rst suggests): scr-run reads that halt file, where the application's control
+/// directory says its prefix is, and launches once.
+#[test]
+fn a_finished_run_is_not_relaunched_when_the_application_sets_its_own_prefix() {
+    let job = steps_job();
+    let own = job.dir.path().join("apps-own-prefix");
+    std::fs::create_dir(&own).unwrap();
+    let app = job.app.to_str().unwrap();
+    let configf = format!("configf=SCR_PREFIX:{}", own.display());
+    let chdir = format!("chdir={}", own.display());
+    let mut cmd = scr_run_in(
+        &job,
+        &[
+            "mpiexec",
+            "-launcher",
+            "fork",
+            "-hosts",
+            "n1,n2",
+            "-n",
+            "2",
+            app,
+            &configf,
+            &chdir,
+            "init",
+            "ckpt=ckpt.1:1",
+            "finalize",
+        ],
+        &[("SCR_NODELIST", "n[1-2]"), ("SCR_RUNS", "3")],
+    );
+    // SCR_PREFIX set nowhere: scr-run's prefix is its working directory, and nothing in
+    // the environment overrides the application's SCR_Configf
+    cmd.env_remove("SCR_PREFIX");
+    let (out, t) = output(cmd);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert_eq!(answers(&t, "init").len(), 1, "launched once: {t}");
+    assert!(t.contains("the application's prefix is"), "{t}");
+    assert!(own.join("ckpt.1").is_dir(), "{t}");
+}
+
 #[test]
 fn scr_enable_0_runs_the_command_once_unchanged() {
     let job = Job::new();

@@ -285,6 +285,16 @@ pub fn postrun_with(
     }
 }
 
+/// The prefix the job's control directories record, when one does: the application's own
+/// (`SCR_Configf("SCR_PREFIX=…")`, or a launcher's working directory), which may differ from
+/// the one the caller was given.
+pub(crate) fn recorded_prefix(params: &Params) -> Option<PathBuf> {
+    job_caches(params)
+        .ok()?
+        .into_iter()
+        .find_map(|node| node.prefix)
+}
+
 /// What the caches of the job's nodes that this machine can read hold: each emulated
 /// node's control directory (`node.<name>` in the job's), else this host's own.
 fn job_caches(params: &Params) -> scr::Result<Vec<CachedOnNode>> {

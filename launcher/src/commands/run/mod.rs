@@ -98,6 +98,7 @@ struct Live<'a> {
     launcher: Launcher,
     nodes: HostSet,
     prefix: PathBuf,
+    params: &'a Params,
     rm: &'a dyn ResourceManager,
     exclude: HostSet,
     node_check: NodeCheck,
@@ -131,6 +132,29 @@ struct Watch {
 }
 
 impl Live<'_> {
+    /// After a run: the prefix the application used, when its control directory records
+    /// another than scr-run's (it set its own with `SCR_Configf`, or ran in another working
+    /// directory), is where its halt file (SCR_Finalize's among them) and nodes file are.
+    fn follow_recorded_prefix(&mut self) {
+        let Some(recorded) = super::drain::recorded_prefix(self.params) else {
+            return;
+        };
+        if recorded == self.prefix || scr::io::same_file(&recorded, &self.prefix) {
+            return;
+        }
+        self.reporter.say(
+            "info",
+            &format!(
+                "the application's prefix is {} (its control directory records it), not {}: \
+                 its halt and nodes files are read there",
+                recorded.display(),
+                self.prefix.display()
+            ),
+            serde_json::json!({"prefix": recorded.display().to_string()}),
+        );
+        self.prefix = recorded;
+    }
+
     /// The prefix's state file `file(prefix)`, read through handles
     /// ([`super::read_state`]).
     fn state<T: scr::HashView>(&self, file: fn(&std::path::Path) -> PathBuf) -> scr::Result<T> {
@@ -310,6 +334,9 @@ impl JobOps for Live<'_> {
     }
 
     fn halt_condition(&mut self, before_first_run: bool) -> Option<HaltCondition> {
+        if !before_first_run {
+            self.follow_recorded_prefix();
+        }
         let halt = match self.state::<HaltFile>(layout::halt_file) {
             Ok(h) => h,
             Err(e) if e.is_not_found() => HaltFile::new(),
@@ -544,6 +571,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         run_commands,
         nodes,
         prefix,
+        params: &params,
         rm: rm.as_ref(),
         exclude,
         node_check,
