@@ -297,6 +297,15 @@ pub fn answer(params: &Params, request: &Request) -> Option<String> {
             .filter_map(|d| d.attr(attr))
             .last()
             .map(str::to_string),
+        // a job no drain follows flushes each checkpoint in the background where no flush
+        // is chosen: what it runs with is 1 and 1, whatever the built-in default says
+        _ if ["SCR_FLUSH", "SCR_FLUSH_ASYNC"]
+            .iter()
+            .any(|k| k.eq_ignore_ascii_case(key))
+            && crate::params::settings::flush_each_for_want_of_a_drain(params) =>
+        {
+            Some("1".to_string())
+        }
         _ => params.get(key).map(str::to_string),
     }
 }

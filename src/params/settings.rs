@@ -255,7 +255,7 @@ pub struct DatasetOrigin {
 /// runs), so a job killed before SCR_Finalize would leave whatever only its node caches
 /// hold to be lost with them, and the user chose no flush of their own (SCR_FLUSH,
 /// SCR_FLUSH_ASYNC, SCR_FLUSH_TYPE or a STORE line's FLUSH= set anywhere).
-fn flush_each_for_want_of_a_drain(p: &Params) -> bool {
+pub fn flush_each_for_want_of_a_drain(p: &Params) -> bool {
     let chosen = ["SCR_FLUSH", "SCR_FLUSH_ASYNC", "SCR_FLUSH_TYPE"]
         .iter()
         .any(|n| p.setting(n).is_some_and(|s| s.origin != Origin::Default))
