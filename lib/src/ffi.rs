@@ -467,7 +467,14 @@ pub(crate) fn config_line(line: &str) -> scr::Result<Option<String>> {
         })
     });
     if let Err(e) = &result {
-        say!("SCR: ERROR: SCR_Config: {e}");
+        // (an error of the SCR_Config layer names it already; a call that set nothing
+        // returns NULL as a set does, so the words say it)
+        let e = e.to_string();
+        let e = match e.starts_with("SCR_Config") {
+            true => e,
+            false => format!("SCR_Config: {e}"),
+        };
+        say!("SCR: ERROR: {e} (nothing was set)");
     }
     result
 }
