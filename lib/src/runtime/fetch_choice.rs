@@ -163,7 +163,8 @@ impl Fetch<'_> {
                      its own rank's files would restart from part of it; a program that \
                      re-partitions a checkpoint through the restart file list \
                      (SCR_Restart_file_count, SCR_Restart_file_name) says so with SCR_RESHAPE=1. \
-                     Nothing is marked failed: a job of {writers} ranks restarts it"
+                     Nothing is marked failed: a job of {writers} ranks restarts it, unless \
+                     this job first writes a checkpoint of the same name, which replaces it"
                 );
             }
         };
