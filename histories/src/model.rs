@@ -62,6 +62,10 @@ pub struct Ckpt {
     /// A drain copied what the nodes up then held of it, and could not complete it: the
     /// copies wait on the prefix for a later drain to complete it.
     pub partly_drained: bool,
+    /// Whether the scheme that protects it in cache is unknown between two: a restart
+    /// loaded it under another scheme than its own, from cache (its own scheme) or fetched
+    /// (the run's); after a lost node it may be rebuilt or not.
+    pub scheme_unsure: bool,
 }
 
 impl Ckpt {
@@ -230,6 +234,7 @@ impl Model {
             let mut cache = if self.cache_ranks == Some(ranks) && c.writers == ranks {
                 match (c.scheme, c.losses) {
                     (_, 0) => c.cache,
+                    (_, _) if c.scheme_unsure => c.cache.min(Avail::Maybe),
                     // README, "Runtime library": lost members are rebuilt from their partner or
                     // XOR; SINGLE has no copy of a lost node's files
                     (Scheme::Single, _) => Avail::No,
@@ -426,13 +431,17 @@ impl Model {
             if Some(c.serial) == loaded && c.writers == ranks {
                 // README, "Runtime library": restart from cache rebuilds lost members and
                 // protects the dataset again; a fetch puts it in cache, protected with this
-                // run's scheme (which of the two protected it, the model does not follow: it
-                // takes the weaker)
+                // run's scheme
+                // (a restart from cache protects it with its own scheme; a fetch with the
+                // run's: one that was not in cache was fetched, else it may be either)
+                if c.cache == Avail::No {
+                    c.scheme = scheme;
+                    c.scheme_unsure = false;
+                } else if c.scheme != scheme {
+                    c.scheme_unsure = true;
+                }
                 c.cache = Avail::Yes;
                 c.losses = 0;
-                if scheme == Scheme::Single {
-                    c.scheme = Scheme::Single;
-                }
             } else if c.losses > 0 {
                 // whether the restart rebuilt other cached datasets too, no document says
                 c.cache = c.cache.min(Avail::Maybe);
@@ -511,6 +520,7 @@ impl Model {
             rejected: false,
             dropped: false,
             partly_drained: false,
+            scheme_unsure: false,
         });
         if complete && !spec.output {
             self.evict(config.cache_size);

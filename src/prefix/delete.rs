@@ -69,9 +69,17 @@ fn named_by_others(prefix: &Path, id: u64) -> HashSet<PathBuf> {
         if other == id {
             continue;
         }
-        let Ok(files) = Summary::read(&layout::summary_file(prefix, other))
-            .and_then(|summary| flushed_files(prefix, other, &summary))
-        else {
+        let Ok(summary) = Summary::read(&layout::summary_file(prefix, other)) else {
+            continue;
+        };
+        // a drain that could not complete a dataset keeps its copies in the dataset's own
+        // `drained/` directory, not at the paths its list names: those paths hold another
+        // dataset's files, or nothing
+        let waiting = prefix.join(crate::scavenge::drained_dir_rel(other));
+        if !summary.is_complete() && waiting.is_dir() {
+            continue;
+        }
+        let Ok(files) = flushed_files(prefix, other, &summary) else {
             continue;
         };
         named.extend(

@@ -62,7 +62,7 @@ pub struct CopyOptions {
 
 /// The directory below the prefix where dataset `id`'s drained user files wait for the
 /// dataset to be whole (then [`index_dataset`] moves them to their places).
-fn drained_dir_rel(id: u64) -> String {
+pub(crate) fn drained_dir_rel(id: u64) -> String {
     format!("{}/drained", layout::dataset_meta_rel(id))
 }
 

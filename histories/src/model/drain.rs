@@ -17,6 +17,7 @@ impl Model {
     pub fn drainable(c: &Ckpt, down: u32) -> Avail {
         let whole = match (c.scheme, c.losses, down) {
             (_, 0, 0) => c.cache,
+            _ if c.scheme_unsure => c.cache.min(Avail::Maybe),
             (Scheme::Single, _, _) => Avail::No,
             (Scheme::Partner, 0, 1) => c.cache,
             (Scheme::Partner, _, _) => c.cache.min(Avail::Maybe),
