@@ -402,11 +402,7 @@ pub fn replace_in_held_dir(
     mode: u32,
     remove_when_empty: bool,
 ) -> Result<()> {
-    let held = HeldDir::open(&parent_dir(path))?;
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::invalid(path, "names no file"))?;
-    let pinned = held.join(name);
+    let (held, pinned) = HeldDir::holding(path)?;
     let done = if remove_when_empty && bytes.is_empty() {
         remove_durably(&pinned)
     } else {
@@ -532,6 +528,8 @@ pub fn is_within_any(path: &Path, dirs: &[PathBuf]) -> bool {
 /// cannot make SCR write, replace or delete files with its state files' names elsewhere.
 pub struct LockedHashFile {
     path: PathBuf,
+    /// `path` through the held directory: where every step reads and writes.
+    pinned: PathBuf,
     held: HeldDir,
     mode: u32,
     _lock: File,
@@ -568,9 +566,14 @@ impl HeldDir {
         })
     }
 
-    /// `name` in the held directory.
-    fn join(&self, name: &std::ffi::OsStr) -> PathBuf {
-        self.pinned.join(name)
+    /// The directory of the file `path` held open, and the file's path through it.
+    fn holding(path: &Path) -> Result<(HeldDir, PathBuf)> {
+        let name = path
+            .file_name()
+            .ok_or_else(|| Error::invalid(path, "names no file"))?;
+        let held = HeldDir::open(&parent_dir(path))?;
+        let pinned = held.pinned.join(name);
+        Ok((held, pinned))
     }
 
     /// An error about a path in the held directory, told with the directory's own path.
@@ -633,11 +636,7 @@ impl LockedHashFile {
         wait: std::time::Duration,
         holding: &mut dyn FnMut(Option<u32>),
     ) -> Result<(Self, Hash)> {
-        let held = HeldDir::open(&parent_dir(path))?;
-        let name = path
-            .file_name()
-            .ok_or_else(|| Error::invalid(path, "names no file"))?;
-        let pinned = held.join(name);
+        let (held, pinned) = HeldDir::holding(path)?;
         let locked = (|| {
             let lock = lock_within_watching(&lock_file_of(&pinned), PRIVATE_FILE, wait, holding)?;
             remove_dead_writers_temporaries(&pinned);
@@ -651,6 +650,7 @@ impl LockedHashFile {
         let (lock, hash) = locked.map_err(|e| held.unpin(e))?;
         let locked = LockedHashFile {
             path: path.to_path_buf(),
+            pinned,
             held,
             mode,
             _lock: lock,
@@ -661,9 +661,7 @@ impl LockedHashFile {
     /// Replaces the file with `hash` atomically (a new file of the user's, whatever the one
     /// it replaces was), then releases the lock.
     pub fn write_and_unlock(self, hash: &Hash) -> Result<()> {
-        let name = self.path.file_name().unwrap_or_default();
-        write_atomic(&self.held.join(name), &hash.to_file_bytes(), self.mode)
-            .map_err(|e| self.held.unpin(e))
+        write_atomic(&self.pinned, &hash.to_file_bytes(), self.mode).map_err(|e| self.held.unpin(e))
     }
 
     pub fn path(&self) -> &Path {
