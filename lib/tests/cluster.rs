@@ -77,6 +77,14 @@ impl Cluster {
         self.dir.join("prefix")
     }
 
+    /// `tool` (salloc, sbatch) under a bound of 300 s; KILL follows TERM after 10 s, because
+    /// a salloc whose test was killed from outside may ignore TERM and hold the cluster.
+    fn bounded(&self, tool: &str) -> Command {
+        let mut cmd = self.cmd(Path::new("timeout"));
+        cmd.args(["-k", "10", "300", tool]);
+        cmd
+    }
+
     fn cmd(&self, program: &Path) -> Command {
         let mut cmd = Command::new(program);
         cmd.current_dir(self.prefix())
@@ -107,8 +115,8 @@ impl Cluster {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Command {
-        let mut cmd = self.cmd(Path::new("timeout"));
-        cmd.args(["300", "salloc", "--no-kill"])
+        let mut cmd = self.bounded("salloc");
+        cmd.args(["--no-kill"])
             .args(salloc)
             .arg(self.scr_run_bin())
             .args(["srun", &format!("-N{ranks}"), &format!("-n{ranks}")])
@@ -306,8 +314,8 @@ fn an_open_mpi_job_is_relaunched_without_a_node_that_died_mid_run() {
     let started = Instant::now();
     let c = Cluster::up_with(5, "scenario9", Mpi::OpenMpi);
     let killer = kill_node_after_checkpoint(&c, 3, 4);
-    let mut cmd = c.cmd(Path::new("timeout"));
-    cmd.args(["300", "salloc", "--no-kill", "-N5"])
+    let mut cmd = c.bounded("salloc");
+    cmd.args(["--no-kill", "-N5"])
         .arg(c.scr_run_bin())
         .args(["mpirun.openmpi", "-np", "4", "--map-by", "node"])
         .arg(&c.app)
@@ -539,8 +547,8 @@ fn the_drain_halt_seconds_and_job_identity_hold_on_slurm() {
         app = c.app.display(),
         scr_run = c.scr_run_bin().display(),
     );
-    let mut cmd = c.cmd(Path::new("timeout"));
-    cmd.args(["300", "salloc", "--no-kill", "-N4", "bash", "-c", &script]);
+    let mut cmd = c.bounded("salloc");
+    cmd.args(["--no-kill", "-N4", "bash", "-c", &script]);
     let (_, t) = run(cmd);
     assert!(!t.contains("restarted from"), "{t}");
     assert!(
@@ -664,8 +672,8 @@ exit $rc
     )
     .unwrap();
     let output = c.dir.join("job.out");
-    let mut cmd = c.cmd(Path::new("timeout"));
-    cmd.args(["300", "sbatch", "--wait", "-o"])
+    let mut cmd = c.bounded("sbatch");
+    cmd.args(["--wait", "-o"])
         .arg(&output)
         .arg(&script)
         .env(
@@ -734,8 +742,8 @@ sleep 0.{short}; kill -9 $drain; wait $drain
             short = delay_ms % 10,
             secs = delay_ms as f64 / 1000.0,
         );
-        let mut cmd = c.cmd(Path::new("timeout"));
-        cmd.args(["300", "salloc", "--no-kill", "-N4", "bash", "-c", &script])
+        let mut cmd = c.bounded("salloc");
+        cmd.args(["--no-kill", "-N4", "bash", "-c", &script])
             .env("SCR_FLUSH", "3")
             .env("SCR_COPY_TYPE", "XOR")
             .env("SCR_RUNS", "1")

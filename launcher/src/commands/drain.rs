@@ -61,7 +61,7 @@ pub struct CopyArgs {
 pub fn copy(args: CopyArgs) -> scr::Result<ExitCode> {
     // root copies a user's cached files as that user: the files the filemap names are the
     // user's to point anywhere
-    super::act_as_owner_of(&args.cntldir)?;
+    let acting = super::act_as_owner_of(&args.cntldir)?;
     let host = job::local_host_name();
     let mut last_said = None::<std::time::Instant>;
     let mut say_progress = |p: scavenge::CopyProgress| {
@@ -71,16 +71,21 @@ pub fn copy(args: CopyArgs) -> scr::Result<ExitCode> {
             println!("scr_copy: {host}: Progress: {} {}", p.done, p.total);
         }
     };
-    let report = scavenge::copy_node(
-        &args.cntldir,
-        args.id,
-        &args.dstdir,
-        &CopyOptions {
-            buf_size: args.buf,
-            failed_owners: args.failed,
-        },
-        &mut say_progress,
-    );
+    let report = if acting == super::Acting::RootWithoutDirectory {
+        // a node the job never ran on, as far as root may tell
+        Ok(scavenge::CopyReport::default())
+    } else {
+        scavenge::copy_node(
+            &args.cntldir,
+            args.id,
+            &args.dstdir,
+            &CopyOptions {
+                buf_size: args.buf,
+                failed_owners: args.failed,
+            },
+            &mut say_progress,
+        )
+    };
     let (partners, rc) = match &report {
         Ok(r) => {
             for e in &r.errors {
@@ -175,7 +180,8 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
         .clone()
         .map_or_else(|| control_dir(&params, &super::job_id(&params)), Ok)?;
     // root scavenging a user's job does it as that user, as `scr copy` on the nodes does
-    super::act_as_owner_of(&cntl)?;
+    // (with no control directory here, the path only goes on to each node's `scr copy`)
+    let _ = super::act_as_owner_of(&cntl)?;
     let run = Scavenge {
         cntl_dir: &cntl,
         prefix: &args.to,
@@ -582,9 +588,7 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
     // job's user owns its control directory (the prefix may be a team's, owned by another);
     // without one, the prefix's owner
     let cntl = control_dir(&params, &super::job_id(&params))?;
-    if cntl.is_dir() {
-        super::act_as_owner_of(&cntl)?;
-    }
+    let _ = super::act_as_owner_of(&cntl)?;
     let prefix = super::owners_prefix_dir(args.prefix, &params)?;
     let down = match &args.down {
         Some(t) => nodeset(t, "--down")?,

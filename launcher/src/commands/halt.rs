@@ -450,11 +450,11 @@ pub fn cntl(args: CntlArgs) -> scr::Result<ExitCode> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),
     };
-    super::act_as_owner_of(
-        dir.parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(dir),
-    )?;
+    let prefix = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(dir);
+    let _ = super::act_as_owner_of(prefix)?;
     scr::safe_fs::check_owned_dir(dir)?;
     for (key, value) in &changes {
         if let Some(v) = value

@@ -45,8 +45,23 @@ pub fn owners_prefix_dir(
 /// Checks `prefix` ([`scr::safe_fs::check_prefix`]) for a command that writes there, root
 /// acting as its owner first ([`act_as_owner_of`]).
 pub fn owners_prefix(prefix: &std::path::Path) -> scr::Result<()> {
-    act_as_owner_of(prefix)?;
+    // (a prefix not there yet below root's own directories is root's to make)
+    let _ = act_as_owner_of(prefix)?;
     scr::safe_fs::check_prefix(prefix)
+}
+
+/// Who a command acts as after [`act_as_owner_of`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "root found no directory: the caller must not look for one there again"]
+pub enum Acting {
+    /// As it was: not root, or root on a directory of its own.
+    AsItWas,
+    /// As the directory's owner: root gave up its rights.
+    AsOwner,
+    /// Root, with no directory at the path and root's the nearest directory above it:
+    /// a control directory made there later may be anyone's, so a command that reads one
+    /// goes on as if there were none and never opens the path again.
+    RootWithoutDirectory,
 }
 
 /// Root working on a prefix (or a job's control directory) of another user's acts as that
@@ -54,24 +69,38 @@ pub fn owners_prefix(prefix: &std::path::Path) -> scr::Result<()> {
 /// there meanwhile (`.scr` swapped for a link while root waits for a lock or reads a long
 /// log, a cached file the filemap names swapped for a link), root's command can read and
 /// write nowhere the user could not. The owner is read from a handle of the directory, and
-/// its path must still lead to it once the ids are the user's. Others, and root on a
-/// directory of its own, go on as they are.
-pub fn act_as_owner_of(prefix: &std::path::Path) -> scr::Result<()> {
+/// its path must still lead to it once the ids are the user's. A directory that is not
+/// there is judged by the nearest one above it: what its owner makes below meanwhile is
+/// theirs, so root never goes on with its rights into a directory a user made after the
+/// look. Others, and root on a directory of its own, go on as they are.
+pub fn act_as_owner_of(dir: &std::path::Path) -> scr::Result<Acting> {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no preconditions
     if unsafe { libc::geteuid() } != 0 {
-        return Ok(());
+        return Ok(Acting::AsItWas);
     }
-    let inspect = |e| scr::Error::io(prefix, "inspect", e);
-    let held = match std::fs::File::open(prefix).and_then(|f| f.metadata()) {
-        Ok(m) => m,
-        // no prefix there: the command says so
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(inspect(e)),
+    let mut prefix = dir;
+    let held = loop {
+        match std::fs::File::open(prefix).and_then(|f| f.metadata()) {
+            Ok(m) => break m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                prefix = match prefix.parent() {
+                    Some(p) if p.as_os_str().is_empty() => std::path::Path::new("."),
+                    Some(p) => p,
+                    None => return Ok(Acting::RootWithoutDirectory),
+                };
+            }
+            Err(e) => return Err(scr::Error::io(prefix, "inspect", e)),
+        }
     };
+    let inspect = |e| scr::Error::io(prefix, "inspect", e);
     let uid = held.uid();
     if uid == 0 {
-        return Ok(());
+        return Ok(if prefix == dir {
+            Acting::AsItWas
+        } else {
+            Acting::RootWithoutDirectory
+        });
     }
     let (name, gid) = account_of(uid).unwrap_or((None, held.gid()));
     let dropped = |what: &str| {
@@ -105,7 +134,7 @@ pub fn act_as_owner_of(prefix: &std::path::Path) -> scr::Result<()> {
             "was replaced while scr looked at whose it is; run the command again",
         ));
     }
-    Ok(())
+    Ok(Acting::AsOwner)
 }
 
 /// The account of user id `uid`: its name and primary group, from the user database.
@@ -173,4 +202,71 @@ pub fn excluded_nodes(params: &scr::params::Params) -> scr::Result<::hostlist::H
         params.typed().launch.exclude_nodes.as_deref(),
         "SCR_EXCLUDE_NODES",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Acting, act_as_owner_of};
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Runs `case` in a fresh process of this test binary (ids change for the whole
+    /// process): the child calls [`act_as_owner_of`] on `dir` and checks what it became.
+    fn in_a_child(test: &str, dir: &Path) {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([test, "--exact", "--nocapture"])
+            .env("SCR_TEST_ACT_AS_DIR", dir)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // (a name that matched no test would pass with nothing run)
+        assert!(out.status.success() && said.contains("1 passed"), "{said}");
+    }
+
+    /// The child's part: acts on the directory it was given and says who it became.
+    fn child() -> Option<(Acting, u32)> {
+        let dir = std::env::var_os("SCR_TEST_ACT_AS_DIR")?;
+        let acting = act_as_owner_of(Path::new(&dir)).unwrap();
+        // SAFETY: geteuid has no preconditions
+        Some((acting, unsafe { libc::geteuid() }))
+    }
+
+    /// A user's directory: what is not there yet below it is the user's to make, so root
+    /// acts as the user before any such directory appears.
+    #[test]
+    fn root_judges_a_directory_not_there_yet_by_the_user_s_directory_above() {
+        if let Some((acting, euid)) = child() {
+            assert_eq!((acting, euid), (Acting::AsOwner, 65534));
+            return;
+        }
+        // SAFETY: geteuid has no preconditions
+        assert_eq!(unsafe { libc::geteuid() }, 0, "these tests run as root");
+        let top = tempfile::tempdir().unwrap();
+        let users = top.path().join("user");
+        std::fs::create_dir(&users).unwrap();
+        std::os::unix::fs::chown(&users, Some(65534), Some(65534)).unwrap();
+        in_a_child(
+            "commands::tests::root_judges_a_directory_not_there_yet_by_the_user_s_directory_above",
+            &users.join("scr.1/node.a"),
+        );
+    }
+
+    /// Below root's own directory, root stays root and is told there was no directory, so
+    /// a command that reads one never opens one made there later.
+    #[test]
+    fn root_below_its_own_directory_stays_root_and_is_told_there_is_none() {
+        if let Some((acting, euid)) = child() {
+            assert_eq!((acting, euid), (Acting::RootWithoutDirectory, 0));
+            return;
+        }
+        let top = tempfile::tempdir().unwrap();
+        in_a_child(
+            "commands::tests::root_below_its_own_directory_stays_root_and_is_told_there_is_none",
+            &top.path().join("scr.1"),
+        );
+    }
 }
