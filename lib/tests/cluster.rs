@@ -673,17 +673,14 @@ exit $rc
     .unwrap();
     let output = c.dir.join("job.out");
     let mut cmd = c.bounded("sbatch");
-    cmd.args(["--wait", "-o"])
-        .arg(&output)
-        .arg(&script)
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        );
+    cmd.args(["--wait", "-o"]).arg(&output).arg(&script).env(
+        "PATH",
+        format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    );
     let (out, t) = run(cmd);
     let log = std::fs::read_to_string(&output).unwrap_or_default();
     assert!(out.status.success(), "{t}\n{log}");

@@ -297,3 +297,76 @@ fn root_s_postrun_drains_as_the_job_s_user(team: Option<&str>) {
         );
     }
 }
+
+/// A sticky directory everyone may write (as /tmp is) in the job's directory.
+fn sticky_tmp(job: &Job) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = job.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    tmp
+}
+
+/// A neighbour's link, in a sticky directory, to `target`.
+fn neighbours_link(tmp: &Path, name: &str, target: &Path) -> PathBuf {
+    let link = tmp.join(name);
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+    link
+}
+
+/// Root's `scr halt -p` given a neighbour's link to a directory only root may write: the
+/// link is the neighbour's to point anywhere (at root's directory while root looks whose it
+/// is, at their own after), so root acts as the neighbour and writes nothing there.
+#[test]
+fn root_s_halt_through_a_neighbour_s_link_to_root_s_directory_writes_nothing_there() {
+    let (job, _, root_only) = users_prefix();
+    let link = neighbours_link(&sticky_tmp(&job), "newrun", &root_only);
+    let o = Command::new(scr_command())
+        .args(["halt", "--checkpoints", "1", "-p"])
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_dir(&root_only).unwrap().count(),
+        0,
+        "root wrote into its own directory through the neighbour's link: {}",
+        text(&o)
+    );
+}
+
+/// Root's `scr copy` of a control directory whose path a neighbour's link leads to another
+/// user's directory: two users may change where it leads, so root refuses, naming why,
+/// and copies nothing into the user's prefix.
+#[test]
+fn root_s_copy_through_a_neighbour_s_link_to_a_user_s_directory_is_refused() {
+    let (job, prefix, _) = users_prefix();
+    // the user's real control directory (the job's, with its filemaps), reached through
+    // the neighbour's link
+    let cntl = job.dir.path().join("cntl");
+    let users_cntl = walk(&cntl)
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "filemap.scrinfo"))
+        .and_then(|f| f.parent().map(Path::to_path_buf))
+        .expect("a node's control directory of the job");
+    let o = Command::new("chown")
+        .args(["-R", "65533:65533"])
+        .arg(&cntl)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let link = neighbours_link(&sticky_tmp(&job), "victim", users_cntl.parent().unwrap());
+    let through = link.join(users_cntl.file_name().unwrap());
+    let before = walk(&prefix);
+    let o = Command::new(scr_command())
+        .args(["copy", "--id", "2", "--dstdir"])
+        .arg(&prefix)
+        .arg("--cntldir")
+        .arg(&through)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("user ids"), "{}", text(&o));
+    assert_eq!(walk(&prefix), before, "{}", text(&o));
+}

@@ -6,9 +6,11 @@
 
 mod acl;
 mod beneath;
+mod control;
 mod new_file;
 
 pub use beneath::{Beneath, Staged};
+pub use control::{PathControl, PathWalk, path_control};
 pub use new_file::NewFile;
 
 use crate::error::{Error, Result};
@@ -31,32 +33,55 @@ fn private_group() -> Option<u32> {
     static PRIVATE: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     *PRIVATE.get_or_init(|| {
         let gid = rustix::process::getegid().as_raw();
-        let mut buf = vec![0 as libc::c_char; 1 << 16];
-        // SAFETY: a zeroed group is a valid out-parameter; buf outlives every use of the result
-        let mut grp: libc::group = unsafe { std::mem::zeroed() };
-        let mut found: *mut libc::group = std::ptr::null_mut();
-        let rc =
-            unsafe { libc::getgrgid_r(gid, &mut grp, buf.as_mut_ptr(), buf.len(), &mut found) };
-        if rc != 0 || found.is_null() || grp.gr_name.is_null() {
-            return None;
-        }
         let me = crate::layout::account_name();
-        // SAFETY: getgrgid_r set gr_name and gr_mem (a NULL-ended array of NUL-terminated
-        // strings) inside buf
-        let name = unsafe { std::ffi::CStr::from_ptr(grp.gr_name) };
-        if name.to_bytes() != me.as_bytes() {
-            return None;
-        }
-        let mut member = grp.gr_mem;
-        while !member.is_null() && !unsafe { *member }.is_null() {
-            if unsafe { std::ffi::CStr::from_ptr(*member) }.to_bytes() != me.as_bytes() {
-                return None;
-            }
-            member = unsafe { member.add(1) };
-        }
-        // nor is anyone else in it by their account's own group
-        (!another_account_has_group(gid, me.as_bytes())).then_some(gid)
+        group_is_private_to_name(gid, me.as_bytes()).then_some(gid)
     })
+}
+
+/// Whether group `gid` is the private group of user id `uid`'s account (named as the
+/// account, nobody else in it): what it may write, only that user may.
+fn group_is_private_to(gid: u32, uid: u32) -> bool {
+    let mut buf = vec![0 as libc::c_char; 1 << 16];
+    // SAFETY: a zeroed passwd is a valid out-parameter; buf outlives every use of the result
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+        return false;
+    }
+    // SAFETY: getpwuid_r set pw_name to a NUL-terminated string inside buf
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) }
+        .to_bytes()
+        .to_vec();
+    group_is_private_to_name(gid, &name)
+}
+
+/// Whether group `gid` is named `me` and has no member but `me`, nor is any other
+/// account's own group.
+fn group_is_private_to_name(gid: u32, me: &[u8]) -> bool {
+    let mut buf = vec![0 as libc::c_char; 1 << 16];
+    // SAFETY: a zeroed group is a valid out-parameter; buf outlives every use of the result
+    let mut grp: libc::group = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::group = std::ptr::null_mut();
+    let rc = unsafe { libc::getgrgid_r(gid, &mut grp, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || grp.gr_name.is_null() {
+        return false;
+    }
+    // SAFETY: getgrgid_r set gr_name and gr_mem (a NULL-ended array of NUL-terminated
+    // strings) inside buf
+    let name = unsafe { std::ffi::CStr::from_ptr(grp.gr_name) };
+    if name.to_bytes() != me {
+        return false;
+    }
+    let mut member = grp.gr_mem;
+    while !member.is_null() && !unsafe { *member }.is_null() {
+        if unsafe { std::ffi::CStr::from_ptr(*member) }.to_bytes() != me {
+            return false;
+        }
+        member = unsafe { member.add(1) };
+    }
+    // nor is anyone else in it by their account's own group
+    !another_account_has_group(gid, me)
 }
 
 /// Whether an account other than `me` has `gid` as its own group (the password database's
@@ -64,7 +89,8 @@ fn private_group() -> Option<u32> {
 fn another_account_has_group(gid: u32, me: &[u8]) -> bool {
     let mut buf = vec![0 as libc::c_char; 1 << 16];
     // SAFETY: a zeroed passwd is a valid out-parameter; each entry is read before the next
-    // call reuses buf; the enumeration is this process's one (at most once, under OnceLock)
+    // call reuses buf; the enumeration is this process's one (the library's at most once,
+    // under OnceLock; root's commands judge paths before they start a thread)
     let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
     let mut found: *mut libc::passwd = std::ptr::null_mut();
     let mut shared = false;

@@ -58,9 +58,10 @@ pub enum Acting {
     AsItWas,
     /// As the directory's owner: root gave up its rights.
     AsOwner,
-    /// Root, with no directory at the path and root's the nearest directory above it:
-    /// a control directory made there later may be anyone's, so a command that reads one
-    /// goes on as if there were none and never opens the path again.
+    /// Root, with no directory at the path and only root controlling the way to it: a
+    /// control directory made there later (in a sticky directory as /tmp) may be anyone's,
+    /// so a command that reads one goes on as if there were none and never opens the path
+    /// again.
     RootWithoutDirectory,
 }
 
@@ -68,44 +69,39 @@ pub enum Acting {
 /// user from here on (their user and group ids, their groups): whatever the user changes
 /// there meanwhile (`.scr` swapped for a link while root waits for a lock or reads a long
 /// log, a cached file the filemap names swapped for a link), root's command can read and
-/// write nowhere the user could not. The owner is read from a handle of the directory, and
-/// its path must still lead to it once the ids are the user's. A directory that is not
-/// there is judged by the nearest one above it: what its owner makes below meanwhile is
-/// theirs, so root never goes on with its rights into a directory a user made after the
-/// look. Others, and root on a directory of its own, go on as they are.
+/// write nowhere the user could not. Whose it is, is who may change where its path leads
+/// ([`scr::safe_fs::path_control`]: the owners of the directories and links on the way,
+/// and of the directory itself), judged before anything there is looked at: a user who
+/// owns a link on the way is that user even while the link leads to a directory of root's.
+/// A path more than one user (or a group) may change is refused: root cannot act as all
+/// of them. A directory not there is judged by the way to where it would be made. Others,
+/// and root on a path only root controls, go on as they are.
 pub fn act_as_owner_of(dir: &std::path::Path) -> scr::Result<Acting> {
-    use std::os::unix::fs::MetadataExt;
     // SAFETY: geteuid has no preconditions
     if unsafe { libc::geteuid() } != 0 {
         return Ok(Acting::AsItWas);
     }
-    let mut prefix = dir;
-    let held = loop {
-        match std::fs::File::open(prefix).and_then(|f| f.metadata()) {
-            Ok(m) => break m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                prefix = match prefix.parent() {
-                    Some(p) if p.as_os_str().is_empty() => std::path::Path::new("."),
-                    Some(p) => p,
-                    None => return Ok(Acting::RootWithoutDirectory),
-                };
-            }
-            Err(e) => return Err(scr::Error::io(prefix, "inspect", e)),
+    let walk = scr::safe_fs::path_control(dir)?;
+    let uid = match walk.control {
+        scr::safe_fs::PathControl::Root if walk.exists => return Ok(Acting::AsItWas),
+        scr::safe_fs::PathControl::Root => return Ok(Acting::RootWithoutDirectory),
+        scr::safe_fs::PathControl::User(uid) => uid,
+        scr::safe_fs::PathControl::Shared(why) => {
+            return Err(scr::Error::untrusted(
+                dir,
+                format!(
+                    "{why}: root acts on a user's directories as the one user who may change \
+                     where their path leads, and more than one may change this one; run the \
+                     command as the job's user (runuser -u USER -- scr …)"
+                ),
+            ));
         }
     };
-    let inspect = |e| scr::Error::io(prefix, "inspect", e);
-    let uid = held.uid();
-    if uid == 0 {
-        return Ok(if prefix == dir {
-            Acting::AsItWas
-        } else {
-            Acting::RootWithoutDirectory
-        });
-    }
-    let (name, gid) = account_of(uid).unwrap_or((None, held.gid()));
+    // (an id without an account gets no groups, and the group nobody has)
+    let (name, gid) = account_of(uid).unwrap_or((None, 65534));
     let dropped = |what: &str| {
         scr::Error::io(
-            prefix,
+            dir,
             "act as the owner of",
             std::io::Error::other(format!("{what}: {}", std::io::Error::last_os_error())),
         )
@@ -126,13 +122,6 @@ pub fn act_as_owner_of(dir: &std::path::Path) -> scr::Result<Acting> {
         if libc::setresuid(uid, uid, uid) != 0 || libc::geteuid() != uid {
             return Err(dropped("setting the owner's user id"));
         }
-    }
-    let now = std::fs::metadata(prefix).map_err(inspect)?;
-    if (now.dev(), now.ino()) != (held.dev(), held.ino()) {
-        return Err(scr::Error::untrusted(
-            prefix,
-            "was replaced while scr looked at whose it is; run the command again",
-        ));
     }
     Ok(Acting::AsOwner)
 }
