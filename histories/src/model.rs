@@ -698,8 +698,16 @@ impl Model {
                 self.flushed(serial, how, config.prefix_size);
             } else {
                 // flushed already (by SCR_FLUSH's count, perhaps in an earlier run under
-                // another window) or now: whether this run's window runs is not certain
+                // another window) or now: whether this run's window runs is not certain, nor
+                // whether this flush publishes it over a current the operator chose since
+                // (nor whether it marks one current where a drop left none)
+                let (operator_current, unset) = (self.operator_current, self.current_may_be_unset);
                 self.flushed(serial, how, 0);
+                if operator_current.is_some_and(|x| x < serial) {
+                    self.operator_current = operator_current;
+                    self.operator_current_superseded = true;
+                }
+                self.current_may_be_unset = unset;
                 self.window(Avail::Maybe, config.prefix_size);
             }
         }

@@ -245,3 +245,38 @@ fn a_damaged_prefix_copy_may_be_offered_at_another_size_and_stays_for_the_writer
     m.after_restart(&attempts, &resolved, loaded, 2, Scheme::Partner);
     assert!(!m.get(1).unwrap().rejected);
 }
+
+#[test]
+fn a_finalize_flush_that_may_have_happened_before_the_operator_s_choice_may_leave_it() {
+    let mut m = Model::new(1);
+    m.begin_run(2);
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1), Avail::Yes);
+    // a rank killed right after ckpt.2's Complete: its flush may or may not have run
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 0, 1), Avail::Maybe);
+    m.set_current(1);
+    m.begin_run(2);
+    // the restart takes ckpt.2 from cache (before the operator's older choice)
+    m.after_restart(
+        &[attempt("ckpt.2", 1, 0)],
+        &[2],
+        Some(2),
+        2,
+        Scheme::Partner,
+    );
+    m.finalize(&config(Scheme::Partner, 2, 0, 1));
+    let e = |n: &str, cur: bool| entry(n, true, cur);
+    for current_is_newest in [false, true] {
+        assert!(
+            m.judge_index(&[
+                e("ckpt.2", current_is_newest),
+                e("ckpt.1", !current_is_newest)
+            ])
+            .is_ok()
+        );
+    }
+    // the operator's choice dropped: none may be current, until a flush surely publishes
+    m.drop_entry(1);
+    assert!(m.judge_index(&[e("ckpt.2", false)]).is_ok());
+    m.finalize(&config(Scheme::Partner, 2, 0, 1));
+    assert!(m.judge_index(&[e("ckpt.2", false)]).is_ok());
+}
