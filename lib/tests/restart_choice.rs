@@ -259,3 +259,38 @@ fn an_older_current_checkpoint_passed_over_for_the_cache_is_said_with_the_way_to
         "{out}"
     );
 }
+
+/// SCR_CURRENT rolls back to ckpt.5, which only the cache holds (SCR_FLUSH=2 put ckpt.2,
+/// ckpt.4 and ckpt.6 on the prefix): the rollback holds for every later run — a relaunch
+/// with SCR_CURRENT still set, a new job without it, one whose cache is gone — none starts
+/// from ckpt.6 again, the checkpoint the user rolled back from. (The guide: SCR_Current
+/// sets the current marker in the index.)
+#[test]
+fn a_rollback_to_a_checkpoint_only_the_cache_holds_outlasts_the_run() {
+    let job = Job::new();
+    let size = "20000";
+    let every_two = [("SCR_FLUSH", "2"), ("SCR_CACHE_SIZE", "3")];
+    job.run_ok(2, &[size, "6"], &every_two);
+    let named = [&every_two[..], &[("SCR_CURRENT", "ckpt.5")]].concat();
+    let restarted_from_5 = "restarted from ckpt.5 (timestep 5), data verified";
+    let out = job.run_ok(2, &[size, "0"], &named);
+    assert!(out.contains(restarted_from_5), "{out}");
+    // a relaunch in the allocation, SCR_CURRENT still set
+    let out = job.run_ok(2, &[size, "0"], &named);
+    assert!(out.contains(restarted_from_5), "{out}");
+    // a new job, SCR_CURRENT unset
+    let out = job.run_ok(
+        2,
+        &[size, "0"],
+        &[&every_two[..], &[("SCR_JOB_ID", "4243")]].concat(),
+    );
+    assert!(out.contains(restarted_from_5), "{out}");
+    // and with every cache gone, from the prefix
+    delete_caches(&job);
+    let out = job.run_ok(
+        2,
+        &[size, "0"],
+        &[&every_two[..], &[("SCR_JOB_ID", "4244")]].concat(),
+    );
+    assert!(out.contains(restarted_from_5), "{out}");
+}

@@ -283,15 +283,18 @@ impl Scr {
             .unwrap_or_default()
     }
 
-    /// [`Scr::set_current`] of checkpoint `name`, dataset `id`. Collective.
-    pub(super) fn make_current(&mut self, name: &str, id: u64) -> Result<()> {
-        let mut indexed_ckpt = 0;
+    /// Marks `name` current in the prefix's index (and `scr.current`), when the index lists
+    /// it. Returns whether it does, and the checkpoint id it records for it (0 when the
+    /// entry is no checkpoint). Collective.
+    fn mark_current_in_index(&self, name: &str) -> Result<(bool, u64)> {
+        let (mut listed, mut indexed_ckpt) = (false, 0);
         self.prefix
             .agreed(&self.job, &format!("SCR_Current of {name}"), |dir| {
                 let index_path = layout::index_file(dir);
                 let index = IndexFile::read(&index_path).ok();
                 let at = index.as_ref().and_then(|i| i.id_of(name));
                 if let (Some(index), Some(at)) = (&index, at) {
+                    listed = true;
                     if let Some(d) = index.dataset(at, name).filter(|d| d.is_checkpoint()) {
                         indexed_ckpt = d.checkpoint_id().unwrap_or(at);
                     }
@@ -305,6 +308,12 @@ impl Scr {
                 }
                 Ok(())
             })?;
+        Ok((self.job.max(u64::from(listed)) == 1, indexed_ckpt))
+    }
+
+    /// [`Scr::set_current`] of checkpoint `name`, dataset `id`. Collective.
+    pub(super) fn make_current(&mut self, name: &str, id: u64) -> Result<()> {
+        let (listed, indexed_ckpt) = self.mark_current_in_index(name)?;
         // the fetch SCR_Init left pending is of the newest checkpoint: `name` replaces it
         self.fetch_pending = false;
         self.older_in_cache = None;
@@ -325,6 +334,9 @@ impl Scr {
             let ckpt = self.cache.checkpoint_of(id).unwrap_or(id);
             self.checkpoint_id = self.job.max(ckpt);
             self.restart = Some((id, name.to_string()));
+            if !listed {
+                self.flush_to_make_current(name, id)?;
+            }
             return Ok(());
         }
         if self.config.settings.fetch.enabled {
@@ -344,6 +356,28 @@ impl Scr {
                 "{name} could not be loaded from cache or the prefix"
             ))),
         }
+    }
+
+    /// A checkpoint made current that only the cache holds is flushed now and marked
+    /// current in the index: the newer checkpoints on the prefix it was chosen over must
+    /// not be what a later run (a relaunch, another job, a fetch after a lost cache)
+    /// starts from. With SCR_FLUSH=0 nothing is flushed, and that is said. Collective.
+    fn flush_to_make_current(&mut self, name: &str, id: u64) -> Result<()> {
+        if self.config.settings.flush.every == 0 {
+            if self.job.is_root() {
+                say!(
+                    "SCR: WARNING: {name} is current for this run, but only the cache holds it \
+                     and SCR_FLUSH=0 flushes nothing: the prefix's index still names a newer \
+                     checkpoint, which a job that finds {name} gone from the cache restarts from"
+                );
+            }
+            return Ok(());
+        }
+        self.poll_async_flushes(Some(u64::MAX))?;
+        if self.prefix.needs_flush(&self.job, id) {
+            self.flush_part().flush(id)?;
+        }
+        self.mark_current_in_index(name).map(|_| ())
     }
 
     /// `SCR_Current` of a dataset that is an output and no checkpoint (in the index of
