@@ -156,3 +156,31 @@ fn scr_delete_of_a_name_two_checkpoints_share_deletes_both() {
     delete_caches(&job);
     assert_restarts(&job, 2, &env, "ckpt.1 t=1 data=verified rc=0");
 }
+
+/// manage.rst: SCR_Delete removes the named dataset. The checkpoint SCR_Init chose for the
+/// restart, deleted by the application before it asks for its restart, gives way to the
+/// next older one (in cache, and on the prefix once the cache is gone), as after a failed
+/// restart; the job does not start over while ckpt.1 is complete.
+#[test]
+fn deleting_the_checkpoint_chosen_for_the_restart_offers_the_next_older_one() {
+    for flush in ["1", "0"] {
+        let job = Job::with_c_program("guide_steps.c");
+        let env = [SINGLE, ("SCR_FLUSH", flush), ("SCR_CACHE_SIZE", "2")];
+        job.run_ok(
+            2,
+            &["init", "ckpt=ckpt.1:1", "ckpt=ckpt.2:2", "finalize"],
+            &env,
+        );
+        let out = job.run_ok(2, &["init", "delete=ckpt.2", "restart", "quit"], &env);
+        assert_eq!(answer(&out, "delete=ckpt.2"), "rc=0", "{out}");
+        assert_eq!(
+            answer(&out, "restart"),
+            "ckpt.1 t=1 data=verified rc=0",
+            "SCR_FLUSH={flush}: {out}"
+        );
+        if flush == "1" {
+            delete_caches(&job);
+            assert_restarts(&job, 2, &env, "ckpt.1 t=1 data=verified rc=0");
+        }
+    }
+}

@@ -115,6 +115,13 @@ impl Scr {
             return Ok(());
         }
         self.poll_async_flushes(Some(u64::MAX))?;
+        // the checkpoint SCR_Init chose for the restart, not yet read: the application
+        // deleting it is offered the next older one, as after a failed restart
+        let offered = self
+            .restart
+            .as_ref()
+            .map(|(r, _)| *r)
+            .filter(|r| ids.contains(r) && self.reshaped.is_none());
         for &id in &ids {
             self.delete_cached(id);
         }
@@ -129,7 +136,11 @@ impl Scr {
                     }
                 }
                 prefix::update_flush_file(dir, |f| ids.iter().for_each(|&id| f.remove(id)))
-            })
+            })?;
+        match offered {
+            Some(id) => self.offer_next_older(id),
+            None => Ok(()),
+        }
     }
 
     /// SCR_CACHE_PURGE and SCR_PREFIX_PURGE, in SCR_Init: every cached dataset, and every

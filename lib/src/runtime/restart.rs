@@ -406,36 +406,43 @@ impl Scr {
                     });
             }
             self.delete_cached(id);
-            // the next most recent checkpoint: an older one still in cache (SCR_Init rebuilt
-            // it) unless the prefix has a newer one below the one that failed; one that is
-            // both in cache and on the prefix comes from cache (the prefix copy may be damaged
-            // where the cached one is whole, and its fetch would delete the cached one first)
-            let indexed = match self.job.is_root() {
-                true => IndexFile::read(&layout::index_file(self.prefix.path())).ok(),
-                false => None,
-            };
-            let on_prefix = self.job.max(
-                indexed
-                    .and_then(|i| i.usable_checkpoints().into_iter().find(|e| e.id < id))
-                    .map_or(0, |e| e.id),
-            );
-            let mut below = id;
-            loop {
-                let older = self.job.max(self.cache.newest_cached(below, true));
-                if older < on_prefix || older == 0 {
-                    break;
-                }
-                if self.recovery().recover(older)? {
-                    self.restart = Some((older, self.cache.dataset_name(older)));
-                    return Ok(ok);
-                }
-                below = older;
-            }
-            if self.config.settings.fetch.enabled {
-                self.fetch(Some(id), None)?;
-            }
+            self.offer_next_older(id)?;
         }
         Ok(ok)
+    }
+
+    /// Offers the next most recent checkpoint below dataset `id` (a restart of it failed,
+    /// or the application deleted it before reading it): an older one still in cache
+    /// (SCR_Init rebuilt it) unless the prefix has a newer one below `id`; one that is both
+    /// in cache and on the prefix comes from cache (the prefix copy may be damaged where
+    /// the cached one is whole, and its fetch would delete the cached one first); else the
+    /// fetch loop below `id`. Collective.
+    pub(super) fn offer_next_older(&mut self, id: u64) -> Result<()> {
+        let indexed = match self.job.is_root() {
+            true => IndexFile::read(&layout::index_file(self.prefix.path())).ok(),
+            false => None,
+        };
+        let on_prefix = self.job.max(
+            indexed
+                .and_then(|i| i.usable_checkpoints().into_iter().find(|e| e.id < id))
+                .map_or(0, |e| e.id),
+        );
+        let mut below = id;
+        loop {
+            let older = self.job.max(self.cache.newest_cached(below, true));
+            if older < on_prefix || older == 0 {
+                break;
+            }
+            if self.recovery().recover(older)? {
+                self.restart = Some((older, self.cache.dataset_name(older)));
+                return Ok(());
+            }
+            below = older;
+        }
+        if self.config.settings.fetch.enabled {
+            self.fetch(Some(id), None)?;
+        }
+        Ok(())
     }
 
     /// In SCR_Init, after the restart from cache: a restart never goes back to a checkpoint
