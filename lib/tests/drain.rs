@@ -154,6 +154,19 @@ fn a_dead_nodes_files_are_copied_from_its_partner() {
     restarts_from_prefix(&job, "ckpt.1", 1);
 }
 
+/// A node that lost its cache but is up again (rebooted, its cache and control directory
+/// empty) is not named down: its own copy finds nothing, and the nodes holding its
+/// partner copies copy those, as for a node that is down.
+#[test]
+fn a_node_up_with_an_empty_cache_gets_its_files_from_its_partner() {
+    let job = killed_job("PARTNER", "1", &[]);
+    lose_node(&job, "n2");
+    let (code, out) = postrun(&job, None);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("missing"), "{out}");
+    restarts_from_prefix(&job, "ckpt.1", 1);
+}
+
 #[test]
 fn two_lost_members_of_one_xor_set_leave_the_older_checkpoint_current() {
     // ckpt.2 is flushed by SCR_FLUSH=2; ckpt.3 exists only in cache

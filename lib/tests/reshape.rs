@@ -109,6 +109,21 @@ fn a_checkpoint_only_in_cache_is_drained_by_a_smaller_job_and_restarted() {
     }
 }
 
+/// The smaller job runs on a node that lost its cache (rebooted, empty): that node has
+/// nothing of its own to drain, and its partner's copies of its files complete the
+/// checkpoint, as for a node the job does not run on.
+#[test]
+fn a_smaller_job_on_a_node_back_with_an_empty_cache_drains_its_files_from_the_partner() {
+    let job = Job::new();
+    let env = [("SCR_COPY_TYPE", "PARTNER"), ("SCR_FLUSH", "0"), RESHAPE[0]];
+    run_ok_on(&job, &hosts(4), 4, &[SIZE, "2"], &env);
+    lose_node(&job, "n2");
+    let out = run_ok_on(&job, &hosts(3), 3, &[SIZE, "1"], &env);
+    assert!(restarted(&out, 2), "{out}");
+    assert_eq!(files_read(&out, 4), 4, "{out}");
+    assert!(out.contains("drained to the prefix"), "{out}");
+}
+
 /// `scr prerun` before the smaller job removes the prefix's flush and nodes files: the
 /// smaller job's SCR_Init still drains what the caches hold, by what they record, and
 /// restarts from it.

@@ -10,16 +10,16 @@ impl Model {
     /// Whether a drain can complete `c` from the caches of the cache's job with `down` of
     /// its nodes unavailable (excluded, or not among the draining job's nodes). README, "The
     /// drain": each node still up copies what it holds, then the nodes holding PARTNER
-    /// copies of the nodes that are *down* copy those, and `scr index --build` rebuilds lost
-    /// members from XOR parity. So a node whose cache was lost but that is up leaves a
-    /// PARTNER checkpoint incomplete unless it is the one excluded (which node is, the model
-    /// does not follow); SINGLE has no copy of any node's files.
+    /// copies of the nodes that are down, or up with nothing of their own left, copy
+    /// those, and `scr index --build` rebuilds lost members from XOR parity. So one node
+    /// lost or excluded leaves PARTNER whole, two may not (whether they were partners, the
+    /// model does not follow); SINGLE has no copy of any node's files.
     pub fn drainable(c: &Ckpt, down: u32) -> Avail {
         let whole = match (c.scheme, c.losses, down) {
             (_, 0, 0) => c.cache,
             _ if c.scheme_unsure => c.cache.min(Avail::Maybe),
             (Scheme::Single, _, _) => Avail::No,
-            (Scheme::Partner, 0, 1) => c.cache,
+            (Scheme::Partner, l, d) if l + d == 1 => c.cache,
             (Scheme::Partner, _, _) => c.cache.min(Avail::Maybe),
             (Scheme::Xor, l, d) if l + d == 1 => c.cache,
             // two nodes lost: whether both were in one set is not modelled

@@ -86,19 +86,25 @@ pub fn copy(args: CopyArgs) -> scr::Result<ExitCode> {
             &mut say_progress,
         )
     };
-    let (partners, rc) = match &report {
+    let (partners, ranks, rc) = match &report {
         Ok(r) => {
             for e in &r.errors {
                 eprintln!("scr_copy: {host}: ERROR: {e}");
             }
-            (r.partners.join(" "), i32::from(!r.errors.is_empty()))
+            let ranks: Vec<String> = r.ranks.iter().map(u64::to_string).collect();
+            (
+                r.partners.join(" "),
+                ranks.join(" "),
+                i32::from(!r.errors.is_empty()),
+            )
         }
         Err(e) => {
             eprintln!("scr_copy: {host}: ERROR: {e}");
-            (String::new(), 1)
+            (String::new(), String::new(), 1)
         }
     };
     println!("scr_copy: {host}: Partners: {partners}");
+    println!("scr_copy: {host}: Ranks: {ranks}");
     println!("scr_copy: {host}: Return code: {rc}");
     Ok(ExitCode::from(rc as u8))
 }

@@ -15,6 +15,8 @@ pub struct NodeCopy {
     pub node: String,
     pub ok: bool,
     pub partners: Vec<String>,
+    /// The ranks whose own files it copied.
+    pub ranks: Vec<u64>,
     pub detail: String,
 }
 
@@ -101,6 +103,7 @@ impl Scavenge<'_> {
                     node: r.node.clone(),
                     ok: r.code == Some(0),
                     partners: Vec::new(),
+                    ranks: Vec::new(),
                     // "scr_copy: <host>: ERROR: why" → "ERROR: why": the node is named already
                     detail: r
                         .stderr
@@ -117,6 +120,12 @@ impl Scavenge<'_> {
                     if let Some(list) = line.split(": Partners: ").nth(1) {
                         copy.partners = list.split_whitespace().map(str::to_string).collect();
                     }
+                    if let Some(list) = line.split(": Ranks: ").nth(1) {
+                        copy.ranks = list
+                            .split_whitespace()
+                            .filter_map(|r| r.parse().ok())
+                            .collect();
+                    }
                 }
                 if copy.detail.is_empty() && !copy.ok {
                     copy.detail = "no exit code: the node could not be reached".into();
@@ -127,13 +136,23 @@ impl Scavenge<'_> {
             .collect()
     }
 
-    /// Copies from every node in `up`, then partners' copies of the nodes in `down` and of
-    /// those whose copy failed. Returns what every node reported, both rounds.
+    /// Copies from every node in `up`, then partners' copies of the nodes in `down`, of
+    /// those whose copy failed, and of those up that copied no rank of their own while
+    /// another node holds partner copies of theirs (a node that came back with an empty
+    /// cache). Returns what every node reported, both rounds.
     pub fn run(&self, up: &HostSet, down: &HostSet, progress: &mut DrainProgress) -> Vec<NodeCopy> {
         let up_nodes: Vec<String> = up.iter().collect();
         let mut results = self.copy_on(&up_nodes, &[], progress);
         let mut failed: Vec<String> = down.iter().collect();
         failed.extend(results.iter().filter(|r| !r.ok).map(|r| r.node.clone()));
+        let owners: std::collections::BTreeSet<&String> =
+            results.iter().flat_map(|r| &r.partners).collect();
+        failed.extend(
+            results
+                .iter()
+                .filter(|r| r.ok && r.ranks.is_empty() && owners.contains(&r.node))
+                .map(|r| r.node.clone()),
+        );
         if failed.is_empty() {
             return results;
         }

@@ -247,9 +247,12 @@ fn drain_one(
         ),
         None => {}
     }
-    // partners' copies of nodes this job does not run on (their own files are lost)
+    // partners' copies of nodes this job does not run on (their own files are lost), or
+    // that it runs on but that copied nothing of their own (a node back with an empty cache)
     let failed_owners = if master {
-        let names = comm::allgather_bytes(masters, job.node.name().as_bytes());
+        let copied_own = matches!(&first, Some(Ok(r)) if !r.ranks.is_empty());
+        let name = if copied_own { job.node.name() } else { "" };
+        let names = comm::allgather_bytes(masters, name.as_bytes());
         let here: HashSet<String> = names
             .iter()
             .map(|n| String::from_utf8_lossy(n).into_owned())
