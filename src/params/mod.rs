@@ -333,11 +333,13 @@ impl Params {
     }
 
     fn add_descriptor(&mut self, entry: &ConfigEntry, at: &str) -> std::result::Result<(), String> {
+        // an attribute the descriptor does not know is ignored, as an unknown parameter is
+        // (a newer SCR's attribute, a typo): said, never the end of the job
         if let Some(allowed) = allowed_children(&entry.key) {
             for (k, _) in &entry.children {
                 if !allowed.contains(&k.as_str()) {
-                    return Err(format!(
-                        "{} does not take {k} (it takes {})",
+                    self.warnings.push(format!(
+                        "{at}: {} does not take {k} (ignored; it takes {}; check the spelling)",
                         entry.key,
                         allowed.join(", ")
                     ));

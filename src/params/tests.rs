@@ -92,10 +92,18 @@ fn bad_values_name_their_origin() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("BYTES=lots"), "{e}");
-    let e = load(&[], Some("STORE=/tmp COLOR=blue"), None)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("does not take COLOR"), "{e}");
+    // an unknown attribute is ignored and said, as an unknown parameter is
+    let p = load(&[], Some("STORE=/tmp COLOR=blue\nCKPT=0 FOO=1"), None).unwrap();
+    for said in [
+        "STORE does not take COLOR (ignored",
+        "CKPT does not take FOO (ignored",
+    ] {
+        assert!(
+            p.warnings.iter().any(|w| w.contains(said)),
+            "{:?}",
+            p.warnings
+        );
+    }
     // config.rst, "Group, store, and checkpoint descriptors": a store's FLUSH is a transfer
     // type, as SCR_FLUSH_TYPE's
     let e = load(&[], Some("STORE=/ssd FLUSH=FAST"), None)
