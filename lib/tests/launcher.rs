@@ -269,6 +269,54 @@ fn an_excluded_node_of_hydra_s_host_list_gives_its_ranks_to_a_spare() {
     assert_eq!(cached_on("n3"), 2, "{t}");
 }
 
+/// config.rst: SCR_EXCLUDE_NODES may be set in the prefix's `.scrconf`; scr-run reads it
+/// again before each relaunch, as v3.1's scripts do at every loop: a run that failed and
+/// named a bad node there is relaunched without it.
+#[test]
+fn an_exclusion_written_into_scrconf_between_runs_is_read_before_the_relaunch() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    let app = job.dir.path().join("app.sh");
+    std::fs::write(
+        &app,
+        format!(
+            // (each rank's first attempt fails, rank 0's naming n2; the second runs)
+            "#!/bin/sh\n\
+             mkdir \"{dir}/tried.$PMI_RANK\" 2>/dev/null || exec \"{test_api}\" 1000 1\n\
+             [ \"$PMI_RANK\" = 0 ] && echo SCR_EXCLUDE_NODES=n2 > \"{prefix}/.scrconf\"\n\
+             exit 1\n",
+            dir = job.dir.path().display(),
+            prefix = job.prefix().display(),
+            test_api = job.app.display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&app, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (out, t) = output(scr_run_in(
+        &job,
+        &[
+            "mpiexec",
+            "-launcher",
+            "fork",
+            "-hosts",
+            "n1,n2",
+            "-n",
+            "2",
+            app.to_str().unwrap(),
+        ],
+        &[
+            ("SCR_NODELIST", "n[1-3]"),
+            ("SCR_MIN_NODES", "2"),
+            ("SCR_RUNS", "2"),
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("attempt 2: launching on 2 node(s), excluding n2"),
+        "{t}"
+    );
+}
+
 /// api.rst, "SCR_Finalize": the halt condition it records keeps the job from being
 /// relaunched. The application sets its own prefix (`SCR_Configf("SCR_PREFIX=…")`, as
 /// integration.rst suggests): scr-run reads that halt file, where the application's control

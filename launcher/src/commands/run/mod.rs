@@ -220,6 +220,15 @@ impl JobOps for Live<'_> {
     fn down_nodes(&mut self, known: &HostSet, first: bool) -> Vec<DownNode> {
         let mut check = self.node_check.clone();
         check.free = first;
+        // SCR_EXCLUDE_NODES is read again at each relaunch, as SCR's scripts do at every
+        // loop: a run may name a bad node in the prefix's .scrconf (a configuration that no
+        // longer reads leaves the last list as it was)
+        if !first
+            && let Ok(exclude) =
+                Params::load(&Sources::from_process()).and_then(|p| super::excluded_nodes(&p))
+        {
+            self.exclude = exclude;
+        }
         job::list_down_nodes(&DownNodeQuery {
             resource_manager: self.rm,
             nodes: self.nodes.clone(),
