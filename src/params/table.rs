@@ -60,7 +60,7 @@ params! {
     "SCR_CLUSTER_NAME", None, Text, "cluster name recorded with datasets";
     "SCR_NODE_NAME", None, Text, "this node's name instead of the host name (for emulated nodes)";
     "SCR_PREFIX", None, Text, "prefix directory on the parallel file system (default: working directory)";
-    "SCR_CURRENT", None, Text, "the checkpoint a restart loads (SCR v3.1; as SCR_Current after SCR_Init); a name no checkpoint has is a warning, and the newest is restarted";
+    "SCR_CURRENT", None, Text, "the checkpoint a restart loads (SCR v3.1; as SCR_Current after SCR_Init), once per job allocation: a relaunch in the same allocation restarts from the newest checkpoint written since; a name no checkpoint has is a warning, and the newest is restarted";
     "SCR_CNTL_BASE", Some("/tmp"), Text, "base of the control directory (environment or configuration files; not SCR_Config, which SCR's commands never see)";
     "SCR_CACHE_BASE", Some("/tmp"), Text, "base of the cache directory";
     "SCR_CACHE_SIZE", Some("1"), Count, "datasets kept in each cache store";
