@@ -157,7 +157,7 @@ fn scr_delete_of_a_name_two_checkpoints_share_deletes_both() {
     assert_restarts(&job, 2, &env, "ckpt.1 t=1 data=verified rc=0");
 }
 
-/// manage.rst: SCR_Delete removes the named dataset. The checkpoint SCR_Init chose for the
+/// api.rst, "SCR_Delete": it removes the named dataset only. The checkpoint SCR_Init chose for the
 /// restart, deleted by the application before it asks for its restart, gives way to the
 /// next older one (in cache, and on the prefix once the cache is gone), as after a failed
 /// restart; the job does not start over while ckpt.1 is complete.
