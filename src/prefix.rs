@@ -343,8 +343,10 @@ pub fn prerun(prefix: &Path) -> Result<Option<String>> {
         &layout::prefix_hidden_dir(prefix),
         layout::HIDDEN_DIR_MODE,
     )?;
-    io::remove_durably(&layout::flush_file(prefix))?;
-    io::remove_durably(&layout::nodes_file(prefix))?;
+    // through `.scr` opened once: a `.scr` swapped for a link meanwhile is never reached
+    for file in [layout::flush_file(prefix), layout::nodes_file(prefix)] {
+        io::replace_in_held_dir(&file, &[], 0o600, true)?;
+    }
     let halt_path = layout::halt_file(prefix);
     if halt_path.exists() {
         let cleared = crate::halt::HaltFile::change(&halt_path, |h| {

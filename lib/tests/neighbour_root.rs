@@ -370,3 +370,47 @@ fn root_s_copy_through_a_neighbour_s_link_to_a_user_s_directory_is_refused() {
     assert!(text(&o).contains("user ids"), "{}", text(&o));
     assert_eq!(walk(&prefix), before, "{}", text(&o));
 }
+
+/// Root's `scr prerun -p` of a prefix reached through a neighbour's link to a directory
+/// only root may write: root prepares it as the neighbour, so nothing of root's appears
+/// there (the neighbour may not write it).
+#[test]
+fn root_s_prerun_through_a_neighbour_s_link_makes_nothing_in_root_s_directory() {
+    let (job, _, root_only) = users_prefix();
+    let link = neighbours_link(&sticky_tmp(&job), "r2", &root_only);
+    let o = Command::new(scr_command())
+        .args(["prerun", "-p"])
+        .arg(link.join("victim/x"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_dir(&root_only).unwrap().count(),
+        0,
+        "root made a directory through the neighbour's link: {}",
+        text(&o)
+    );
+}
+
+/// Root's scr-run in a prefix a neighbour's link leads to: root would stay root for the
+/// whole job, so it refuses, saying who may redirect the prefix and to run it as the
+/// job's user; nothing is made there.
+#[test]
+fn root_s_scr_run_refuses_a_prefix_a_neighbour_may_redirect() {
+    let (job, _, root_only) = users_prefix();
+    let link = neighbours_link(&sticky_tmp(&job), "run", &root_only);
+    let o = Command::new(common::scr_run::scr_run())
+        .args(["mpiexec", "-n", "1", "true"])
+        .env("SCR_PREFIX", &link)
+        .env("SCR_JOB_ID", "77")
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("user id 65534"), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_dir(&root_only).unwrap().count(),
+        0,
+        "{}",
+        text(&o)
+    );
+}

@@ -252,10 +252,16 @@ pub fn postrun_with(
     params: &Params,
     prefix: &Path,
     known_down: &HostSet,
+    local_caches: bool,
     say: &mut dyn FnMut(&str),
 ) -> scr::Result<bool> {
     let mut prefixes: Vec<(PathBuf, Vec<Dataset>)> = Vec::new();
-    for node in job_caches(params)? {
+    let caches = if local_caches {
+        job_caches(params)?
+    } else {
+        Vec::new()
+    };
+    for node in caches {
         let recorded = node.prefix.unwrap_or_else(|| prefix.to_path_buf());
         // the same directory however it is spelled
         let recorded = if scr::io::same_file(&recorded, prefix) {
@@ -594,13 +600,16 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
     // job's user owns its control directory (the prefix may be a team's, owned by another);
     // without one, the prefix's owner
     let cntl = control_dir(&params, &super::job_id(&params))?;
-    let _ = super::act_as_owner_of(&cntl)?;
+    // root with no control directory of the job here, on a way only root controls: one
+    // made there later may be anyone's, so the caches are not read here at all (each
+    // node's `scr copy` judges its own)
+    let local_caches = super::act_as_owner_of(&cntl)? != super::Acting::RootWithoutDirectory;
     let prefix = super::owners_prefix_dir(args.prefix, &params)?;
     let down = match &args.down {
         Some(t) => nodeset(t, "--down")?,
         None => HostSet::new(),
     };
-    let ok = postrun_with(&params, &prefix, &down, &mut |line| {
+    let ok = postrun_with(&params, &prefix, &down, local_caches, &mut |line| {
         eprintln!("scr_postrun: {line}")
     })?;
     Ok(ExitCode::from(u8::from(!ok)))

@@ -123,7 +123,31 @@ pub fn act_as_owner_of(dir: &std::path::Path) -> scr::Result<Acting> {
             return Err(dropped("setting the owner's user id"));
         }
     }
+    keep_inherited_files_from_children();
     Ok(Acting::AsOwner)
+}
+
+/// Marks every file this process inherited (past standard input, output and error) close-
+/// on-exec: what root's caller had open (an epilog's log) must not pass to the commands the
+/// drain starts as the user, whose processes the user may attach a debugger to.
+fn keep_inherited_files_from_children() {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = fds
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_GETFD/F_SETFD on a descriptor number; one already closed (the
+        // directory read above) just fails
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
 }
 
 /// The account of user id `uid`: its name and primary group, from the user database.
@@ -242,6 +266,39 @@ mod tests {
             "commands::tests::root_judges_a_directory_not_there_yet_by_the_user_s_directory_above",
             &users.join("scr.1/node.a"),
         );
+    }
+
+    /// What root's caller left open (an epilog's log on a descriptor past 2) is not passed
+    /// on to the commands started after root became the user.
+    #[test]
+    fn files_root_inherited_are_closed_for_the_commands_the_user_s_drain_starts() {
+        const INHERITED: i32 = 57;
+        if let Some((acting, _)) = child() {
+            assert_eq!(acting, Acting::AsOwner);
+            // SAFETY: F_GETFD of a descriptor number
+            let flags = unsafe { libc::fcntl(INHERITED, libc::F_GETFD) };
+            assert!(flags >= 0, "the inherited descriptor is open");
+            assert_ne!(flags & libc::FD_CLOEXEC, 0, "close-on-exec");
+            return;
+        }
+        let top = tempfile::tempdir().unwrap();
+        let users = top.path().join("user");
+        std::fs::create_dir(&users).unwrap();
+        std::os::unix::fs::chown(&users, Some(65534), Some(65534)).unwrap();
+        let log = std::fs::File::create(top.path().join("root-only.log")).unwrap();
+        // SAFETY: dup2 onto a number this test owns, then its flags cleared: inherited by the
+        // child as a shell's redirection would be
+        unsafe {
+            use std::os::fd::AsRawFd;
+            assert_eq!(libc::dup2(log.as_raw_fd(), INHERITED), INHERITED);
+            libc::fcntl(INHERITED, libc::F_SETFD, 0);
+        }
+        in_a_child(
+            "commands::tests::files_root_inherited_are_closed_for_the_commands_the_user_s_drain_starts",
+            &users,
+        );
+        // SAFETY: closes the number dup2 gave
+        unsafe { libc::close(INHERITED) };
     }
 
     /// Below root's own directory, root stays root and is told there was no directory, so

@@ -276,6 +276,9 @@ pub fn prerun(args: PrerunArgs) -> scr::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let prefix = super::prefix_dir(args.prefix, &params)?;
+    // root prepares a user's prefix as that user (one not there yet below root's own
+    // directories is root's to make)
+    let _ = super::act_as_owner_of(&prefix)?;
     if let Some(warning) = scr::prefix::prerun(&prefix)? {
         eprintln!("scr prerun: WARNING: {warning}");
     }

@@ -546,6 +546,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         ),
         serde_json::json!({"job_id": job_id, "resource_manager": rm.name(), "nodes": nodes.to_string(), "prefix": prefix.display().to_string()}),
     );
+    refuse_a_prefix_others_control_for_root(&prefix)?;
     if let Some(warning) = scr::prefix::prerun(&prefix)? {
         reporter.say(
             "warning",
@@ -685,7 +686,7 @@ fn drain_after(
     reporter: &Reporter,
 ) {
     // each line names scr_postrun, as SCR's scr_srun shows it ran it
-    let drained = super::drain::postrun_with(params, prefix, known_down, &mut |line| {
+    let drained = super::drain::postrun_with(params, prefix, known_down, true, &mut |line| {
         reporter.say(
             "postrun",
             &format!("scr_postrun: {line}"),
@@ -706,4 +707,26 @@ fn drain_after(
             serde_json::json!({"error": e.to_string()}),
         ),
     }
+}
+
+/// Root's scr-run works only in a prefix whose path nobody but root may change: it stays
+/// root (the job it launches is root's), and a user who may change where the prefix leads
+/// could steer root's preparation of it, and its drain, into directories of root's.
+fn refuse_a_prefix_others_control_for_root(prefix: &std::path::Path) -> scr::Result<()> {
+    // SAFETY: geteuid has no preconditions
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    let who = match scr::safe_fs::path_control(prefix)?.control {
+        scr::safe_fs::PathControl::Root => return Ok(()),
+        scr::safe_fs::PathControl::User(uid) => format!("user id {uid} may change where it leads"),
+        scr::safe_fs::PathControl::Shared(why) => why,
+    };
+    Err(scr::Error::untrusted(
+        prefix,
+        format!(
+            "{who}: root's scr-run runs jobs only in prefixes no one else may redirect; run \
+             scr-run as the job's user"
+        ),
+    ))
 }
