@@ -69,6 +69,13 @@ pub struct Ckpt {
 }
 
 impl Ckpt {
+    /// Lost members of its set that RS rebuilds: SCR_SET_FAILURES (2, the default, which
+    /// runs here keep), at most one fewer than the set's nodes (README, "Runtime library");
+    /// a history has at most 8 nodes, so its writers' nodes are one set (SCR_SET_SIZE 8).
+    pub fn rs_rebuilds(&self, ranks_per_node: u32) -> u32 {
+        2.min(self.writers.div_ceil(ranks_per_node).saturating_sub(1))
+    }
+
     /// The dataset name the application gives it.
     pub fn name(&self) -> String {
         if self.output {
@@ -238,6 +245,7 @@ impl Model {
                     // README, "Runtime library": lost members are rebuilt from their partner or
                     // XOR; SINGLE has no copy of a lost node's files
                     (Scheme::Single, _) => Avail::No,
+                    (Scheme::Rs, l) if l <= c.rs_rebuilds(self.ranks_per_node) => c.cache,
                     (_, 1) => c.cache,
                     // two nodes lost: whether both were in one set is not modelled
                     _ => c.cache.min(Avail::Maybe),
