@@ -71,9 +71,9 @@ fn rs_must_come_back_from_two_lost_nodes_of_three_and_may_not_from_more() {
     for (writers, lost, status) in [
         (3, 2, Some(Avail::Yes)),
         (3, 3, Some(Avail::Maybe)),
-        // two nodes are a set of two: one lost member is all RS rebuilds there
-        (2, 1, Some(Avail::Yes)),
-        (2, 2, Some(Avail::Maybe)),
+        // two nodes are too few for RS: cached with SINGLE, a lost node loses it
+        (2, 1, None),
+        (4, 2, Some(Avail::Yes)),
     ] {
         let mut m = Model::new(1);
         m.begin_run(writers);
