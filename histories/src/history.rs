@@ -17,6 +17,9 @@ pub enum Scheme {
     Partner,
     /// XOR parity across the nodes of a set.
     Xor,
+    /// Reed–Solomon parity across the nodes of a set: SCR_SET_FAILURES (2 by default)
+    /// lost members of a set, at most one fewer than the set's nodes.
+    Rs,
 }
 
 impl Scheme {
@@ -26,6 +29,7 @@ impl Scheme {
             Scheme::Single => "SINGLE",
             Scheme::Partner => "PARTNER",
             Scheme::Xor => "XOR",
+            Scheme::Rs => "RS",
         }
     }
 }
@@ -223,11 +227,63 @@ impl Step {
     }
 }
 
+/// The generation of the drawing rules a new history is drawn with. Each generation draws
+/// what it adds from a stream of its own, so a seed means the same history in the
+/// generation it was found in; seeds kept from before RS was drawn are generation 2.
+pub const LATEST_GENERATION: u32 = 3;
+
+/// A history's seed with the generation of the rules it is drawn with, written `SEED` for
+/// generation 2 (the seeds kept before generations were named) and `G:SEED` otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Seed {
+    /// The seed.
+    pub seed: u64,
+    /// The generation of the drawing rules.
+    pub generation: u32,
+}
+
+impl Seed {
+    /// A seed of the latest generation.
+    pub fn latest(seed: u64) -> Seed {
+        Seed {
+            seed,
+            generation: LATEST_GENERATION,
+        }
+    }
+}
+
+impl std::fmt::Display for Seed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.generation {
+            2 => write!(f, "{}", self.seed),
+            g => write!(f, "{g}:{}", self.seed),
+        }
+    }
+}
+
+impl std::str::FromStr for Seed {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Seed, String> {
+        let (generation, seed) = match text.split_once(':') {
+            Some((g, s)) => (g.parse().map_err(|e| format!("generation {g:?}: {e}"))?, s),
+            None => (2, text),
+        };
+        if !(2..=LATEST_GENERATION).contains(&generation) {
+            return Err(format!(
+                "generation {generation}: this checker draws generations 2 to {LATEST_GENERATION}"
+            ));
+        }
+        let seed = seed.parse().map_err(|e| format!("seed {seed:?}: {e}"))?;
+        Ok(Seed { seed, generation })
+    }
+}
+
 /// A history: the steps, and the ranks each emulated node runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct History {
     /// The seed it was drawn from.
-    pub seed: u64,
+    pub seed: Seed,
     /// Ranks per emulated node (hydra's `n1:RPN,n2:RPN,…`).
     pub ranks_per_node: u32,
     /// Its steps in order.
@@ -236,11 +292,16 @@ pub struct History {
 
 impl History {
     /// Draws a history from `seed`: the same seed always gives the same history.
-    pub fn generate(seed: u64) -> History {
+    pub fn generate(seed: Seed) -> History {
+        let generation = seed.generation;
+        let seed_text = seed;
+        let seed = seed.seed;
         let mut rng = Rng::new(seed);
-        // what later versions added is drawn from a stream of its own, so that a seed kept
-        // as a regression still draws the runs, faults and commands it drew before
+        // what later versions added is drawn from a stream of its own (one per version), so
+        // that a seed kept as a regression still draws the runs, faults and commands it drew
+        // before
         let mut extra = Rng::new(seed ^ 0x0a5e_f1e5_d7a1_2b03);
+        let mut third = Rng::new(seed ^ 0x3d1f_6b07_c2e9_55a1);
         let ranks_per_node = rng.pick(&[1, 1, 2]);
         let base = rng.pick(&[2, 3, 4]) * ranks_per_node;
         let runs = rng.range(2, 5);
@@ -265,10 +326,11 @@ impl History {
                     ranks = base;
                 }
             }
-            steps.push(Step::Run(run(&mut rng, &mut extra, ranks)));
+            let third = (generation >= 3).then_some(&mut third);
+            steps.push(Step::Run(run(&mut rng, &mut extra, third, ranks)));
         }
         History {
-            seed,
+            seed: seed_text,
             ranks_per_node,
             steps,
         }
@@ -349,9 +411,14 @@ impl History {
     }
 }
 
-fn run(rng: &mut Rng, extra: &mut Rng, ranks: u32) -> RunSpec {
+/// A run; `third` is generation 3's stream (absent in generation 2).
+fn run(rng: &mut Rng, extra: &mut Rng, mut third: Option<&mut Rng>, ranks: u32) -> RunSpec {
+    let scheme = match rng.pick(&[Scheme::Single, Scheme::Partner, Scheme::Xor]) {
+        Scheme::Xor if third.as_mut().is_some_and(|t| t.chance(1, 2)) => Scheme::Rs,
+        drawn => drawn,
+    };
     let config = Config {
-        scheme: rng.pick(&[Scheme::Single, Scheme::Partner, Scheme::Xor]),
+        scheme,
         flush: rng.pick(&[0, 1, 1, 2, 3]),
         prefix_size: rng.pick(&[0, 0, 1, 2]),
         cache_size: rng.pick(&[1, 1, 2]),
@@ -444,15 +511,56 @@ mod tests {
     #[test]
     fn a_seed_always_gives_the_same_history() {
         for seed in 0..50 {
+            let seed = Seed::latest(seed);
             assert_eq!(History::generate(seed), History::generate(seed));
         }
-        assert_ne!(History::generate(1), History::generate(2));
+        assert_ne!(
+            History::generate(Seed::latest(1)),
+            History::generate(Seed::latest(2))
+        );
+    }
+
+    #[test]
+    fn a_second_generation_seed_draws_no_rs_and_the_third_draws_it_in_place_of_xor() {
+        let scheme_lists = |generation| {
+            (0..300)
+                .map(|seed| {
+                    History::generate(Seed { seed, generation })
+                        .runs()
+                        .map(|r| r.config.scheme)
+                        .collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        };
+        let (second, third) = (scheme_lists(2), scheme_lists(3));
+        assert!(second.iter().flatten().all(|s| *s != Scheme::Rs));
+        assert!(third.iter().flatten().any(|s| *s == Scheme::Rs));
+        // the same draws but for RS in place of some XOR
+        for (a, b) in second.iter().zip(&third) {
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(b) {
+                assert!(
+                    x == y || (*x == Scheme::Xor && *y == Scheme::Rs),
+                    "{x:?} {y:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn seeds_read_back_as_they_are_written() {
+        for text in ["17458899590654907321", "3:17458899590654907321"] {
+            assert_eq!(text.parse::<Seed>().unwrap().to_string(), text);
+        }
+        assert_eq!("5".parse::<Seed>().unwrap().generation, 2);
+        assert!("9:5".parse::<Seed>().is_err());
+        assert!("3:x".parse::<Seed>().is_err());
     }
 
     #[test]
     fn every_history_starts_with_a_run_and_ranks_fit_the_nodes() {
         for seed in 0..200 {
-            let h = History::generate(seed);
+            let h = History::generate(Seed::latest(seed));
             assert!(matches!(h.steps[0], Step::Run(_)));
             for r in h.runs() {
                 assert!(r.ranks >= 2 && r.ranks.div_ceil(h.ranks_per_node) <= 8);

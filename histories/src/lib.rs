@@ -14,9 +14,9 @@
 //! shrunk to a minimal history and printed as a shell script that reproduces it.
 //!
 //! ```no_run
-//! use scr_histories::{driver::Env, history::History};
+//! use scr_histories::{driver::Env, history::{History, Seed}};
 //! let env = Env::prepare(std::path::Path::new("target/debug"), None).unwrap();
-//! let history = History::generate(42);
+//! let history = History::generate(Seed::latest(42));
 //! let outcome = env.run(&history);
 //! assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
 //! ```

@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use scr_histories::driver::Env;
-use scr_histories::history::History;
+use scr_histories::history::{History, Seed};
 use scr_histories::report::Report;
 use scr_histories::rng::history_seed;
 use scr_histories::{planted, shrink};
@@ -30,9 +30,10 @@ struct Args {
     /// Stop starting new histories after this many seconds (a CI budget).
     #[arg(long, value_name = "SECONDS")]
     budget: Option<u64>,
-    /// Run the one history drawn from SEED (a seed a violation was reported with).
+    /// Run the one history drawn from SEED (a seed a violation was reported with, `G:SEED`
+    /// for a generation after the second).
     #[arg(long, value_name = "SEED")]
-    replay: Option<u64>,
+    replay: Option<Seed>,
     /// A file of history seeds (one a line, # comments) run first: the kept regressions.
     #[arg(long, value_name = "FILE")]
     regressions: Option<PathBuf>,
@@ -77,7 +78,7 @@ fn main() -> ExitCode {
         eprintln!("scr-histories: {}: {e}", scripts.display());
         return ExitCode::from(2);
     }
-    let mut seeds: Vec<u64> = Vec::new();
+    let mut seeds: Vec<Seed> = Vec::new();
     if let Some(r) = args.replay {
         seeds.push(r);
     }
@@ -126,7 +127,7 @@ fn main() -> ExitCode {
             if !more || budget.is_some_and(|b| started.elapsed() >= b) {
                 break;
             }
-            history_seed(args.seed, n)
+            Seed::latest(history_seed(args.seed, n))
         };
         i += 1;
         let h = History::generate(seed);
@@ -166,7 +167,8 @@ fn main() -> ExitCode {
         // the application built for this batch, nothing else: no violation to look into
         let _ = std::fs::remove_dir_all(&env.work);
     }
-    print!("{}", report.table(args.replay.unwrap_or(args.seed)));
+    let batch = args.replay.unwrap_or(Seed::latest(args.seed));
+    print!("{}", report.table(batch));
     if report.violations.is_empty() {
         ExitCode::SUCCESS
     } else {

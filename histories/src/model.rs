@@ -69,6 +69,14 @@ pub struct Ckpt {
 }
 
 impl Ckpt {
+    /// Lost members of its set that RS rebuilds: SCR_SET_FAILURES (2, the default, which
+    /// runs here keep), at most one fewer than the set's nodes (README, "Runtime library");
+    /// a history has at most 8 nodes, so its writers' nodes are one set (SCR_SET_SIZE 8),
+    /// of at least three for RS ([`Model::cached_scheme`]).
+    pub fn rs_rebuilds(&self, ranks_per_node: u32) -> u32 {
+        2.min(self.writers.div_ceil(ranks_per_node).saturating_sub(1))
+    }
+
     /// The dataset name the application gives it.
     pub fn name(&self) -> String {
         if self.output {
@@ -160,6 +168,19 @@ impl Model {
         ranks.div_ceil(self.ranks_per_node)
     }
 
+    /// The scheme a job of `ranks` ranks caches checkpoints with under SCR_COPY_TYPE
+    /// `scheme`. README, "Runtime library": a plain warning, not a silent downgrade, when
+    /// the nodes cannot satisfy a scheme, and the checkpoint is then cached with SINGLE:
+    /// PARTNER and XOR need two nodes, RS sets of three.
+    pub fn cached_scheme(&self, scheme: Scheme, ranks: u32) -> Scheme {
+        let least = if scheme == Scheme::Rs { 3 } else { 2 };
+        if self.nodes(ranks) < least {
+            Scheme::Single
+        } else {
+            scheme
+        }
+    }
+
     fn get_mut(&mut self, serial: u32) -> &mut Ckpt {
         self.ckpts
             .iter_mut()
@@ -238,6 +259,7 @@ impl Model {
                     // README, "Runtime library": lost members are rebuilt from their partner or
                     // XOR; SINGLE has no copy of a lost node's files
                     (Scheme::Single, _) => Avail::No,
+                    (Scheme::Rs, l) if l <= c.rs_rebuilds(self.ranks_per_node) => c.cache,
                     (_, 1) => c.cache,
                     // two nodes lost: whether both were in one set is not modelled
                     _ => c.cache.min(Avail::Maybe),
@@ -414,6 +436,7 @@ impl Model {
         ranks: u32,
         scheme: Scheme,
     ) {
+        let scheme = self.cached_scheme(scheme, ranks);
         for (a, s) in attempts.iter().zip(resolved) {
             if a.rc != 0
                 && let Some(c) = self.ckpts.iter_mut().find(|c| c.serial == *s)
@@ -471,11 +494,7 @@ impl Model {
         self.make_room(config.cache_size);
         // README, "Runtime library": a plain warning, not a silent downgrade, when the nodes
         // cannot satisfy a scheme; the checkpoint is then cached with SINGLE
-        let scheme = if self.nodes(ranks) < 2 {
-            Scheme::Single
-        } else {
-            config.scheme
-        };
+        let scheme = self.cached_scheme(config.scheme, ranks);
         let flushed = match (complete, config.flush) {
             (false, _) => Avail::No,
             // README, "SCR v3.1 programs": a dataset flagged SCR_FLAG_OUTPUT is flushed at

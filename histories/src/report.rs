@@ -2,7 +2,7 @@
 //! pairs of features that met in one history, restarts verified, violations with seeds.
 
 use crate::driver::{Outcome, Violation};
-use crate::history::History;
+use crate::history::{History, Seed};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
@@ -21,7 +21,7 @@ pub struct Report {
     /// Histories each pair of features met in.
     pub pairs: BTreeMap<(String, String), u64>,
     /// Violations: the history's seed, what broke, the shrunk script.
-    pub violations: Vec<(u64, Violation, String)>,
+    pub violations: Vec<(Seed, Violation, String)>,
     /// Time spent.
     pub elapsed: Duration,
 }
@@ -45,7 +45,7 @@ impl Report {
     }
 
     /// The table.
-    pub fn table(&self, seed: u64) -> String {
+    pub fn table(&self, seed: Seed) -> String {
         let mut s = String::new();
         let minutes = self.elapsed.as_secs_f64() / 60.0;
         let _ = writeln!(

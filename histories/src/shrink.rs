@@ -135,7 +135,7 @@ mod tests {
     #[test]
     fn every_candidate_is_smaller_and_keeps_a_run() {
         for seed in 0..50 {
-            let h = History::generate(seed);
+            let h = History::generate(crate::history::Seed::latest(seed));
             for c in candidates(&h) {
                 assert!(c.runs().count() >= 1);
                 assert_ne!(c, h);

@@ -11,10 +11,10 @@ impl Model {
     /// its nodes unavailable (excluded, or not among the draining job's nodes). README, "The
     /// drain": each node still up copies what it holds, then the nodes holding PARTNER
     /// copies of the nodes that are down, or up with nothing of their own left, copy
-    /// those, and `scr index --build` rebuilds lost members from XOR parity. So one node
-    /// lost or excluded leaves PARTNER whole, two may not (whether they were partners, the
-    /// model does not follow); SINGLE has no copy of any node's files.
-    pub fn drainable(c: &Ckpt, down: u32) -> Avail {
+    /// those, and `scr index --build` rebuilds lost members from XOR or RS parity. So one
+    /// node lost or excluded leaves PARTNER whole, two may not (whether they were partners,
+    /// the model does not follow); SINGLE has no copy of any node's files.
+    pub fn drainable(c: &Ckpt, down: u32, ranks_per_node: u32) -> Avail {
         let whole = match (c.scheme, c.losses, down) {
             (_, 0, 0) => c.cache,
             _ if c.scheme_unsure => c.cache.min(Avail::Maybe),
@@ -24,6 +24,9 @@ impl Model {
             (Scheme::Xor, l, d) if l + d == 1 => c.cache,
             // two nodes lost: whether both were in one set is not modelled
             (Scheme::Xor, _, _) => c.cache.min(Avail::Maybe),
+            (Scheme::Rs, l, d) if l + d <= c.rs_rebuilds(ranks_per_node) => c.cache,
+            // more than that lost: whether some were the same node is not modelled
+            (Scheme::Rs, _, _) => c.cache.min(Avail::Maybe),
         };
         // a damaged cached file no CRC guards is copied as it is
         if c.may_read_wrong {
@@ -47,7 +50,7 @@ impl Model {
                 && c.complete
                 && c.writers == old
                 && c.cache != Avail::No
-                && Model::drainable(c, missing) != Avail::Yes
+                && Model::drainable(c, missing, self.ranks_per_node) != Avail::Yes
         })
     }
 
@@ -71,13 +74,14 @@ impl Model {
         let Some(ranks) = self.cache_ranks else {
             return Vec::new();
         };
+        let rpn = self.ranks_per_node;
         let mut undecided = Vec::new();
         // README, "The drain": every output dataset, oldest first
         for c in self.ckpts.iter_mut() {
             if !c.output || !c.complete || c.cache == Avail::No || c.prefix == Avail::Yes {
                 continue;
             }
-            if Model::drainable(c, down) == Avail::Yes {
+            if Model::drainable(c, down, rpn) == Avail::Yes {
                 c.prefix = Avail::Yes;
             } else {
                 c.prefix = c.prefix.max(Avail::Maybe);
@@ -104,7 +108,7 @@ impl Model {
             let whole = if c.rejected || c.cache == Avail::No {
                 Avail::No
             } else {
-                Model::drainable(c, down)
+                Model::drainable(c, down, rpn)
             };
             match (whole, unsure) {
                 (Avail::Yes, false) => {

@@ -67,6 +67,32 @@ fn a_lost_node_costs_single_its_cache_but_not_xor() {
 }
 
 #[test]
+fn rs_must_come_back_from_two_lost_nodes_of_three_and_may_not_from_more() {
+    for (writers, lost, status) in [
+        (3, 2, Some(Avail::Yes)),
+        (3, 3, Some(Avail::Maybe)),
+        // two nodes are too few for RS: cached with SINGLE, a lost node loses it
+        (2, 1, None),
+        (4, 2, Some(Avail::Yes)),
+    ] {
+        let mut m = Model::new(1);
+        m.begin_run(writers);
+        m.checkpoint(
+            &ckpt(100),
+            writers,
+            &config(Scheme::Rs, 0, 0, 1),
+            Avail::Yes,
+        );
+        for _ in 0..lost {
+            m.lose_node();
+        }
+        m.begin_run(writers);
+        let c = m.candidates(writers, false);
+        assert_eq!(c.first().map(|c| c.status), status, "{writers} {lost}");
+    }
+}
+
+#[test]
 fn a_flushed_checkpoint_survives_the_loss_of_its_cache() {
     let mut m = Model::new(1);
     m.begin_run(2);
