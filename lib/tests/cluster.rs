@@ -496,7 +496,8 @@ fn the_drain_halt_seconds_and_job_identity_hold_on_slurm() {
     ));
     assert!(out.status.success(), "{t}");
     assert!(
-        t.contains("dataset 2 (ckpt.2) is older than ckpt.3") && !t.contains("draining dataset 2"),
+        t.contains("dataset 2 (ckpt.2) is older than dataset 3 (ckpt.3)")
+            && !t.contains("draining dataset 2"),
         "{t}"
     );
     let index = scr::index::IndexFile::read(&scr::layout::index_file(&c.prefix())).unwrap();

@@ -570,3 +570,31 @@ fn a_damaged_file_read_in_place_is_named_as_read_in_place() {
     assert!(out.contains(&said), "{out}");
     assert!(!out.contains("when fetching file from"), "{out}");
 }
+
+/// Under SCR_CACHE_BYPASS=1 a checkpoint goes straight to the prefix: one that reuses the
+/// name (and so the paths) of a checkpoint the prefix holds whole replaces that one's files
+/// as it writes them. Said at its start, naming both datasets and the way out; a new name
+/// is not warned about.
+#[test]
+fn a_bypass_checkpoint_over_its_namesake_on_the_prefix_is_said() {
+    let job = Job::with_c_program("guide_steps.c");
+    let env = [("SCR_CACHE_BYPASS", "1"), ("SCR_COPY_TYPE", "SINGLE")];
+    let out = job.run_ok(
+        2,
+        &["init", "ckpt=fixed:1", "ckpt=other:2", "finalize"],
+        &env,
+    );
+    assert!(!out.contains("of the same name is whole"), "{out}");
+    let out = job.run_ok(2, &["init", "ckpt=fixed:3", "finalize"], &env);
+    let said: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("of the same name is whole"))
+        .collect();
+    assert_eq!(said.len(), 1, "once, by rank 0: {out}");
+    assert!(
+        said[0].contains("checkpoint fixed (dataset 3)")
+            && said[0].contains("dataset 1 of the same name")
+            && said[0].contains("SCR_CACHE_BYPASS=0"),
+        "{out}"
+    );
+}

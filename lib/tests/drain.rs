@@ -318,7 +318,8 @@ fn the_drain_never_makes_an_older_checkpoint_current() {
     let (code, out) = postrun(&job, None);
     assert_eq!(code, Some(0), "{out}");
     assert!(
-        out.contains("dataset 2 (ckpt.2) is older than ckpt.3") && !out.contains("draining"),
+        out.contains("dataset 2 (ckpt.2) is older than dataset 3 (ckpt.3)")
+            && !out.contains("draining"),
         "{out}"
     );
     // ckpt.2 is not on the prefix: the drain says what it left and why, not that every

@@ -238,18 +238,7 @@ fn an_excluded_node_of_hydra_s_host_list_gives_its_ranks_to_a_spare() {
     let app = job.app.to_str().unwrap();
     let (out, t) = output(scr_run_in(
         &job,
-        &[
-            "mpiexec",
-            "-launcher",
-            "fork",
-            "-hosts",
-            "n1:2,n2:2",
-            "-n",
-            "4",
-            app,
-            "1000",
-            "1",
-        ],
+        &hydra_on("n1:2,n2:2", 4, &[app, "1000", "1"]),
         &[
             ("SCR_NODELIST", "n[1-3]"),
             ("SCR_EXCLUDE_NODES", "n2"),
@@ -294,16 +283,7 @@ fn an_exclusion_written_into_scrconf_between_runs_is_read_before_the_relaunch() 
     std::fs::set_permissions(&app, std::fs::Permissions::from_mode(0o755)).unwrap();
     let (out, t) = output(scr_run_in(
         &job,
-        &[
-            "mpiexec",
-            "-launcher",
-            "fork",
-            "-hosts",
-            "n1,n2",
-            "-n",
-            "2",
-            app.to_str().unwrap(),
-        ],
+        &hydra_on("n1,n2", 2, &[app.to_str().unwrap()]),
         &[
             ("SCR_NODELIST", "n[1-3]"),
             ("SCR_MIN_NODES", "2"),
@@ -331,21 +311,11 @@ fn a_finished_run_is_not_relaunched_when_the_application_sets_its_own_prefix() {
     let chdir = format!("chdir={}", own.display());
     let mut cmd = scr_run_in(
         &job,
-        &[
-            "mpiexec",
-            "-launcher",
-            "fork",
-            "-hosts",
+        &hydra_on(
             "n1,n2",
-            "-n",
-            "2",
-            app,
-            &configf,
-            &chdir,
-            "init",
-            "ckpt=ckpt.1:1",
-            "finalize",
-        ],
+            2,
+            &[app, &configf, &chdir, "init", "ckpt=ckpt.1:1", "finalize"],
+        ),
         &[("SCR_NODELIST", "n[1-2]"), ("SCR_RUNS", "3")],
     );
     // SCR_PREFIX set nowhere: scr-run's prefix is its working directory, and nothing in

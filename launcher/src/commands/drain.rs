@@ -394,12 +394,13 @@ fn drain_prefix(
         return Ok(true);
     };
     let flush_name = |id: u64| plan.name(id).to_string();
-    if let Some((_, newest)) = &plan.newest_on_prefix {
-        // (an output that is a checkpoint too is drained as output)
+    if let Some((newest_id, newest)) = &plan.newest_on_prefix {
+        // (an output that is a checkpoint too is drained as output; the datasets are named
+        // by id too, as a name written again names both)
         for &id in plan.superseded.iter().filter(|d| !plan.outputs.contains(d)) {
             say(&format!(
-                "dataset {id} ({}) is older than {newest}, the newest checkpoint on the \
-                 prefix: not drained",
+                "dataset {id} ({}) is older than dataset {newest_id} ({newest}), the newest \
+                 checkpoint on the prefix: not drained",
                 flush_name(id)
             ));
         }

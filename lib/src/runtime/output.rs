@@ -8,7 +8,7 @@ use crate::{comm, phases};
 use scr::dataset::{Dataset, Origin as DatasetOrigin};
 use scr::event_log::kinds;
 use scr::flush::Location;
-use scr::{Result, io, layout, safe_fs};
+use scr::{HashView, Result, io, layout, safe_fs};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -79,6 +79,9 @@ impl Scr {
         let output = flags & FLAG_OUTPUT != 0;
         let desc = self.redundancy.descriptor_for(ckpt, output);
         let (store, bypass, keep) = (desc.store.clone(), desc.bypass, desc.cache_size);
+        if bypass && is_ckpt && self.job.is_root() {
+            self.warn_of_a_bypass_over_its_namesake(name.unwrap_or_default(), id);
+        }
         let evicted = self.make_room(&store, keep, bypass);
         // every rank describes the dataset alike (the name and the parameters are the same
         // everywhere); only the creation time differs, and Complete replaces it with rank
@@ -126,6 +129,30 @@ impl Scr {
             broken: prepared.as_ref().err().map(ToString::to_string),
         };
         prepared
+    }
+
+    /// A checkpoint written with SCR_CACHE_BYPASS=1 goes straight to the prefix: where it
+    /// is named as a checkpoint the prefix holds whole, files at the same paths are
+    /// overwritten as they are written, and a job killed before it completes has neither
+    /// (SCR v3.1 too). Said on rank 0, naming both and the way out.
+    fn warn_of_a_bypass_over_its_namesake(&self, name: &str, id: u64) {
+        let Ok(index) = scr::index::IndexFile::read(&layout::index_file(self.prefix.path())) else {
+            return;
+        };
+        if let Some(old) = index
+            .usable_checkpoints()
+            .into_iter()
+            .find(|e| e.name == name)
+        {
+            say!(
+                "SCR: WARNING: checkpoint {name} (dataset {id}) is written to the prefix as \
+                 it goes (SCR_CACHE_BYPASS=1), where dataset {} of the same name is whole: \
+                 the files it writes at that one's paths replace them, so until it completes \
+                 a job that ends has neither; give each checkpoint a name of its own, or set \
+                 SCR_CACHE_BYPASS=0",
+                old.id
+            );
+        }
     }
 
     /// Every rank must start the same dataset (api.rst: identical names and flags on all

@@ -8,8 +8,31 @@ pub fn scr_run() -> PathBuf {
     scr_command().with_file_name("scr-run")
 }
 
+/// MPICH's hydra on emulated nodes: `mpiexec -launcher fork -hosts HOSTS -n RANKS`, then
+/// the program and its arguments.
+pub fn hydra_on(hosts: &str, ranks: u32, program: &[&str]) -> Vec<String> {
+    let ranks = ranks.to_string();
+    [
+        "mpiexec",
+        "-launcher",
+        "fork",
+        "-hosts",
+        hosts,
+        "-n",
+        &ranks,
+    ]
+    .iter()
+    .chain(program)
+    .map(|a| a.to_string())
+    .collect()
+}
+
 /// scr-run with the job's directories, job id 5151 and no pause between runs.
-pub fn scr_run_in(job: &Job, args: &[&str], env: &[(&str, &str)]) -> Command {
+pub fn scr_run_in<A: AsRef<std::ffi::OsStr>>(
+    job: &Job,
+    args: &[A],
+    env: &[(&str, &str)],
+) -> Command {
     let mut cmd = Command::new(scr_run());
     cmd.args(args)
         .current_dir(job.prefix())
