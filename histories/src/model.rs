@@ -225,13 +225,21 @@ impl Model {
         }
         if self.cache_ranks.is_some_and(|r| r != ranks) {
             for c in &mut self.ckpts {
-                if c.cache != Avail::No {
+                if c.cache == Avail::No {
+                    continue;
+                }
+                if c.prefix == Avail::No {
                     // README, "Beyond SCR: restart on another number of ranks": a checkpoint
-                    // only in cache written by a job of another size is drained to the prefix
-                    // by the new job's SCR_Init first, "the old-size cache discarded"; one
-                    // this job's nodes cannot complete is left for scr postrun: maybe.
-                    c.prefix = c.prefix.max(Avail::Maybe);
+                    // only in cache written by a job of another size is drained to the
+                    // prefix by the new job's SCR_Init first, "the old-size cache
+                    // discarded"; one this job's nodes cannot complete is left for scr
+                    // postrun: maybe.
+                    c.prefix = Avail::Maybe;
                     c.cache = Avail::No;
+                } else {
+                    // one flushed already (or perhaps) is not drained, and no document
+                    // says its cache goes: a later job of its size may find it there
+                    c.cache = c.cache.min(Avail::Maybe);
                 }
             }
         }
