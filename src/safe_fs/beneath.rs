@@ -593,6 +593,17 @@ impl Beneath {
         Ok(out)
     }
 
+    /// Removes the directory `rel` and everything in it, if it is there; true if it was.
+    /// Reached through checked handles and emptied through its own, no link followed: a
+    /// link in it (or in its place) is removed, never what it leads to.
+    pub fn remove_tree(&self, rel: &Path) -> Result<bool> {
+        let (dir, name) = Self::split(rel)?;
+        let Some(dir) = self.open_dir(dir)? else {
+            return Ok(false);
+        };
+        remove_tree_at(&dir, name, &self.root.join(rel))
+    }
+
     /// Removes the directory `rel` if it is there and empty; true if it was removed.
     pub fn remove_empty_dir(&self, rel: &Path) -> Result<bool> {
         let (dir, name) = Self::split(rel)?;
@@ -615,5 +626,35 @@ impl Beneath {
                 .map_err(|e| io_error(&self.root.join(rel), "fsync", e))?;
         }
         Ok(())
+    }
+}
+
+/// Removes `name` in `parent`: a directory with everything in it, through its handle; a link
+/// or a file itself. True if something was there.
+fn remove_tree_at(parent: &OwnedFd, name: &std::ffi::OsStr, path: &Path) -> Result<bool> {
+    let dir = match rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(false),
+        Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+            return rustix::fs::unlinkat(parent, name, AtFlags::empty())
+                .map(|()| true)
+                .map_err(|e| io_error(path, "remove", e));
+        }
+        Err(e) => return Err(io_error(path, "open directory", e)),
+    };
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(&dir).map_err(|e| io_error(path, "list", e))? {
+        let entry = entry.map_err(|e| io_error(path, "list", e))?;
+        let n = entry.file_name().to_bytes();
+        if n != b"." && n != b".." {
+            names.push(std::ffi::OsStr::from_bytes(n).to_os_string());
+        }
+    }
+    for n in names {
+        remove_tree_at(&dir, &n, &path.join(&n))?;
+    }
+    match rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(true),
+        Err(e) => Err(io_error(path, "remove", e)),
     }
 }
