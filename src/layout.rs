@@ -326,6 +326,35 @@ pub fn user_name() -> String {
         .unwrap_or_else(account_name)
 }
 
+/// The user id of the job's user: this process's own, or for root (which runs other users'
+/// jobs: an epilog, an operator) the account [`user_name`] names, else root's.
+pub fn job_user_id() -> u32 {
+    let me = rustix::process::geteuid().as_raw();
+    if me != 0 {
+        return me;
+    }
+    let Ok(name) = std::ffi::CString::new(user_name()) else {
+        return 0;
+    };
+    let mut buf = vec![0 as libc::c_char; 4096];
+    // SAFETY: as in account_name; name is NUL-terminated
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    let rc = unsafe {
+        libc::getpwnam_r(
+            name.as_ptr(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() {
+        return 0;
+    }
+    pwd.pw_uid
+}
+
 /// The name of the account this process runs as (the password database's), for when the
 /// environment names none: users without USER must not share one `unknown` directory.
 pub(crate) fn account_name() -> String {

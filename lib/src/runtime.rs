@@ -204,8 +204,10 @@ fn prepare_node_dirs(
                 param,
             )?;
             if local_rank == 0 {
-                // files a previous run discarded but did not get to delete
-                let _ = std::fs::remove_dir_all(store.join(TRASH_DIR));
+                // files a previous run discarded but did not get to delete (through the
+                // store's handle: nothing a link there leads to)
+                let _ = safe_fs::Beneath::open(&store)
+                    .and_then(|b| b.remove_tree(Path::new(TRASH_DIR)));
             }
         }
         Ok(cntl_dir)

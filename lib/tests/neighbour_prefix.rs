@@ -217,3 +217,81 @@ fn refused_as_either_base(job: &Job, base: &Path, said: &[&str]) {
         }
     }
 }
+
+/// A job of the user's on `prefix`, in its directories otherwise.
+fn run_on_prefix(job: &Job, prefix: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let o = job
+        .command(None, 2, args, env)
+        .current_dir(prefix)
+        .env("SCR_PREFIX", prefix)
+        .output()
+        .unwrap();
+    (o.status.success(), text(&o))
+}
+
+/// A prefix in a project directory its group may write, not sticky (a group's members may
+/// rename the runs in it: swap two runs' prefixes, and the next job of one restarts from
+/// the other's checkpoints and writes its own into the other's index): refused before any
+/// work, naming the directory and the fix; SCR_PREFIX_SHARED=1 uses it anyway.
+#[test]
+fn a_prefix_in_a_directory_a_group_may_rename_in_is_refused_before_any_work() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let proj = job.dir.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    std::os::unix::fs::chown(&proj, Some(0), Some(65534)).unwrap();
+    std::fs::set_permissions(&proj, std::fs::Permissions::from_mode(0o2770)).unwrap();
+    let run_a = proj.join("runA");
+    std::fs::create_dir(&run_a).unwrap();
+    let (ok, t) = run_on_prefix(&job, &run_a, &["1000", "2"], &[("SCR_FLUSH", "1")]);
+    assert!(!ok, "{t}");
+    assert!(
+        t.contains(&proj.display().to_string())
+            && t.contains("writable by its group")
+            && t.contains("SCR_PREFIX_SHARED=1"),
+        "{t}"
+    );
+    assert!(job.cached("rank_0.ckpt").is_empty(), "work began: {t}");
+    // chosen anyway
+    let (ok, t) = run_on_prefix(
+        &job,
+        &run_a,
+        &["1000", "2"],
+        &[("SCR_FLUSH", "1"), ("SCR_PREFIX_SHARED", "1")],
+    );
+    assert!(ok, "{t}");
+    assert!(run_a.join("ckpt.2").is_dir(), "{t}");
+}
+
+/// A neighbour's link in a sticky scratch directory, at the name the user is about to use
+/// as a prefix, leading to another prefix of the user's: a job there would restart from
+/// that one's checkpoints (or delete them, with SCR_PREFIX_PURGE). Refused, naming the
+/// neighbour; the other prefix keeps its checkpoints and its index as they were.
+#[test]
+fn a_prefix_a_neighbours_link_leads_to_is_refused_and_the_other_prefix_is_untouched() {
+    let job = Job::new();
+    job.run_ok(2, &["1000", "2"], &[("SCR_FLUSH", "1")]);
+    let home = job.prefix();
+    let index = std::fs::read(scr::layout::index_file(&home)).unwrap();
+    let scratch = sticky_tmp(&job);
+    let planted = neighbours_link(&scratch, "vnew", &home);
+    for env in [vec![], vec![("SCR_PREFIX_PURGE", "1")]] {
+        let (ok, t) = run_on_prefix(&job, &planted, &["1000", "1"], &env);
+        assert!(!ok, "{t}");
+        assert!(
+            t.contains("user id 65534") && t.contains("SCR_PREFIX_SHARED=1"),
+            "{t}"
+        );
+        assert!(!t.contains("restarted from"), "{t}");
+        assert!(
+            home.join("ckpt.1").is_dir() && home.join("ckpt.2").is_dir(),
+            "{t}"
+        );
+        assert_eq!(
+            std::fs::read(scr::layout::index_file(&home)).unwrap(),
+            index,
+            "{t}"
+        );
+    }
+}

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::neighbour::{neighbours_link, sticky_tmp};
 use common::*;
 use scr::HashView;
 use std::os::unix::fs::MetadataExt;
@@ -298,23 +299,6 @@ fn root_s_postrun_drains_as_the_job_s_user(team: Option<&str>) {
     }
 }
 
-/// A sticky directory everyone may write (as /tmp is) in the job's directory.
-fn sticky_tmp(job: &Job) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let tmp = job.dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    tmp
-}
-
-/// A neighbour's link, in a sticky directory, to `target`.
-fn neighbours_link(tmp: &Path, name: &str, target: &Path) -> PathBuf {
-    let link = tmp.join(name);
-    std::os::unix::fs::symlink(target, &link).unwrap();
-    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
-    link
-}
-
 /// Root's `scr halt -p` given a neighbour's link to a directory only root may write: the
 /// link is the neighbour's to point anywhere (at root's directory while root looks whose it
 /// is, at their own after), so root acts as the neighbour and writes nothing there.
@@ -413,4 +397,52 @@ fn root_s_scr_run_refuses_a_prefix_a_neighbour_may_redirect() {
         "{}",
         text(&o)
     );
+}
+
+/// Root's scr-run whose application set its own prefix (SCR_Configf) to a directory a
+/// neighbour may redirect (they own a directory on the way; the application was told to use
+/// it anyway): what the job's control directory records is only its writer's word, so root
+/// follows it nowhere it would refuse to go when told to. It says so, and reads no halt file
+/// there.
+#[test]
+fn root_s_scr_run_follows_no_recorded_prefix_a_neighbour_may_redirect() {
+    use common::scr_run::{hydra_on, output, scr_run_in};
+    use std::os::unix::fs::PermissionsExt;
+    let job = steps_job();
+    std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let theirs = job.dir.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let own = theirs.join("apps-own-prefix");
+    std::fs::create_dir(&own).unwrap();
+    let app = job.app.to_str().unwrap();
+    let configf = format!("configf=SCR_PREFIX:{}", own.display());
+    let chdir = format!("chdir={}", own.display());
+    let mut cmd = scr_run_in(
+        &job,
+        &hydra_on(
+            "n1,n2",
+            2,
+            &[app, &configf, &chdir, "init", "ckpt=ckpt.1:1", "finalize"],
+        ),
+        &[
+            ("SCR_NODELIST", "n[1-2]"),
+            ("SCR_RUNS", "2"),
+            ("SCR_PREFIX_SHARED", "1"),
+        ],
+    );
+    // nothing in the environment overrides the application's SCR_Configf
+    cmd.env_remove("SCR_PREFIX");
+    let (out, t) = output(cmd);
+    assert!(
+        t.contains(&format!(
+            "not following the prefix {} that the job's control directory records",
+            own.display()
+        )) && t.contains("user id 65534"),
+        "{t}"
+    );
+    assert!(!t.contains("the application's prefix is"), "{t}");
+    // the application's halt record there was not read: the run was launched again
+    assert_eq!(answers(&t, "init").len(), 2, "{t}");
+    assert_eq!(out.status.code(), Some(0), "{t}");
 }

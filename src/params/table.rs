@@ -100,7 +100,7 @@ params! {
     "SCR_HALT_EXIT", Some("0"), Bool, "1: exit the job inside SCR (after flushing the newest checkpoint) when a halt condition holds; 0: SCR_Should_exit says so and the application ends itself";
     "SCR_PREFIX_SIZE", Some("0"), Count, "keep at most this many checkpoints on the prefix, deleting older ones once a newer one is flushed (never the current one); 0 keeps all (SCR v3.1)";
     "SCR_PREFIX_PURGE", Some("0"), Bool, "delete every dataset on the prefix in SCR_Init (SCR v3.1)";
-    "SCR_PREFIX_SHARED", Some("0"), Bool, "1: use a prefix everyone may write (sticky, as /tmp is), where anyone can take the names of the datasets' directories and of .scr first, and checkpoints then stay in cache only; 0: SCR_Init refuses such a prefix, saying why";
+    "SCR_PREFIX_SHARED", Some("0"), Bool, "1: use a prefix others may write (sticky, as /tmp is), where they can take the names of the datasets' directories and of .scr first, and checkpoints then stay in cache only, or a prefix whose path others may change (a directory on the way that is theirs or a group may write without the sticky bit, a link of theirs), which they could swap for another of yours; 0: SCR_Init and the commands that write a prefix refuse such a prefix, saying why";
     "SCR_CACHE_BYPASS", Some("0"), Bool, "write checkpoints straight to the prefix, keeping only SCR's metadata in cache (SCR v3.1, where it defaults to 1; a CKPT line's BYPASS= wins)";
     "SCR_FETCH_BYPASS", Some("0"), Bool, "restart by reading the prefix's files in place instead of copying them into cache (SCR v3.1)";
     "SCR_CACHE_PURGE", Some("0"), Bool, "delete every dataset in cache in SCR_Init, so a restart reads the prefix (SCR v3.1)";

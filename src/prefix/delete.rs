@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 /// checkpoint (`ckpt.3/rank_0.ckpt` of the failed ckpt.3 and of the new one): the file is
 /// the newer one's, and goes only with the last dataset that names it.
 pub fn delete_dataset_files(prefix: &Path, id: u64) -> Result<usize> {
-    let meta = layout::dataset_meta_dir(prefix, id);
     // a summary that cannot be read leaves the dataset where it is (said by the caller):
     // without its file list, deleting its metadata would orphan its files
     let files = match Summary::read(&layout::summary_file(prefix, id)) {
@@ -46,12 +45,7 @@ pub fn delete_dataset_files(prefix: &Path, id: u64) -> Result<usize> {
             dir = d.parent();
         }
     }
-    match std::fs::remove_dir_all(&meta) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(Error::io(&meta, "remove", e));
-        }
-        _ => {}
-    }
+    below.remove_tree(Path::new(&layout::dataset_meta_rel(id)))?;
     // deepest first; a directory still holding something of the user's stays
     for dir in dirs.iter().rev() {
         below.remove_empty_dir(dir)?;

@@ -38,6 +38,74 @@ pub fn owner_warning(prefix: &Path) -> Result<Option<String>> {
     )))
 }
 
+/// Refuses a prefix whose path another user may change, unless `shared` (SCR_PREFIX_SHARED)
+/// says to use it: one who owns a directory on the way to it, or may write one that is not
+/// sticky (its group, everyone, an ACL's entry; [`safe_fs::path_control`]), or owns a link
+/// that the prefix is. They could swap the prefix for another directory of the user's (the
+/// job would restart from that one's checkpoints and write its own into that one's index,
+/// or SCR_PREFIX_PURGE would delete them) or lead it to one of theirs (which reads the
+/// user's data). The prefix directory itself is judged apart: its mode by
+/// [`safe_fs::check_prefix_mode`] and [`check_not_shared`], its owner by [`owner_warning`].
+pub fn check_path_not_redirectable(prefix: &Path, shared: bool) -> Result<()> {
+    if shared {
+        return Ok(());
+    }
+    let refuse = |who: String| {
+        Err(Error::untrusted(
+            prefix,
+            format!(
+                "{who}, so others may change where this prefix leads: they could swap it for \
+                 another directory of yours (your job would restart from that one's \
+                 checkpoints, or SCR_PREFIX_PURGE would delete them) or lead it to a directory \
+                 of theirs (which reads your data). Use a prefix on a path only you and root \
+                 may change (sticky directories such as /tmp are fine: there only an entry's \
+                 owner may rename it), or set SCR_PREFIX_SHARED=1 to use this one anyway"
+            ),
+        ))
+    };
+    let me = rustix::process::geteuid().as_raw();
+    let mut at = std::path::absolute(prefix).map_err(|e| Error::io(prefix, "find", e))?;
+    // the way to the prefix, then the prefix's own name: a link there is followed, its
+    // target's way judged in turn
+    for _ in 0..MOST_LINKS {
+        let Some(parent) = at.parent() else {
+            return Ok(());
+        };
+        match safe_fs::path_control(parent)?.control {
+            safe_fs::PathControl::Root => {}
+            safe_fs::PathControl::User(uid) if uid == me => {}
+            safe_fs::PathControl::User(uid) => {
+                return refuse(format!(
+                    "user id {uid} owns a directory or a link on the way to it ({})",
+                    parent.display()
+                ));
+            }
+            safe_fs::PathControl::Shared(why) => return refuse(why),
+        }
+        let st = match rustix::fs::lstat(&at) {
+            Ok(st) => st,
+            Err(rustix::io::Errno::NOENT) => return Ok(()),
+            Err(e) => return Err(Error::io(&at, "inspect", e.into())),
+        };
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Symlink {
+            return Ok(());
+        }
+        if st.st_uid != me && st.st_uid != 0 {
+            return refuse(format!(
+                "{} is a symbolic link of user id {}",
+                at.display(),
+                st.st_uid
+            ));
+        }
+        let target = std::fs::read_link(&at).map_err(|e| Error::io(&at, "read the link", e))?;
+        at = parent.join(target);
+    }
+    refuse(format!("{} leads through too many links", prefix.display()))
+}
+
+/// Links followed on the way to a prefix before it is given up, as the kernel's own limit.
+const MOST_LINKS: usize = 40;
+
 /// Refuses a prefix others may create names in (sticky: one that is not is refused anyway,
 /// by [`safe_fs::check_prefix_mode`]) unless `shared` (SCR_PREFIX_SHARED) says to use it:
 /// everyone, or a user or group its access control list names (a project sharing the

@@ -98,8 +98,48 @@ impl Beneath {
         })
     }
 
+    /// The directory `root` itself (no link as its last component) of `owner`'s, not
+    /// writable by others, with what is below it `owner`'s too: what root reads of a
+    /// user's job (a rank's records in its node's control directory) on the user's word.
+    pub fn open_owned_by(root: &Path, owner: u32) -> Result<Beneath> {
+        let fd = rustix::fs::open(root, DIR_FLAGS, Mode::empty()).map_err(|e| match e {
+            rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => Error::untrusted(
+                root,
+                "is a symbolic link or not a directory; SCR goes through no link it did not create",
+            ),
+            e => io_error(root, "open directory", e),
+        })?;
+        let dir = Beneath {
+            root: root.to_path_buf(),
+            fd,
+            owner,
+        };
+        let fd = dir.fd.try_clone().map_err(|e| Error::io(root, "dup", e))?;
+        dir.check_dir(&fd, root)?;
+        Ok(dir)
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The names of the entries of the directory `rel` (reached as [`Beneath::open_dir`]
+    /// reaches it), without `.` and `..`, unsorted; none when it is not there.
+    pub fn names_in(&self, rel: &Path) -> Result<Vec<std::ffi::OsString>> {
+        let path = self.root.join(rel);
+        let Some(dir) = self.open_dir(rel)? else {
+            return Ok(Vec::new());
+        };
+        let listing = rustix::fs::Dir::read_from(&dir).map_err(|e| io_error(&path, "list", e))?;
+        let mut names = Vec::new();
+        for entry in listing {
+            let entry = entry.map_err(|e| io_error(&path, "list", e))?;
+            let name = entry.file_name().to_bytes();
+            if name != b"." && name != b".." {
+                names.push(std::ffi::OsStr::from_bytes(name).to_os_string());
+            }
+        }
+        Ok(names)
     }
 
     /// The names of `rel`, each a plain component (no `/`, `.` or `..`).
@@ -553,6 +593,17 @@ impl Beneath {
         Ok(out)
     }
 
+    /// Removes the directory `rel` and everything in it, if it is there; true if it was.
+    /// Reached through checked handles and emptied through its own, no link followed: a
+    /// link in it (or in its place) is removed, never what it leads to.
+    pub fn remove_tree(&self, rel: &Path) -> Result<bool> {
+        let (dir, name) = Self::split(rel)?;
+        let Some(dir) = self.open_dir(dir)? else {
+            return Ok(false);
+        };
+        remove_tree_at(&dir, name, &self.root.join(rel))
+    }
+
     /// Removes the directory `rel` if it is there and empty; true if it was removed.
     pub fn remove_empty_dir(&self, rel: &Path) -> Result<bool> {
         let (dir, name) = Self::split(rel)?;
@@ -575,5 +626,35 @@ impl Beneath {
                 .map_err(|e| io_error(&self.root.join(rel), "fsync", e))?;
         }
         Ok(())
+    }
+}
+
+/// Removes `name` in `parent`: a directory with everything in it, through its handle; a link
+/// or a file itself. True if something was there.
+fn remove_tree_at(parent: &OwnedFd, name: &std::ffi::OsStr, path: &Path) -> Result<bool> {
+    let dir = match rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(false),
+        Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+            return rustix::fs::unlinkat(parent, name, AtFlags::empty())
+                .map(|()| true)
+                .map_err(|e| io_error(path, "remove", e));
+        }
+        Err(e) => return Err(io_error(path, "open directory", e)),
+    };
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(&dir).map_err(|e| io_error(path, "list", e))? {
+        let entry = entry.map_err(|e| io_error(path, "list", e))?;
+        let n = entry.file_name().to_bytes();
+        if n != b"." && n != b".." {
+            names.push(std::ffi::OsStr::from_bytes(n).to_os_string());
+        }
+    }
+    for n in names {
+        remove_tree_at(&dir, &n, &path.join(&n))?;
+    }
+    match rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(true),
+        Err(e) => Err(io_error(path, "remove", e)),
     }
 }

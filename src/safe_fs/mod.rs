@@ -541,6 +541,42 @@ mod tests {
     }
 
     #[test]
+    fn a_tree_is_removed_through_handles_and_nothing_a_link_leads_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("prefix");
+        fs::create_dir_all(root.join(".scr/scr.dataset.3/drained/sub")).unwrap();
+        fs::write(root.join(".scr/scr.dataset.3/drained/sub/f"), b"x").unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        fs::create_dir_all(elsewhere.join("scr.dataset.4")).unwrap();
+        fs::write(elsewhere.join("scr.dataset.4/keep"), b"mine").unwrap();
+        // a link inside the tree, and a link in the place of a tree
+        std::os::unix::fs::symlink(&elsewhere, root.join(".scr/scr.dataset.3/link")).unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.join("scr.dataset.4"),
+            root.join(".scr/scr.dataset.4"),
+        )
+        .unwrap();
+        let beneath = Beneath::open(&root).unwrap();
+        assert!(
+            beneath
+                .remove_tree(Path::new(".scr/scr.dataset.3"))
+                .unwrap()
+        );
+        assert!(
+            beneath
+                .remove_tree(Path::new(".scr/scr.dataset.4"))
+                .unwrap()
+        );
+        assert!(
+            !beneath
+                .remove_tree(Path::new(".scr/scr.dataset.5"))
+                .unwrap()
+        );
+        assert_eq!(fs::read_dir(root.join(".scr")).unwrap().count(), 0);
+        assert!(elsewhere.join("scr.dataset.4/keep").exists());
+    }
+
+    #[test]
     fn who_an_acl_lets_write_is_judged_on_the_handle() {
         use acl::tests::ANY;
         use acl::{GROUP, GROUP_OBJ, MASK, OTHER, USER, USER_OBJ};

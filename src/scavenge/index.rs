@@ -84,8 +84,9 @@ impl Drain<'_> {
                 }
             }
         }
-        let drained = self.prefix.join(drained_dir_rel(self.id));
-        std::fs::remove_dir_all(&drained).map_err(|e| Error::io(&drained, "remove", e))
+        beneath
+            .remove_tree(Path::new(&drained_dir_rel(self.id)))
+            .map(drop)
     }
 }
 

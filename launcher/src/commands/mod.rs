@@ -31,7 +31,9 @@ pub fn prefix_dir(
 }
 
 /// [`prefix_dir`] for a command that writes there: root acts as the prefix's owner
-/// ([`act_as_owner_of`]) before anything of the prefix is looked at.
+/// ([`act_as_owner_of`]) before anything of the prefix is looked at, and a prefix whose
+/// path others may change is refused unless SCR_PREFIX_SHARED=1
+/// ([`scr::prefix::guard::check_path_not_redirectable`]).
 pub fn owners_prefix_dir(
     given: Option<std::path::PathBuf>,
     params: &scr::params::Params,
@@ -39,6 +41,7 @@ pub fn owners_prefix_dir(
     let prefix =
         scr::layout::prefix_dir(given.as_deref(), params.typed().places.prefix.as_deref())?;
     owners_prefix(&prefix)?;
+    scr::prefix::guard::check_path_not_redirectable(&prefix, params.typed().prefix.shared)?;
     Ok(prefix)
 }
 

@@ -164,7 +164,8 @@ impl PrefixStore {
     }
 
     /// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration),
-    /// refusing one everyone may write unless `shared` (SCR_PREFIX_SHARED), warning when the
+    /// refusing one everyone may write, or whose path others may change, unless `shared`
+    /// (SCR_PREFIX_SHARED), warning when the
     /// prefix is someone else's and refusing one whose index vanished while datasets SCR
     /// flushed are still there, and finishes the flushes a kill cut short before anything
     /// reads the index ([`scr::prefix::placing::recover`]); its failure fails SCR_Init on
@@ -172,6 +173,7 @@ impl PrefixStore {
     pub(super) fn prepare(&self, job: &Job, shared: bool) -> Result<()> {
         let prepared = if self.root {
             safe_fs::check_prefix_mode(&self.path)
+                .and_then(|()| scr::prefix::guard::check_path_not_redirectable(&self.path, shared))
                 .and_then(|()| scr::prefix::guard::check_not_shared(&self.path, shared))
                 .and_then(|()| {
                     if let Some(w) = scr::prefix::guard::owner_warning(&self.path)? {

@@ -118,3 +118,20 @@ pub fn setfacl(args: &[&str], path: &Path) {
         .expect("setfacl (Debian's acl package: scripts/setup.sh installs it)");
     assert!(o.status.success(), "setfacl {args:?}: {}", text(&o));
 }
+
+/// A sticky directory everyone may write (as /tmp is) in the job's directory.
+pub fn sticky_tmp(job: &Job) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = job.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    tmp
+}
+
+/// A neighbour's link, in a sticky directory, to `target`.
+pub fn neighbours_link(tmp: &Path, name: &str, target: &Path) -> PathBuf {
+    let link = tmp.join(name);
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+    link
+}

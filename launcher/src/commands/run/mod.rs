@@ -142,6 +142,19 @@ impl Live<'_> {
         if recorded == self.prefix || scr::io::same_file(&recorded, &self.prefix) {
             return;
         }
+        // what a control directory records is only its writer's word: root goes nowhere on
+        // it that it would not go when told to
+        if let Err(e) = refuse_a_prefix_others_control_for_root(&recorded) {
+            self.reporter.say(
+                "warning",
+                &format!(
+                    "not following the prefix {} that the job's control directory records: {e}",
+                    recorded.display()
+                ),
+                serde_json::json!({"prefix": recorded.display().to_string(), "error": e.to_string()}),
+            );
+            return;
+        }
         self.reporter.say(
             "info",
             &format!(
