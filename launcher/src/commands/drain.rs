@@ -8,7 +8,7 @@ use crate::job::{self, DownNodeQuery, drain::Scavenge};
 use hostlist::HostSet;
 use scr::dataset::Dataset;
 use scr::params::{Params, Sources};
-use scr::scavenge::{self, CachedOnNode, CopyOptions, DrainPlan, cached_on_node};
+use scr::scavenge::{self, CachedOnNode, CopyOptions, DrainPlan, IndexReport, cached_on_node};
 use scr::{HashView, layout};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -375,7 +375,12 @@ fn drain_prefix(
         .iter()
         .filter(|d| !d.is_complete())
         .filter_map(|d| Some((d.id()?, d.name().unwrap_or("?"))))
-        .filter(|(id, _)| !plan.as_ref().is_some_and(|p| p.copies(*id)) && !on_prefix.contains(id))
+        .filter(|(id, _)| {
+            !plan
+                .as_ref()
+                .is_some_and(|p| p.copies(*id) || p.abandoned.iter().any(|(a, _)| a == id))
+                && !on_prefix.contains(id)
+        })
         .collect();
     unfinished.sort_unstable();
     unfinished.dedup_by_key(|(id, _)| *id);
@@ -394,6 +399,19 @@ fn drain_prefix(
         return Ok(true);
     };
     let flush_name = |id: u64| plan.name(id).to_string();
+    for &(id, by) in &plan.abandoned {
+        let how = if plan.name(id) == plan.name(by) {
+            "flushed under its name after it"
+        } else {
+            "written after a restart from an older checkpoint"
+        };
+        say(&format!(
+            "dataset {id} ({}) is of an abandoned timeline: dataset {by} ({}) was {how}; it \
+             stays in cache, not drained",
+            flush_name(id),
+            flush_name(by)
+        ));
+    }
     if let Some((newest_id, newest)) = &plan.newest_on_prefix {
         // (an output that is a checkpoint too is drained as output; the datasets are named
         // by id too, as a name written again names both)
@@ -429,6 +447,7 @@ fn drain_prefix(
                  older one",
                 skipped.join(", ")
             )),
+            _ if !plan.abandoned.is_empty() => say("nothing else to drain"),
             _ => say("every dataset is on the prefix: nothing to drain"),
         }
         return Ok(true);
@@ -437,10 +456,11 @@ fn drain_prefix(
     let mut drained = Vec::new();
     let mut lost_outputs = Vec::new();
     for &id in &plan.outputs {
-        if drain.dataset(id, &flush_name(id), say) {
-            drained.push(id);
-        } else {
-            lost_outputs.push(id);
+        match drain.dataset(id, &flush_name(id), say) {
+            Drained::Complete => drained.push(id),
+            Drained::Incomplete => lost_outputs.push(id),
+            // (said: a newer dataset's files are at its places, and the cache keeps it)
+            Drained::KeptForNewer => {}
         }
     }
     // whether every checkpoint this drain tried to copy could not be completed
@@ -450,7 +470,7 @@ fn drain_prefix(
             checkpoint_lost = false;
             break;
         }
-        checkpoint_lost = !drain.dataset(id, &flush_name(id), say);
+        checkpoint_lost = drain.dataset(id, &flush_name(id), say) != Drained::Complete;
         if !checkpoint_lost {
             break;
         }
@@ -491,6 +511,18 @@ fn newest_checkpoint_on_prefix(prefix: &Path) -> scr::Result<Option<(u64, String
     }
 }
 
+/// What draining one dataset came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Drained {
+    /// Complete on the prefix.
+    Complete,
+    /// Not all of it could be copied or rebuilt.
+    Incomplete,
+    /// Whole, but a newer dataset on the prefix has files at its places: not placed, it
+    /// stays in cache.
+    KeptForNewer,
+}
+
 /// What draining one dataset needs: the nodes up and down, the control directory.
 struct Drain<'a> {
     prefix: &'a Path,
@@ -528,8 +560,8 @@ impl<'a> Drain<'a> {
     }
 
     /// Copies dataset `id` from every node up, rebuilds what lost nodes held and indexes
-    /// it; true when it is complete on the prefix.
-    fn dataset(&mut self, id: u64, name: &str, say: &mut dyn FnMut(&str)) -> bool {
+    /// it.
+    fn dataset(&mut self, id: u64, name: &str, say: &mut dyn FnMut(&str)) -> Drained {
         let (up, down) = (&self.up, &self.down);
         say(&format!(
             "draining dataset {id} ({name}) from {} node(s){}",
@@ -574,18 +606,28 @@ impl<'a> Drain<'a> {
                     report.name,
                     if current { " and current" } else { "" }
                 ));
-                true
+                Drained::Complete
+            }
+            Ok(IndexReport {
+                name,
+                kept_for_newer: Some(why),
+                ..
+            }) => {
+                say(&format!(
+                    "dataset {id} ({name}) is not put on the prefix: {why}; it stays in cache"
+                ));
+                Drained::KeptForNewer
             }
             Ok(report) => {
                 say(&format!(
                     "dataset {id} ({}) cannot be completed: ranks {:?} missing",
                     report.name, report.missing
                 ));
-                false
+                Drained::Incomplete
             }
             Err(e) => {
                 say(&format!("dataset {id}: {e}"));
-                false
+                Drained::Incomplete
             }
         }
     }
