@@ -201,6 +201,23 @@ impl FlushFile {
         self.datasets_hash()?.get(&id.to_string())?.first_value(DIR)
     }
 
+    /// What `scr prerun` keeps for the next job: only the flushes a kill cut short
+    /// (FLUSHING, with the dataset's name, kind and directory), so the next SCR_Init or
+    /// drain finds what they left on the prefix; where else each dataset was is the last
+    /// job's to say. Returns whether anything is kept.
+    pub fn keep_only_cut_short(&mut self) -> bool {
+        for id in self.datasets() {
+            if !self.has_location(id, Location::Flushing) {
+                self.remove(id);
+                continue;
+            }
+            for loc in [Location::Cache, Location::SyncFlushing, Location::Pfs] {
+                self.unset_location(id, loc);
+            }
+        }
+        !self.datasets().is_empty()
+    }
+
     pub fn remove(&mut self, id: u64) {
         self.entry_mut(id);
         self.0.unset_kv(DATASET, &id.to_string());
@@ -377,5 +394,22 @@ mod tests {
         assert!(f.needs_flush(3), "still in cache");
         f.forget_location(3, Location::Cache);
         assert!(!f.contains(3));
+    }
+
+    #[test]
+    fn prerun_keeps_only_the_flushes_a_kill_cut_short() {
+        let mut f = FlushFile::new();
+        f.describe(1, "ckpt.1", Some(1), Some("ckpt.1"));
+        f.set_location(1, Location::Cache);
+        f.set_location(1, Location::Pfs);
+        f.describe(2, "ckpt.2", Some(2), Some("ckpt.2"));
+        f.set_location(2, Location::Cache);
+        f.set_location(2, Location::Flushing);
+        assert!(f.keep_only_cut_short());
+        assert_eq!(f.datasets(), [2]);
+        assert_eq!(f.locations(2), ["FLUSHING"]);
+        assert_eq!((f.dir(2), f.name(2)), (Some("ckpt.2"), Some("ckpt.2")));
+        f.forget_location(2, Location::Flushing);
+        assert!(!f.keep_only_cut_short());
     }
 }

@@ -46,10 +46,13 @@ impl DrainPlan {
             .and_then(IndexFile::newest_usable_checkpoint)
             .map(|e| (e.id, e.name));
         let datasets = flush.datasets();
+        // (a flush a kill cut short, the only word left of a dataset no cache holds, is a
+        // record of what it left on the prefix, nothing to copy)
+        let only_in_cache = |d: u64| flush.needs_flush(d) && flush.has_location(d, Location::Cache);
         let known = Known::new(flush, index);
         let abandoned: Vec<(u64, u64)> = datasets
             .iter()
-            .filter(|&&d| flush.needs_flush(d))
+            .filter(|&&d| only_in_cache(d))
             .filter_map(|&d| Some((d, known.abandoner(d)?)))
             .collect();
         let is_abandoned = |d: u64| abandoned.iter().any(|(a, _)| *a == d);
@@ -57,7 +60,7 @@ impl DrainPlan {
         let outputs = datasets
             .iter()
             .copied()
-            .filter(|&d| flush.needs_flush(d) && (flush.is_output(d) || !flush.is_checkpoint(d)))
+            .filter(|&d| only_in_cache(d) && (flush.is_output(d) || !flush.is_checkpoint(d)))
             .filter(|&d| !is_abandoned(d))
             .collect();
         let mut names: BTreeMap<u64, String> = datasets
@@ -87,6 +90,9 @@ impl DrainPlan {
             superseded |= !flush.needs_flush(d) || on_prefix_is_newer;
             if !flush.needs_flush(d) {
                 plan.already_flushed.get_or_insert(d);
+                continue;
+            }
+            if !only_in_cache(d) {
                 continue;
             }
             if superseded {
@@ -140,7 +146,15 @@ impl DrainPlan {
         }
         let mut added = false;
         for (id, (d, _)) in complete.into_iter().filter(|(_, (_, all))| *all) {
-            if merged.contains(id) || complete_on_prefix.contains(&id) {
+            if complete_on_prefix.contains(&id) {
+                continue;
+            }
+            if merged.contains(id) {
+                // (the record of a flush a kill cut short, which `scr prerun` kept)
+                if merged.needs_flush(id) && !merged.has_location(id, Location::Cache) {
+                    merged.set_location(id, Location::Cache);
+                    added = true;
+                }
                 continue;
             }
             merged.describe_dataset(id, d);
@@ -458,5 +472,17 @@ mod tests {
             .unwrap();
         assert_eq!(plan.checkpoints, Vec::<u64>::new());
         assert_eq!(plan.already_flushed, Some(4));
+        // the record `scr prerun` keeps of a flush a kill cut short: nothing to copy, unless
+        // a cache holds the dataset
+        let mut flush = FlushFile::new();
+        flush.describe(6, "ckpt.6", Some(6), Some("ckpt.6"));
+        flush.set_location(6, Location::Flushing);
+        flush.write(&layout::flush_file(prefix)).unwrap();
+        let plan = DrainPlan::read_with_cached(prefix, &[]).unwrap().unwrap();
+        assert!(plan.is_empty() && plan.superseded.is_empty(), "{plan:?}");
+        let plan = DrainPlan::read_with_cached(prefix, &[ckpt(6)])
+            .unwrap()
+            .unwrap();
+        assert_eq!(plan.checkpoints, [6]);
     }
 }

@@ -355,10 +355,12 @@ fn drain_prefix(
     known_down: &HostSet,
     say: &mut dyn FnMut(&str),
 ) -> scr::Result<bool> {
-    // a flush the job's end cut short is finished, or undone, before the index is read
+    // a flush the job's end cut short is finished, or undone, before the index is read;
+    // what one that never committed left is swept once no writer of it is alive
     for said in scr::prefix::placing::recover(prefix) {
         say(&said);
     }
+    sweep_dead_flushes(prefix, say);
     let plan = DrainPlan::read_with_cached(prefix, cached)?;
     // what the caches hold and the drain leaves: a dataset a job ended while writing (a
     // restart's copy of one on the prefix is recorded as incomplete in cache too)
@@ -500,6 +502,34 @@ fn drain_prefix(
         ));
     }
     Ok(!checkpoint_lost && lost_outputs.is_empty())
+}
+
+/// Removes what the flushes the flush file calls FLUSHING left on `prefix` where no
+/// writer of them is alive any more ([`scr::prefix::writing::sweep_dead_flushes`]).
+fn sweep_dead_flushes(prefix: &Path, say: &mut dyn FnMut(&str)) {
+    let Ok(flush) = scr::flush::FlushFile::read(&layout::flush_file(prefix)) else {
+        return;
+    };
+    let interrupted: Vec<u64> = flush
+        .datasets()
+        .into_iter()
+        .filter(|&d| flush.has_location(d, scr::flush::Location::Flushing))
+        .collect();
+    if interrupted.is_empty() {
+        return;
+    }
+    match scr::prefix::writing::sweep_dead_flushes(prefix, &interrupted) {
+        Ok((swept, _)) => {
+            for id in swept {
+                say(&format!(
+                    "the flush of dataset {id} ({}) was cut short: what it left on the prefix \
+                     is removed",
+                    flush.name(id).unwrap_or("?")
+                ));
+            }
+        }
+        Err(e) => say(&format!("what a flush cut short left stays: {e}")),
+    }
 }
 
 /// The newest checkpoint a restart could load from the prefix (id, name).
