@@ -239,3 +239,49 @@ fn the_drain_never_places_a_dataset_over_a_newer_ones_files() {
         "{drain}"
     );
 }
+
+/// ckpt.3, flushed, is dropped from the index (`scr index --drop`); the next run, on other
+/// nodes, restarts from ckpt.2 and writes nothing. The drain does not put ckpt.3 back from
+/// the first run's caches (saying so once), and the next job restarts from ckpt.2.
+#[test]
+fn the_drain_never_undoes_a_drop_from_the_index() {
+    let job = steps_job();
+    let first = scr_run_steps(
+        &job,
+        "n1,n2,n3,n4",
+        &[
+            "init",
+            "ckpt=ckpt.1:1",
+            "ckpt=ckpt.2:2",
+            "ckpt=ckpt.3:3",
+            "finalize",
+        ],
+        &[("SCR_FLUSH", "1"), ("SCR_CACHE_SIZE", "3")],
+    );
+    assert_eq!(answer(&first, "ckpt=ckpt.3:3"), "rc=0", "{first}");
+    let out = scr_in_allocation(&job)
+        .args(["index", "--drop", "ckpt.3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let second = scr_run_steps(
+        &job,
+        "n5,n6,n7,n8",
+        &["init", "restart", "finalize"],
+        &[("SCR_FLUSH", "1")],
+    );
+    assert_eq!(
+        answer(&second, "restart"),
+        "ckpt.2 t=2 data=verified rc=0",
+        "{second}"
+    );
+    let out = run_ok_on(&job, "n1,n2,n3,n4", 4, &["init", "restart", "quit"], &[]);
+    assert_eq!(
+        answer(&out, "restart"),
+        "ckpt.2 t=2 data=verified rc=0",
+        "{second}\n{out}"
+    );
+    let said = said_of(&second, 3);
+    assert_eq!(said.len(), 1, "said once: {second}");
+    assert!(said[0].contains("dropped from the index"), "{second}");
+}

@@ -12,6 +12,7 @@ use crate::dataset::Dataset;
 use crate::filemap::{Filemap, MasterFilemap};
 use crate::flush::{FlushFile, Location};
 use crate::index::IndexFile;
+use crate::summary::Summary;
 use crate::view::HashView;
 use crate::{Result, layout};
 use std::collections::BTreeMap;
@@ -30,6 +31,9 @@ pub struct DrainPlan {
     /// Datasets only in cache of an abandoned timeline, each with the newer dataset that
     /// abandoned it: never copied, whether output or checkpoint.
     pub abandoned: Vec<(u64, u64)>,
+    /// Datasets the caches hold that were flushed whole and dropped from the index since
+    /// (`scr index --drop`, `SCR_Drop`): the user's word, which a drain does not undo.
+    pub dropped: Vec<u64>,
     /// The newest checkpoint the flush file says is already on the prefix: where the
     /// drain's walk from the newest checkpoint down stops (SCR's "has already been flushed").
     pub already_flushed: Option<u64>,
@@ -135,6 +139,12 @@ impl DrainPlan {
             .filter(|e| e.complete)
             .map(|e| e.id)
             .collect();
+        let listed: Vec<u64> = index
+            .iter()
+            .flat_map(IndexFile::entries)
+            .map(|e| e.id)
+            .collect();
+        let mut dropped = Vec::new();
         let had_flush_file = flush.is_some();
         let mut merged = flush.unwrap_or_default();
         // a dataset counts only when every rank's record of it says it was completed: one
@@ -157,6 +167,16 @@ impl DrainPlan {
                 }
                 continue;
             }
+            // its flush committed whole (its summary is on the prefix) and the index lists
+            // it no more: dropped from it
+            if !listed.contains(&id)
+                && Summary::read(&layout::summary_file(prefix, id)).is_ok_and(|s| s.is_complete())
+            {
+                merged.describe_dataset(id, d);
+                dropped.push(id);
+                added = true;
+                continue;
+            }
             merged.describe_dataset(id, d);
             merged.set_location(id, Location::Cache);
             added = true;
@@ -164,7 +184,9 @@ impl DrainPlan {
         if !had_flush_file && !added {
             return Ok(None);
         }
-        Ok(Some(DrainPlan::new(&merged, index.as_ref())))
+        let mut plan = DrainPlan::new(&merged, index.as_ref());
+        plan.dropped = dropped;
+        Ok(Some(plan))
     }
 
     /// A dataset's name as the flush file or the cache records it (`?` when neither does).
@@ -484,5 +506,18 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(plan.checkpoints, [6]);
+        // flushed whole, then dropped from the index: not drained again
+        std::fs::remove_file(layout::flush_file(prefix)).unwrap();
+        crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, 7), 0o700)
+            .unwrap();
+        Summary::create(&ckpt(7), true)
+            .write(&layout::summary_file(prefix, 7))
+            .unwrap();
+        let plan = DrainPlan::read_with_cached(prefix, &[ckpt(7), ckpt(6)])
+            .unwrap()
+            .unwrap();
+        assert_eq!(plan.dropped, [7]);
+        assert_eq!(plan.checkpoints, [6]);
+        assert_eq!(plan.name(7), "ckpt.7");
     }
 }

@@ -76,6 +76,13 @@ pub(super) fn drain_prefix(
         return Ok(true);
     };
     let flush_name = |id: u64| plan.name(id).to_string();
+    for &id in &plan.dropped {
+        let name = flush_name(id);
+        say(&format!(
+            "dataset {id} ({name}) was flushed and dropped from the index since: its copy in \
+             cache is not drained again (`scr index --add {name}` indexes the flushed one)"
+        ));
+    }
     for &(id, by) in &plan.abandoned {
         let how = if plan.name(id) == plan.name(by) {
             "flushed under its name after it"
@@ -124,7 +131,9 @@ pub(super) fn drain_prefix(
                  older one",
                 skipped.join(", ")
             )),
-            _ if !plan.abandoned.is_empty() => say("nothing else to drain"),
+            _ if !plan.abandoned.is_empty() || !plan.dropped.is_empty() => {
+                say("nothing else to drain")
+            }
             _ => say("every dataset is on the prefix: nothing to drain"),
         }
         return Ok(true);
