@@ -109,8 +109,21 @@ impl FlushFile {
         entry.set(LOCATION, locations);
     }
 
+    /// Removes a location; a dataset the file does not record stays unrecorded (an empty
+    /// entry would read as a dataset only in cache, of no name and no kind).
     pub fn unset_location(&mut self, id: u64, loc: Location) {
-        self.entry_mut(id).unset_kv(LOCATION, loc.as_str());
+        if self.contains(id) {
+            self.entry_mut(id).unset_kv(LOCATION, loc.as_str());
+        }
+    }
+
+    /// Removes a location, and the whole entry once no location is left: the dataset is
+    /// nowhere the drain could take it from.
+    pub fn forget_location(&mut self, id: u64, loc: Location) {
+        self.unset_location(id, loc);
+        if self.contains(id) && self.locations(id).is_empty() {
+            self.remove(id);
+        }
     }
 
     /// True when `id` is recorded and not yet on the prefix (`scr_flush_file --needflush`).
@@ -122,6 +135,16 @@ impl FlushFile {
         self.datasets_hash()?
             .get(&id.to_string())?
             .first_value(NAME)
+    }
+
+    /// The checkpoint id recorded for `id` (none for output alone).
+    pub fn checkpoint_id(&self, id: u64) -> Option<u64> {
+        self.datasets_hash()?
+            .get(&id.to_string())?
+            .first_value(CKPT)?
+            .parse()
+            .ok()
+            .filter(|&c| c != 0)
     }
 
     /// Records a dataset's name, checkpoint id and prefix subdirectory.
@@ -176,6 +199,23 @@ impl FlushFile {
     /// The prefix subdirectory recorded for `id` (`scr_flush_file --subdir`).
     pub fn dir(&self, id: u64) -> Option<&str> {
         self.datasets_hash()?.get(&id.to_string())?.first_value(DIR)
+    }
+
+    /// What `scr prerun` keeps for the next job: only the flushes a kill cut short
+    /// (FLUSHING, with the dataset's name, kind and directory), so the next SCR_Init or
+    /// drain finds what they left on the prefix; where else each dataset was is the last
+    /// job's to say. Returns whether anything is kept.
+    pub fn keep_only_cut_short(&mut self) -> bool {
+        for id in self.datasets() {
+            if !self.has_location(id, Location::Flushing) {
+                self.remove(id);
+                continue;
+            }
+            for loc in [Location::Cache, Location::SyncFlushing, Location::Pfs] {
+                self.unset_location(id, loc);
+            }
+        }
+        !self.datasets().is_empty()
     }
 
     pub fn remove(&mut self, id: u64) {
@@ -338,5 +378,38 @@ mod tests {
         assert_eq!(f.latest(), Some(4));
         f.remove(4);
         assert_eq!(f.datasets(), [3]);
+    }
+
+    #[test]
+    fn forgetting_a_location_never_records_a_dataset() {
+        let mut f = FlushFile::new();
+        f.unset_location(7, Location::Pfs);
+        f.forget_location(8, Location::Pfs);
+        assert!(f.datasets().is_empty(), "nothing recorded: {f:?}");
+        assert!(!f.needs_flush(7) && !f.needs_flush(8));
+        f.describe(3, "ckpt.3", Some(3), None);
+        f.set_location(3, Location::Cache);
+        f.set_location(3, Location::Pfs);
+        f.forget_location(3, Location::Pfs);
+        assert!(f.needs_flush(3), "still in cache");
+        f.forget_location(3, Location::Cache);
+        assert!(!f.contains(3));
+    }
+
+    #[test]
+    fn prerun_keeps_only_the_flushes_a_kill_cut_short() {
+        let mut f = FlushFile::new();
+        f.describe(1, "ckpt.1", Some(1), Some("ckpt.1"));
+        f.set_location(1, Location::Cache);
+        f.set_location(1, Location::Pfs);
+        f.describe(2, "ckpt.2", Some(2), Some("ckpt.2"));
+        f.set_location(2, Location::Cache);
+        f.set_location(2, Location::Flushing);
+        assert!(f.keep_only_cut_short());
+        assert_eq!(f.datasets(), [2]);
+        assert_eq!(f.locations(2), ["FLUSHING"]);
+        assert_eq!((f.dir(2), f.name(2)), (Some("ckpt.2"), Some("ckpt.2")));
+        f.forget_location(2, Location::Flushing);
+        assert!(!f.keep_only_cut_short());
     }
 }

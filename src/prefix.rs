@@ -16,6 +16,7 @@ use std::path::Path;
 mod delete;
 pub mod guard;
 pub mod placing;
+pub mod writing;
 pub use delete::{
     Deletions, beyond_window, delete_dataset, delete_dataset_files, enforce_window, purge,
 };
@@ -333,7 +334,8 @@ fn drop_copy(prefix: &Path, name: &str, id: Option<u64>) -> Result<Option<Droppe
     Ok(Some(Dropped { id, link_warning }))
 }
 
-/// SCR's prerun: a new job starts without the last job's flush and nodes files, and with
+/// SCR's prerun: a new job starts without the last job's flush and nodes files (but the
+/// record of a flush a kill cut short, [`FlushFile::keep_only_cut_short`]), and with
 /// no "finalize called" halt reason (which would end the relaunch loop after a failed first
 /// run) and no immediate stop meant for the last job. Returns a warning when the halt file
 /// could not be changed (it does not decode): a launch goes on with the conditions it has.
@@ -343,9 +345,23 @@ pub fn prerun(prefix: &Path) -> Result<Option<String>> {
         &layout::prefix_hidden_dir(prefix),
         layout::HIDDEN_DIR_MODE,
     )?;
+    // the flushes a kill cut short stay recorded, for the next SCR_Init or drain to sweep
+    // what they left (whatever job id it has); the rest of the flush file goes
+    let flush = layout::flush_file(prefix);
+    let cut_short = FlushFile::read(&flush).is_ok_and(|f| {
+        f.datasets()
+            .iter()
+            .any(|&d| f.has_location(d, Location::Flushing))
+    });
+    let kept = cut_short
+        && matches!(
+            FlushFile::update(&flush, io::PRIVATE_FILE, |f| Ok(f.keep_only_cut_short())),
+            Ok(true)
+        );
     // through `.scr` opened once: a `.scr` swapped for a link meanwhile is never reached
-    for file in [layout::flush_file(prefix), layout::nodes_file(prefix)] {
-        io::replace_in_held_dir(&file, &[], 0o600, true)?;
+    let files = [layout::flush_file(prefix), layout::nodes_file(prefix)];
+    for file in files.iter().skip(usize::from(kept)) {
+        io::replace_in_held_dir(file, &[], 0o600, true)?;
     }
     let halt_path = layout::halt_file(prefix);
     if halt_path.exists() {

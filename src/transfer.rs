@@ -421,6 +421,8 @@ pub fn copy_entry(
             entry.source, entry.size
         )));
     }
+    // held while this copy may write below the prefix: no sweep of a dead flush touches it
+    let _writing = crate::prefix::writing::writing_below_all(root, [dst], &mut |_| {});
     let (size, crc, staged) =
         io::stage_copy_with_crc(src, dst, root, buf_size, &mut |n| throttle.account(n))?;
     // the first copy recorded is the one placed: a copy made while another copier (the

@@ -398,14 +398,21 @@ impl Scr {
         self.dataset_id = found.dataset_id;
         self.checkpoint_id = found.checkpoint_id;
         self.restart = found.restart;
-        self.pass_over_superseded_cache();
+        // SCR_CURRENT, when it still applies in this allocation, chooses the restart below
+        let named_current = self
+            .config
+            .settings
+            .current
+            .clone()
+            .filter(|name| !self.named_current_applied(name));
+        self.pass_over_superseded_cache(named_current.is_some());
         self.fetch_pending = self.restart.is_none() && self.config.settings.fetch.enabled;
         let restartable = self.restart.as_ref().map_or(0, |(id, _)| *id);
         if let Some(stranded) = self.prefix.stranded_beyond(restartable, &found.unrecovered) {
             say!("{stranded}");
         }
         self.flush_part().sweep_interrupted();
-        if let Some(name) = self.config.settings.current.clone() {
+        if let Some(name) = named_current {
             self.apply_named_current(&name)?;
         }
         self.flush_on_restart()?;

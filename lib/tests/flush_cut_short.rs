@@ -155,6 +155,13 @@ fn temporaries(job: &Job) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The name a temporary's file has in its place (`.rank_0.ckpt.tmp.<pid>.<n>`: `rank_0.ckpt`).
+fn placed_name(temporary: &Path) -> String {
+    let name = temporary.file_name().unwrap().to_string_lossy();
+    let name = name.strip_prefix('.').unwrap_or(&name);
+    name.split(".tmp.").next().unwrap_or(name).to_string()
+}
+
 /// Every copy the index offers a restart records, for each of its files, the CRC32 the
 /// file on the prefix has: none names bytes that are no longer there.
 fn index_matches_the_files(job: &Job) {
@@ -264,8 +271,13 @@ fn a_background_flush_killed_before_it_records_a_name_written_again_leaves_a_che
 /// second and writes `new` at timestep 3, flushed in the background at 20 kB/s, and is
 /// killed while a rank's copy is still short of the file. Job C, of another job id,
 /// restarts from timestep 2 and leaves nothing of the dead flush on the prefix; returns
-/// what it said.
+/// what it said. With `prerun`, `scr prerun` prepares the prefix for job C first, as
+/// scr-run does.
 fn killed_mid_copy(old: [&str; 2], new: &str) -> (Job, String) {
+    killed_mid_copy_then(old, new, false)
+}
+
+fn killed_mid_copy_then(old: [&str; 2], new: &str, prerun: bool) -> (Job, String) {
     let job = steps_job();
     let size = size_step();
     let (one, two) = (format!("ckpt={}:1", old[0]), format!("ckpt={}:2", old[1]));
@@ -303,6 +315,14 @@ fn killed_mid_copy(old: [&str; 2], new: &str) -> (Job, String) {
         "the kill landed mid-copy: {:?}",
         temporaries(&job)
     );
+    if prerun {
+        let out = scr_for(&job)
+            .args(["prerun", "-p"])
+            .arg(job.prefix())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
 
     let out = run_ok_on(
         &job,
@@ -317,8 +337,9 @@ fn killed_mid_copy(old: [&str; 2], new: &str) -> (Job, String) {
         "{out}"
     );
     assert_eq!(temporaries(&job), Vec::<PathBuf>::new(), "{out}");
+    // (`scr prerun` leaves no word of where that dataset was, only of its flush)
     assert!(
-        out.contains("was cut short before every rank had copied its files"),
+        prerun || out.contains("was cut short before every rank had copied its files"),
         "{out}"
     );
     index_matches_the_files(&job);
@@ -338,4 +359,68 @@ fn what_a_flush_killed_mid_copy_leaves_beside_a_name_written_again_goes_with_the
 fn a_flush_killed_mid_copy_leaves_neither_its_copies_nor_its_directory() {
     let (job, out) = killed_mid_copy(["ckpt.1", "ckpt.2"], "ckpt.3");
     assert!(!job.prefix().join("ckpt.3").exists(), "{out}");
+}
+
+/// scr-run's `scr prerun` before the next job clears the last job's flush file: what a
+/// flush cut short left is still swept by the next job's SCR_Init.
+#[test]
+fn what_a_flush_killed_mid_copy_leaves_goes_with_the_next_job_after_scr_prerun() {
+    let (job, out) = killed_mid_copy_then(["ckpt.1", "ckpt.2"], "ckpt.3", true);
+    assert!(!job.prefix().join("ckpt.3").exists(), "{out}");
+}
+
+/// Job X's background flush of ckpt.1 is under way (at 10 kB/s a node, 200 kB a rank: a
+/// copy is short for seconds) when job Y, of another job id, starts on the same prefix:
+/// Y's SCR_Init leaves X's copies alone, and X publishes ckpt.1 whole.
+#[test]
+fn a_live_flush_of_another_job_keeps_its_copies_when_a_job_starts_beside_it() {
+    let job = steps_job();
+    let size = size_step();
+    let x = start_paused(
+        &job,
+        &[&size, "init", "PAUSE", "ckpt=ckpt.1:1", "finalize"],
+        &env_of(
+            "7201",
+            &[
+                ("SCR_FLUSH_ASYNC", "1"),
+                ("SCR_FLUSH_ASYNC_BW", "10000"),
+                ("SCR_FILE_BUF_SIZE", "65536"),
+            ],
+        ),
+    );
+    std::fs::write(job.dir.path().join("go"), "").unwrap();
+    let short = |job: &Job| {
+        temporaries(job)
+            .iter()
+            .any(|t| std::fs::metadata(t).is_ok_and(|m| (m.len() as usize) < 8 + SIZE))
+    };
+    wait_for("a copy under way", &job, || short(&job));
+    let copies = temporaries(&job);
+    let y = run_ok_on(
+        &job,
+        HOSTS,
+        RANKS,
+        &[&size, "init", "quit"],
+        &env_of("7202", &[]),
+    );
+    // (a copy X finished meanwhile was renamed into its place, not removed)
+    let left: Vec<&PathBuf> = copies
+        .iter()
+        .filter(|c| !c.exists() && !c.with_file_name(placed_name(c)).exists())
+        .collect();
+    let mut x = x;
+    let status = x.wait().unwrap();
+    let out = std::fs::read_to_string(job.dir.path().join("killed.out")).unwrap();
+    assert!(left.is_empty(), "job Y removed {left:?}:\n{y}");
+    assert!(status.success(), "{out}");
+    assert_eq!(answer(&out, "ckpt=ckpt.1:1"), "rc=0", "{out}");
+    for r in 0..RANKS as usize {
+        check_file(
+            &job.prefix().join(format!("ckpt.1/rank_{r}.ckpt")),
+            r,
+            1,
+            SIZE,
+        );
+    }
+    assert_eq!(temporaries(&job), Vec::<PathBuf>::new());
 }

@@ -225,7 +225,7 @@ fn a_drain_at_init_takes_only_what_this_allocations_caches_hold() {
 /// `scr index --current` names an older checkpoint while the allocation's cache holds the
 /// newest, which is on the prefix too: the relaunch in the allocation restarts from the
 /// cache, as SCR v3.1 does, and says so at the default level, naming the user's current
-/// checkpoint and how to restart from it; SCR_CURRENT then does.
+/// checkpoint and how to restart from it; SCR_CURRENT then does, and nothing tells to set it.
 #[test]
 fn an_older_current_checkpoint_passed_over_for_the_cache_is_said_with_the_way_to_it() {
     let job = Job::new();
@@ -258,6 +258,9 @@ fn an_older_current_checkpoint_passed_over_for_the_cache_is_said_with_the_way_to
         out.contains("restarted from ckpt.2 (timestep 2), data verified"),
         "{out}"
     );
+    // SCR_CURRENT chose it: nothing says the cache's ckpt.4 is the restart, nor to set it
+    assert!(!out.contains("set SCR_CURRENT=ckpt.2"), "{out}");
+    assert!(!out.contains("which the restart takes"), "{out}");
 }
 
 /// SCR_CURRENT rolls back to ckpt.5, which only the cache holds (SCR_FLUSH=2 put ckpt.2,

@@ -129,7 +129,7 @@ pub fn beyond_window(index: &IndexFile, keep: u64) -> Vec<(u64, String)> {
 pub fn delete_dataset(prefix: &Path, id: u64, name: &str) -> Result<Option<String>> {
     delete_dataset_files(prefix, id)?;
     let dropped = drop_entry(prefix, id, name)?;
-    update_flush_file(prefix, |f| f.unset_location(id, Location::Pfs))?;
+    update_flush_file(prefix, |f| f.forget_location(id, Location::Pfs))?;
     Ok(dropped.and_then(|d| d.link_warning))
 }
 

@@ -301,7 +301,7 @@ fn recover_one(prefix: &Path, id: u64) -> Result<Recovered> {
 }
 
 /// The plain files (not container segments) dataset `id`'s map lists, by name.
-fn plain_files(prefix: &Path, id: u64) -> Option<HashSet<String>> {
+pub(crate) fn plain_files(prefix: &Path, id: u64) -> Option<HashSet<String>> {
     let summary = Summary::read(&layout::summary_file(prefix, id)).ok()?;
     let files = flushed_files(prefix, id, &summary).ok()?;
     Some(

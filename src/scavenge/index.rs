@@ -25,6 +25,9 @@ pub struct IndexReport {
     pub missing: Vec<u64>,
     /// What the user should know of the publishing (an `scr.current` left alone).
     pub warnings: Vec<String>,
+    /// Why a whole dataset was neither placed nor published: a file of it is a newer
+    /// dataset's on the prefix (the dataset stays in cache).
+    pub kept_for_newer: Option<String>,
 }
 
 /// Where a drained dataset's files are on the prefix: its user files wait in its
@@ -88,6 +91,20 @@ impl Drain<'_> {
             .remove_tree(Path::new(&drained_dir_rel(self.id)))
             .map(drop)
     }
+
+    /// Removes what the drain copied of a dataset that is not placed: its user files where
+    /// they wait and the ranks' filemaps (the cache still holds it all).
+    fn discard_waiting(&self, maps: &BTreeMap<u64, Filemap>) -> Result<()> {
+        if self.waiting {
+            let drained = self.prefix.join(drained_dir_rel(self.id));
+            std::fs::remove_dir_all(&drained).map_err(|e| Error::io(&drained, "remove", e))?;
+        }
+        let beneath = crate::safe_fs::Beneath::open(self.prefix)?;
+        for rank in maps.keys() {
+            beneath.remove_path(&fmap_path(self.prefix, self.id, *rank))?;
+        }
+        Ok(())
+    }
 }
 
 /// Checks, rebuilds and publishes dataset `id` scavenged to `prefix`.
@@ -133,6 +150,20 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
     rebuilt.sort_unstable();
 
     let complete = missing.is_empty() && ranks > 0;
+    // a whole dataset never goes over the files of a newer one already on the prefix (an
+    // abandoned timeline's, a copy dropped from the index): what waited goes, the cache
+    // keeps it
+    if complete && let Some(newer) = newer_owner(prefix, id, &maps) {
+        drain.discard_waiting(&maps)?;
+        return Ok(IndexReport {
+            name,
+            complete: false,
+            rebuilt,
+            missing,
+            warnings: Vec::new(),
+            kept_for_newer: Some(newer),
+        });
+    }
     // an incomplete dataset's files stay where they wait: at their places they would mix
     // with an older dataset's files there
     if complete {
@@ -154,7 +185,31 @@ pub fn index_dataset(prefix: &Path, id: u64, buf_size: usize) -> Result<IndexRep
         rebuilt,
         missing,
         warnings: warnings.into_iter().collect(),
+        kept_for_newer: None,
     })
+}
+
+/// The first file of drained dataset `id` that a newer complete dataset indexed on the
+/// prefix lists too, said with that dataset: placing `id` would replace its files.
+fn newer_owner(prefix: &Path, id: u64, maps: &BTreeMap<u64, Filemap>) -> Option<String> {
+    let index = crate::index::IndexFile::read(&layout::index_file(prefix)).ok()?;
+    let mine: std::collections::BTreeSet<String> = user_records(maps, id)
+        .into_values()
+        .flatten()
+        .map(|r| r.name)
+        .collect();
+    index
+        .entries()
+        .into_iter()
+        .filter(|e| e.id > id && e.complete)
+        .find_map(|e| {
+            let theirs = crate::prefix::placing::plain_files(prefix, e.id)?;
+            let file = mine.iter().find(|f| theirs.contains(*f))?;
+            Some(format!(
+                "its file {file} on the prefix is dataset {} ({})'s, a newer one",
+                e.id, e.name
+            ))
+        })
 }
 
 /// What the drain left of a dataset in its metadata directory: each rank's filemap

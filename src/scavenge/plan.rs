@@ -2,12 +2,17 @@
 //! every output dataset still only in cache, oldest first, then the checkpoints only in
 //! cache that are newer than every checkpoint on the prefix, newest first. A checkpoint
 //! older than one the prefix already has is superseded: copying it could only offer an
-//! older restart.
+//! older restart. A dataset of an abandoned timeline is never copied: one a newer dataset of
+//! its name is flushed after (its files on the prefix are that one's), or a checkpoint a
+//! later restart went back to before (checkpoint ids count on from the checkpoint a restart
+//! loaded, dataset ids only grow: a checkpoint whose id is no more than the one before it
+//! starts a restart's timeline).
 
 use crate::dataset::Dataset;
 use crate::filemap::{Filemap, MasterFilemap};
 use crate::flush::{FlushFile, Location};
 use crate::index::IndexFile;
+use crate::summary::Summary;
 use crate::view::HashView;
 use crate::{Result, layout};
 use std::collections::BTreeMap;
@@ -23,6 +28,12 @@ pub struct DrainPlan {
     pub checkpoints: Vec<u64>,
     /// Checkpoints only in cache that a newer one on the prefix supersedes.
     pub superseded: Vec<u64>,
+    /// Datasets only in cache of an abandoned timeline, each with the newer dataset that
+    /// abandoned it: never copied, whether output or checkpoint.
+    pub abandoned: Vec<(u64, u64)>,
+    /// Datasets the caches hold that were flushed whole and dropped from the index since
+    /// (`scr index --drop`, `SCR_Drop`): the user's word, which a drain does not undo.
+    pub dropped: Vec<u64>,
     /// The newest checkpoint the flush file says is already on the prefix: where the
     /// drain's walk from the newest checkpoint down stops (SCR's "has already been flushed").
     pub already_flushed: Option<u64>,
@@ -39,16 +50,33 @@ impl DrainPlan {
             .and_then(IndexFile::newest_usable_checkpoint)
             .map(|e| (e.id, e.name));
         let datasets = flush.datasets();
+        // (a flush a kill cut short, the only word left of a dataset no cache holds, is a
+        // record of what it left on the prefix, nothing to copy)
+        let only_in_cache = |d: u64| flush.needs_flush(d) && flush.has_location(d, Location::Cache);
+        let known = Known::new(flush, index);
+        let abandoned: Vec<(u64, u64)> = datasets
+            .iter()
+            .filter(|&&d| only_in_cache(d))
+            .filter_map(|&d| Some((d, known.abandoner(d)?)))
+            .collect();
+        let is_abandoned = |d: u64| abandoned.iter().any(|(a, _)| *a == d);
         // a dataset without a checkpoint id is output, whatever wrote the flush file
         let outputs = datasets
             .iter()
             .copied()
-            .filter(|&d| flush.needs_flush(d) && (flush.is_output(d) || !flush.is_checkpoint(d)))
+            .filter(|&d| only_in_cache(d) && (flush.is_output(d) || !flush.is_checkpoint(d)))
+            .filter(|&d| !is_abandoned(d))
             .collect();
-        let names = datasets
+        let mut names: BTreeMap<u64, String> = datasets
             .iter()
             .filter_map(|&d| Some((d, flush.name(d)?.to_string())))
             .collect();
+        // (a dataset that abandoned one may be known to the index alone)
+        for (_, by) in &abandoned {
+            if let Some(name) = known.0.get(by).and_then(|k| k.name.clone()) {
+                names.entry(*by).or_insert(name);
+            }
+        }
         let mut plan = DrainPlan {
             outputs,
             newest_on_prefix,
@@ -56,12 +84,19 @@ impl DrainPlan {
             ..DrainPlan::default()
         };
         let mut superseded = false;
-        for &d in datasets.iter().rev().filter(|&&d| flush.is_checkpoint(d)) {
+        for &d in datasets
+            .iter()
+            .rev()
+            .filter(|&&d| flush.is_checkpoint(d) && !is_abandoned(d))
+        {
             let on_prefix_is_newer = plan.newest_on_prefix.as_ref().is_some_and(|(n, _)| d <= *n);
             // a newer checkpoint already on the prefix supersedes every older one
             superseded |= !flush.needs_flush(d) || on_prefix_is_newer;
             if !flush.needs_flush(d) {
                 plan.already_flushed.get_or_insert(d);
+                continue;
+            }
+            if !only_in_cache(d) {
                 continue;
             }
             if superseded {
@@ -70,6 +105,7 @@ impl DrainPlan {
                 plan.checkpoints.push(d);
             }
         }
+        plan.abandoned = abandoned;
         plan
     }
 
@@ -103,6 +139,12 @@ impl DrainPlan {
             .filter(|e| e.complete)
             .map(|e| e.id)
             .collect();
+        let listed: Vec<u64> = index
+            .iter()
+            .flat_map(IndexFile::entries)
+            .map(|e| e.id)
+            .collect();
+        let mut dropped = Vec::new();
         let had_flush_file = flush.is_some();
         let mut merged = flush.unwrap_or_default();
         // a dataset counts only when every rank's record of it says it was completed: one
@@ -114,7 +156,25 @@ impl DrainPlan {
         }
         let mut added = false;
         for (id, (d, _)) in complete.into_iter().filter(|(_, (_, all))| *all) {
-            if merged.contains(id) || complete_on_prefix.contains(&id) {
+            if complete_on_prefix.contains(&id) {
+                continue;
+            }
+            if merged.contains(id) {
+                // (the record of a flush a kill cut short, which `scr prerun` kept)
+                if merged.needs_flush(id) && !merged.has_location(id, Location::Cache) {
+                    merged.set_location(id, Location::Cache);
+                    added = true;
+                }
+                continue;
+            }
+            // its flush committed whole (its summary is on the prefix) and the index lists
+            // it no more: dropped from it
+            if !listed.contains(&id)
+                && Summary::read(&layout::summary_file(prefix, id)).is_ok_and(|s| s.is_complete())
+            {
+                merged.describe_dataset(id, d);
+                dropped.push(id);
+                added = true;
                 continue;
             }
             merged.describe_dataset(id, d);
@@ -124,7 +184,9 @@ impl DrainPlan {
         if !had_flush_file && !added {
             return Ok(None);
         }
-        Ok(Some(DrainPlan::new(&merged, index.as_ref())))
+        let mut plan = DrainPlan::new(&merged, index.as_ref());
+        plan.dropped = dropped;
+        Ok(Some(plan))
     }
 
     /// A dataset's name as the flush file or the cache records it (`?` when neither does).
@@ -140,6 +202,73 @@ impl DrainPlan {
     /// Whether the drain would copy dataset `id`.
     pub fn copies(&self, id: u64) -> bool {
         self.outputs.contains(&id) || self.checkpoints.contains(&id)
+    }
+}
+
+/// What the flush file and the index record of every dataset: its name, its checkpoint id,
+/// and whether it is on the prefix.
+struct Known(BTreeMap<u64, KnownDataset>);
+
+#[derive(Default)]
+struct KnownDataset {
+    name: Option<String>,
+    checkpoint_id: Option<u64>,
+    flushed: bool,
+}
+
+impl Known {
+    fn new(flush: &FlushFile, index: Option<&IndexFile>) -> Known {
+        let mut known: BTreeMap<u64, KnownDataset> = BTreeMap::new();
+        for d in flush.datasets() {
+            let k = known.entry(d).or_default();
+            k.name = flush.name(d).map(str::to_string);
+            k.checkpoint_id = flush.checkpoint_id(d);
+            k.flushed |= !flush.needs_flush(d);
+        }
+        for e in index.iter().flat_map(|i| i.entries()) {
+            let desc = index.and_then(|i| i.dataset(e.id, &e.name));
+            let k = known.entry(e.id).or_default();
+            k.checkpoint_id = k
+                .checkpoint_id
+                .or_else(|| desc.as_ref().and_then(Dataset::checkpoint_id));
+            k.flushed |= e.complete;
+            k.name.get_or_insert(e.name);
+        }
+        Known(known)
+    }
+
+    /// The newer dataset that abandoned `d`: the oldest flushed one of its name, else the
+    /// oldest restart point after it that went back to before it.
+    fn abandoner(&self, d: u64) -> Option<u64> {
+        let this = self.0.get(&d)?;
+        let newer = || self.0.range(d + 1..);
+        newer()
+            .find(|(_, k)| k.flushed && k.name.is_some() && k.name == this.name)
+            .map(|(id, _)| *id)
+            .or_else(|| {
+                let c = this.checkpoint_id?;
+                self.restart_points()
+                    .into_iter()
+                    .find(|&(id, restarted)| id > d && restarted <= c)
+                    .map(|(id, _)| id)
+            })
+    }
+
+    /// The first checkpoint of each restart from an older checkpoint, with its checkpoint
+    /// id: one that counts on from a checkpoint no newer than the one before it (by dataset
+    /// id). A job that did not restart at all counts from 1 again; that is no restart from
+    /// anything, and abandons nothing here.
+    fn restart_points(&self) -> Vec<(u64, u64)> {
+        let mut points = Vec::new();
+        let mut before = None;
+        for (&id, k) in &self.0 {
+            let Some(c) = k.checkpoint_id else { continue };
+            if c >= 2 && before.is_some_and(|b| c <= b) {
+                points.push((id, c));
+            }
+            before = Some(c);
+        }
+        points
     }
 }
 
@@ -255,6 +384,66 @@ mod tests {
     }
 
     #[test]
+    fn datasets_of_an_abandoned_timeline_are_never_planned() {
+        use Location::{Cache, Pfs};
+        // ckpt.1 … ckpt.3 (datasets 1–3, checkpoint ids 1–3), then a restart from ckpt.2
+        // wrote ckpt.3 again (dataset 4, checkpoint id 3) and output out.5 (dataset 5)
+        let mut f = flush_with(&[(1, true, false, Pfs), (2, true, false, Pfs)]);
+        let add = |f: &mut FlushFile, id: u64, name: &str, ckpt: Option<u64>, loc: Location| {
+            let d = Dataset::create(
+                id,
+                name,
+                ckpt.is_some(),
+                ckpt.is_none(),
+                &Origin::default(),
+                ckpt,
+            );
+            f.describe_dataset(id, &d);
+            f.set_location(id, loc);
+        };
+        add(&mut f, 3, "ckpt.3", Some(3), Cache);
+        add(&mut f, 4, "ckpt.3", Some(3), Cache);
+        add(&mut f, 5, "out.5", None, Cache);
+        // the new ckpt.3 only in cache: the old one is no step back from it
+        let plan = DrainPlan::new(&f, None);
+        assert_eq!(plan.checkpoints, [4]);
+        assert_eq!(plan.abandoned, [(3, 4)]);
+        assert_eq!(plan.outputs, [5]);
+        // an output written again, and flushed, under its name after a restart
+        add(&mut f, 6, "out.5", None, Pfs);
+        let plan = DrainPlan::new(&f, None);
+        assert_eq!(plan.abandoned, [(3, 4), (5, 6)]);
+        assert!(plan.outputs.is_empty());
+        // the new ckpt.3 on the prefix, known to the index alone (the flush file forgot it)
+        f.remove(4);
+        let mut index = IndexFile::new();
+        let d = Dataset::create(4, "ckpt.3", true, false, &Origin::default(), Some(3));
+        index.add(&d, "ckpt.3", true);
+        let plan = DrainPlan::new(&f, Some(&index));
+        assert_eq!(plan.abandoned, [(3, 4), (5, 6)]);
+        assert!(plan.is_empty() && plan.superseded.is_empty());
+        assert_eq!(plan.name(4), "ckpt.3");
+    }
+
+    #[test]
+    fn a_job_that_restarted_from_nothing_abandons_nothing() {
+        use Location::Cache;
+        // checkpoints 1 and 2 of a job, then a job that never asked for a restart: its
+        // checkpoint ids count from 1 again
+        let mut f = FlushFile::new();
+        for (id, ckpt) in [(1, 1), (2, 2), (3, 1), (4, 2)] {
+            let name = format!("c.{id}");
+            let d = Dataset::create(id, &name, true, id == 1, &Origin::default(), Some(ckpt));
+            f.describe_dataset(id, &d);
+            f.set_location(id, Cache);
+        }
+        let plan = DrainPlan::new(&f, None);
+        assert_eq!(plan.abandoned, []);
+        assert_eq!(plan.outputs, [1]);
+        assert_eq!(plan.checkpoints, [4, 3, 2, 1]);
+    }
+
+    #[test]
     fn what_the_caches_hold_is_planned_without_the_flush_file() {
         let dir = tempfile::tempdir().unwrap();
         let prefix = dir.path();
@@ -305,5 +494,30 @@ mod tests {
             .unwrap();
         assert_eq!(plan.checkpoints, Vec::<u64>::new());
         assert_eq!(plan.already_flushed, Some(4));
+        // the record `scr prerun` keeps of a flush a kill cut short: nothing to copy, unless
+        // a cache holds the dataset
+        let mut flush = FlushFile::new();
+        flush.describe(6, "ckpt.6", Some(6), Some("ckpt.6"));
+        flush.set_location(6, Location::Flushing);
+        flush.write(&layout::flush_file(prefix)).unwrap();
+        let plan = DrainPlan::read_with_cached(prefix, &[]).unwrap().unwrap();
+        assert!(plan.is_empty() && plan.superseded.is_empty(), "{plan:?}");
+        let plan = DrainPlan::read_with_cached(prefix, &[ckpt(6)])
+            .unwrap()
+            .unwrap();
+        assert_eq!(plan.checkpoints, [6]);
+        // flushed whole, then dropped from the index: not drained again
+        std::fs::remove_file(layout::flush_file(prefix)).unwrap();
+        crate::safe_fs::create_dirs_in(prefix, &layout::dataset_meta_dir(prefix, 7), 0o700)
+            .unwrap();
+        Summary::create(&ckpt(7), true)
+            .write(&layout::summary_file(prefix, 7))
+            .unwrap();
+        let plan = DrainPlan::read_with_cached(prefix, &[ckpt(7), ckpt(6)])
+            .unwrap()
+            .unwrap();
+        assert_eq!(plan.dropped, [7]);
+        assert_eq!(plan.checkpoints, [6]);
+        assert_eq!(plan.name(7), "ckpt.7");
     }
 }

@@ -116,6 +116,10 @@ fn build(prefix: &std::path::Path, id: u64) -> scr::Result<ExitCode> {
             report.rebuilt, report.name
         );
     }
+    if let Some(why) = &report.kept_for_newer {
+        println!("Not added `{}' to index: {why}", report.name);
+        return Ok(ExitCode::from(1));
+    }
     if report.complete {
         let current = scr::index::IndexFile::read(&scr::layout::index_file(prefix))
             .is_ok_and(|i| i.current() == Some(report.name.as_str()));

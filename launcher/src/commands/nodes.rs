@@ -260,9 +260,10 @@ pub fn env(args: EnvArgs) -> scr::Result<ExitCode> {
 #[command(
     about = "Prepare a prefix for a new job (scr-run does this itself)",
     long_about = "Prepare the prefix for a new job as SCR's scr_prerun does: remove the last job's \
-                  flush and nodes files, keep the halt file but clear a SCR_FINALIZE_CALLED reason \
-                  (it would end the next job's relaunch loop after a failed first run). Exit 0, or 1 \
-                  on failure."
+                  flush and nodes files (of the flush file, only the record of a flush a kill cut \
+                  short stays, for the next job to sweep what it left), keep the halt file but \
+                  clear a SCR_FINALIZE_CALLED reason (it would end the next job's relaunch loop \
+                  after a failed first run). Exit 0, or 1 on failure."
 )]
 pub struct PrerunArgs {
     /// The prefix directory [default: SCR_PREFIX, else the working directory]

@@ -37,6 +37,9 @@ struct AsyncFlush {
     id: u64,
     started: Instant,
     worker: Option<JoinHandle<Copied>>,
+    /// Held until the flush is published or failed: no sweep of a dead flush touches its
+    /// copies meanwhile.
+    _writing: Vec<scr::prefix::writing::Writing>,
 }
 
 /// What a rank's thread did.
@@ -56,6 +59,9 @@ impl AsyncFlushes {
     pub(super) fn start(&mut self, flush: &Flush, id: u64) -> Result<()> {
         let (job, settings) = (flush.job, flush.settings);
         let prefix = flush.prefix.path();
+        // taken before anything says the flush runs
+        let writing = flush.hold_writing(id);
+        job.barrier();
         flush
             .prefix
             .note_in_flush_file("the flush's start in the flush file", |f| {
@@ -104,6 +110,7 @@ impl AsyncFlushes {
                     id,
                     started: Instant::now(),
                     worker: Some(worker),
+                    _writing: writing,
                 });
                 return Ok(());
             }
@@ -147,6 +154,7 @@ impl AsyncFlushes {
             id,
             started: Instant::now(),
             worker: Some(worker),
+            _writing: writing,
         });
         Ok(())
     }
@@ -354,11 +362,6 @@ fn copy_or_watch(
             transfer::copy_entry(transfer, e, buf, &mut throttle)?;
         }
     }
-}
-
-/// Whether this node's transfer agent runs (see [`agent_alive`]).
-pub(super) fn node_agent_alive(flush: &Flush) -> bool {
-    TransferFile::read(&transfer_file(flush)).is_ok_and(|t| agent_alive(&t))
 }
 
 /// Whether the node's transfer agent says it runs and its process is there (stopped or

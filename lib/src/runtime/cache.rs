@@ -730,10 +730,7 @@ pub(super) fn mark_complete(filemap: &mut Filemap, id: u64, owner: u64, paths: &
 /// The flush file's record that a dataset is no longer in cache: the drain must not look
 /// for it there.
 pub(super) fn forget_cached(f: &mut FlushFile, dset: u64) {
-    f.unset_location(dset, Location::Cache);
-    if f.locations(dset).is_empty() {
-        f.remove(dset);
-    }
+    f.forget_location(dset, Location::Cache);
 }
 
 /// Takes every file a filemap records for a dataset out of cache, then the entries. Only

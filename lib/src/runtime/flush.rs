@@ -16,7 +16,7 @@ use scr::flush::Location;
 use scr::hash::Hash;
 use scr::params::Settings;
 use scr::rank2file::{self, FileRecord, RankFiles};
-use scr::{Error, HashView, Result, io, layout, safe_fs};
+use scr::{Error, Result, io, layout, safe_fs};
 use std::path::Path;
 use std::time::Instant;
 
@@ -36,6 +36,9 @@ impl Flush<'_> {
         let name = self.cache.dataset_name(id);
         self.job
             .debug(1, format_args!("Initiating flush of dataset {id} `{name}'"));
+        // held until the flush ends, taken before anything says it runs
+        let _writing = self.hold_writing(id);
+        self.job.barrier();
         self.prefix
             .note_in_flush_file("the flush's start in the flush file", |f| {
                 f.set_location(id, Location::Flushing)
@@ -159,7 +162,11 @@ impl Flush<'_> {
     /// SCR_Init: a flush a previous run began and never finished (the flush file still says
     /// FLUSHING: a rank killed mid-copy) may have left temporaries of its copies on the
     /// prefix. Every rank removes them from the directories its own files of such a dataset
-    /// go to (through handles), before any flush of this run writes there. Collective.
+    /// go to (through handles), before any flush of this run writes there; rank 0 sweeps
+    /// the directory the flush file records for each, whatever job left it. Only below a
+    /// directory no live writer holds ([`scr::prefix::writing`]): a transfer agent of the
+    /// last run still copying, or a flush of another job on the same prefix, keeps its
+    /// temporaries. Collective.
     pub(super) fn sweep_interrupted(&self) {
         let prefix_dir = self.prefix.path();
         let mut dirs = std::collections::BTreeSet::new();
@@ -182,19 +189,42 @@ impl Flush<'_> {
             && let Ok(prefix) = safe_fs::Beneath::open(prefix_dir)
         {
             for dir in &dirs {
-                prefix.remove_temporaries(dir);
+                // (the ranks sweeping beside this one hold the lock a moment only)
+                if let Some(quiet) = quiet_below(prefix_dir, dir) {
+                    prefix.remove_temporaries(dir);
+                    quiet.release();
+                }
             }
         }
-        // what a job of another id left (its cache is not this job's to read) is found by
-        // the dataset's directory the flush file records; an agent of the last run may still
-        // be copying there, so nothing is swept while any node's agent runs
-        let agents_gone = self.job.all(!super::async_flush::node_agent_alive(self));
-        if !interrupted.is_empty() && agents_gone {
+        self.job.barrier();
+        if !interrupted.is_empty() {
             self.prefix.note("what a flush cut short left", |prefix| {
-                sweep_abandoned_flushes(prefix, &interrupted)
+                let (_, live) = scr::prefix::writing::sweep_dead_flushes(prefix, &interrupted)?;
+                for id in live {
+                    self.job.debug(
+                        1,
+                        format_args!(
+                            "dataset {id}'s flush was cut short, but a flush still writes where \
+                             it did: what it left stays until that one ends"
+                        ),
+                    );
+                }
+                Ok(())
             });
         }
         self.job.barrier();
+    }
+
+    /// What this rank holds while it may write dataset `id`'s copies below the prefix: the
+    /// lock of each of their top directories, so no sweep of a dead flush touches them.
+    pub(super) fn hold_writing(&self, id: u64) -> Vec<scr::prefix::writing::Writing> {
+        let targets = self.cache.flush_targets(id).unwrap_or_default();
+        let rank = self.job.rank;
+        scr::prefix::writing::writing_below_all(
+            self.prefix.path(),
+            targets.iter().map(|t| t.dst.as_path()),
+            &mut |e| say!("SCR: WARNING: rank {rank}: flush of dataset {id}: {e}"),
+        )
     }
 
     /// The end of every flush, synchronous or not, in the order that keeps the prefix
@@ -477,30 +507,18 @@ fn read_back_as_a_restart(prefix: &std::path::Path, path: &std::path::Path) -> R
     safe_fs::Beneath::open(&root)?.open_file(&rel).map(drop)
 }
 
-/// Rank 0 at SCR_Init: removes what the flushes the flush file still calls FLUSHING
-/// (`interrupted`) left below their datasets' recorded directories, unless one committed
-/// (its records wait for [`scr::prefix::placing::recover`]), and the flush file stops
-/// calling them FLUSHING.
-fn sweep_abandoned_flushes(prefix: &Path, interrupted: &[u64]) -> Result<()> {
-    let flush = scr::flush::FlushFile::read(&layout::flush_file(prefix))?;
-    let mut swept = Vec::new();
-    for &id in interrupted {
-        let Some(dir) = flush.dir(id) else { continue };
-        // a directory of the user's below the prefix, never SCR's own
-        if rank2file::check_relative(dir).is_err()
-            || layout::refuse_reserved(Path::new(dir), "a dataset directory").is_err()
-            || scr::prefix::placing::pending(prefix, id)
-        {
-            continue;
+/// The exclusive lock of the top directory `dir` (relative to `prefix`) is in, taken
+/// within a second: none while a writer holds it.
+fn quiet_below(prefix: &Path, dir: &Path) -> Option<scr::prefix::writing::NoWriter> {
+    let top = scr::prefix::writing::top_dir(prefix, &dir.join("-"))?;
+    for _ in 0..50 {
+        match scr::prefix::writing::no_writer(prefix, &top) {
+            Ok(Some(quiet)) => return Some(quiet),
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(_) => return None,
         }
-        scr::prefix::placing::sweep_abandoned(prefix, Path::new(dir))?;
-        swept.push(id);
     }
-    scr::prefix::update_flush_file(prefix, |f| {
-        for &id in &swept {
-            f.unset_location(id, Location::Flushing);
-        }
-    })
+    None
 }
 
 /// Logs a flush or fetch of dataset `id` that started at `started`: its size, time and

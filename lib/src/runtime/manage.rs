@@ -204,8 +204,28 @@ impl Scr {
         Ok(id)
     }
 
+    /// Whether SCR_CURRENT=`name` was applied in this allocation already (see
+    /// [`Scr::apply_named_current`]): a relaunch then restarts from the newest checkpoint,
+    /// which is said at SCR_DEBUG=1. Collective.
+    pub(super) fn named_current_applied(&self, name: &str) -> bool {
+        let applied_here = self.cache.place().jobid_given
+            && self.job.local_rank == 0
+            && self.cache.named_current_applied().as_deref() == Some(name);
+        let applied = !self.job.all(!applied_here);
+        if applied {
+            self.job.debug(
+                1,
+                format_args!(
+                    "SCR_CURRENT={name} was applied in this allocation already: the newest checkpoint is restarted"
+                ),
+            );
+        }
+        applied
+    }
+
     /// SCR_CURRENT: the checkpoint the user names is restarted from once in the job's
-    /// allocation (as SCR v3.1 does). Each node's control directory, which lives as long as
+    /// allocation (as SCR v3.1 does); the caller applies it only where
+    /// [`Scr::named_current_applied`] says it was not yet. Each node's control directory, which lives as long as
     /// the allocation's job id, records that it was applied; a relaunch in the same
     /// allocation, where the batch script's SCR_CURRENT is still set, restarts from the
     /// newest checkpoint instead of going back to the named one and dropping what the job
@@ -213,18 +233,6 @@ impl Scr {
     /// SCR_JOB_ID, under scr-run or not) is an allocation of its own. Collective.
     pub(super) fn apply_named_current(&mut self, name: &str) -> Result<()> {
         let allocation = self.cache.place().jobid_given;
-        let applied_here = allocation
-            && self.job.local_rank == 0
-            && self.cache.named_current_applied().as_deref() == Some(name);
-        if !self.job.all(!applied_here) {
-            self.job.debug(
-                1,
-                format_args!(
-                    "SCR_CURRENT={name} was applied in this allocation already: the newest checkpoint is restarted"
-                ),
-            );
-            return Ok(());
-        }
         // a name no checkpoint has is said, with those there are, and the restart goes on
         // as if SCR_CURRENT were unset, as SCR v3.1 does (a typo must not stop the job, nor
         // keep it from its newest checkpoint)

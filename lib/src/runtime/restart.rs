@@ -457,8 +457,11 @@ impl Scr {
     /// (SCR never moves CURRENT back on its own): it is fetched, and the cached one is not
     /// offered. A cached checkpoint as new as anything on the prefix is restarted from
     /// cache. SCR_FETCH=0 loads nothing from the prefix, and SCR_GLOBAL_RESTART reads the
-    /// restart from the prefix anyway: both leave the choice as it is. Collective.
-    pub(super) fn pass_over_superseded_cache(&mut self) {
+    /// restart from the prefix anyway: both leave the choice as it is. With
+    /// `named_current_follows` (SCR_CURRENT, applied next, chooses the restart) the cache's
+    /// newer checkpoint is not what the restart takes, and nothing is said of it.
+    /// Collective.
+    pub(super) fn pass_over_superseded_cache(&mut self, named_current_follows: bool) {
         let Some((cached, cached_name)) = self.restart.clone() else {
             return;
         };
@@ -480,7 +483,12 @@ impl Scr {
         let id_of = |e: &Option<scr::index::IndexEntry>| e.as_ref().map_or(0, |e| e.id);
         let newest_id = self.job.max(id_of(&newest));
         let start_id = self.job.max(id_of(&start));
-        if newest_id <= cached && start_id != 0 && start_id < newest_id && self.job.is_root() {
+        if newest_id <= cached
+            && start_id != 0
+            && start_id < newest_id
+            && !named_current_follows
+            && self.job.is_root()
+        {
             // a current checkpoint older than the prefix's newest was made current by the
             // user (SCR itself only moves CURRENT forward); within an allocation the cache's
             // newer checkpoint is the restart all the same, as in SCR v3.1: said, with how

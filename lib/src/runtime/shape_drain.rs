@@ -300,7 +300,12 @@ fn drain_one(
                 for w in &report.warnings {
                     say!("SCR: WARNING: {w}");
                 }
-                if report.complete {
+                if let Some(why) = &report.kept_for_newer {
+                    say!(
+                        "SCR: dataset {id} `{}' is not put on the prefix: {why}",
+                        report.name
+                    );
+                } else if report.complete {
                     say!("SCR: dataset {id} `{}' drained to the prefix", report.name);
                 } else {
                     say!(

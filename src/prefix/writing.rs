@@ -1,0 +1,219 @@
+//! Which flushes may still write below a directory of the prefix. Every process that may
+//! write a flush's copies below a top directory of the prefix (each rank of the job from the
+//! flush's start to its end, a node's transfer agent while it copies a file) holds a shared
+//! `flock` on that directory's lock file in `.scr` (`.writing.<crc32 of its name>.lock`).
+//! A sweep of what a dead flush left there takes the exclusive lock without waiting and
+//! touches the directory only while it holds it. The kernel lets go of a killed process's
+//! locks, so a free lock means no live writer, of this job or of any other on the prefix
+//! (names whose CRCs collide share a lock: the sweep then waits for both). Whoever finds a
+//! lock free removes its file under it; a writer that locked a file removed meanwhile
+//! locks the new one.
+
+use crate::view::HashView;
+use crate::{Error, Result, layout};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
+
+/// A writer's hold on a top directory: the directory has a live writer while it lives.
+/// The last writer out removes the lock file.
+#[derive(Debug)]
+pub struct Writing {
+    path: PathBuf,
+    lock: File,
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        // (a writer that comes between the unlock and the removal locks a new file)
+        if self.lock.unlock().is_ok()
+            && self.lock.try_lock().is_ok()
+            && still_there(&self.lock, &self.path).unwrap_or(false)
+        {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The exclusive hold a sweep has on a top directory: no writer is alive there while it
+/// lives, and none starts.
+#[derive(Debug)]
+pub struct NoWriter {
+    path: PathBuf,
+    lock: File,
+}
+
+impl NoWriter {
+    /// Done with the directory: its lock file goes, then the lock.
+    pub fn release(self) {
+        let _ = std::fs::remove_file(&self.path);
+        drop(self.lock);
+    }
+}
+
+/// The top directory below `prefix` that `path` (a file's place, absolute or relative to
+/// the prefix) lies in; none for a file right in the prefix, or a path that leaves it.
+pub fn top_dir(prefix: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(prefix).unwrap_or(path);
+    let mut parts = rel.components();
+    let Some(Component::Normal(first)) = parts.next() else {
+        return None;
+    };
+    parts.next()?;
+    Some(first.to_string_lossy().into_owned())
+}
+
+fn lock_path(prefix: &Path, top: &str) -> PathBuf {
+    let crc = crc32fast::hash(top.as_bytes());
+    layout::prefix_hidden_dir(prefix).join(format!(".writing.{crc:08x}.lock"))
+}
+
+fn open_lock(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::io(path, "open", e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+    if !meta.is_file() {
+        return Err(Error::invalid(path, "is not a regular file; remove it"));
+    }
+    Ok(file)
+}
+
+/// Whether `file`, locked, is still the one at `path` (else whoever removed it found it
+/// free, and a new one stands there).
+fn still_there(file: &File, path: &Path) -> Result<bool> {
+    let locked = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+    match std::fs::symlink_metadata(path) {
+        Ok(now) => Ok(now.ino() == locked.ino() && now.dev() == locked.dev()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io(path, "stat", e)),
+    }
+}
+
+/// Holds the shared lock of top directory `top` of `prefix` while the value lives: taken
+/// before a writer writes anything below it (waiting while a sweep holds it).
+pub fn writing_below(prefix: &Path, top: &str) -> Result<Writing> {
+    let path = lock_path(prefix, top);
+    loop {
+        let file = open_lock(&path)?;
+        file.lock_shared()
+            .map_err(|e| Error::io(&path, "lock", e))?;
+        if still_there(&file, &path)? {
+            return Ok(Writing { path, lock: file });
+        }
+    }
+}
+
+/// The exclusive lock of top directory `top` of `prefix`, taken without waiting: none
+/// while a writer holds it.
+pub fn no_writer(prefix: &Path, top: &str) -> Result<Option<NoWriter>> {
+    let path = lock_path(prefix, top);
+    loop {
+        let file = open_lock(&path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Error(e)) => return Err(Error::io(&path, "lock", e)),
+        }
+        if still_there(&file, &path)? {
+            return Ok(Some(NoWriter { path, lock: file }));
+        }
+    }
+}
+
+/// What a process about to write the files `places` (below `prefix`) holds while it may:
+/// the lock of each of their top directories, in name order. A lock that cannot be taken
+/// (`.scr` unwritable) is said through `warn`; the writing goes on.
+pub fn writing_below_all<'a>(
+    prefix: &Path,
+    places: impl IntoIterator<Item = &'a Path>,
+    warn: &mut dyn FnMut(&Error),
+) -> Vec<Writing> {
+    let tops: std::collections::BTreeSet<String> = places
+        .into_iter()
+        .filter_map(|p| top_dir(prefix, p))
+        .collect();
+    tops.iter()
+        .filter_map(|top| writing_below(prefix, top).map_err(|e| warn(&e)).ok())
+        .collect()
+}
+
+/// Removes what the flushes of `interrupted` (datasets the flush file still calls
+/// FLUSHING) left below their recorded directories, each only while no writer of any flush
+/// into that directory is alive and unless it committed (its records wait for
+/// [`super::placing::recover`]); the flush file then forgets each one's FLUSHING. Returns
+/// the datasets swept, and those left for a live writer.
+pub fn sweep_dead_flushes(prefix: &Path, interrupted: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
+    let flush = crate::flush::FlushFile::read(&layout::flush_file(prefix))?;
+    let (mut swept, mut live) = (Vec::new(), Vec::new());
+    for &id in interrupted {
+        let Some(dir) = flush.dir(id) else { continue };
+        // a directory of the user's below the prefix, never SCR's own
+        if crate::rank2file::check_relative(dir).is_err()
+            || layout::refuse_reserved(Path::new(dir), "a dataset directory").is_err()
+            || super::placing::pending(prefix, id)
+        {
+            continue;
+        }
+        let Some(top) = top_dir(prefix, &Path::new(dir).join("-")) else {
+            continue;
+        };
+        match no_writer(prefix, &top)? {
+            Some(quiet) => {
+                super::placing::sweep_abandoned(prefix, Path::new(dir))?;
+                quiet.release();
+                swept.push(id);
+            }
+            None => live.push(id),
+        }
+    }
+    super::update_flush_file(prefix, |f| {
+        for &id in &swept {
+            f.forget_location(id, crate::flush::Location::Flushing);
+        }
+    })?;
+    Ok((swept, live))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_writer_keeps_a_sweep_out_and_a_dead_one_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path();
+        std::fs::create_dir(layout::prefix_hidden_dir(prefix)).unwrap();
+        assert_eq!(
+            top_dir(prefix, &prefix.join("ckpt.3/rank_0.ckpt")).as_deref(),
+            Some("ckpt.3")
+        );
+        assert_eq!(top_dir(prefix, Path::new("a/b/c")).as_deref(), Some("a"));
+        assert_eq!(top_dir(prefix, &prefix.join("rank_0.ckpt")), None);
+        let writer = writing_below(prefix, "ckpt.3").unwrap();
+        let other = writing_below(prefix, "ckpt.3").unwrap();
+        assert!(no_writer(prefix, "ckpt.3").unwrap().is_none());
+        assert!(no_writer(prefix, "ckpt.4").unwrap().is_some_and(|n| {
+            n.release();
+            true
+        }));
+        drop(writer);
+        assert!(
+            no_writer(prefix, "ckpt.3").unwrap().is_none(),
+            "one writer left"
+        );
+        drop(other);
+        let sweep = no_writer(prefix, "ckpt.3").unwrap().expect("no writer");
+        sweep.release();
+        assert!(!lock_path(prefix, "ckpt.3").exists());
+        // a writer that comes after the sweep locks a new file
+        let again = writing_below(prefix, "ckpt.3").unwrap();
+        assert!(no_writer(prefix, "ckpt.3").unwrap().is_none());
+        drop(again);
+    }
+}
