@@ -88,6 +88,8 @@ deps=(
   "mariadb-server-core cmd mariadbd"
   "mariadb-server-core cmd mariadb-install-db"
   "mariadb-client-core cmd mariadb"
+  # and one that speaks TLS, with certificates the openssl command makes
+  "openssl cmd openssl"
   # scr report's page is rendered by a real browser in its test (headless Chromium)
   "chromium cmd chromium"
   # the install tests: CMake's find_package, man -l, and the installed modulefile loaded

@@ -40,11 +40,12 @@ pub mod test_server;
 
 use chrono::{DateTime, Datelike, Local, Timelike};
 use mysql::prelude::Queryable;
-use mysql::{Conn, OptsBuilder, Value};
+use mysql::{Conn, OptsBuilder, SslOpts, Value};
 use scr::params::settings::LogDb;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 pub use records::{Event, Transfer};
@@ -58,6 +59,9 @@ pub const TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The MySQL port a host name without one is reached at.
 pub const DEFAULT_PORT: u16 = 3306;
+
+/// Where the server listens for `localhost` when nothing names its socket: Debian's.
+pub const DEFAULT_SOCKET: &str = "/run/mysqld/mysqld.sock";
 
 /// What the database log could not do.
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +77,7 @@ pub enum DbError {
     )]
     BadName(String),
     /// The server could not be reached or refused the login.
-    #[error("cannot connect to the database {database} at {address}: {source}")]
+    #[error("cannot connect to the database {database} at {address}: {source}{note}")]
     Connect {
         /// Where the server was looked for.
         address: String,
@@ -81,6 +85,8 @@ pub enum DbError {
         database: String,
         /// What the client said.
         source: mysql::Error,
+        /// What the connection asked of the server beyond a login, when it did.
+        note: &'static str,
     },
     /// A statement failed (a full disk, missing privileges, a server gone away, a timeout).
     #[error("the database refused `{statement}`: {source}")]
@@ -93,6 +99,23 @@ pub enum DbError {
     /// The password could not be read safely.
     #[error(transparent)]
     Password(#[from] password::PasswordError),
+    /// The password would go where another user could read it.
+    #[error("the database password is not sent to {address}: {why}")]
+    Exposed {
+        /// Where the server was looked for.
+        address: String,
+        /// Who else could be listening there, and the fix.
+        why: String,
+    },
+    /// The log's worker thread could not be started.
+    #[error("cannot start the database log's thread: {0}")]
+    Thread(std::io::Error),
+    /// The database client failed in a way it does not report (a panic).
+    #[error("the database client failed unexpectedly")]
+    Panicked,
+    /// The server is slower than the run.
+    #[error("the database server is too slow: {0}")]
+    Behind(String),
 }
 
 /// Where the server listens.
@@ -111,11 +134,15 @@ pub enum Address {
 
 impl Address {
     /// Reads SCR_LOG_DB_HOST: a host name or address (port [`DEFAULT_PORT`]), `host:port`,
-    /// `[v6 address]:port`, or an absolute path: the server's unix socket.
+    /// `[v6 address]:port`, or an absolute path: the server's unix socket. `localhost`
+    /// alone is the server's socket at [`DEFAULT_SOCKET`], as MariaDB's clients read it.
     pub fn parse(host: &str) -> Result<Address, DbError> {
         let bad = || DbError::BadHost(host.to_string());
         if host.starts_with('/') {
             return Ok(Address::Socket(host.into()));
+        }
+        if host == "localhost" {
+            return Ok(Address::Socket(DEFAULT_SOCKET.into()));
         }
         let (name, port) = if let Some(rest) = host.strip_prefix('[') {
             let (name, after) = rest.split_once(']').ok_or_else(bad)?;
@@ -179,6 +206,9 @@ pub struct Target {
     pub debug: bool,
     /// The bound on connecting and on each statement ([`TIMEOUT`]).
     pub timeout: Duration,
+    /// The certificate (PEM) of the authority that signed the server's, beside the public
+    /// ones: `ssl-ca=` of the option file. A TCP connection with a password is always TLS.
+    pub ssl_ca: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Target {
@@ -190,16 +220,18 @@ impl std::fmt::Debug for Target {
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "…"))
             .field("debug", &self.debug)
+            .field("ssl_ca", &self.ssl_ca)
             .finish()
     }
 }
 
 impl Target {
     /// The target the parameters name (`SCR_LOG_DB_*`), for the account of `login` unless
-    /// SCR_LOG_DB_USER names another: SCR_LOG_DB_HOST (unset: localhost), SCR_LOG_DB_NAME
-    /// (unset: `scr`), SCR_LOG_DB_USER (unset: `user=` of ~/.my.cnf, else `login`) and
-    /// SCR_LOG_DB_PASS (unset: `password=` of ~/.my.cnf, refused when others can read the
-    /// file).
+    /// SCR_LOG_DB_USER names another: SCR_LOG_DB_HOST (unset: `host=`, `port=` or `socket=`
+    /// of ~/.my.cnf, else `localhost`: the server's socket, as MariaDB's clients take it),
+    /// SCR_LOG_DB_NAME (unset: `scr`), SCR_LOG_DB_USER (unset: `user=` of ~/.my.cnf, else
+    /// `login`) and SCR_LOG_DB_PASS (unset: `password=` of ~/.my.cnf, refused when others
+    /// can read the file).
     pub fn from_settings(db: &LogDb, login: &str) -> Result<Target, DbError> {
         Target::with_option_file(db, login, password::user_option_file().as_deref())
     }
@@ -210,12 +242,15 @@ impl Target {
         login: &str,
         options: Option<&std::path::Path>,
     ) -> Result<Target, DbError> {
-        let address = Address::parse(db.host.as_deref().unwrap_or("localhost"))?;
-        let database = check_database_name(db.name.as_deref().unwrap_or("scr"))?.to_string();
         let from_file = match options {
             Some(path) => password::OptionFile::read(path)?,
             None => password::OptionFile::default(),
         };
+        let address = match (&db.host, &from_file) {
+            (Some(host), _) => Address::parse(host)?,
+            (None, o) => o.address()?,
+        };
+        let database = check_database_name(db.name.as_deref().unwrap_or("scr"))?.to_string();
         let password = db.pass.clone().or(from_file.password);
         Ok(Target {
             address,
@@ -228,6 +263,7 @@ impl Target {
             password,
             debug: db.debug,
             timeout: TIMEOUT,
+            ssl_ca: from_file.ssl_ca.map(PathBuf::from),
         })
     }
 }
@@ -239,6 +275,71 @@ fn line_to(mut out: impl Write, text: &str) {
     let _ = out.flush();
 }
 
+/// Refuses a socket another user (not root, not a system account such as the server's
+/// own) could have put in place: a server of theirs there would be handed the password (a
+/// client answers whatever authentication the server asks for). Whoever may change the
+/// directories on the way, or owns the socket itself, could have.
+fn no_other_user_listens_at(socket: &std::path::Path) -> Result<(), DbError> {
+    use scr::safe_fs::PathControl;
+    let exposed = |why: String| DbError::Exposed {
+        address: socket.display().to_string(),
+        why: format!(
+            "{why}, so another user may have put a server of their own there; use the site's \
+             socket (in a directory only root or the server's system account can write), or a \
+             TCP address: a password goes over TCP only with TLS"
+        ),
+    };
+    let trusted =
+        |uid: u32| uid == 0 || uid == rustix::process::geteuid().as_raw() || uid < first_user_id();
+    let dir = socket.parent().unwrap_or(std::path::Path::new("/"));
+    let walk = scr::safe_fs::path_control(dir).map_err(|e| exposed(e.to_string()))?;
+    match walk.control {
+        PathControl::Root => {}
+        PathControl::User(uid) if trusted(uid) => {}
+        PathControl::User(uid) => {
+            return Err(exposed(format!(
+                "user id {uid} may change {}",
+                dir.display()
+            )));
+        }
+        PathControl::Shared(why) => return Err(exposed(why)),
+    }
+    // (nobody untrusted may change the directory: what is in it now stays)
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = match std::fs::symlink_metadata(socket) {
+        Ok(meta) => meta,
+        // nothing listens there: connecting says so
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(exposed(e.to_string())),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(exposed("it is not a socket".into()));
+    }
+    if !trusted(meta.uid()) {
+        return Err(exposed(format!(
+            "it is the socket of user id {}",
+            meta.uid()
+        )));
+    }
+    Ok(())
+}
+
+/// The first user id of a person rather than a system account (`UID_MIN` of
+/// /etc/login.defs, 1000 where unset, as Debian's useradd takes it).
+fn first_user_id() -> u32 {
+    std::fs::read_to_string("/etc/login.defs")
+        .ok()
+        .and_then(|text| {
+            text.lines().find_map(|line| {
+                let mut words = line.split_whitespace();
+                (words.next() == Some("UID_MIN"))
+                    .then(|| words.next()?.parse().ok())
+                    .flatten()
+            })
+        })
+        .unwrap_or(1000)
+}
+
 /// A connection to the log's database.
 pub struct Connection {
     conn: Conn,
@@ -247,7 +348,9 @@ pub struct Connection {
 
 impl Connection {
     /// Connects to `target` (its database, or none with `with_database` false: to create
-    /// it), waiting at most the target's timeout for the server.
+    /// it), waiting at most the target's timeout for the server. A password goes only where
+    /// no other user can be listening: over TLS to a server whose certificate checks out,
+    /// or to a socket only root, the user or a system account can put in place.
     pub fn open(target: &Target, with_database: bool) -> Result<Connection, DbError> {
         let database = check_database_name(&target.database)?;
         let t = Some(target.timeout);
@@ -260,13 +363,35 @@ impl Connection {
             .read_timeout(t)
             .write_timeout(t);
         opts = match &target.address {
-            Address::Tcp { host, port } => opts.ip_or_hostname(Some(host)).tcp_port(*port),
-            Address::Socket(path) => opts.socket(Some(path.to_string_lossy())),
+            Address::Tcp { host, port } => {
+                let tls = (target.password.is_some() || target.ssl_ca.is_some()).then(|| {
+                    SslOpts::default()
+                        .with_root_cert_path(target.ssl_ca.clone().map(std::borrow::Cow::Owned))
+                });
+                opts.ip_or_hostname(Some(host))
+                    .tcp_port(*port)
+                    .ssl_opts(tls)
+            }
+            Address::Socket(path) => {
+                if target.password.is_some() {
+                    no_other_user_listens_at(path)?;
+                }
+                opts.socket(Some(path.to_string_lossy()))
+            }
         };
+        let opts = mysql::Opts::from(opts);
+        let tls = opts.get_ssl_opts().is_some();
         let conn = Conn::new(opts).map_err(|source| DbError::Connect {
             address: target.address.to_string(),
             database: database.to_string(),
             source,
+            note: if tls {
+                " (the connection is TLS, as a password goes over TCP only by TLS: the server \
+                 must offer it, with a certificate a public authority signed or the one \
+                 ssl-ca= of ~/.my.cnf names)"
+            } else {
+                ""
+            },
         })?;
         Ok(Connection {
             conn,
@@ -356,11 +481,7 @@ impl Connection {
                     .ok_or_else(|| missing_row(select))?
             }
         };
-        Ok(JobLog {
-            conn: self,
-            job_id,
-            jobname: jobname.to_string(),
-        })
+        Ok(JobLog { conn: self, job_id })
     }
 }
 
@@ -435,7 +556,6 @@ fn with_values(sql: &str, values: &[Value]) -> String {
 pub struct JobLog {
     conn: Connection,
     job_id: u64,
-    jobname: String,
 }
 
 impl JobLog {
@@ -490,67 +610,203 @@ impl JobLog {
     }
 }
 
-/// The database log of a run that must never cost it: every failure is said once (on
-/// stderr) and ends the database log for the rest of the run; the caller's other logs go
-/// on.
+/// What the worker of a [`Sink`] is asked to do.
+enum Work {
+    /// Write one event of the text log (its kind, time and `key=value` fields).
+    Record(String, DateTime<Local>, Vec<(String, String)>),
+    /// Answer once everything asked before is written (or given up).
+    Settle(mpsc::SyncSender<()>),
+}
+
+/// How many records may wait for a slow server before further ones are left to the text
+/// log: a run's events are a few per checkpoint, so this is minutes of a stalled server.
+const QUEUE: usize = 1024;
+
+/// The database log of a run that must never cost it: a worker thread of its own connects
+/// and writes, so no caller ever waits on the server (SCR_Init, a checkpoint's Complete);
+/// every failure is said once (on stderr) and ends the database log for the rest of the
+/// run; the caller's other logs go on.
 pub struct Sink {
-    job: Mutex<Option<JobLog>>,
+    queue: Mutex<Option<mpsc::SyncSender<Work>>>,
+    on: Arc<AtomicBool>,
+    finished: Option<mpsc::Receiver<()>>,
+    left_out: AtomicU64,
 }
 
 impl Sink {
     /// A sink that writes nothing.
     pub fn off() -> Sink {
         Sink {
-            job: Mutex::new(None),
+            queue: Mutex::new(None),
+            on: Arc::new(AtomicBool::new(false)),
+            finished: None,
+            left_out: AtomicU64::new(0),
         }
     }
 
-    /// Connects to `target` and registers the job of `user` named `jobname` (its prefix);
-    /// when that fails, says why once and returns a sink that writes nothing.
+    /// Starts the worker that connects to `target` and registers the job of `user` named
+    /// `jobname` (its prefix); returns at once. When that fails the worker says why once
+    /// and the sink writes nothing.
     pub fn open(
         target: Result<Target, DbError>,
         user: &str,
         jobname: &str,
         start: DateTime<Local>,
     ) -> Sink {
-        let job = target
-            .and_then(|t| Connection::open(&t, true))
-            .and_then(|c| c.register_job(user, jobname, start));
-        match job {
-            Ok(job) => Sink {
-                job: Mutex::new(Some(job)),
-            },
+        let target = match target {
+            Ok(t) => t,
             Err(e) => {
                 give_up(&e);
+                return Sink::off();
+            }
+        };
+        let (queue, work) = mpsc::sync_channel(QUEUE);
+        let (done, finished) = mpsc::sync_channel(1);
+        let on = Arc::new(AtomicBool::new(true));
+        let (user, jobname, worker_on) = (user.to_string(), jobname.to_string(), on.clone());
+        let spawned = std::thread::Builder::new()
+            .name("scr-db-log".into())
+            .spawn(move || {
+                // the client's own failures end the database log, never the job
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    write_records(&target, &user, &jobname, start, &work, &worker_on)
+                }));
+                if let Err(e) = ran.unwrap_or_else(|_| Err(DbError::Panicked)) {
+                    give_up(&e);
+                }
+                worker_on.store(false, Ordering::SeqCst);
+                let _ = done.send(());
+            });
+        match spawned {
+            Ok(_) => Sink {
+                queue: Mutex::new(Some(queue)),
+                on,
+                finished: Some(finished),
+                left_out: AtomicU64::new(0),
+            },
+            Err(e) => {
+                give_up(&DbError::Thread(e));
                 Sink::off()
             }
         }
     }
 
-    /// Whether records still go to the database.
+    /// Whether records still go to the database (as far as is known now: the worker may
+    /// still be connecting; see [`Sink::settle`]).
     pub fn is_on(&self) -> bool {
-        self.job.lock().map(|j| j.is_some()).unwrap_or(false)
+        self.on.load(Ordering::SeqCst)
     }
 
-    /// Records one event of the text log (its kind, time and `key=value` fields) as v3.1's
-    /// rows: one in `events`, and one in `transfers` when it moved bytes.
+    /// Hands one event of the text log (its kind, time and `key=value` fields) to the
+    /// worker, which writes it as v3.1's rows: one in `events`, and one in `transfers`
+    /// when it moved bytes. Never waits: with the worker that far behind, the event is
+    /// left to the other logs.
     pub fn record(&self, kind: &str, time: DateTime<Local>, fields: &[(&str, String)]) {
-        let Ok(mut guard) = self.job.lock() else {
+        if !self.is_on() {
             return;
+        }
+        let fields = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        self.hand(Work::Record(kind.to_string(), time, fields));
+    }
+
+    fn hand(&self, work: Work) -> bool {
+        let Ok(queue) = self.queue.lock() else {
+            return false;
         };
-        let Some(job) = guard.as_mut() else {
-            return;
-        };
-        let prefix = job.jobname.clone();
-        let (event, transfer) = records::rows(kind, time, fields, &prefix);
-        let written = job
-            .event(&event)
-            .and_then(|()| transfer.map_or(Ok(()), |t| job.transfer(&t)));
-        if let Err(e) = written {
-            give_up(&e);
-            *guard = None;
+        match queue.as_ref().map(|q| q.try_send(work)) {
+            Some(Ok(())) => true,
+            Some(Err(mpsc::TrySendError::Full(_))) => {
+                self.left_out.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            _ => false,
         }
     }
+
+    /// Waits at most `within` for everything handed over so far to be written; whether the
+    /// log is still on then.
+    pub fn settle(&self, within: Duration) -> bool {
+        let (answer, answered) = mpsc::sync_channel(1);
+        if self.hand(Work::Settle(answer)) {
+            let _ = answered.recv_timeout(within);
+        }
+        self.is_on()
+    }
+
+    /// Ends the log: the worker writes what it was handed, for at most `within` more (a
+    /// run ends no later for its database log); what it could not is said once.
+    pub fn close(mut self, within: Duration) {
+        self.finish(within);
+    }
+
+    fn finish(&mut self, within: Duration) {
+        if let Ok(mut queue) = self.queue.lock() {
+            queue.take();
+        }
+        let Some(finished) = self.finished.take() else {
+            return;
+        };
+        let waited = finished.recv_timeout(within);
+        let left_out = self.left_out.load(Ordering::Relaxed);
+        if waited.is_err() && self.is_on() {
+            give_up(&DbError::Behind(format!(
+                "still writing after {} s at the end of the run",
+                within.as_secs_f64()
+            )));
+        } else if left_out > 0 {
+            line_to(
+                std::io::stderr().lock(),
+                &format!(
+                    "SCR: WARNING: {left_out} events were not written to the database log (its server was too slow); the other logs have them"
+                ),
+            );
+        }
+    }
+}
+
+impl Drop for Sink {
+    /// [`Sink::close`] within [`TIMEOUT`].
+    fn drop(&mut self) {
+        self.finish(TIMEOUT);
+    }
+}
+
+/// The worker of a [`Sink`]: connects, registers the job, then writes each record handed
+/// over until the sink closes or a statement fails.
+fn write_records(
+    target: &Target,
+    user: &str,
+    jobname: &str,
+    start: DateTime<Local>,
+    work: &mpsc::Receiver<Work>,
+    on: &AtomicBool,
+) -> Result<(), DbError> {
+    let mut job = Connection::open(target, true)?.register_job(user, jobname, start)?;
+    for item in work.iter() {
+        match item {
+            Work::Record(kind, time, fields) => {
+                let fields: Vec<(&str, String)> = fields
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.clone()))
+                    .collect();
+                let (event, transfer) = records::rows(&kind, time, &fields, jobname);
+                let written = job
+                    .event(&event)
+                    .and_then(|()| transfer.map_or(Ok(()), |t| job.transfer(&t)));
+                if let Err(e) = written {
+                    on.store(false, Ordering::SeqCst);
+                    return Err(e);
+                }
+            }
+            Work::Settle(answer) => {
+                let _ = answer.try_send(());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Says once, on stderr, why the database log stops.
@@ -580,6 +836,14 @@ mod tests {
         assert_eq!(
             Address::parse("/run/db.sock").unwrap(),
             Address::Socket("/run/db.sock".into())
+        );
+        assert_eq!(
+            Address::parse("localhost").unwrap(),
+            Address::Socket(DEFAULT_SOCKET.into())
+        );
+        assert_eq!(
+            Address::parse("localhost:3310").unwrap(),
+            tcp("localhost", 3310)
         );
         for bad in ["", "db1:0", "db1:x", "db 1", "db1;drop", "[::1"] {
             assert!(

@@ -40,6 +40,8 @@ pub struct OptionFile {
     pub socket: Option<String>,
     /// `port=`.
     pub port: Option<u16>,
+    /// `ssl-ca=`: the authority that signed the server's certificate.
+    pub ssl_ca: Option<String>,
 }
 
 impl OptionFile {
@@ -60,6 +62,24 @@ impl OptionFile {
                 mode,
             }),
             _ => Ok(options),
+        }
+    }
+
+    /// Where the file says the server is: `socket=`, else `host=` (with `port=`), else
+    /// `localhost`.
+    pub fn address(&self) -> Result<crate::Address, crate::DbError> {
+        match (&self.socket, &self.host) {
+            (Some(socket), _) => crate::Address::parse(socket),
+            (None, Some(host)) if host != "localhost" || self.port.is_some() => {
+                match crate::Address::parse(host)? {
+                    crate::Address::Tcp { host, .. } => Ok(crate::Address::Tcp {
+                        host,
+                        port: self.port.unwrap_or(crate::DEFAULT_PORT),
+                    }),
+                    socket => Ok(socket),
+                }
+            }
+            _ => crate::Address::parse("localhost"),
         }
     }
 
@@ -95,6 +115,7 @@ impl OptionFile {
                 "host" => options.host = Some(value),
                 "socket" => options.socket = Some(value),
                 "port" => options.port = value.parse().ok(),
+                "ssl_ca" => options.ssl_ca = Some(value),
                 _ => {}
             }
         }

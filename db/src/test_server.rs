@@ -18,6 +18,7 @@ pub struct TestServer {
     dir: tempfile::TempDir,
     child: Option<Child>,
     port: u16,
+    tls: bool,
 }
 
 /// Where Debian installs the server and its tools.
@@ -44,6 +45,14 @@ fn login_name() -> String {
     }
 }
 
+/// The server's own directory for temporary tables: in the shared /tmp another process
+/// cleaning up may remove them under a server that is setting up.
+fn private_tmp(dir: &Path) -> PathBuf {
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).expect("create the server's tmpdir");
+    tmp
+}
+
 /// A port on 127.0.0.1 nobody listens on now.
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -55,6 +64,16 @@ fn free_port() -> u16 {
 impl TestServer {
     /// Creates a data directory and starts the server; returns once it answers.
     pub fn start() -> TestServer {
+        TestServer::start_with(false)
+    }
+
+    /// [`TestServer::start`] of a server that also speaks TLS, with a certificate for
+    /// 127.0.0.1 and localhost signed by an authority of its own ([`TestServer::tls_ca`]).
+    pub fn start_with_tls() -> TestServer {
+        TestServer::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> TestServer {
         let dir = tempfile::Builder::new()
             .prefix("scr-db-")
             .tempdir()
@@ -66,6 +85,7 @@ impl TestServer {
             .arg(format!("--user={user}"))
             .arg(format!("--auth-root-socket-user={user}"))
             .arg("--skip-test-db")
+            .arg(format!("--tmpdir={}", private_tmp(dir.path()).display()))
             .output()
             .expect("run mariadb-install-db");
         assert!(
@@ -74,10 +94,14 @@ impl TestServer {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        if tls {
+            make_certificates(dir.path());
+        }
         let mut server = TestServer {
             dir,
             child: None,
             port: free_port(),
+            tls,
         };
         server.launch(&user);
         server
@@ -85,11 +109,21 @@ impl TestServer {
 
     fn launch(&mut self, user: &str) {
         let d = self.dir.path();
+        let tls: Vec<String> = if self.tls {
+            vec![
+                format!("--ssl-ca={}", self.tls_ca().display()),
+                format!("--ssl-cert={}", d.join("server.pem").display()),
+                format!("--ssl-key={}", d.join("server.key").display()),
+            ]
+        } else {
+            vec![]
+        };
         let child = Command::new(tool("mariadbd"))
             .arg("--no-defaults")
             .arg(format!("--datadir={}", d.join("data").display()))
             .arg(format!("--socket={}", self.socket().display()))
             .arg(format!("--pid-file={}", d.join("pid").display()))
+            .arg(format!("--tmpdir={}", private_tmp(d).display()))
             .arg(format!("--log-error={}", d.join("error.log").display()))
             .arg(format!("--user={user}"))
             .arg("--bind-address=127.0.0.1")
@@ -100,6 +134,7 @@ impl TestServer {
                 "--performance-schema=OFF",
                 "--skip-log-bin",
             ])
+            .args(tls)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -136,6 +171,11 @@ impl TestServer {
     /// The server's unix socket.
     pub fn socket(&self) -> PathBuf {
         self.dir.path().join("sock")
+    }
+
+    /// The certificate of the authority that signed a TLS server's.
+    pub fn tls_ca(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
     }
 
     /// Its port on 127.0.0.1.
@@ -250,6 +290,85 @@ impl TestServer {
             let _ = child.wait();
         }
     }
+}
+
+/// An authority (`ca.pem`) and a server certificate it signed for 127.0.0.1 and localhost
+/// (`server.pem`, `server.key`) in `dir`, made by the openssl command.
+fn make_certificates(dir: &Path) {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("run openssl (scripts/setup.sh installs it)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let key = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &[
+                "req",
+                "-x509",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=scr-test-ca",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+            ][..],
+            &key,
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &[
+                "req",
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+            ][..],
+            &key,
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("write server.ext");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+        "-out",
+        "server.pem",
+    ]);
 }
 
 impl Drop for TestServer {

@@ -322,10 +322,7 @@ impl Params {
             }
             check_value(spec, &entry.value).map_err(err)?;
             if spec.name == "SCR_LOG_DB_PASS"
-                && let Some(mode) = crate::io::open_regular_no_link(Path::new(&file.origin))
-                    .ok()
-                    .as_ref()
-                    .and_then(crate::io::readable_by_others)
+                && let Some(mode) = file.others_may_read
             {
                 self.warnings.push(format!(
                     "{at}: SCR_LOG_DB_PASS is not used: others can read this file (mode {mode:04o}); \

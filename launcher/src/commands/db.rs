@@ -6,7 +6,7 @@
 
 use scr::params::{Params, Sources};
 use scr_db::password::OptionFile;
-use scr_db::{Address, Connection, Target};
+use scr_db::{Connection, Target};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,7 +29,7 @@ enum Action {
     about = "Create the log's database and its tables (kept when they exist)",
     long_about = "Create the database SCR_LOG_DB_NAME names (default scr) on the server \
                   SCR_LOG_DB_HOST names (a host, host:port, or the path of its unix socket; \
-                  default localhost), and in it the tables of SCR's event log: those of SCR \
+                  default localhost: the server's socket), and in it the tables of SCR's event log: those of SCR \
                   v3.1's scr.mysql, column for column, so that v3.1 and this SCR log into the \
                   same database. Tables that exist are kept with their rows.\n\n\
                   The account is an administrator's: user= and password= of --option-file \
@@ -93,21 +93,17 @@ fn init_target(init: &InitArgs) -> scr::Result<Target> {
     // logging account
     let options = OptionFile::read(file).map_err(|e| said(e.into()))?;
     let mut target = Target::with_option_file(&db, &login, None).map_err(said)?;
-    if let Some(user) = options.user {
+    if let Some(user) = options.user.clone() {
         target.user = user;
     }
     if options.password.is_some() {
-        target.password = options.password;
+        target.password = options.password.clone();
     }
     if db.host.is_none() {
-        match (options.socket, options.host) {
-            (Some(socket), _) => target.address = Address::Socket(socket.into()),
-            (None, Some(host)) => {
-                let port = options.port.unwrap_or(scr_db::DEFAULT_PORT);
-                target.address = Address::parse(&format!("{host}:{port}")).map_err(said)?;
-            }
-            (None, None) => {}
-        }
+        target.address = options.address().map_err(said)?;
+    }
+    if options.ssl_ca.is_some() {
+        target.ssl_ca = options.ssl_ca.map(PathBuf::from);
     }
     Ok(target)
 }
