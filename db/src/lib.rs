@@ -84,7 +84,7 @@ pub enum DbError {
         /// The database asked for.
         database: String,
         /// What the client said.
-        source: mysql::Error,
+        source: Box<mysql::Error>,
         /// What the connection asked of the server beyond a login, when it did.
         note: &'static str,
     },
@@ -94,7 +94,7 @@ pub enum DbError {
         /// The statement, without its values.
         statement: String,
         /// What the client said.
-        source: mysql::Error,
+        source: Box<mysql::Error>,
     },
     /// The password could not be read safely.
     #[error(transparent)]
@@ -384,7 +384,7 @@ impl Connection {
         let conn = Conn::new(opts).map_err(|source| DbError::Connect {
             address: target.address.to_string(),
             database: database.to_string(),
-            source,
+            source: Box::new(source),
             note: if tls {
                 " (the connection is TLS, as a password goes over TCP only by TLS: the server \
                  must offer it, with a certificate a public authority signed or the one \
@@ -498,7 +498,7 @@ impl NameTable {
 fn statement_error(sql: &str, source: mysql::Error) -> DbError {
     DbError::Statement {
         statement: sql.to_string(),
-        source,
+        source: Box::new(source),
     }
 }
 
