@@ -83,6 +83,13 @@ deps=(
   "python3-pip file /usr/lib/python3/dist-packages/pip/__init__.py"
   # the event log's syslog test runs a real rsyslogd
   "rsyslog cmd rsyslogd"
+  # the database log's tests start a private MariaDB server in a temporary directory
+  # (its core package: the binaries, without the system service) and query it
+  "mariadb-server-core cmd mariadbd"
+  "mariadb-server-core cmd mariadb-install-db"
+  "mariadb-client-core cmd mariadb"
+  # and one that speaks TLS, with certificates the openssl command makes
+  "openssl cmd openssl"
   # scr report's page is rendered by a real browser in its test (headless Chromium)
   "chromium cmd chromium"
   # the install tests: CMake's find_package, man -l, and the installed modulefile loaded

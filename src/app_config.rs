@@ -252,6 +252,7 @@ impl AppConfig {
         ConfigFile {
             origin: origin.to_string(),
             entries: self.entries.clone(),
+            others_may_read: None,
         }
     }
 

@@ -34,6 +34,9 @@ pub struct ConfigEntry {
 pub struct ConfigFile {
     pub origin: String,
     pub entries: Vec<ConfigEntry>,
+    /// The file's permission bits when others may read it, judged on the handle its text
+    /// was read through (a secret in it is then not used): `None` for text of no file.
+    pub others_may_read: Option<u32>,
 }
 
 /// The largest configuration file read (SCR's are a few kilobytes).
@@ -41,7 +44,18 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 impl ConfigFile {
     pub fn read(path: &Path) -> Result<Self> {
-        Self::read_with(path, crate::io::read_small_file)
+        Self::read_with(path, |path, limit| {
+            let file = crate::io::open_regular(path)?;
+            let others_may_read = crate::io::readable_by_others(&file);
+            let len = file
+                .metadata()
+                .map_err(|e| Error::io(path, "stat", e))?
+                .len();
+            Ok((
+                crate::io::read_open_file(path, file, len, limit)?,
+                others_may_read,
+            ))
+        })
     }
 
     /// [`ConfigFile::read`] of a file SCR takes settings from only when it is this user's
@@ -50,10 +64,13 @@ impl ConfigFile {
         Self::read_with(path, crate::safe_fs::read_trusted_file)
     }
 
-    fn read_with(path: &Path, read: impl Fn(&Path, u64) -> Result<Vec<u8>>) -> Result<Self> {
+    fn read_with(
+        path: &Path,
+        read: impl Fn(&Path, u64) -> Result<(Vec<u8>, Option<u32>)>,
+    ) -> Result<Self> {
         // (the reader judges whose the entry is first; a directory of the user's own is
         // then named as such)
-        let bytes = read(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+        let (bytes, others_may_read) = read(path, MAX_CONFIG_BYTES).map_err(|e| match e {
             Error::Invalid { .. } if path.is_dir() => {
                 Error::invalid(path, "is a directory, expected an SCR configuration file")
             }
@@ -68,7 +85,10 @@ impl ConfigFile {
                 ),
             )
         })?;
-        Self::parse(&text, &path.display().to_string())
+        Ok(ConfigFile {
+            others_may_read,
+            ..Self::parse(&text, &path.display().to_string())?
+        })
     }
 
     /// Parses configuration text; `origin` names it in errors (a path, or "SCR_Config").
@@ -95,6 +115,7 @@ impl ConfigFile {
         Ok(ConfigFile {
             origin: origin.to_string(),
             entries,
+            others_may_read: None,
         })
     }
 

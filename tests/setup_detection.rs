@@ -83,6 +83,8 @@ fn setup_asks_for_each_missing_package_and_nothing_else() {
         "cmake",
         "lmod",
         "slurm-wlm",
+        "mariadb-server-core",
+        "mariadb-client-core",
     ] {
         assert!(proofs.contains_key(pkg), "no proof for {pkg}: {proofs:?}");
     }

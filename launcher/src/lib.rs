@@ -52,6 +52,7 @@ enum Command {
     Report(commands::report::Args),
     KillJobstep(commands::jobs::KillJobstepArgs),
     Config(commands::config::Args),
+    Db(commands::db::Args),
     #[command(hide = true)]
     GenerateDocs(commands::docs::Args),
 }
@@ -199,6 +200,7 @@ pub fn main_with(args: Vec<OsString>) -> ExitCode {
         Command::Report(args) => commands::report::run(args),
         Command::KillJobstep(args) => commands::jobs::kill_jobstep(args),
         Command::Config(args) => commands::config::run(args),
+        Command::Db(args) => commands::db::run(args),
         Command::GenerateDocs(args) => commands::docs::run(args, Cli::command(), COMPAT_NAMES),
     };
     match result {

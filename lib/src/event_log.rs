@@ -1,7 +1,9 @@
 //! Writing SCR's event log from a job: rank 0 appends one line per event to
 //! `<prefix>/.scr/log` (SCR_LOG_TXT_ENABLE) and sends it to syslog (SCR_LOG_SYSLOG_ENABLE,
-//! with SCR_LOG_SYSLOG_FACILITY, _LEVEL and _PREFIX), when SCR_LOG_ENABLE=1. A log that
-//! cannot be written costs a warning, never the checkpoint.
+//! with SCR_LOG_SYSLOG_FACILITY, _LEVEL and _PREFIX) and writes it as SCR v3.1's database
+//! records (SCR_LOG_DB_ENABLE, with SCR_LOG_DB_HOST, _NAME, _USER, _PASS and _DEBUG: see
+//! `scr_db`), when SCR_LOG_ENABLE=1. A log that cannot be written costs a warning, never
+//! the checkpoint.
 
 use scr::event_log::{format_line, log_path};
 use scr::params::settings::Log;
@@ -16,6 +18,8 @@ pub struct EventLog {
     text: Option<PathBuf>,
     /// syslog priority (facility | level); openlog was called with the identity
     syslog: Option<c_int>,
+    /// the database log (one that writes nothing unless SCR_LOG_DB_ENABLE=1)
+    db: Option<scr_db::Sink>,
     /// user and job id, on every line
     who: Vec<(&'static str, String)>,
 }
@@ -99,21 +103,32 @@ impl EventLog {
             unsafe { libc::openlog(ident.as_ptr(), libc::LOG_PID, fac) };
             fac | lev
         });
+        // the job in the database is the user's computation in this prefix, across runs
+        let db = settings.db.enable.then(|| {
+            scr_db::Sink::open(
+                scr_db::Target::from_settings(&settings.db, user),
+                user,
+                &prefix.to_string_lossy(),
+                chrono::Local::now(),
+            )
+        });
         Ok(EventLog {
             text: settings.text.then(|| log_path(prefix)),
             syslog,
+            db,
             who: vec![("user", user.to_string()), ("jobid", jobid.to_string())],
         })
     }
 
     /// Records one event (on rank 0 with logging on; otherwise nothing).
     pub fn event(&self, kind: &str, fields: &[(&str, String)]) {
-        if self.text.is_none() && self.syslog.is_none() {
+        if self.text.is_none() && self.syslog.is_none() && self.db.is_none() {
             return;
         }
         let mut all: Vec<(&str, String)> = fields.to_vec();
         all.extend(self.who.iter().cloned());
-        let line = format_line(chrono::Local::now(), kind, &all);
+        let now = chrono::Local::now();
+        let line = format_line(now, kind, &all);
         if let Some(path) = &self.text {
             // what the job did, as the index says it: the user's alone, as the index is
             let appended = std::fs::OpenOptions::new()
@@ -137,6 +152,9 @@ impl EventLog {
                 // SAFETY: "%s" with one NUL-terminated string argument
                 unsafe { libc::syslog(priority, c"%s".as_ptr(), msg.as_ptr()) };
             }
+        }
+        if let Some(db) = &self.db {
+            db.record(kind, now, &all);
         }
     }
 }

@@ -266,6 +266,13 @@ pub fn open_regular(path: &Path) -> Result<File> {
 
 /// [`open_regular`] where a symbolic link is refused, not followed (SCR's own state files,
 /// which SCR never makes links).
+/// The permission bits of an open file when others than its owner may read it (a file
+/// holding a password must not be), else None.
+pub fn readable_by_others(file: &File) -> Option<u32> {
+    let mode = file.metadata().ok()?.mode() & 0o7777;
+    (mode & 0o044 != 0).then_some(mode)
+}
+
 pub fn open_regular_no_link(path: &Path) -> Result<File> {
     open_regular_with(path, O_NONBLOCK | O_NOFOLLOW).map_err(|e| match e {
         Error::Io { source, .. } if source.raw_os_error() == Some(libc::ELOOP) => Error::untrusted(

@@ -321,6 +321,17 @@ impl Params {
                 )));
             }
             check_value(spec, &entry.value).map_err(err)?;
+            if spec.name == "SCR_LOG_DB_PASS"
+                && let Some(mode) = file.others_may_read
+            {
+                self.warnings.push(format!(
+                    "{at}: SCR_LOG_DB_PASS is not used: others can read this file (mode {mode:04o}); \
+                     make it yours alone (chmod 600 {}) or put the password in ~/.my.cnf \
+                     (password= under [client], mode 600)",
+                    file.origin
+                ));
+                continue;
+            }
             self.settings.insert(
                 spec.name.into(),
                 Setting {
@@ -478,6 +489,10 @@ impl Params {
         let mut lines: Vec<(String, String)> = table::PARAMS
             .iter()
             .map(|spec| match (self.settings.get(spec.name), prefix) {
+                // the database password is never shown, only that and where it is set
+                (Some(s), _) if spec.name == "SCR_LOG_DB_PASS" => {
+                    (format!("{}=(hidden)", spec.name), s.origin.to_string())
+                }
                 (Some(s), _) => (format!("{}={}", spec.name, s.value), s.origin.to_string()),
                 (None, Some((dir, chosen_by))) if spec.name == "SCR_PREFIX" => (
                     format!("SCR_PREFIX={}", dir.display()),

@@ -100,6 +100,40 @@ pub struct Log {
     pub level: String,
     /// SCR_LOG_SYSLOG_PREFIX.
     pub identity: String,
+    /// SCR_LOG_DB_*.
+    pub db: LogDb,
+}
+
+/// The database log's parameters.
+#[derive(Clone, Default)]
+pub struct LogDb {
+    /// SCR_LOG_DB_ENABLE.
+    pub enable: bool,
+    /// SCR_LOG_DB_DEBUG.
+    pub debug: bool,
+    /// SCR_LOG_DB_HOST.
+    pub host: Option<String>,
+    /// SCR_LOG_DB_NAME.
+    pub name: Option<String>,
+    /// SCR_LOG_DB_USER.
+    pub user: Option<String>,
+    /// SCR_LOG_DB_PASS (never from a configuration file others can read: see
+    /// `Params::load`).
+    pub pass: Option<String>,
+}
+
+impl std::fmt::Debug for LogDb {
+    /// Everything but the password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogDb")
+            .field("enable", &self.enable)
+            .field("debug", &self.debug)
+            .field("host", &self.host)
+            .field("name", &self.name)
+            .field("user", &self.user)
+            .field("pass", &self.pass.as_ref().map(|_| "(hidden)"))
+            .finish()
+    }
 }
 
 /// Where a job's directories are, and whose they are.
@@ -351,6 +385,14 @@ impl Settings {
                 facility: text(p, "SCR_LOG_SYSLOG_FACILITY").unwrap_or_default(),
                 level: text(p, "SCR_LOG_SYSLOG_LEVEL").unwrap_or_default(),
                 identity: text(p, "SCR_LOG_SYSLOG_PREFIX").unwrap_or_default(),
+                db: LogDb {
+                    enable: flag(p, "SCR_LOG_DB_ENABLE"),
+                    debug: flag(p, "SCR_LOG_DB_DEBUG"),
+                    host: text(p, "SCR_LOG_DB_HOST"),
+                    name: text(p, "SCR_LOG_DB_NAME"),
+                    user: text(p, "SCR_LOG_DB_USER"),
+                    pass: text(p, "SCR_LOG_DB_PASS"),
+                },
             },
             redundancy: Redundancy {
                 cache_base: text(p, "SCR_CACHE_BASE").unwrap_or_default(),

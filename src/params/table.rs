@@ -48,12 +48,18 @@ macro_rules! params {
 params! {
     "SCR_ENABLE", Some("1"), Bool, "0 disables SCR: calls return at once and scr-run runs the launcher once";
     "SCR_DEBUG", Some("0"), Count, "verbosity: 1 or 2 print more";
-    "SCR_LOG_ENABLE", Some("0"), Bool, "log events (job start and end, checkpoints, flushes, fetches, restarts, halts, failures) to the text log and syslog as enabled below (SCR's MySQL logging is not provided)";
+    "SCR_LOG_ENABLE", Some("0"), Bool, "log events (job start and end, checkpoints, flushes, fetches, restarts, halts, failures) to the text log, syslog and the database as enabled below";
     "SCR_LOG_TXT_ENABLE", Some("1"), Bool, "with SCR_LOG_ENABLE: the text log <prefix>/.scr/log";
     "SCR_LOG_SYSLOG_ENABLE", Some("1"), Bool, "with SCR_LOG_ENABLE: syslog";
     "SCR_LOG_SYSLOG_FACILITY", Some("LOG_LOCAL7"), Text, "syslog facility (LOG_USER, LOG_DAEMON, LOG_LOCAL0 … LOG_LOCAL7)";
     "SCR_LOG_SYSLOG_LEVEL", Some("LOG_INFO"), Text, "syslog level (LOG_EMERG … LOG_DEBUG)";
     "SCR_LOG_SYSLOG_PREFIX", Some("SCR"), Text, "syslog identity of the messages";
+    "SCR_LOG_DB_ENABLE", Some("0"), Bool, "with SCR_LOG_ENABLE: the database log, SCR v3.1's MySQL tables on a MariaDB or MySQL server (rank 0 writes; a server that fails costs at most a bounded wait once, and the other logs go on)";
+    "SCR_LOG_DB_DEBUG", Some("0"), Bool, "print each statement of the database log on stdout, its values in place";
+    "SCR_LOG_DB_HOST", None, Text, "the database server: a host name, host:port, or the absolute path of its unix socket (unset: localhost)";
+    "SCR_LOG_DB_NAME", None, Text, "the database (unset: scr, as scr db init creates it)";
+    "SCR_LOG_DB_USER", None, Text, "the account the log writes with (unset: user= of ~/.my.cnf, else the login name)";
+    "SCR_LOG_DB_PASS", None, Text, "its password: from the environment, or a configuration file only its owner can read (refused from one others can read); unset: password= of ~/.my.cnf, which must be the owner's alone too";
     "SCR_USER_NAME", None, Text, "user name for directory names (default $USER)";
     "SCR_JOB_ID", None, Text, "job id for directory names (default: the resource manager's, else defjobid)";
     "SCR_JOB_NAME", None, Text, "job name recorded with datasets";

@@ -441,3 +441,60 @@ fn a_scrconf_in_a_prefix_others_may_create_names_in_is_not_read() {
         p.warnings
     );
 }
+
+#[test]
+fn the_database_password_is_never_shown_only_where_it_was_set() {
+    let p = load(
+        &[
+            ("SCR_LOG_DB_USER", "scr_insert"),
+            ("SCR_LOG_DB_PASS", "s3cret"),
+        ],
+        Some("SCR_LOG_DB_ENABLE=1\n"),
+        None,
+    )
+    .unwrap();
+    let lines = p.effective(None);
+    let shown = lines
+        .iter()
+        .find(|(l, _)| l.starts_with("SCR_LOG_DB_PASS="))
+        .unwrap();
+    assert_eq!(shown.0, "SCR_LOG_DB_PASS=(hidden)");
+    assert_eq!(shown.1, "environment");
+    assert!(lines.iter().all(|(l, _)| !l.contains("s3cret")));
+    let db = p.typed().log.db;
+    assert!(db.enable);
+    assert_eq!(db.user.as_deref(), Some("scr_insert"));
+    assert!(!format!("{db:?}").contains("s3cret"));
+    assert_eq!(db.pass.as_deref(), Some("s3cret"));
+}
+
+#[test]
+fn a_database_password_in_a_file_others_can_read_is_not_used_and_the_warning_says_the_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("scr.conf");
+    std::fs::write(&conf, "SCR_LOG_DB_ENABLE=1\nSCR_LOG_DB_PASS=s3cret\n").unwrap();
+    let sources = |conf: &Path| Sources {
+        env: Box::new(|_: &str| None),
+        env_names: Vec::new(),
+        system_config: Some(conf.into()),
+        prefix: Some(dir.path().into()),
+        app_config: None,
+    };
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let p = Params::load(&sources(&conf)).unwrap();
+    assert_eq!(p.typed().log.db.pass, None);
+    let warning = p.warnings.join("\n");
+    assert!(
+        warning.contains(&format!("{}:2", conf.display())),
+        "{warning}"
+    );
+    assert!(
+        warning.contains(&format!("chmod 600 {}", conf.display())),
+        "{warning}"
+    );
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let p = Params::load(&sources(&conf)).unwrap();
+    assert_eq!(p.typed().log.db.pass.as_deref(), Some("s3cret"));
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+}

@@ -179,8 +179,9 @@ pub fn untrusted_file(file: &File, meta: &fs::Metadata) -> Option<String> {
 
 /// Reads a small file SCR takes configuration from (at most `limit` bytes), only when the
 /// opened file is this user's (or root's) and nobody else can write it; otherwise an
-/// [`Error::Untrusted`] saying why.
-pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
+/// [`Error::Untrusted`] saying why. With the bytes, the file's permission bits when others
+/// may read it (judged on the same handle: a secret in it is then not used).
+pub fn read_trusted_file(path: &Path, limit: u64) -> Result<(Vec<u8>, Option<u32>)> {
     // a link is followed only when it is the user's own (a neighbour's link to a file of
     // root's or the user's would choose what the user reads)
     let link = fs::symlink_metadata(path).map_err(|e| Error::io(path, "inspect", e))?;
@@ -229,7 +230,11 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
     if let Some(why) = untrusted_file(&file, &meta) {
         return Err(Error::untrusted(path, why));
     }
-    crate::io::read_open_file(path, file, meta.len(), limit)
+    let others_may_read = crate::io::readable_by_others(&file);
+    Ok((
+        crate::io::read_open_file(path, file, meta.len(), limit)?,
+        others_may_read,
+    ))
 }
 
 /// Checks that `dir` is a directory of this user's, reached without a symbolic link as its

@@ -1,6 +1,7 @@
 //! One module per subcommand; each has clap `Args` and a `run` function.
 
 pub mod config;
+pub mod db;
 pub mod dirs;
 pub mod docs;
 pub mod drain;

@@ -510,6 +510,23 @@ pub fn extra(sub: Option<&str>) -> Extra {
             related: &["prefix", "list-dir"],
             reads_config: true,
         },
+        "db" => Extra {
+            environment: vec![
+                "SCR_LOG_DB_HOST",
+                "SCR_LOG_DB_NAME",
+                "SCR_LOG_DB_USER",
+                "SCR_LOG_DB_PASS",
+            ],
+            examples: &[
+                (
+                    "init --option-file ~/scr-admin.cnf",
+                    "create the database and its tables as the administrator that file names (mode 600)",
+                ),
+                ("schema", "print the tables, to read or to run by hand"),
+            ],
+            related: &["config"],
+            reads_config: true,
+        },
         "kill-jobstep" => Extra {
             examples: &[("--jobstepid 1234.5", "cancel step 5 of job 1234")],
             related: &["run"],

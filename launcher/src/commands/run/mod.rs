@@ -62,14 +62,34 @@ pub struct Args {
     command: Vec<String>,
 }
 
-/// How scr-run talks: text lines on stderr, or JSON lines on stdout.
+/// How scr-run talks: text lines on stderr, or JSON lines on stdout; and what it says goes
+/// to the event log's database too (SCR_LOG_DB_ENABLE), each event as a `SCR_RUN_<EVENT>`
+/// record with its fields.
 struct Reporter {
     json: bool,
+    db: Option<scr_db::Sink>,
 }
 
 impl Reporter {
     fn say(&self, event: &str, text: &str, fields: serde_json::Value) {
         let now = chrono::Local::now();
+        if let Some(db) = &self.db {
+            let kind = format!("SCR_RUN_{}", event.to_ascii_uppercase());
+            let mut record: Vec<(&str, String)> = Vec::new();
+            if let serde_json::Value::Object(map) = &fields {
+                for (k, v) in map {
+                    match v {
+                        serde_json::Value::Null => {}
+                        serde_json::Value::String(s) => record.push((k, s.clone())),
+                        v => record.push((k, v.to_string())),
+                    }
+                }
+            }
+            if record.is_empty() {
+                record.push(("message", text.to_string()));
+            }
+            db.record(&kind, now, &record);
+        }
         if self.json {
             let mut obj = serde_json::json!({
                 "time": now.to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
@@ -507,7 +527,10 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         return Ok(code);
     }
     let run_commands = take_run_commands(&mut args.command)?;
-    let reporter = Reporter { json: args.json };
+    let mut reporter = Reporter {
+        json: args.json,
+        db: None,
+    };
     // the drain after the last run takes what the runs leave in cache, so the library
     // keeps its checkpoints there between flushes (SCR_FLUSH): the runs, and this
     // process's own reading of the parameters, must know
@@ -530,6 +553,17 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     let job_id = super::job_id(&params);
     export_job(rm.as_ref(), &job_id);
     let prefix = super::prefix_dir(None, &params)?;
+    // the job in the database is the user's computation in this prefix, as the library's
+    let log = &settings.log;
+    if log.enable && log.db.enable {
+        let user = scr::layout::user_name();
+        reporter.db = Some(scr_db::Sink::open(
+            scr_db::Target::from_settings(&log.db, &user),
+            &user,
+            &prefix.to_string_lossy(),
+            chrono::Local::now(),
+        ));
+    }
     let exclude = super::excluded_nodes(&params)?;
     let node_check = super::nodes::configured_node_check(&params, false);
     let launch_node = rm

@@ -1,0 +1,258 @@
+//! The database log against a real MariaDB server (a private `mariadbd` per test): the
+//! schema `scr db init` creates is v3.1's, and records go into a database set up as for
+//! v3.1 through its insert-only account; a server down, refusing or stopped leaves the
+//! sink off without failing its caller.
+
+use chrono::{Local, TimeZone};
+use scr_db::test_server::TestServer;
+use scr_db::{Address, Connection, Sink, Target};
+
+/// Longer than the log's own bound on any one wait: a sink has settled by then.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn target(server: &TestServer, user: &str, password: &str, database: &str) -> Target {
+    Target {
+        address: Address::Socket(server.socket()),
+        database: database.into(),
+        user: user.into(),
+        password: Some(password.into()),
+        debug: false,
+        timeout: scr_db::TIMEOUT,
+        ssl_ca: None,
+    }
+}
+
+/// Every column of the tables of `database`: table, column, type, nullability, key.
+fn columns(server: &TestServer, database: &str) -> String {
+    server.sql(&format!(
+        "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY \
+         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '{database}' \
+         ORDER BY TABLE_NAME, ORDINAL_POSITION"
+    ))
+}
+
+#[test]
+fn db_init_creates_the_tables_of_a_v3_1_database_column_for_column() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    server.create_user("admin", "pw-admin");
+    server.sql("GRANT ALL ON *.* TO 'admin'@'localhost'");
+
+    let mut conn = Connection::open(&target(&server, "admin", "pw-admin", "ours"), false).unwrap();
+    conn.init_schema("ours").unwrap();
+    // twice: init over a database in use keeps it
+    conn.init_schema("ours").unwrap();
+
+    let ours = columns(&server, "ours");
+    assert_eq!(ours.lines().count(), 2 + 2 + 2 + 4 + 13 + 8, "{ours}");
+    assert_eq!(ours, columns(&server, "scr"));
+}
+
+#[test]
+fn records_of_a_run_go_into_a_v3_1_database_through_its_insert_only_account() {
+    let server = TestServer::start();
+    server.v3_1_database();
+
+    let at = |s| Local.with_ymd_and_hms(2026, 3, 4, 10, 0, s).unwrap();
+    let t = target(&server, "scr_insert", "pw-insert", "scr");
+    let sink = Sink::open(Ok(t.clone()), "alice", "/p/alice/run1", at(0));
+    assert!(sink.settle(SETTLE));
+    let f = |pairs: &[(&'static str, &str)]| -> Vec<(&'static str, String)> {
+        pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
+    };
+    sink.record(
+        "START",
+        at(0),
+        &f(&[("ranks", "4"), ("nodes", "2"), ("jobid", "77")]),
+    );
+    sink.record(
+        "CHECKPOINT",
+        at(5),
+        &f(&[
+            ("name", "ckpt.1"),
+            ("dset", "1"),
+            ("bytes", "1048576"),
+            ("secs", "2.000"),
+        ]),
+    );
+    sink.record(
+        "FLUSH",
+        at(9),
+        &f(&[
+            ("name", "ckpt.1"),
+            ("dset", "1"),
+            ("bytes", "1048576"),
+            ("secs", "4.000"),
+        ]),
+    );
+    sink.record("HALT", at(10), &f(&[("exits", "1")]));
+    assert!(sink.settle(SETTLE), "{}", server.error_log());
+    // a second run of the same computation is the same job
+    let again = Sink::open(Ok(t), "alice", "/p/alice/run1", at(30));
+    again.record("END", at(40), &[]);
+    assert!(again.settle(SETTLE));
+
+    assert_eq!(
+        server.sql(
+            "SELECT u.name, n.name, j.start FROM scr.jobs j JOIN scr.usernames u ON u.id = j.username_id \
+             JOIN scr.jobnames n ON n.id = j.jobname_id"
+        ),
+        "alice\t/p/alice/run1\t2026-03-04 10:00:00\n"
+    );
+    assert_eq!(
+        server.sql(
+            "SELECT t.name, e.dset_id, e.dset_name, e.start, e.secs, e.note FROM scr.events e \
+             JOIN scr.types t ON t.id = e.type_id ORDER BY e.id"
+        ),
+        "START\tNULL\tNULL\t2026-03-04 10:00:00\tNULL\tranks=4 nodes=2 jobid=77\n\
+         CHECKPOINT\t1\tckpt.1\t2026-03-04 10:00:03\t2\tNULL\n\
+         FLUSH\t1\tckpt.1\t2026-03-04 10:00:05\t4\tNULL\n\
+         HALT\tNULL\tNULL\t2026-03-04 10:00:10\tNULL\texits=1\n\
+         END\tNULL\tNULL\t2026-03-04 10:00:40\tNULL\tNULL\n"
+    );
+    assert_eq!(
+        server.sql(
+            "SELECT t.name, x.dset_id, x.start, x.end, x.secs, x.bytes, x.bw, x.`from`, x.`to` \
+             FROM scr.transfers x JOIN scr.types t ON t.id = x.type_id ORDER BY x.id"
+        ),
+        "CHECKPOINT\t1\t2026-03-04 10:00:03\t2026-03-04 10:00:05\t2\t1048580\t524288\t\t\n\
+         FLUSH\t1\t2026-03-04 10:00:05\t2026-03-04 10:00:09\t4\t1048580\t262144\t\t/p/alice/run1\n"
+    );
+    assert_eq!(
+        server.sql("SELECT COUNT(DISTINCT job_id) FROM scr.events"),
+        "1\n"
+    );
+}
+
+#[test]
+fn a_server_down_refusing_or_stopped_leaves_the_sink_off_and_its_caller_going() {
+    let mut server = TestServer::start();
+    server.v3_1_database();
+    let now = Local::now();
+    let t = target(&server, "scr_insert", "pw-insert", "scr");
+
+    let refused = Sink::open(
+        Ok(target(&server, "scr_insert", "wrong", "scr")),
+        "bob",
+        "/p",
+        now,
+    );
+    assert!(!refused.settle(SETTLE));
+    refused.record("START", now, &[]);
+
+    // connected, then the server stops answering: the statement gives up, the sink stays off
+    let sink = Sink::open(Ok(t.clone()), "bob", "/p", now);
+    assert!(sink.settle(SETTLE));
+    server.pause();
+    sink.record("START", now, &[]);
+    let stopped = Sink::open(Ok(t.clone()), "bob", "/p", now);
+    stopped.record("START", now, &[]);
+    assert!(!sink.settle(SETTLE));
+    sink.record("END", now, &[]);
+    assert!(!stopped.settle(SETTLE));
+    server.resume();
+    assert_eq!(server.sql("SELECT COUNT(*) FROM scr.events"), "0\n");
+
+    server.stop();
+    let down = Sink::open(Ok(t), "bob", "/p", now);
+    assert!(!down.settle(SETTLE));
+    down.record("START", now, &[]);
+}
+
+/// A listener at `socket`, nonblocking: whether anyone connected, without waiting.
+fn listen(socket: &std::path::Path) -> std::os::unix::net::UnixListener {
+    let l = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    l.set_nonblocking(true).unwrap();
+    l
+}
+
+#[test]
+fn a_password_goes_to_no_socket_another_user_may_have_put_there() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // a directory everyone may write (not sticky): anyone may have made its socket
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let socket = dir.path().join("mysqld.sock");
+    let someone = listen(&socket);
+    let with_password = Target {
+        address: Address::Socket(socket.clone()),
+        database: "scr".into(),
+        user: "scr_insert".into(),
+        password: Some("pw-insert".into()),
+        debug: false,
+        timeout: scr_db::TIMEOUT,
+        ssl_ca: None,
+    };
+    let e = Connection::open(&with_password, true)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains(&socket.display().to_string()), "{e}");
+    assert!(e.contains("TLS"), "{e}");
+    assert_eq!(
+        someone.accept().err().map(|e| e.kind()),
+        Some(std::io::ErrorKind::WouldBlock),
+        "the client connected"
+    );
+    // the sink says so once and writes nothing
+    let sink = Sink::open(Ok(with_password.clone()), "alice", "/p", Local::now());
+    assert!(!sink.settle(SETTLE));
+
+    // the same socket in a directory of the user's alone is tried (nothing answers there)
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let trying = std::thread::spawn(move || Connection::open(&with_password, true).is_ok());
+    let until = std::time::Instant::now() + SETTLE;
+    while someone.accept().is_err() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the client never connected"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!trying.join().unwrap());
+}
+
+#[test]
+fn a_password_goes_over_tcp_only_by_tls_to_a_certificate_that_checks_out() {
+    let plain = TestServer::start();
+    plain.v3_1_database();
+    let tcp = |server: &TestServer| {
+        let mut t = target(server, "scr_insert", "pw-insert", "scr");
+        t.address = Address::Tcp {
+            host: "127.0.0.1".into(),
+            port: server.port(),
+        };
+        t
+    };
+    // a server without TLS is not sent the password
+    let e = Connection::open(&tcp(&plain), true)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("TLS"), "{e}");
+    drop(plain);
+
+    let server = TestServer::start_with_tls();
+    server.v3_1_database();
+    // a certificate no known authority signed is refused
+    let e = Connection::open(&tcp(&server), true)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.to_lowercase().contains("certificate"), "{e}");
+    assert_eq!(server.sql("SELECT COUNT(*) FROM scr.jobs"), "0\n");
+    // with the server's authority (ssl-ca of the option file) the records go in over TLS
+    let mut t = tcp(&server);
+    t.ssl_ca = Some(server.tls_ca());
+    let sink = Sink::open(Ok(t), "alice", "/p/alice/run1", Local::now());
+    sink.record("START", Local::now(), &[]);
+    assert!(sink.settle(SETTLE), "{}", server.error_log());
+    assert_eq!(server.sql("SELECT COUNT(*) FROM scr.events"), "1\n");
+    let accepted: u64 = server
+        .sql("SHOW GLOBAL STATUS LIKE 'Ssl_accepts'")
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(accepted >= 1, "no TLS connection was accepted");
+}

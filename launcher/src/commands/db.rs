@@ -1,0 +1,109 @@
+//! `scr db`: the database of SCR's event log (SCR_LOG_DB_*): `scr db init` creates the
+//! database and its tables (SCR v3.1's, column for column), `scr db schema` prints them.
+//! The password is never an argument: it comes from the environment (SCR_LOG_DB_PASS), a
+//! configuration file only its owner can read, or a MariaDB option file only its owner
+//! can read (`--option-file`, else ~/.my.cnf).
+
+use scr::params::{Params, Sources};
+use scr_db::password::OptionFile;
+use scr_db::{Connection, Target};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(about = "Create the database of SCR's event log (SCR_LOG_DB_*), or print its tables")]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(clap::Subcommand)]
+enum Action {
+    Init(InitArgs),
+    Schema,
+}
+
+/// `scr db init`.
+#[derive(clap::Args)]
+#[command(
+    about = "Create the log's database and its tables (kept when they exist)",
+    long_about = "Create the database SCR_LOG_DB_NAME names (default scr) on the server \
+                  SCR_LOG_DB_HOST names (a host, host:port, or the path of its unix socket; \
+                  default localhost: the server's socket), and in it the tables of SCR's event log: those of SCR \
+                  v3.1's scr.mysql, column for column, so that v3.1 and this SCR log into the \
+                  same database. Tables that exist are kept with their rows.\n\n\
+                  The account is an administrator's: user= and password= of --option-file \
+                  (a MariaDB option file, groups [client] and [scr]), else SCR_LOG_DB_USER and \
+                  SCR_LOG_DB_PASS, else those of ~/.my.cnf. A file holding the password must \
+                  be readable by its owner alone (chmod 600); there is no password argument, \
+                  so that no password is ever on a command line.\n\n\
+                  Exit codes: 0 created (or already there); 1 an error, which names the file, \
+                  parameter or server."
+)]
+pub struct InitArgs {
+    /// A MariaDB option file with user= and password= of the administrator's account
+    /// (mode 600)
+    #[arg(long, value_name = "FILE")]
+    option_file: Option<PathBuf>,
+}
+
+/// What the database layer said, as the commands' error.
+fn said(e: scr_db::DbError) -> scr::Error {
+    match e {
+        scr_db::DbError::Password(scr_db::password::PasswordError::Unreadable(e)) => e,
+        e => scr::Error::Refused {
+            what: e.to_string(),
+        },
+    }
+}
+
+pub fn run(args: Args) -> scr::Result<ExitCode> {
+    match args.action {
+        Action::Schema => {
+            print!("{}", scr_db::SCHEMA);
+            Ok(ExitCode::SUCCESS)
+        }
+        Action::Init(init) => {
+            let target = init_target(&init)?;
+            let mut conn = Connection::open(&target, false).map_err(said)?;
+            conn.init_schema(&target.database).map_err(said)?;
+            println!(
+                "{}: the tables of SCR's event log are in database {} at {}",
+                crate::program_name(),
+                target.database,
+                target.address
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The server, database and administrator's account `scr db init` uses.
+fn init_target(init: &InitArgs) -> scr::Result<Target> {
+    let params = Params::load(&Sources::from_process())?;
+    for w in &params.warnings {
+        eprintln!("{}: WARNING: {w}", crate::program_name());
+    }
+    let db = params.typed().log.db;
+    let login = scr::layout::user_name();
+    let Some(file) = &init.option_file else {
+        return Target::from_settings(&db, &login).map_err(said);
+    };
+    // the file given is the account's: it wins over the parameters, which name the
+    // logging account
+    let options = OptionFile::read(file).map_err(|e| said(e.into()))?;
+    let mut target = Target::with_option_file(&db, &login, None).map_err(said)?;
+    if let Some(user) = options.user.clone() {
+        target.user = user;
+    }
+    if options.password.is_some() {
+        target.password = options.password.clone();
+    }
+    if db.host.is_none() {
+        target.address = options.address().map_err(said)?;
+    }
+    if options.ssl_ca.is_some() {
+        target.ssl_ca = options.ssl_ca.map(PathBuf::from);
+    }
+    Ok(target)
+}

@@ -1,0 +1,251 @@
+//! SCR's database log from real MPI jobs into a real MariaDB server (a private `mariadbd`
+//! per test) set up as a site did for SCR v3.1 (its tables, its insert-only account): a
+//! job that fails and is restarted leaves the records of both runs, matched against what
+//! the application printed and the files it wrote; a server that refuses the password, is
+//! stopped or is down costs the job nothing but one message, and the text log keeps the
+//! events. scr-run's own events (launches, how each run ended, how the job ended) join the
+//! library's under the same job.
+
+mod common;
+
+use common::scr_run::*;
+use common::*;
+use scr_db::test_server::TestServer;
+
+/// The parameters that send a job's log to `server`'s v3.1 database, as its insert-only
+/// account with `password`.
+fn db_env(server: &TestServer, password: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("SCR_LOG_ENABLE", "1".into()),
+        ("SCR_LOG_SYSLOG_ENABLE", "0".into()),
+        ("SCR_LOG_DB_ENABLE", "1".into()),
+        ("SCR_LOG_DB_HOST", server.socket().display().to_string()),
+        ("SCR_LOG_DB_NAME", "scr".into()),
+        ("SCR_LOG_DB_USER", "scr_insert".into()),
+        ("SCR_LOG_DB_PASS", password.into()),
+        ("SCR_FLUSH", "1".into()),
+    ]
+}
+
+fn borrowed<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// Rows of a query, each a vector of its columns.
+fn rows(server: &TestServer, sql: &str) -> Vec<Vec<String>> {
+    server
+        .sql(sql)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+/// The names of the datasets of kind `kind` among `events` (type, dset_name).
+fn named<'a>(events: &'a [Vec<String>], kind: &str) -> Vec<&'a str> {
+    events
+        .iter()
+        .filter(|e| e[0] == kind)
+        .map(|e| e[1].as_str())
+        .collect()
+}
+
+/// Bytes of the files of checkpoint `name` on the prefix.
+fn bytes_on_prefix(job: &Job, name: &str) -> u64 {
+    walk(&job.prefix().join(name))
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum()
+}
+
+#[test]
+fn a_failed_and_restarted_job_leaves_both_runs_in_a_v3_1_database() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    let job = Job::new();
+    let env = db_env(&server, "pw-insert");
+    let mut fail = borrowed(&env);
+    fail.push(("TEST_API_FAIL_FIRST", "1"));
+    let first = job.run(2, &["200000", "3"], &fail);
+    assert_eq!(first.status.code(), Some(3), "{}", text(&first));
+    let mut debug = borrowed(&env);
+    debug.push(("SCR_LOG_DB_DEBUG", "1"));
+    let second = job.run_ok(2, &["200000", "2"], &debug);
+    assert!(!second.contains("database log off"), "{second}");
+
+    // the application's own words: which checkpoint the second run restarted from
+    let restarted_from = second
+        .lines()
+        .find_map(|l| l.strip_prefix("test_api: restarted from "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_else(|| panic!("no restart printed: {second}"));
+    assert_eq!(restarted_from, "ckpt.3");
+
+    let prefix = job.prefix().display().to_string();
+    assert_eq!(
+        rows(
+            &server,
+            "SELECT u.name, n.name FROM scr.jobs j JOIN scr.usernames u ON u.id = j.username_id \
+             JOIN scr.jobnames n ON n.id = j.jobname_id"
+        ),
+        vec![vec![user(), prefix.clone()]]
+    );
+    let events = rows(
+        &server,
+        "SELECT t.name, IFNULL(e.dset_name, ''), IFNULL(e.note, '') FROM scr.events e \
+         JOIN scr.types t ON t.id = e.type_id ORDER BY e.id",
+    );
+    let kinds: Vec<&str> = events.iter().map(|e| e[0].as_str()).collect();
+    // two runs: the first ended without END (it failed), the second restarted
+    let starts: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == "START").collect();
+    assert_eq!(starts.len(), 2, "{events:?}");
+    assert!(!kinds[..starts[1]].contains(&"END"), "{events:?}");
+    assert_eq!(kinds.last(), Some(&"END"), "{events:?}");
+    assert!(
+        events[starts[0]][2].contains("ranks=2") && events[starts[0]][2].contains("jobid=4242"),
+        "{events:?}"
+    );
+    assert_eq!(named(&events, "RESTART"), vec![restarted_from]);
+    let checkpoints = ["ckpt.1", "ckpt.2", "ckpt.3", "ckpt.4", "ckpt.5"];
+    assert_eq!(named(&events, "CHECKPOINT"), checkpoints);
+    assert_eq!(named(&events, "FLUSH"), checkpoints);
+
+    // each flush moved what is on the prefix now, into the prefix
+    let flushes = rows(
+        &server,
+        "SELECT x.dset_name, x.bytes, x.`to` FROM scr.transfers x \
+         JOIN scr.types t ON t.id = x.type_id WHERE t.name = 'FLUSH' ORDER BY x.id",
+    );
+    assert_eq!(flushes.len(), 5, "{flushes:?}");
+    for f in &flushes {
+        let on_prefix = bytes_on_prefix(&job, &f[0]);
+        assert!(on_prefix >= 400000, "{f:?}");
+        // FLOAT keeps 24 bits: compare to its precision
+        let logged: f64 = f[1].parse().unwrap();
+        assert!(
+            (logged - on_prefix as f64).abs() <= on_prefix as f64 * 1e-6,
+            "{f:?} vs {on_prefix}"
+        );
+        assert_eq!(f[2], prefix);
+    }
+
+    // SCR_LOG_DB_DEBUG printed each statement of the second run, values in place
+    let second_run_events = kinds.len() - starts[1];
+    let printed = second
+        .lines()
+        .filter(|l| l.starts_with("SCR: INSERT INTO `events`"))
+        .count();
+    assert_eq!(printed, second_run_events, "{second}");
+    assert!(
+        second.contains(&format!("'{prefix}'")),
+        "the job name's lookup printed with its value: {second}"
+    );
+}
+
+/// Runs a job of three checkpoints with the log sent to `server`; returns what it printed
+/// and its text log.
+fn run_with(server: &TestServer, password: &str) -> (String, String) {
+    let job = Job::new();
+    let env = db_env(server, password);
+    let out = job.run_ok(2, &["1000", "3"], &borrowed(&env));
+    let log = std::fs::read_to_string(job.prefix().join(".scr/log")).unwrap();
+    (out, log)
+}
+
+/// The job printed the database log's warning once, and its text log kept every event (a
+/// checkpoint's flush, due at once, is logged before the checkpoint's end).
+fn assert_said_once_and_logged(out: &str, log: &str, why: &str) {
+    assert_eq!(
+        out.matches("database log off").count(),
+        1,
+        "one warning ({why}): {out}"
+    );
+    assert!(out.contains(why), "{out}");
+    let kinds: Vec<&str> = log.lines().filter_map(|l| l.split(' ').nth(1)).collect();
+    assert_eq!(
+        kinds,
+        [
+            "event=START",
+            "event=FLUSH",
+            "event=CHECKPOINT",
+            "event=FLUSH",
+            "event=CHECKPOINT",
+            "event=FLUSH",
+            "event=CHECKPOINT",
+            "event=END"
+        ],
+        "{log}"
+    );
+}
+
+#[test]
+fn a_server_refusing_stopped_or_down_costs_the_job_one_message() {
+    let mut server = TestServer::start();
+    server.v3_1_database();
+
+    let (out, log) = run_with(&server, "wrong");
+    assert_said_once_and_logged(&out, &log, "Access denied");
+
+    // stopped: it takes connections and never answers
+    server.pause();
+    let (out, log) = run_with(&server, "pw-insert");
+    server.resume();
+    assert_said_once_and_logged(&out, &log, "cannot connect");
+
+    server.stop();
+    let (out, log) = run_with(&server, "pw-insert");
+    assert_said_once_and_logged(&out, &log, "cannot connect");
+}
+
+#[test]
+fn scr_run_records_each_run_and_how_it_ended_beside_the_librarys_events() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    let job = Job::new();
+    let app = job.app.display().to_string();
+    let mut env = borrowed(&db_env(&server, "pw-insert"))
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect::<Vec<_>>();
+    env.extend([
+        ("SCR_NODELIST", "n[1-2]".to_string()),
+        ("SCR_RUNS", "2".to_string()),
+        ("TEST_API_FAIL_FIRST", "1".to_string()),
+    ]);
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["mpiexec", "-launcher", "fork", "-n", "2", &app, "2000", "2"],
+        &borrowed(&env),
+    ));
+    assert!(out.status.success(), "{t}");
+    assert!(!t.contains("database log off"), "{t}");
+
+    let events = rows(
+        &server,
+        "SELECT t.name, IFNULL(e.note, ''), e.job_id FROM scr.events e \
+         JOIN scr.types t ON t.id = e.type_id ORDER BY e.id",
+    );
+    let kinds: Vec<&str> = events.iter().map(|e| e[0].as_str()).collect();
+    // one job: scr-run's records and both runs' in the same prefix
+    assert!(events.iter().all(|e| e[2] == events[0][2]), "{events:?}");
+    assert_eq!(kinds.first(), Some(&"SCR_RUN_STARTED"), "{kinds:?}");
+    let launches: Vec<usize> = (0..kinds.len())
+        .filter(|&i| kinds[i] == "SCR_RUN_LAUNCH")
+        .collect();
+    let ends: Vec<&Vec<String>> = events
+        .iter()
+        .filter(|e| e[0] == "SCR_RUN_RUN_ENDED")
+        .collect();
+    assert_eq!(launches.len(), 2, "{kinds:?}");
+    assert_eq!(ends.len(), 2, "{kinds:?}");
+    // the first run failed on purpose with exit code 3 (test_api), the second ended well
+    assert!(ends[0][1].contains("exit_code=3"), "{ends:?}");
+    assert!(ends[1][1].contains("exit_code=0"), "{ends:?}");
+    // each run's library records come after its launch
+    let starts: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == "START").collect();
+    assert_eq!(starts.len(), 2, "{kinds:?}");
+    assert!(
+        launches[0] < starts[0] && launches[1] < starts[1],
+        "{kinds:?}"
+    );
+    assert!(kinds.contains(&"SCR_RUN_FINISHED"), "{kinds:?}");
+}
