@@ -162,8 +162,10 @@ impl Fetch<'_> {
                      offered (nor any older checkpoint of another size), as a program that reads \
                      its own rank's files would restart from part of it; a program that \
                      re-partitions a checkpoint through the restart file list \
-                     (SCR_Restart_file_count, SCR_Restart_file_name) says so with SCR_RESHAPE=1. \
-                     Nothing is marked failed: a job of {writers} ranks restarts it, unless \
+                     (SCR_Restart_file_count, SCR_Restart_file_name) says so with SCR_RESHAPE=1, \
+                     and one that reads the prefix's files itself (the v3.1 guide's restart \
+                     without SCR) sets SCR_FLUSH_ON_RESTART=1 SCR_FETCH=0. Nothing is marked \
+                     failed: a job of {writers} ranks restarts it, unless \
                      this job first writes a checkpoint of the same name, which replaces it"
                 );
             }

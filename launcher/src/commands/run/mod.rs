@@ -605,7 +605,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     reporter.say(
         "prerun",
         &format!(
-            "scr_prerun: {} ready (the last job's flush and nodes files removed)",
+            "scr_prerun: {} ready (the last job's flush and nodes files cleared)",
             layout::prefix_hidden_dir(&prefix).display()
         ),
         serde_json::json!({}),
