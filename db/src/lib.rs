@@ -21,6 +21,7 @@
 //!     password: Some("secret".into()),
 //!     debug: false,
 //!     timeout: scr_db::TIMEOUT,
+//!     ssl_ca: None,
 //! };
 //! let now = chrono::Local::now();
 //! let sink = Sink::open(Ok(target), "alice", "/p/lustre/alice/run1", now);

@@ -43,8 +43,8 @@ fn said_of(out: &str, id: u64) -> Vec<&str> {
         .collect()
 }
 
-/// Runs ckpt.1…ckpt.3 on n1–n4 (each flushed), then makes ckpt.2 current.
-fn three_flushed_then_back_to_the_second(job: &Job) {
+/// Runs ckpt.1…ckpt.3 on n1–n4, each flushed.
+fn three_flushed(job: &Job) {
     let first = scr_run_steps(
         job,
         "n1,n2,n3,n4",
@@ -58,6 +58,11 @@ fn three_flushed_then_back_to_the_second(job: &Job) {
         &[("SCR_FLUSH", "1"), ("SCR_CACHE_SIZE", "3")],
     );
     assert_eq!(answer(&first, "ckpt=ckpt.3:3"), "rc=0", "{first}");
+}
+
+/// [`three_flushed`], then makes ckpt.2 current.
+fn three_flushed_then_back_to_the_second(job: &Job) {
+    three_flushed(job);
     let out = scr_in_allocation(job)
         .args(["index", "--current", "ckpt.2"])
         .output()
@@ -246,19 +251,7 @@ fn the_drain_never_places_a_dataset_over_a_newer_ones_files() {
 #[test]
 fn the_drain_never_undoes_a_drop_from_the_index() {
     let job = steps_job();
-    let first = scr_run_steps(
-        &job,
-        "n1,n2,n3,n4",
-        &[
-            "init",
-            "ckpt=ckpt.1:1",
-            "ckpt=ckpt.2:2",
-            "ckpt=ckpt.3:3",
-            "finalize",
-        ],
-        &[("SCR_FLUSH", "1"), ("SCR_CACHE_SIZE", "3")],
-    );
-    assert_eq!(answer(&first, "ckpt=ckpt.3:3"), "rc=0", "{first}");
+    three_flushed(&job);
     let out = scr_in_allocation(&job)
         .args(["index", "--drop", "ckpt.3"])
         .output()

@@ -277,6 +277,13 @@ fn killed_mid_copy(old: [&str; 2], new: &str) -> (Job, String) {
     killed_mid_copy_then(old, new, false)
 }
 
+/// Whether some rank's copy to the prefix is under way: a temporary shorter than its file.
+fn a_copy_is_under_way(job: &Job) -> bool {
+    temporaries(job)
+        .iter()
+        .any(|t| std::fs::metadata(t).is_ok_and(|m| (m.len() as usize) < 8 + SIZE))
+}
+
 fn killed_mid_copy_then(old: [&str; 2], new: &str, prerun: bool) -> (Job, String) {
     let job = steps_job();
     let size = size_step();
@@ -303,15 +310,10 @@ fn killed_mid_copy_then(old: [&str; 2], new: &str, prerun: bool) -> (Job, String
         ),
     );
     std::fs::write(job.dir.path().join("go"), "").unwrap();
-    let short = |job: &Job| {
-        temporaries(job)
-            .iter()
-            .any(|t| std::fs::metadata(t).is_ok_and(|m| (m.len() as usize) < 8 + SIZE))
-    };
-    wait_for("a copy under way", &job, || short(&job));
+    wait_for("a copy under way", &job, || a_copy_is_under_way(&job));
     kill_job(b);
     assert!(
-        short(&job),
+        a_copy_is_under_way(&job),
         "the kill landed mid-copy: {:?}",
         temporaries(&job)
     );
@@ -389,12 +391,7 @@ fn a_live_flush_of_another_job_keeps_its_copies_when_a_job_starts_beside_it() {
         ),
     );
     std::fs::write(job.dir.path().join("go"), "").unwrap();
-    let short = |job: &Job| {
-        temporaries(job)
-            .iter()
-            .any(|t| std::fs::metadata(t).is_ok_and(|m| (m.len() as usize) < 8 + SIZE))
-    };
-    wait_for("a copy under way", &job, || short(&job));
+    wait_for("a copy under way", &job, || a_copy_is_under_way(&job));
     let copies = temporaries(&job);
     let y = run_ok_on(
         &job,

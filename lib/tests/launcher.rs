@@ -306,22 +306,12 @@ fn a_finished_run_is_not_relaunched_when_the_application_sets_its_own_prefix() {
     let job = steps_job();
     let own = job.dir.path().join("apps-own-prefix");
     std::fs::create_dir(&own).unwrap();
-    let app = job.app.to_str().unwrap();
-    let configf = format!("configf=SCR_PREFIX:{}", own.display());
-    let chdir = format!("chdir={}", own.display());
-    let mut cmd = scr_run_in(
+    let (out, t) = run_with_apps_own_prefix(
         &job,
-        &hydra_on(
-            "n1,n2",
-            2,
-            &[app, &configf, &chdir, "init", "ckpt=ckpt.1:1", "finalize"],
-        ),
-        &[("SCR_NODELIST", "n[1-2]"), ("SCR_RUNS", "3")],
+        &own,
+        &["init", "ckpt=ckpt.1:1", "finalize"],
+        &[("SCR_RUNS", "3")],
     );
-    // SCR_PREFIX set nowhere: scr-run's prefix is its working directory, and nothing in
-    // the environment overrides the application's SCR_Configf
-    cmd.env_remove("SCR_PREFIX");
-    let (out, t) = output(cmd);
     assert_eq!(out.status.code(), Some(0), "{t}");
     assert_eq!(answers(&t, "init").len(), 1, "launched once: {t}");
     assert!(t.contains("the application's prefix is"), "{t}");

@@ -406,7 +406,7 @@ fn root_s_scr_run_refuses_a_prefix_a_neighbour_may_redirect() {
 /// there.
 #[test]
 fn root_s_scr_run_follows_no_recorded_prefix_a_neighbour_may_redirect() {
-    use common::scr_run::{hydra_on, output, scr_run_in};
+    use common::scr_run::run_with_apps_own_prefix;
     use std::os::unix::fs::PermissionsExt;
     let job = steps_job();
     std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -415,25 +415,12 @@ fn root_s_scr_run_follows_no_recorded_prefix_a_neighbour_may_redirect() {
     std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
     let own = theirs.join("apps-own-prefix");
     std::fs::create_dir(&own).unwrap();
-    let app = job.app.to_str().unwrap();
-    let configf = format!("configf=SCR_PREFIX:{}", own.display());
-    let chdir = format!("chdir={}", own.display());
-    let mut cmd = scr_run_in(
+    let (out, t) = run_with_apps_own_prefix(
         &job,
-        &hydra_on(
-            "n1,n2",
-            2,
-            &[app, &configf, &chdir, "init", "ckpt=ckpt.1:1", "finalize"],
-        ),
-        &[
-            ("SCR_NODELIST", "n[1-2]"),
-            ("SCR_RUNS", "2"),
-            ("SCR_PREFIX_SHARED", "1"),
-        ],
+        &own,
+        &["init", "ckpt=ckpt.1:1", "finalize"],
+        &[("SCR_RUNS", "2"), ("SCR_PREFIX_SHARED", "1")],
     );
-    // nothing in the environment overrides the application's SCR_Configf
-    cmd.env_remove("SCR_PREFIX");
-    let (out, t) = output(cmd);
     assert!(
         t.contains(&format!(
             "not following the prefix {} that the job's control directory records",

@@ -51,6 +51,28 @@ pub fn scr_run_in<A: AsRef<std::ffi::OsStr>>(
     cmd
 }
 
+/// scr-run of the job's steps program on n1,n2 that sets its own prefix `own`
+/// (`SCR_Configf("SCR_PREFIX=…")`, as integration.rst suggests, and runs there) and then
+/// `steps`; SCR_PREFIX is set nowhere, so scr-run's prefix is its working directory and
+/// nothing in the environment overrides the application's.
+pub fn run_with_apps_own_prefix(
+    job: &Job,
+    own: &Path,
+    steps: &[&str],
+    env: &[(&str, &str)],
+) -> (Output, String) {
+    let app = job.app.to_str().unwrap();
+    let configf = format!("configf=SCR_PREFIX:{}", own.display());
+    let chdir = format!("chdir={}", own.display());
+    let program: Vec<&str> = [app, &configf, &chdir]
+        .into_iter()
+        .chain(steps.iter().copied())
+        .collect();
+    let mut cmd = scr_run_in(job, &hydra_on("n1,n2", 2, &program), env);
+    cmd.env("SCR_NODELIST", "n[1-2]").env_remove("SCR_PREFIX");
+    output(cmd)
+}
+
 /// Runs scr-run, bounded: a run that should end and hangs fails the test (the tests that
 /// measure how soon scr-run stops ask for less).
 pub fn output(mut cmd: Command) -> (Output, String) {
