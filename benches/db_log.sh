@@ -9,9 +9,10 @@
 #   stopped  SIGSTOPped before the job: it takes the connection and never answers
 #   midrun   SIGSTOPped once the job's first checkpoint is logged
 # For each: the job's wall time and its slowest checkpoint (SCR_Start_checkpoint to
-# SCR_Complete_checkpoint, as the application measured it), the best of 3 runs. A server
-# that fails costs one bounded wait (scr_db::TIMEOUT, 2 s) once per run, at SCR_Init or at
-# the one checkpoint whose record met it, and nothing afterwards.
+# SCR_Complete_checkpoint, as the application measured it), the best of 3 runs. The log
+# writes from a thread of its own, so no checkpoint waits on the server; a server that has
+# not answered by the end costs at most one bounded wait (scr_db::TIMEOUT, 2 s) at
+# SCR_Finalize, for the records it was handed.
 # Run: ./benches/db_log.sh [SIZE_KIB]   (default: 1024; PROFILE=debug uses the debug build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
