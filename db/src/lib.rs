@@ -305,6 +305,13 @@ fn no_other_user_listens_at(socket: &std::path::Path) -> Result<(), DbError> {
         }
         PathControl::Shared(why) => return Err(exposed(why)),
     }
+    // nor make names in it (sticky or not, as /tmp: a server of theirs may appear there the
+    // moment a trusted one is gone)
+    if let Some(why) =
+        scr::safe_fs::others_may_make_names_in(dir).map_err(|e| exposed(e.to_string()))?
+    {
+        return Err(exposed(why));
+    }
     // (nobody untrusted may change the directory: what is in it now stays)
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let meta = match std::fs::symlink_metadata(socket) {

@@ -10,7 +10,7 @@ mod control;
 mod new_file;
 
 pub use beneath::{Beneath, Staged};
-pub use control::{PathControl, PathWalk, path_control};
+pub use control::{PathControl, PathWalk, others_may_make_names_in, path_control};
 pub use new_file::NewFile;
 
 use crate::error::{Error, Result};
