@@ -458,7 +458,36 @@ pub fn create_job_dirs_in_base(base: &Path, dir: &Path, mode: u32, param: &str) 
             ));
         }
     }
+    check_base_way(base, param)?;
     create_dirs_in(base, dir, mode)
+}
+
+/// Refuses a cache or control base (`param` names where it came from) whose way another
+/// user may change: one who owns a directory or a link on the way, or may write one there
+/// that is not sticky ([`path_control`]). They could swap the job's directories there for
+/// others, or lead the base to a directory of theirs, between any two of SCR's steps (its
+/// paths are joined onto the base), and read, forge or lose the cached checkpoints. Root
+/// acting for a job's user ([`crate::layout::job_user_id`]) may meet that user on the way.
+pub fn check_base_way(base: &Path, param: &str) -> Result<()> {
+    let who = match path_control(base)?.control {
+        PathControl::Root => return Ok(()),
+        PathControl::User(uid) if uid == my_uid() || uid == crate::layout::job_user_id() => {
+            return Ok(());
+        }
+        PathControl::User(uid) => {
+            format!("user id {uid} owns a directory or a link on the way to it")
+        }
+        PathControl::Shared(why) => why,
+    };
+    Err(Error::untrusted(
+        base,
+        format!(
+            "({param}) {who}: others could swap your job's directories there for theirs, or \
+             lead the base to a directory of theirs, and read, forge or lose your cached \
+             checkpoints; use a base on a path only you and root may change (sticky \
+             directories such as /tmp and /dev/shm are fine)"
+        ),
+    ))
 }
 
 /// `path` as `root` and the part of it below `root`: the root as named, or as the file
