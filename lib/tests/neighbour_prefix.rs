@@ -325,3 +325,35 @@ fn a_prefix_a_neighbours_link_leads_to_is_refused_and_the_other_prefix_is_untouc
         );
     }
 }
+
+/// The user's `scr halt --immediate DIR` (and `-p DIR`) given a prefix that another user's
+/// link leads to (another prefix of the user's, whose job would stop at once): refused as a
+/// prefix found from SCR_PREFIX is, and nothing is written there. The user is nobody; the
+/// other user's link is daemon's.
+#[test]
+fn the_users_halt_of_a_prefix_another_users_link_leads_to_writes_nothing_there() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let other = job.dir.path().join("other-run");
+    std::fs::create_dir(&other).unwrap();
+    std::os::unix::fs::chown(&other, Some(65534), Some(65534)).unwrap();
+    let link = sticky_tmp(&job).join("vpre");
+    std::os::unix::fs::symlink(&other, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(1), Some(1)).unwrap();
+    let scr = scr_command();
+    for form in ["", "-p "] {
+        let o = try_as_nobody(&format!(
+            "{} halt --immediate {form}{}",
+            scr.display(),
+            link.display()
+        ));
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(
+            t.contains("user id 1") && t.contains("SCR_PREFIX_SHARED=1"),
+            "{t}"
+        );
+        assert!(!other.join(".scr").exists(), "{t}");
+    }
+}
