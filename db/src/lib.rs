@@ -372,6 +372,15 @@ impl Connection {
             .write_timeout(t);
         opts = match &target.address {
             Address::Tcp { host, port } => {
+                // the authority whose signature the client believes: nobody else's to swap
+                if let Some(ca) = &target.ssl_ca {
+                    scr::safe_fs::read_only_yours(ca, 1 << 20).map_err(|e| DbError::Exposed {
+                        address: target.address.to_string(),
+                        why: format!(
+                            "its authority's certificate (ssl-ca) is not yours alone: {e}"
+                        ),
+                    })?;
+                }
                 let tls = (target.password.is_some() || target.ssl_ca.is_some()).then(|| {
                     SslOpts::default()
                         .with_root_cert_path(target.ssl_ca.clone().map(std::borrow::Cow::Owned))

@@ -237,6 +237,43 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<(Vec<u8>, Option<u32
     ))
 }
 
+/// Reads a small file SCR takes secrets or trust from (a database option file, the
+/// certificate of the authority a server's must be signed by), only when nobody but root
+/// and this user may change it: [`read_trusted_file`]'s judgment of the file, and the way to
+/// it walked ([`path_control`]) so that nobody else may swap it for another before or after
+/// it is read. The bytes, and the file's permission bits when others may read it.
+pub fn read_only_yours(path: &Path, limit: u64) -> Result<(Vec<u8>, Option<u32>)> {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    match path_control(dir)?.control {
+        PathControl::Root => {}
+        PathControl::User(uid) if uid == my_uid() => {}
+        PathControl::User(uid) => {
+            return Err(Error::untrusted(
+                path,
+                format!(
+                    "user id {uid} owns a directory or a link on the way to it and could swap it \
+                     for a file of theirs; keep it where only you and root may change it"
+                ),
+            ));
+        }
+        PathControl::Shared(why) => {
+            return Err(Error::untrusted(
+                path,
+                format!(
+                    "{why}: others could swap it for a file of theirs; keep it where only you and \
+                     root may change it"
+                ),
+            ));
+        }
+    }
+    read_trusted_file(path, limit)
+}
+
 /// Checks that `dir` is a directory of this user's, reached without a symbolic link as its
 /// last component, that group and others cannot write: what SCR keeps there (filemaps,
 /// the index, cached checkpoints) must not be anyone else's to change. Root may also use a
