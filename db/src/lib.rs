@@ -305,6 +305,13 @@ fn no_other_user_listens_at(socket: &std::path::Path) -> Result<(), DbError> {
         }
         PathControl::Shared(why) => return Err(exposed(why)),
     }
+    // nor make names in it (sticky or not, as /tmp: a server of theirs may appear there the
+    // moment a trusted one is gone)
+    if let Some(why) =
+        scr::safe_fs::others_may_make_names_in(dir).map_err(|e| exposed(e.to_string()))?
+    {
+        return Err(exposed(why));
+    }
     // (nobody untrusted may change the directory: what is in it now stays)
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let meta = match std::fs::symlink_metadata(socket) {
@@ -365,6 +372,15 @@ impl Connection {
             .write_timeout(t);
         opts = match &target.address {
             Address::Tcp { host, port } => {
+                // the authority whose signature the client believes: nobody else's to swap
+                if let Some(ca) = &target.ssl_ca {
+                    scr::safe_fs::read_only_yours(ca, 1 << 20).map_err(|e| DbError::Exposed {
+                        address: target.address.to_string(),
+                        why: format!(
+                            "its authority's certificate (ssl-ca) is not yours alone: {e}"
+                        ),
+                    })?;
+                }
                 let tls = (target.password.is_some() || target.ssl_ca.is_some()).then(|| {
                     SslOpts::default()
                         .with_root_cert_path(target.ssl_ca.clone().map(std::borrow::Cow::Owned))

@@ -4,7 +4,6 @@
 //! MariaDB option file (`~/.my.cnf`, groups `[client]` and `[scr]`) only its owner can
 //! read.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Why a password was not taken.
@@ -48,13 +47,10 @@ impl OptionFile {
     /// Reads the `[client]` and `[scr]` groups of the option file at `path` (the later line
     /// wins), refusing one with a password that others can read.
     pub fn read(path: &Path) -> Result<OptionFile, PasswordError> {
-        // the check and the read are of the one handle opened
-        let file = scr::io::open_regular_no_link(path)?;
-        let shared = scr::io::readable_by_others(&file);
-        let mut text = String::new();
-        file.take(1 << 20)
-            .read_to_string(&mut text)
-            .map_err(|e| scr::Error::io(path, "read", e))?;
+        // where the client looks for its server and whom it believes: nobody else's to
+        // change (the judgments and the read are of the one handle opened)
+        let (bytes, shared) = scr::safe_fs::read_only_yours(path, 1 << 20)?;
+        let text = String::from_utf8_lossy(&bytes);
         let options = OptionFile::parse(&text);
         match shared {
             Some(mode) if options.password.is_some() => Err(PasswordError::Readable {
@@ -159,5 +155,26 @@ mod tests {
             OptionFile::read(&path).unwrap().password.as_deref(),
             Some("x")
         );
+    }
+
+    #[test]
+    fn an_option_file_others_may_change_or_swap_is_refused_password_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("my.cnf");
+        // no password in it: where it sends one from the environment, and whom it trusts
+        std::fs::write(
+            &path,
+            "[client]\nhost=127.0.0.1\nport=3399\nssl-ca=/x/ca.pem\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = OptionFile::read(&path).unwrap_err().to_string();
+        assert!(e.contains("writable by everyone"), "{e}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(OptionFile::read(&path).unwrap().port, Some(3399));
+        // in a directory anyone may rename in: anyone may swap it
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = OptionFile::read(&path).unwrap_err().to_string();
+        assert!(e.contains("swap"), "{e}");
     }
 }

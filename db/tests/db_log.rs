@@ -194,6 +194,17 @@ fn a_password_goes_to_no_socket_another_user_may_have_put_there() {
         Some(std::io::ErrorKind::WouldBlock),
         "the client connected"
     );
+    // a sticky directory everyone may write, as /tmp: nobody's socket is there yet, and
+    // anyone's may be the moment the client connects
+    let sticky = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(sticky.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let mut in_tmp = with_password.clone();
+    in_tmp.address = Address::Socket(sticky.path().join("mysql.sock"));
+    let e = Connection::open(&in_tmp, true)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("writable by everyone"), "{e}");
     // the sink says so once and writes nothing
     let sink = Sink::open(Ok(with_password.clone()), "alice", "/p", Local::now());
     assert!(!sink.settle(SETTLE));

@@ -171,3 +171,34 @@ fn choosing_the_current_dataset_moves_the_link_too() {
     let index = scr::index::IndexFile::read(&scr::layout::index_file(prefix)).unwrap();
     assert_eq!(index.current(), Some("ckpt.1"));
 }
+
+/// `--current` of a copy a restart cannot load (incomplete: VALID NO) is refused, naming the
+/// checkpoints it could be: made current, the next restart would pass over every newer
+/// checkpoint, and start over when no older one is whole. The index stays as it was.
+#[test]
+fn a_checkpoint_a_restart_cannot_load_is_not_made_current() {
+    use scr::HashView;
+    let (_d, prefix) = golden_prefix_copy();
+    let path = prefix.join(".scr/index.scr");
+    scr::index::IndexFile::update(&path, 0o600, |i| {
+        i.set_complete(2, "ckpt.2", false);
+        Ok(())
+    })
+    .unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let o = scr(&[
+        "index",
+        "-p",
+        prefix.to_str().unwrap(),
+        "--current",
+        "ckpt.2",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("ckpt.2 is not a checkpoint a restart can load"),
+        "{err}"
+    );
+    assert!(err.contains("ckpt.3, ckpt.1"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}

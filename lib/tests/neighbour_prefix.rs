@@ -201,6 +201,36 @@ fn a_base_another_user_owns_is_refused_sticky_or_not() {
     refused_as_either_base(&job, &base, &["belongs to user id 65534"]);
 }
 
+/// A base reached through a neighbour's link in a sticky scratch directory (to a sticky
+/// directory of root's, as /dev/shm), or one inside a project directory its group may write
+/// without the sticky bit: either way another user may change where the base leads, and
+/// swap the job's cached checkpoints or lead them to a directory of theirs between two of
+/// SCR's steps. Refused at SCR_Init, naming who may; a base on a way only root and the user
+/// may change is used.
+#[test]
+fn a_base_whose_way_another_user_may_change_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let roots = job.dir.path().join("shm");
+    std::fs::create_dir(&roots).unwrap();
+    std::fs::set_permissions(&roots, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let linked = neighbours_link(&sticky_tmp(&job), "fastcache", &roots);
+    refused_as_either_base(&job, &linked, &["user id 65534"]);
+    let proj = job.dir.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    std::os::unix::fs::chown(&proj, Some(0), Some(65534)).unwrap();
+    std::fs::set_permissions(&proj, std::fs::Permissions::from_mode(0o2770)).unwrap();
+    let inside = proj.join("vcache");
+    std::fs::create_dir(&inside).unwrap();
+    refused_as_either_base(&job, &inside, &["writable by its group"]);
+    let env = [
+        ("SCR_CACHE_BASE", roots.to_str().unwrap()),
+        ("SCR_CNTL_BASE", roots.to_str().unwrap()),
+    ];
+    job.run_ok(2, &["1000", "1"], &env);
+}
+
 /// A run with `base` as its cache base, then as its control base, fails at SCR_Init
 /// naming the base, the parameter and each of `said`.
 fn refused_as_either_base(job: &Job, base: &Path, said: &[&str]) {
@@ -293,5 +323,37 @@ fn a_prefix_a_neighbours_link_leads_to_is_refused_and_the_other_prefix_is_untouc
             index,
             "{t}"
         );
+    }
+}
+
+/// The user's `scr halt --immediate DIR` (and `-p DIR`) given a prefix that another user's
+/// link leads to (another prefix of the user's, whose job would stop at once): refused as a
+/// prefix found from SCR_PREFIX is, and nothing is written there. The user is nobody; the
+/// other user's link is daemon's.
+#[test]
+fn the_users_halt_of_a_prefix_another_users_link_leads_to_writes_nothing_there() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let other = job.dir.path().join("other-run");
+    std::fs::create_dir(&other).unwrap();
+    std::os::unix::fs::chown(&other, Some(65534), Some(65534)).unwrap();
+    let link = sticky_tmp(&job).join("vpre");
+    std::os::unix::fs::symlink(&other, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(1), Some(1)).unwrap();
+    let scr = scr_command();
+    for form in ["", "-p "] {
+        let o = try_as_nobody(&format!(
+            "{} halt --immediate {form}{}",
+            scr.display(),
+            link.display()
+        ));
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(
+            t.contains("user id 1") && t.contains("SCR_PREFIX_SHARED=1"),
+            "{t}"
+        );
+        assert!(!other.join(".scr").exists(), "{t}");
     }
 }

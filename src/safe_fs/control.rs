@@ -167,8 +167,17 @@ fn judge_dir(
     if st.st_mode & 0o1000 != 0 || shared.is_some() {
         return Ok(());
     }
+    let why = creators_besides_owner(fd, &st);
+    *shared = why.map(|w| format!("{} {w} and is not sticky", path.display()));
+    Ok(())
+}
+
+/// Who besides its owner and root may create names in the directory open as `fd` (with
+/// `st`), sticky bit or not: everyone, its group (unless the owner's private group), a user
+/// or group its ACL names; said as "is writable by …".
+pub(super) fn creators_besides_owner(fd: &OwnedFd, st: &rustix::fs::Stat) -> Option<String> {
     let mode = st.st_mode & 0o7777;
-    let why = match acl::writers(fd, st.st_mode) {
+    match acl::writers(fd, st.st_mode) {
         Err(why) => Some(why),
         Ok(w) if w.everyone => Some(format!("is writable by everyone (mode {mode:o})")),
         Ok(w) if w.owning_group && !super::group_is_private_to(st.st_gid, st.st_uid) => {
@@ -188,9 +197,17 @@ fn judge_dir(
                     .find(|&&g| !super::group_is_private_to(g, st.st_uid))
                     .map(|g| format!("is writable by group id {g} through its ACL"))
             }),
-    };
-    *shared = why.map(|w| format!("{} {w} and is not sticky", path.display()));
-    Ok(())
+    }
+}
+
+/// Who besides its owner and root may create names in `dir` (a sticky bit keeps others from
+/// renaming what is there, not from making what is not yet), judged on its handle; None
+/// when nobody may.
+pub fn others_may_make_names_in(dir: &Path) -> Result<Option<String>> {
+    let fd = open_dir_at(rustix::fs::CWD, dir)
+        .map_err(|e| Error::io(dir, "open directory", e.into()))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| Error::io(dir, "inspect", e.into()))?;
+    Ok(creators_besides_owner(&fd, &st).map(|w| format!("{} {w}", dir.display())))
 }
 
 fn control_of(users: BTreeSet<u32>, shared: Option<String>) -> PathControl {

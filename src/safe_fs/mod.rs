@@ -10,7 +10,7 @@ mod control;
 mod new_file;
 
 pub use beneath::{Beneath, Staged};
-pub use control::{PathControl, PathWalk, path_control};
+pub use control::{PathControl, PathWalk, others_may_make_names_in, path_control};
 pub use new_file::NewFile;
 
 use crate::error::{Error, Result};
@@ -237,6 +237,43 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<(Vec<u8>, Option<u32
     ))
 }
 
+/// Reads a small file SCR takes secrets or trust from (a database option file, the
+/// certificate of the authority a server's must be signed by), only when nobody but root
+/// and this user may change it: [`read_trusted_file`]'s judgment of the file, and the way to
+/// it walked ([`path_control`]) so that nobody else may swap it for another before or after
+/// it is read. The bytes, and the file's permission bits when others may read it.
+pub fn read_only_yours(path: &Path, limit: u64) -> Result<(Vec<u8>, Option<u32>)> {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    match path_control(dir)?.control {
+        PathControl::Root => {}
+        PathControl::User(uid) if uid == my_uid() => {}
+        PathControl::User(uid) => {
+            return Err(Error::untrusted(
+                path,
+                format!(
+                    "user id {uid} owns a directory or a link on the way to it and could swap it \
+                     for a file of theirs; keep it where only you and root may change it"
+                ),
+            ));
+        }
+        PathControl::Shared(why) => {
+            return Err(Error::untrusted(
+                path,
+                format!(
+                    "{why}: others could swap it for a file of theirs; keep it where only you and \
+                     root may change it"
+                ),
+            ));
+        }
+    }
+    read_trusted_file(path, limit)
+}
+
 /// Checks that `dir` is a directory of this user's, reached without a symbolic link as its
 /// last component, that group and others cannot write: what SCR keeps there (filemaps,
 /// the index, cached checkpoints) must not be anyone else's to change. Root may also use a
@@ -458,7 +495,36 @@ pub fn create_job_dirs_in_base(base: &Path, dir: &Path, mode: u32, param: &str) 
             ));
         }
     }
+    check_base_way(base, param)?;
     create_dirs_in(base, dir, mode)
+}
+
+/// Refuses a cache or control base (`param` names where it came from) whose way another
+/// user may change: one who owns a directory or a link on the way, or may write one there
+/// that is not sticky ([`path_control`]). They could swap the job's directories there for
+/// others, or lead the base to a directory of theirs, between any two of SCR's steps (its
+/// paths are joined onto the base), and read, forge or lose the cached checkpoints. Root
+/// acting for a job's user ([`crate::layout::job_user_id`]) may meet that user on the way.
+pub fn check_base_way(base: &Path, param: &str) -> Result<()> {
+    let who = match path_control(base)?.control {
+        PathControl::Root => return Ok(()),
+        PathControl::User(uid) if uid == my_uid() || uid == crate::layout::job_user_id() => {
+            return Ok(());
+        }
+        PathControl::User(uid) => {
+            format!("user id {uid} owns a directory or a link on the way to it")
+        }
+        PathControl::Shared(why) => why,
+    };
+    Err(Error::untrusted(
+        base,
+        format!(
+            "({param}) {who}: others could swap your job's directories there for theirs, or \
+             lead the base to a directory of theirs, and read, forge or lose your cached \
+             checkpoints; use a base on a path only you and root may change (sticky \
+             directories such as /tmp and /dev/shm are fine)"
+        ),
+    ))
 }
 
 /// `path` as `root` and the part of it below `root`: the root as named, or as the file

@@ -197,13 +197,13 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     // configuration), else the working directory
     let mut args = args;
     args.prefixes.append(&mut args.prefix_option);
+    let params = scr::params::Params::load(&scr::params::Sources::from_process())?;
     let prefixes = if args.prefixes.is_empty() {
-        let params = scr::params::Params::load(&scr::params::Sources::from_process())?;
         vec![super::owners_prefix_dir(None, &params)?]
     } else {
         // root acts as the first prefix's owner: another user's prefix after it is refused
         for p in &args.prefixes {
-            super::owners_prefix(p)?;
+            super::owners_prefix_dir(Some(p.clone()), &params)?;
         }
         args.prefixes.clone()
     };

@@ -177,6 +177,35 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
                 }
             }
             if let Some(name) = &args.current {
+                let id = index.id_of(name).ok_or_else(|| missing(name))?;
+                // a restart starts there and goes only to older ones: from a copy that is no
+                // whole checkpoint it would pass over every newer checkpoint, and start over
+                // when no older one is whole
+                let whole = index.entries().iter().any(|e| {
+                    e.id == id
+                        && e.complete
+                        && index.dataset(id, name).is_none_or(|d| d.is_checkpoint())
+                });
+                if !whole {
+                    let usable: Vec<String> = index
+                        .usable_checkpoints()
+                        .into_iter()
+                        .map(|e| e.name)
+                        .collect();
+                    return Err(Error::invalid(
+                        &path,
+                        format!(
+                            "{name} is not a checkpoint a restart can load (incomplete, or an \
+                             output): made current, the next restart would pass over every newer \
+                             checkpoint; choose one of {}",
+                            if usable.is_empty() {
+                                "none: the index holds no whole checkpoint".to_string()
+                            } else {
+                                usable.join(", ")
+                            }
+                        ),
+                    ));
+                }
                 index.set_current(name).map_err(|_| missing(name))?;
                 println!("Set `{name}' as current restart dataset");
             }

@@ -277,9 +277,17 @@ pub fn prerun(args: PrerunArgs) -> scr::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let prefix = super::prefix_dir(args.prefix, &params)?;
-    // root prepares a user's prefix as that user (one not there yet below root's own
-    // directories is root's to make)
-    let _ = super::act_as_owner_of(&prefix)?;
+    // root prepares a user's prefix as that user; one not there at all it leaves to the
+    // job's first SCR_Init (a directory root made there, in a sticky scratch area whose
+    // names anyone may take, could end up anywhere and would be root's, not the user's)
+    if super::act_as_owner_of(&prefix)? == super::Acting::RootWithoutDirectory {
+        println!(
+            "scr prerun: {} is not there: nothing to prepare (the job's SCR_Init makes it)",
+            prefix.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    scr::prefix::guard::check_path_not_redirectable(&prefix, params.typed().prefix.shared)?;
     if let Some(warning) = scr::prefix::prerun(&prefix)? {
         eprintln!("scr prerun: WARNING: {warning}");
     }

@@ -121,10 +121,13 @@ fn rcmd_for(rm: &dyn job::ResourceManager) -> Rcmd {
     }
 }
 
-/// The job's control directory: `<SCR_CNTL_BASE>/<user>/scr.<jobid>`.
+/// The job's control directory: `<SCR_CNTL_BASE>/<user>/scr.<jobid>`, on a base whose way
+/// nobody else may change ([`scr::safe_fs::check_base_way`]).
 pub(crate) fn control_dir(params: &Params, job_id: &str) -> scr::Result<PathBuf> {
     let user = layout::user_name();
-    layout::job_dir(Path::new(&params.typed().places.cntl_base), &user, job_id)
+    let base = params.typed().places.cntl_base;
+    scr::safe_fs::check_base_way(Path::new(&base), "SCR_CNTL_BASE")?;
+    layout::job_dir(Path::new(&base), &user, job_id)
 }
 
 #[derive(clap::Args)]

@@ -594,6 +594,8 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         serde_json::json!({"job_id": job_id, "resource_manager": rm.name(), "nodes": nodes.to_string(), "prefix": prefix.display().to_string()}),
     );
     refuse_a_prefix_others_control_for_root(&prefix)?;
+    // (the library refuses it too, but the prerun would have worked there by then)
+    scr::prefix::guard::check_path_not_redirectable(&prefix, settings.prefix.shared)?;
     if let Some(warning) = scr::prefix::prerun(&prefix)? {
         reporter.say(
             "warning",
