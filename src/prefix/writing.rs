@@ -14,6 +14,7 @@ use crate::{Error, Result, layout};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// A writer's hold on a top directory: the directory has a live writer while it lives.
 /// The last writer out removes the lock file.
@@ -96,13 +97,38 @@ fn still_there(file: &File, path: &Path) -> Result<bool> {
 }
 
 /// Holds the shared lock of top directory `top` of `prefix` while the value lives: taken
-/// before a writer writes anything below it (waiting while a sweep holds it).
+/// before a writer writes anything below it, waiting while a sweep holds it (a moment), but
+/// no longer than `SCR_LOCK_TIMEOUT` ([`crate::io::lock_timeout`]): whoever else may open
+/// the lock file (the owner of a team's prefix) could hold it for good.
 pub fn writing_below(prefix: &Path, top: &str) -> Result<Writing> {
+    writing_below_within(prefix, top, crate::io::lock_timeout())
+}
+
+fn writing_below_within(prefix: &Path, top: &str, timeout: Duration) -> Result<Writing> {
     let path = lock_path(prefix, top);
+    let waited = Instant::now();
     loop {
         let file = open_lock(&path)?;
-        file.lock_shared()
-            .map_err(|e| Error::io(&path, "lock", e))?;
+        loop {
+            match file.try_lock_shared() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if waited.elapsed() < timeout => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(TryLockError::WouldBlock) => {
+                    return Err(Error::invalid(
+                        &path,
+                        format!(
+                            "stayed locked for {:.0} s (a sweep holds it only for a moment): a \
+                             process of another user may be holding it; this flush's copies go \
+                             on without it (SCR_LOCK_TIMEOUT sets the wait)",
+                            timeout.as_secs_f64()
+                        ),
+                    ));
+                }
+                Err(TryLockError::Error(e)) => return Err(Error::io(&path, "lock", e)),
+            }
+        }
         if still_there(&file, &path)? {
             return Ok(Writing { path, lock: file });
         }
@@ -215,5 +241,24 @@ mod tests {
         let again = writing_below(prefix, "ckpt.3").unwrap();
         assert!(no_writer(prefix, "ckpt.3").unwrap().is_none());
         drop(again);
+    }
+
+    #[test]
+    fn a_writer_waits_for_a_lock_held_for_good_only_so_long() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path();
+        std::fs::create_dir(layout::prefix_hidden_dir(prefix)).unwrap();
+        // whoever may open the lock file holds it exclusively and never lets go
+        let held = no_writer(prefix, "ckpt.1").unwrap().expect("free");
+        let e = writing_below_within(prefix, "ckpt.1", Duration::from_millis(200))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("stayed locked") && e.contains("SCR_LOCK_TIMEOUT"),
+            "{e}"
+        );
+        drop(held);
+        // a lock let go is taken
+        assert!(writing_below_within(prefix, "ckpt.1", Duration::from_millis(200)).is_ok());
     }
 }

@@ -20,6 +20,7 @@ pub use resource::{
 pub use run_loop::{DownNode, Ending, Event, HaltCondition, JobOps, LoopConfig, Outcome, run_loop};
 
 use hostlist::HostSet;
+use std::path::Path;
 
 /// How the application is started, and how down nodes are kept out of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,10 +103,30 @@ impl Launcher {
             Launcher::Mpiexec => {
                 let up = nodes.difference(down);
                 // the user's own host list, narrowed to the nodes still up
+                let host_file = words.value_of(&["f", "hostfile", "machinefile"]);
                 match words.value_of(&["hosts", "host"]) {
                     Some((word, at)) => {
                         let kept = hydra_hosts_without(&args[word][at..], nodes, down);
                         out[word] = format!("{}{kept}", &args[word][..at]);
+                    }
+                    // the user's host file names the hosts (hydra takes no `-hosts` beside
+                    // it): as it is while every node is up; without the nodes that are down,
+                    // as a host list, once some are
+                    None if host_file.is_some() => {
+                        let (word, at) = host_file.expect("a host file");
+                        if let Some(listed) = (!down.is_empty())
+                            .then(|| hydra_host_file(Path::new(&args[word][at..])))
+                            .flatten()
+                        {
+                            let kept = hydra_hosts_without(&listed, nodes, down);
+                            if at == 0 {
+                                out[word - 1] = "-hosts".into();
+                                out[word] = kept;
+                            } else {
+                                out[word] = "-hosts".into();
+                                out.insert(word + 1, kept);
+                            }
+                        }
                     }
                     None if nodes.count() > 1 || !down.is_empty() => {
                         out.insert(1, "-hosts".into());
@@ -233,6 +254,17 @@ fn slurm_version_at_least(version: &str, want: (u32, u32)) -> bool {
 /// `nodes` minus `down`: each host that is down gives its place, and its count, to a spare
 /// (an allocated node up and not in the list), in the allocation's order; with no spare
 /// left it is dropped. A list written as a range (`n[1-4]`) is taken as its hosts.
+/// A hydra host file (`host` or `host:count` a line, `#` comments) as a `-hosts` list; None
+/// when it cannot be read (hydra then says so itself).
+fn hydra_host_file(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let hosts: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split('#').next()?.split_whitespace().next())
+        .collect();
+    Some(hosts.join(","))
+}
+
 fn hydra_hosts_without(list: &str, nodes: &HostSet, down: &HostSet) -> String {
     let entries: Vec<(String, Option<&str>)> = list
         .split(',')
@@ -427,6 +459,34 @@ mod tests {
             Launcher::Mpiexec.command(
                 &args(&["mpiexec", "-hosts", "node1:2,node2:2,node3:2", "./app"]),
                 &three,
+                &down
+            ),
+            args(&["mpiexec", "-hosts", "node1:2,node2:2", "./app"])
+        );
+        // the user's host file: as it is while every node is up, narrowed to a host list
+        // (counts kept) once one is down
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("hosts");
+        std::fs::write(&file, "# the job's nodes\nnode1:2\nnode3:2 # second\n").unwrap();
+        let f = file.to_str().unwrap();
+        for given in [vec!["mpiexec", "-f", f], vec!["mpiexec", "--hostfile", f]] {
+            let run = |down: &HostSet| {
+                let mut a = given.clone();
+                a.extend(["-n", "4", "./app"]);
+                Launcher::Mpiexec.command(&args(&a), &nodes, down)
+            };
+            let mut same = given.clone();
+            same.extend(["-n", "4", "./app"]);
+            assert_eq!(run(&none), args(&same));
+            assert_eq!(
+                run(&down),
+                args(&["mpiexec", "-hosts", "node1:2,node2:2", "-n", "4", "./app"])
+            );
+        }
+        assert_eq!(
+            Launcher::Mpiexec.command(
+                &args(&["mpiexec", &format!("--machinefile={f}"), "./app"]),
+                &nodes,
                 &down
             ),
             args(&["mpiexec", "-hosts", "node1:2,node2:2", "./app"])
