@@ -223,7 +223,9 @@ impl Model {
             // published before the run ended is what its Maybe says
             c.async_pending = false;
         }
-        if self.cache_ranks.is_some_and(|r| r != ranks) {
+        if let Some(old) = self.cache_ranks.filter(|&r| r != ranks) {
+            // the nodes of the old size this job runs on (a history's nodes are n1, n2, …)
+            let (old_nodes, here) = (self.nodes(old), self.nodes(ranks));
             for c in &mut self.ckpts {
                 if c.cache == Avail::No {
                     continue;
@@ -235,7 +237,16 @@ impl Model {
                     // discarded"; one this job's nodes cannot complete is left for scr
                     // postrun: maybe.
                     c.prefix = Avail::Maybe;
-                    c.cache = Avail::No;
+                    if here >= old_nodes {
+                        c.cache = Avail::No;
+                    } else {
+                        // discarded on this job's nodes; the nodes it does not run on keep
+                        // theirs, from which a later job of the writers' size may rebuild it:
+                        // "the next older checkpoint of this job's size is restarted"
+                        // (README, same section) when nothing newer of its size is there
+                        c.losses += here;
+                        c.cache = c.cache.min(Avail::Maybe);
+                    }
                 } else {
                     // one flushed already (or perhaps) is not drained, and no document
                     // says its cache goes: a later job of its size may find it there
@@ -244,6 +255,22 @@ impl Model {
             }
         }
         self.cache_ranks = Some(ranks);
+    }
+
+    /// Whether the cache of its writers' job holds `c` whole or can rebuild it after the
+    /// nodes it lost.
+    pub fn rebuildable(c: &Ckpt, ranks_per_node: u32) -> Avail {
+        match (c.scheme, c.losses) {
+            (_, 0) => c.cache,
+            (_, _) if c.scheme_unsure => c.cache.min(Avail::Maybe),
+            // README, "Runtime library": lost members are rebuilt from their partner or
+            // XOR; SINGLE has no copy of a lost node's files
+            (Scheme::Single, _) => Avail::No,
+            (Scheme::Rs, l) if l <= c.rs_rebuilds(ranks_per_node) => c.cache,
+            (_, 1) => c.cache,
+            // two nodes lost: whether both were in one set is not modelled
+            _ => c.cache.min(Avail::Maybe),
+        }
     }
 
     /// The checkpoints a restart of a job of `ranks` ranks may come to, newest first.
@@ -261,17 +288,7 @@ impl Model {
                 continue;
             }
             let mut cache = if self.cache_ranks == Some(ranks) && c.writers == ranks {
-                match (c.scheme, c.losses) {
-                    (_, 0) => c.cache,
-                    (_, _) if c.scheme_unsure => c.cache.min(Avail::Maybe),
-                    // README, "Runtime library": lost members are rebuilt from their partner or
-                    // XOR; SINGLE has no copy of a lost node's files
-                    (Scheme::Single, _) => Avail::No,
-                    (Scheme::Rs, l) if l <= c.rs_rebuilds(self.ranks_per_node) => c.cache,
-                    (_, 1) => c.cache,
-                    // two nodes lost: whether both were in one set is not modelled
-                    _ => c.cache.min(Avail::Maybe),
-                }
+                Model::rebuildable(c, self.ranks_per_node)
             } else {
                 Avail::No
             };
@@ -474,8 +491,9 @@ impl Model {
                 c.cache = Avail::Yes;
                 c.losses = 0;
             } else if c.losses > 0 {
-                // whether the restart rebuilt other cached datasets too, no document says
-                c.cache = c.cache.min(Avail::Maybe);
+                // whether the restart rebuilt other cached datasets too, no document says;
+                // one it cannot rebuild is gone from the cache's account
+                c.cache = Model::rebuildable(c, self.ranks_per_node).min(Avail::Maybe);
             }
         }
         if let Some(c) = loaded.and_then(|s| self.get(s)) {
@@ -569,8 +587,10 @@ impl Model {
     /// the newest): a run with a smaller SCR_CACHE_SIZE than the one before may evict it.
     fn make_room(&mut self, cache_size: u32) {
         let mut kept = 0;
+        // another size's checkpoint left in cache is on nodes this job does not run on
+        let here = self.cache_ranks;
         for c in self.ckpts.iter_mut().rev() {
-            if c.cache != Avail::No && c.complete && !c.output {
+            if c.cache != Avail::No && c.complete && !c.output && Some(c.writers) == here {
                 kept += 1;
                 if kept >= cache_size && (kept > 1 || c.prefix != Avail::No) {
                     c.cache = c.cache.min(Avail::Maybe);
@@ -583,8 +603,10 @@ impl Model {
     /// cache; README, "SCR v3.1 programs": the newest stays until the next one completes.
     fn evict(&mut self, cache_size: u32) {
         let mut kept = 0;
+        // another size's checkpoint left in cache is on nodes this job does not run on
+        let here = self.cache_ranks;
         for c in self.ckpts.iter_mut().rev() {
-            if c.cache != Avail::No && c.complete && !c.output {
+            if c.cache != Avail::No && c.complete && !c.output && Some(c.writers) == here {
                 kept += 1;
                 if kept > cache_size {
                     c.cache = Avail::No;
@@ -634,6 +656,8 @@ impl Model {
     fn flushed(&mut self, serial: u32, how: Avail, window: u32) {
         let c = self.get_mut(serial);
         c.prefix = c.prefix.max(how);
+        // flushed again after the window deleted it: its files are back, indexed
+        c.window_deleted &= how == Avail::No;
         if how == Avail::Yes {
             c.async_pending = false;
         }
@@ -704,40 +728,50 @@ impl Model {
             return;
         }
         // guide api.rst (api-13) and integration.rst (integration-7): SCR_Finalize flushes
-        // the cached dataset that still needs it
-        let newest = self
+        // the newest cached dataset that still needs it. One the cache may have lost (a
+        // member not rebuilt) may not be there, so the next older may be the one flushed.
+        let newest_first: Vec<(u32, Avail, Avail)> = self
             .ckpts
             .iter()
             .rev()
-            .find(|c| !c.output && c.complete && !c.rejected && c.cache != Avail::No)
+            .filter(|c| !c.output && c.complete && !c.rejected && c.cache != Avail::No)
             .map(|c| {
-                (
-                    c.serial,
-                    c.cache == Avail::Yes && !c.may_read_wrong,
-                    c.prefix,
-                )
-            });
-        if let Some((serial, sure, prefix)) = newest
-            && prefix != Avail::Yes
-        {
-            let how = if sure { Avail::Yes } else { Avail::Maybe };
-            if prefix == Avail::No {
-                self.flushed(serial, how, config.prefix_size);
-            } else {
-                // flushed already (by SCR_FLUSH's count, perhaps in an earlier run under
-                // another window) or now: whether this run's window runs is not certain, nor
-                // whether this flush publishes it over a current the operator chose since
-                // (nor whether it marks one current where a drop left none)
-                let (operator_current, unset) = (self.operator_current, self.current_may_be_unset);
-                self.flushed(serial, how, 0);
-                if operator_current.is_some_and(|x| x < serial) {
-                    self.operator_current = operator_current;
-                    self.operator_current_superseded = true;
-                }
-                self.current_may_be_unset = unset;
-                self.window(Avail::Maybe, config.prefix_size);
+                let sure = c.cache == Avail::Yes && !c.may_read_wrong;
+                (c.serial, if sure { Avail::Yes } else { Avail::Maybe }, c.prefix)
+            })
+            .collect();
+        let mut how_sure = Avail::Yes;
+        for (serial, how, prefix) in newest_first {
+            let how = how.min(how_sure);
+            if prefix != Avail::Yes {
+                self.finalize_flush(serial, how, prefix, config.prefix_size);
             }
+            if self.get(serial).is_some_and(|c| c.cache == Avail::Yes) {
+                break;
+            }
+            how_sure = Avail::Maybe;
         }
+    }
+
+    /// SCR_Finalize's flush of `serial` (`how`: certainly or perhaps), which stood at
+    /// `prefix` before.
+    fn finalize_flush(&mut self, serial: u32, how: Avail, prefix: Avail, window: u32) {
+        if prefix == Avail::No && how == Avail::Yes {
+            self.flushed(serial, how, window);
+            return;
+        }
+        // flushed already (by SCR_FLUSH's count, perhaps in an earlier run under another
+        // window) or perhaps now: whether this run's window runs is not certain, nor whether
+        // this flush publishes it over a current the operator chose since (nor whether it
+        // marks one current where a drop left none)
+        let (operator_current, unset) = (self.operator_current, self.current_may_be_unset);
+        self.flushed(serial, how, 0);
+        if operator_current.is_some_and(|x| x < serial) {
+            self.operator_current = operator_current;
+            self.operator_current_superseded = true;
+        }
+        self.current_may_be_unset = unset;
+        self.window(Avail::Maybe, window);
     }
 
     /// A node of the cache's job loses its cache and control directories.

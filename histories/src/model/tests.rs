@@ -306,3 +306,47 @@ fn a_finalize_flush_that_may_have_happened_before_the_operator_s_choice_may_leav
     m.finalize(&config(Scheme::Partner, 2, 0, 1));
     assert!(m.judge_index(&[e("ckpt.2", false)]).is_ok());
 }
+
+#[test]
+fn finalize_flushes_again_a_window_deleted_checkpoint_restarted_from_cache() {
+    // partner-protected ckpt.1 and single ckpt.2 in cache, the window deleting ckpt.1 from
+    // the prefix; a node lost costs ckpt.2, so a run restarts ckpt.1 from cache and its
+    // Finalize flushes it again: its files and index entry are back
+    let mut m = Model::new(1);
+    m.begin_run(2);
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Partner, 1, 0, 2), Avail::Yes);
+    m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 1, 1, 2), Avail::Yes);
+    assert!(m.get(1).unwrap().window_deleted);
+    m.lose_node();
+    m.drop_entry(2);
+    m.begin_run(2);
+    let c = m.candidates(2, false);
+    let a = [attempt("ckpt.1", 1, 0)];
+    let (resolved, loaded) = Model::judge_restart(&c, &a, Some("ckpt.1")).unwrap();
+    m.after_restart(&a, &resolved, loaded, 2, Scheme::Rs);
+    assert_eq!(m.get(2).unwrap().cache, Avail::No, "single cannot rebuild ckpt.2");
+    m.finalize(&config(Scheme::Rs, 1, 0, 1));
+    let c1 = m.get(1).unwrap();
+    assert!(!c1.window_deleted && c1.surely_on_prefix(), "{c1:?}");
+}
+
+#[test]
+fn a_smaller_job_leaves_the_old_size_cache_on_nodes_it_does_not_run_on() {
+    // 3 ranks on n1-n3 cache ckpt.2 under RS; 2 ranks on n1-n2 drain it, discard their part
+    // and write their own ckpt.1 and ckpt.2, the later drained over the first's files; n3's
+    // part of the first ckpt.2 rebuilds it for a job of 3 ranks
+    let mut m = Model::new(1);
+    m.begin_run(3);
+    for _ in 0..2 {
+        m.checkpoint(&ckpt(10), 3, &config(Scheme::Rs, 3, 0, 1), Avail::Yes);
+    }
+    m.begin_run(2);
+    for _ in 0..2 {
+        m.checkpoint(&ckpt(10), 2, &config(Scheme::Single, 0, 0, 1), Avail::Yes);
+    }
+    assert_ne!(m.get(2).unwrap().cache, Avail::No, "n3 keeps its part");
+    m.begin_run(3);
+    let c = m.candidates(3, false);
+    assert!(c.iter().any(|c| c.serial == 2), "{c:?}");
+    assert!(Model::judge_restart(&c, &[attempt("ckpt.2", 1, 0)], Some("ckpt.2")).is_ok());
+}
