@@ -281,7 +281,6 @@ fn line_to(mut out: impl Write, text: &str) {
 /// client answers whatever authentication the server asks for). Whoever may change the
 /// directories on the way, or owns the socket itself, could have.
 fn no_other_user_listens_at(socket: &std::path::Path) -> Result<(), DbError> {
-    use scr::safe_fs::PathControl;
     let exposed = |why: String| DbError::Exposed {
         address: socket.display().to_string(),
         why: format!(
@@ -290,20 +289,14 @@ fn no_other_user_listens_at(socket: &std::path::Path) -> Result<(), DbError> {
              TCP address: a password goes over TCP only with TLS"
         ),
     };
+    let first_person = scr::safe_fs::first_person_user_id();
     let trusted =
-        |uid: u32| uid == 0 || uid == rustix::process::geteuid().as_raw() || uid < first_user_id();
+        |uid: u32| uid == 0 || uid == rustix::process::geteuid().as_raw() || uid < first_person;
     let dir = socket.parent().unwrap_or(std::path::Path::new("/"));
-    let walk = scr::safe_fs::path_control(dir).map_err(|e| exposed(e.to_string()))?;
-    match walk.control {
-        PathControl::Root => {}
-        PathControl::User(uid) if trusted(uid) => {}
-        PathControl::User(uid) => {
-            return Err(exposed(format!(
-                "user id {uid} may change {}",
-                dir.display()
-            )));
-        }
-        PathControl::Shared(why) => return Err(exposed(why)),
+    if let Some(why) =
+        scr::safe_fs::others_may_redirect(dir, trusted).map_err(|e| exposed(e.to_string()))?
+    {
+        return Err(exposed(why));
     }
     // nor make names in it (sticky or not, as /tmp: a server of theirs may appear there the
     // moment a trusted one is gone)
@@ -330,22 +323,6 @@ fn no_other_user_listens_at(socket: &std::path::Path) -> Result<(), DbError> {
         )));
     }
     Ok(())
-}
-
-/// The first user id of a person rather than a system account (`UID_MIN` of
-/// /etc/login.defs, 1000 where unset, as Debian's useradd takes it).
-fn first_user_id() -> u32 {
-    std::fs::read_to_string("/etc/login.defs")
-        .ok()
-        .and_then(|text| {
-            text.lines().find_map(|line| {
-                let mut words = line.split_whitespace();
-                (words.next() == Some("UID_MIN"))
-                    .then(|| words.next()?.parse().ok())
-                    .flatten()
-            })
-        })
-        .unwrap_or(1000)
 }
 
 /// A connection to the log's database.

@@ -71,16 +71,8 @@ pub fn check_path_not_redirectable(prefix: &Path, shared: bool) -> Result<()> {
         let Some(parent) = at.parent() else {
             return Ok(());
         };
-        match safe_fs::path_control(parent)?.control {
-            safe_fs::PathControl::Root => {}
-            safe_fs::PathControl::User(uid) if uid == me => {}
-            safe_fs::PathControl::User(uid) => {
-                return refuse(format!(
-                    "user id {uid} owns a directory or a link on the way to it ({})",
-                    parent.display()
-                ));
-            }
-            safe_fs::PathControl::Shared(why) => return refuse(why),
+        if let Some(who) = safe_fs::others_may_redirect(parent, |uid| uid == me)? {
+            return refuse(who);
         }
         let st = match rustix::fs::lstat(&at) {
             Ok(st) => st,

@@ -13,6 +13,36 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+/// Why someone besides root and the users `trusted` accepts may change where `path` leads
+/// ([`path_control`]), naming them or the place; None when nobody else may.
+pub fn others_may_redirect(path: &Path, trusted: impl Fn(u32) -> bool) -> Result<Option<String>> {
+    Ok(match path_control(path)?.control {
+        PathControl::Root => None,
+        PathControl::User(uid) if trusted(uid) => None,
+        PathControl::User(uid) => Some(format!(
+            "user id {uid} owns a directory or a link on the way to {}",
+            path.display()
+        )),
+        PathControl::Shared(why) => Some(why),
+    })
+}
+
+/// The first user id of a person rather than a system account (`UID_MIN` of
+/// /etc/login.defs, 1000 where unset, as Debian's useradd takes it).
+pub fn first_person_user_id() -> u32 {
+    std::fs::read_to_string("/etc/login.defs")
+        .ok()
+        .and_then(|text| {
+            text.lines().find_map(|line| {
+                let mut words = line.split_whitespace();
+                (words.next() == Some("UID_MIN"))
+                    .then(|| words.next()?.parse().ok())
+                    .flatten()
+            })
+        })
+        .unwrap_or(1000)
+}
+
 /// Links followed on one path before it is given up, as the kernel's own limit.
 const MOST_LINKS: usize = 40;
 

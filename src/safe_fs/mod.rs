@@ -10,7 +10,10 @@ mod control;
 mod new_file;
 
 pub use beneath::{Beneath, Staged};
-pub use control::{PathControl, PathWalk, others_may_make_names_in, path_control};
+pub use control::{
+    PathControl, PathWalk, first_person_user_id, others_may_make_names_in, others_may_redirect,
+    path_control,
+};
 pub use new_file::NewFile;
 
 use crate::error::{Error, Result};
@@ -249,27 +252,14 @@ pub fn read_only_yours(path: &Path, limit: u64) -> Result<(Vec<u8>, Option<u32>)
     } else {
         dir
     };
-    match path_control(dir)?.control {
-        PathControl::Root => {}
-        PathControl::User(uid) if uid == my_uid() => {}
-        PathControl::User(uid) => {
-            return Err(Error::untrusted(
-                path,
-                format!(
-                    "user id {uid} owns a directory or a link on the way to it and could swap it \
-                     for a file of theirs; keep it where only you and root may change it"
-                ),
-            ));
-        }
-        PathControl::Shared(why) => {
-            return Err(Error::untrusted(
-                path,
-                format!(
-                    "{why}: others could swap it for a file of theirs; keep it where only you and \
-                     root may change it"
-                ),
-            ));
-        }
+    if let Some(who) = others_may_redirect(dir, |uid| uid == my_uid())? {
+        return Err(Error::untrusted(
+            path,
+            format!(
+                "{who}: others could swap it for a file of theirs; keep it where only you and \
+                 root may change it"
+            ),
+        ));
     }
     read_trusted_file(path, limit)
 }
@@ -506,15 +496,9 @@ pub fn create_job_dirs_in_base(base: &Path, dir: &Path, mode: u32, param: &str) 
 /// paths are joined onto the base), and read, forge or lose the cached checkpoints. Root
 /// acting for a job's user ([`crate::layout::job_user_id`]) may meet that user on the way.
 pub fn check_base_way(base: &Path, param: &str) -> Result<()> {
-    let who = match path_control(base)?.control {
-        PathControl::Root => return Ok(()),
-        PathControl::User(uid) if uid == my_uid() || uid == crate::layout::job_user_id() => {
-            return Ok(());
-        }
-        PathControl::User(uid) => {
-            format!("user id {uid} owns a directory or a link on the way to it")
-        }
-        PathControl::Shared(why) => why,
+    let job_user = crate::layout::job_user_id();
+    let Some(who) = others_may_redirect(base, |uid| uid == my_uid() || uid == job_user)? else {
+        return Ok(());
     };
     Err(Error::untrusted(
         base,

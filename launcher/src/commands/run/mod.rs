@@ -766,10 +766,8 @@ fn refuse_a_prefix_others_control_for_root(prefix: &std::path::Path) -> scr::Res
     if unsafe { libc::geteuid() } != 0 {
         return Ok(());
     }
-    let who = match scr::safe_fs::path_control(prefix)?.control {
-        scr::safe_fs::PathControl::Root => return Ok(()),
-        scr::safe_fs::PathControl::User(uid) => format!("user id {uid} may change where it leads"),
-        scr::safe_fs::PathControl::Shared(why) => why,
+    let Some(who) = scr::safe_fs::others_may_redirect(prefix, |_| false)? else {
+        return Ok(());
     };
     Err(scr::Error::untrusted(
         prefix,
