@@ -324,7 +324,11 @@ fn finalize_flushes_again_a_window_deleted_checkpoint_restarted_from_cache() {
     let a = [attempt("ckpt.1", 1, 0)];
     let (resolved, loaded) = Model::judge_restart(&c, &a, Some("ckpt.1")).unwrap();
     m.after_restart(&a, &resolved, loaded, 2, Scheme::Rs);
-    assert_eq!(m.get(2).unwrap().cache, Avail::No, "single cannot rebuild ckpt.2");
+    assert_eq!(
+        m.get(2).unwrap().cache,
+        Avail::No,
+        "single cannot rebuild ckpt.2"
+    );
     m.finalize(&config(Scheme::Rs, 1, 0, 1));
     let c1 = m.get(1).unwrap();
     assert!(!c1.window_deleted && c1.surely_on_prefix(), "{c1:?}");
