@@ -238,6 +238,11 @@ impl Model {
                 }
                 c.cache = Avail::Yes;
                 c.losses = 0;
+            } else if loaded.is_some_and(|l| c.serial > l) && c.writers == ranks && !c.output {
+                // README, "Runtime library": restart from cache rebuilds the newest dataset,
+                // "else the next older one": one it passed over could not be recovered
+                // (or is newer than the operator's current, which leaves the cache)
+                c.cache = Avail::No;
             } else if c.losses > 0 {
                 // whether the restart rebuilt other cached datasets too, no document says;
                 // one it cannot rebuild is gone from the cache's account

@@ -354,3 +354,23 @@ fn a_smaller_job_leaves_the_old_size_cache_on_nodes_it_does_not_run_on() {
     assert!(c.iter().any(|c| c.serial == 2), "{c:?}");
     assert!(Model::judge_restart(&c, &[attempt("ckpt.2", 1, 0)], Some("ckpt.2")).is_ok());
 }
+
+#[test]
+fn finalize_flushes_the_older_checkpoint_a_restart_fell_back_to() {
+    // ckpt.2's cached file cut short: the restart passes it over for ckpt.1, and the run's
+    // Finalize flushes ckpt.1, not the checkpoint the cache no longer holds
+    let mut m = Model::new(1);
+    m.begin_run(2);
+    for _ in 0..2 {
+        m.checkpoint(&ckpt(100), 2, &config(Scheme::Single, 0, 0, 2), Avail::Yes);
+    }
+    m.damage_cached(2);
+    m.begin_run(2);
+    let c = m.candidates(2, false);
+    let a = [attempt("ckpt.1", 1, 0)];
+    let (resolved, loaded) = Model::judge_restart(&c, &a, Some("ckpt.1")).unwrap();
+    m.after_restart(&a, &resolved, loaded, 2, Scheme::Xor);
+    m.finalize(&config(Scheme::Xor, 2, 0, 1));
+    assert!(m.get(1).unwrap().surely_on_prefix());
+    assert_eq!(m.get(2).unwrap().prefix, Avail::No);
+}
