@@ -14,32 +14,27 @@ impl Model {
     /// config-28/29: at most SCR_CACHE_SIZE checkpoints in cache; SPEC §4.4 protects only
     /// the newest): a run with a smaller SCR_CACHE_SIZE than the one before may evict it.
     pub(super) fn make_room(&mut self, cache_size: u32) {
-        let mut kept = 0;
-        // another size's checkpoint left in cache is on nodes this job does not run on
-        let here = self.cache_ranks;
-        for c in self.ckpts.iter_mut().rev() {
-            if c.cache != Avail::No && c.complete && !c.output && Some(c.writers) == here {
-                kept += 1;
-                if kept >= cache_size && (kept > 1 || c.prefix != Avail::No) {
-                    c.cache = c.cache.min(Avail::Maybe);
-                }
+        for (kept, c) in (1..).zip(self.cached_checkpoints_here()) {
+            if kept >= cache_size && (kept > 1 || c.prefix != Avail::No) {
+                c.cache = c.cache.min(Avail::Maybe);
             }
         }
+    }
+
+    /// The complete checkpoints the caches of this job's nodes may hold, newest first:
+    /// another size's checkpoint left in cache is on nodes this job does not run on.
+    fn cached_checkpoints_here(&mut self) -> impl Iterator<Item = &mut Ckpt> {
+        let here = self.cache_ranks;
+        self.ckpts.iter_mut().rev().filter(move |c| {
+            c.cache != Avail::No && c.complete && !c.output && Some(c.writers) == here
+        })
     }
 
     /// Guide config.rst (config-28/29, config-76): at most SCR_CACHE_SIZE checkpoints in
     /// cache; README, "SCR v3.1 programs": the newest stays until the next one completes.
     pub(super) fn evict(&mut self, cache_size: u32) {
-        let mut kept = 0;
-        // another size's checkpoint left in cache is on nodes this job does not run on
-        let here = self.cache_ranks;
-        for c in self.ckpts.iter_mut().rev() {
-            if c.cache != Avail::No && c.complete && !c.output && Some(c.writers) == here {
-                kept += 1;
-                if kept > cache_size {
-                    c.cache = Avail::No;
-                }
-            }
+        for c in self.cached_checkpoints_here().skip(cache_size as usize) {
+            c.cache = Avail::No;
         }
     }
 
