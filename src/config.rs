@@ -59,9 +59,10 @@ impl ConfigFile {
     }
 
     /// [`ConfigFile::read`] of a file SCR takes settings from only when it is this user's
-    /// (or root's) and nobody else can write it: otherwise [`Error::Untrusted`].
+    /// (or root's), nobody else can write it, and nobody else may change the way to it
+    /// (who could swap it for a file of theirs by name): otherwise [`Error::Untrusted`].
     pub fn read_trusted(path: &Path) -> Result<Self> {
-        Self::read_with(path, crate::safe_fs::read_trusted_file)
+        Self::read_with(path, crate::safe_fs::read_only_yours)
     }
 
     fn read_with(

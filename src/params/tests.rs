@@ -498,3 +498,25 @@ fn a_database_password_in_a_file_others_can_read_is_not_used_and_the_warning_say
     assert_eq!(p.typed().log.db.pass.as_deref(), Some("s3cret"));
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
 }
+
+#[test]
+fn a_named_configuration_file_in_a_directory_others_may_rename_in_is_refused() {
+    // the file is the user's own and 0600, but everyone may write the (not sticky)
+    // directory it is in: anyone could swap it for a file of theirs by name
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let conf = open.join("scr.conf");
+    std::fs::write(&conf, "SCR_FLUSH=3\n").unwrap();
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let e = load(&[("SCR_CONF_FILE", conf.to_str().unwrap())], None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(conf.to_str().unwrap()) && e.contains("swap"), "{e}");
+    // the same file where only its user may change the way is read
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let p = load(&[("SCR_CONF_FILE", conf.to_str().unwrap())], None, None).unwrap();
+    assert_eq!(p.count("SCR_FLUSH"), Some(3));
+}
