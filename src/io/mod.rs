@@ -107,8 +107,14 @@ fn copy_open(
         ));
     }
     let len = meta.len();
-    if same_file(src, dst) {
-        let crc = file_crc32(src)?;
+    // the file read in place: its CRC is the opened file's, whatever `src` names by now
+    // (someone who may rename in its directory could have swapped another in since)
+    let same = src == dst || {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(dst).is_ok_and(|d| d.dev() == meta.dev() && d.ino() == meta.ino())
+    };
+    if same {
+        let crc = open_file_crc32(src, &input)?;
         input.sync_all().map_err(|e| Error::io(src, "fsync", e))?;
         copied(len);
         return Ok((len, crc, None));

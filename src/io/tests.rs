@@ -232,3 +232,20 @@ fn a_state_file_s_directory_swapped_for_a_link_is_never_written_through() {
     assert!(e.contains(".scr") && !e.contains("/proc/"), "{e}");
     assert!(!elsewhere.join(".flush.scr.lock").exists());
 }
+
+#[test]
+fn a_file_read_in_place_is_measured_through_its_handle_not_its_name() {
+    // a fetch that reads a checkpoint file where it is opened it once; a file swapped in
+    // under its name since then is not what it judges
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rank_0.ckpt");
+    std::fs::write(&path, b"the checkpoint's own bytes").unwrap();
+    let opened = File::open(&path).unwrap();
+    let other = dir.path().join("other");
+    std::fs::write(&other, b"bytes of someone else, longer").unwrap();
+    std::fs::rename(&other, &path).unwrap();
+    let (len, crc) = copy_open_file_with_crc(opened, &path, &path, None, 1 << 16, &mut |_| {})
+        .unwrap();
+    assert_eq!(len, 26);
+    assert_eq!(crc, crc32fast::hash(b"the checkpoint's own bytes"));
+}
