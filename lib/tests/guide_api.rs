@@ -344,6 +344,12 @@ fn scr_current_deletes_newer_cached_datasets_and_the_named_checkpoint_is_loaded(
     let out = job.run_ok(2, &["init", "current=ckpt.1", "restart", "quit"], &env);
     assert_eq!(answer(&out, "current=ckpt.1"), "rc=0", "{out}");
     assert_eq!(answer(&out, "restart"), "ckpt.1 t=1 data=verified rc=0");
+    // SCR_FLUSH=0 flushed nothing: no index names a newer one, and the warning says so
+    assert!(
+        out.contains("a job that finds ckpt.1 gone from the cache cannot restart it")
+            && !out.contains("index still names"),
+        "{out}"
+    );
     for newer in ["ckpt.2", "ckpt.3"] {
         assert!(
             job.cached(&format!("{newer}/rank_1.ckpt")).is_empty(),

@@ -384,10 +384,23 @@ impl Scr {
     fn flush_to_make_current(&mut self, name: &str, id: u64) -> Result<()> {
         if self.config.settings.flush.every == 0 {
             if self.job.is_root() {
+                // what a job that finds it gone from the cache restarts from: the index's
+                // current checkpoint, where one newer is current
+                let index = IndexFile::read(&layout::index_file(self.prefix.path())).ok();
+                let newer = index.as_ref().and_then(|i| {
+                    let current = i.current()?;
+                    (i.id_of(current)? > id).then(|| current.to_string())
+                });
+                let then = match newer {
+                    Some(current) => format!(
+                        "the prefix's index still names {current} current, which a job that \
+                         finds {name} gone from the cache restarts from"
+                    ),
+                    None => format!("a job that finds {name} gone from the cache cannot restart it"),
+                };
                 say!(
                     "SCR: WARNING: {name} is current for this run, but only the cache holds it \
-                     and SCR_FLUSH=0 flushes nothing: the prefix's index still names a newer \
-                     checkpoint, which a job that finds {name} gone from the cache restarts from"
+                     and SCR_FLUSH=0 flushes nothing: {then}"
                 );
             }
             return Ok(());
