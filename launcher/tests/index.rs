@@ -202,3 +202,31 @@ fn a_checkpoint_a_restart_cannot_load_is_not_made_current() {
     assert!(err.contains("ckpt.3, ckpt.1"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
+
+/// A checkpoint a fetch marked failed is skipped by every restart: made current, the next
+/// restart would start over from an older one without a word, so `--current` refuses it,
+/// saying when it failed and which ones a restart can load.
+#[test]
+fn a_checkpoint_marked_failed_is_not_made_current() {
+    use scr::HashView;
+    let (_d, prefix) = golden_prefix_copy();
+    let path = prefix.join(".scr/index.scr");
+    scr::index::IndexFile::update(&path, 0o600, |i| {
+        i.mark_failed(2, "ckpt.2", chrono::Local::now());
+        Ok(())
+    })
+    .unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let o = scr(&[
+        "index",
+        "-p",
+        prefix.to_str().unwrap(),
+        "--current",
+        "ckpt.2",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("ckpt.2") && err.contains("marked failed"), "{err}");
+    assert!(err.contains("ckpt.3, ckpt.1"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}

@@ -181,23 +181,27 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
                 // a restart starts there and goes only to older ones: from a copy that is no
                 // whole checkpoint it would pass over every newer checkpoint, and start over
                 // when no older one is whole
-                let whole = index.entries().iter().any(|e| {
-                    e.id == id
-                        && e.complete
-                        && index.dataset(id, name).is_none_or(|d| d.is_checkpoint())
+                let entry = index.entries().into_iter().find(|e| e.id == id);
+                let failed = entry.as_ref().and_then(|e| e.failed.first().cloned());
+                let whole = entry.is_some_and(|e| {
+                    e.complete && index.dataset(id, name).is_none_or(|d| d.is_checkpoint())
                 });
-                if !whole {
+                if !whole || failed.is_some() {
                     let usable: Vec<String> = index
                         .usable_checkpoints()
                         .into_iter()
                         .map(|e| e.name)
                         .collect();
+                    let why = match failed {
+                        Some(at) => format!("marked failed at {at}: a fetch found it damaged"),
+                        None => "incomplete, or an output".to_string(),
+                    };
                     return Err(Error::invalid(
                         &path,
                         format!(
-                            "{name} is not a checkpoint a restart can load (incomplete, or an \
-                             output): made current, the next restart would pass over every newer \
-                             checkpoint; choose one of {}",
+                            "{name} is not a checkpoint a restart can load ({why}): made current, \
+                             the next restart would pass over every newer checkpoint; choose one \
+                             of {}",
                             if usable.is_empty() {
                                 "none: the index holds no whole checkpoint".to_string()
                             } else {
