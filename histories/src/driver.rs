@@ -600,14 +600,17 @@ pub fn run_bounded(mut cmd: Command) -> Result<(std::process::ExitStatus, String
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
+    // each stream read to its end by a thread of its own, which hands it over when done
     let pipe = |p: Option<Box<dyn Read + Send>>| {
+        let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut s = Vec::new();
             if let Some(mut p) = p {
                 let _ = p.read_to_end(&mut s);
             }
-            String::from_utf8_lossy(&s).into_owned()
-        })
+            let _ = tx.send(String::from_utf8_lossy(&s).into_owned());
+        });
+        rx
     };
     let out = pipe(
         child
@@ -624,12 +627,19 @@ pub fn run_bounded(mut cmd: Command) -> Result<(std::process::ExitStatus, String
     let started = Instant::now();
     loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            let text = format!(
-                "{}{}",
-                out.join().unwrap_or_default(),
-                err.join().unwrap_or_default()
-            );
-            return Ok((status, text));
+            // a process the command left behind may hold its streams open: the run is over
+            // when the command is, and what outlives it is no hang of the driver's
+            let left = BOUND
+                .saturating_sub(started.elapsed())
+                .max(Duration::from_secs(5));
+            let (Ok(o), Ok(e)) = (out.recv_timeout(left), err.recv_timeout(left)) else {
+                return Err(format!(
+                    "{:?} ended with {status}, but processes it started still hold its output \
+                     open after {BOUND:?}",
+                    cmd.get_program()
+                ));
+            };
+            return Ok((status, format!("{o}{e}")));
         }
         if started.elapsed() > BOUND {
             let _ = child.kill();

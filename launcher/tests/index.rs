@@ -226,7 +226,10 @@ fn a_checkpoint_marked_failed_is_not_made_current() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
-    assert!(err.contains("ckpt.2") && err.contains("marked failed"), "{err}");
+    assert!(
+        err.contains("ckpt.2") && err.contains("marked failed"),
+        "{err}"
+    );
     assert!(err.contains("ckpt.3, ckpt.1"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }

@@ -244,8 +244,8 @@ fn a_file_read_in_place_is_measured_through_its_handle_not_its_name() {
     let other = dir.path().join("other");
     std::fs::write(&other, b"bytes of someone else, longer").unwrap();
     std::fs::rename(&other, &path).unwrap();
-    let (len, crc) = copy_open_file_with_crc(opened, &path, &path, None, 1 << 16, &mut |_| {})
-        .unwrap();
+    let (len, crc) =
+        copy_open_file_with_crc(opened, &path, &path, None, 1 << 16, &mut |_| {}).unwrap();
     assert_eq!(len, 26);
     assert_eq!(crc, crc32fast::hash(b"the checkpoint's own bytes"));
 }

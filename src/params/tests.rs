@@ -514,7 +514,10 @@ fn a_named_configuration_file_in_a_directory_others_may_rename_in_is_refused() {
     let e = load(&[("SCR_CONF_FILE", conf.to_str().unwrap())], None, None)
         .unwrap_err()
         .to_string();
-    assert!(e.contains(conf.to_str().unwrap()) && e.contains("swap"), "{e}");
+    assert!(
+        e.contains(conf.to_str().unwrap()) && e.contains("swap"),
+        "{e}"
+    );
     // the same file where only its user may change the way is read
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o700)).unwrap();
     let p = load(&[("SCR_CONF_FILE", conf.to_str().unwrap())], None, None).unwrap();

@@ -396,7 +396,9 @@ impl Scr {
                         "the prefix's index still names {current} current, which a job that \
                          finds {name} gone from the cache restarts from"
                     ),
-                    None => format!("a job that finds {name} gone from the cache cannot restart it"),
+                    None => {
+                        format!("a job that finds {name} gone from the cache cannot restart it")
+                    }
                 };
                 say!(
                     "SCR: WARNING: {name} is current for this run, but only the cache holds it \
