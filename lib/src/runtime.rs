@@ -394,7 +394,11 @@ impl Scr {
             cache: &mut self.cache,
             redundancy: &self.redundancy,
         }
-        .restart_from_cache(&self.prefix, distribute)?;
+        .restart_from_cache(
+            &self.prefix,
+            distribute,
+            self.config.settings.launch.exclude_nodes.as_deref(),
+        )?;
         self.dataset_id = found.dataset_id;
         self.checkpoint_id = found.checkpoint_id;
         self.restart = found.restart;

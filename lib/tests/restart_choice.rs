@@ -297,3 +297,41 @@ fn a_rollback_to_a_checkpoint_only_the_cache_holds_outlasts_the_run() {
     );
     assert!(out.contains(restarted_from_5), "{out}");
 }
+
+/// A checkpoint newer than any on the prefix that this job's nodes cannot rebuild, with
+/// writers' nodes the job does not run on (which may be up and hold the rest), stops
+/// SCR_Init naming those nodes, instead of going on from an older checkpoint while its
+/// pieces age out of cache: same size, fewer nodes, after n2 was lost, rank 3's files are
+/// on n4. Said lost with SCR_EXCLUDE_NODES, the job goes on; `scr postrun` over the nodes
+/// that are up keeps the checkpoint, and the same job then restarts from it.
+#[test]
+fn a_checkpoint_whose_rest_may_be_on_nodes_the_job_does_not_run_on_stops_init() {
+    let job = Job::new();
+    let env = [("SCR_COPY_TYPE", "XOR"), ("SCR_FLUSH", "0")];
+    run_ok_on(&job, "n1,n2,n3,n4", 4, &["3000", "2"], &env);
+    lose_node(&job, "n2");
+    let out = job.run_on(Some("n1:2,n3:2"), 4, &["3000", "0"], &env);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("ckpt.2") && t.contains("n[2,4]") && t.contains("SCR_EXCLUDE_NODES=n[2,4]"),
+        "{t}"
+    );
+    // told the nodes are lost, it goes on (from the start: nothing older is whole)
+    let said_lost = [env[0], env[1], ("SCR_EXCLUDE_NODES", "n2,n4")];
+    let out = run_ok_on(&job, "n1:2,n3:2", 4, &["3000", "0"], &said_lost);
+    assert!(!out.contains("restarted from"), "{out}");
+    // ckpt.2's pieces stayed: a drain of the nodes that are up keeps it
+    let mut postrun = scr_for(&job);
+    postrun
+        .args(["postrun", "-p"])
+        .arg(job.prefix())
+        .env("SCR_EXCLUDE_NODES", "n2");
+    let drained = postrun.output().unwrap();
+    assert!(drained.status.success(), "{}", text(&drained));
+    let out = run_ok_on(&job, "n1:2,n3:2", 4, &["3000", "0"], &env);
+    assert!(
+        out.contains("restarted from ckpt.2 (timestep 2), data verified"),
+        "{out}"
+    );
+}

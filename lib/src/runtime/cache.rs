@@ -21,6 +21,8 @@ use scr::xor::XorHeader;
 use scr::{HashView, Result, io, safe_fs};
 use std::path::{Path, PathBuf};
 
+/// The filemap tag of a dataset's record naming the nodes of the job that wrote it.
+const WRITER_HOSTS_TAG: &str = "WRITER_HOSTS";
 /// Whose directories these are: the cache and control directories of a job are
 /// `<base>/<user>/scr.<jobid>/` (and a node's own below that where nodes share a machine).
 pub(super) struct JobPlace {
@@ -234,8 +236,13 @@ impl CacheManager {
         reddesc: &RedDesc,
         expected_files: u64,
         flush: &FlushSettings,
+        writer_hosts: &str,
     ) -> Result<()> {
         self.filemap.set_dataset(id, self.rank, desc);
+        // the nodes of the job writing it: a later job that cannot rebuild it knows which of
+        // them it does not run on
+        self.filemap
+            .set_tag(id, self.rank, WRITER_HOSTS_TAG, writer_hosts);
         self.filemap.set_reddesc(id, self.rank, reddesc);
         self.filemap
             .set_expected_files(id, self.rank, expected_files);
@@ -247,6 +254,21 @@ impl CacheManager {
         how.set_value("CONTAINER", flag(flush.containers));
         self.filemap.set_flushdesc(id, self.rank, how);
         self.write()
+    }
+
+    /// The nodes of the job that wrote dataset `id`, as a host list, when a record of it
+    /// on this node says (any rank's: they agree).
+    pub(super) fn writer_hosts(&self, id: u64) -> Option<String> {
+        let held = self.held();
+        [Some(&self.filemap), held]
+            .into_iter()
+            .flatten()
+            .flat_map(|map| {
+                map.ranks_by_dataset(id)
+                    .into_iter()
+                    .filter_map(move |r| map.tag(id, r, WRITER_HOSTS_TAG).map(str::to_string))
+            })
+            .next()
     }
 
     /// Records a file of this rank's in dataset `id` (with its meta data) on disk, before

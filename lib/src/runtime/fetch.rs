@@ -309,8 +309,14 @@ impl Fetch<'_> {
         let reddesc =
             self.redundancy
                 .reddesc_for(desc.checkpoint_id(), desc.is_output(), self.cache, rank);
-        self.cache
-            .record_dataset(id, desc, &reddesc, files, &self.settings.flush)
+        self.cache.record_dataset(
+            id,
+            desc,
+            &reddesc,
+            files,
+            &self.settings.flush,
+            &self.job.hosts,
+        )
     }
 
     /// [`Fetch::fetch_files`], at most SCR_FETCH_WIDTH ranks reading the prefix at once:

@@ -34,6 +34,9 @@ pub(super) struct Job {
     pub(super) local_rank: u64,
     /// How many nodes the job has.
     pub(super) nodes: u64,
+    /// The job's nodes, as a host list (`n[1-4]`): what its datasets record as their
+    /// writers' nodes.
+    pub(super) hosts: String,
     /// SCR_DEBUG.
     debug: u64,
 }
@@ -44,11 +47,12 @@ pub(super) struct NodeGroups {
     pub(super) across: SimpleCommunicator,
     pub(super) local_rank: u64,
     pub(super) nodes: u64,
+    pub(super) hosts: String,
 }
 
 impl NodeGroups {
-    /// Groups the ranks of `world` by node name (`name` is this rank's), in world order.
-    /// Collective over `world`; no rank learns the other nodes' names.
+    /// Groups the ranks of `world` by node name (`name` is this rank's), in world order,
+    /// and learns the job's host list. Collective over `world`.
     pub(super) fn of(world: &SimpleCommunicator, name: &str) -> NodeGroups {
         let node_comm = comm::split_by_name(world, name);
         let local_rank = node_comm.rank() as u64;
@@ -56,11 +60,24 @@ impl NodeGroups {
             .split_by_color(mpi::topology::Color::with_value(local_rank as i32))
             .expect("a color was given");
         let nodes = comm::sum_u64(world, u64::from(local_rank == 0));
+        // the node masters' names, gathered by world rank 0 (the first master) and
+        // compressed, for every rank
+        let names = if local_rank == 0 {
+            comm::gather_bytes(&across, 0, name.as_bytes())
+        } else {
+            Vec::new()
+        };
+        let hosts =
+            hostlist::HostSet::from_names(names.iter().filter_map(|n| std::str::from_utf8(n).ok()))
+                .to_string();
+        let hosts =
+            String::from_utf8(comm::bcast_bytes(world, 0, hosts.into_bytes())).unwrap_or_default();
         NodeGroups {
             node_comm,
             across,
             local_rank,
             nodes,
+            hosts,
         }
     }
 }
@@ -83,6 +100,7 @@ impl Job {
             node,
             local_rank: groups.local_rank,
             nodes: groups.nodes,
+            hosts: groups.hosts,
             debug,
         }
     }

@@ -103,8 +103,14 @@ impl Scr {
         let prepared = polled
             .and(evicted)
             .and_then(|()| {
-                self.cache
-                    .record_dataset(id, &desc, &reddesc, 0, &self.config.settings.flush)
+                self.cache.record_dataset(
+                    id,
+                    &desc,
+                    &reddesc,
+                    0,
+                    &self.config.settings.flush,
+                    &self.job.hosts,
+                )
             })
             .and_then(|()| {
                 safe_fs::create_dirs_in(

@@ -12,7 +12,9 @@ use super::prefix_store::PrefixStore;
 use super::redundancy::{Redundancy, copy_header, place_copy, read_copy_header};
 use crate::comm;
 use crate::shuffle::{self, Incoming, Outgoing};
+use hostlist::HostSet;
 use scr::hash::Hash;
+use scr::index::IndexFile;
 use scr::reddesc::{RedDesc, Scheme};
 use scr::{Error, HashView, Result, layout};
 use std::collections::{HashMap, HashSet};
@@ -49,6 +51,7 @@ impl Recovery<'_> {
         &mut self,
         prefix: &PrefixStore,
         distribute: bool,
+        known_down: Option<&str>,
     ) -> Result<CacheRestart> {
         let job = self.job;
         let dataset_id = job.max(prefix.newest_recorded().max(self.cache.newest_recorded()));
@@ -80,6 +83,7 @@ impl Recovery<'_> {
                 // what is left of it stays in cache (the drain may see more nodes than this
                 // run) until it ages out like any dataset
                 Recovered::Lost => {
+                    self.stop_if_whole_elsewhere(d, prefix, known_down)?;
                     if job.is_root() {
                         say!("SCR: dataset {d} cannot be recovered from cache; trying older ones");
                     }
@@ -118,6 +122,61 @@ impl Recovery<'_> {
             }
         }
         Ok(found)
+    }
+
+    /// Checkpoint `d`, which this job's nodes cannot give back, newer than every checkpoint
+    /// the prefix can: when nodes of the job that wrote it are not among this job's and
+    /// not known down (`known_down`: SCR_EXCLUDE_NODES, which scr-run sets to the nodes
+    /// it found down), its missing files may be whole there. Going on from an older
+    /// checkpoint would throw it away (its pieces here age out of cache as this run
+    /// checkpoints), so SCR_Init stops, naming those nodes and the ways on, as it does for
+    /// a checkpoint of another size it cannot drain. Collective.
+    fn stop_if_whole_elsewhere(
+        &self,
+        d: u64,
+        prefix: &PrefixStore,
+        known_down: Option<&str>,
+    ) -> Result<()> {
+        let job = self.job;
+        let mine = self.cache.writer_hosts(d).unwrap_or_default();
+        let gathered = comm::gather_bytes(job.world(), 0, mine.as_bytes());
+        let mut why = String::new();
+        if job.is_root() {
+            let writers = gathered
+                .iter()
+                .find_map(|h| std::str::from_utf8(h).ok().filter(|h| !h.is_empty()))
+                .and_then(|h| h.parse::<HostSet>().ok());
+            let here = job.hosts.parse::<HostSet>().unwrap_or_default();
+            let down = known_down
+                .and_then(|d| d.parse::<HostSet>().ok())
+                .unwrap_or_default();
+            let elsewhere = writers.map(|w| w.difference(&here).difference(&down));
+            let on_prefix = IndexFile::read(&layout::index_file(prefix.path()))
+                .ok()
+                .and_then(|i| i.newest_usable_checkpoint())
+                .map_or(0, |e| e.id);
+            if let Some(elsewhere) = elsewhere.filter(|e| !e.is_empty() && d > on_prefix) {
+                let name = self.cache.dataset_name(d);
+                why = format!(
+                    "{name} (dataset {d}) is newer than every checkpoint on the prefix {}, and \
+                     this job's nodes cannot rebuild it; the nodes {elsewhere} of the job that \
+                     wrote it are not among this job's and may hold the rest. To keep it, run \
+                     this job on them too, or drain it first with `scr postrun` (setting \
+                     SCR_EXCLUDE_NODES to those that are down); if they are lost, set \
+                     SCR_EXCLUDE_NODES={elsewhere} to go on from an older checkpoint",
+                    prefix.path().display()
+                );
+            }
+        }
+        // rank 0 stops the job saying why; the others wait for it
+        let why = String::from_utf8(job.root_bytes(why.into_bytes())).unwrap_or_default();
+        match (why.is_empty(), job.is_root()) {
+            (true, _) => Ok(()),
+            (false, true) => Err(super::failure(why)),
+            (false, false) => Err(Error::collective(format!(
+                "rank 0 found the newest checkpoint held by nodes this job does not run on: {why}"
+            ))),
+        }
     }
 
     /// [`Recovery::recover`], saying so at SCR_DEBUG=1 as SCR does.

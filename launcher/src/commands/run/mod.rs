@@ -300,6 +300,14 @@ impl JobOps for Live<'_> {
         let argv = self.launcher.command(&line, &self.nodes, exclude);
         self.ranks.clear();
         let (app, line) = job::child::command(&argv[0], &argv[1..]);
+        // the run learns which nodes are down (with the user's SCR_EXCLUDE_NODES, which they
+        // include): a checkpoint it cannot rebuild whose other writers' nodes are all down
+        // is lost, and it goes on from an older one rather than stop for them
+        let app = if exclude.is_empty() {
+            app
+        } else {
+            app.env("SCR_EXCLUDE_NODES", exclude.to_string())
+        };
         let app = app
             .unchecked()
             // its own process group: a stop reaches every process of the run; and, out of
