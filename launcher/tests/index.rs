@@ -172,16 +172,15 @@ fn choosing_the_current_dataset_moves_the_link_too() {
     assert_eq!(index.current(), Some("ckpt.1"));
 }
 
-/// `--current` of a copy a restart cannot load (incomplete: VALID NO) is refused, naming the
-/// checkpoints it could be: made current, the next restart would pass over every newer
-/// checkpoint, and start over when no older one is whole. The index stays as it was.
-#[test]
-fn a_checkpoint_a_restart_cannot_load_is_not_made_current() {
+/// `scr index --current ckpt.2` on a copy of the golden prefix whose index `change` made
+/// first: it must fail, name the checkpoints a restart can load and leave the index as it
+/// was. Its standard error.
+fn refused_current_of_ckpt2(change: impl FnOnce(&mut scr::index::IndexFile)) -> String {
     use scr::HashView;
     let (_d, prefix) = golden_prefix_copy();
     let path = prefix.join(".scr/index.scr");
     scr::index::IndexFile::update(&path, 0o600, |i| {
-        i.set_complete(2, "ckpt.2", false);
+        change(i);
         Ok(())
     })
     .unwrap();
@@ -193,14 +192,23 @@ fn a_checkpoint_a_restart_cannot_load_is_not_made_current() {
         "--current",
         "ckpt.2",
     ]);
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(!o.status.success(), "{err}");
+    assert!(err.contains("ckpt.3, ckpt.1"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    err
+}
+
+/// `--current` of a copy a restart cannot load (incomplete: VALID NO) is refused, naming the
+/// checkpoints it could be: made current, the next restart would pass over every newer
+/// checkpoint, and start over when no older one is whole. The index stays as it was.
+#[test]
+fn a_checkpoint_a_restart_cannot_load_is_not_made_current() {
+    let err = refused_current_of_ckpt2(|i| i.set_complete(2, "ckpt.2", false));
     assert!(
         err.contains("ckpt.2 is not a checkpoint a restart can load"),
         "{err}"
     );
-    assert!(err.contains("ckpt.3, ckpt.1"), "{err}");
-    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
 /// A checkpoint a fetch marked failed is skipped by every restart: made current, the next
@@ -208,28 +216,9 @@ fn a_checkpoint_a_restart_cannot_load_is_not_made_current() {
 /// saying when it failed and which ones a restart can load.
 #[test]
 fn a_checkpoint_marked_failed_is_not_made_current() {
-    use scr::HashView;
-    let (_d, prefix) = golden_prefix_copy();
-    let path = prefix.join(".scr/index.scr");
-    scr::index::IndexFile::update(&path, 0o600, |i| {
-        i.mark_failed(2, "ckpt.2", chrono::Local::now());
-        Ok(())
-    })
-    .unwrap();
-    let before = std::fs::read(&path).unwrap();
-    let o = scr(&[
-        "index",
-        "-p",
-        prefix.to_str().unwrap(),
-        "--current",
-        "ckpt.2",
-    ]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "{err}");
+    let err = refused_current_of_ckpt2(|i| i.mark_failed(2, "ckpt.2", chrono::Local::now()));
     assert!(
         err.contains("ckpt.2") && err.contains("marked failed"),
         "{err}"
     );
-    assert!(err.contains("ckpt.3, ckpt.1"), "{err}");
-    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
