@@ -86,6 +86,14 @@ impl PrefixStore {
         scr::dataset_ids::newest_recorded(&self.path)
     }
 
+    /// The id of the newest checkpoint the index says a restart can load (0 for none).
+    pub(super) fn newest_usable_checkpoint(&self) -> u64 {
+        IndexFile::read(&layout::index_file(&self.path))
+            .ok()
+            .and_then(|i| i.newest_usable_checkpoint())
+            .map_or(0, |e| e.id)
+    }
+
     /// Rank 0: what to tell a user whose newest checkpoint is not here: the newest
     /// checkpoint the flush file lists as in cache and not on the prefix, when it is newer
     /// than `restartable` (the newest this run can restart from, 0 for none). A job that
@@ -98,10 +106,7 @@ impl PrefixStore {
             return None;
         }
         let flush = FlushFile::read(&layout::flush_file(&self.path)).ok()?;
-        let newest_usable = IndexFile::read(&layout::index_file(&self.path))
-            .ok()
-            .and_then(|i| i.newest_usable_checkpoint())
-            .map_or(0, |e| e.id);
+        let newest_usable = self.newest_usable_checkpoint();
         let stranded = flush
             .datasets()
             .into_iter()

@@ -14,7 +14,6 @@ use crate::comm;
 use crate::shuffle::{self, Incoming, Outgoing};
 use hostlist::HostSet;
 use scr::hash::Hash;
-use scr::index::IndexFile;
 use scr::reddesc::{RedDesc, Scheme};
 use scr::{Error, HashView, Result, layout};
 use std::collections::{HashMap, HashSet};
@@ -151,10 +150,7 @@ impl Recovery<'_> {
                 .and_then(|d| d.parse::<HostSet>().ok())
                 .unwrap_or_default();
             let elsewhere = writers.map(|w| w.difference(&here).difference(&down));
-            let on_prefix = IndexFile::read(&layout::index_file(prefix.path()))
-                .ok()
-                .and_then(|i| i.newest_usable_checkpoint())
-                .map_or(0, |e| e.id);
+            let on_prefix = prefix.newest_usable_checkpoint();
             if let Some(elsewhere) = elsewhere.filter(|e| !e.is_empty() && d > on_prefix) {
                 let name = self.cache.dataset_name(d);
                 why = format!(
