@@ -226,6 +226,7 @@ impl Model {
         if let Some(old) = self.cache_ranks.filter(|&r| r != ranks) {
             // the nodes of the old size this job runs on (a history's nodes are n1, n2, …)
             let (old_nodes, here) = (self.nodes(old), self.nodes(ranks));
+            let mut drained = Vec::new();
             for c in &mut self.ckpts {
                 if c.cache == Avail::No {
                     continue;
@@ -237,6 +238,7 @@ impl Model {
                     // discarded"; one this job's nodes cannot complete is left for scr
                     // postrun: maybe.
                     c.prefix = Avail::Maybe;
+                    drained.push((c.serial, c.name(), c.spec.size == 0, c.output));
                     if here >= old_nodes {
                         c.cache = Avail::No;
                     } else {
@@ -251,6 +253,17 @@ impl Model {
                     // one flushed already (or perhaps) is not drained, and no document
                     // says its cache goes: a later job of its size may find it there
                     c.cache = c.cache.min(Avail::Maybe);
+                    if c.prefix == Avail::Maybe {
+                        // perhaps not flushed after all, and drained now
+                        drained.push((c.serial, c.name(), c.spec.size == 0, c.output));
+                    }
+                }
+            }
+            // the drain publishes what it completes like any flush: one newer than a current
+            // the operator chose becomes current (SPEC §4.7, "never moves CURRENT backwards")
+            for (serial, name, empty, output) in drained {
+                if !output {
+                    self.published(serial, &name, empty, Avail::Maybe);
                 }
             }
         }

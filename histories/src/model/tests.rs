@@ -374,3 +374,30 @@ fn finalize_flushes_the_older_checkpoint_a_restart_fell_back_to() {
     assert!(m.get(1).unwrap().surely_on_prefix());
     assert_eq!(m.get(2).unwrap().prefix, Avail::No);
 }
+
+#[test]
+fn another_size_s_init_drain_may_supersede_an_older_current_the_operator_chose() {
+    // SCR_FLUSH=0: ckpt.2 surely only in cache; SCR_FLUSH=3: perhaps flushed, perhaps not
+    for flush in [0, 3] {
+        let mut m = Model::new(1);
+        m.begin_run(3);
+        m.checkpoint(&ckpt(10), 3, &config(Scheme::Single, 1, 0, 1), Avail::Yes);
+        m.checkpoint(
+            &ckpt(10),
+            3,
+            &config(Scheme::Single, flush, 0, 1),
+            Avail::Yes,
+        );
+        m.set_current(1);
+        m.begin_run(3);
+        let same_size: Vec<u32> = m.candidates(3, false).iter().map(|c| c.serial).collect();
+        assert_eq!(same_size[0], 2, "the newest of all, in cache, comes first");
+        m.begin_run(4);
+        let reshaped: Vec<u32> = m.candidates(4, true).iter().map(|c| c.serial).collect();
+        assert_eq!(
+            reshaped,
+            [2, 1],
+            "the drain may publish ckpt.2 over the chosen ckpt.1"
+        );
+    }
+}
