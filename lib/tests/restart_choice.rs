@@ -335,3 +335,14 @@ fn a_checkpoint_whose_rest_may_be_on_nodes_the_job_does_not_run_on_stops_init() 
         "{out}"
     );
 }
+
+#[test]
+fn a_node_name_the_host_list_syntax_cannot_hold_does_not_stop_init() {
+    let job = Job::new();
+    let env = [("SCR_COPY_TYPE", "XOR"), ("SCR_FLUSH", "0")];
+    run_ok_on(&job, "n1,n2,n3,n4", 4, &["3000", "2"], &env);
+    // "n[3" cannot be written in a host list: which writers are elsewhere is unknown, and
+    // unknown is no reason to stop (nothing here rebuilds ckpt.2, so the job starts over)
+    let out = run_ok_on(&job, "n1:2,n[3:2", 4, &["3000", "0"], &env);
+    assert!(!out.contains("restarted from"), "{out}");
+}

@@ -145,11 +145,15 @@ impl Recovery<'_> {
                 .iter()
                 .find_map(|h| std::str::from_utf8(h).ok().filter(|h| !h.is_empty()))
                 .and_then(|h| h.parse::<HostSet>().ok());
-            let here = job.hosts.parse::<HostSet>().unwrap_or_default();
+            // this job's own nodes unknown (a name the host-list syntax cannot hold): which
+            // writers are elsewhere is unknown too, and the restart goes on as before
+            let here = job.hosts.parse::<HostSet>().ok();
             let down = known_down
                 .and_then(|d| d.parse::<HostSet>().ok())
                 .unwrap_or_default();
-            let elsewhere = writers.map(|w| w.difference(&here).difference(&down));
+            let elsewhere = writers
+                .zip(here)
+                .map(|(w, here)| w.difference(&here).difference(&down));
             let on_prefix = prefix.newest_usable_checkpoint();
             if let Some(elsewhere) = elsewhere.filter(|e| !e.is_empty() && d > on_prefix) {
                 let name = self.cache.dataset_name(d);
