@@ -108,10 +108,10 @@ pub fn parse_time(text: &str, now: DateTime<Local>) -> Result<DateTime<Local>, S
             return Local.from_local_datetime(&n).earliest().ok_or_else(bad);
         }
     }
-    let (clock, day) = match t.rsplit_once(' ') {
-        Some((c, "today")) => (c, 0),
-        Some((c, "tomorrow")) => (c, 1),
-        _ => (t.as_str(), 0),
+    let (clock, day, day_named) = match t.rsplit_once(' ') {
+        Some((c, "today")) => (c, 0, true),
+        Some((c, "tomorrow")) => (c, 1, true),
+        _ => (t.as_str(), 0, false),
     };
     let time = if let Some(h) = clock
         .strip_suffix("am")
@@ -130,10 +130,22 @@ pub fn parse_time(text: &str, now: DateTime<Local>) -> Result<DateTime<Local>, S
             .map_err(|_| bad())?
     };
     let date: NaiveDate = now.date_naive() + Duration::days(day);
-    Local
+    let when = Local
         .from_local_datetime(&date.and_time(time))
         .earliest()
-        .ok_or_else(bad)
+        .ok_or_else(bad)?;
+    // a clock time alone that has passed today is more likely tomorrow's than a halt at once;
+    // neither is guessed: the job would stop at its next check, or a day later than meant
+    if when < now && !day_named {
+        return Err(format!(
+            "{text:?} today has passed (it is {}); say '{text} tomorrow', give the date              ('{}'), or '{text} today' to halt at the job's next check",
+            now.format("%H:%M"),
+            (date + Duration::days(1))
+                .and_time(time)
+                .format("%Y-%m-%d %H:%M")
+        ));
+    }
+    Ok(when)
 }
 
 /// The halt file's settings as SCR's scr_halt prints them, under `Halt file settings for
@@ -372,6 +384,17 @@ mod tests {
             parse_time("@1800000000", now).unwrap().timestamp(),
             1_800_000_000
         );
+        // a clock time alone already past is refused, naming the ways to say it; a day named
+        // is taken as said
+        let past = parse_time("9:30", now).unwrap_err();
+        assert!(
+            past.contains("'9:30 tomorrow'") && past.contains("2026-11-23 09:30"),
+            "{past}"
+        );
+        assert!(parse_time("9am", now).is_err());
+        assert_eq!(at("9:30 today"), "2026-11-22 09:30:00");
+        assert_eq!(at("9:30 tomorrow"), "2026-11-23 09:30:00");
+        assert_eq!(at("10:00"), "2026-11-22 10:00:00");
         for bad in [
             "13pm",
             "later",
