@@ -267,6 +267,14 @@ fn next_current(index: &IndexFile, gone_id: u64) -> Option<String> {
         .map(|e| e.name.clone())
 }
 
+/// Whether dataset `id` was flushed whole to `prefix` (its summary there says complete) and
+/// `index` (the prefix's, None when it has none) lists it no more: dropped from the index
+/// since (`scr index --drop`, `SCR_Drop`), its files left where they are.
+pub fn dropped_from_index(prefix: &Path, index: Option<&IndexFile>, id: u64) -> bool {
+    !index.is_some_and(|index| index.entries().iter().any(|e| e.id == id))
+        && Summary::read(&layout::summary_file(prefix, id)).is_ok_and(|s| s.is_complete())
+}
+
 /// A dataset forgotten by the prefix's index.
 #[derive(Debug)]
 pub struct Dropped {

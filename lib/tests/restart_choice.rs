@@ -346,3 +346,37 @@ fn a_node_name_the_host_list_syntax_cannot_hold_does_not_stop_init() {
     let out = run_ok_on(&job, "n1:2,n[3:2", 4, &["3000", "0"], &env);
     assert!(!out.contains("restarted from"), "{out}");
 }
+
+/// `scr index --drop` edits the index only: within the allocation the cache still holds the
+/// dropped checkpoint and is the restart, as in SCR v3.1 — said at the default level, with
+/// the way back past it, since whoever dropped it may have meant never to load it again.
+#[test]
+fn a_dropped_checkpoint_the_cache_still_holds_is_said_with_the_way_past_it() {
+    let job = Job::new();
+    let flush = [("SCR_FLUSH", "1")];
+    run_ok_on(&job, "n1,n2", 2, &[SIZE, "4"], &flush);
+    let drop = scr_for(&job)
+        .args(["index", "--prefix"])
+        .arg(job.prefix())
+        .args(["--drop", "ckpt.4"])
+        .output()
+        .unwrap();
+    assert!(drop.status.success(), "{}", text(&drop));
+    let out = run_ok_on(&job, "n1,n2", 2, &[SIZE, "0"], &flush);
+    assert!(
+        out.contains("restarted from ckpt.4 (timestep 4), data verified"),
+        "{out}"
+    );
+    let said = out
+        .lines()
+        .find(|l| l.contains("ckpt.4 (dataset 4) was dropped"))
+        .unwrap_or_else(|| panic!("no word of the dropped ckpt.4: {out}"));
+    assert!(said.contains("SCR_CURRENT=ckpt.3"), "{said}");
+    let named = [flush[0], ("SCR_CURRENT", "ckpt.3")];
+    let out = run_ok_on(&job, "n1,n2", 2, &[SIZE, "0"], &named);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+    assert!(!out.contains("was dropped"), "{out}");
+}

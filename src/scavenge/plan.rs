@@ -12,7 +12,6 @@ use crate::dataset::Dataset;
 use crate::filemap::{Filemap, MasterFilemap};
 use crate::flush::{FlushFile, Location};
 use crate::index::IndexFile;
-use crate::summary::Summary;
 use crate::view::HashView;
 use crate::{Result, layout};
 use std::collections::BTreeMap;
@@ -139,11 +138,6 @@ impl DrainPlan {
             .filter(|e| e.complete)
             .map(|e| e.id)
             .collect();
-        let listed: Vec<u64> = index
-            .iter()
-            .flat_map(IndexFile::entries)
-            .map(|e| e.id)
-            .collect();
         let mut dropped = Vec::new();
         let had_flush_file = flush.is_some();
         let mut merged = flush.unwrap_or_default();
@@ -169,9 +163,7 @@ impl DrainPlan {
             }
             // its flush committed whole (its summary is on the prefix) and the index lists
             // it no more: dropped from it
-            if !listed.contains(&id)
-                && Summary::read(&layout::summary_file(prefix, id)).is_ok_and(|s| s.is_complete())
-            {
+            if crate::prefix::dropped_from_index(prefix, index.as_ref(), id) {
                 merged.describe_dataset(id, d);
                 dropped.push(id);
                 added = true;
@@ -335,6 +327,7 @@ mod tests {
     use super::*;
     use crate::dataset::{Dataset, Origin};
     use crate::flush::Location;
+    use crate::summary::Summary;
 
     fn flush_with(entries: &[(u64, bool, bool, Location)]) -> FlushFile {
         let mut f = FlushFile::new();

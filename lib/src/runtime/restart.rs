@@ -477,13 +477,27 @@ impl Scr {
             .map(|index| {
                 let link = scr::prefix::read_current_link(self.prefix.path());
                 let start = index.restart_candidates(link.as_deref()).into_iter().next();
-                (index.newest_usable_checkpoint(), start)
+                let dropped =
+                    scr::prefix::dropped_from_index(self.prefix.path(), Some(&index), cached);
+                (index.newest_usable_checkpoint(), start, dropped)
             });
-        let (newest, start) = on_prefix.unwrap_or_default();
+        let (newest, start, dropped) = on_prefix.unwrap_or_default();
         let id_of = |e: &Option<scr::index::IndexEntry>| e.as_ref().map_or(0, |e| e.id);
         let newest_id = self.job.max(id_of(&newest));
         let start_id = self.job.max(id_of(&start));
-        if newest_id <= cached
+        if dropped && newest_id <= cached && !named_current_follows {
+            // the drop edits the index only (as in SCR v3.1): the allocation's cache still
+            // holds the checkpoint, and within it the cache is the restart; said, since the
+            // user who dropped it may have meant never to load it again
+            let back = match &start {
+                Some(e) => format!("set SCR_CURRENT={} for the relaunch", e.name),
+                None => "set SCR_CURRENT to an older checkpoint for the relaunch".to_string(),
+            };
+            say!(
+                "SCR: {cached_name} (dataset {cached}) was dropped from the index of {}                  (`scr index --drop` or SCR_Drop), but this allocation's cache holds it and                  nothing newer is on the prefix: the restart takes it. To go back past it,                  {back} (it applies once per allocation); `scr index --add {cached_name}`                  indexes its flushed copy again",
+                self.prefix.path().display()
+            );
+        } else if newest_id <= cached
             && start_id != 0
             && start_id < newest_id
             && !named_current_follows
