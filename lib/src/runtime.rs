@@ -29,6 +29,7 @@ mod output;
 mod prefix_store;
 mod rank_record;
 mod rebuild;
+mod recovery_plan;
 mod redundancy;
 mod reshape;
 mod restart;
