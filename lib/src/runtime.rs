@@ -93,7 +93,7 @@ enum Phase {
 ///
 /// The API calls live on `Scr` (`runtime.rs`: Init, Finalize; `output.rs`; `restart.rs`;
 /// `manage.rs`; `halt.rs`); each hands the parts it calls only what they need. A part's
-/// function that takes the [`Job`] is collective.
+/// function that takes the `Job` is collective.
 pub struct Scr {
     job: Job,
     config: Config,
