@@ -417,6 +417,11 @@ fn a_smaller_job_on_some_of_the_nodes_keeps_a_checkpoint_it_cannot_drain_whole()
         t.contains("could not drain it to") && t.contains("run this job on those nodes too"),
         "{t}"
     );
+    assert_eq!(
+        t.matches("could not drain it to").count(),
+        1,
+        "said once: {t}"
+    );
     assert!(!t.contains("test_api: checkpoint"), "it wrote nothing: {t}");
     let out = run_ok_on(&job, &hosts(4), 4, &[SIZE, "0"], &env);
     assert!(restarted(&out, 2), "{out}");

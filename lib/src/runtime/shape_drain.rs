@@ -203,10 +203,14 @@ pub(super) fn drain_cache_of_another_shape(
             job.ranks,
             prefix.path().display()
         );
-        if job.is_root() {
-            say!("SCR: ERROR: {why}");
-        }
-        return Err(scr::Error::collective(why));
+        // rank 0 stops the job saying why, once; the others wait for it
+        return Err(if job.is_root() {
+            super::failure(why)
+        } else {
+            scr::Error::collective(format!(
+                "rank 0 could not drain dataset {id} of the job of another size (it says why)"
+            ))
+        });
     }
     Ok(true)
 }
