@@ -523,3 +523,34 @@ fn a_named_configuration_file_in_a_directory_others_may_rename_in_is_refused() {
     let p = load(&[("SCR_CONF_FILE", conf.to_str().unwrap())], None, None).unwrap();
     assert_eq!(p.count("SCR_FLUSH"), Some(3));
 }
+
+#[test]
+fn a_configuration_file_reached_through_a_link_of_the_user_s_is_judged_where_it_lies() {
+    // the link is the user's own, in a directory of theirs; the file it leads to is theirs
+    // and 0600, but everyone may rename in the (not sticky) directory that holds it
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let conf = open.join("scr.conf");
+    std::fs::write(&conf, "SCR_FLUSH=3\n").unwrap();
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let link = dir.path().join("link.conf");
+    std::os::unix::fs::symlink(&conf, &link).unwrap();
+    let e = load(&[("SCR_CONF_FILE", link.to_str().unwrap())], None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(link.to_str().unwrap()) && e.contains(conf.to_str().unwrap()),
+        "{e}"
+    );
+    // a relative link, and a chain of two, lead to the same place
+    let rel = dir.path().join("rel.conf");
+    std::os::unix::fs::symlink("link.conf", &rel).unwrap();
+    assert!(load(&[("SCR_CONF_FILE", rel.to_str().unwrap())], None, None).is_err());
+    // where only the user may change the way, the link is followed and the file read
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let p = load(&[("SCR_CONF_FILE", rel.to_str().unwrap())], None, None).unwrap();
+    assert_eq!(p.count("SCR_FLUSH"), Some(3));
+}

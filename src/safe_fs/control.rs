@@ -44,7 +44,7 @@ pub fn first_person_user_id() -> u32 {
 }
 
 /// Links followed on one path before it is given up, as the kernel's own limit.
-const MOST_LINKS: usize = 40;
+pub(super) const MOST_LINKS: usize = 40;
 
 /// Who may change what a path leads to.
 #[derive(Clone, Debug, PartialEq, Eq)]
