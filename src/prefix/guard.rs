@@ -64,39 +64,13 @@ pub fn check_path_not_redirectable(prefix: &Path, shared: bool) -> Result<()> {
         ))
     };
     let me = rustix::process::geteuid().as_raw();
-    let mut at = std::path::absolute(prefix).map_err(|e| Error::io(prefix, "find", e))?;
     // the way to the prefix, then the prefix's own name: a link there is followed, its
     // target's way judged in turn
-    for _ in 0..MOST_LINKS {
-        let Some(parent) = at.parent() else {
-            return Ok(());
-        };
-        if let Some(who) = safe_fs::others_may_redirect(parent, |uid| uid == me)? {
-            return refuse(who);
-        }
-        let st = match rustix::fs::lstat(&at) {
-            Ok(st) => st,
-            Err(rustix::io::Errno::NOENT) => return Ok(()),
-            Err(e) => return Err(Error::io(&at, "inspect", e.into())),
-        };
-        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Symlink {
-            return Ok(());
-        }
-        if st.st_uid != me && st.st_uid != 0 {
-            return refuse(format!(
-                "{} is a symbolic link of user id {}",
-                at.display(),
-                st.st_uid
-            ));
-        }
-        let target = std::fs::read_link(&at).map_err(|e| Error::io(&at, "read the link", e))?;
-        at = parent.join(target);
+    match safe_fs::others_may_redirect_name(prefix, |uid| uid == me)? {
+        Some(who) => refuse(who),
+        None => Ok(()),
     }
-    refuse(format!("{} leads through too many links", prefix.display()))
 }
-
-/// Links followed on the way to a prefix before it is given up, as the kernel's own limit.
-const MOST_LINKS: usize = 40;
 
 /// Refuses a prefix others may create names in (sticky: one that is not is refused anyway,
 /// by [`safe_fs::check_prefix_mode`]) unless `shared` (SCR_PREFIX_SHARED) says to use it:

@@ -27,6 +27,47 @@ pub fn others_may_redirect(path: &Path, trusted: impl Fn(u32) -> bool) -> Result
     })
 }
 
+/// Why someone besides root and the users `trusted` accepts may change what the name `path`
+/// stands for: the way to its directory ([`others_may_redirect`]), then, while the name is
+/// a link (which must be root's or a trusted user's), the way to where it leads, link by
+/// link. Each link read lies in a directory nobody else may change, so what it says stays.
+/// None when nobody else may.
+pub fn others_may_redirect_name(
+    path: &Path,
+    trusted: impl Fn(u32) -> bool,
+) -> Result<Option<String>> {
+    let mut at = std::path::absolute(path).map_err(|e| Error::io(path, "find", e))?;
+    for _ in 0..MOST_LINKS {
+        let Some(parent) = at.parent() else {
+            return Ok(None);
+        };
+        if let Some(who) = others_may_redirect(parent, &trusted)? {
+            return Ok(Some(who));
+        }
+        let st = match rustix::fs::lstat(&at) {
+            Ok(st) => st,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(Error::io(&at, "inspect", e.into())),
+        };
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Symlink {
+            return Ok(None);
+        }
+        if st.st_uid != 0 && !trusted(st.st_uid) {
+            return Ok(Some(format!(
+                "{} is a symbolic link of user id {}",
+                at.display(),
+                st.st_uid
+            )));
+        }
+        let target = std::fs::read_link(&at).map_err(|e| Error::io(&at, "read the link", e))?;
+        at = parent.join(target);
+    }
+    Ok(Some(format!(
+        "{} leads through too many links",
+        path.display()
+    )))
+}
+
 /// The first user id of a person rather than a system account (`UID_MIN` of
 /// /etc/login.defs, 1000 where unset, as Debian's useradd takes it).
 pub fn first_person_user_id() -> u32 {
@@ -44,7 +85,7 @@ pub fn first_person_user_id() -> u32 {
 }
 
 /// Links followed on one path before it is given up, as the kernel's own limit.
-pub(super) const MOST_LINKS: usize = 40;
+const MOST_LINKS: usize = 40;
 
 /// Who may change what a path leads to.
 #[derive(Clone, Debug, PartialEq, Eq)]

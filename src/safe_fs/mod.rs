@@ -12,7 +12,7 @@ mod new_file;
 pub use beneath::{Beneath, Staged};
 pub use control::{
     PathControl, PathWalk, first_person_user_id, others_may_make_names_in, others_may_redirect,
-    path_control,
+    others_may_redirect_name, path_control,
 };
 pub use new_file::NewFile;
 
@@ -246,38 +246,16 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<(Vec<u8>, Option<u32
 /// it walked ([`path_control`]) so that nobody else may swap it for another before or after
 /// it is read. The bytes, and the file's permission bits when others may read it.
 pub fn read_only_yours(path: &Path, limit: u64) -> Result<(Vec<u8>, Option<u32>)> {
-    // the way to the file, then, where its name is a link (the user's own, or it is refused
-    // below), the way to where the link leads: a link of the user's into a directory others
-    // may rename in would let them choose the file as surely as the name itself. Each link
-    // read lies in a directory only the user and root may change, so what it says stays.
-    let mut at = path.to_path_buf();
-    for _ in 0..=control::MOST_LINKS {
-        let dir = match at.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            Some(_) => PathBuf::from("."),
-            None => PathBuf::from("/"),
-        };
-        if let Some(who) = others_may_redirect(&dir, |uid| uid == my_uid())? {
-            let via = if at == path {
-                String::new()
-            } else {
-                format!(" (through the link to {})", at.display())
-            };
-            return Err(Error::untrusted(
-                path,
-                format!(
-                    "{who}{via}: others could swap it for a file of theirs; keep it where only \
-                     you and root may change it"
-                ),
-            ));
-        }
-        match fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let target = fs::read_link(&at).map_err(|e| Error::io(&at, "read the link", e))?;
-                at = dir.join(target);
-            }
-            _ => break,
-        }
+    // a link of the user's into a directory others may rename in would let them choose the
+    // file as surely as the name itself: the way to where it leads is judged too
+    if let Some(who) = others_may_redirect_name(path, |uid| uid == my_uid())? {
+        return Err(Error::untrusted(
+            path,
+            format!(
+                "{who}: others could swap it for a file of theirs; keep it where only you and \
+                 root may change it"
+            ),
+        ));
     }
     read_trusted_file(path, limit)
 }
