@@ -103,6 +103,33 @@ fn a_prefix_someone_else_owns_is_said_and_a_vanished_index_never_means_starting_
     assert!(t.contains("restarted from ckpt.2"), "{t}");
 }
 
+/// A prefix another user owns, though nobody else may write it: its owner may rename
+/// anything in it while a job reads or writes there (swap a dataset's directory for one of
+/// theirs), so SCR_Init refuses it before any work, naming the owner and the way to use it
+/// anyway (SCR_PREFIX_SHARED=1, the user's word that they trust the owner; then it warns).
+#[test]
+fn a_prefix_someone_else_owns_is_refused_unless_the_user_says_it_is_shared() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Shared::new();
+    std::os::unix::fs::chown(&s.prefix, Some(65534), Some(65534)).unwrap();
+    std::fs::set_permissions(&s.prefix, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = s
+        .command(&["1000", "1"], &[("SCR_FLUSH", "1")])
+        .env_remove("SCR_PREFIX_SHARED")
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains(&s.prefix.display().to_string())
+            && t.contains("belongs to user id 65534")
+            && t.contains("SCR_PREFIX_SHARED=1"),
+        "{t}"
+    );
+    assert!(!t.contains("checkpoint 1"), "work began: {t}");
+    assert!(s.job.cached("rank_0.ckpt").is_empty(), "work began: {t}");
+}
+
 /// A prefix everyone may write (1777) where a neighbour took the names of the job's
 /// datasets first (`ckpt.1`, `ckpt.2`: predictable): SCR writes into none of them, so its
 /// checkpoints could reach the prefix never. The job says so in SCR_Init, before any work,

@@ -18,23 +18,41 @@ pub const DATASET_MARK: &str = "user.scr.dataset";
 /// How many names of marked directories an error lists.
 const NAMES_SAID: usize = 5;
 
-/// A warning when the prefix belongs to neither this user nor root: its owner can rename
-/// or remove SCR's `.scr`, `scr.current` and the datasets' directories in it.
-pub fn owner_warning(prefix: &Path) -> Result<Option<String>> {
+/// A prefix that belongs to neither this user nor root is refused unless `shared`
+/// (SCR_PREFIX_SHARED) says to use it, and then said in a warning (the `Ok` text): its
+/// owner may rename anything in it at any moment, sticky bit or not — remove `.scr` and
+/// `scr.current`, and swap a dataset's directory for one of theirs while a job reads its
+/// files (the application then reads theirs) or writes them (the job's data lands in the
+/// owner's directory).
+pub fn check_owner(prefix: &Path, shared: bool) -> Result<Option<String>> {
     let st = rustix::fs::stat(prefix)
         .map_err(|e| Error::io(prefix, "inspect", std::io::Error::from(e)))?;
     let me = rustix::process::geteuid().as_raw();
     if st.st_uid == me || st.st_uid == 0 {
         return Ok(None);
     }
-    Ok(Some(format!(
-        "the prefix {} belongs to user id {}, not to you (id {me}) nor to root: its owner can \
-         rename or remove {}/ and scr.current, and the datasets' directories, in it at any \
-         time; SCR refuses to start over when the index is gone and datasets it flushed are \
-         still there, but a prefix of your own keeps them out of anyone else's hands",
-        prefix.display(),
+    let what = format!(
+        "belongs to user id {}, not to you (id {me}) nor to root: its owner can rename or \
+         remove {}/, scr.current and the datasets' directories in it at any time, and swap a \
+         dataset's directory for one of theirs while your job reads it (your application \
+         would read their files) or writes it (your data would land in their directory)",
         st.st_uid,
         layout::HIDDEN
+    );
+    if !shared {
+        return Err(Error::untrusted(
+            prefix,
+            format!(
+                "{what}. Use a prefix of your own (a directory you create in the team's), or \
+                 set SCR_PREFIX_SHARED=1 if you trust its owner"
+            ),
+        ));
+    }
+    Ok(Some(format!(
+        "the prefix {} {what}; SCR refuses to start over when the index is gone and datasets it \
+         flushed are still there, but a prefix of your own keeps them out of anyone else's \
+         hands",
+        prefix.display()
     )))
 }
 
@@ -45,7 +63,7 @@ pub fn owner_warning(prefix: &Path) -> Result<Option<String>> {
 /// job would restart from that one's checkpoints and write its own into that one's index,
 /// or SCR_PREFIX_PURGE would delete them) or lead it to one of theirs (which reads the
 /// user's data). The prefix directory itself is judged apart: its mode by
-/// [`safe_fs::check_prefix_mode`] and [`check_not_shared`], its owner by [`owner_warning`].
+/// [`safe_fs::check_prefix_mode`] and [`check_not_shared`], its owner by [`check_owner`].
 pub fn check_path_not_redirectable(prefix: &Path, shared: bool) -> Result<()> {
     if shared {
         return Ok(());

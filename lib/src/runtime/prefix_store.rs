@@ -169,9 +169,8 @@ impl PrefixStore {
     }
 
     /// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration),
-    /// refusing one everyone may write, or whose path others may change, unless `shared`
-    /// (SCR_PREFIX_SHARED), warning when the
-    /// prefix is someone else's and refusing one whose index vanished while datasets SCR
+    /// refusing one everyone may write, whose path others may change, or that is someone
+    /// else's, unless `shared` (SCR_PREFIX_SHARED; then someone else's is warned of), refusing one whose index vanished while datasets SCR
     /// flushed are still there, and finishes the flushes a kill cut short before anything
     /// reads the index ([`scr::prefix::placing::recover`]); its failure fails SCR_Init on
     /// every rank. Collective.
@@ -181,7 +180,7 @@ impl PrefixStore {
                 .and_then(|()| scr::prefix::guard::check_path_not_redirectable(&self.path, shared))
                 .and_then(|()| scr::prefix::guard::check_not_shared(&self.path, shared))
                 .and_then(|()| {
-                    if let Some(w) = scr::prefix::guard::owner_warning(&self.path)? {
+                    if let Some(w) = scr::prefix::guard::check_owner(&self.path, shared)? {
                         say!("SCR: WARNING: {w}");
                     }
                     scr::prefix::guard::check_index_not_lost(&self.path)
