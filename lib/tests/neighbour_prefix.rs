@@ -384,3 +384,59 @@ fn the_users_halt_of_a_prefix_another_users_link_leads_to_writes_nothing_there()
         assert!(!other.join(".scr").exists(), "{t}");
     }
 }
+
+/// `scr report` writes its page and charts only where nobody but the user and root may
+/// change the way: through a neighbour's link in a sticky scratch directory they would go
+/// where the neighbour chose (over a file of the user's), whatever fs.protected_symlinks is.
+#[test]
+fn scr_report_writes_nothing_through_a_neighbour_s_link() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    let logged = [("SCR_FLUSH", "1"), ("SCR_LOG_ENABLE", "1")];
+    run_ok_on(&job, "n1,n2", 2, &["1000", "1"], &logged);
+    std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let scratch = job.dir.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    std::fs::set_permissions(&scratch, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let mine = job.dir.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    as_nobody(&format!(
+        "ln -s {} {}/charts",
+        mine.display(),
+        scratch.display()
+    ));
+    let via = scratch.join("charts");
+    for args in [
+        vec!["--svg".to_string(), via.display().to_string()],
+        vec![
+            "-o".to_string(),
+            via.join("page.html").display().to_string(),
+        ],
+    ] {
+        let o = scr_for(&job)
+            .args(["report", "-p"])
+            .arg(job.prefix())
+            .args(&args)
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert!(!o.status.success(), "{args:?}: {t}");
+        assert!(t.contains("user id 65534"), "{args:?}: {t}");
+        assert_eq!(
+            std::fs::read_dir(&mine).unwrap().count(),
+            0,
+            "{args:?}: {t}"
+        );
+    }
+    // a directory of the user's own in the scratch area is fine
+    let own = scratch.join("own");
+    let o = scr_for(&job)
+        .args(["report", "-p"])
+        .arg(job.prefix())
+        .arg("--svg")
+        .arg(&own)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(own.join("timeline.svg").is_file(), "{}", text(&o));
+}

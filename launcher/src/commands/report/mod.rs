@@ -157,6 +157,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             )
         })?;
         if let Some(dir) = &args.svg {
+            way_is_yours(dir)?;
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
             for c in &charts {
                 let path = dir.join(format!("{}.svg", c.name));
@@ -178,6 +179,9 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
                         || layout::prefix_hidden_dir(&prefix).join("report.html"),
                         Path::to_path_buf,
                     );
+                    if given.is_some() {
+                        way_is_yours(path.parent().unwrap_or(Path::new(".")))?;
+                    }
                     scr::io::write_atomic(&path, page.as_bytes(), REPORT_MODE)?;
                     say(&path);
                 }
@@ -188,6 +192,30 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         println!("{}", json::render(&report));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses to write into `dir` when someone besides root and the user may change where it
+/// leads (a link of theirs on the way, a directory they own or may rename in): the page
+/// and the charts would go where they chose, over a file of the user's.
+fn way_is_yours(dir: &Path) -> scr::Result<()> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    // SAFETY: geteuid has no preconditions
+    let me = unsafe { libc::geteuid() };
+    match scr::safe_fs::others_may_redirect_name(dir, |uid| uid == me)? {
+        None => Ok(()),
+        Some(who) => Err(Error::untrusted(
+            dir,
+            format!(
+                "{who}: others may change where it leads, and what scr report writes there \
+                 could go over a file of yours; write it where only you and root may change \
+                 the way"
+            ),
+        )),
+    }
 }
 
 /// The page and charts tell what the prefix's private state files do (the index is the
