@@ -7,8 +7,7 @@ use super::child;
 use super::remote::{Rcmd, scr_command_line, shell_quote};
 use super::{DownNode, ResourceManager};
 use hostlist::HostSet;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Which directories a node must offer, with the capacity each must have.
 #[derive(Clone, Debug, Default)]
@@ -46,16 +45,23 @@ impl NodeCheck {
 pub fn check_node(check: &NodeCheck) -> Vec<String> {
     let mut failures = Vec::new();
     for (dir, bytes) in &check.dirs {
-        if std::fs::read_dir(dir).is_err() {
+        // one handle for every test of the directory: a name swapped on the way between two
+        // of them (a neighbour's link in a shared base) leads none of them elsewhere
+        let Ok(handle) = std::fs::File::open(dir).and_then(|f| {
+            f.metadata()?
+                .is_dir()
+                .then_some(f)
+                .ok_or_else(|| std::io::Error::other("not a directory"))
+        }) else {
             failures.push(format!(
                 "FAIL: Could not access directory: {}",
                 dir.display()
             ));
             continue;
-        }
+        };
         if let Some(bytes) = bytes {
             let expected_kb = bytes / 1024;
-            match space_kb(dir, check.free) {
+            match space_kb(&handle, check.free) {
                 Some(found_kb) if found_kb >= expected_kb => {}
                 Some(found_kb) => failures.push(format!(
                     "FAIL: Insufficient space in directory: {}, expected {expected_kb} KB, found {found_kb} KB",
@@ -71,35 +77,63 @@ pub fn check_node(check: &NodeCheck) -> Vec<String> {
         // has a name nobody can guess ahead and is created only where nothing is, so a
         // link planted there is never followed and a file planted there takes nothing
         let probe = scr::io::temporary_name(&dir.join("testfile"), "tmp");
-        let created = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&probe);
-        if let Err(e) = created {
-            failures.push(format!(
+        let name = probe.file_name().expect("a file name");
+        match touch_and_remove(&handle, name) {
+            Ok(()) => {}
+            Err((Step::Touch, e)) => failures.push(format!(
                 "FAIL: Could not touch test file: {} ({e})",
                 probe.display()
-            ));
-        } else if std::fs::remove_file(&probe).is_err() {
-            failures.push(format!("FAIL: Could not rm test file: {}", probe.display()));
+            )),
+            Err((Step::Remove, e)) => failures.push(format!(
+                "FAIL: Could not rm test file: {} ({e})",
+                probe.display()
+            )),
         }
     }
     failures
 }
 
-/// Capacity (or free space) of the file system holding `dir`, in KB.
-fn space_kb(dir: &Path, free: bool) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+/// Capacity (or free space) of the file system holding the directory open as `dir`, in KB.
+fn space_kb(dir: &std::fs::File, free: bool) -> Option<u64> {
+    use std::os::fd::AsRawFd;
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: path is a valid C string and st a properly sized out-parameter
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+    // SAFETY: the descriptor is open for the call and st a properly sized out-parameter
+    if unsafe { libc::fstatvfs(dir.as_raw_fd(), &mut st) } != 0 {
         return None;
     }
     let blocks = if free { st.f_bavail } else { st.f_blocks };
     Some(blocks as u64 * st.f_frsize as u64 / 1024)
+}
+
+/// The step of the node test's file that failed (SCR's messages name it).
+enum Step {
+    Touch,
+    Remove,
+}
+
+/// Creates `name` in the directory open as `dir` (exclusively, 0600, no link followed),
+/// then removes it there: both through the handle, never by path.
+fn touch_and_remove(
+    dir: &std::fs::File,
+    name: &std::ffi::OsStr,
+) -> Result<(), (Step, std::io::Error)> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(name.as_bytes())
+        .map_err(|e| (Step::Touch, std::io::Error::other(e)))?;
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: the directory descriptor is open and name a valid C string
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        return Err((Step::Touch, std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd was just opened here and is closed once
+    unsafe { libc::close(fd) };
+    // SAFETY: as for openat
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } != 0 {
+        return Err((Step::Remove, std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// What to test when listing down nodes.
