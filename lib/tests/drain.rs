@@ -88,6 +88,25 @@ fn a_node_that_recorded_nothing_is_no_failed_node() {
     );
 }
 
+/// Without a resource manager, and without SCR_NODELIST, the drain knows only this
+/// machine: finding nothing of the dataset there, it says how to name the job's nodes, and
+/// named, they are drained. The next job of the library says it too.
+#[test]
+fn a_drain_that_knows_no_nodes_but_this_machine_says_to_name_them() {
+    let job = killed_job("XOR", "1", &[]);
+    let mut cmd = scr_for(&job);
+    cmd.env_remove("SCR_NODELIST");
+    let (code, out) = postrun_with(&job, None, cmd);
+    assert_ne!(code, Some(0), "{out}");
+    assert!(
+        out.contains("set SCR_NODELIST to the nodes the job ran on"),
+        "{out}"
+    );
+    let (code, out) = postrun(&job, None);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("dataset 1 (ckpt.1) drained"), "{out}");
+}
+
 #[test]
 fn postrun_drains_a_checkpoint_left_only_in_cache() {
     let job = killed_job("XOR", "2", &[]);

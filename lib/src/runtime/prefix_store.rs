@@ -142,7 +142,7 @@ impl PrefixStore {
             format!("it is only in that run's node caches, not on the prefix {prefix}")
         };
         Some(format!(
-            "SCR: {name} (dataset {stranded}) was written by an earlier run and {why}: this run cannot restart from it. If those nodes still hold it, `scr postrun -p {prefix}` run there with that job's SCR_JOB_ID drains it; a job launched through scr-run is drained when it ends, and SCR_FLUSH sets how often checkpoints reach the prefix"
+            "SCR: {name} (dataset {stranded}) was written by an earlier run and {why}: this run cannot restart from it. If those nodes still hold it, `scr postrun -p {prefix}` run there with that job's SCR_JOB_ID (and, where no resource manager names its nodes, SCR_NODELIST naming them: emulated nodes' names as mpiexec -hosts gave them) drains it; a job launched through scr-run is drained when it ends, and SCR_FLUSH sets how often checkpoints reach the prefix"
         ))
     }
 

@@ -273,6 +273,21 @@ impl<'a> Drain<'a> {
         })
     }
 
+    /// When no resource manager named the nodes and SCR_NODELIST did not either, only this
+    /// machine was drained: how to name the job's nodes (emulated ones especially, whose
+    /// names only mpiexec's `-hosts` gave). Empty otherwise.
+    fn nodes_hint(&self) -> String {
+        if self.rm.name() != "local" || std::env::var_os("SCR_NODELIST").is_some() {
+            return String::new();
+        }
+        format!(
+            "; no resource manager names the job's nodes here, so only this machine ({}) was \
+             drained: set SCR_NODELIST to the nodes the job ran on (for emulated nodes, the \
+             names given to mpiexec -hosts) and run scr postrun again",
+            self.up
+        )
+    }
+
     /// Copies dataset `id` from every node up, rebuilds what lost nodes held and indexes
     /// it.
     fn dataset(&mut self, id: u64, name: &str, say: &mut dyn FnMut(&str)) -> Drained {
@@ -334,13 +349,15 @@ impl<'a> Drain<'a> {
             }
             Ok(report) => {
                 say(&format!(
-                    "dataset {id} ({}) cannot be completed: ranks {:?} missing",
-                    report.name, report.missing
+                    "dataset {id} ({}) cannot be completed: ranks {:?} missing{}",
+                    report.name,
+                    report.missing,
+                    self.nodes_hint()
                 ));
                 Drained::Incomplete
             }
             Err(e) => {
-                say(&format!("dataset {id}: {e}"));
+                say(&format!("dataset {id}: {e}{}", self.nodes_hint()));
                 Drained::Incomplete
             }
         }
