@@ -90,7 +90,7 @@ fn a_node_that_recorded_nothing_is_no_failed_node() {
 
 /// Without a resource manager, and without SCR_NODELIST, the drain knows only this
 /// machine: finding nothing of the dataset there, it says how to name the job's nodes, and
-/// named, they are drained. The next job of the library says it too.
+/// named, they are drained.
 #[test]
 fn a_drain_that_knows_no_nodes_but_this_machine_says_to_name_them() {
     let job = killed_job("XOR", "1", &[]);
