@@ -240,20 +240,8 @@ fn read_params(world: &SimpleCommunicator, rank: u64) -> Result<Params> {
             if settings.debug >= 1 {
                 let cwd = std::env::current_dir().ok();
                 let prefix = cwd.as_deref().map(|d| (d, "the working directory"));
-                // with no drain to follow, the table's flush defaults are not what runs: show
-                // the values in effect and why
-                let no_drain = settings.flush.each_for_want_of_a_drain;
-                const NO_DRAIN: &str = "no drain follows this job (SCR_DRAIN_FOLLOWS=0: not launched by scr-run) and no flush is set, so every checkpoint flushes to the prefix in the background as it completes; set SCR_FLUSH to choose another";
                 for (setting, origin) in p.effective(prefix) {
-                    match setting.split_once('=') {
-                        Some(("SCR_FLUSH", _)) if no_drain => {
-                            say!("SCR: SCR_FLUSH=1 ({NO_DRAIN})")
-                        }
-                        Some(("SCR_FLUSH_ASYNC", _)) if no_drain => {
-                            say!("SCR: SCR_FLUSH_ASYNC=1 ({NO_DRAIN})")
-                        }
-                        _ => say!("SCR: {setting} ({origin})"),
-                    }
+                    say!("SCR: {setting} ({origin})");
                 }
             }
         }

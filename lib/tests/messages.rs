@@ -304,7 +304,7 @@ fn scr_debug_1_shows_the_flush_in_effect_with_and_without_a_drain_to_follow() {
     let out = job.run_ok(2, &["1000", "1"], &[("SCR_DEBUG", "1")]);
     let flush = lines_with(&out, "SCR: SCR_FLUSH=");
     assert!(
-        flush.len() == 1 && flush[0].contains("SCR_FLUSH=1 (no drain follows this job"),
+        flush.len() == 1 && flush[0].contains("SCR_FLUSH=1 (no drain follows a job launched here"),
         "{out}"
     );
     let asynchronous = lines_with(&out, "SCR: SCR_FLUSH_ASYNC=");

@@ -507,6 +507,18 @@ impl Params {
                 lines.push((format!("{name}={}", s.value), s.origin.to_string()));
             }
         }
+        // with no drain to follow, the table's flush defaults are not what runs: the values
+        // in effect, and why
+        if settings::flush_each_for_want_of_a_drain(self) {
+            for (line, origin) in &mut lines {
+                for name in ["SCR_FLUSH", "SCR_FLUSH_ASYNC"] {
+                    if line.split_once('=').is_some_and(|(n, _)| n == name) {
+                        *line = format!("{name}=1");
+                        *origin = NO_DRAIN_FLUSH.to_string();
+                    }
+                }
+            }
+        }
         for d in &self.descriptors {
             let mut line = format!("{}={}", d.kind, d.name);
             for (k, v) in &d.attrs {
@@ -600,6 +612,12 @@ impl Params {
         params
     }
 }
+
+/// Where the flush settings in effect come from when no drain follows a job.
+const NO_DRAIN_FLUSH: &str = "no drain follows a job launched here without scr-run \
+    (SCR_DRAIN_FOLLOWS=0) and no flush is set, so every checkpoint flushes to the prefix in the \
+    background as it completes (under scr-run: SCR_FLUSH=10, SCR_FLUSH_ASYNC=0); set SCR_FLUSH to choose \
+    another";
 
 #[cfg(test)]
 mod tests;

@@ -555,3 +555,31 @@ fn a_configuration_file_reached_through_a_link_of_the_user_s_is_judged_where_it_
     let p = load(&[("SCR_CONF_FILE", rel.to_str().unwrap())], None, None).unwrap();
     assert_eq!(p.count("SCR_FLUSH"), Some(3));
 }
+
+#[test]
+fn the_flush_in_effect_is_shown_where_no_drain_follows() {
+    // what `scr config` and SCR_DEBUG=1 list: the flush a job started here gets
+    let shown = |env: &[(&str, &str)]| {
+        let lines = load(env, None, None).unwrap().effective(None);
+        let get = |name: &str| {
+            lines
+                .iter()
+                .find(|(l, _)| l.split_once('=').is_some_and(|(n, _)| n == name))
+                .cloned()
+                .unwrap()
+        };
+        (get("SCR_FLUSH"), get("SCR_FLUSH_ASYNC"))
+    };
+    let (flush, asynchronous) = shown(&[]);
+    assert_eq!(flush.0, "SCR_FLUSH=1");
+    assert!(flush.1.contains("no drain follows"), "{flush:?}");
+    assert_eq!(asynchronous.0, "SCR_FLUSH_ASYNC=1");
+    let (flush, asynchronous) = shown(&[("SCR_DRAIN_FOLLOWS", "1")]);
+    assert_eq!(flush.0, "SCR_FLUSH=10");
+    assert_eq!(asynchronous.0, "SCR_FLUSH_ASYNC=0");
+    let (flush, _) = shown(&[("SCR_FLUSH", "3")]);
+    assert_eq!(
+        flush,
+        ("SCR_FLUSH=3".to_string(), "environment".to_string())
+    );
+}
