@@ -113,21 +113,7 @@ fn a_prefix_someone_else_owns_is_refused_unless_the_user_says_it_is_shared() {
     let s = Shared::new();
     std::os::unix::fs::chown(&s.prefix, Some(65534), Some(65534)).unwrap();
     std::fs::set_permissions(&s.prefix, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let o = s
-        .command(&["1000", "1"], &[("SCR_FLUSH", "1")])
-        .env_remove("SCR_PREFIX_SHARED")
-        .output()
-        .unwrap();
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
-    assert!(
-        t.contains(&s.prefix.display().to_string())
-            && t.contains("belongs to user id 65534")
-            && t.contains("SCR_PREFIX_SHARED=1"),
-        "{t}"
-    );
-    assert!(!t.contains("checkpoint 1"), "work began: {t}");
-    assert!(s.job.cached("rank_0.ckpt").is_empty(), "work began: {t}");
+    s.refused_before_any_work(&["belongs to user id 65534"]);
 }
 
 /// A prefix everyone may write (1777) where a neighbour took the names of the job's
@@ -141,21 +127,7 @@ fn a_prefix_anyone_can_take_names_in_is_refused_before_any_work() {
     let taken: Vec<_> = (1..=2)
         .map(|n| neighbours_dir(&s.prefix, &format!("ckpt.{n}")))
         .collect();
-    let o = s
-        .command(&["1000", "2"], &[("SCR_FLUSH", "1")])
-        .env_remove("SCR_PREFIX_SHARED")
-        .output()
-        .unwrap();
-    let t = text(&o);
-    assert!(!o.status.success(), "{t}");
-    assert!(
-        t.contains(&s.prefix.display().to_string())
-            && t.contains("writable by everyone")
-            && t.contains("SCR_PREFIX_SHARED=1"),
-        "{t}"
-    );
-    assert!(!t.contains("checkpoint 1"), "work began: {t}");
-    assert!(s.job.cached("rank_0.ckpt").is_empty(), "work began: {t}");
+    s.refused_before_any_work(&["writable by everyone"]);
     // chosen anyway: the taken directories are refused, not written into
     let (_, t) = s.run(&["1000", "2"], &[("SCR_FLUSH", "1")]);
     assert!(t.contains("belongs to user id 65534"), "{t}");
@@ -172,25 +144,7 @@ fn a_prefix_a_group_can_take_names_in_through_an_acl_is_refused_before_any_work(
     for mode in [0o1755, 0o1700] {
         let s = Shared::shared_by_acl(mode);
         as_nobody(&format!("mkdir -m 777 {}/ckpt.1", s.prefix.display()));
-        let o = s
-            .command(&["1000", "2"], &[("SCR_FLUSH", "1")])
-            .env_remove("SCR_PREFIX_SHARED")
-            .output()
-            .unwrap();
-        let t = text(&o);
-        assert!(!o.status.success(), "{mode:o}: {t}");
-        assert!(
-            t.contains(&s.prefix.display().to_string())
-                && t.contains("group id 65534")
-                && t.contains("access control list")
-                && t.contains("SCR_PREFIX_SHARED=1"),
-            "{mode:o}: {t}"
-        );
-        assert!(!t.contains("checkpoint 1"), "{mode:o}: work began: {t}");
-        assert!(
-            s.job.cached("rank_0.ckpt").is_empty(),
-            "{mode:o}: work began: {t}"
-        );
+        s.refused_before_any_work(&["group id 65534", "access control list"]);
     }
 }
 

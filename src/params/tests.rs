@@ -504,13 +504,7 @@ fn a_named_configuration_file_in_a_directory_others_may_rename_in_is_refused() {
     // the file is the user's own and 0600, but everyone may write the (not sticky)
     // directory it is in: anyone could swap it for a file of theirs by name
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let open = dir.path().join("open");
-    std::fs::create_dir(&open).unwrap();
-    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let conf = open.join("scr.conf");
-    std::fs::write(&conf, "SCR_FLUSH=3\n").unwrap();
-    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (_dir, open, conf) = conf_in_a_directory_anyone_may_rename_in();
     let e = load(&[("SCR_CONF_FILE", conf.to_str().unwrap())], None, None)
         .unwrap_err()
         .to_string();
@@ -529,13 +523,7 @@ fn a_configuration_file_reached_through_a_link_of_the_user_s_is_judged_where_it_
     // the link is the user's own, in a directory of theirs; the file it leads to is theirs
     // and 0600, but everyone may rename in the (not sticky) directory that holds it
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let open = dir.path().join("open");
-    std::fs::create_dir(&open).unwrap();
-    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let conf = open.join("scr.conf");
-    std::fs::write(&conf, "SCR_FLUSH=3\n").unwrap();
-    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (dir, open, conf) = conf_in_a_directory_anyone_may_rename_in();
     let link = dir.path().join("link.conf");
     std::os::unix::fs::symlink(&conf, &link).unwrap();
     let e = load(&[("SCR_CONF_FILE", link.to_str().unwrap())], None, None)
@@ -582,4 +570,18 @@ fn the_flush_in_effect_is_shown_where_no_drain_follows() {
         flush,
         ("SCR_FLUSH=3".to_string(), "environment".to_string())
     );
+}
+
+/// A configuration file of the user's, 0600, `SCR_FLUSH=3`, in a directory (not sticky)
+/// everyone may write: the temporary directory, that directory, the file.
+fn conf_in_a_directory_anyone_may_rename_in() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let conf = open.join("scr.conf");
+    std::fs::write(&conf, "SCR_FLUSH=3\n").unwrap();
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
+    (dir, open, conf)
 }

@@ -54,6 +54,25 @@ impl Shared {
         t
     }
 
+    /// A job without SCR_PREFIX_SHARED that must be refused in SCR_Init before any work,
+    /// its message naming the prefix, each of `said` and SCR_PREFIX_SHARED=1: the output.
+    pub fn refused_before_any_work(&self, said: &[&str]) -> String {
+        let o = self
+            .command(&["1000", "2"], &[("SCR_FLUSH", "1")])
+            .env_remove("SCR_PREFIX_SHARED")
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(t.contains(&self.prefix.display().to_string()), "{t}");
+        for s in said.iter().chain(&["SCR_PREFIX_SHARED=1"]) {
+            assert!(t.contains(s), "no {s:?}: {t}");
+        }
+        assert!(!t.contains("checkpoint 1"), "work began: {t}");
+        assert!(self.job.cached("rank_0.ckpt").is_empty(), "work began: {t}");
+        t
+    }
+
     pub fn index(&self) -> scr::index::IndexFile {
         scr::index::IndexFile::read(&scr::layout::index_file(&self.prefix)).unwrap()
     }
