@@ -228,3 +228,56 @@ fn postrun_drains_to_the_prefix_a_program_set_with_scr_configf() {
     }
     assert!(!jobdir.join(".scr").exists());
 }
+
+/// `scr halt` run where the job was launched (its working directory, scr-run's prefix)
+/// reaches a program that set its own prefix with `SCR_Configf("SCR_PREFIX=…")`: the
+/// library reads the launch directory's halt file too, and records why it stopped there,
+/// so a launcher in that directory sees the job halted rather than a condition left over.
+#[test]
+fn scr_halt_where_the_job_was_launched_reaches_a_program_that_set_its_own_prefix() {
+    let job = steps_job();
+    let jobdir = job.dir.path().join("jobdir");
+    std::fs::create_dir(&jobdir).unwrap();
+    let scr_halt_here = |args: &[&str]| {
+        let o = scr_for(&job)
+            .arg("halt")
+            .args(args)
+            .current_dir(&jobdir)
+            .env_remove("SCR_PREFIX")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        text(&o)
+    };
+    scr_halt_here(&["--checkpoints", "1"]);
+    let set_prefix = format!("configf=SCR_PREFIX:{}", job.prefix().display());
+    let write = format!("write={}/ckpt.1/rank_%r.ckpt:1", job.prefix().display());
+    let steps = [
+        &set_prefix,
+        "init",
+        "shouldexit",
+        "start=ckpt.1:c",
+        &write,
+        "complete",
+        "shouldexit",
+        "finalize",
+    ];
+    let out = job
+        .command(Some(HOSTS), 4, &steps, &[("SCR_FLUSH", "0")])
+        .env_remove("SCR_PREFIX")
+        .current_dir(&jobdir)
+        .output()
+        .unwrap();
+    let out = text(&out);
+    assert_eq!(
+        answers(&out, "shouldexit"),
+        ["flag=0 rc=0", "flag=1 rc=0"],
+        "{out}"
+    );
+    // the launch directory's halt file counted the checkpoint and says why the job stopped
+    let listed = scr_halt_here(&["--list"]);
+    assert!(
+        listed.contains("CheckpointsLeft: 0") && listed.contains("ExitReason"),
+        "{listed}"
+    );
+}

@@ -35,7 +35,8 @@ fn say_why(cause: &impl std::fmt::Display, exits: bool) {
 
 /// Rank 0 reads the halt file (counting a completed checkpoint against CheckpointsLeft
 /// when asked) and decides; every rank learns the decision. Rank 0 records the cause as
-/// the ExitReason so the launcher stops too. Collective.
+/// the ExitReason so the launcher stops too. A program that set its own prefix also heeds
+/// the halt file where it was launched ([`PrefixStore::launch_halt_file`]). Collective.
 pub(super) fn decision(
     job: &Job,
     prefix: &PrefixStore,
@@ -47,43 +48,20 @@ pub(super) fn decision(
     let mut result: Result<()> = Ok(());
     let now = chrono::Utc::now().timestamp();
     let remaining = scr::halt::seconds_until(settings.end_time, now);
-    let halt_seconds = Some(settings.seconds as i64);
-    let path = layout::halt_file(prefix.path());
-    // a halt file an older version left others may write is rewritten as the user's
-    // alone (its conditions kept), so that from then on nobody else can change it
-    let others_may_write = root
-        && std::fs::metadata(&path)
-            .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o077 != 0);
-    // a check that changes nothing reads the file without its lock (it is replaced
-    // whole, never written in place)
-    let nothing_to_do = root
-        && !count_checkpoint
-        && !others_may_write
-        && HaltFile::read(&path).is_ok_and(|h| {
-            h.with_halt_seconds_default(halt_seconds)
-                .library_decision(now, remaining)
-                .is_none()
-        });
-    if root && !nothing_to_do {
-        result = (|| {
-            let (lock, hash) = LockedHashFile::open(&path, PRIVATE_FILE, HaltFile::MAX_BYTES)?;
-            let was = hash.clone();
-            let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(&path, e))?;
-            if count_checkpoint {
-                halt.decrement_checkpoints();
+    let judge =
+        |path: &std::path::Path| judge_file(path, settings, count_checkpoint, now, remaining);
+    if root {
+        result = judge(&layout::halt_file(prefix.path())).map(|h| halt_now = h);
+        // `scr halt` where the job was launched, for a program that set its own prefix
+        if let Some(launch) = prefix.launch_halt_file() {
+            match judge(&launch) {
+                Ok(h) => halt_now |= h,
+                Err(e) => say!(
+                    "SCR: WARNING: the halt file {} not checked: {e}",
+                    launch.display()
+                ),
             }
-            let conditions = halt.with_halt_seconds_default(halt_seconds);
-            if let Some(cause) = conditions.library_decision(now, remaining) {
-                say_why(&cause, settings.exits);
-                halt.set_exit_reason(cause.reason());
-                halt_now = true;
-            }
-            // Need_checkpoint and Should_exit call this often: rewrite only what changed
-            if halt.hash() != &was || others_may_write {
-                lock.write_and_unlock(halt.hash())?;
-            }
-            Ok(())
-        })();
+        }
     }
     // the halt file is the prefix's: if rank 0 cannot read it (damaged, a full or failing
     // file system) the job goes on rather than fail on rank 0 alone, and the allocation's
@@ -91,7 +69,7 @@ pub(super) fn decision(
     if let Err(e) = &result {
         say!("SCR: WARNING: the halt file's conditions not checked this time: {e}");
         let by_time = HaltFile::new()
-            .with_halt_seconds_default(halt_seconds)
+            .with_halt_seconds_default(Some(settings.seconds as i64))
             .library_decision(now, remaining);
         if let Some(cause) = by_time {
             say_why(&cause, settings.exits);
@@ -99,6 +77,53 @@ pub(super) fn decision(
         }
     }
     job.root_decides(halt_now)
+}
+
+/// Rank 0: reads one halt file (counting a completed checkpoint against CheckpointsLeft
+/// when asked) and decides; when a condition holds, says why once and records it there as
+/// the ExitReason. Whether the job should stop.
+fn judge_file(
+    path: &std::path::Path,
+    settings: &Halt,
+    count_checkpoint: bool,
+    now: i64,
+    remaining: Option<i64>,
+) -> Result<bool> {
+    let halt_seconds = Some(settings.seconds as i64);
+    // a halt file an older version left others may write is rewritten as the user's
+    // alone (its conditions kept), so that from then on nobody else can change it
+    let others_may_write = std::fs::metadata(path)
+        .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o077 != 0);
+    // a check that changes nothing reads the file without its lock (it is replaced
+    // whole, never written in place)
+    let nothing_to_do = !count_checkpoint
+        && !others_may_write
+        && HaltFile::read(path).is_ok_and(|h| {
+            h.with_halt_seconds_default(halt_seconds)
+                .library_decision(now, remaining)
+                .is_none()
+        });
+    if nothing_to_do {
+        return Ok(false);
+    }
+    let (lock, hash) = LockedHashFile::open(path, PRIVATE_FILE, HaltFile::MAX_BYTES)?;
+    let was = hash.clone();
+    let mut halt = HaltFile::from_hash(hash).map_err(|e| Error::invalid(path, e))?;
+    if count_checkpoint {
+        halt.decrement_checkpoints();
+    }
+    let conditions = halt.with_halt_seconds_default(halt_seconds);
+    let mut halt_now = false;
+    if let Some(cause) = conditions.library_decision(now, remaining) {
+        say_why(&cause, settings.exits);
+        halt.set_exit_reason(cause.reason());
+        halt_now = true;
+    }
+    // Need_checkpoint and Should_exit call this often: rewrite only what changed
+    if halt.hash() != &was || others_may_write {
+        lock.write_and_unlock(halt.hash())?;
+    }
+    Ok(halt_now)
 }
 
 impl Scr {

@@ -23,14 +23,38 @@ pub(super) struct PrefixStore {
     path: PathBuf,
     /// Whether this process is rank 0, which alone touches the state files.
     root: bool,
+    /// Rank 0: the prefix SCR's commands find where the job was launched, when the
+    /// application chose another with SCR_Config (see [`PrefixStore::launch_halt_file`]).
+    launch: Option<PathBuf>,
 }
 
 impl PrefixStore {
     pub(super) fn new(path: PathBuf, rank: u64) -> PrefixStore {
+        // what SCR's commands take for the prefix where the job was launched: SCR_PREFIX of
+        // the environment or the configuration files, else the working directory — the
+        // application's SCR_Config aside
+        let launch = (rank == 0)
+            .then(|| {
+                let params =
+                    scr::params::Params::load(&scr::params::Sources::from_process()).ok()?;
+                layout::prefix_dir(None, params.typed().places.prefix.as_deref()).ok()
+            })
+            .flatten()
+            .filter(|launch| *launch != path);
         PrefixStore {
             path,
             root: rank == 0,
+            launch,
         }
+    }
+
+    /// Rank 0: the halt file of the prefix where the job was launched, when the application
+    /// set another prefix and that one's `.scr` is the user's own and holds a halt file:
+    /// `scr halt` (and scr-run's halt checks) run there are meant for this job.
+    pub(super) fn launch_halt_file(&self) -> Option<PathBuf> {
+        let launch = self.launch.as_deref()?;
+        safe_fs::check_owned_dir(&layout::prefix_hidden_dir(launch)).ok()?;
+        Some(layout::halt_file(launch)).filter(|f| f.is_file())
     }
 
     /// The prefix directory (SCR_PREFIX).
