@@ -136,6 +136,15 @@ impl IndexFile {
     pub fn mark_failed(&mut self, id: u64, name: &str, at: DateTime<Local>) {
         self.record_mut(id, name)
             .set_kv(FAILED, format_timestamp(at));
+        // a current checkpoint that failed is current no more (SCR v3.1's fetch unsets the
+        // marker): the next older one a restart can load takes its place, as a drop's does;
+        // with none, no marker, and the next job starts from the newest one it can load
+        if self.current() == Some(name) && self.id_of(name) == Some(id) {
+            match self.usable_checkpoints().into_iter().find(|e| e.id < id) {
+                Some(older) => self.0.set_value(CURRENT, &older.name),
+                None => self.unset_current(),
+            }
+        }
     }
 
     pub fn current(&self) -> Option<&str> {
@@ -254,10 +263,18 @@ impl IndexFile {
     /// `scr.current` link, else `CURRENT`, else the newest) and going to older ids,
     /// skipping copies that are incomplete or failed a fetch before.
     pub fn restart_candidates(&self, start: Option<&str>) -> Vec<IndexEntry> {
-        // a start the index does not name (a link left by hand) is as none
+        // a start the index does not name (a link left by hand), or whose copy failed a
+        // fetch (an index or link written before the failure unset it), is as none
+        let usable_start = |name: &str| {
+            self.id_of(name).filter(|&id| {
+                self.entries()
+                    .iter()
+                    .any(|e| e.id == id && e.failed.is_empty())
+            })
+        };
         let start_id = start
-            .and_then(|n| self.id_of(n))
-            .or_else(|| self.current().and_then(|n| self.id_of(n)));
+            .and_then(usable_start)
+            .or_else(|| self.current().and_then(usable_start));
         self.usable_checkpoints()
             .into_iter()
             .filter(|e| start_id.is_none_or(|s| e.id <= s))
@@ -317,6 +334,42 @@ mod tests {
     }
 
     #[test]
+    fn a_current_checkpoint_that_failed_is_current_no_more() {
+        let t = parse_timestamp("2026-11-22T04:51:15").unwrap();
+        let mut idx = IndexFile::new();
+        for id in 1..=3 {
+            idx.add(&dset(id), &format!("ckpt.{id}"), true);
+            idx.set_flushed(id, &format!("ckpt.{id}"), t);
+        }
+        idx.set_current("ckpt.1").unwrap();
+        let before = idx.clone();
+        idx.mark_failed(1, "ckpt.1", t);
+        assert_eq!(idx.current(), None);
+        let first =
+            |idx: &IndexFile, link: Option<&str>| idx.restart_candidates(link)[0].name.clone();
+        assert_eq!(first(&idx, None), "ckpt.3");
+        // a link (or an index written before) that still names the failed copy is as none
+        assert_eq!(first(&idx, Some("ckpt.1")), "ckpt.3");
+        let mut old = before;
+        old.record_mut(1, "ckpt.1")
+            .set_kv(FAILED, format_timestamp(t));
+        assert_eq!(old.current(), Some("ckpt.1"));
+        assert_eq!(first(&old, None), "ckpt.3");
+        // another copy's failure leaves CURRENT alone
+        let mut other = IndexFile::new();
+        for id in 1..=2 {
+            other.add(&dset(id), &format!("ckpt.{id}"), true);
+        }
+        other.set_current("ckpt.1").unwrap();
+        other.mark_failed(2, "ckpt.2", t);
+        assert_eq!(other.current(), Some("ckpt.1"));
+        // a failed current with an older one to load leaves CURRENT to that one
+        other.set_current("ckpt.2").unwrap();
+        other.mark_failed(2, "ckpt.2", t);
+        assert_eq!(other.current(), Some("ckpt.1"));
+    }
+
+    #[test]
     fn restart_walks_back_past_failed_and_incomplete() {
         let t = parse_timestamp("2026-11-22T04:51:15").unwrap();
         let mut idx = IndexFile::new();
@@ -348,7 +401,11 @@ mod tests {
         let mut later = idx.clone();
         assert_eq!(later.remove_after(1), ["ckpt.3", "ckpt.2"]);
         assert_eq!(later.entries().len(), 1);
-        assert_eq!(idx.current(), None);
+        assert_eq!(
+            idx.current(),
+            Some("ckpt.3"),
+            "the failed ckpt.4 passed CURRENT on"
+        );
         assert_eq!(idx.entries().len(), 3);
         assert_eq!(
             idx.entries()[0].flushed.as_deref(),

@@ -380,3 +380,31 @@ fn a_dropped_checkpoint_the_cache_still_holds_is_said_with_the_way_past_it() {
     );
     assert!(!out.contains("was dropped"), "{out}");
 }
+
+/// `scr index --current ckpt.1`, then ckpt.1 is found damaged when fetched and nothing
+/// older can be loaded: that job starts over (the restart goes back, never forward, as in
+/// SCR v3.1), and the failed checkpoint is current no more, so the next job restarts from
+/// the newest one that can be loaded instead of starting over again for good.
+#[test]
+fn a_current_checkpoint_that_fails_its_fetch_leaves_the_next_job_the_newest() {
+    let job = Job::new();
+    let flush = [("SCR_FLUSH", "1")];
+    run_ok_on(&job, "n1,n2", 2, &[SIZE, "3"], &flush);
+    let set = scr_for(&job)
+        .args(["index", "--prefix"])
+        .arg(job.prefix())
+        .args(["--current", "ckpt.1"])
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", text(&set));
+    flip_byte(&job.prefix().join("ckpt.1/rank_1.ckpt"), 100);
+    delete_caches(&job);
+    let out = run_ok_on(&job, "n1,n2", 2, &[SIZE, "0"], &flush);
+    assert!(!out.contains("restarted from"), "{out}");
+    delete_caches(&job);
+    let out = run_ok_on(&job, "n1,n2", 2, &[SIZE, "0"], &flush);
+    assert!(
+        out.contains("restarted from ckpt.3 (timestep 3), data verified"),
+        "{out}"
+    );
+}

@@ -24,6 +24,13 @@ impl Model {
     /// The checkpoints a restart of a job of `ranks` ranks may come to, newest first.
     pub fn candidates(&self, ranks: u32, reshape: bool) -> Vec<Candidate> {
         let mut out = Vec::new();
+        // guide manage.rst: with no current marker a restart starts from the most recent
+        // valid checkpoint, and none marked failed is restarted; a fetch that found the
+        // operator's current damaged marks it failed and current no more (README, "Which
+        // checkpoint a restart takes"): whether a fetch tried it yet, the model does not say
+        let current_may_have_failed = self
+            .operator_current
+            .is_some_and(|x| self.ckpts.iter().any(|c| c.serial == x && c.prefix_damaged));
         for c in self.ckpts.iter().rev() {
             // SPEC §4.12 / guide api.rst (api-69): a checkpoint the application rejected is
             // marked so no later run loads it (README, "SCR v3.1 programs", SCR_Complete_restart)
@@ -61,7 +68,7 @@ impl Model {
             {
                 // guide manage.rst (manage-11): --current NAME sets the dataset restarts start
                 // from; whether a newer cached one still comes first, the guide does not say
-                prefix = if self.operator_current_superseded {
+                prefix = if self.operator_current_superseded || current_may_have_failed {
                     prefix.min(Avail::Maybe)
                 } else {
                     Avail::No

@@ -102,6 +102,7 @@ impl Fetch<'_> {
     /// the checkpoint is not marked failed, and no older one is restarted in its place
     /// (what the job wrote next would supersede the intact newer one).
     pub(super) fn fetch(&mut self, below: Option<u64>, above: u64) -> Result<FetchOutcome> {
+        let mut below = below;
         let job = self.job;
         // the datasets this fetch tried and passed over (failed or unreadable)
         let mut passed_over: Vec<String> = Vec::new();
@@ -269,6 +270,9 @@ impl Fetch<'_> {
                 }),
             }
             passed_over.push(name);
+            // the loop goes back, never forward: a failure that made a current checkpoint
+            // current no more must not send this restart to a newer one
+            below = Some(below.map_or(id, |b| b.min(id)));
         }
     }
 
