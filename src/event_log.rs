@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 
 /// Where the text log of a prefix is.
 pub fn log_path(prefix: &Path) -> PathBuf {
-    crate::layout::prefix_hidden_dir(prefix).join("log")
+    crate::layout::prefix_hidden_dir(prefix).join(LOG_NAME)
 }
+
+/// The text log's name in the prefix's `.scr`.
+pub const LOG_NAME: &str = "log";
 
 /// Event kinds this implementation writes.
 pub mod kinds {

@@ -5,17 +5,19 @@
 //! `scr_db`), when SCR_LOG_ENABLE=1. A log that cannot be written costs a warning, never
 //! the checkpoint.
 
-use scr::event_log::{format_line, log_path};
+use scr::event_log::{LOG_NAME, format_line, log_path};
 use scr::params::settings::Log;
 use scr::{Error, Result};
 use std::ffi::{CString, c_int};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 #[derive(Default)]
 pub struct EventLog {
-    text: Option<PathBuf>,
+    /// The text log's path (for messages) and the prefix's `.scr` opened once, no link
+    /// followed, which every line is appended through: a `.scr` swapped for a link later
+    /// (by whoever may rename in the prefix) leads no line elsewhere.
+    text: Option<(PathBuf, std::fs::File)>,
     /// syslog priority (facility | level); openlog was called with the identity
     syslog: Option<c_int>,
     /// the database log (one that writes nothing unless SCR_LOG_DB_ENABLE=1)
@@ -112,8 +114,25 @@ impl EventLog {
                 chrono::Local::now(),
             )
         });
+        let text = if settings.text {
+            let hidden = std::path::Path::new(scr::layout::HIDDEN);
+            match scr::safe_fs::Beneath::open(prefix).and_then(|b| b.open_dir(hidden)) {
+                Ok(Some(dir)) => Some((log_path(prefix), std::fs::File::from(dir))),
+                // the job goes on without its text log, as when a line cannot be appended
+                Ok(None) | Err(_) => {
+                    say!(
+                        "SCR: WARNING: no event log in {}: it could not be opened as a \
+                         directory of yours (no link followed)",
+                        prefix.join(hidden).display()
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(EventLog {
-            text: settings.text.then(|| log_path(prefix)),
+            text,
             syslog,
             db,
             who: vec![("user", user.to_string()), ("jobid", jobid.to_string())],
@@ -129,15 +148,9 @@ impl EventLog {
         all.extend(self.who.iter().cloned());
         let now = chrono::Local::now();
         let line = format_line(now, kind, &all);
-        if let Some(path) = &self.text {
+        if let Some((path, dir)) = &self.text {
             // what the job did, as the index says it: the user's alone, as the index is
-            let appended = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)
-                .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+            let appended = append_in(dir, format!("{line}\n").as_bytes());
             if let Err(e) = appended {
                 say!(
                     "SCR: WARNING: could not append to the event log {}: {e}",
@@ -171,4 +184,21 @@ pub fn timing(bytes: u64, secs: f64) -> [(&'static str, String); 3] {
         ("secs", format!("{secs:.3}")),
         ("mb_per_s", format!("{bw:.1}")),
     ]
+}
+
+/// Appends `bytes` to the text log in the directory open as `dir`, created 0600 where
+/// missing and never through a link.
+fn append_in(dir: &std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let flags =
+        libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let name = CString::new(LOG_NAME).expect("no NUL");
+    // SAFETY: the directory descriptor is open and the name a NUL-terminated string
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o600 as libc::c_uint) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened here and is owned by the file from now on
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.write_all(bytes)
 }

@@ -394,3 +394,24 @@ fn scr_report_writes_nothing_through_a_neighbour_s_link() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(own.join("timeline.svg").is_file(), "{}", text(&o));
 }
+
+/// Whoever may rename in the prefix swaps `.scr` for a link to a directory of theirs (or to
+/// another prefix's `.scr` of the user's) while a job runs: the event log's lines go on into
+/// the `.scr` the job opened, never through the link.
+#[test]
+fn the_event_log_is_never_appended_through_a_swapped_hidden_directory() {
+    let job = Job::with_c_program("guide_steps.c");
+    let elsewhere = job.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let prefix = job.prefix();
+    let swap = format!(
+        "sh=mv {0}/.scr {0}/.scr.gone && ln -s {1} {0}/.scr",
+        prefix.display(),
+        elsewhere.display()
+    );
+    let steps = ["init", "ckpt=ckpt.1:1", &swap, "ckpt=ckpt.2:1", "finalize"];
+    let out = job.run_ok(2, &steps, &[("SCR_LOG_ENABLE", "1"), ("SCR_FLUSH", "0")]);
+    assert!(!elsewhere.join("log").exists(), "{out}");
+    let log = std::fs::read_to_string(prefix.join(".scr.gone/log")).unwrap();
+    assert!(log.contains("name=ckpt.2"), "{log}");
+}
