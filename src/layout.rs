@@ -176,7 +176,11 @@ pub fn dataset_meta_dir(prefix: &Path, id: u64) -> PathBuf {
     prefix.join(dataset_meta_rel(id))
 }
 pub fn summary_file(prefix: &Path, id: u64) -> PathBuf {
-    dataset_meta_dir(prefix, id).join("summary.scr")
+    prefix.join(summary_rel(id))
+}
+/// [`summary_file`] relative to the prefix.
+pub fn summary_rel(id: u64) -> PathBuf {
+    Path::new(&dataset_meta_rel(id)).join("summary.scr")
 }
 pub fn rank2file_root(prefix: &Path, id: u64) -> PathBuf {
     dataset_meta_dir(prefix, id).join("rank2file.scr")

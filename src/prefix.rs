@@ -132,7 +132,7 @@ pub fn publish_written(
         .name()
         .map(str::to_string)
         .unwrap_or_else(|| layout::dataset_dir_name(id));
-    Summary::create(desc, complete).write(&layout::summary_file(prefix, id))?;
+    Summary::create(desc, complete).write_below(prefix, &layout::summary_rel(id))?;
     let mut becomes_current = false;
     update_index(prefix, |idx| {
         idx.add(desc, &name, complete);

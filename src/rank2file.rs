@@ -200,7 +200,7 @@ pub fn write_leaf(prefix: &Path, dset_rel: &str, files: &RankFiles) -> Result<Op
         return Ok(None);
     };
     let rel = format!("{dset_rel}/rank2file.0.{first}.scr");
-    io::write_hash_file(&prefix.join(&rel), &leaf_hash(files))?;
+    io::write_hash_file_below(prefix, Path::new(&rel), &leaf_hash(files))?;
     Ok(Some((first, pointer(&rel, 0))))
 }
 
@@ -218,15 +218,19 @@ pub fn write_upper(
         level += 1;
         let groups = group_by_size(&entries, budget);
         if groups.len() <= 1 {
-            let root = prefix.join(dset_rel).join("rank2file.scr");
-            io::write_hash_file(&root, &pointer_hash(level, total_ranks, &entries))?;
-            return Ok(root);
+            let rel = Path::new(dset_rel).join("rank2file.scr");
+            io::write_hash_file_below(prefix, &rel, &pointer_hash(level, total_ranks, &entries))?;
+            return Ok(prefix.join(rel));
         }
         let mut next = Vec::new();
         for group in groups {
             let first = group[0].0;
             let rel = format!("{dset_rel}/rank2file.{level}.{first}.scr");
-            io::write_hash_file(&prefix.join(&rel), &pointer_hash(level, total_ranks, group))?;
+            io::write_hash_file_below(
+                prefix,
+                Path::new(&rel),
+                &pointer_hash(level, total_ranks, group),
+            )?;
             next.push((first, pointer(&rel, 0)));
         }
         entries = next;

@@ -76,6 +76,12 @@ pub trait HashView: Sized {
     fn write(&self, path: &Path) -> Result<()> {
         io::write_hash_file(path, self.hash())
     }
+
+    /// Writes `rel` below `root` atomically (mode 0600), through no link on the way
+    /// ([`io::write_hash_file_below`]).
+    fn write_below(&self, root: &Path, rel: &Path) -> Result<()> {
+        io::write_hash_file_below(root, rel, self.hash())
+    }
 }
 
 /// Defines a newtype over [`Hash`] implementing [`HashView`].

@@ -395,6 +395,18 @@ pub fn write_hash_file(path: &Path, hash: &Hash) -> Result<()> {
     write_atomic(path, &hash.to_file_bytes(), PRIVATE_FILE)
 }
 
+/// [`write_hash_file`] of `rel` below `root` (a prefix's `.scr/…`), every directory on the
+/// way opened below the last with no link followed ([`crate::safe_fs::Beneath`]): a
+/// directory swapped for a link by whoever may rename in `root` is refused, never written
+/// through. Directories missing on the way are created 0700.
+pub fn write_hash_file_below(root: &Path, rel: &Path, hash: &Hash) -> Result<()> {
+    let bytes = hash.to_file_bytes();
+    crate::safe_fs::Beneath::open(root)?.write_file(rel, PRIVATE_FILE, 0o700, |file| {
+        file.write_all(&bytes)
+            .map_err(|e| Error::io(root.join(rel), "write", e))
+    })
+}
+
 /// Replaces `path` with `bytes` so that a reader, or a crash at any instant, sees either
 /// the old content or the new, never a mix: temporary in the same directory, fsync,
 /// rename, fsync of the directory.

@@ -73,8 +73,9 @@ pub fn merge(all: &mut Hash, part: &Hash) {
     }
 }
 
-fn record_path(prefix: &Path, id: u64, writer: u64) -> PathBuf {
-    layout::dataset_meta_dir(prefix, id).join(format!("{RECORD_PREFIX}{writer}{RECORD_SUFFIX}"))
+/// Where the record of writer `writer` of dataset `id` is, relative to the prefix.
+fn record_rel(id: u64, writer: u64) -> PathBuf {
+    Path::new(&layout::dataset_meta_rel(id)).join(format!("{RECORD_PREFIX}{writer}{RECORD_SUFFIX}"))
 }
 
 /// Writes (durably) the record of writer `writer` of dataset `id`: the copies `copies`
@@ -83,7 +84,7 @@ pub fn write_record(prefix: &Path, id: u64, writer: u64, copies: &Hash) -> Resul
     if copies.get(TEMP).is_none_or(Hash::is_empty) {
         return Ok(());
     }
-    io::write_hash_file(&record_path(prefix, id, writer), copies)
+    io::write_hash_file_below(prefix, &record_rel(id, writer), copies)
 }
 
 /// The records of dataset `id` on the prefix.
@@ -123,17 +124,25 @@ fn recorded_copies(prefix: &Path, id: u64) -> Result<Vec<Staged>> {
 
 /// Removes the records of dataset `id` (its flush is published, or abandoned).
 pub fn clear(prefix: &Path, id: u64) -> Result<()> {
-    for path in records(prefix, id) {
-        io::remove_durably(&path)?;
+    // through the prefix's directories opened below it, no link followed
+    let records = records(prefix, id);
+    if records.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let below = crate::safe_fs::Beneath::open(prefix)?;
+    for path in records {
+        if let Ok(rel) = path.strip_prefix(prefix) {
+            below.remove_file(rel)?;
+        }
+    }
+    below.sync_dir(Path::new(&layout::dataset_meta_rel(id)))
 }
 
 /// The commit of a flush of dataset `id` (described by `desc`): its summary, written
 /// complete once its rank2file tree and every writer's record are durable. From here on a
 /// flush cut short is finished, not undone.
 pub fn commit(prefix: &Path, id: u64, desc: &crate::dataset::Dataset) -> Result<()> {
-    Summary::create(desc, true).write(&layout::summary_file(prefix, id))
+    Summary::create(desc, true).write_below(prefix, &layout::summary_rel(id))
 }
 
 /// Whether the flush of dataset `id` committed: its summary is written, complete.
