@@ -464,6 +464,35 @@ mod tests {
     }
 
     #[test]
+    fn metadata_is_never_written_through_a_hidden_directory_swapped_for_a_link() {
+        // whoever may rename in the prefix put a link where `.scr` was, to a directory of
+        // theirs or to another prefix's `.scr` of the user's
+        use crate::view::HashView;
+        let dir = tempfile::tempdir().unwrap();
+        let (prefix, elsewhere) = (dir.path().join("prefix"), dir.path().join("elsewhere"));
+        std::fs::create_dir(&prefix).unwrap();
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, prefix.join(crate::layout::HIDDEN)).unwrap();
+        let rel = crate::layout::dataset_meta_rel(7);
+        assert!(write_tree(&prefix, &rel, 2, &files(2, 1)).is_err());
+        let desc = crate::dataset::Dataset::create(
+            7,
+            "ckpt.7",
+            true,
+            false,
+            &crate::dataset::Origin::default(),
+            Some(7),
+        );
+        let summary = crate::summary::Summary::create(&desc, true);
+        assert!(
+            summary
+                .write_below(&prefix, &crate::layout::summary_rel(7))
+                .is_err()
+        );
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    }
+
+    #[test]
     fn a_tree_deeper_than_scr_writes_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let mut h = Hash::new();
