@@ -43,8 +43,9 @@ pub fn check_owner(prefix: &Path, shared: bool) -> Result<Option<String>> {
         return Err(Error::untrusted(
             prefix,
             format!(
-                "{what}. Use a prefix of your own (a directory you create in the team's), or \
-                 set SCR_PREFIX_SHARED=1 if you trust its owner"
+                "{what}. Use a prefix of your own on a way only you and root may change (in a \
+                 team directory, only where it is sticky), or set SCR_PREFIX_SHARED=1 if you \
+                 trust its owner"
             ),
         ));
     }
