@@ -35,6 +35,20 @@ pub mod reasons {
     pub const EXIT_AFTER_TIME: &str = "EXIT_AFTER_TIME";
     /// Written by `scr halt` without a condition.
     pub const JOB_HALTED: &str = "JOB_HALTED";
+
+    /// Whether `reason` is one the library records for a condition it met or a run it ended
+    /// (rather than one the user gave: `scr halt` without a condition, or `--reason`).
+    pub fn written_by_the_library(reason: &str) -> bool {
+        [
+            FINALIZE_CALLED,
+            INIT_FAILED,
+            TIME_LIMIT,
+            NO_CHECKPOINTS_LEFT,
+            EXIT_BEFORE_TIME,
+            EXIT_AFTER_TIME,
+        ]
+        .contains(&reason)
+    }
 }
 
 fn validate(h: &Hash) -> Result<(), String> {

@@ -560,7 +560,14 @@ impl Scr {
         self.flush_latest_if_needed()?;
         self.prefix.note("that SCR_Finalize was called", |prefix| {
             HaltFile::change(&layout::halt_file(prefix), |halt| {
-                halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
+                // a halt the user asked for (`scr halt`) stands until they remove it, as the
+                // guide's halt.rst has it: a run ending says nothing over it
+                let users_halt = halt.exit_reason().is_some_and(|r| {
+                    !r.is_empty() && !scr::halt::reasons::written_by_the_library(r)
+                });
+                if !users_halt {
+                    halt.set_exit_reason(scr::halt::reasons::FINALIZE_CALLED);
+                }
                 Ok(())
             })
         });

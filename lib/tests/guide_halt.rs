@@ -193,3 +193,24 @@ fn scr_says_on_stdout_why_it_halts() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// halt.rst, "Remove the halt file": a job halted with `scr halt` (no condition) stays
+/// halted for a later run in the allocation until the halt is removed; the run that halted
+/// reaching SCR_Finalize says nothing over the user's halt.
+#[test]
+fn a_halt_the_user_asked_for_outlasts_the_run_it_stopped_until_removed() {
+    let job = steps_job();
+    scr_halt(&job, &[]);
+    let steps = ["init", "shouldexit", "finalize"];
+    let out = job.run_ok(2, &steps, &[SINGLE]);
+    assert_eq!(answer(&out, "shouldexit"), "flag=1 rc=0", "{out}");
+    let out = job.run_ok(2, &steps, &[SINGLE]);
+    assert_eq!(
+        answer(&out, "shouldexit"),
+        "flag=1 rc=0",
+        "halted still: {out}"
+    );
+    scr_halt(&job, &["--remove"]);
+    let out = job.run_ok(2, &steps, &[SINGLE]);
+    assert_eq!(answer(&out, "shouldexit"), "flag=0 rc=0", "{out}");
+}
