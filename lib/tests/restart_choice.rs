@@ -372,6 +372,7 @@ fn a_dropped_checkpoint_the_cache_still_holds_is_said_with_the_way_past_it() {
         .find(|l| l.contains("ckpt.4 (dataset 4) was dropped"))
         .unwrap_or_else(|| panic!("no word of the dropped ckpt.4: {out}"));
     assert!(said.contains("SCR_CURRENT=ckpt.3"), "{said}");
+    assert!(!said.contains("  "), "one line of words: {said:?}");
     let named = [flush[0], ("SCR_CURRENT", "ckpt.3")];
     let out = run_ok_on(&job, "n1,n2", 2, &[SIZE, "0"], &named);
     assert!(

@@ -138,7 +138,8 @@ pub fn parse_time(text: &str, now: DateTime<Local>) -> Result<DateTime<Local>, S
     // neither is guessed: the job would stop at its next check, or a day later than meant
     if when < now && !day_named {
         return Err(format!(
-            "{text:?} today has passed (it is {}); say '{text} tomorrow', give the date              ('{}'), or '{text} today' to halt at the job's next check",
+            "{text:?} today has passed (it is {}); say '{text} tomorrow', give the date \
+                ('{}'), or '{text} today' to halt at the job's next check",
             now.format("%H:%M"),
             (date + Duration::days(1))
                 .and_time(time)
@@ -387,6 +388,7 @@ mod tests {
         // a clock time alone already past is refused, naming the ways to say it; a day named
         // is taken as said
         let past = parse_time("9:30", now).unwrap_err();
+        assert!(!past.contains("  "), "{past:?}");
         assert!(
             past.contains("'9:30 tomorrow'") && past.contains("2026-11-23 09:30"),
             "{past}"

@@ -494,7 +494,11 @@ impl Scr {
                 None => "set SCR_CURRENT to an older checkpoint for the relaunch".to_string(),
             };
             say!(
-                "SCR: {cached_name} (dataset {cached}) was dropped from the index of {}                  (`scr index --drop` or SCR_Drop), but this allocation's cache holds it and                  nothing newer is on the prefix: the restart takes it. To go back past it,                  {back} (it applies once per allocation); `scr index --add {cached_name}`                  indexes its flushed copy again",
+                "SCR: {cached_name} (dataset {cached}) was dropped from the index of {} \
+                    (`scr index --drop` or SCR_Drop), but this allocation's cache holds it and \
+                    nothing newer is on the prefix: the restart takes it. To go back past it, \
+                    {back} (it applies once per allocation); `scr index --add {cached_name}` \
+                    indexes its flushed copy again",
                 self.prefix.path().display()
             );
         } else if newest_id <= cached
