@@ -203,12 +203,7 @@ fn postrun_drains_to_the_prefix_a_program_set_with_scr_configf() {
         "complete",
         "quit",
     ];
-    let out = job
-        .command(Some(HOSTS), 4, &steps, &[("SCR_FLUSH", "0")])
-        .env_remove("SCR_PREFIX")
-        .current_dir(&jobdir)
-        .output()
-        .unwrap();
+    let out = run_in(&job, &jobdir, &steps);
     assert!(out.status.success(), "{}", text(&out));
     assert!(!job.prefix().join("ckpt.1").exists());
     assert_eq!(answer(&text(&out), "complete"), "rc=0", "{}", text(&out));
@@ -262,12 +257,7 @@ fn scr_halt_where_the_job_was_launched_reaches_a_program_that_set_its_own_prefix
         "shouldexit",
         "finalize",
     ];
-    let out = job
-        .command(Some(HOSTS), 4, &steps, &[("SCR_FLUSH", "0")])
-        .env_remove("SCR_PREFIX")
-        .current_dir(&jobdir)
-        .output()
-        .unwrap();
+    let out = run_in(&job, &jobdir, &steps);
     let out = text(&out);
     assert_eq!(
         answers(&out, "shouldexit"),
@@ -280,4 +270,14 @@ fn scr_halt_where_the_job_was_launched_reaches_a_program_that_set_its_own_prefix
         listed.contains("CheckpointsLeft: 0") && listed.contains("ExitReason"),
         "{listed}"
     );
+}
+
+/// A job of `steps` on 4 ranks run from `dir` (its working directory) with no SCR_PREFIX
+/// given, SCR_FLUSH=0: a program that sets its own prefix.
+fn run_in(job: &Job, dir: &Path, steps: &[&str]) -> std::process::Output {
+    job.command(Some(HOSTS), 4, steps, &[("SCR_FLUSH", "0")])
+        .env_remove("SCR_PREFIX")
+        .current_dir(dir)
+        .output()
+        .unwrap()
 }

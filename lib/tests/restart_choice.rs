@@ -129,13 +129,7 @@ fn a_cached_checkpoint_newer_than_the_prefix_is_restarted_from_cache() {
 #[test]
 fn an_older_checkpoint_the_user_made_current_wins_over_the_cache() {
     let job = steps_on_two_node_sets();
-    let set = scr_for(&job)
-        .args(["index", "--prefix"])
-        .arg(job.prefix())
-        .args(["--current", "ckpt.5"])
-        .output()
-        .unwrap();
-    assert!(set.status.success(), "{}", text(&set));
+    scr_index_ok(&job, &["--current", "ckpt.5"]);
     let out = run_ok_on(&job, FIRST_NODES, 4, &[SIZE, "1"], &FLUSH_EVERY_FIVE[..2]);
     assert!(
         out.contains("restarted from ckpt.5 (timestep 5), data verified"),
@@ -230,13 +224,7 @@ fn a_drain_at_init_takes_only_what_this_allocations_caches_hold() {
 fn an_older_current_checkpoint_passed_over_for_the_cache_is_said_with_the_way_to_it() {
     let job = Job::new();
     run_ok_on(&job, "n1,n2", 2, &[SIZE, "4"], &[("SCR_FLUSH", "1")]);
-    let set = scr_for(&job)
-        .args(["index", "--prefix"])
-        .arg(job.prefix())
-        .args(["--current", "ckpt.2"])
-        .output()
-        .unwrap();
-    assert!(set.status.success(), "{}", text(&set));
+    scr_index_ok(&job, &["--current", "ckpt.2"]);
     let out = run_ok_on(&job, "n1,n2", 2, &[SIZE, "0"], &[("SCR_FLUSH", "1")]);
     assert!(
         out.contains("restarted from ckpt.4 (timestep 4), data verified"),
@@ -355,13 +343,7 @@ fn a_dropped_checkpoint_the_cache_still_holds_is_said_with_the_way_past_it() {
     let job = Job::new();
     let flush = [("SCR_FLUSH", "1")];
     run_ok_on(&job, "n1,n2", 2, &[SIZE, "4"], &flush);
-    let drop = scr_for(&job)
-        .args(["index", "--prefix"])
-        .arg(job.prefix())
-        .args(["--drop", "ckpt.4"])
-        .output()
-        .unwrap();
-    assert!(drop.status.success(), "{}", text(&drop));
+    scr_index_ok(&job, &["--drop", "ckpt.4"]);
     let out = run_ok_on(&job, "n1,n2", 2, &[SIZE, "0"], &flush);
     assert!(
         out.contains("restarted from ckpt.4 (timestep 4), data verified"),
@@ -391,13 +373,7 @@ fn a_current_checkpoint_that_fails_its_fetch_leaves_the_next_job_the_newest() {
     let job = Job::new();
     let flush = [("SCR_FLUSH", "1")];
     run_ok_on(&job, "n1,n2", 2, &[SIZE, "3"], &flush);
-    let set = scr_for(&job)
-        .args(["index", "--prefix"])
-        .arg(job.prefix())
-        .args(["--current", "ckpt.1"])
-        .output()
-        .unwrap();
-    assert!(set.status.success(), "{}", text(&set));
+    scr_index_ok(&job, &["--current", "ckpt.1"]);
     flip_byte(&job.prefix().join("ckpt.1/rank_1.ckpt"), 100);
     delete_caches(&job);
     let out = run_ok_on(&job, "n1,n2", 2, &[SIZE, "0"], &flush);
@@ -408,4 +384,15 @@ fn a_current_checkpoint_that_fails_its_fetch_leaves_the_next_job_the_newest() {
         out.contains("restarted from ckpt.3 (timestep 3), data verified"),
         "{out}"
     );
+}
+
+/// `scr index --prefix PREFIX ARGS` for `job`, which must succeed.
+fn scr_index_ok(job: &Job, args: &[&str]) {
+    let o = scr_for(job)
+        .args(["index", "--prefix"])
+        .arg(job.prefix())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
 }
