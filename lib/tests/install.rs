@@ -384,8 +384,9 @@ fn cargo_install_of_the_launcher_still_installs_the_commands_alone() {
             .arg(workspace().join("launcher"))
             .arg("--root")
             .arg(root.path())
-            // the workspace's own build, so nothing is compiled twice
-            .env("CARGO_TARGET_DIR", workspace().join("target"))
+            // the tests' own build, so nothing is compiled twice (and nothing replaces
+            // what other tests run)
+            .env("CARGO_TARGET_DIR", tests_target_dir())
             .output()
             .unwrap(),
         "cargo install --path launcher",

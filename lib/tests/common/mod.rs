@@ -153,6 +153,18 @@ pub fn rust_example(name: &str) -> PathBuf {
     )
 }
 
+/// Where the tests build the artifacts they run (the library C programs link, the `scr`
+/// command, examples): a target directory of their own. A `cargo build -p …` resolves
+/// features apart from the test build, and in the workspace's own target directory it
+/// would put its artifacts in place of the test build's (and back) while other tests run
+/// them: one exec in that moment finds no file.
+pub fn tests_target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"))
+        .join("for-tests")
+}
+
 /// Runs `cargo build <what>` once per test process (in the profile the tests run in) and
 /// returns the path of `file` among its outputs; `mpi` names an MPI compiler wrapper and a
 /// target directory to build against another MPI than the run's.
@@ -160,18 +172,17 @@ fn built(once: &std::sync::Once, what: &[&str], file: &str, mpi: Option<(&str, &
     let release = !cfg!(debug_assertions);
     let target = match mpi {
         Some((_, dir)) => dir.to_path_buf(),
-        None => std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| workspace().join("target")),
+        None => tests_target_dir(),
     };
     once.call_once(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "--quiet"])
             .args(what)
-            .current_dir(workspace());
-        if let Some((mpicc, dir)) = mpi {
-            cmd.env("MPICC", mpicc).env("CARGO_TARGET_DIR", dir);
+            .current_dir(workspace())
+            .env("CARGO_TARGET_DIR", &target);
+        if let Some((mpicc, _)) = mpi {
+            cmd.env("MPICC", mpicc);
         }
         if release {
             cmd.arg("--release");
