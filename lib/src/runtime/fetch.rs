@@ -187,7 +187,7 @@ impl Fetch<'_> {
                 );
                 job.debug(1, format_args!("Fetch of dataset {id} `{name}' succeeded"));
                 self.prefix.note("the fetch", |prefix| {
-                    let mut moved = false;
+                    let mut current_now: Option<String> = None;
                     update_index(prefix, |idx| {
                         idx.mark_fetched(id, &name, chrono::Local::now());
                         // the checkpoint restarted from becomes the current one, as in SCR,
@@ -198,13 +198,19 @@ impl Fetch<'_> {
                             .current()
                             .is_some_and(|c| idx.usable_checkpoints().iter().any(|e| e.name == c));
                         if current_usable {
+                            current_now = idx.current().map(str::to_string);
                             return Ok(());
                         }
-                        moved = true;
+                        current_now = Some(name.clone());
                         idx.set_current(&name)
                             .map_err(|what| Error::invalid(layout::index_file(prefix), what))
                     })?;
-                    if moved && let Some(w) = scr::prefix::update_current_link(prefix, &name)? {
+                    // `scr.current` follows the index (a failed current passed CURRENT on
+                    // when it was marked)
+                    if let Some(current) = current_now
+                        && scr::prefix::read_current_link(prefix).as_deref() != Some(&current)
+                        && let Some(w) = scr::prefix::update_current_link(prefix, &current)?
+                    {
                         say!("SCR: WARNING: {w}");
                     }
                     update_flush_file(prefix, |f| {
