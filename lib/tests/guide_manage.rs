@@ -95,11 +95,19 @@ fn scr_index_drop_keeps_the_files_and_add_puts_the_dataset_back() {
     delete_caches(&job);
     assert_restarts(&job, 2, &env, "ckpt.1 t=1 data=verified rc=0");
 
-    scr_index(&job, &["--add", "ckpt.2"]);
-    let list = scr_index(&job, &[]);
+    let added = scr_index(&job, &["--add", "ckpt.2"]);
+    // the job's restart made ckpt.1 current; the re-added, newer ckpt.2 is not, and the
+    // user is told how to restart from it
     assert!(
-        list.lines()
-            .any(|l| l.starts_with("   2 YES") && l.ends_with(" ckpt.2")),
+        added.contains("`ckpt.1'") && added.contains("scr index --current ckpt.2"),
+        "{added}"
+    );
+    let list = scr_index(&job, &[]);
+    // indexed again as flushed: the FLUSHED column holds a time
+    assert!(
+        list.lines().any(|l| l.starts_with("   2 YES   ")
+            && l[11..].starts_with(|c: char| c.is_ascii_digit())
+            && l.ends_with(" ckpt.2")),
         "{list}"
     );
     scr_index(&job, &["--current", "ckpt.2"]);

@@ -91,13 +91,34 @@ fn add_flushed(prefix: &std::path::Path, name: &str) -> Result<ExitCode, Option<
     for p in &found.problems {
         println!("{name}: {p}");
     }
+    // its summary was written last when the flush completed: that is when it was flushed
+    let flushed_at = std::fs::metadata(layout::summary_file(prefix, found.id))
+        .and_then(|m| m.modified())
+        .ok()
+        .filter(|_| found.complete)
+        .map(chrono::DateTime::<chrono::Local>::from);
+    let mut older_current = None;
     scr::prefix::update_index(prefix, |idx| {
         idx.add(&found.desc, name, found.complete);
+        if let Some(at) = flushed_at {
+            idx.set_flushed(found.id, name, at);
+        }
+        older_current = idx
+            .current()
+            .filter(|&current| current != name)
+            .filter(|&current| idx.id_of(current).is_some_and(|id| id < found.id))
+            .map(str::to_string);
         Ok(())
     })
     .map_err(Some)?;
     if found.complete {
         println!("Added `{name}' to index (complete)");
+        if let Some(current) = older_current {
+            println!(
+                "The current dataset is still the older `{current}': the next job restarts from it; \
+                 `scr index --current {name}` makes it restart from `{name}'"
+            );
+        }
         Ok(ExitCode::SUCCESS)
     } else {
         println!("Added `{name}' to index as incomplete");
