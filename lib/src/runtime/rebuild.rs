@@ -84,7 +84,10 @@ impl Recovery<'_> {
                 Recovered::Lost => {
                     self.stop_if_whole_elsewhere(d, prefix, known_down)?;
                     if job.is_root() {
-                        say!("SCR: dataset {d} cannot be recovered from cache; trying older ones");
+                        say!(
+                            "SCR: dataset {d} cannot be recovered from cache; looking for \
+                             another checkpoint (older ones in cache, then the prefix)"
+                        );
                     }
                     found.unrecovered.push(d);
                 }
