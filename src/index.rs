@@ -140,7 +140,7 @@ impl IndexFile {
         // marker): the next older one a restart can load takes its place, as a drop's does;
         // with none, no marker, and the next job starts from the newest one it can load
         if self.current() == Some(name) && self.id_of(name) == Some(id) {
-            match self.usable_checkpoints().into_iter().find(|e| e.id < id) {
+            match self.successor_of_current(id) {
                 Some(older) => self.0.set_value(CURRENT, &older.name),
                 None => self.unset_current(),
             }
@@ -297,6 +297,15 @@ impl IndexFile {
     /// The newest checkpoint a restart could load ([`IndexFile::usable_checkpoints`]).
     pub fn newest_usable_checkpoint(&self) -> Option<IndexEntry> {
         self.usable_checkpoints().into_iter().next()
+    }
+
+    /// The checkpoint that takes CURRENT's place when the current one, dataset `gone_id`,
+    /// can be restarted from no more (dropped, or failed a fetch): the newest one a restart
+    /// could load that is older than it.
+    pub fn successor_of_current(&self, gone_id: u64) -> Option<IndexEntry> {
+        self.usable_checkpoints()
+            .into_iter()
+            .find(|e| e.id < gone_id)
     }
 }
 

@@ -256,15 +256,14 @@ fn missing_files(prefix: &Path, files: &RankFiles) -> Vec<String> {
     problems
 }
 
-/// The checkpoint that becomes current when `gone` (id `gone_id`) leaves the index: the
-/// newest complete, never-failed one older than it, else the newest such one.
+/// The checkpoint that becomes current when the current one, dataset `gone_id`, leaves the
+/// index: its successor ([`IndexFile::successor_of_current`]), else the newest one a restart
+/// could load (a marker the `scr.current` link can follow).
 fn next_current(index: &IndexFile, gone_id: u64) -> Option<String> {
-    let usable = index.usable_checkpoints();
-    usable
-        .iter()
-        .find(|e| e.id < gone_id)
-        .or(usable.first())
-        .map(|e| e.name.clone())
+    index
+        .successor_of_current(gone_id)
+        .or_else(|| index.newest_usable_checkpoint())
+        .map(|e| e.name)
 }
 
 /// Whether dataset `id` was flushed whole to `prefix` (its summary there says complete) and
