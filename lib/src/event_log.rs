@@ -189,16 +189,6 @@ pub fn timing(bytes: u64, secs: f64) -> [(&'static str, String); 3] {
 /// Appends `bytes` to the text log in the directory open as `dir`, created 0600 where
 /// missing and never through a link.
 fn append_in(dir: &std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::fd::{AsRawFd, FromRawFd};
-    let flags =
-        libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    let name = CString::new(LOG_NAME).expect("no NUL");
-    // SAFETY: the directory descriptor is open and the name a NUL-terminated string
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o600 as libc::c_uint) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fd was just opened here and is owned by the file from now on
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    file.write_all(bytes)
+    let name = std::ffi::OsStr::new(LOG_NAME);
+    scr::safe_fs::open_in(dir, name, scr::safe_fs::OpenIn::Append)?.write_all(bytes)
 }

@@ -7,6 +7,7 @@
 mod acl;
 mod beneath;
 mod control;
+mod in_dir;
 mod new_file;
 
 pub use beneath::{Beneath, Staged};
@@ -14,6 +15,7 @@ pub use control::{
     PathControl, PathWalk, first_person_user_id, others_may_make_names_in, others_may_redirect,
     others_may_redirect_name, path_control,
 };
+pub use in_dir::{OpenIn, open_in, remove_in};
 pub use new_file::NewFile;
 
 use crate::error::{Error, Result};

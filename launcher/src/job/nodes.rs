@@ -117,23 +117,9 @@ fn touch_and_remove(
     dir: &std::fs::File,
     name: &std::ffi::OsStr,
 ) -> Result<(), (Step, std::io::Error)> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::ffi::OsStrExt;
-    let name = std::ffi::CString::new(name.as_bytes())
-        .map_err(|e| (Step::Touch, std::io::Error::other(e)))?;
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: the directory descriptor is open and name a valid C string
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o600 as libc::c_uint) };
-    if fd < 0 {
-        return Err((Step::Touch, std::io::Error::last_os_error()));
-    }
-    // SAFETY: fd was just opened here and is closed once
-    unsafe { libc::close(fd) };
-    // SAFETY: as for openat
-    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } != 0 {
-        return Err((Step::Remove, std::io::Error::last_os_error()));
-    }
-    Ok(())
+    use scr::safe_fs::{OpenIn, open_in, remove_in};
+    drop(open_in(dir, name, OpenIn::CreateNew).map_err(|e| (Step::Touch, e))?);
+    remove_in(dir, name).map_err(|e| (Step::Remove, e))
 }
 
 /// What to test when listing down nodes.
