@@ -401,7 +401,10 @@ impl Scr {
         self.pass_over_superseded_cache(named_current.is_some());
         self.fetch_pending = self.restart.is_none() && self.config.settings.fetch.enabled;
         let restartable = self.restart.as_ref().map_or(0, |(id, _)| *id);
-        if let Some(stranded) = self.prefix.stranded_beyond(restartable, &found.unrecovered) {
+        if let Some(stranded) =
+            self.prefix
+                .stranded_beyond(restartable, &found.unrecovered, distribute)
+        {
             say!("{stranded}");
         }
         self.flush_part().sweep_interrupted();

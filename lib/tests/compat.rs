@@ -289,6 +289,14 @@ fn flush_on_restart_global_restart_distribute_and_flush_type_do_what_v3_1_says()
         out.contains("restarted from ckpt.2 (timestep 2), data verified"),
         "{out}"
     );
+    // the cached ckpt.3 is said as passed over for SCR_DISTRIBUTE=0, not as stranded by an
+    // earlier run
+    assert!(
+        out.contains("ckpt.3 (dataset 3) is in node caches")
+            && out.contains("with SCR_DISTRIBUTE=0 a run restarts from the prefix alone")
+            && !out.contains("earlier run"),
+        "{out}"
+    );
     let returned = checkpoint_ended_at(&out, 3);
     // (dataset 4: the cached ckpt.3 was dataset 3) the flush began while the application
     // computed for 3 s after the checkpoint, not in SCR_Finalize, and ended after it returned

@@ -125,7 +125,14 @@ impl PrefixStore {
     /// flushed) leaves it in its nodes' caches alone; one this run's caches hold but could
     /// not give back (`unrecovered`: a node lost with the only copy, a rebuild that failed)
     /// is lost to a drain of these caches too.
-    pub(super) fn stranded_beyond(&self, restartable: u64, unrecovered: &[u64]) -> Option<String> {
+    /// With SCR_DISTRIBUTE=0 (`distribute` false) this run's caches were not looked at: one
+    /// they hold is said as passed over, not as stranded.
+    pub(super) fn stranded_beyond(
+        &self,
+        restartable: u64,
+        unrecovered: &[u64],
+        distribute: bool,
+    ) -> Option<String> {
         if !self.root {
             return None;
         }
@@ -156,6 +163,11 @@ impl PrefixStore {
             // (its files are on the prefix; finishing its flush failed, as said above)
             return Some(format!(
                 "SCR: the flush of {name} (dataset {stranded}) to the prefix {prefix} was cut short after every rank had copied its files, and could not be finished now: this run cannot restart from it; the next job tries again"
+            ));
+        }
+        if !distribute && !flush.has_location(stranded, Location::Flushing) {
+            return Some(format!(
+                "SCR: {name} (dataset {stranded}) is in node caches, not on the prefix {prefix}, and with SCR_DISTRIBUTE=0 a run restarts from the prefix alone: this run does not restart from it. Where this allocation's nodes hold it, the drain when the job ends (scr postrun, which scr-run runs) copies it to the prefix; SCR_DISTRIBUTE=1, the default, restarts from it in cache"
             ));
         }
         let why = if flush.has_location(stranded, Location::Flushing) {
