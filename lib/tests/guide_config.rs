@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 const SINGLE: (&str, &str) = ("SCR_COPY_TYPE", "SINGLE");
 
@@ -61,11 +62,11 @@ fn scr_current_names_the_checkpoint_a_new_run_loads() {
 }
 
 /// config.rst, "Specify which checkpoint to load": SCR_CURRENT naming a checkpoint that
-/// does not exist (a typo): as SCR v3.1, a warning
-/// naming it, with the checkpoints the index lists, and the run restarts from the newest
-/// as if SCR_CURRENT were unset.
+/// does not exist (a typo): as SCR v3.1, a warning naming it, with the checkpoints the
+/// index lists, and the run restarts as if SCR_CURRENT were unset (from the current
+/// checkpoint, the newest when none is marked), the warning naming which.
 #[test]
-fn scr_current_naming_no_checkpoint_warns_and_restarts_from_the_newest() {
+fn scr_current_naming_no_checkpoint_warns_and_restarts_as_if_unset() {
     let job = steps_job();
     let env = [SINGLE, ("SCR_FLUSH", "1")];
     write_steps_checkpoints(&job, 3, &env);
@@ -83,7 +84,35 @@ fn scr_current_naming_no_checkpoint_warns_and_restarts_from_the_newest() {
     for name in ["ckpt.1", "ckpt.2", "ckpt.3"] {
         assert!(warning.contains(name), "{warning}");
     }
+    assert!(
+        warning.ends_with("from ckpt.3, the prefix's current checkpoint"),
+        "{warning}"
+    );
     assert_eq!(answer(&out, "restart"), "ckpt.3 t=3 data=verified rc=0");
+
+    // manage.rst: a restart starts from the dataset marked current; the warning names the
+    // checkpoint the run goes on to load, not the newest
+    let marked = Command::new(scr_command())
+        .args(["index", "--current", "ckpt.1", "-p"])
+        .arg(job.prefix())
+        .output()
+        .unwrap();
+    assert!(marked.status.success(), "{}", text(&marked));
+    delete_caches(&job);
+    let out = job.run_ok(
+        2,
+        &["init", "restart", "quit"],
+        &[SINGLE, ("SCR_CURRENT", "ckpt.7")],
+    );
+    let warning = out
+        .lines()
+        .find(|l| l.contains("SCR_CURRENT=ckpt.7"))
+        .unwrap_or_else(|| panic!("no warning naming ckpt.7:\n{out}"));
+    assert!(
+        warning.ends_with("from ckpt.1, the prefix's current checkpoint"),
+        "{warning}"
+    );
+    assert_eq!(answer(&out, "restart"), "ckpt.1 t=1 data=verified rc=0");
 }
 
 /// config.rst, "Change checkpoint flush frequency" and "SCR parameters" (SCR_FLUSH): by

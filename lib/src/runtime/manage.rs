@@ -243,12 +243,13 @@ impl Scr {
                     say!(
                         "SCR: WARNING: SCR_CURRENT={name}: no checkpoint of that name is in \
                          cache, in the index of {} or there to adopt (the index lists {}); \
-                         restarting as if SCR_CURRENT were unset, from the newest checkpoint",
+                         restarting as if SCR_CURRENT were unset: {}",
                         self.prefix.path().display(),
                         match known.is_empty() {
                             true => "none".to_string(),
                             false => known.join(", "),
-                        }
+                        },
+                        self.restart_without_a_named_current()
                     );
                 }
             }
@@ -291,6 +292,24 @@ impl Scr {
         match self.dataset_id_of(name) {
             0 => self.adopt(name),
             id => Ok(id),
+        }
+    }
+
+    /// Rank 0: where the restart goes when no checkpoint is named: the one this run's
+    /// caches give back, else the one a fetch starts from (the index's current, a
+    /// `scr.current` link the user set, else the newest), said for a message.
+    fn restart_without_a_named_current(&self) -> String {
+        if let Some((_, cached)) = &self.restart {
+            return format!("from {cached}, in cache");
+        }
+        let prefix = self.prefix.path();
+        let link = prefix::read_current_link(prefix);
+        let start = IndexFile::read(&layout::index_file(prefix))
+            .ok()
+            .and_then(|i| i.restart_candidates(link.as_deref()).into_iter().next());
+        match start {
+            Some(e) => format!("from {}, the prefix's current checkpoint", e.name),
+            None => "no checkpoint to restart from".to_string(),
         }
     }
 
