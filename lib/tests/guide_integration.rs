@@ -118,12 +118,13 @@ fn without_scr_current_the_flush_count_starts_again_at_each_restart() {
 
 /// integration.rst, "Configure SCR for application settings": `SCR_Configf("SCR_PREFIX=%s",
 /// dir)` makes the application's output directory the prefix; a later run configured the
-/// same way restarts from it. api.rst, "SCR_Config": a string value may hold '='.
+/// same way restarts from it; a directory not made yet is created, as v3.1 creates it
+/// (owner-only, as every directory SCR makes). api.rst, "SCR_Config": a string value may
+/// hold '='.
 #[test]
 fn scr_config_points_the_prefix_at_the_applications_output_directory() {
     let job = steps_job();
     let out_dir = job.dir.path().join("run=1/output");
-    std::fs::create_dir_all(&out_dir).unwrap();
     let set = format!("config=SCR_PREFIX=\"{}\"", out_dir.display());
     let write = format!("write={}/ckpt.1/rank_%r.ckpt:1", out_dir.display());
     let read = format!("read={}/ckpt.1/rank_%r.ckpt:1", out_dir.display());
@@ -152,6 +153,11 @@ fn scr_config_points_the_prefix_at_the_applications_output_directory() {
     assert_eq!(answer(&out, "complete"), "rc=0", "{out}");
     check_file(&out_dir.join("ckpt.1/rank_0.ckpt"), 0, 1, 1000);
     assert!(out_dir.join(".scr/index.scr").is_file());
+    for made in [&out_dir, &job.dir.path().join("run=1")] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(made).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", made.display());
+    }
     assert!(!job.prefix().join(".scr").exists());
     let out = run(&[
         &set,

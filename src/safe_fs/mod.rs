@@ -420,7 +420,7 @@ pub fn check_prefix(prefix: &Path) -> Result<()> {
 }
 
 /// Creates `dir` below `base` (which may be anyone's, like /tmp or a project directory):
-/// `base` is created as needed; every component from there to `dir` is created with `mode`
+/// `base` is created as needed ([`create_missing_dir`], with `mode`); every component from there to `dir` is created with `mode`
 /// (the umask still applies) or, if it exists, must be this user's and not writable by
 /// group or others — checked on the handle of each directory as it is reached, never
 /// through a symbolic link ([`Beneath`]).
@@ -428,10 +428,29 @@ pub fn create_dirs_in(base: &Path, dir: &Path, mode: u32) -> Result<()> {
     let rel = dir
         .strip_prefix(base)
         .map_err(|_| Error::invalid(dir, format!("is not inside {}", base.display())))?;
-    if !base.is_dir() {
-        fs::create_dir_all(base).map_err(|e| Error::io(base, "create directory", e))?;
-    }
+    create_missing_dir(base, mode)?;
     Beneath::open(base)?.create_dirs(rel, mode).map(drop)
+}
+
+/// Creates `dir` where nothing has its name yet (a prefix an application names for its
+/// `--output DIR`, as SCR v3.1 creates it): each missing directory from the nearest one that
+/// exists, with `mode` (the umask still applies), created through the handle of the one
+/// above it. What the path then leads to is for the caller to judge. Whether it created
+/// `dir`.
+pub fn create_missing_dir(dir: &Path, mode: u32) -> Result<bool> {
+    if dir.symlink_metadata().is_ok() {
+        return Ok(false);
+    }
+    let existing = dir
+        .ancestors()
+        .skip(1)
+        .find(|a| a.symlink_metadata().is_ok())
+        .unwrap_or(Path::new("/"));
+    let rel = dir
+        .strip_prefix(existing)
+        .map_err(|_| Error::invalid(dir, format!("is not inside {}", existing.display())))?;
+    Beneath::open(existing)?.create_dirs(rel, mode)?;
+    Ok(true)
 }
 
 /// [`create_dirs_in`] for a job's directory below a cache or control base (`param` names
@@ -568,6 +587,29 @@ mod tests {
         fs::set_permissions(&conf, fs::Permissions::from_mode(0o666)).unwrap();
         let e = read_trusted_file(&conf, 1024).unwrap_err().to_string();
         assert!(e.contains("2 names") && !e.contains("chmod"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_directory_is_created_owner_only_and_nothing_through_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path();
+        let dir = base.join("run=1/output");
+        assert!(create_missing_dir(&dir, 0o700).unwrap());
+        for made in [&dir, &base.join("run=1")] {
+            let mode = fs::metadata(made).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", made.display());
+        }
+        // what exists is left as it is
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o750)).unwrap();
+        assert!(!create_missing_dir(&dir, 0o700).unwrap());
+        assert_eq!(fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o750);
+        // a dangling link in the directory's place is not created through
+        let elsewhere = base.join("elsewhere");
+        std::os::unix::fs::symlink(&elsewhere, base.join("link")).unwrap();
+        assert!(!create_missing_dir(&base.join("link"), 0o700).unwrap());
+        assert!(create_missing_dir(&base.join("link/below"), 0o700).is_err());
+        assert!(!elsewhere.exists());
     }
 
     #[test]

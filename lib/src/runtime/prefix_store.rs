@@ -204,7 +204,8 @@ impl PrefixStore {
             .collect()
     }
 
-    /// Rank 0 prepares the prefix (its `.scr` directory, the application's configuration),
+    /// Rank 0 prepares the prefix (created where it does not exist yet, its `.scr`
+    /// directory, the application's configuration),
     /// refusing one everyone may write, whose path others may change, or that is someone
     /// else's, unless `shared` (SCR_PREFIX_SHARED; then someone else's is warned of), refusing one whose index vanished while datasets SCR
     /// flushed are still there, and finishes the flushes a kill cut short before anything
@@ -212,7 +213,16 @@ impl PrefixStore {
     /// every rank. Collective.
     pub(super) fn prepare(&self, job: &Job, shared: bool) -> Result<()> {
         let prepared = if self.root {
-            safe_fs::check_prefix_mode(&self.path)
+            safe_fs::create_missing_dir(&self.path, layout::HIDDEN_DIR_MODE)
+                .map(|created| {
+                    if created {
+                        job.debug(
+                            1,
+                            format_args!("Created the prefix directory {}", self.path.display()),
+                        );
+                    }
+                })
+                .and_then(|()| safe_fs::check_prefix_mode(&self.path))
                 .and_then(|()| scr::prefix::guard::check_path_not_redirectable(&self.path, shared))
                 .and_then(|()| scr::prefix::guard::check_not_shared(&self.path, shared))
                 .and_then(|()| {
