@@ -16,6 +16,7 @@ use std::path::Path;
 mod delete;
 pub mod guard;
 pub mod placing;
+pub mod watch;
 pub mod writing;
 pub use delete::{
     Deletions, beyond_window, delete_dataset, delete_dataset_files, enforce_window, purge,

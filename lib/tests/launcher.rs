@@ -414,14 +414,29 @@ fn scr_halt_immediate_stops_the_running_job_now() {
         .stderr(std::process::Stdio::piped());
     let started = Instant::now();
     let child = cmd.spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(800));
-    let halt = Command::new(scr_command())
-        .args(["halt", "--immediate"])
-        .arg(job.prefix())
-        .output()
-        .unwrap();
+    // scr-run says it watches the prefix from its prerun on
+    while !scr::prefix::watch::is_watched(&job.prefix()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "scr-run never watched"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let halt_now = || {
+        Command::new(scr_command())
+            .args(["halt", "--immediate"])
+            .arg(job.prefix())
+            .output()
+            .unwrap()
+    };
+    let halt = halt_now();
     assert!(halt.status.success(), "{}", text(&halt));
     assert!(text(&halt).contains("ExitNow"), "{}", text(&halt));
+    assert!(
+        !text(&halt).contains("no scr-run watches"),
+        "{}",
+        text(&halt)
+    );
     let out = wait_within(
         child,
         Duration::from_secs(15).saturating_sub(started.elapsed()),
@@ -439,6 +454,14 @@ fn scr_halt_immediate_stops_the_running_job_now() {
     // the halt stays: the next job launches nothing until the user removes it (halt.rst)
     let halt = scr::halt::HaltFile::read(&scr::layout::halt_file(&job.prefix())).unwrap();
     assert!(halt.exit_now());
+    // with no scr-run to stop a job at once, the user is told so, and what stops it now
+    let unwatched = halt_now();
+    assert!(unwatched.status.success(), "{}", text(&unwatched));
+    assert!(
+        text(&unwatched).contains("no scr-run watches") && text(&unwatched).contains("scancel"),
+        "{}",
+        text(&unwatched)
+    );
     let next = || {
         output(scr_run_in(
             &job,

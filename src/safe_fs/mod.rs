@@ -603,7 +603,10 @@ mod tests {
         // what exists is left as it is
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o750)).unwrap();
         assert!(!create_missing_dir(&dir, 0o700).unwrap());
-        assert_eq!(fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o750);
+        assert_eq!(
+            fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o750
+        );
         // a dangling link in the directory's place is not created through
         let elsewhere = base.join("elsewhere");
         std::os::unix::fs::symlink(&elsewhere, base.join("link")).unwrap();

@@ -38,7 +38,8 @@ pub struct Args {
     #[arg(short = 's', long, value_name = "N")]
     seconds: Option<i64>,
     /// Stop the running job now, not after its next checkpoint (scr-run kills the run and
-    /// does not relaunch; the drain still runs)
+    /// does not relaunch; the drain still runs). With no scr-run watching the prefix, a
+    /// warning says so: the job then halts at its next check of the halt file
     #[arg(short = 'i', long)]
     immediate: bool,
     /// Only list the conditions
@@ -182,7 +183,7 @@ fn show(path: &std::path::Path, halt: &HaltFile) -> String {
         );
     }
     if halt.exit_now() {
-        out += "  ExitNow:         yes (scr-run stops the running job)\n";
+        out += "  ExitNow:         yes (a scr-run watching the prefix stops the running job at once)\n";
     }
     if out.is_empty() {
         out = "  None\n".into();
@@ -233,7 +234,19 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             continue;
         }
         match change_halt_file(&args, &prefix, before, after) {
-            Ok(text) => print!("{text}"),
+            Ok(text) => {
+                print!("{text}");
+                if args.immediate && !scr::prefix::watch::is_watched(&prefix) {
+                    eprintln!(
+                        "scr_halt: WARNING: no scr-run watches {}: nothing stops the running \
+                         job at once; a job launched without scr-run halts at its next check \
+                         of the halt file (SCR_Should_exit, or the end of its next checkpoint). \
+                         To stop it now, cancel it through its resource manager (scancel) or \
+                         kill its launcher",
+                        prefix.display()
+                    );
+                }
+            }
             Err(e) => {
                 eprintln!("scr_halt: ERROR: {e}");
                 failed = true;

@@ -118,6 +118,11 @@ struct Live<'a> {
     launcher: Launcher,
     nodes: HostSet,
     prefix: PathBuf,
+    /// Where scr-run was launched and ran its prerun: `scr halt` there is meant for the
+    /// job, also once the application's own prefix is followed.
+    launch_prefix: PathBuf,
+    /// The locks that tell `scr halt --immediate` a scr-run will stop the run at once.
+    watching: Vec<scr::prefix::watch::Watching>,
     params: &'a Params,
     rm: &'a dyn ResourceManager,
     exclude: HostSet,
@@ -185,6 +190,7 @@ impl Live<'_> {
             ),
             serde_json::json!({"prefix": recorded.display().to_string()}),
         );
+        self.watching.extend(watch(&recorded, self.reporter));
         self.prefix = recorded;
     }
 
@@ -200,9 +206,16 @@ impl Live<'_> {
             return None;
         }
         watch.last_poll = Instant::now();
+        let launch_halt = || {
+            super::read_state::<HaltFile>(
+                &self.launch_prefix,
+                &layout::halt_file(&self.launch_prefix),
+            )
+        };
         if self
             .state::<HaltFile>(layout::halt_file)
             .is_ok_and(|h| h.exit_now())
+            || (self.launch_prefix != self.prefix && launch_halt().is_ok_and(|h| h.exit_now()))
         {
             return Some("halted immediately (scr halt --immediate)".into());
         }
@@ -620,6 +633,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         ),
         serde_json::json!({}),
     );
+    let watching = watch(&prefix, &reporter).into_iter().collect();
     let agents = if settings.flush.in_background {
         Some(Agents::start(
             &params,
@@ -637,7 +651,9 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         command: args.command,
         run_commands,
         nodes,
+        launch_prefix: prefix.clone(),
         prefix,
+        watching,
         params: &params,
         rm: rm.as_ref(),
         exclude,
@@ -680,6 +696,23 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         _ => 1,
     };
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// Takes the lock that tells `scr halt --immediate` this scr-run stops the run on `prefix`
+/// at once; without it (said) the halt still reaches the job at its next check.
+fn watch(prefix: &std::path::Path, reporter: &Reporter) -> Option<scr::prefix::watch::Watching> {
+    scr::prefix::watch::watch(prefix)
+        .map_err(|e| {
+            reporter.say(
+                "warning",
+                &format!(
+                    "scr halt --immediate will not know this scr-run watches {}: {e}",
+                    prefix.display()
+                ),
+                serde_json::json!({"prefix": prefix.display().to_string(), "error": e.to_string()}),
+            )
+        })
+        .ok()
 }
 
 /// SCR_ENABLE=0: the command runs once, as it is, and its exit code is scr-run's.
