@@ -138,10 +138,15 @@ pub fn parse_dataset_dir_name(name: &str) -> Option<u64> {
 }
 
 /// The ids of the datasets with a directory under `<prefix>/.scr/`, in no order.
+/// Listed through the prefix's handle, as every read of `.scr` is ([`crate::io::open_state`]):
+/// a `.scr` that is a link, or not the user's, lists nothing.
 pub fn prefix_dataset_ids(prefix: &Path) -> std::io::Result<Vec<u64>> {
-    Ok(std::fs::read_dir(prefix_hidden_dir(prefix))?
-        .flatten()
-        .filter_map(|d| parse_dataset_dir_name(d.file_name().to_str()?))
+    let names = crate::safe_fs::Beneath::open(prefix)
+        .and_then(|b| b.names_in(Path::new(HIDDEN)))
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(names
+        .iter()
+        .filter_map(|n| parse_dataset_dir_name(n.to_str()?))
         .collect())
 }
 

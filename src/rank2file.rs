@@ -423,7 +423,7 @@ pub fn read_tree(prefix: &Path, root: &Path) -> Result<RankFiles> {
 
 /// Reads the hash file that starts at `offset` in `path`, refusing more than the bound.
 fn read_at(path: &Path, offset: u64) -> Result<Hash> {
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    let mut f = crate::io::open_regular(path)?;
     f.seek(SeekFrom::Start(offset))
         .map_err(|e| Error::io(path, "seek", e))?;
     let mut buf = Vec::new();

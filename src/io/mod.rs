@@ -269,13 +269,12 @@ pub fn read_hash_file_with_size(path: &Path, max_bytes: u64) -> Result<(Hash, u6
 }
 
 /// Opens a file SCR reads for reading: only a regular file, opened so that a FIFO in its
-/// place cannot block the open (it is then refused).
+/// place cannot block the open (it is then refused). One below a `.scr` directory is
+/// SCR's own state, opened as [`open_state`] opens it.
 pub fn open_regular(path: &Path) -> Result<File> {
     open_regular_with(path, O_NONBLOCK)
 }
 
-/// [`open_regular`] where a symbolic link is refused, not followed (SCR's own state files,
-/// which SCR never makes links).
 /// The permission bits of an open file when others than its owner may read it (a file
 /// holding a password must not be), else None.
 pub fn readable_by_others(file: &File) -> Option<u32> {
@@ -283,6 +282,8 @@ pub fn readable_by_others(file: &File) -> Option<u32> {
     (mode & 0o044 != 0).then_some(mode)
 }
 
+/// [`open_regular`] where a symbolic link is refused, not followed (SCR's own state files,
+/// which SCR never makes links).
 pub fn open_regular_no_link(path: &Path) -> Result<File> {
     open_regular_with(path, O_NONBLOCK | O_NOFOLLOW).map_err(|e| match e {
         Error::Io { source, .. } if source.raw_os_error() == Some(libc::ELOOP) => Error::untrusted(
@@ -293,7 +294,47 @@ pub fn open_regular_no_link(path: &Path) -> Result<File> {
     })
 }
 
+/// The directory holding the last `.scr` directory on `path`, and the part of `path`
+/// from that `.scr` on: where SCR's own state lies (a prefix's `.scr`, a cached dataset's
+/// parity), None for a path through no `.scr`.
+pub fn state_below(path: &Path) -> Option<(PathBuf, PathBuf)> {
+    let parts: Vec<_> = path.components().collect();
+    let at = parts
+        .iter()
+        .rposition(|c| c.as_os_str() == std::ffi::OsStr::new(crate::layout::HIDDEN))?;
+    // (the last component is a file's name, never the directory itself)
+    if at + 1 >= parts.len() {
+        return None;
+    }
+    let root: PathBuf = parts[..at].iter().collect();
+    let rel: PathBuf = parts[at..].iter().collect();
+    let root = if root.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        root
+    };
+    Some((root, rel))
+}
+
+/// Opens SCR's state file at `path` below a `.scr` directory ([`state_below`]) through
+/// the handle of the directory holding `.scr`: no link is followed from there on, and
+/// every directory on the way, and the file, must be this user's, the directories
+/// writable by nobody else ([`crate::safe_fs::Beneath::open_state_file`]). Whoever may
+/// rename in that directory (a prefix its group may write) could otherwise swap `.scr`
+/// for a directory of theirs between two of SCR's steps, and have the job take their
+/// files for its index, summaries and file lists: restart from data they chose, or
+/// delete what their lists name.
+pub fn open_state(path: &Path) -> Result<File> {
+    match state_below(path) {
+        Some((root, rel)) => crate::safe_fs::Beneath::open(&root)?.open_state_file(&rel),
+        None => open_regular_no_link(path),
+    }
+}
+
 fn open_regular_with(path: &Path, flags: i32) -> Result<File> {
+    if state_below(path).is_some() {
+        return open_state(path);
+    }
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(flags)
@@ -449,9 +490,14 @@ pub fn space_of(dir: &Path) -> Option<(u64, u64)> {
     ))
 }
 
-/// Fsyncs a directory so a rename or create inside it is durable.
+/// Fsyncs a directory so a rename or create inside it is durable. Opened as a directory
+/// only: a FIFO in its place (put there by whoever may rename beside it) is refused, never
+/// waited on.
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | O_NONBLOCK)
+        .open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| Error::io(dir, "fsync directory", e))
 }

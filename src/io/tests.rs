@@ -249,3 +249,15 @@ fn a_file_read_in_place_is_measured_through_its_handle_not_its_name() {
     assert_eq!(len, 26);
     assert_eq!(crc, crc32fast::hash(b"the checkpoint's own bytes"));
 }
+
+#[test]
+fn a_fifo_in_a_directory_s_place_is_refused_not_waited_on() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ckpt");
+    let name = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid C string naming a path in a directory of the test's own
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    assert!(sync_dir(&fifo).is_err());
+    assert!(sync_dir(dir.path()).is_ok());
+}

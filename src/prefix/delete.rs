@@ -281,6 +281,72 @@ mod shared_path_tests {
         );
     }
 
+    /// Whoever may rename in the prefix (a member of the group a prefix is writable by)
+    /// swaps `.scr` for a link to a tree of theirs whose summary names a file of the user's:
+    /// the window reads SCR's state through no link, so it deletes nothing.
+    #[test]
+    fn a_swapped_scr_s_forged_file_list_deletes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path();
+        flush(prefix, 1, "ckpt.1", "ckpt.1/rank_0.ckpt", b"step 1");
+        flush(prefix, 2, "ckpt.2", "ckpt.2/rank_0.ckpt", b"step 2");
+        let secret = prefix.join("results/secret.dat");
+        std::fs::create_dir_all(secret.parent().unwrap()).unwrap();
+        std::fs::write(&secret, b"irreplaceable").unwrap();
+        // the forged tree: a copy of SCR's own whose ckpt.1 names the user's file
+        let forged = prefix.join("forged");
+        copy_tree(&layout::prefix_hidden_dir(prefix), &forged);
+        std::fs::rename(layout::prefix_hidden_dir(prefix), prefix.join("real")).unwrap();
+        let mut files = RankFiles::new();
+        files.insert(
+            0,
+            vec![FileRecord {
+                name: "results/secret.dat".into(),
+                size: 13,
+                crc: None,
+                segments: Vec::new(),
+            }],
+        );
+        crate::rank2file::write_tree(prefix, "forged/scr.dataset.1", 1, &files).unwrap();
+        std::os::unix::fs::symlink(&forged, layout::prefix_hidden_dir(prefix)).unwrap();
+        let done = enforce_window(prefix, 1);
+        assert!(secret.exists(), "{:?}", done.deleted);
+        assert!(prefix.join("ckpt.1/rank_0.ckpt").exists());
+        assert!(done.deleted.is_empty(), "{:?}", done.deleted);
+        // the forged tree renamed into `.scr`'s place, as another user's (root's test may
+        // give it away; a user's cannot)
+        std::fs::remove_file(layout::prefix_hidden_dir(prefix)).unwrap();
+        std::fs::rename(&forged, layout::prefix_hidden_dir(prefix)).unwrap();
+        if rustix::process::geteuid().is_root() {
+            give_away(&layout::prefix_hidden_dir(prefix), 54321);
+            let done = enforce_window(prefix, 1);
+            assert!(secret.exists(), "{:?}", done.deleted);
+            assert!(done.deleted.is_empty(), "{:?}", done.deleted);
+        }
+    }
+
+    fn give_away(path: &Path, uid: u32) {
+        std::os::unix::fs::lchown(path, Some(uid), None).unwrap();
+        if path.is_dir() && !path.is_symlink() {
+            for e in std::fs::read_dir(path).unwrap() {
+                give_away(&e.unwrap().path(), uid);
+            }
+        }
+    }
+
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy_tree(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), target).unwrap();
+            }
+        }
+    }
+
     #[test]
     fn the_window_keeps_a_name_written_again_after_a_fallback_its_entry_and_its_files() {
         let dir = tempfile::tempdir().unwrap();
