@@ -10,17 +10,79 @@
 //! locks the new one.
 
 use crate::view::HashView;
-use crate::{Error, Result, layout};
-use std::fs::{File, OpenOptions, TryLockError};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use crate::{Error, Result, layout, safe_fs};
+use rustix::fd::OwnedFd;
+use std::ffi::OsString;
+use std::fs::{File, TryLockError};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// A top directory's lock file, reached through the prefix's `.scr` opened once (checked
+/// the user's and no link): whoever may rename in the prefix cannot have a writer lock, or
+/// a sweep remove, a file of theirs elsewhere.
+#[derive(Debug)]
+struct LockPlace {
+    hidden: OwnedFd,
+    name: OsString,
+    /// For messages.
+    path: PathBuf,
+}
+
+impl LockPlace {
+    fn of(prefix: &Path, top: &str) -> Result<LockPlace> {
+        let crc = crc32fast::hash(top.as_bytes());
+        let name = OsString::from(format!(".writing.{crc:08x}.lock"));
+        let path = layout::prefix_hidden_dir(prefix).join(&name);
+        let hidden = safe_fs::Beneath::open(prefix)?
+            .open_dir(Path::new(layout::HIDDEN))?
+            .ok_or_else(|| Error::io(&path, "open", std::io::ErrorKind::NotFound.into()))?;
+        Ok(LockPlace { hidden, name, path })
+    }
+
+    /// The lock file, created (the user's alone) where missing, never through a link.
+    fn open(&self) -> Result<File> {
+        let file = safe_fs::open_in(&self.hidden, &self.name, safe_fs::OpenIn::Append)
+            .map_err(|e| Error::io(&self.path, "open", e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io(&self.path, "stat", e))?;
+        if !meta.is_file() {
+            return Err(Error::invalid(
+                &self.path,
+                "is not a regular file; remove it",
+            ));
+        }
+        Ok(file)
+    }
+
+    /// Whether `file`, locked, is still the one with the lock's name (else whoever removed
+    /// it found it free, and a new one stands there).
+    fn still_holds(&self, file: &File) -> Result<bool> {
+        let locked = file
+            .metadata()
+            .map_err(|e| Error::io(&self.path, "stat", e))?;
+        match rustix::fs::statat(
+            &self.hidden,
+            self.name.as_os_str(),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        ) {
+            Ok(now) => Ok(now.st_ino == locked.ino() && now.st_dev == locked.dev()),
+            Err(rustix::io::Errno::NOENT) => Ok(false),
+            Err(e) => Err(Error::io(&self.path, "stat", e.into())),
+        }
+    }
+
+    fn remove(&self) {
+        let _ = safe_fs::remove_in(&self.hidden, &self.name);
+    }
+}
 
 /// A writer's hold on a top directory: the directory has a live writer while it lives.
 /// The last writer out removes the lock file.
 #[derive(Debug)]
 pub struct Writing {
-    path: PathBuf,
+    place: LockPlace,
     lock: File,
 }
 
@@ -29,9 +91,9 @@ impl Drop for Writing {
         // (a writer that comes between the unlock and the removal locks a new file)
         if self.lock.unlock().is_ok()
             && self.lock.try_lock().is_ok()
-            && still_there(&self.lock, &self.path).unwrap_or(false)
+            && self.place.still_holds(&self.lock).unwrap_or(false)
         {
-            let _ = std::fs::remove_file(&self.path);
+            self.place.remove();
         }
     }
 }
@@ -40,14 +102,14 @@ impl Drop for Writing {
 /// lives, and none starts.
 #[derive(Debug)]
 pub struct NoWriter {
-    path: PathBuf,
+    place: LockPlace,
     lock: File,
 }
 
 impl NoWriter {
     /// Done with the directory: its lock file goes, then the lock.
     pub fn release(self) {
-        let _ = std::fs::remove_file(&self.path);
+        self.place.remove();
         drop(self.lock);
     }
 }
@@ -64,38 +126,6 @@ pub fn top_dir(prefix: &Path, path: &Path) -> Option<String> {
     Some(first.to_string_lossy().into_owned())
 }
 
-fn lock_path(prefix: &Path, top: &str) -> PathBuf {
-    let crc = crc32fast::hash(top.as_bytes());
-    layout::prefix_hidden_dir(prefix).join(format!(".writing.{crc:08x}.lock"))
-}
-
-fn open_lock(path: &Path) -> Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| Error::io(path, "open", e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
-    if !meta.is_file() {
-        return Err(Error::invalid(path, "is not a regular file; remove it"));
-    }
-    Ok(file)
-}
-
-/// Whether `file`, locked, is still the one at `path` (else whoever removed it found it
-/// free, and a new one stands there).
-fn still_there(file: &File, path: &Path) -> Result<bool> {
-    let locked = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
-    match std::fs::symlink_metadata(path) {
-        Ok(now) => Ok(now.ino() == locked.ino() && now.dev() == locked.dev()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(Error::io(path, "stat", e)),
-    }
-}
-
 /// Holds the shared lock of top directory `top` of `prefix` while the value lives: taken
 /// before a writer writes anything below it, waiting while a sweep holds it (a moment), but
 /// no longer than `SCR_LOCK_TIMEOUT` ([`crate::io::lock_timeout`]): whoever else may open
@@ -105,10 +135,11 @@ pub fn writing_below(prefix: &Path, top: &str) -> Result<Writing> {
 }
 
 fn writing_below_within(prefix: &Path, top: &str, timeout: Duration) -> Result<Writing> {
-    let path = lock_path(prefix, top);
+    let place = LockPlace::of(prefix, top)?;
+    let path = place.path.clone();
     let waited = Instant::now();
     loop {
-        let file = open_lock(&path)?;
+        let file = place.open()?;
         loop {
             match file.try_lock_shared() {
                 Ok(()) => break,
@@ -129,8 +160,8 @@ fn writing_below_within(prefix: &Path, top: &str, timeout: Duration) -> Result<W
                 Err(TryLockError::Error(e)) => return Err(Error::io(&path, "lock", e)),
             }
         }
-        if still_there(&file, &path)? {
-            return Ok(Writing { path, lock: file });
+        if place.still_holds(&file)? {
+            return Ok(Writing { place, lock: file });
         }
     }
 }
@@ -138,16 +169,16 @@ fn writing_below_within(prefix: &Path, top: &str, timeout: Duration) -> Result<W
 /// The exclusive lock of top directory `top` of `prefix`, taken without waiting: none
 /// while a writer holds it.
 pub fn no_writer(prefix: &Path, top: &str) -> Result<Option<NoWriter>> {
-    let path = lock_path(prefix, top);
+    let place = LockPlace::of(prefix, top)?;
     loop {
-        let file = open_lock(&path)?;
+        let file = place.open()?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => return Ok(None),
-            Err(TryLockError::Error(e)) => return Err(Error::io(&path, "lock", e)),
+            Err(TryLockError::Error(e)) => return Err(Error::io(&place.path, "lock", e)),
         }
-        if still_there(&file, &path)? {
-            return Ok(Some(NoWriter { path, lock: file }));
+        if place.still_holds(&file)? {
+            return Ok(Some(NoWriter { place, lock: file }));
         }
     }
 }
@@ -236,11 +267,26 @@ mod tests {
         drop(other);
         let sweep = no_writer(prefix, "ckpt.3").unwrap().expect("no writer");
         sweep.release();
-        assert!(!lock_path(prefix, "ckpt.3").exists());
+        assert!(!LockPlace::of(prefix, "ckpt.3").unwrap().path.exists());
         // a writer that comes after the sweep locks a new file
         let again = writing_below(prefix, "ckpt.3").unwrap();
         assert!(no_writer(prefix, "ckpt.3").unwrap().is_none());
         drop(again);
+    }
+
+    /// `.scr` swapped for a link (by whoever may rename in the prefix): no lock file is
+    /// made, held or removed where it leads.
+    #[test]
+    fn no_lock_is_taken_through_a_swapped_scr() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("prefix");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&prefix).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, layout::prefix_hidden_dir(&prefix)).unwrap();
+        assert!(writing_below(&prefix, "ckpt.1").is_err());
+        assert!(no_writer(&prefix, "ckpt.1").is_err());
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     }
 
     #[test]
