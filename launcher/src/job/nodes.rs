@@ -47,7 +47,13 @@ pub fn check_node(check: &NodeCheck) -> Vec<String> {
     for (dir, bytes) in &check.dirs {
         // one handle for every test of the directory: a name swapped on the way between two
         // of them (a neighbour's link in a shared base) leads none of them elsewhere
-        let Ok(handle) = std::fs::File::open(dir).and_then(|f| {
+        // (opened as a directory only: a FIFO in its place is refused, never waited on)
+        let opened = std::os::unix::fs::OpenOptionsExt::custom_flags(
+            std::fs::OpenOptions::new().read(true),
+            libc::O_DIRECTORY | libc::O_NONBLOCK,
+        )
+        .open(dir);
+        let Ok(handle) = opened.and_then(|f| {
             f.metadata()?
                 .is_dir()
                 .then_some(f)
@@ -260,5 +266,24 @@ mod tests {
         assert_eq!(failures.len(), 2, "{failures:?}");
         assert!(failures[0].starts_with("FAIL: Could not access directory: "));
         assert!(failures[1].starts_with("FAIL: Insufficient space in directory: "));
+    }
+
+    /// A FIFO where a directory to test should be (a neighbour's, in a shared base) fails
+    /// the test at once; opening it for reading would wait for a writer for good.
+    #[test]
+    fn a_fifo_in_a_tested_directory_s_place_fails_at_once() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("cntl");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid C string naming a path in a directory of the test's own
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let check = NodeCheck {
+            dirs: vec![(fifo, None)],
+            free: true,
+        };
+        let failures = check_node(&check);
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].starts_with("FAIL: Could not access directory: "));
     }
 }
