@@ -47,11 +47,11 @@ use scr::params::settings::LogDb;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, Weak, mpsc};
 use std::time::Duration;
 
 pub use records::{Event, Transfer};
-pub use sink::Sink;
+pub use sink::{Settler, Sink};
 
 /// The tables of the log (v3.1's, column for column), as `scr db init` creates them.
 pub const SCHEMA: &str = include_str!("../schema.sql");

@@ -20,7 +20,7 @@ const QUEUE: usize = 1024;
 /// every failure is said once (on stderr) and ends the database log for the rest of the
 /// run; the caller's other logs go on.
 pub struct Sink {
-    queue: Mutex<Option<mpsc::SyncSender<Work>>>,
+    queue: Arc<Mutex<Option<mpsc::SyncSender<Work>>>>,
     on: Arc<AtomicBool>,
     finished: Option<mpsc::Receiver<()>>,
     left_out: AtomicU64,
@@ -30,7 +30,7 @@ impl Sink {
     /// A sink that writes nothing.
     pub fn off() -> Sink {
         Sink {
-            queue: Mutex::new(None),
+            queue: Arc::new(Mutex::new(None)),
             on: Arc::new(AtomicBool::new(false)),
             finished: None,
             left_out: AtomicU64::new(0),
@@ -72,7 +72,7 @@ impl Sink {
             });
         match spawned {
             Ok(_) => Sink {
-                queue: Mutex::new(Some(queue)),
+                queue: Arc::new(Mutex::new(Some(queue))),
                 on,
                 finished: Some(finished),
                 left_out: AtomicU64::new(0),
@@ -106,10 +106,7 @@ impl Sink {
     }
 
     fn hand(&self, work: Work) -> bool {
-        let Ok(queue) = self.queue.lock() else {
-            return false;
-        };
-        match queue.as_ref().map(|q| q.try_send(work)) {
+        match try_hand(&self.queue, work) {
             Some(Ok(())) => true,
             Some(Err(mpsc::TrySendError::Full(_))) => {
                 self.left_out.fetch_add(1, Ordering::Relaxed);
@@ -122,11 +119,14 @@ impl Sink {
     /// Waits at most `within` for everything handed over so far to be written; whether the
     /// log is still on then.
     pub fn settle(&self, within: Duration) -> bool {
-        let (answer, answered) = mpsc::sync_channel(1);
-        if self.hand(Work::Settle(answer)) {
-            let _ = answered.recv_timeout(within);
-        }
+        settle_queue(&self.queue, within);
         self.is_on()
+    }
+
+    /// A way to wait for this sink's records from where the sink is not at hand (the
+    /// process's exit), which never keeps the sink or its worker going.
+    pub fn settler(&self) -> Settler {
+        Settler(Arc::downgrade(&self.queue))
     }
 
     /// Ends the log: the worker writes what it was handed, for at most `within` more (a
@@ -157,6 +157,36 @@ impl Sink {
                 ),
             );
         }
+    }
+}
+
+/// Waits for a [`Sink`]'s records, while the sink is open, from anywhere ([`Sink::settler`]).
+#[derive(Clone)]
+pub struct Settler(Weak<Mutex<Option<mpsc::SyncSender<Work>>>>);
+
+impl Settler {
+    /// [`Sink::settle`], if the sink is still open.
+    pub fn settle(&self, within: Duration) {
+        if let Some(queue) = self.0.upgrade() {
+            settle_queue(&queue, within);
+        }
+    }
+}
+
+/// Hands `work` to the worker behind `queue` without waiting; None once the sink closed.
+fn try_hand(
+    queue: &Mutex<Option<mpsc::SyncSender<Work>>>,
+    work: Work,
+) -> Option<Result<(), mpsc::TrySendError<Work>>> {
+    let queue = queue.lock().ok()?;
+    queue.as_ref().map(|q| q.try_send(work))
+}
+
+/// Waits at most `within` for the worker behind `queue` to write what it was handed.
+fn settle_queue(queue: &Mutex<Option<mpsc::SyncSender<Work>>>, within: Duration) {
+    let (answer, answered) = mpsc::sync_channel(1);
+    if matches!(try_hand(queue, Work::Settle(answer)), Some(Ok(()))) {
+        let _ = answered.recv_timeout(within);
     }
 }
 

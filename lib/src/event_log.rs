@@ -107,12 +107,14 @@ impl EventLog {
         });
         // the job in the database is the user's computation in this prefix, across runs
         let db = settings.db.enable.then(|| {
-            scr_db::Sink::open(
+            let sink = scr_db::Sink::open(
                 scr_db::Target::from_settings(&settings.db, user),
                 user,
                 &prefix.to_string_lossy(),
                 chrono::Local::now(),
-            )
+            );
+            settle_at_exit_of(&sink);
+            sink
         });
         let text = if settings.text {
             let hidden = std::path::Path::new(scr::layout::HIDDEN);
@@ -170,6 +172,33 @@ impl EventLog {
             db.record(kind, now, &all);
         }
     }
+}
+
+/// The database log of the run now open, for [`settle_at_exit`].
+static OPEN_DB_LOG: std::sync::Mutex<Option<scr_db::Settler>> = std::sync::Mutex::new(None);
+
+/// Has the process's exit wait for `sink`'s records (an application that ends without
+/// SCR_Finalize: a job that fails, or one a halt ends): its worker writes what it was
+/// handed for at most [`scr_db::TIMEOUT`] more, as at SCR_Finalize, so the checkpoints the
+/// run completed are in the database as they are in the text log.
+fn settle_at_exit_of(sink: &scr_db::Sink) {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    if let Ok(mut open) = OPEN_DB_LOG.lock() {
+        *open = Some(sink.settler());
+    }
+    REGISTERED.call_once(|| {
+        // SAFETY: registers a function that takes no arguments and never unwinds
+        unsafe { libc::atexit(settle_at_exit) };
+    });
+}
+
+extern "C" fn settle_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let settler = OPEN_DB_LOG.lock().ok().and_then(|open| open.clone());
+        if let Some(settler) = settler {
+            settler.settle(scr_db::TIMEOUT);
+        }
+    });
 }
 
 /// Seconds and the bandwidth they give for `bytes`, as event fields.

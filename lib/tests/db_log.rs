@@ -143,6 +143,62 @@ fn a_failed_and_restarted_job_leaves_both_runs_in_a_v3_1_database() {
 
 /// Runs a job of three checkpoints with the log sent to `server`; returns what it printed
 /// and its text log.
+/// A run that ends without SCR_Finalize (it fails) while the server is behind: its exit
+/// waits, a bounded time, for the records it handed over, so the checkpoints it completed
+/// are in the database as they are in the text log.
+#[test]
+fn a_run_that_exits_without_finalize_leaves_its_records_when_the_server_is_behind() {
+    use std::io::BufRead;
+    let server = TestServer::start();
+    server.v3_1_database();
+    let job = Job::new();
+    let env = db_env(&server, "pw-insert");
+    let mut run = borrowed(&env);
+    run.extend([("TEST_API_FAIL_FIRST", "1"), ("TEST_API_SLEEP_MS", "300")]);
+    let mut child = job
+        .command(None, 2, &["1000", "3"], &run)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut said = String::new();
+    let mut wait_for = |what: &str| {
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            said += &line;
+            said += "\n";
+            if line.contains(what) {
+                return;
+            }
+        }
+        panic!("never said `{what}`: {said}");
+    };
+    // connected and registered (its START written), then the server stops answering for
+    // the rest of the run (each statement may wait 2 s: this is less)
+    wait_for("no checkpoint, starting from the beginning");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while rows(&server, "SELECT COUNT(*) FROM scr.events")[0][0] == "0" {
+        assert!(std::time::Instant::now() < until, "no START written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    server.pause();
+    wait_for("failing on purpose");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    server.resume();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "{said}");
+    let events = rows(
+        &server,
+        "SELECT t.name, IFNULL(e.dset_name, ''), IFNULL(e.note, '') FROM scr.events e \
+         JOIN scr.types t ON t.id = e.type_id ORDER BY e.id",
+    );
+    assert_eq!(
+        named(&events, "CHECKPOINT"),
+        ["ckpt.1", "ckpt.2", "ckpt.3"],
+        "{events:?}"
+    );
+}
+
 fn run_with(server: &TestServer, password: &str) -> (String, String) {
     let job = Job::new();
     let env = db_env(server, password);
