@@ -16,6 +16,7 @@
 # Run: ./benches/db_log.sh [SIZE_KIB]   (default: 1024; PROFILE=debug uses the debug build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh --no-build   # what it needs, installed when missing (needs root then)
 size=${1:-1024}
 profile=${PROFILE:-release}
 flag=$([ "$profile" = release ] && echo --release || true)

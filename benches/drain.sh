@@ -11,6 +11,7 @@
 # Run: ./benches/drain.sh [SIZE_MIB]   (default: 256)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh --no-build   # what it needs, installed when missing (needs root then)
 size=${1:-256}
 cargo build --release --quiet -p scr-runtime --lib
 cargo build --release --quiet -p scr-launcher

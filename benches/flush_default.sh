@@ -12,6 +12,7 @@
 # Run: ./benches/flush_default.sh [SIZE_MIB [CKPTS [COMPUTE_MS]]]   (default: 64 5 0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh --no-build   # what it needs, installed when missing (needs root then)
 size=${1:-64} ckpts=${2:-5} compute=${3:-0}
 cargo build --release --quiet -p scr-runtime --lib
 root=$(pwd)

@@ -4,6 +4,7 @@
 # Run: ./benches/hostlist.sh   (needs scontrol and nodeset: ./scripts/setup.sh installs them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh --no-build   # what it needs, installed when missing (needs root then)
 cargo build --release --quiet -p scr-launcher
 scr=$(pwd)/target/release/scr
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

@@ -34,6 +34,7 @@
 #      BENCH_PHASES=1 ./benches/redundancy.sh 256     (where each Complete's time goes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh --no-build   # what it needs, installed when missing (needs root then)
 sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(64 256)
 count=${COUNT:-5}
 buf=${BUF:-4194304}

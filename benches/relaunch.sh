@@ -14,6 +14,7 @@
 # the first figure also holds SLURM noticing it (SlurmdTimeout), which scr-run does not add.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh --no-build   # what it needs, installed when missing (needs root then)
 cargo build --release --quiet -p scr-launcher
 
 gaps() { # starts ends: the gaps between each end and the next start

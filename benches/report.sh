@@ -7,6 +7,7 @@
 # Run: ./benches/report.sh [SIZE_MB]   (default: 120; SCR_BIN=path measures another scr)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh --no-build   # what it needs, installed when missing (needs root then)
 size=${1:-120}
 if [ -z "${SCR_BIN:-}" ]; then
   cargo build --release --quiet -p scr-launcher --bin scr

@@ -10,6 +10,7 @@
 # Run: ./benches/runtime.sh [SIZES_MIB...]   (default: 64 256)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh --no-build   # what it needs, installed when missing (needs root then)
 sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(64 256)
 cargo build --release --quiet -p scr-runtime --lib
 work=$(mktemp -d /dev/shm/scr-bench.XXXXXX)

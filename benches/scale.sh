@@ -20,6 +20,7 @@
 # Run: ./benches/scale.sh            RANKS="8 32" SIZES="65536" ./benches/scale.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh --no-build   # what it needs, installed when missing (needs root then)
 read -r -a rank_counts <<<"${RANKS:-8 32 128 256}"
 read -r -a sizes <<<"${SIZES:-16777216 65536}"
 target="$(pwd)/target/openmpi"

@@ -15,6 +15,7 @@
 # Exit status: 0 no violation, 1 a violation, 2 bad usage or setup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/setup.sh --no-build   # what it needs, installed when missing (needs root then)
 # (--lib applies to every package named with it, hence two builds)
 cargo build --quiet -p scr-runtime --lib
 cargo build --quiet -p scr-launcher --bin scr

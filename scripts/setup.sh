@@ -3,6 +3,8 @@
 # Safe to run again: it installs only what is missing.
 #
 #   scripts/setup.sh            install what is missing, make MPICH the default MPI, build
+#   scripts/setup.sh --no-build the same without the build (the campaign, the histories and
+#                               the benches build what they run themselves)
 #   scripts/setup.sh --check    print the Debian packages that are missing, one a line; change nothing
 #   scripts/setup.sh --proofs   print "package<TAB>path" for each dependency found
 #
@@ -137,11 +139,13 @@ for row in "${deps[@]}"; do
   fi
 done
 
+build=1
 case ${1:-} in
+  --no-build) build=0 ;;
   --check) [ ${#missing[@]} -eq 0 ] || printf '%s\n' "${missing[@]}"; exit 0 ;;
   --proofs) [ ${#proofs[@]} -eq 0 ] || printf '%s\n' "${proofs[@]}"; exit 0 ;;
   "") ;;
-  *) echo "usage: scripts/setup.sh [--check | --proofs]" >&2; exit 2 ;;
+  *) echo "usage: scripts/setup.sh [--no-build | --check | --proofs]" >&2; exit 2 ;;
 esac
 [ -z "$root" ] || { echo "setup: SCR_SETUP_ROOT is only for --check and --proofs" >&2; exit 2; }
 
@@ -181,4 +185,4 @@ if ! command -v cargo >/dev/null; then
   exit 1
 fi
 
-cargo build --workspace --all-targets --quiet
+[ $build -eq 0 ] || cargo build --workspace --all-targets --quiet

@@ -177,3 +177,46 @@ fn every_proof_is_a_file_of_the_package_setup_installs() {
         }
     }
 }
+
+/// Every documented command that builds or runs MPI programs on its own (the fault
+/// campaign, the history checker, each benchmark) installs what is missing before it
+/// builds: on a fresh machine it must not stop in the mpi crate's build script.
+#[test]
+fn every_script_that_builds_installs_what_it_needs_first() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut scripts = vec![
+        root.join("tests/cluster/faults.sh"),
+        root.join("scripts/histories.sh"),
+    ];
+    for entry in std::fs::read_dir(root.join("benches")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "sh") {
+            scripts.push(path);
+        }
+    }
+    assert!(scripts.len() > 5, "{scripts:?}");
+    for script in scripts {
+        let text = std::fs::read_to_string(&script).unwrap();
+        let commands: Vec<&str> = text
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| !l.starts_with('#'))
+            .collect();
+        let first = |pattern: &str| commands.iter().position(|l| l.contains(pattern));
+        let setup = first("scripts/setup.sh --no-build");
+        let build = ["cargo build", "mpicc", "cargo run"]
+            .iter()
+            .filter_map(|p| first(p))
+            .min();
+        assert!(
+            build.is_some(),
+            "{} builds nothing: is it still one of these?",
+            script.display()
+        );
+        assert!(
+            setup.is_some() && setup < build,
+            "{} builds before it runs `./scripts/setup.sh --no-build`",
+            script.display()
+        );
+    }
+}

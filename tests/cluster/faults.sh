@@ -77,6 +77,8 @@ harness=$src/tests/cluster/cluster.sh
 export SLURM_CONF=$STATE/slurm.conf PDSH_RCMD_TYPE=ssh USER=root
 
 # --- build: the commands, libscr and the application, copied where every node sees them
+# what the campaign needs (MPICH, SLURM, munge, pdsh, …), installed when missing
+./scripts/setup.sh --no-build
 echo "faults: building"
 cargo build --quiet -p scr-launcher -p scr-runtime
 # the prefix-full file system must exist before the nodes' mount namespaces are made
