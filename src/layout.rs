@@ -138,7 +138,7 @@ pub fn parse_dataset_dir_name(name: &str) -> Option<u64> {
 }
 
 /// The ids of the datasets with a directory under `<prefix>/.scr/`, in no order.
-/// Listed through the prefix's handle, as every read of `.scr` is ([`crate::io::open_state`]):
+/// Listed through the prefix's handle, as every read of `.scr` is ([`crate::io::open_regular`]):
 /// a `.scr` that is a link, or not the user's, lists nothing.
 pub fn prefix_dataset_ids(prefix: &Path) -> std::io::Result<Vec<u64>> {
     let names = crate::safe_fs::Beneath::open(prefix)

@@ -270,7 +270,8 @@ pub fn read_hash_file_with_size(path: &Path, max_bytes: u64) -> Result<(Hash, u6
 
 /// Opens a file SCR reads for reading: only a regular file, opened so that a FIFO in its
 /// place cannot block the open (it is then refused). One below a `.scr` directory is
-/// SCR's own state, opened as [`open_state`] opens it.
+/// SCR's own state, opened through the handle of the directory holding `.scr`, no link
+/// followed and nothing on the way another user's.
 pub fn open_regular(path: &Path) -> Result<File> {
     open_regular_with(path, O_NONBLOCK)
 }
@@ -297,7 +298,7 @@ pub fn open_regular_no_link(path: &Path) -> Result<File> {
 /// The directory holding the last `.scr` directory on `path`, and the part of `path`
 /// from that `.scr` on: where SCR's own state lies (a prefix's `.scr`, a cached dataset's
 /// parity), None for a path through no `.scr`.
-pub fn state_below(path: &Path) -> Option<(PathBuf, PathBuf)> {
+fn state_below(path: &Path) -> Option<(PathBuf, PathBuf)> {
     let parts: Vec<_> = path.components().collect();
     let at = parts
         .iter()
@@ -316,24 +317,17 @@ pub fn state_below(path: &Path) -> Option<(PathBuf, PathBuf)> {
     Some((root, rel))
 }
 
-/// Opens SCR's state file at `path` below a `.scr` directory ([`state_below`]) through
-/// the handle of the directory holding `.scr`: no link is followed from there on, and
-/// every directory on the way, and the file, must be this user's, the directories
-/// writable by nobody else ([`crate::safe_fs::Beneath::open_state_file`]). Whoever may
-/// rename in that directory (a prefix its group may write) could otherwise swap `.scr`
-/// for a directory of theirs between two of SCR's steps, and have the job take their
-/// files for its index, summaries and file lists: restart from data they chose, or
-/// delete what their lists name.
-pub fn open_state(path: &Path) -> Result<File> {
-    match state_below(path) {
-        Some((root, rel)) => crate::safe_fs::Beneath::open(&root)?.open_state_file(&rel),
-        None => open_regular_no_link(path),
-    }
-}
-
+/// Opens the file at `path`, a regular file. SCR's state below a `.scr` directory
+/// ([`state_below`]) is opened through the handle of the directory holding `.scr`: no link
+/// is followed from there on, and every directory on the way, and the file, must be this
+/// user's, the directories writable by nobody else
+/// ([`crate::safe_fs::Beneath::open_state_file`]). Whoever may rename in that directory (a
+/// prefix its group may write) could otherwise swap `.scr` for a directory of theirs
+/// between two of SCR's steps, and have the job take their files for its index, summaries
+/// and file lists: restart from data they chose, or delete what their lists name.
 fn open_regular_with(path: &Path, flags: i32) -> Result<File> {
-    if state_below(path).is_some() {
-        return open_state(path);
+    if let Some((root, rel)) = state_below(path) {
+        return crate::safe_fs::Beneath::open(&root)?.open_state_file(&rel);
     }
     let file = OpenOptions::new()
         .read(true)

@@ -17,22 +17,25 @@ pub struct Watching {
 }
 
 /// Opens the lock file through the prefix's `.scr`, opened once without following links
-/// below the prefix; None when there is no `.scr`.
-fn lock_file(prefix: &Path) -> Result<Option<File>> {
+/// below the prefix, creating it or (`how`) only where it exists; None when there is no
+/// `.scr`.
+fn lock_file(prefix: &Path, how: safe_fs::OpenIn) -> Result<Option<File>> {
     let Some(hidden) = safe_fs::Beneath::open(prefix)?.open_dir(Path::new(layout::HIDDEN))? else {
         return Ok(None);
     };
     let path = layout::prefix_hidden_dir(prefix).join(LOCK_NAME);
-    safe_fs::open_in(&hidden, OsStr::new(LOCK_NAME), safe_fs::OpenIn::Append)
-        .map(Some)
-        .map_err(|e| Error::io(&path, "open", e))
+    match safe_fs::open_in(&hidden, OsStr::new(LOCK_NAME), how) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(&path, "open", e)),
+    }
 }
 
 /// scr-run, after its prerun made `.scr`: says the prefix is watched until the
 /// [`Watching`] is dropped.
 pub fn watch(prefix: &Path) -> Result<Watching> {
     let path = layout::prefix_hidden_dir(prefix).join(LOCK_NAME);
-    let file = lock_file(prefix)?
+    let file = lock_file(prefix, safe_fs::OpenIn::Append)?
         .ok_or_else(|| Error::invalid(&path, "is in no directory: run scr prerun first"))?;
     rustix::fs::flock(&file, FlockOperation::LockShared)
         .map_err(|e| Error::io(&path, "lock", e.into()))?;
@@ -40,9 +43,9 @@ pub fn watch(prefix: &Path) -> Result<Watching> {
 }
 
 /// Whether a scr-run watches `prefix` now (holds its lock). A prefix whose lock cannot be
-/// looked at is said as unwatched.
+/// looked at is said as unwatched; asking makes no file.
 pub fn is_watched(prefix: &Path) -> bool {
-    let Ok(Some(file)) = lock_file(prefix) else {
+    let Ok(Some(file)) = lock_file(prefix, safe_fs::OpenIn::Existing) else {
         return false;
     };
     match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
@@ -63,6 +66,8 @@ mod tests {
         assert!(watch(prefix).is_err());
         std::fs::create_dir(prefix.join(layout::HIDDEN)).unwrap();
         assert!(!is_watched(prefix));
+        let lock = prefix.join(layout::HIDDEN).join(LOCK_NAME);
+        assert!(!lock.exists(), "asking made the lock file");
         let held = watch(prefix).unwrap();
         // a second scr-run on the prefix shares the lock
         let second = watch(prefix).unwrap();

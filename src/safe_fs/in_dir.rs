@@ -14,6 +14,8 @@ pub enum OpenIn {
     CreateNew,
     /// Append to it, creating it where missing.
     Append,
+    /// Open it only where it exists (a FIFO in its place does not block the open).
+    Existing,
 }
 
 /// Opens `name` in the directory open as `dir` for writing, never through a link; what is
@@ -22,6 +24,7 @@ pub fn open_in(dir: impl AsFd, name: &OsStr, how: OpenIn) -> std::io::Result<Fil
     let how = match how {
         OpenIn::CreateNew => OFlags::CREATE | OFlags::EXCL,
         OpenIn::Append => OFlags::CREATE | OFlags::APPEND,
+        OpenIn::Existing => OFlags::NONBLOCK,
     };
     let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | how;
     let fd = rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o600))?;
@@ -60,7 +63,11 @@ mod tests {
             std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o600
         );
+        drop(open_in(&dir, name, OpenIn::Existing).unwrap());
         remove_in(&dir, name).unwrap();
+        assert!(!path.exists());
+        let missing = open_in(&dir, name, OpenIn::Existing).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
         assert!(!path.exists());
     }
 
@@ -71,7 +78,7 @@ mod tests {
         std::fs::write(&target, b"kept").unwrap();
         std::os::unix::fs::symlink(&target, tmp.path().join("log")).unwrap();
         let dir = File::open(tmp.path()).unwrap();
-        for how in [OpenIn::CreateNew, OpenIn::Append] {
+        for how in [OpenIn::CreateNew, OpenIn::Append, OpenIn::Existing] {
             assert!(open_in(&dir, OsStr::new("log"), how).is_err(), "{how:?}");
         }
         assert_eq!(std::fs::read(&target).unwrap(), b"kept");
