@@ -26,7 +26,8 @@ use std::process::ExitCode;
 )]
 pub struct Args {
     /// Halt after N more checkpoints
-    #[arg(short = 'c', long, value_name = "N")]
+    #[arg(short = 'c', long, value_name = "N", allow_negative_numbers = true,
+          value_parser = count_of("checkpoints"))]
     checkpoints: Option<i64>,
     /// Halt before TIME (with --seconds: that many seconds before it)
     #[arg(short = 'b', long, value_name = "TIME")]
@@ -35,7 +36,8 @@ pub struct Args {
     #[arg(short = 'a', long, value_name = "TIME")]
     after: Option<String>,
     /// Seconds before the allocation end (or --before) to halt
-    #[arg(short = 's', long, value_name = "N")]
+    #[arg(short = 's', long, value_name = "N", allow_negative_numbers = true,
+          value_parser = count_of("seconds"))]
     seconds: Option<i64>,
     /// Stop the running job now, not after its next checkpoint (scr-run kills the run and
     /// does not relaunch; the drain still runs). With no scr-run watching the prefix, a
@@ -70,6 +72,17 @@ pub struct Args {
     /// as operands only; both may be given)
     #[arg(short = 'p', long = "prefix", value_name = "DIR")]
     prefix_option: Vec<PathBuf>,
+}
+
+/// A parser of a count of `what` (0 or more) that names what a negative number or a word
+/// should have been; clap's own message would take `-5` for an option and suggest `-- -5`,
+/// which makes it a prefix.
+fn count_of(what: &'static str) -> impl Fn(&str) -> Result<i64, String> + Clone {
+    move |text| match text.parse::<i64>() {
+        Ok(n) if n >= 0 => Ok(n),
+        Ok(_) => Err(format!("a number of {what} is 0 or more")),
+        Err(_) => Err(format!("expected a whole number of {what} (0 or more)")),
+    }
 }
 
 /// Parses the TIME forms `scr halt` accepts, relative to `now`.
@@ -372,6 +385,45 @@ fn change_halt_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A negative count is refused naming what it counts, not taken for an option (with
+    /// clap's advice to write `-- -5`, which would name a prefix `-5`).
+    #[test]
+    fn a_negative_count_is_refused_as_a_count() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Halt {
+            #[command(flatten)]
+            args: Args,
+        }
+        let refused = |argv: &[&str]| {
+            let full = std::iter::once("scr-halt").chain(argv.iter().copied());
+            match Halt::try_parse_from(full) {
+                Ok(_) => panic!("{argv:?} parsed"),
+                Err(e) => e.to_string(),
+            }
+        };
+        for (argv, says) in [
+            (
+                &["--seconds", "-5", "/p"][..],
+                "a number of seconds is 0 or more",
+            ),
+            (&["-s", "-5"][..], "a number of seconds is 0 or more"),
+            (
+                &["-c", "-1", "/p"][..],
+                "a number of checkpoints is 0 or more",
+            ),
+            (
+                &["--seconds", "soon"][..],
+                "expected a whole number of seconds",
+            ),
+        ] {
+            let e = refused(argv);
+            assert!(e.contains(says) && !e.contains("-- -"), "{argv:?}: {e}");
+        }
+        let ok = Halt::try_parse_from(["scr-halt", "-s", "0", "-c", "3", "/p"]).unwrap();
+        assert_eq!((ok.args.seconds, ok.args.checkpoints), (Some(0), Some(3)));
+    }
 
     #[test]
     fn times() {
