@@ -9,6 +9,8 @@
 #  3. scr-run's drain (scr postrun) copies ckpt.6 from the caches to the prefix and indexes it.
 #  4. Two nodes of one XOR set are lost; a new job cannot rebuild from cache and restarts from
 #     the drained copy on the prefix, verified.
+#  5. The job's report (`scr report`, from the event log) is written where it outlasts the
+#     demo, and its path said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -23,6 +25,8 @@ echo "SCR_CNTL_BASE=$work/cntl" > "$work/scr.conf"
 export SCR_SYSTEM_CONF_FILE=$work/scr.conf SCR_CACHE_BASE=$work/cache SCR_PREFIX=$work/prefix
 export SCR_JOB_ID=demo SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=0 MPIEXEC_TIMEOUT=120
 export SCR_NODELIST='n[1-4]' SCR_RUN_DELAY=0 SCR_RUNS=2
+# the event log (<prefix>/.scr/log), from which the job's report is drawn at the end
+export SCR_LOG_ENABLE=1 SCR_LOG_SYSLOG_ENABLE=0
 export PATH="$root/target/release:$PATH"
 lose() {
   for n in "$@"; do rm -rf "$work"/cache/*/scr.demo/node."$n" "$work"/cntl/*/scr.demo/node."$n"; done
@@ -51,3 +55,8 @@ echo "== a new job: the cache cannot be rebuilt, so the drained ckpt.6 is fetche
 (cd "$work/prefix" && SCR_FLUSH=1 mpiexec -launcher fork -hosts n1,n2,n3,n4 -n 8 "$work/test_api" 1048576 1)
 echo "== the index records the fetch of ckpt.6, and ckpt.7 (flushed: SCR_FLUSH=1) is current"
 scr index -p "$work/prefix" --json
+# the job's report (a page of its runs, failures, checkpoint costs and interval), kept after
+# the demo's directory is removed
+report=$(mktemp /tmp/scr-demo-report.XXXXXX.html)
+scr report -p "$work/prefix" -o "$report" >/dev/null
+echo "== the job's report: $report (open it in a browser; \`scr report\` writes one for any prefix)"
