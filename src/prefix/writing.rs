@@ -223,6 +223,7 @@ pub fn sweep_dead_flushes(prefix: &Path, interrupted: &[u64]) -> Result<(Vec<u64
         match no_writer(prefix, &top)? {
             Some(quiet) => {
                 super::placing::sweep_abandoned(prefix, Path::new(dir))?;
+                sweep_dataset_meta(prefix, id)?;
                 quiet.release();
                 swept.push(id);
             }
@@ -237,9 +238,63 @@ pub fn sweep_dead_flushes(prefix: &Path, interrupted: &[u64]) -> Result<(Vec<u64
     Ok((swept, live))
 }
 
+/// Removes the temporaries a dead flush of dataset `id` left among its records below
+/// `.scr` (a rank2file leaf, a placing record, a summary half written when the writer was
+/// killed), then the dataset's directory there if that leaves it empty (the flush wrote
+/// nothing that stayed). Only where no writer of the flush is alive.
+fn sweep_dataset_meta(prefix: &Path, id: u64) -> Result<()> {
+    let below = crate::safe_fs::Beneath::open(prefix)?;
+    let meta = Path::new(&layout::dataset_meta_rel(id)).to_path_buf();
+    below.remove_temporaries(&meta);
+    below.remove_empty_dir(&meta)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A flush killed while it wrote its records below `.scr` (the campaign's rank and
+    /// scr-run kills) leaves temporaries there; the sweep of dead flushes removes them,
+    /// and the dataset's directory there when nothing else is in it. Another dataset's
+    /// records, and the records of a dataset whose flush had written more, stay.
+    #[test]
+    fn a_dead_flush_leaves_no_temporary_among_its_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path();
+        std::fs::create_dir(layout::prefix_hidden_dir(prefix)).unwrap();
+        let flush = layout::flush_file(prefix);
+        crate::flush::FlushFile::update(&flush, crate::io::PRIVATE_FILE, |f| {
+            for (id, name) in [(6, "ckpt.6"), (9, "ckpt.9")] {
+                f.describe(id, name, Some(id), Some(name));
+                f.set_location(id, crate::flush::Location::Flushing);
+            }
+            Ok(())
+        })
+        .unwrap();
+        let temp_in = |id: u64, leaf: &str| {
+            let meta = layout::dataset_meta_dir(prefix, id);
+            std::fs::create_dir_all(&meta).unwrap();
+            let temp = crate::io::temporary_name(&meta.join(leaf), "tmp");
+            std::fs::write(&temp, b"half").unwrap();
+            temp
+        };
+        let six = temp_in(6, "rank2file.0.0.scr");
+        let nine = temp_in(9, "placing.0.scr");
+        let kept = layout::dataset_meta_dir(prefix, 9).join("rank2file");
+        std::fs::write(&kept, b"whole").unwrap();
+        let other = temp_in(12, "placing.0.scr");
+
+        let (swept, live) = sweep_dead_flushes(prefix, &[6, 9]).unwrap();
+        assert_eq!((swept, live), (vec![6, 9], vec![]));
+        assert!(!six.exists() && !nine.exists());
+        assert!(!layout::dataset_meta_dir(prefix, 6).exists());
+        assert!(kept.exists(), "a dataset's records that are whole stay");
+        assert!(
+            other.exists(),
+            "a dataset whose flush was not cut short is not swept"
+        );
+    }
 
     #[test]
     fn a_live_writer_keeps_a_sweep_out_and_a_dead_one_does_not() {
