@@ -34,6 +34,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod own_records;
 pub mod password;
 mod records;
 mod sink;
@@ -119,6 +120,11 @@ pub enum DbError {
     /// The server is slower than the run.
     #[error("the database server is too slow: {0}")]
     Behind(String),
+    /// An account name or host `scr db grant` will not put into a statement.
+    #[error(
+        "{0:?} is not an account name this command takes: expected letters, digits, `_`, `.` or `-` (a host part: also `%` and `:`)"
+    )]
+    BadAccount(String),
 }
 
 /// Where the server listens.

@@ -204,6 +204,36 @@ impl TestServer {
         }
     }
 
+    /// Runs `sql` as the account `user` with `password` (from an option file of the
+    /// server's directory, mode 600, never on the command line).
+    pub fn try_sql_as(&self, user: &str, password: &str, sql: &str) -> Result<String, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let options = self.dir.path().join(format!("{user}.cnf"));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&options)
+            .map_err(|e| e.to_string())?;
+        std::io::Write::write_all(
+            &mut file,
+            format!("[client]\nuser={user}\npassword={password}\n").as_bytes(),
+        )
+        .map_err(|e| e.to_string())?;
+        let out = Command::new(tool("mariadb"))
+            .arg(format!("--defaults-file={}", options.display()))
+            .arg(format!("--socket={}", self.socket().display()))
+            .args(["--batch", "--skip-column-names", "--execute", sql])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
     /// [`TestServer::try_sql`] that must work.
     pub fn sql(&self, sql: &str) -> String {
         self.try_sql(sql)

@@ -267,3 +267,117 @@ fn a_password_goes_over_tcp_only_by_tls_to_a_certificate_that_checks_out() {
         .unwrap();
     assert!(accepted >= 1, "no TLS connection was accepted");
 }
+
+/// Two users, each with an account of their own granted a database of their own records
+/// (`Connection::grant_own_records` over a v3.1 database): each logs their jobs through
+/// the library's sink unchanged, reads only their own jobs, names, events and transfers,
+/// reaches nothing of the other's nor the log's tables, and can add no record in the
+/// other's name or to the other's job; the administrator sees both in the log's tables.
+#[test]
+fn each_user_reads_and_writes_only_their_own_records() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    server.create_user("admin", "pw-admin");
+    server.sql("GRANT ALL ON *.* TO 'admin'@'localhost' WITH GRANT OPTION");
+    let at = |s| Local.with_ymd_and_hms(2026, 5, 6, 7, 0, s).unwrap();
+    for (user, password) in [("alice", "pw-alice"), ("bob", "pw-bob")] {
+        server.create_user(user, password);
+        let admin = target(&server, "admin", "pw-admin", "scr");
+        let mut conn = Connection::open(&admin, false).unwrap();
+        let own = scr_db::own_records::own_database_name("scr", user).unwrap();
+        conn.grant_own_records("scr", &own, user, "%").unwrap();
+        conn.grant_own_records("scr", &own, user, "localhost")
+            .unwrap();
+        // the user's jobs, logged as the library logs them, into their own database
+        let sink = Sink::open(
+            Ok(target(&server, user, password, &own)),
+            user,
+            &format!("/p/{user}/run"),
+            at(0),
+        );
+        sink.record("START", at(1), &[("ranks", "2".into())]);
+        sink.record(
+            "CHECKPOINT",
+            at(3),
+            &[
+                ("name", format!("ckpt.{user}")),
+                ("dset", "1".into()),
+                ("bytes", "4096".into()),
+                ("secs", "1.000".into()),
+            ],
+        );
+        assert!(sink.settle(SETTLE), "{user}: {}", server.error_log());
+    }
+    // a prefix nobody logged yet is not the other's to see; an unused name is
+    server.sql("INSERT INTO scr.jobnames (name) VALUES ('/p/nobody/yet')");
+
+    let as_user = |user: &str, sql: &str| {
+        let password = format!("pw-{user}");
+        server.try_sql_as(user, &password, sql)
+    };
+    assert_eq!(
+        as_user("alice", "SELECT name FROM scr_alice.usernames").unwrap(),
+        "alice\n"
+    );
+    assert_eq!(
+        as_user("alice", "SELECT name FROM scr_alice.jobnames ORDER BY name").unwrap(),
+        "/p/alice/run\n/p/nobody/yet\n"
+    );
+    assert_eq!(
+        as_user(
+            "alice",
+            "SELECT dset_name FROM scr_alice.events WHERE dset_name IS NOT NULL"
+        )
+        .unwrap(),
+        "ckpt.alice\n"
+    );
+    assert_eq!(
+        as_user("bob", "SELECT dset_name, bytes FROM scr_bob.transfers").unwrap(),
+        "ckpt.bob\t4096\n"
+    );
+    assert_eq!(
+        as_user("bob", "SELECT COUNT(*) FROM scr_bob.jobs").unwrap(),
+        "1\n"
+    );
+    // nothing of the other's, nor the log's own tables
+    for sql in [
+        "SELECT * FROM scr.events",
+        "SELECT * FROM scr.jobnames",
+        "SELECT * FROM scr_bob.events",
+        "SELECT * FROM scr_bob.usernames",
+    ] {
+        let refused = as_user("alice", sql).unwrap_err();
+        assert!(refused.contains("denied"), "{sql}: {refused}");
+    }
+    // no record in the other's name, nor for the other's job
+    let bob_job = server.sql(
+        "SELECT j.id FROM scr.jobs j JOIN scr.usernames u ON u.id = j.username_id WHERE u.name = 'bob'",
+    );
+    let bob_job = bob_job.trim();
+    let bob_id = server.sql("SELECT id FROM scr.usernames WHERE name = 'bob'");
+    let bob_id = bob_id.trim();
+    for sql in [
+        "INSERT INTO scr_alice.usernames (name) VALUES ('bob')".to_string(),
+        format!(
+            "INSERT INTO scr_alice.events (job_id, type_id, note) VALUES ({bob_job}, 1, 'forged')"
+        ),
+        format!(
+            "INSERT INTO scr_alice.jobs (username_id, jobname_id, start) VALUES ({bob_id}, 1, NOW())"
+        ),
+    ] {
+        let refused = as_user("alice", &sql).unwrap_err();
+        assert!(refused.contains("CHECK OPTION"), "{sql}: {refused}");
+    }
+    assert_eq!(
+        server.sql("SELECT COUNT(*) FROM scr.events WHERE note = 'forged'"),
+        "0\n"
+    );
+    // the administrator reads every user's records in the log's tables
+    assert_eq!(
+        server.sql(
+            "SELECT u.name, e.dset_name FROM scr.events e JOIN scr.jobs j ON j.id = e.job_id \
+             JOIN scr.usernames u ON u.id = j.username_id WHERE e.dset_name IS NOT NULL ORDER BY u.name"
+        ),
+        "alice\tckpt.alice\nbob\tckpt.bob\n"
+    );
+}

@@ -305,3 +305,76 @@ fn scr_run_records_each_run_and_how_it_ended_beside_the_librarys_events() {
     );
     assert!(kinds.contains(&"SCR_RUN_FINISHED"), "{kinds:?}");
 }
+
+/// A site gives a user a database of their own records (`scr db grant`, as the
+/// administrator, the password from an option file): a real job run as that user, with the
+/// two settings the command names, logs there; the user reads their checkpoints back and
+/// nothing of the log's own tables, where the administrator sees the job under their name.
+#[test]
+fn scr_db_grant_gives_a_users_jobs_a_database_of_their_own_records() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let server = TestServer::start();
+    server.v3_1_database();
+    server.create_user("admin", "pw-admin");
+    server.sql("GRANT ALL ON *.* TO 'admin'@'localhost' WITH GRANT OPTION");
+    server.create_user("alice", "pw-alice");
+    let admin_options = server.dir().join("admin.cnf");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&admin_options)
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"[client]\nuser=admin\npassword=pw-admin\n").unwrap();
+    let socket = server.socket().display().to_string();
+    let granted = std::process::Command::new(scr_command())
+        .args(["db", "grant", "alice", "--option-file"])
+        .arg(&admin_options)
+        .env("SCR_LOG_DB_HOST", &socket)
+        .env("SCR_LOG_DB_NAME", "scr")
+        .env_remove("SCR_LOG_DB_PASS")
+        .output()
+        .unwrap();
+    assert!(granted.status.success(), "{}", text(&granted));
+    assert!(
+        text(&granted).contains("SCR_LOG_DB_NAME=scr_alice SCR_LOG_DB_USER=alice"),
+        "{}",
+        text(&granted)
+    );
+
+    let job = Job::new();
+    let env = [
+        ("SCR_LOG_ENABLE", "1"),
+        ("SCR_LOG_SYSLOG_ENABLE", "0"),
+        ("SCR_LOG_DB_ENABLE", "1"),
+        ("SCR_LOG_DB_HOST", socket.as_str()),
+        ("SCR_LOG_DB_NAME", "scr_alice"),
+        ("SCR_LOG_DB_USER", "alice"),
+        ("SCR_LOG_DB_PASS", "pw-alice"),
+        ("SCR_USER_NAME", "alice"),
+        ("SCR_FLUSH", "1"),
+    ];
+    let out = job.run_ok(2, &["1000", "2"], &env);
+    assert!(!out.contains("database log off"), "{out}");
+
+    let checkpoints = server
+        .try_sql_as(
+            "alice",
+            "pw-alice",
+            "SELECT e.dset_name FROM scr_alice.events e JOIN scr_alice.types t \
+             ON t.id = e.type_id WHERE t.name = 'CHECKPOINT' ORDER BY e.id",
+        )
+        .unwrap();
+    assert_eq!(checkpoints, "ckpt.1\nckpt.2\n");
+    let refused = server
+        .try_sql_as("alice", "pw-alice", "SELECT COUNT(*) FROM scr.events")
+        .unwrap_err();
+    assert!(refused.contains("denied"), "{refused}");
+    assert_eq!(
+        server.sql(
+            "SELECT u.name, n.name FROM scr.jobs j JOIN scr.usernames u ON u.id = j.username_id \
+             JOIN scr.jobnames n ON n.id = j.jobname_id"
+        ),
+        format!("alice\t{}\n", job.prefix().display())
+    );
+}

@@ -1,5 +1,6 @@
 //! `scr db`: the database of SCR's event log (SCR_LOG_DB_*): `scr db init` creates the
-//! database and its tables (SCR v3.1's, column for column), `scr db schema` prints them.
+//! database and its tables (SCR v3.1's, column for column), `scr db schema` prints them,
+//! `scr db grant USER` gives a user's account a database of their own records alone.
 //! The password is never an argument: it comes from the environment (SCR_LOG_DB_PASS), a
 //! configuration file only its owner can read, or a MariaDB option file only its owner
 //! can read (`--option-file`, else ~/.my.cnf).
@@ -20,6 +21,7 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Action {
     Init(InitArgs),
+    Grant(GrantArgs),
     Schema,
 }
 
@@ -47,6 +49,41 @@ pub struct InitArgs {
     option_file: Option<PathBuf>,
 }
 
+/// `scr db grant`.
+#[derive(clap::Args)]
+#[command(
+    about = "Give a user's account a database of their own records alone",
+    long_about = "Give the account USER a database of their own records: views of the log's \
+                  tables (those of SCR_LOG_DB_NAME, which `scr db init` made) with the same names \
+                  and columns, each showing only USER's rows and taking only rows of theirs. \
+                  The account is granted reading and adding there, and nothing on the log's \
+                  own tables, so it reads no other user's records and writes none in their \
+                  name (SCR v3.1 lets every logging account read and write every job's). The \
+                  user's jobs log there with SCR_LOG_DB_NAME set to that database and \
+                  SCR_LOG_DB_USER to USER (a site's scr.conf may say SCR_LOG_DB_NAME=scr_$USER); \
+                  the administrator reads every user's records in the log's tables.\n\n\
+                  The account must exist (CREATE USER, with the site's way of logging in: \
+                  a password the user keeps in ~/.my.cnf, or unix_socket on the server's \
+                  machine). The administrator's account is the one `scr db init` takes.\n\n\
+                  Exit codes: 0 granted (again: the views are made anew); 1 an error, which \
+                  names the account, database or server."
+)]
+pub struct GrantArgs {
+    /// The account's user name (MariaDB's, the same as the login name the jobs run as)
+    #[arg(value_name = "USER")]
+    user: String,
+    /// The account's host part
+    #[arg(long, value_name = "HOST", default_value = "%")]
+    host: String,
+    /// The user's database (default: SCR_LOG_DB_NAME, `_`, USER)
+    #[arg(long, value_name = "NAME")]
+    database: Option<String>,
+    /// A MariaDB option file with user= and password= of the administrator's account
+    /// (mode 600)
+    #[arg(long, value_name = "FILE")]
+    option_file: Option<PathBuf>,
+}
+
 /// What the database layer said, as the commands' error.
 fn said(e: scr_db::DbError) -> scr::Error {
     match e {
@@ -61,6 +98,36 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     match args.action {
         Action::Schema => {
             print!("{}", scr_db::SCHEMA);
+            Ok(ExitCode::SUCCESS)
+        }
+        Action::Grant(grant) => {
+            let target = init_target(&InitArgs {
+                option_file: grant.option_file.clone(),
+            })?;
+            let own = match &grant.database {
+                Some(name) => name.clone(),
+                None => scr_db::own_records::own_database_name(&target.database, &grant.user)
+                    .ok_or_else(|| scr::Error::Config {
+                        origin: "scr db grant".into(),
+                        what: format!(
+                            "{}_{} is no database name SCR takes (letters, digits, `_`, `$`): \
+                             name one with --database",
+                            target.database, grant.user
+                        ),
+                    })?,
+            };
+            let mut conn = Connection::open(&target, false).map_err(said)?;
+            conn.grant_own_records(&target.database, &own, &grant.user, &grant.host)
+                .map_err(said)?;
+            println!(
+                "{}: '{}'@'{}' reads and adds its own records in database {own} at {} \
+                 (its jobs: SCR_LOG_DB_NAME={own} SCR_LOG_DB_USER={})",
+                crate::program_name(),
+                grant.user,
+                grant.host,
+                target.address,
+                grant.user
+            );
             Ok(ExitCode::SUCCESS)
         }
         Action::Init(init) => {
