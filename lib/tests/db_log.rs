@@ -378,3 +378,61 @@ fn scr_db_grant_gives_a_users_jobs_a_database_of_their_own_records() {
         format!("alice\t{}\n", job.prefix().display())
     );
 }
+
+/// `scr halt` and a `scr postrun` run by hand log to the database too, each under the job
+/// of the prefix it acts on, beside the library's records of that job: the drain's lines
+/// and whether it drained, the halt's conditions.
+#[test]
+fn scr_halt_and_a_hand_run_postrun_log_under_the_job_of_their_prefix() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    let job = Job::new();
+    let env = db_env(&server, "pw-insert");
+    let mut cache_only = borrowed(&env);
+    cache_only.extend([("SCR_FLUSH", "0"), ("TEST_API_NO_FINALIZE", "1")]);
+    run_ok_on(&job, "n1,n2", 2, &["1000", "2"], &cache_only);
+
+    let scr = |args: &[&str]| {
+        let mut cmd = scr_for(&job);
+        cmd.args(args)
+            .current_dir(job.prefix())
+            .env("SCR_PREFIX", job.prefix())
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        text(&out)
+    };
+    let drained = scr(&["postrun"]);
+    assert!(
+        drained.contains("(ckpt.2) drained and current"),
+        "{drained}"
+    );
+    scr(&["halt", "--checkpoints", "3"]);
+
+    let jobs = rows(&server, "SELECT id FROM scr.jobs");
+    assert_eq!(jobs.len(), 1, "one job, the prefix's: {jobs:?}");
+    let events = rows(
+        &server,
+        "SELECT t.name, IFNULL(e.note, '') FROM scr.events e JOIN scr.types t ON t.id = e.type_id \
+         WHERE t.name IN ('START', 'SCR_POSTRUN', 'SCR_HALT') ORDER BY e.id",
+    );
+    let kinds: Vec<&str> = events.iter().map(|e| e[0].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"START"), "{events:?}");
+    let postrun: Vec<&str> = events
+        .iter()
+        .filter(|e| e[0] == "SCR_POSTRUN")
+        .map(|e| e[1].as_str())
+        .collect();
+    assert!(
+        postrun
+            .iter()
+            .any(|n| n.contains("message=") && n.contains("(ckpt.2) drained and current")),
+        "{events:?}"
+    );
+    assert_eq!(postrun.last(), Some(&"drained=true"), "{events:?}");
+    assert_eq!(
+        events.last().map(|e| (e[0].as_str(), e[1].as_str())),
+        Some(("SCR_HALT", "checkpoints=3")),
+        "{events:?}"
+    );
+}

@@ -249,6 +249,9 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         match change_halt_file(&args, &prefix, before, after) {
             Ok(text) => {
                 print!("{text}");
+                if !args.list {
+                    log_change(&args, &params, &prefix, before, after);
+                }
                 if args.immediate && !scr::prefix::watch::is_watched(&prefix) {
                     eprintln!(
                         "scr_halt: WARNING: no scr-run watches {}: nothing stops the running \
@@ -267,6 +270,50 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         }
     }
     Ok(ExitCode::from(u8::from(failed)))
+}
+
+/// The change to the halt file of `prefix` in the database log (SCR_LOG_DB_ENABLE), under
+/// the job of that prefix: one `SCR_HALT` record of what was set, unset or removed.
+fn log_change(
+    args: &Args,
+    params: &scr::params::Params,
+    prefix: &std::path::Path,
+    before: Option<i64>,
+    after: Option<i64>,
+) {
+    let Some(db) = super::db_log(params, prefix) else {
+        return;
+    };
+    let mut fields: Vec<(&str, String)> = Vec::new();
+    if args.remove {
+        fields.push(("removed", "1".into()));
+    }
+    for (key, value) in [
+        ("checkpoints", args.checkpoints),
+        ("before", before),
+        ("after", after),
+        ("seconds", args.seconds),
+    ] {
+        if let Some(v) = value {
+            fields.push((key, v.to_string()));
+        }
+    }
+    for (key, flag) in [
+        ("unset_checkpoints", args.unset_checkpoints),
+        ("unset_before", args.unset_before),
+        ("unset_after", args.unset_after),
+        ("unset_seconds", args.unset_seconds),
+        ("unset_reason", args.unset_reason),
+        ("immediate", args.immediate),
+    ] {
+        if flag {
+            fields.push((key, "1".into()));
+        }
+    }
+    if fields.is_empty() {
+        fields.push(("reason", reasons::JOB_HALTED.into()));
+    }
+    db.record("SCR_HALT", Local::now(), &fields);
 }
 
 /// What `args` ask of the halt file of `prefix` (remove, list, or change it, with the

@@ -170,6 +170,23 @@ fn account_of(uid: u32) -> Option<(Option<std::ffi::CString>, u32)> {
     Some((Some(name), entry.pw_gid))
 }
 
+/// The database log of a command's events (SCR_LOG_ENABLE and SCR_LOG_DB_ENABLE), under
+/// the job the library's records of `prefix` go to: this user's computation there. None
+/// when it is off. Dropping it gives the log a bounded time to write what it was handed.
+pub fn db_log(params: &scr::params::Params, prefix: &std::path::Path) -> Option<scr_db::Sink> {
+    let log = &params.typed().log;
+    if !(log.enable && log.db.enable) {
+        return None;
+    }
+    let user = scr::layout::user_name();
+    Some(scr_db::Sink::open(
+        scr_db::Target::from_settings(&log.db, &user),
+        &user,
+        &prefix.to_string_lossy(),
+        chrono::Local::now(),
+    ))
+}
+
 /// The job id that names the job's directories: the library's rule ([`scr::layout::job_id`]),
 /// from the parameters and this process's environment.
 pub fn job_id(params: &scr::params::Params) -> String {

@@ -362,8 +362,20 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
         Some(t) => nodeset(t, "--down")?,
         None => HostSet::new(),
     };
-    let ok = postrun_with(&params, &prefix, &down, local_caches, &mut |line| {
+    // each line in the database log too, as scr-run's drain logs it
+    let db = super::db_log(&params, &prefix);
+    let record = |fields: &[(&str, String)]| {
+        if let Some(db) = &db {
+            db.record("SCR_POSTRUN", chrono::Local::now(), fields);
+        }
+    };
+    let drained = postrun_with(&params, &prefix, &down, local_caches, &mut |line| {
+        record(&[("message", line.to_string())]);
         eprintln!("scr_postrun: {line}")
-    })?;
-    Ok(ExitCode::from(u8::from(!ok)))
+    });
+    match &drained {
+        Ok(ok) => record(&[("drained", ok.to_string())]),
+        Err(e) => record(&[("error", e.to_string())]),
+    }
+    Ok(ExitCode::from(u8::from(!drained?)))
 }

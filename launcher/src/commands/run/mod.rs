@@ -169,17 +169,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     let job_id = super::job_id(&params);
     export_job(rm.as_ref(), &job_id);
     let prefix = super::prefix_dir(None, &params)?;
-    // the job in the database is the user's computation in this prefix, as the library's
-    let log = &settings.log;
-    if log.enable && log.db.enable {
-        let user = scr::layout::user_name();
-        reporter.db = Some(scr_db::Sink::open(
-            scr_db::Target::from_settings(&log.db, &user),
-            &user,
-            &prefix.to_string_lossy(),
-            chrono::Local::now(),
-        ));
-    }
+    reporter.db = super::db_log(&params, &prefix);
     let exclude = super::excluded_nodes(&params)?;
     let node_check = super::nodes::configured_node_check(&params, false);
     let launch_node = rm
