@@ -125,6 +125,10 @@ pub enum DbError {
         "{0:?} is not an account name this command takes: expected letters, digits, `_`, `.` or `-` (a host part: also `%` and `:`)"
     )]
     BadAccount(String),
+    /// `scr db grant` found the server in a state it will not grant in (no such account, a
+    /// database or account of that name that is not the log's): what it found, and the fix.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// Where the server listens.
@@ -431,6 +435,14 @@ impl Connection {
         self.say_statement(sql, &values);
         self.conn
             .exec_first::<u64, _, _>(sql, values)
+            .map_err(|source| statement_error(sql, source))
+    }
+
+    /// The first column of every row a query returns, as text.
+    fn column(&mut self, sql: &str, values: Vec<Value>) -> Result<Vec<String>, DbError> {
+        self.say_statement(sql, &values);
+        self.conn
+            .exec::<String, _, _>(sql, values)
             .map_err(|source| statement_error(sql, source))
     }
 

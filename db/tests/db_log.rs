@@ -285,9 +285,9 @@ fn each_user_reads_and_writes_only_their_own_records() {
         let admin = target(&server, "admin", "pw-admin", "scr");
         let mut conn = Connection::open(&admin, false).unwrap();
         let own = scr_db::own_records::own_database_name("scr", user).unwrap();
-        conn.grant_own_records("scr", &own, user, "%").unwrap();
-        conn.grant_own_records("scr", &own, user, "localhost")
-            .unwrap();
+        // every account of the user's name, without naming their hosts
+        let hosts = conn.grant_own_records("scr", &own, user, None).unwrap();
+        assert_eq!(hosts, ["%", "localhost"]);
         // the user's jobs, logged as the library logs them, into their own database
         let sink = Sink::open(
             Ok(target(&server, user, password, &own)),
@@ -356,13 +356,15 @@ fn each_user_reads_and_writes_only_their_own_records() {
     let bob_job = bob_job.trim();
     let bob_id = server.sql("SELECT id FROM scr.usernames WHERE name = 'bob'");
     let bob_id = bob_id.trim();
+    let nobodys = server.sql("SELECT id FROM scr.jobnames WHERE name = '/p/nobody/yet'");
+    let nobodys = nobodys.trim();
     for sql in [
         "INSERT INTO scr_alice.usernames (name) VALUES ('bob')".to_string(),
         format!(
             "INSERT INTO scr_alice.events (job_id, type_id, note) VALUES ({bob_job}, 1, 'forged')"
         ),
         format!(
-            "INSERT INTO scr_alice.jobs (username_id, jobname_id, start) VALUES ({bob_id}, 1, NOW())"
+            "INSERT INTO scr_alice.jobs (username_id, jobname_id, start) VALUES ({bob_id}, {nobodys}, NOW())"
         ),
     ] {
         let refused = as_user("alice", &sql).unwrap_err();
@@ -372,6 +374,27 @@ fn each_user_reads_and_writes_only_their_own_records() {
         server.sql("SELECT COUNT(*) FROM scr.events WHERE note = 'forged'"),
         "0\n"
     );
+    // nor a job of the other's prefix, which would show its name
+    let alice_id = server.sql("SELECT id FROM scr.usernames WHERE name = 'alice'");
+    let bob_name = server.sql("SELECT id FROM scr.jobnames WHERE name = '/p/bob/run'");
+    let refused = as_user(
+        "alice",
+        &format!(
+            "INSERT INTO scr_alice.jobs (username_id, jobname_id, start) VALUES ({}, {}, NOW())",
+            alice_id.trim(),
+            bob_name.trim()
+        ),
+    )
+    .unwrap_err();
+    assert!(refused.contains("another user's job's"), "{refused}");
+    assert_eq!(
+        as_user(
+            "alice",
+            "SELECT name FROM scr_alice.jobnames WHERE name LIKE '/p/bob%'"
+        )
+        .unwrap(),
+        ""
+    );
     // the administrator reads every user's records in the log's tables
     assert_eq!(
         server.sql(
@@ -379,5 +402,103 @@ fn each_user_reads_and_writes_only_their_own_records() {
              JOIN scr.usernames u ON u.id = j.username_id WHERE e.dset_name IS NOT NULL ORDER BY u.name"
         ),
         "alice\tckpt.alice\nbob\tckpt.bob\n"
+    );
+}
+
+/// `scr db grant` reaches no further than it says: the database it grants is the user's
+/// alone (not a GRANT pattern that takes in another's), the accounts are the user's that
+/// exist (none is made without a password), and it refuses, changing nothing, a database
+/// that is not a user's view of the log, an account that reads the log already, and an
+/// account of the views' name somebody logs in as. The views read as a locked account,
+/// not as the administrator who made them.
+#[test]
+fn a_grant_reaches_no_further_than_it_says() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    server.create_user("admin", "pw-admin");
+    server.sql("GRANT ALL ON *.* TO 'admin'@'localhost' WITH GRANT OPTION");
+    let admin = || Connection::open(&target(&server, "admin", "pw-admin", "scr"), false).unwrap();
+    let grant = |own: &str, user: &str, host: Option<&str>| {
+        admin().grant_own_records("scr", own, user, host)
+    };
+
+    // `_` in j_smith's database is no wildcard: jasmith's stays out of j_smith's reach
+    server.sql("CREATE DATABASE scr_jasmith; CREATE TABLE scr_jasmith.t (x INT); INSERT INTO scr_jasmith.t VALUES (7)");
+    server.create_user("j_smith", "pw-j_smith");
+    grant("scr_j_smith", "j_smith", None).unwrap();
+    let refused = server
+        .try_sql_as("j_smith", "pw-j_smith", "SELECT x FROM scr_jasmith.t")
+        .unwrap_err();
+    assert!(refused.contains("denied"), "{refused}");
+    server
+        .try_sql_as(
+            "j_smith",
+            "pw-j_smith",
+            "SELECT COUNT(*) FROM scr_j_smith.jobs",
+        )
+        .unwrap();
+
+    // no account is made: carol has none, then one at localhost alone
+    let none = grant("scr_carol", "carol", None).unwrap_err().to_string();
+    assert!(
+        none.contains("no account 'carol'") && none.contains("CREATE USER"),
+        "{none}"
+    );
+    assert_eq!(
+        server.sql("SELECT COUNT(*) FROM mysql.user WHERE User = 'carol'"),
+        "0\n"
+    );
+    server.sql("CREATE USER 'carol'@'localhost' IDENTIFIED BY 'pw-carol'");
+    let none = grant("scr_carol", "carol", Some("%"))
+        .unwrap_err()
+        .to_string();
+    assert!(none.contains("no account 'carol'@'%'"), "{none}");
+    assert_eq!(grant("scr_carol", "carol", None).unwrap(), ["localhost"]);
+    assert_eq!(
+        server.sql("SELECT Host FROM mysql.user WHERE User = 'carol'"),
+        "localhost\n"
+    );
+
+    // a database that is not a user's view of the log is refused and left as it was
+    server.create_user("dave", "pw-dave");
+    for own in ["mysql", "scr", "scr_jasmith"] {
+        let refused = grant(own, "dave", None).unwrap_err().to_string();
+        assert!(refused.contains(own), "{own}: {refused}");
+        let reach = server.try_sql_as("dave", "pw-dave", &format!("SHOW TABLES FROM {own}"));
+        assert!(reach.is_err(), "{own}: {reach:?}");
+    }
+    assert_eq!(server.sql("SELECT x FROM scr_jasmith.t"), "7\n");
+    // granting again over the user's own views is fine
+    grant("scr_j_smith", "j_smith", None).unwrap();
+
+    // an account that reads the log already would be hidden nothing
+    server.create_user("erin", "pw-erin");
+    server.sql("GRANT SELECT ON `scr`.* TO 'erin'@'%'");
+    let wider = grant("scr_erin", "erin", None).unwrap_err().to_string();
+    assert!(
+        wider.contains("'erin'@'%'") && wider.contains("REVOKE"),
+        "{wider}"
+    );
+    assert_eq!(
+        server
+            .sql("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'scr_erin'"),
+        "0\n"
+    );
+
+    // the views read as the locked account, whoever made them
+    assert_eq!(
+        server.sql(
+            "SELECT DISTINCT DEFINER, SECURITY_TYPE FROM information_schema.VIEWS WHERE TABLE_SCHEMA = 'scr_j_smith'"
+        ),
+        "scr_views@localhost\tDEFINER\n"
+    );
+    let locked = server.sql("SHOW CREATE USER 'scr_views'@'localhost'");
+    assert!(locked.contains("ACCOUNT LOCK"), "{locked}");
+    // and an account of that name somebody logs in as is never taken for it
+    server.sql("DROP USER 'scr_views'@'localhost'; CREATE USER 'scr_views'@'localhost' IDENTIFIED BY 'pw-x'");
+    let open = grant("scr_carol", "carol", None).unwrap_err().to_string();
+    assert!(
+        open.contains("scr_views") && open.contains("not locked"),
+        "{open}"
     );
 }

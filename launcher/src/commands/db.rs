@@ -64,7 +64,14 @@ pub struct InitArgs {
                   the administrator reads every user's records in the log's tables.\n\n\
                   The account must exist (CREATE USER, with the site's way of logging in: \
                   a password the user keeps in ~/.my.cnf, or unix_socket on the server's \
-                  machine). The administrator's account is the one `scr db init` takes.\n\n\
+                  machine): every account of USER's name is granted, or --host's alone; none \
+                  is ever made. The views read the log as a locked account of their own \
+                  (SCR_LOG_DB_NAME followed by _views, at localhost), made when missing, and a \
+                  trigger on the log's jobs keeps each job name (a prefix) to the user whose \
+                  job took it first. Refused, with nothing changed: an account that can read \
+                  the log's tables already, a database of that name holding anything but these \
+                  views, the server's own databases. The administrator's account is the one \
+                  `scr db init` takes.\n\n\
                   Exit codes: 0 granted (again: the views are made anew); 1 an error, which \
                   names the account, database or server."
 )]
@@ -72,9 +79,9 @@ pub struct GrantArgs {
     /// The account's user name (MariaDB's, the same as the login name the jobs run as)
     #[arg(value_name = "USER")]
     user: String,
-    /// The account's host part
-    #[arg(long, value_name = "HOST", default_value = "%")]
-    host: String,
+    /// The host part of the one account to grant (default: every account of USER's name)
+    #[arg(long, value_name = "HOST")]
+    host: Option<String>,
     /// The user's database (default: SCR_LOG_DB_NAME, `_`, USER)
     #[arg(long, value_name = "NAME")]
     database: Option<String>,
@@ -117,14 +124,18 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
                     })?,
             };
             let mut conn = Connection::open(&target, false).map_err(said)?;
-            conn.grant_own_records(&target.database, &own, &grant.user, &grant.host)
+            let hosts = conn
+                .grant_own_records(&target.database, &own, &grant.user, grant.host.as_deref())
                 .map_err(said)?;
+            let accounts: Vec<String> = hosts
+                .iter()
+                .map(|host| format!("'{}'@'{host}'", grant.user))
+                .collect();
             println!(
-                "{}: '{}'@'{}' reads and adds its own records in database {own} at {} \
+                "{}: {} read and add their own records in database {own} at {} \
                  (its jobs: SCR_LOG_DB_NAME={own} SCR_LOG_DB_USER={})",
                 crate::program_name(),
-                grant.user,
-                grant.host,
+                accounts.join(", "),
                 target.address,
                 grant.user
             );
