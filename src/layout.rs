@@ -335,6 +335,15 @@ pub fn user_name() -> String {
         .unwrap_or_else(account_name)
 }
 
+/// The user a command works for: SCR_USER_NAME, else the account of the effective user id,
+/// whatever USER says (root acting as a prefix's owner works for that owner).
+pub fn effective_user_name() -> String {
+    std::env::var("SCR_USER_NAME")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(account_name)
+}
+
 /// The user id of the job's user: this process's own, or for root (which runs other users'
 /// jobs: an epilog, an operator) the account [`user_name`] names, else root's.
 pub fn job_user_id() -> u32 {

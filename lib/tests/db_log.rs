@@ -436,3 +436,70 @@ fn scr_halt_and_a_hand_run_postrun_log_under_the_job_of_their_prefix() {
         "{events:?}"
     );
 }
+
+/// Root (an operator, an epilog) running `scr halt` on a user's prefix acts as its owner
+/// and logs the change in the owner's name, under the owner's job of that prefix, whatever
+/// root's environment says its user is.
+#[test]
+fn root_halting_a_users_prefix_logs_in_the_owners_name() {
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "acting as a prefix's owner is root's: run the tests as root (CI does)"
+    );
+    let server = TestServer::start();
+    server.v3_1_database();
+    // the owner reaches the server's socket as any local user would
+    std::fs::set_permissions(server.dir(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let job = Job::new();
+    std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prefix = job.prefix();
+    std::os::unix::fs::chown(&prefix, Some(65534), Some(65534)).unwrap();
+
+    let env = db_env(&server, "pw-insert");
+    let out = scr_for(&job)
+        .args(["halt", "--checkpoints", "3"])
+        .env("SCR_PREFIX", &prefix)
+        .env("USER", "root")
+        .env_remove("SCR_USER_NAME")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("database log off"), "{}", text(&out));
+    let logged = rows(
+        &server,
+        "SELECT u.name, n.name, IFNULL(e.note, '') FROM scr.events e \
+         JOIN scr.types t ON t.id = e.type_id JOIN scr.jobs j ON j.id = e.job_id \
+         JOIN scr.usernames u ON u.id = j.username_id JOIN scr.jobnames n ON n.id = j.jobname_id \
+         WHERE t.name = 'SCR_HALT'",
+    );
+    let owner = nix_name(65534);
+    assert_eq!(
+        logged,
+        [vec![
+            owner,
+            prefix.display().to_string(),
+            "checkpoints=3".to_string()
+        ]]
+    );
+    assert_eq!(
+        rows(
+            &server,
+            "SELECT name FROM scr.usernames WHERE name = 'root'"
+        )
+        .len(),
+        0
+    );
+}
+
+/// The account name of user id `uid`, from the password database.
+fn nix_name(uid: u32) -> String {
+    let out = std::process::Command::new("id")
+        .args(["-nu", &uid.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "id -nu {uid}: {}", text(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

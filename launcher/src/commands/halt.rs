@@ -281,7 +281,8 @@ fn log_change(
     before: Option<i64>,
     after: Option<i64>,
 ) {
-    let Some(db) = super::db_log(params, prefix) else {
+    // root acting as the prefix's owner logs in the owner's name, as the owner's jobs do
+    let Some(db) = super::db_log(params, prefix, scr::layout::effective_user_name()) else {
         return;
     };
     let mut fields: Vec<(&str, String)> = Vec::new();
@@ -314,6 +315,7 @@ fn log_change(
         fields.push(("reason", reasons::JOB_HALTED.into()));
     }
     db.record("SCR_HALT", Local::now(), &fields);
+    db.close(super::DB_LOG_WAIT);
 }
 
 /// What `args` ask of the halt file of `prefix` (remove, list, or change it, with the

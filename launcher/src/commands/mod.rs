@@ -170,15 +170,23 @@ fn account_of(uid: u32) -> Option<(Option<std::ffi::CString>, u32)> {
     Some((Some(name), entry.pw_gid))
 }
 
+/// How long a command run by hand (`scr halt`, `scr postrun`), not a step of a job, waits
+/// at most for its database records to be written before it exits: a server that answers
+/// slowly still gets them, one that is down or stopped was given up on already.
+pub const DB_LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// The database log of a command's events (SCR_LOG_ENABLE and SCR_LOG_DB_ENABLE), under
-/// the job the library's records of `prefix` go to: this user's computation there. None
-/// when it is off. Dropping it gives the log a bounded time to write what it was handed.
-pub fn db_log(params: &scr::params::Params, prefix: &std::path::Path) -> Option<scr_db::Sink> {
+/// the job the library's records of `prefix` go to: `user`'s computation there. None when
+/// it is off. Dropping it gives the log a bounded time to write what it was handed.
+pub fn db_log(
+    params: &scr::params::Params,
+    prefix: &std::path::Path,
+    user: String,
+) -> Option<scr_db::Sink> {
     let log = &params.typed().log;
     if !(log.enable && log.db.enable) {
         return None;
     }
-    let user = scr::layout::user_name();
     Some(scr_db::Sink::open(
         scr_db::Target::from_settings(&log.db, &user),
         &user,

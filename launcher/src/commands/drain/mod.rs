@@ -363,7 +363,7 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
         None => HostSet::new(),
     };
     // each line in the database log too, as scr-run's drain logs it
-    let db = super::db_log(&params, &prefix);
+    let db = super::db_log(&params, &prefix, scr::layout::effective_user_name());
     let record = |fields: &[(&str, String)]| {
         if let Some(db) = &db {
             db.record("SCR_POSTRUN", chrono::Local::now(), fields);
@@ -376,6 +376,9 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
     match &drained {
         Ok(ok) => record(&[("drained", ok.to_string())]),
         Err(e) => record(&[("error", e.to_string())]),
+    }
+    if let Some(db) = db {
+        db.close(super::DB_LOG_WAIT);
     }
     Ok(ExitCode::from(u8::from(!drained?)))
 }

@@ -169,7 +169,8 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     let job_id = super::job_id(&params);
     export_job(rm.as_ref(), &job_id);
     let prefix = super::prefix_dir(None, &params)?;
-    reporter.db = super::db_log(&params, &prefix);
+    // the library's user, whose records of this job these join
+    reporter.db = super::db_log(&params, &prefix, scr::layout::user_name());
     let exclude = super::excluded_nodes(&params)?;
     let node_check = super::nodes::configured_node_check(&params, false);
     let launch_node = rm
