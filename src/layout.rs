@@ -351,43 +351,69 @@ pub fn job_user_id() -> u32 {
     if me != 0 {
         return me;
     }
-    let Ok(name) = std::ffi::CString::new(user_name()) else {
-        return 0;
-    };
-    let mut buf = vec![0 as libc::c_char; 4096];
-    // SAFETY: as in account_name; name is NUL-terminated
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    let rc = unsafe {
-        libc::getpwnam_r(
-            name.as_ptr(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut found,
-        )
-    };
-    if rc != 0 || found.is_null() {
-        return 0;
-    }
-    pwd.pw_uid
+    account_by_name(&user_name()).map_or(0, |a| a.uid)
 }
 
 /// The name of the account this process runs as (the password database's), for when the
 /// environment names none: users without USER must not share one `unknown` directory.
 pub(crate) fn account_name() -> String {
     let uid = rustix::process::geteuid().as_raw();
-    let mut buf = vec![0 as libc::c_char; 4096];
-    // SAFETY: a zeroed passwd is a valid out-parameter; buf outlives the call and the result
+    account_by_id(uid).map_or_else(
+        || format!("uid{uid}"),
+        |a| a.name.to_string_lossy().into_owned(),
+    )
+}
+
+/// An account of the user database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    /// Its login name.
+    pub name: std::ffi::CString,
+    /// Its user id.
+    pub uid: u32,
+    /// Its primary group.
+    pub gid: u32,
+}
+
+/// The account of user id `uid`; None when the user database has none.
+pub fn account_by_id(uid: u32) -> Option<Account> {
+    // SAFETY: the out-parameters are those getpwuid_r documents, sized by `len`
+    lookup_account(|pwd, buf, len, found| unsafe { libc::getpwuid_r(uid, pwd, buf, len, found) })
+}
+
+/// The account named `name`; None when the user database has none (or the name holds a NUL).
+pub fn account_by_name(name: &str) -> Option<Account> {
+    let name = std::ffi::CString::new(name).ok()?;
+    // SAFETY: as in account_by_id; name is NUL-terminated
+    lookup_account(|pwd, buf, len, found| unsafe {
+        libc::getpwnam_r(name.as_ptr(), pwd, buf, len, found)
+    })
+}
+
+/// Runs one getpw*_r look-up with storage of its own and copies out what it found.
+fn lookup_account(
+    lookup: impl FnOnce(
+        *mut libc::passwd,
+        *mut libc::c_char,
+        libc::size_t,
+        *mut *mut libc::passwd,
+    ) -> libc::c_int,
+) -> Option<Account> {
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: a zeroed passwd is a valid out-parameter; buf outlives every use of the result
     let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
     let mut found: *mut libc::passwd = std::ptr::null_mut();
-    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    let rc = lookup(&mut pwd, buf.as_mut_ptr(), buf.len(), &mut found);
     if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
-        return format!("uid{uid}");
+        return None;
     }
-    // SAFETY: getpwuid_r set pw_name to a NUL-terminated string inside buf
-    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
-    name.to_string_lossy().into_owned()
+    // SAFETY: the look-up set pw_name to a NUL-terminated string inside buf
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) }.to_owned();
+    Some(Account {
+        name,
+        uid: pwd.pw_uid,
+        gid: pwd.pw_gid,
+    })
 }
 
 /// XOR redundancy file name (v1.1.8+): `xor.<gid>_<r+1>_of_<n>.scr`.

@@ -46,19 +46,8 @@ fn private_group() -> Option<u32> {
 /// Whether group `gid` is the private group of user id `uid`'s account (named as the
 /// account, nobody else in it): what it may write, only that user may.
 fn group_is_private_to(gid: u32, uid: u32) -> bool {
-    let mut buf = vec![0 as libc::c_char; 1 << 16];
-    // SAFETY: a zeroed passwd is a valid out-parameter; buf outlives every use of the result
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
-    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
-        return false;
-    }
-    // SAFETY: getpwuid_r set pw_name to a NUL-terminated string inside buf
-    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) }
-        .to_bytes()
-        .to_vec();
-    group_is_private_to_name(gid, &name)
+    crate::layout::account_by_id(uid)
+        .is_some_and(|account| group_is_private_to_name(gid, account.name.as_bytes()))
 }
 
 /// Whether group `gid` is named `me` and has no member but `me`, nor is any other

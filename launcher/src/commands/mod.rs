@@ -102,7 +102,8 @@ pub fn act_as_owner_of(dir: &std::path::Path) -> scr::Result<Acting> {
         }
     };
     // (an id without an account gets no groups, and the group nobody has)
-    let (name, gid) = account_of(uid).unwrap_or((None, 65534));
+    let (name, gid) =
+        scr::layout::account_by_id(uid).map_or((None, 65534), |a| (Some(a.name), a.gid));
     let dropped = |what: &str| {
         scr::Error::io(
             dir,
@@ -152,22 +153,6 @@ fn keep_inherited_files_from_children() {
             }
         }
     }
-}
-
-/// The account of user id `uid`: its name and primary group, from the user database.
-fn account_of(uid: u32) -> Option<(Option<std::ffi::CString>, u32)> {
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: an all-zero passwd is valid, filled in by getpwuid_r from `buf`
-    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is to storage that outlives the call, `buf.len()` its size
-    let rc = unsafe { libc::getpwuid_r(uid, &mut entry, buf.as_mut_ptr(), buf.len(), &mut found) };
-    if rc != 0 || found.is_null() {
-        return None;
-    }
-    // SAFETY: pw_name points into `buf`, a NUL-terminated string getpwuid_r wrote
-    let name = unsafe { std::ffi::CStr::from_ptr(entry.pw_name) }.to_owned();
-    Some((Some(name), entry.pw_gid))
 }
 
 /// How long a command run by hand (`scr halt`, `scr postrun`), not a step of a job, waits

@@ -5,6 +5,7 @@
 mod argv;
 pub mod child;
 pub mod drain;
+mod node_test;
 mod nodes;
 pub mod progress;
 pub mod remote;
@@ -13,7 +14,8 @@ mod run_loop;
 
 use argv::LauncherWords;
 pub use argv::reshape_for;
-pub use nodes::{DownNodeQuery, NodeCheck, check_node, list_down_nodes};
+pub use node_test::{NodeCheck, check_node};
+pub use nodes::{DownNodeQuery, list_down_nodes};
 pub use resource::{
     ResourceManager, detect as detect_resource_manager, local_host_name, local_node_cntl_dir,
 };
