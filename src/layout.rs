@@ -416,6 +416,17 @@ fn lookup_account(
     })
 }
 
+/// The file name of this process's program (its executable's), when it has a plain one.
+pub fn program_name() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let name = exe.file_name()?.to_str()?;
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+    plain.then(|| name.to_string())
+}
+
 /// XOR redundancy file name (v1.1.8+): `xor.<gid>_<r+1>_of_<n>.scr`.
 pub fn xor_file_name(group_id: u64, group_rank: u64, group_size: u64) -> String {
     format!("xor.{group_id}_{}_of_{group_size}.scr", group_rank + 1)

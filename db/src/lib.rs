@@ -36,6 +36,7 @@
 
 pub mod own_records;
 pub mod password;
+pub mod read;
 mod records;
 mod sink;
 #[cfg(feature = "test-server")]

@@ -412,13 +412,15 @@ impl Scr {
             self.apply_named_current(&name)?;
         }
         self.flush_on_restart()?;
-        self.log.event(
-            kinds::START,
-            &[
-                ("ranks", self.job.ranks.to_string()),
-                ("nodes", self.job.nodes.to_string()),
-            ],
-        );
+        let mut started = vec![
+            ("ranks", self.job.ranks.to_string()),
+            ("nodes", self.job.nodes.to_string()),
+        ];
+        // the program, so a site's log can tell its applications apart across prefixes
+        if let Some(app) = scr::layout::program_name() {
+            started.push(("app", app));
+        }
+        self.log.event(kinds::START, &started);
         if let Some((id, name)) = self.restart.clone() {
             self.log_restart(id, name);
         }

@@ -207,3 +207,185 @@ fn a_real_job_s_report_renders_in_chromium_with_its_checkpoints_and_its_failure(
         std::fs::copy(&page, Path::new(&keep).with_extension("html")).unwrap();
     }
 }
+
+/// `scr report --db` of a site's database (v3.1's tables, as a site set them up): alice's
+/// job under scr-run (node n3 excluded, its first run dies, scr-run relaunches it) and
+/// bob's job that ends at once, both of the same program. The site's page, rendered in
+/// Chromium, and its JSON show one application with both users, the runs and checkpoints
+/// the applications said they made, alice's run that died in this week, n3 found down;
+/// --user bob shows bob's job alone.
+#[test]
+fn the_site_report_from_the_database_shows_an_application_across_users_and_nodes() {
+    use common::scr_run::*;
+    let server = scr_db::test_server::TestServer::start();
+    server.v3_1_database();
+    let socket = server.socket().display().to_string();
+    let logging = |user: &'static str| {
+        vec![
+            ("SCR_LOG_ENABLE", "1".to_string()),
+            ("SCR_LOG_SYSLOG_ENABLE", "0".into()),
+            ("SCR_LOG_DB_ENABLE", "1".into()),
+            ("SCR_LOG_DB_HOST", socket.clone()),
+            ("SCR_LOG_DB_NAME", "scr".into()),
+            ("SCR_LOG_DB_USER", "scr_insert".into()),
+            ("SCR_LOG_DB_PASS", "pw-insert".into()),
+            ("SCR_USER_NAME", user.into()),
+            ("SCR_FLUSH", "1".into()),
+            ("TEST_API_TIMES", "1".into()),
+            // runs that last seconds: the database keeps times to the second
+            ("TEST_API_SLEEP_MS", "1200".into()),
+        ]
+    };
+    let borrow = |env: &[(&'static str, String)]| -> Vec<(&'static str, String)> { env.to_vec() };
+
+    let alices = Job::new();
+    let mut env = borrow(&logging("alice"));
+    env.extend([
+        ("SCR_NODELIST", "n[1-3]".to_string()),
+        ("SCR_EXCLUDE_NODES", "n3".into()),
+        ("SCR_MIN_NODES", "2".into()),
+        ("SCR_RUNS", "2".into()),
+        ("TEST_API_FAIL_FIRST", "1".into()),
+    ]);
+    let app = alices.app.display().to_string();
+    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (out, alice_said) = output(scr_run_in(
+        &alices,
+        &hydra_on("n1,n2", 2, &[&app, "2000", "2"]),
+        &env_ref,
+    ));
+    assert!(out.status.success(), "{alice_said}");
+    let alice_checkpoints = completed_count(&alice_said);
+
+    let bobs = Job::new();
+    let env = logging("bob");
+    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let bob_said = bobs.run_ok(2, &["2000", "3"], &env_ref);
+    let bob_checkpoints = completed_count(&bob_said);
+    assert_eq!(bob_checkpoints, 3, "{bob_said}");
+    let program = alices
+        .app
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        Some(program.as_str()),
+        bobs.app.file_name().and_then(|n| n.to_str())
+    );
+
+    let report = |args: &[&str]| {
+        let out = Command::new(scr_command())
+            .args(["report", "--db"])
+            .args(args)
+            .current_dir(alices.dir.path())
+            .env("SCR_LOG_DB_HOST", &socket)
+            .env("SCR_LOG_DB_NAME", "scr")
+            .env("SCR_LOG_DB_USER", "scr")
+            .env("SCR_LOG_DB_PASS", "pw-all")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        out
+    };
+    let json: serde_json::Value =
+        serde_json::from_slice(&report(&["--json"]).stdout).expect("JSON on stdout");
+    let apps = json["applications"].as_array().unwrap();
+    assert_eq!(apps.len(), 1, "{json:#}");
+    let a = &apps[0];
+    assert_eq!(a["application"], program.as_str(), "{json:#}");
+    assert_eq!(a["users"], serde_json::json!(["alice", "bob"]), "{json:#}");
+    assert_eq!(a["jobs"], 2, "{json:#}");
+    // alice's two runs (the first died) and bob's one
+    assert_eq!(a["runs"], 3, "{json:#}");
+    assert_eq!(a["runs_died"], 1, "{json:#}");
+    assert_eq!(
+        a["checkpoints"].as_u64(),
+        Some((alice_checkpoints + bob_checkpoints) as u64),
+        "{alice_said}{bob_said}{json:#}"
+    );
+    assert!(a["checkpoint_seconds"].as_f64().unwrap() > 0.0, "{json:#}");
+    assert!(a["flush_mib_per_s"].as_f64().unwrap() > 0.0, "{json:#}");
+    assert!(a["young_seconds"].as_f64().unwrap() > 0.0, "{json:#}");
+    assert!(
+        a["interval_in_use_seconds"].as_f64().unwrap() >= 1.0,
+        "{json:#}"
+    );
+    // the run that died, in this ISO week
+    let week = chrono::Local::now().format("%G-W%V").to_string();
+    assert_eq!(
+        json["weeks"],
+        serde_json::json!([{"week": week, "runs_died": 1, "checkpoints_failed": 0, "fetches_failed": 0}]),
+        "{json:#}"
+    );
+    // n3, found down before the first launch (and kept out of the second: once down,
+    // always down, said once)
+    let nodes = json["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 1, "{json:#}");
+    assert_eq!(nodes[0]["node"], "n3");
+    assert_eq!(nodes[0]["times_down"], 1, "{alice_said}{json:#}");
+    assert!(
+        nodes[0]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("SCR_EXCLUDE_NODES"),
+        "{json:#}"
+    );
+    let jobs = json["jobs"].as_array().unwrap();
+    let prefixes: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["job_name"].as_str().unwrap())
+        .collect();
+    let alices_prefix = alices.prefix().display().to_string();
+    let bobs_prefix = bobs.prefix().display().to_string();
+    assert_eq!(prefixes, [alices_prefix.as_str(), bobs_prefix.as_str()]);
+
+    // one user's jobs alone
+    let bob_only: serde_json::Value =
+        serde_json::from_slice(&report(&["--json", "--user", "bob"]).stdout).unwrap();
+    assert_eq!(
+        bob_only["jobs"].as_array().unwrap().len(),
+        1,
+        "{bob_only:#}"
+    );
+    assert_eq!(bob_only["jobs"][0]["user"], "bob");
+    assert_eq!(bob_only["jobs"][0]["runs_died"], 0);
+    assert_eq!(bob_only["weeks"], serde_json::json!([]));
+
+    // the page, in a real browser
+    let page = alices.dir.path().join("site.html");
+    report(&["-o", page.to_str().unwrap()]);
+    let profile = alices.dir.path().join("chromium-profile");
+    let dom = chromium(&profile, &["--dump-dom"], &page);
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    let app_row =
+        row(&dom, "apps", &format!("data-app=\"{program}\"")).expect("the application's row");
+    assert!(app_row.contains("alice, bob"), "{app_row}");
+    let node_row = row(&dom, "nodes", "data-node=\"n3\"").expect("n3's row");
+    assert!(node_row.contains(">1<"), "{node_row}");
+    let week_row = row(&dom, "weeks", &format!("data-week=\"{week}\"")).expect("this week's row");
+    assert!(week_row.contains(">1<"), "{week_row}");
+    let bars = chart_texts(&dom, "weeks");
+    assert!(bars.contains(&week), "{bars:?}");
+    assert!(
+        dom.contains(&escape_html(&alices_prefix)),
+        "alice's prefix on the page"
+    );
+    if let Some(keep) = std::env::var_os("SCR_SITE_REPORT_SCREENSHOT") {
+        let shot = format!("--screenshot={}", Path::new(&keep).display());
+        chromium(&profile, &[&shot, "--window-size=1280,1600"], &page);
+        std::fs::copy(&page, Path::new(&keep).with_extension("html")).unwrap();
+    }
+}
+
+/// How many checkpoints the application said returned complete.
+fn completed_count(out: &str) -> usize {
+    completed(out).len()
+}
+
+fn escape_html(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

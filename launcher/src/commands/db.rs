@@ -92,7 +92,7 @@ pub struct GrantArgs {
 }
 
 /// What the database layer said, as the commands' error.
-fn said(e: scr_db::DbError) -> scr::Error {
+pub fn said(e: scr_db::DbError) -> scr::Error {
     match e {
         scr_db::DbError::Password(scr_db::password::PasswordError::Unreadable(e)) => e,
         e => scr::Error::Refused {
@@ -108,9 +108,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Action::Grant(grant) => {
-            let target = init_target(&InitArgs {
-                option_file: grant.option_file.clone(),
-            })?;
+            let target = account_target(grant.option_file.as_deref())?;
             let own = match &grant.database {
                 Some(name) => name.clone(),
                 None => scr_db::own_records::own_database_name(&target.database, &grant.user)
@@ -142,7 +140,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Action::Init(init) => {
-            let target = init_target(&init)?;
+            let target = account_target(init.option_file.as_deref())?;
             let mut conn = Connection::open(&target, false).map_err(said)?;
             conn.init_schema(&target.database).map_err(said)?;
             println!(
@@ -156,15 +154,17 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     }
 }
 
-/// The server, database and administrator's account `scr db init` uses.
-fn init_target(init: &InitArgs) -> scr::Result<Target> {
+/// The server, database and account to use: SCR_LOG_DB_*, where the option file given
+/// (user=, password=, host or socket, ssl-ca) wins over the parameters, which name the
+/// logging account.
+pub fn account_target(option_file: Option<&std::path::Path>) -> scr::Result<Target> {
     let params = Params::load(&Sources::from_process())?;
     for w in &params.warnings {
         eprintln!("{}: WARNING: {w}", crate::program_name());
     }
     let db = params.typed().log.db;
     let login = scr::layout::user_name();
-    let Some(file) = &init.option_file else {
+    let Some(file) = option_file else {
         return Target::from_settings(&db, &login).map_err(said);
     };
     // the file given is the account's: it wins over the parameters, which name the

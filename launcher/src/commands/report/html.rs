@@ -28,7 +28,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-const STYLE: &str = r#"
+/// The pages' stylesheet (the job's report and the site-wide one).
+pub const STYLE: &str = r#"
 :root { --ink:#1d2330; --muted:#5b6475; --line:#dde1e8; --bg:#f4f6f9; --card:#fff;
         --blue:#1f77b4; --red:#c81e1e; --green:#2c8c2c; --amber:#b48700; --purple:#7d5bb0; }
 * { box-sizing: border-box; }

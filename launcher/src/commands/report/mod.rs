@@ -12,6 +12,7 @@ pub mod datasets;
 pub mod figures;
 pub mod html;
 pub mod json;
+pub mod site;
 pub mod units;
 
 use scr::event_log;
@@ -52,8 +53,16 @@ use std::process::ExitCode;
                   The page goes to <prefix>/.scr/report.html unless -o says where ('-' for \
                   standard output), and its path is printed. With --svg or --json alone, only \
                   those are written.\n\n\
+                  With --db, the page is the site's instead: every job the event log's \
+                  database holds (SCR_LOG_DB_HOST, SCR_LOG_DB_NAME, SCR_LOG_DB_USER and its \
+                  password as `scr db` takes them; --option-file), or those of --user, --app \
+                  and --since: failures per week and per node, time lost, checkpoint cost and \
+                  flush bandwidth by application, and each application's interval in use \
+                  against Young's and Daly's. A user whose account `scr db grant` gave a \
+                  database of their own sees their own jobs alone. It goes to \
+                  scr-site-report.html in the working directory unless -o says where.\n\n\
                   Exit codes: 0 written; 1 no event log, or a state file or output that \
-                  cannot be read or written (said)."
+                  cannot be read or written, or a database that cannot be read (said)."
 )]
 pub struct Args {
     /// The prefix directory (default: SCR_PREFIX, scr.conf, the working directory)
@@ -78,6 +87,47 @@ pub struct Args {
     /// failures, time lost, interval in use, Young's and Daly's, datasets by location)
     #[arg(long)]
     json: bool,
+    /// The site's page, from the event log's database (SCR_LOG_DB_*) across jobs
+    #[arg(long, conflicts_with_all = ["prefix", "prefix_option", "svg"])]
+    db: bool,
+    /// With --db: only this user's jobs
+    #[arg(long, value_name = "USER", requires = "db")]
+    user: Option<String>,
+    /// With --db: only jobs whose name (their prefix) holds TEXT
+    #[arg(long, value_name = "TEXT", requires = "db")]
+    app: Option<String>,
+    /// With --db: only events since WHEN (YYYY-MM-DD, YYYY-MM-DD HH:MM, or Nd: N days ago)
+    #[arg(long, value_name = "WHEN", requires = "db", value_parser = since)]
+    since: Option<chrono::NaiveDateTime>,
+    /// With --db: a MariaDB option file (mode 600) with the account's user= and password=
+    #[arg(long, value_name = "FILE", requires = "db")]
+    option_file: Option<PathBuf>,
+}
+
+/// `--since`: a date, a date and time, or `Nd` (N days before now), in local time.
+fn since(text: &str) -> Result<chrono::NaiveDateTime, String> {
+    if let Some(days) = text.strip_suffix('d')
+        && let Ok(days) = days.parse::<u32>()
+    {
+        return Ok((chrono::Local::now() - chrono::Duration::days(days.into())).naive_local());
+    }
+    for format in [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+    ] {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(text, format) {
+            return Ok(t);
+        }
+    }
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .map(|d| d.and_hms_opt(0, 0, 0).expect("midnight"))
+        .map_err(|_| {
+            format!(
+                "{text:?} is no time: expected YYYY-MM-DD, YYYY-MM-DD HH:MM, or Nd (N days ago)"
+            )
+        })
 }
 
 /// What the outputs are made from.
@@ -131,6 +181,9 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             "--json and -o - would both write to standard output: write the page to a file \
              (-o FILE) or leave one of them out",
         ));
+    }
+    if args.db {
+        return run_site(args);
     }
     let params = Params::load(&Sources::from_process())?;
     let prefix = super::owners_prefix_dir(args.prefix.or(args.prefix_option), &params)?;
@@ -193,6 +246,52 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `scr report --db`: the site's page (or its JSON) from the event log's database.
+fn run_site(args: Args) -> scr::Result<ExitCode> {
+    let mut target = super::db::account_target(args.option_file.as_deref())?;
+    // a report is no job's step: a large log may take its time to read
+    target.timeout = REPORT_DB_TIMEOUT;
+    let source = format!("{} at {}", target.database, target.address);
+    let mut conn = scr_db::Connection::open(&target, true).map_err(super::db::said)?;
+    let selection = scr_db::read::Selection {
+        user: args.user,
+        job_name: args.app,
+        since: args.since,
+    };
+    let site = site::Site::read(&mut conn, source, selection).map_err(super::db::said)?;
+    if args.output.is_some() || !args.json {
+        let page = site::page(&site);
+        match args.output.as_deref() {
+            Some(p) if p == Path::new("-") => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(page.as_bytes())
+                    .and_then(|_| out.flush())
+                    .map_err(|e| Error::io("standard output", "write the page to", e))?;
+            }
+            given => {
+                let path = given.map_or_else(|| PathBuf::from(SITE_PAGE), Path::to_path_buf);
+                way_is_yours(path.parent().unwrap_or(Path::new(".")))?;
+                scr::io::write_atomic(&path, page.as_bytes(), REPORT_MODE)?;
+                if args.json {
+                    eprintln!("{}", path.display());
+                } else {
+                    println!("{}", path.display());
+                }
+            }
+        }
+    }
+    if args.json {
+        println!("{}", site::json(&site));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How long `scr report --db` waits for the server to connect or answer one query.
+const REPORT_DB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Where `scr report --db` writes the site's page unless -o says where.
+const SITE_PAGE: &str = "scr-site-report.html";
 
 /// Refuses to write into `dir` when someone besides root and the user may change where it
 /// leads (a link of theirs on the way, a directory they own or may rename in): the page

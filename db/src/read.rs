@@ -1,0 +1,236 @@
+//! Reading the log back: the jobs a site-wide report covers and each job's events, as the
+//! text log said them. Through the log's own tables (the administrator) or a user's
+//! database of views of them (`scr db grant`), which have the same names and columns.
+//!
+//! ```no_run
+//! # fn conn() -> scr_db::Connection { unimplemented!() }
+//! use scr_db::read::Selection;
+//! let mut conn = conn();
+//! let selection = Selection { user: Some("alice".into()), ..Selection::default() };
+//! for job in conn.jobs(&selection).unwrap() {
+//!     let events = conn.events_of(&job, &selection).unwrap();
+//!     println!("{} {}: {} events", job.user, job.name, events.len());
+//! }
+//! ```
+
+use crate::{Connection, DbError};
+use chrono::NaiveDateTime;
+
+/// Which records a report covers.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Only this user's jobs.
+    pub user: Option<String>,
+    /// Only jobs whose name (their prefix) holds this text.
+    pub job_name: Option<String>,
+    /// Only events from this time on (the server's local time, as the records are).
+    pub since: Option<NaiveDateTime>,
+}
+
+/// A job of the log: a user's computation in one prefix, across its runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredJob {
+    /// Its id in `jobs`.
+    pub id: u64,
+    /// Its user's name.
+    pub user: String,
+    /// Its name: the prefix.
+    pub name: String,
+}
+
+/// An event as the log holds it (a row of `events`, with the bytes of its transfer).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredEvent {
+    /// Its kind (`types.name`).
+    pub kind: String,
+    /// The dataset it concerns.
+    pub dset: Option<u64>,
+    /// That dataset's name.
+    pub dset_name: Option<String>,
+    /// When it began, to the second.
+    pub start: Option<NaiveDateTime>,
+    /// How long it took.
+    pub secs: Option<f64>,
+    /// The rest of what the text log said of it: `key=value` words.
+    pub note: Option<String>,
+    /// The bytes it moved (its row of `transfers`), when it moved any.
+    pub bytes: Option<f64>,
+}
+
+impl StoredEvent {
+    /// When it ended: its start and its seconds.
+    pub fn end(&self) -> Option<NaiveDateTime> {
+        let secs = self.secs.unwrap_or(0.0).max(0.0);
+        self.start
+            .map(|s| s + chrono::Duration::milliseconds((secs * 1000.0).round() as i64))
+    }
+
+    /// The note's `key=value` pairs, as the text log wrote them: a word with `=` begins a
+    /// pair, a word without one continues the value before it (a message with spaces).
+    pub fn note_fields(&self) -> Vec<(String, String)> {
+        let mut fields: Vec<(String, String)> = Vec::new();
+        for word in self.note.as_deref().unwrap_or_default().split(' ') {
+            match word.split_once('=') {
+                Some((key, value)) if !key.is_empty() && key.bytes().all(is_key_byte) => {
+                    fields.push((key.to_string(), value.to_string()));
+                }
+                _ => match fields.last_mut() {
+                    Some((_, value)) => {
+                        value.push(' ');
+                        value.push_str(word);
+                    }
+                    None if word.is_empty() => {}
+                    None => fields.push(("message".into(), word.to_string())),
+                },
+            }
+        }
+        fields
+    }
+}
+
+fn is_key_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// How the log's DATETIME columns are read: text, parsed here (no client feature needed).
+const TIME_FORMAT_SQL: &str = "%Y-%m-%d %H:%i:%s";
+const TIME_FORMAT: &str = "%Y-%m-%d %H:%M:%S";
+
+fn parse_time(text: Option<String>) -> Option<NaiveDateTime> {
+    NaiveDateTime::parse_from_str(text.as_deref()?, TIME_FORMAT).ok()
+}
+
+/// The `since` bound as the server compares it.
+fn since_text(selection: &Selection) -> Option<String> {
+    selection.since.map(|t| t.format(TIME_FORMAT).to_string())
+}
+
+impl Connection {
+    /// The jobs `selection` covers (those with an event in its time), oldest first.
+    pub fn jobs(&mut self, selection: &Selection) -> Result<Vec<StoredJob>, DbError> {
+        let sql = "SELECT j.`id`, u.`name`, n.`name` FROM `jobs` j \
+                   JOIN `usernames` u ON u.`id` = j.`username_id` \
+                   JOIN `jobnames` n ON n.`id` = j.`jobname_id` \
+                   WHERE (? IS NULL OR u.`name` = ?) \
+                   AND (? IS NULL OR INSTR(n.`name`, ?) > 0) \
+                   AND (? IS NULL OR EXISTS (SELECT 1 FROM `events` e WHERE e.`job_id` = j.`id` \
+                        AND e.`start` >= ?)) \
+                   ORDER BY j.`start`, j.`id`";
+        let user = selection.user.clone();
+        let name = selection.job_name.clone();
+        let since = since_text(selection);
+        let values = vec![
+            user.clone().into(),
+            user.into(),
+            name.clone().into(),
+            name.into(),
+            since.clone().into(),
+            since.into(),
+        ];
+        self.say_statement(sql, &values);
+        let rows: Vec<(u64, String, String)> =
+            mysql::prelude::Queryable::exec(&mut self.conn, sql, values)
+                .map_err(|source| crate::statement_error(sql, source))?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, user, name)| StoredJob { id, user, name })
+            .collect())
+    }
+
+    /// The events of `job` in `selection`'s time, in the order they happened (by when
+    /// each ended, then as they were written).
+    pub fn events_of(
+        &mut self,
+        job: &StoredJob,
+        selection: &Selection,
+    ) -> Result<Vec<StoredEvent>, DbError> {
+        let sql = format!(
+            "SELECT t.`name`, e.`dset_id`, e.`dset_name`, DATE_FORMAT(e.`start`, '{TIME_FORMAT_SQL}'), \
+             e.`secs`, e.`note`, \
+             (SELECT x.`bytes` FROM `transfers` x WHERE x.`job_id` = e.`job_id` \
+              AND x.`type_id` = e.`type_id` AND x.`dset_id` = e.`dset_id` \
+              AND x.`start` = e.`start` ORDER BY x.`id` LIMIT 1) \
+             FROM `events` e JOIN `types` t ON t.`id` = e.`type_id` \
+             WHERE e.`job_id` = ? AND (? IS NULL OR e.`start` >= ?) \
+             ORDER BY e.`start` + INTERVAL ROUND(IFNULL(e.`secs`, 0)) SECOND, e.`id`"
+        );
+        let since = since_text(selection);
+        let values = vec![job.id.into(), since.clone().into(), since.into()];
+        self.say_statement(&sql, &values);
+        type Row = (
+            String,
+            Option<u64>,
+            Option<String>,
+            Option<String>,
+            Option<f64>,
+            Option<Vec<u8>>,
+            Option<f64>,
+        );
+        let rows: Vec<Row> = mysql::prelude::Queryable::exec(&mut self.conn, &sql, values)
+            .map_err(|source| crate::statement_error(&sql, source))?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(kind, dset, dset_name, start, secs, note, bytes)| StoredEvent {
+                    kind,
+                    dset,
+                    dset_name,
+                    start: parse_time(start),
+                    secs,
+                    note: note.map(|n| String::from_utf8_lossy(&n).into_owned()),
+                    bytes,
+                },
+            )
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_note(note: &str) -> StoredEvent {
+        StoredEvent {
+            kind: "X".into(),
+            dset: None,
+            dset_name: None,
+            start: None,
+            secs: None,
+            note: Some(note.into()),
+            bytes: None,
+        }
+    }
+
+    #[test]
+    fn a_note_gives_back_the_fields_the_text_log_wrote() {
+        let e = with_note("attempt=2 node=n3 reason=Failed to ping");
+        assert_eq!(
+            e.note_fields(),
+            [
+                ("attempt".to_string(), "2".to_string()),
+                ("node".into(), "n3".into()),
+                ("reason".into(), "Failed to ping".into()),
+            ]
+        );
+        let e = with_note("message=(ckpt.2) drained and current: 2 = 2");
+        assert_eq!(
+            e.note_fields(),
+            [(
+                "message".to_string(),
+                "(ckpt.2) drained and current: 2 = 2".to_string()
+            )]
+        );
+        assert_eq!(with_note("").note_fields(), []);
+    }
+
+    #[test]
+    fn an_event_ends_its_seconds_after_its_start() {
+        let mut e = with_note("");
+        e.start = parse_time(Some("2026-05-06 07:00:01".into()));
+        e.secs = Some(2.4);
+        assert_eq!(
+            e.end().unwrap().format(TIME_FORMAT).to_string(),
+            "2026-05-06 07:00:03"
+        );
+    }
+}

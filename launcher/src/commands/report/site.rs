@@ -1,0 +1,586 @@
+//! `scr report --db`: what `scr report` shows of one prefix, across every job the event
+//! log's database holds (SCR_LOG_DB_*): failures per week and per node, the time they
+//! cost, checkpoint cost and flush bandwidth by application, and the checkpoint interval
+//! each application uses against Young's and Daly's optimum.
+//!
+//! Each job's events are read back as the text log said them and computed as `scr report`
+//! computes one prefix's ([`FiguresSoFar`]), so the two never disagree; an application's
+//! figures are its jobs' together. SCR's records name a computation by its prefix (v3.1's
+//! job name); the application is the program's name its runs logged at their start
+//! (`app=`), else the job name.
+
+use super::figures::{FailureKind, Figures, FiguresSoFar, Time};
+use super::html::escape;
+use super::units;
+use scr::event_log::{Event, Skipped, Stats, daly, young};
+use scr_db::read::{Selection, StoredEvent, StoredJob};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+/// One job's figures, and what its runs said of nodes.
+pub struct JobFigures {
+    pub job: StoredJob,
+    pub app: String,
+    pub figures: Figures,
+    /// The nodes scr-run found down (SCR_RUN_NODE_DOWN): node, why, when.
+    pub nodes_down: Vec<(String, String, Time)>,
+}
+
+/// Everything the site-wide report shows.
+pub struct Site {
+    /// The server and database read.
+    pub source: String,
+    pub selection: Selection,
+    pub generated: chrono::DateTime<chrono::Local>,
+    pub jobs: Vec<JobFigures>,
+}
+
+/// An application's jobs together.
+pub struct AppRow {
+    pub app: String,
+    pub users: BTreeSet<String>,
+    pub jobs: usize,
+    pub stats: Stats,
+    pub failures: u64,
+    pub time_lost: f64,
+    /// Mean checkpoint cost, over every checkpoint of its jobs.
+    pub cost: Option<f64>,
+    /// Mean flush bandwidth (MiB/s), over every flush that logged one.
+    pub flush_bandwidth: Option<f64>,
+    /// Mean interval in use, over every gap between checkpoints of a run.
+    pub interval: Option<f64>,
+    /// The mean time between failures to plan with, and whether it is a lower bound.
+    pub mtbf: Option<(f64, bool)>,
+    pub young: Option<f64>,
+    pub daly: Option<f64>,
+}
+
+/// The time of a record: the server's local time, as v3.1 records it.
+fn local(t: chrono::NaiveDateTime) -> Option<Time> {
+    use chrono::TimeZone;
+    chrono::Local
+        .from_local_datetime(&t)
+        .earliest()
+        .map(|t| t.fixed_offset())
+}
+
+/// An event of the log as the text log said it.
+fn as_text_event(stored: &StoredEvent) -> Option<Event> {
+    let time = local(stored.end()?)?;
+    let mut fields: Vec<(String, String)> = Vec::new();
+    if let Some(dset) = stored.dset {
+        fields.push(("dset".into(), dset.to_string()));
+    }
+    if let Some(name) = &stored.dset_name {
+        fields.push(("name".into(), name.clone()));
+    }
+    if let Some(secs) = stored.secs {
+        fields.push(("secs".into(), format!("{secs:.3}")));
+    }
+    if let Some(bytes) = stored.bytes {
+        fields.push(("bytes".into(), format!("{:.0}", bytes.max(0.0))));
+    }
+    fields.extend(stored.note_fields());
+    Some(Event {
+        time,
+        kind: stored.kind.clone(),
+        fields,
+    })
+}
+
+impl Site {
+    /// Reads the jobs `selection` covers and computes each one's figures.
+    pub fn read(
+        conn: &mut scr_db::Connection,
+        source: String,
+        selection: Selection,
+    ) -> Result<Site, scr_db::DbError> {
+        let mut jobs = Vec::new();
+        for job in conn.jobs(&selection)? {
+            let mut so_far = FiguresSoFar::default();
+            let mut app = None;
+            let mut nodes_down = Vec::new();
+            for stored in conn.events_of(&job, &selection)? {
+                let Some(event) = as_text_event(&stored) else {
+                    continue;
+                };
+                if event.kind == scr::event_log::kinds::START
+                    && let Some(name) = event.field("app")
+                {
+                    app = Some(name.to_string());
+                }
+                if event.kind == "SCR_RUN_NODE_DOWN"
+                    && let Some(node) = event.field("node")
+                {
+                    let why = event.field("reason").unwrap_or_default().to_string();
+                    nodes_down.push((node.to_string(), why, event.time));
+                }
+                so_far.add(event);
+            }
+            jobs.push(JobFigures {
+                app: app.unwrap_or_else(|| job.name.clone()),
+                job,
+                figures: so_far.finish(Skipped::default()),
+                nodes_down,
+            });
+        }
+        Ok(Site {
+            source,
+            selection,
+            generated: chrono::Local::now(),
+            jobs,
+        })
+    }
+
+    /// The applications, each its jobs together, by name.
+    pub fn apps(&self) -> Vec<AppRow> {
+        let mut by_app: BTreeMap<&str, Vec<&JobFigures>> = BTreeMap::new();
+        for job in &self.jobs {
+            by_app.entry(&job.app).or_default().push(job);
+        }
+        by_app
+            .into_iter()
+            .map(|(app, jobs)| app_row(app, &jobs))
+            .collect()
+    }
+
+    /// Failures by ISO week (`2026-W48`) and kind, oldest week first.
+    pub fn failures_by_week(&self) -> BTreeMap<String, [u64; 3]> {
+        let mut weeks: BTreeMap<String, [u64; 3]> = BTreeMap::new();
+        for job in &self.jobs {
+            for f in &job.figures.failures {
+                let week = f.time.format("%G-W%V").to_string();
+                weeks.entry(week).or_default()[kind_slot(f.kind)] += 1;
+            }
+        }
+        weeks
+    }
+
+    /// Each node scr-run found down: how often, and the reasons, most often first.
+    pub fn nodes(&self) -> Vec<(String, u64, BTreeSet<String>)> {
+        let mut nodes: BTreeMap<&str, (u64, BTreeSet<String>)> = BTreeMap::new();
+        for job in &self.jobs {
+            for (node, why, _) in &job.nodes_down {
+                let entry = nodes.entry(node).or_default();
+                entry.0 += 1;
+                entry.1.insert(why.clone());
+            }
+        }
+        let mut rows: Vec<_> = nodes
+            .into_iter()
+            .map(|(n, (count, why))| (n.to_string(), count, why))
+            .collect();
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        rows
+    }
+}
+
+fn kind_slot(kind: FailureKind) -> usize {
+    match kind {
+        FailureKind::RunDied => 0,
+        FailureKind::CheckpointFailed => 1,
+        FailureKind::FetchFailed => 2,
+    }
+}
+
+/// A mean over parts, each with its weight; None when nothing weighs.
+fn weighted(parts: impl Iterator<Item = (Option<f64>, f64)>) -> Option<f64> {
+    let (sum, weight) = parts
+        .filter_map(|(v, w)| v.map(|v| (v * w, w)))
+        .filter(|(_, w)| *w > 0.0)
+        .fold((0.0, 0.0), |(s, n), (v, w)| (s + v, n + w));
+    (weight > 0.0).then(|| sum / weight)
+}
+
+fn app_row(app: &str, jobs: &[&JobFigures]) -> AppRow {
+    let stats = Stats {
+        runs: jobs.iter().map(|j| j.figures.stats.runs).sum(),
+        failures: jobs.iter().map(|j| j.figures.stats.failures).sum(),
+        run_seconds: jobs.iter().map(|j| j.figures.stats.run_seconds).sum(),
+        checkpoints: jobs.iter().map(|j| j.figures.stats.checkpoints).sum(),
+        mean_checkpoint_seconds: weighted(jobs.iter().map(|j| {
+            let s = &j.figures.stats;
+            (Some(s.mean_checkpoint_seconds), s.checkpoints as f64)
+        }))
+        .unwrap_or(0.0),
+    };
+    let cost = (stats.checkpoints > 0).then_some(stats.mean_checkpoint_seconds);
+    let mtbf = stats.mtbf_estimate();
+    let (young, daly) = match (cost, mtbf) {
+        (Some(c), Some((m, _))) => (Some(young(c, m)), Some(daly(c, m))),
+        _ => (None, None),
+    };
+    AppRow {
+        app: app.to_string(),
+        users: jobs.iter().map(|j| j.job.user.clone()).collect(),
+        jobs: jobs.len(),
+        failures: jobs.iter().map(|j| j.figures.failures.total).sum(),
+        time_lost: jobs.iter().map(|j| j.figures.time_lost()).sum(),
+        cost,
+        flush_bandwidth: weighted(
+            jobs.iter()
+                .map(|j| (j.figures.flush_bandwidth, j.figures.flushes.total as f64)),
+        ),
+        interval: weighted(
+            jobs.iter()
+                .map(|j| (j.figures.interval.in_use, j.figures.interval.gaps as f64)),
+        ),
+        stats,
+        mtbf,
+        young,
+        daly,
+    }
+}
+
+/// `n` things, in the singular for one.
+fn counted(n: u64, thing: &str) -> String {
+    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
+}
+
+fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
+    v.map_or("-".to_string(), f)
+}
+
+fn mib_per_s(v: f64) -> String {
+    format!("{} MiB/s", units::significant(v))
+}
+
+/// The selection in words, for the page's header.
+fn selection_text(s: &Selection) -> String {
+    let mut parts = Vec::new();
+    if let Some(u) = &s.user {
+        parts.push(format!("user {u}"));
+    }
+    if let Some(a) = &s.job_name {
+        parts.push(format!("job names holding “{a}”"));
+    }
+    if let Some(t) = &s.since {
+        parts.push(format!("since {}", t.format("%Y-%m-%d %H:%M")));
+    }
+    if parts.is_empty() {
+        "every job".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The page: self-contained like the job's report (inline CSS and SVG, no script).
+pub fn page(site: &Site) -> String {
+    let apps = site.apps();
+    let weeks = site.failures_by_week();
+    let nodes = site.nodes();
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>SCR site report: {source}</title><style>{style}</style></head><body>\
+         <header><h1>SCR site report</h1><p>From the event log's database <code>{source}</code>: \
+         {selection}</p><p>Generated {generated}</p></header><main>",
+        source = escape(&site.source),
+        style = super::html::STYLE,
+        selection = escape(&selection_text(&site.selection)),
+        generated = site.generated.format("%Y-%m-%d %H:%M:%S"),
+    );
+    let runs: u64 = apps.iter().map(|a| a.stats.runs).sum();
+    let died: u64 = apps.iter().map(|a| a.stats.failures).sum();
+    let failures: u64 = apps.iter().map(|a| a.failures).sum();
+    let lost: f64 = apps.iter().map(|a| a.time_lost).sum();
+    let users: BTreeSet<&String> = site.jobs.iter().map(|j| &j.job.user).collect();
+    out.push_str("<section id=\"summary\"><div class=\"cards\">");
+    let card = |out: &mut String, id: &str, label: &str, value: String, detail: String| {
+        let _ = write!(
+            out,
+            "<div class=\"card\" id=\"card-{id}\"><div class=\"label\">{label}</div>\
+             <div class=\"value\">{value}</div><div class=\"detail\">{detail}</div></div>"
+        );
+    };
+    card(
+        &mut out,
+        "jobs",
+        "Jobs",
+        site.jobs.len().to_string(),
+        format!(
+            "{}, {}",
+            counted(users.len() as u64, "user"),
+            counted(apps.len() as u64, "application")
+        ),
+    );
+    card(
+        &mut out,
+        "runs",
+        "Runs",
+        runs.to_string(),
+        format!("{died} died"),
+    );
+    card(
+        &mut out,
+        "failures",
+        "Failures",
+        failures.to_string(),
+        "runs that died, failed checkpoints and fetches".into(),
+    );
+    card(
+        &mut out,
+        "lost",
+        "Time lost",
+        units::duration(lost),
+        "work redone and restarts".into(),
+    );
+    out.push_str("</div></section>");
+
+    out.push_str(
+        "<section><h2>By application</h2><p class=\"lead\">Each application's jobs \
+         together: the checkpoint cost and flush bandwidth measured, the interval in use \
+         (end of one checkpoint to the start of the next in a run) against Young's \
+         √(2CM) and Daly's optimum for that cost C and the mean time between failures M \
+         (a lower bound, marked ≥, while an application has not failed yet).</p>\
+         <table id=\"apps\"><thead><tr><th>application</th><th>users</th><th class=\"num\">jobs</th>\
+         <th class=\"num\">runs</th><th class=\"num\">failures</th><th class=\"num\">time lost</th>\
+         <th class=\"num\">checkpoints</th><th class=\"num\">checkpoint cost</th>\
+         <th class=\"num\">flush bandwidth</th><th class=\"num\">interval in use</th>\
+         <th class=\"num\">MTBF</th><th class=\"num\">Young</th><th class=\"num\">Daly</th>\
+         </tr></thead><tbody>",
+    );
+    for a in &apps {
+        let bound = |v: Option<f64>| {
+            let lower = a.mtbf.is_some_and(|(_, lower)| lower);
+            v.map_or("-".to_string(), |v| {
+                format!("{}{}", if lower { "≥ " } else { "" }, units::duration(v))
+            })
+        };
+        let _ = write!(
+            out,
+            "<tr data-app=\"{app}\"><td>{app}</td><td>{users}</td><td class=\"num\">{jobs}</td>\
+             <td class=\"num\">{runs}</td><td class=\"num\">{failures}</td>\
+             <td class=\"num\" data-seconds=\"{lost:.3}\">{lost_text}</td>\
+             <td class=\"num\">{checkpoints}</td><td class=\"num\" data-seconds=\"{cost_raw}\">{cost}</td>\
+             <td class=\"num\">{bw}</td><td class=\"num\">{interval}</td><td class=\"num\">{mtbf}</td>\
+             <td class=\"num\">{young}</td><td class=\"num\">{daly}</td></tr>",
+            app = escape(&a.app),
+            users = escape(&a.users.iter().cloned().collect::<Vec<_>>().join(", ")),
+            jobs = a.jobs,
+            runs = a.stats.runs,
+            failures = a.failures,
+            lost = a.time_lost,
+            lost_text = units::duration(a.time_lost),
+            checkpoints = a.stats.checkpoints,
+            cost_raw = a.cost.map_or(String::new(), |c| format!("{c:.3}")),
+            cost = opt(a.cost, units::duration),
+            bw = opt(a.flush_bandwidth, mib_per_s),
+            interval = opt(a.interval, units::duration),
+            mtbf = bound(a.mtbf.map(|(m, _)| m)),
+            young = bound(a.young),
+            daly = bound(a.daly),
+        );
+    }
+    out.push_str("</tbody></table></section>");
+
+    out.push_str(
+        "<section><h2>Failures per week</h2><p class=\"lead\">Runs that died (no \
+         SCR_Finalize nor halt, and another run followed), checkpoints that failed, and \
+         fetches that failed, by the ISO week they happened in.</p>",
+    );
+    out.push_str(&weeks_chart(&weeks));
+    out.push_str(
+        "<table id=\"weeks\"><thead><tr><th>week</th><th class=\"num\">runs died</th>\
+         <th class=\"num\">checkpoints failed</th><th class=\"num\">fetches failed</th></tr></thead><tbody>",
+    );
+    for (week, counts) in &weeks {
+        let _ = write!(
+            out,
+            "<tr data-week=\"{week}\"><td>{week}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            counts[0], counts[1], counts[2]
+        );
+    }
+    out.push_str("</tbody></table></section>");
+
+    out.push_str(
+        "<section><h2>Failures per node</h2><p class=\"lead\">The nodes scr-run found \
+         down before a run (the resource manager's word, no answer to a ping, a failed \
+         node test, or excluded), and why.</p><table id=\"nodes\"><thead><tr><th>node</th>\
+         <th class=\"num\">times down</th><th>reasons</th></tr></thead><tbody>",
+    );
+    for (node, count, why) in &nodes {
+        let _ = write!(
+            out,
+            "<tr data-node=\"{n}\"><td>{n}</td><td class=\"num\">{count}</td><td>{w}</td></tr>",
+            n = escape(node),
+            w = escape(&why.iter().cloned().collect::<Vec<_>>().join("; ")),
+        );
+    }
+    out.push_str("</tbody></table></section>");
+
+    out.push_str(
+        "<section><h2>Jobs</h2><table id=\"jobs\"><thead><tr><th>user</th><th>job name (prefix)</th>\
+         <th>application</th><th class=\"num\">runs</th><th class=\"num\">died</th>\
+         <th class=\"num\">failures</th><th class=\"num\">time lost</th>\
+         <th class=\"num\">checkpoints</th><th class=\"num\">checkpoint cost</th>\
+         <th class=\"num\">flush bandwidth</th></tr></thead><tbody>",
+    );
+    for j in &site.jobs {
+        let f = &j.figures;
+        let _ = write!(
+            out,
+            "<tr><td>{user}</td><td>{name}</td><td>{app}</td><td class=\"num\">{runs}</td>\
+             <td class=\"num\">{died}</td><td class=\"num\">{failures}</td>\
+             <td class=\"num\">{lost}</td><td class=\"num\">{checkpoints}</td>\
+             <td class=\"num\">{cost}</td><td class=\"num\">{bw}</td></tr>",
+            user = escape(&j.job.user),
+            name = escape(&j.job.name),
+            app = escape(&j.app),
+            runs = f.stats.runs,
+            died = f.stats.failures,
+            failures = f.failures.total,
+            lost = units::duration(f.time_lost()),
+            checkpoints = f.stats.checkpoints,
+            cost = opt(f.interval.cost, units::duration),
+            bw = opt(f.flush_bandwidth, mib_per_s),
+        );
+    }
+    out.push_str("</tbody></table></section>");
+    out.push_str(
+        "<section><h2>How these are counted</h2><dl>\
+         <dt>Job, application</dt><dd>A job is a user's computation in one prefix across its \
+         runs (SCR's job name is the prefix). An application is the program's name its runs \
+         logged at their start, else the job name.</dd>\
+         <dt>Time lost</dt><dd>For a run that died: the work since the checkpoint the next run \
+         restarted from, and the restart; for a failed checkpoint, the time it took — as \
+         <code>scr report</code> counts them for one prefix.</dd>\
+         <dt>Times</dt><dd>The database's records are to the second, in the server's local \
+         time.</dd></dl></section></main></body></html>\n",
+    );
+    out
+}
+
+/// Failures per week as bars (inline SVG), one colour a kind.
+fn weeks_chart(weeks: &BTreeMap<String, [u64; 3]>) -> String {
+    const COLORS: [&str; 3] = ["#c81e1e", "#b48700", "#7d5bb0"];
+    const NAMES: [&str; 3] = ["runs died", "checkpoints failed", "fetches failed"];
+    let (width, height, left, bottom) = (1100.0, 260.0, 50.0, 40.0);
+    let most = weeks
+        .values()
+        .map(|c| c.iter().sum::<u64>())
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let mut svg = format!(
+        "<figure id=\"chart-weeks\"><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" \
+         role=\"img\" aria-label=\"failures per week\">"
+    );
+    let plot_h = height - bottom - 20.0;
+    // a bar no wider than a week's label, however few the weeks
+    let slot = ((width - left - 200.0) / weeks.len().max(1) as f64).min(90.0);
+    for (i, (week, counts)) in weeks.iter().enumerate() {
+        let x = left + i as f64 * slot + slot * 0.15;
+        let mut y = 20.0 + plot_h;
+        for (k, count) in counts.iter().enumerate() {
+            if *count == 0 {
+                continue;
+            }
+            let h = plot_h * *count as f64 / most;
+            y -= h;
+            let _ = write!(
+                svg,
+                "<rect class=\"bar\" data-week=\"{week}\" data-kind=\"{kind}\" x=\"{x:.1}\" y=\"{y:.1}\" \
+                 width=\"{w:.1}\" height=\"{h:.1}\" fill=\"{color}\"><title>{week}: {count} {kind}</title></rect>",
+                kind = NAMES[k],
+                w = slot * 0.7,
+                color = COLORS[k],
+            );
+        }
+        let _ = write!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\" font-family=\"sans-serif\">{week}</text>",
+            x + slot * 0.35,
+            height - bottom + 18.0
+        );
+    }
+    let _ = write!(
+        svg,
+        "<text x=\"{:.1}\" y=\"16\" font-size=\"12\" font-family=\"sans-serif\">{}</text>",
+        left,
+        counted(most as u64, "failure")
+    );
+    for (k, name) in NAMES.iter().enumerate() {
+        let y = 30.0 + k as f64 * 20.0;
+        let _ = write!(
+            svg,
+            "<rect x=\"{x}\" y=\"{y}\" width=\"12\" height=\"12\" fill=\"{c}\"/><text x=\"{tx}\" y=\"{ty}\" \
+             font-size=\"13\" font-family=\"sans-serif\">{name}</text>",
+            x = width - 190.0,
+            c = COLORS[k],
+            tx = width - 172.0,
+            ty = y + 11.0,
+        );
+    }
+    svg.push_str("</svg></figure>");
+    svg
+}
+
+/// The figures as JSON (for scripts): applications, weeks, nodes and jobs.
+pub fn json(site: &Site) -> serde_json::Value {
+    use serde_json::json;
+    let apps: Vec<_> = site
+        .apps()
+        .iter()
+        .map(|a| {
+            json!({
+                "application": a.app,
+                "users": a.users,
+                "jobs": a.jobs,
+                "runs": a.stats.runs,
+                "runs_died": a.stats.failures,
+                "failures": a.failures,
+                "time_lost_seconds": a.time_lost,
+                "checkpoints": a.stats.checkpoints,
+                "checkpoint_seconds": a.cost,
+                "flush_mib_per_s": a.flush_bandwidth,
+                "interval_in_use_seconds": a.interval,
+                "mtbf_seconds": a.mtbf.map(|(m, _)| m),
+                "mtbf_is_lower_bound": a.mtbf.map(|(_, lower)| lower),
+                "young_seconds": a.young,
+                "daly_seconds": a.daly,
+            })
+        })
+        .collect();
+    let weeks: Vec<_> = site
+        .failures_by_week()
+        .into_iter()
+        .map(|(week, c)| {
+            json!({"week": week, "runs_died": c[0], "checkpoints_failed": c[1], "fetches_failed": c[2]})
+        })
+        .collect();
+    let nodes: Vec<_> = site
+        .nodes()
+        .into_iter()
+        .map(|(node, count, why)| json!({"node": node, "times_down": count, "reasons": why}))
+        .collect();
+    let jobs: Vec<_> = site
+        .jobs
+        .iter()
+        .map(|j| {
+            let f = &j.figures;
+            json!({
+                "user": j.job.user,
+                "job_name": j.job.name,
+                "application": j.app,
+                "runs": f.stats.runs,
+                "runs_died": f.stats.failures,
+                "failures": f.failures.total,
+                "time_lost_seconds": f.time_lost(),
+                "checkpoints": f.stats.checkpoints,
+                "checkpoint_seconds": f.interval.cost,
+                "flush_mib_per_s": f.flush_bandwidth,
+                "failure_kinds": f.failures.iter().map(|x| x.kind.as_str()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "source": site.source,
+        "applications": apps,
+        "weeks": weeks,
+        "nodes": nodes,
+        "jobs": jobs,
+    })
+}
