@@ -195,13 +195,8 @@ impl TestServer {
             .arg(format!("--socket={}", self.socket().display()))
             .arg(format!("--user={}", login_name()))
             .args(["--batch", "--skip-column-names", "--execute", sql])
-            .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
-        }
+            .output();
+        rows_or_error(out)
     }
 
     /// Runs `sql` as the account `user` with `password` (from an option file of the
@@ -225,13 +220,8 @@ impl TestServer {
             .arg(format!("--defaults-file={}", options.display()))
             .arg(format!("--socket={}", self.socket().display()))
             .args(["--batch", "--skip-column-names", "--execute", sql])
-            .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
-        }
+            .output();
+        rows_or_error(out)
     }
 
     /// [`TestServer::try_sql`] that must work.
@@ -409,5 +399,15 @@ impl Drop for TestServer {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// What a run of the `mariadb` client printed: its rows, or its error.
+fn rows_or_error(out: std::io::Result<std::process::Output>) -> Result<String, String> {
+    let out = out.map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
     }
 }

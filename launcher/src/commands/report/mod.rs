@@ -194,13 +194,7 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     }
     let page_wanted = args.output.is_some() || (args.svg.is_none() && !args.json);
     // with --json, standard output is the JSON alone: the paths written go to stderr
-    let say = |path: &Path| {
-        if args.json {
-            eprintln!("{}", path.display());
-        } else {
-            println!("{}", path.display());
-        }
-    };
+    let say = |path: &Path| say_written(args.json, path);
     if page_wanted || args.svg.is_some() {
         let charts = charts::all(&report.figures).map_err(|e| {
             Error::io(
@@ -219,26 +213,14 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
             }
         }
         if page_wanted {
-            let page = html::page(&report, &charts);
-            match args.output.as_deref() {
-                Some(p) if p == Path::new("-") => {
-                    let mut out = std::io::stdout().lock();
-                    out.write_all(page.as_bytes())
-                        .and_then(|_| out.flush())
-                        .map_err(|e| Error::io("standard output", "write the page to", e))?;
-                }
-                given => {
-                    let path = given.map_or_else(
-                        || layout::prefix_hidden_dir(&prefix).join("report.html"),
-                        Path::to_path_buf,
-                    );
-                    if given.is_some() {
-                        way_is_yours(path.parent().unwrap_or(Path::new(".")))?;
-                    }
-                    scr::io::write_atomic(&path, page.as_bytes(), REPORT_MODE)?;
-                    say(&path);
-                }
-            }
+            // (the prefix's own directory: its way was checked with the prefix)
+            let in_prefix = layout::prefix_hidden_dir(&prefix).join("report.html");
+            write_page(
+                &html::page(&report, &charts),
+                args.output.as_deref(),
+                PageDefault::InPrefix(in_prefix),
+                &say,
+            )?;
         }
     }
     if args.json {
@@ -261,30 +243,66 @@ fn run_site(args: Args) -> scr::Result<ExitCode> {
     };
     let site = site::Site::read(&mut conn, source, selection).map_err(super::db::said)?;
     if args.output.is_some() || !args.json {
-        let page = site::page(&site);
-        match args.output.as_deref() {
-            Some(p) if p == Path::new("-") => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(page.as_bytes())
-                    .and_then(|_| out.flush())
-                    .map_err(|e| Error::io("standard output", "write the page to", e))?;
-            }
-            given => {
-                let path = given.map_or_else(|| PathBuf::from(SITE_PAGE), Path::to_path_buf);
-                way_is_yours(path.parent().unwrap_or(Path::new(".")))?;
-                scr::io::write_atomic(&path, page.as_bytes(), REPORT_MODE)?;
-                if args.json {
-                    eprintln!("{}", path.display());
-                } else {
-                    println!("{}", path.display());
-                }
-            }
-        }
+        let say = |path: &Path| say_written(args.json, path);
+        write_page(
+            &site::page(&site),
+            args.output.as_deref(),
+            PageDefault::Elsewhere(PathBuf::from(SITE_PAGE)),
+            &say,
+        )?;
     }
     if args.json {
         println!("{}", site::json(&site));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Says a path written: on standard output, or on standard error when that is the JSON's.
+fn say_written(json: bool, path: &Path) {
+    if json {
+        eprintln!("{}", path.display());
+    } else {
+        println!("{}", path.display());
+    }
+}
+
+/// Where a page goes when -o does not say.
+enum PageDefault {
+    /// In the prefix's `.scr`, whose way was checked with the prefix.
+    InPrefix(PathBuf),
+    /// Anywhere else: checked like a path given.
+    Elsewhere(PathBuf),
+}
+
+/// Writes `page` to `output` ('-': standard output), else to `default`, and `say`s the
+/// path written; a path of a directory others may redirect is refused ([`way_is_yours`]).
+fn write_page(
+    page: &str,
+    output: Option<&Path>,
+    default: PageDefault,
+    say: &dyn Fn(&Path),
+) -> scr::Result<()> {
+    let path = match (output, default) {
+        (Some(p), _) if p == Path::new("-") => {
+            let mut out = std::io::stdout().lock();
+            return out
+                .write_all(page.as_bytes())
+                .and_then(|_| out.flush())
+                .map_err(|e| Error::io("standard output", "write the page to", e));
+        }
+        (None, PageDefault::InPrefix(path)) => path,
+        (Some(path), _) => checked_way(path.to_path_buf())?,
+        (None, PageDefault::Elsewhere(path)) => checked_way(path)?,
+    };
+    scr::io::write_atomic(&path, page.as_bytes(), REPORT_MODE)?;
+    say(&path);
+    Ok(())
+}
+
+/// `path`, once the way to its directory is the user's ([`way_is_yours`]).
+fn checked_way(path: PathBuf) -> scr::Result<PathBuf> {
+    way_is_yours(path.parent().unwrap_or(Path::new(".")))?;
+    Ok(path)
 }
 
 /// How long `scr report --db` waits for the server to connect or answer one query.
