@@ -153,7 +153,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] && [ $build -eq 0 ]; then
     # a script that builds only what it runs may need none of them: it goes on, and fails
     # naming what it lacks if it needs one
-    echo "setup: WARNING: not installed (root installs them: sudo apt-get install ${missing[*]})" >&2
+    echo "setup: WARNING: not installed: ${missing[*]} (going on; root installs them: sudo apt-get install ${missing[*]})" >&2
   elif [ "$(id -u)" -ne 0 ]; then
     echo "setup: need root to install: ${missing[*]} (run: sudo apt-get install ${missing[*]})" >&2
     exit 1
