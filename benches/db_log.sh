@@ -23,7 +23,9 @@ flag=$([ "$profile" = release ] && echo --release || true)
 cargo build $flag --quiet -p scr-runtime --lib
 cargo build $flag --quiet -p scr-launcher
 root=$(pwd)
-bin=$root/target/$profile
+# where cargo built (CARGO_TARGET_DIR, relative to here when relative, as cargo takes it)
+target=${CARGO_TARGET_DIR:-target}; case $target in /*) ;; *) target=$root/$target ;; esac
+bin=$target/$profile
 work=$(mktemp -d /tmp/scr-dblog.XXXXXX)
 server=
 cleanup() {

@@ -17,9 +17,11 @@ cd "$(dirname "$0")/.."
 cargo build --release --quiet -p scr-runtime --lib
 cargo build --release --quiet -p scr-launcher
 root=$(pwd)
+# where cargo built (CARGO_TARGET_DIR, relative to here when relative, as cargo takes it)
+target=${CARGO_TARGET_DIR:-target}; case $target in /*) ;; *) target=$root/$target ;; esac
 work=$(mktemp -d /tmp/scr-demo.XXXXXX); trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/prefix" "$work/cache" "$work/cntl"
-ln -s "$root/target/release/libscr_runtime.so" "$work/libscr.so"
+ln -s "$target/release/libscr_runtime.so" "$work/libscr.so"
 mpicc -O2 examples/c/test_api.c -I lib/include -L"$work" -lscr -Wl,-rpath,"$work" -o "$work/test_api"
 echo "SCR_CNTL_BASE=$work/cntl" > "$work/scr.conf"
 export SCR_SYSTEM_CONF_FILE=$work/scr.conf SCR_CACHE_BASE=$work/cache SCR_PREFIX=$work/prefix
@@ -27,7 +29,7 @@ export SCR_JOB_ID=demo SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=0 MPIEXEC_TIME
 export SCR_NODELIST='n[1-4]' SCR_RUN_DELAY=0 SCR_RUNS=2
 # the event log (<prefix>/.scr/log), from which the job's report is drawn at the end
 export SCR_LOG_ENABLE=1 SCR_LOG_SYSLOG_ENABLE=0
-export PATH="$root/target/release:$PATH"
+export PATH="$target/release:$PATH"
 lose() {
   for n in "$@"; do rm -rf "$work"/cache/*/scr.demo/node."$n" "$work"/cntl/*/scr.demo/node."$n"; done
 }
