@@ -1,13 +1,14 @@
 //! Reading the log back: the jobs a site-wide report covers and each job's events, as the
-//! text log said them. Through the log's own tables (the administrator) or a user's
-//! database of views of them (`scr db grant`), which have the same names and columns.
+//! text log said them, from the log's database and every user's database beside it
+//! (`scr db grant`) that the account may read: the administrator reads them all, a user
+//! their own.
 //!
 //! ```no_run
 //! # fn conn() -> scr_db::Connection { unimplemented!() }
 //! use scr_db::read::Selection;
 //! let mut conn = conn();
 //! let selection = Selection { user: Some("alice".into()), ..Selection::default() };
-//! for job in conn.jobs(&selection).unwrap() {
+//! for job in conn.jobs("scr", &selection).unwrap() {
 //!     let events = conn.events_of(&job, &selection).unwrap();
 //!     println!("{} {}: {} events", job.user, job.name, events.len());
 //! }
@@ -30,9 +31,11 @@ pub struct Selection {
 /// A job of the log: a user's computation in one prefix, across its runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredJob {
-    /// Its id in `jobs`.
+    /// The database it is in: the log's, or a user's.
+    pub database: String,
+    /// Its id in that database's `jobs`.
     pub id: u64,
-    /// Its user's name.
+    /// Its user's name: the one it logged in the log's database; in a user's, the user's.
     pub user: String,
     /// Its name: the prefix.
     pub name: String,
@@ -106,17 +109,76 @@ fn since_text(selection: &Selection) -> Option<String> {
 }
 
 impl Connection {
-    /// The jobs `selection` covers (those with an event in its time), oldest first.
-    pub fn jobs(&mut self, selection: &Selection) -> Result<Vec<StoredJob>, DbError> {
-        let sql = "SELECT j.`id`, u.`name`, n.`name` FROM `jobs` j \
-                   JOIN `usernames` u ON u.`id` = j.`username_id` \
-                   JOIN `jobnames` n ON n.`id` = j.`jobname_id` \
-                   WHERE (? IS NULL OR u.`name` = ?) \
-                   AND (? IS NULL OR INSTR(n.`name`, ?) > 0) \
-                   AND (? IS NULL OR EXISTS (SELECT 1 FROM `events` e WHERE e.`job_id` = j.`id` \
-                        AND e.`start` >= ?)) \
-                   ORDER BY j.`start`, j.`id`";
-        let user = selection.user.clone();
+    /// The log's `database` and the users' databases beside it (`<database>_<user>`,
+    /// holding the log's tables) that this account may read.
+    pub fn log_databases(&mut self, database: &str) -> Result<Vec<String>, DbError> {
+        let log = crate::check_database_name(database)?;
+        let tables = crate::own_records::TABLES
+            .map(|t| format!("'{t}'"))
+            .join(", ");
+        let users = format!("{}\\_%", log.replace('_', "\\_"));
+        let sql = format!(
+            "SELECT s.`SCHEMA_NAME` FROM `information_schema`.`SCHEMATA` s \
+             WHERE s.`SCHEMA_NAME` = ? OR (s.`SCHEMA_NAME` LIKE ? AND \
+             (SELECT COUNT(*) FROM `information_schema`.`TABLES` t WHERE t.`TABLE_SCHEMA` = s.`SCHEMA_NAME` \
+              AND t.`TABLE_TYPE` = 'BASE TABLE' AND t.`TABLE_NAME` IN ({tables})) = {}) \
+             ORDER BY s.`SCHEMA_NAME` = ? DESC, s.`SCHEMA_NAME`",
+            crate::own_records::TABLES.len()
+        );
+        let names = self.column(&sql, vec![log.into(), users.into(), log.into()])?;
+        // (a name the pattern took in but that is no name the log writes to is not read)
+        Ok(names
+            .into_iter()
+            .filter(|n| crate::check_database_name(n).is_ok())
+            .collect())
+    }
+
+    /// The jobs of every database of the log `database` ([`Connection::log_databases`])
+    /// that `selection` covers (those with an event in its time), each database's oldest
+    /// first. A user's database's jobs are that user's, whatever its rows say.
+    pub fn jobs(
+        &mut self,
+        database: &str,
+        selection: &Selection,
+    ) -> Result<Vec<StoredJob>, DbError> {
+        let mut all = Vec::new();
+        for name in self.log_databases(database)? {
+            let owner = crate::own_records::owner_of(database, &name);
+            if let (Some(owner), Some(user)) = (&owner, &selection.user)
+                && owner != user
+            {
+                continue;
+            }
+            all.extend(self.jobs_in(&name, owner, selection)?);
+        }
+        Ok(all)
+    }
+
+    fn jobs_in(
+        &mut self,
+        database: &str,
+        owner: Option<String>,
+        selection: &Selection,
+    ) -> Result<Vec<StoredJob>, DbError> {
+        // each table named with its database: a prepared statement keeps the tables it was
+        // prepared on, whatever database is in use later
+        let db = crate::check_database_name(database)?;
+        let sql = &format!(
+            "SELECT j.`id`, u.`name`, n.`name` FROM `{db}`.`jobs` j \
+             JOIN `{db}`.`usernames` u ON u.`id` = j.`username_id` \
+             JOIN `{db}`.`jobnames` n ON n.`id` = j.`jobname_id` \
+             WHERE (? IS NULL OR u.`name` = ?) \
+             AND (? IS NULL OR INSTR(n.`name`, ?) > 0) \
+             AND (? IS NULL OR EXISTS (SELECT 1 FROM `{db}`.`events` e WHERE e.`job_id` = j.`id` \
+                  AND e.`start` >= ?)) \
+             ORDER BY j.`start`, j.`id`"
+        );
+        // in a user's database, the user is the database's, not a row's
+        let user = if owner.is_some() {
+            None
+        } else {
+            selection.user.clone()
+        };
         let name = selection.job_name.clone();
         let since = since_text(selection);
         let values = vec![
@@ -133,7 +195,12 @@ impl Connection {
                 .map_err(|source| crate::statement_error(sql, source))?;
         Ok(rows
             .into_iter()
-            .map(|(id, user, name)| StoredJob { id, user, name })
+            .map(|(id, user, name)| StoredJob {
+                database: database.to_string(),
+                id,
+                user: owner.clone().unwrap_or(user),
+                name,
+            })
             .collect())
     }
 
@@ -144,13 +211,14 @@ impl Connection {
         job: &StoredJob,
         selection: &Selection,
     ) -> Result<Vec<StoredEvent>, DbError> {
+        let db = crate::check_database_name(&job.database)?;
         let sql = format!(
             "SELECT t.`name`, e.`dset_id`, e.`dset_name`, DATE_FORMAT(e.`start`, '{TIME_FORMAT_SQL}'), \
              e.`secs`, e.`note`, \
-             (SELECT x.`bytes` FROM `transfers` x WHERE x.`job_id` = e.`job_id` \
+             (SELECT x.`bytes` FROM `{db}`.`transfers` x WHERE x.`job_id` = e.`job_id` \
               AND x.`type_id` = e.`type_id` AND x.`dset_id` = e.`dset_id` \
               AND x.`start` = e.`start` ORDER BY x.`id` LIMIT 1) \
-             FROM `events` e JOIN `types` t ON t.`id` = e.`type_id` \
+             FROM `{db}`.`events` e JOIN `{db}`.`types` t ON t.`id` = e.`type_id` \
              WHERE e.`job_id` = ? AND (? IS NULL OR e.`start` >= ?) \
              ORDER BY e.`start` + INTERVAL ROUND(IFNULL(e.`secs`, 0)) SECOND, e.`id`"
         );

@@ -269,10 +269,11 @@ fn a_password_goes_over_tcp_only_by_tls_to_a_certificate_that_checks_out() {
 }
 
 /// Two users, each with an account of their own granted a database of their own records
-/// (`Connection::grant_own_records` over a v3.1 database): each logs their jobs through
-/// the library's sink unchanged, reads only their own jobs, names, events and transfers,
-/// reaches nothing of the other's nor the log's tables, and can add no record in the
-/// other's name or to the other's job; the administrator sees both in the log's tables.
+/// (`Connection::grant_own_records` beside a v3.1 database): each logs their jobs through
+/// the library's sink unchanged; each reads their own jobs and events, and nothing of the
+/// other's nor of the log's: no table, no name, no counter is shared to probe. What a user
+/// writes there (even a row that names the other) stays in their own database, and the
+/// site's reader takes each database's jobs as its owner's.
 #[test]
 fn each_user_reads_and_writes_only_their_own_records() {
     let server = TestServer::start();
@@ -280,14 +281,14 @@ fn each_user_reads_and_writes_only_their_own_records() {
     server.create_user("admin", "pw-admin");
     server.sql("GRANT ALL ON *.* TO 'admin'@'localhost' WITH GRANT OPTION");
     let at = |s| Local.with_ymd_and_hms(2026, 5, 6, 7, 0, s).unwrap();
+    let admin = target(&server, "admin", "pw-admin", "scr");
     for (user, password) in [("alice", "pw-alice"), ("bob", "pw-bob")] {
         server.create_user(user, password);
-        let admin = target(&server, "admin", "pw-admin", "scr");
         let mut conn = Connection::open(&admin, false).unwrap();
-        let own = scr_db::own_records::own_database_name("scr", user).unwrap();
         // every account of the user's name, without naming their hosts
-        let hosts = conn.grant_own_records("scr", &own, user, None).unwrap();
+        let hosts = conn.grant_own_records("scr", user, None).unwrap();
         assert_eq!(hosts, ["%", "localhost"]);
+        let own = scr_db::own_records::own_database_name("scr", user).unwrap();
         // the user's jobs, logged as the library logs them, into their own database
         let sink = Sink::open(
             Ok(target(&server, user, password, &own)),
@@ -308,109 +309,96 @@ fn each_user_reads_and_writes_only_their_own_records() {
         );
         assert!(sink.settle(SETTLE), "{user}: {}", server.error_log());
     }
-    // a prefix nobody logged yet is not the other's to see; an unused name is
-    server.sql("INSERT INTO scr.jobnames (name) VALUES ('/p/nobody/yet')");
-
     let as_user = |user: &str, sql: &str| {
         let password = format!("pw-{user}");
         server.try_sql_as(user, &password, sql)
     };
     assert_eq!(
-        as_user("alice", "SELECT name FROM scr_alice.usernames").unwrap(),
-        "alice\n"
-    );
-    assert_eq!(
-        as_user("alice", "SELECT name FROM scr_alice.jobnames ORDER BY name").unwrap(),
-        "/p/alice/run\n/p/nobody/yet\n"
-    );
-    assert_eq!(
-        as_user(
-            "alice",
-            "SELECT dset_name FROM scr_alice.events WHERE dset_name IS NOT NULL"
-        )
-        .unwrap(),
-        "ckpt.alice\n"
+        as_user("alice", "SELECT name FROM scr_alice.jobnames").unwrap(),
+        "/p/alice/run\n"
     );
     assert_eq!(
         as_user("bob", "SELECT dset_name, bytes FROM scr_bob.transfers").unwrap(),
         "ckpt.bob\t4096\n"
     );
-    assert_eq!(
-        as_user("bob", "SELECT COUNT(*) FROM scr_bob.jobs").unwrap(),
-        "1\n"
-    );
-    // nothing of the other's, nor the log's own tables
+    // nothing of the other's, nor of the log's tables, nor of the server's
     for sql in [
         "SELECT * FROM scr.events",
         "SELECT * FROM scr.jobnames",
         "SELECT * FROM scr_bob.events",
         "SELECT * FROM scr_bob.usernames",
+        "SELECT * FROM mysql.user",
     ] {
         let refused = as_user("alice", sql).unwrap_err();
         assert!(refused.contains("denied"), "{sql}: {refused}");
     }
-    // no record in the other's name, nor for the other's job
-    let bob_job = server.sql(
-        "SELECT j.id FROM scr.jobs j JOIN scr.usernames u ON u.id = j.username_id WHERE u.name = 'bob'",
-    );
-    let bob_job = bob_job.trim();
-    let bob_id = server.sql("SELECT id FROM scr.usernames WHERE name = 'bob'");
-    let bob_id = bob_id.trim();
-    let nobodys = server.sql("SELECT id FROM scr.jobnames WHERE name = '/p/nobody/yet'");
-    let nobodys = nobodys.trim();
-    for sql in [
-        "INSERT INTO scr_alice.usernames (name) VALUES ('bob')".to_string(),
-        format!(
-            "INSERT INTO scr_alice.events (job_id, type_id, note) VALUES ({bob_job}, 1, 'forged')"
-        ),
-        format!(
-            "INSERT INTO scr_alice.jobs (username_id, jobname_id, start) VALUES ({bob_id}, {nobodys}, NOW())"
-        ),
-    ] {
-        let refused = as_user("alice", &sql).unwrap_err();
-        assert!(refused.contains("CHECK OPTION"), "{sql}: {refused}");
-    }
-    assert_eq!(
-        server.sql("SELECT COUNT(*) FROM scr.events WHERE note = 'forged'"),
-        "0\n"
-    );
-    // nor a job of the other's prefix, which would show its name
-    let alice_id = server.sql("SELECT id FROM scr.usernames WHERE name = 'alice'");
-    let bob_name = server.sql("SELECT id FROM scr.jobnames WHERE name = '/p/bob/run'");
-    let refused = as_user(
-        "alice",
-        &format!(
-            "INSERT INTO scr_alice.jobs (username_id, jobname_id, start) VALUES ({}, {}, NOW())",
-            alice_id.trim(),
-            bob_name.trim()
-        ),
-    )
-    .unwrap_err();
-    assert!(refused.contains("another user's job's"), "{refused}");
     assert_eq!(
         as_user(
             "alice",
-            "SELECT name FROM scr_alice.jobnames WHERE name LIKE '/p/bob%'"
+            "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'scr%'"
         )
         .unwrap(),
-        ""
+        "scr_alice\n"
     );
-    // the administrator reads every user's records in the log's tables
+    // what alice writes, even in bob's name, goes into her own database alone
+    as_user(
+        "alice",
+        "INSERT INTO scr_alice.usernames (name) VALUES ('bob'); \
+         INSERT INTO scr_alice.events (id, job_id, type_id, note) VALUES (4294967295, 1, 1, 'forged')",
+    )
+    .unwrap();
     assert_eq!(
-        server.sql(
-            "SELECT u.name, e.dset_name FROM scr.events e JOIN scr.jobs j ON j.id = e.job_id \
-             JOIN scr.usernames u ON u.id = j.username_id WHERE e.dset_name IS NOT NULL ORDER BY u.name"
-        ),
-        "alice\tckpt.alice\nbob\tckpt.bob\n"
+        server.sql("SELECT COUNT(*) FROM scr_bob.events WHERE note = 'forged'"),
+        "0\n"
     );
+    assert_eq!(server.sql("SELECT COUNT(*) FROM scr.events"), "0\n");
+    // bob logs on, his counters untouched
+    let sink = Sink::open(
+        Ok(target(&server, "bob", "pw-bob", "scr_bob")),
+        "bob",
+        "/p/bob/run",
+        at(10),
+    );
+    sink.record("START", at(11), &[("ranks", "2".into())]);
+    assert!(sink.settle(SETTLE), "{}", server.error_log());
+    assert_eq!(
+        server.sql("SELECT COUNT(*) FROM scr_bob.events WHERE note = 'ranks=2'"),
+        "2\n"
+    );
+
+    // the site's reader: every database, each job its owner's, whatever its rows say
+    let mut conn = Connection::open(&admin, true).unwrap();
+    let jobs = conn
+        .jobs("scr", &scr_db::read::Selection::default())
+        .unwrap();
+    let seen: Vec<(&str, &str, &str)> = jobs
+        .iter()
+        .map(|j| (j.database.as_str(), j.user.as_str(), j.name.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("scr_alice", "alice", "/p/alice/run"),
+            ("scr_bob", "bob", "/p/bob/run")
+        ]
+    );
+    // and a user's reader, their own
+    let mut conn =
+        Connection::open(&target(&server, "alice", "pw-alice", "scr_alice"), true).unwrap();
+    let own: Vec<String> = conn
+        .jobs("scr_alice", &scr_db::read::Selection::default())
+        .unwrap()
+        .into_iter()
+        .map(|j| j.database)
+        .collect();
+    assert_eq!(own, ["scr_alice"]);
 }
 
 /// `scr db grant` reaches no further than it says: the database it grants is the user's
 /// alone (not a GRANT pattern that takes in another's), the accounts are the user's that
 /// exist (none is made without a password), and it refuses, changing nothing, a database
-/// that is not a user's view of the log, an account that reads the log already, and an
-/// account of the views' name somebody logs in as. The views read as a locked account,
-/// not as the administrator who made them.
+/// of that name that holds anything but the log's tables or that another account may
+/// already read, and an account that reads the log or another user's records already.
 #[test]
 fn a_grant_reaches_no_further_than_it_says() {
     let server = TestServer::start();
@@ -418,14 +406,14 @@ fn a_grant_reaches_no_further_than_it_says() {
     server.create_user("admin", "pw-admin");
     server.sql("GRANT ALL ON *.* TO 'admin'@'localhost' WITH GRANT OPTION");
     let admin = || Connection::open(&target(&server, "admin", "pw-admin", "scr"), false).unwrap();
-    let grant = |own: &str, user: &str, host: Option<&str>| {
-        admin().grant_own_records("scr", own, user, host)
-    };
+    let grant = |user: &str, host: Option<&str>| admin().grant_own_records("scr", user, host);
 
     // `_` in j_smith's database is no wildcard: jasmith's stays out of j_smith's reach
-    server.sql("CREATE DATABASE scr_jasmith; CREATE TABLE scr_jasmith.t (x INT); INSERT INTO scr_jasmith.t VALUES (7)");
+    server.sql(
+        "CREATE DATABASE scr_jasmith; CREATE TABLE scr_jasmith.t (x INT); INSERT INTO scr_jasmith.t VALUES (7)",
+    );
     server.create_user("j_smith", "pw-j_smith");
-    grant("scr_j_smith", "j_smith", None).unwrap();
+    grant("j_smith", None).unwrap();
     let refused = server
         .try_sql_as("j_smith", "pw-j_smith", "SELECT x FROM scr_jasmith.t")
         .unwrap_err();
@@ -437,9 +425,11 @@ fn a_grant_reaches_no_further_than_it_says() {
             "SELECT COUNT(*) FROM scr_j_smith.jobs",
         )
         .unwrap();
+    // granting again changes nothing
+    grant("j_smith", None).unwrap();
 
     // no account is made: carol has none, then one at localhost alone
-    let none = grant("scr_carol", "carol", None).unwrap_err().to_string();
+    let none = grant("carol", None).unwrap_err().to_string();
     assert!(
         none.contains("no account 'carol'") && none.contains("CREATE USER"),
         "{none}"
@@ -449,56 +439,67 @@ fn a_grant_reaches_no_further_than_it_says() {
         "0\n"
     );
     server.sql("CREATE USER 'carol'@'localhost' IDENTIFIED BY 'pw-carol'");
-    let none = grant("scr_carol", "carol", Some("%"))
-        .unwrap_err()
-        .to_string();
+    let none = grant("carol", Some("%")).unwrap_err().to_string();
     assert!(none.contains("no account 'carol'@'%'"), "{none}");
-    assert_eq!(grant("scr_carol", "carol", None).unwrap(), ["localhost"]);
+    assert_eq!(grant("carol", None).unwrap(), ["localhost"]);
     assert_eq!(
         server.sql("SELECT Host FROM mysql.user WHERE User = 'carol'"),
         "localhost\n"
     );
 
-    // a database that is not a user's view of the log is refused and left as it was
-    server.create_user("dave", "pw-dave");
-    for own in ["mysql", "scr", "scr_jasmith"] {
-        let refused = grant(own, "dave", None).unwrap_err().to_string();
-        assert!(refused.contains(own), "{own}: {refused}");
-        let reach = server.try_sql_as("dave", "pw-dave", &format!("SHOW TABLES FROM {own}"));
-        assert!(reach.is_err(), "{own}: {reach:?}");
-    }
+    // a database of that name holding something else is refused and left as it was
+    server.sql("CREATE USER 'jasmith'@'%' IDENTIFIED BY 'pw-jasmith'");
+    let refused = grant("jasmith", None).unwrap_err().to_string();
+    assert!(
+        refused.contains("scr_jasmith") && refused.contains("t (BASE TABLE)"),
+        "{refused}"
+    );
     assert_eq!(server.sql("SELECT x FROM scr_jasmith.t"), "7\n");
-    // granting again over the user's own views is fine
-    grant("scr_j_smith", "j_smith", None).unwrap();
+    assert!(
+        server
+            .try_sql_as("jasmith", "pw-jasmith", "SELECT x FROM scr_jasmith.t")
+            .is_err()
+    );
 
-    // an account that reads the log already would be hidden nothing
+    // a user's database another account may read already is not made theirs
+    server.create_user("dave", "pw-dave");
+    server.sql("CREATE DATABASE scr_dave; GRANT SELECT ON `scr\\_d%`.* TO 'carol'@'localhost'");
+    let shared = grant("dave", None).unwrap_err().to_string();
+    assert!(
+        shared.contains("'carol'@'localhost'") && shared.contains("REVOKE"),
+        "{shared}"
+    );
+    assert!(
+        server
+            .try_sql_as("dave", "pw-dave", "SHOW TABLES FROM scr_dave")
+            .is_err()
+    );
+
+    // an account that reads the log, or every user's records, already would be hidden
+    // nothing
     server.create_user("erin", "pw-erin");
     server.sql("GRANT SELECT ON `scr`.* TO 'erin'@'%'");
-    let wider = grant("scr_erin", "erin", None).unwrap_err().to_string();
+    let wider = grant("erin", None).unwrap_err().to_string();
     assert!(
         wider.contains("'erin'@'%'") && wider.contains("REVOKE"),
         "{wider}"
     );
-    assert_eq!(
-        server
-            .sql("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'scr_erin'"),
-        "0\n"
-    );
-
-    // the views read as the locked account, whoever made them
-    assert_eq!(
-        server.sql(
-            "SELECT DISTINCT DEFINER, SECURITY_TYPE FROM information_schema.VIEWS WHERE TABLE_SCHEMA = 'scr_j_smith'"
-        ),
-        "scr_views@localhost\tDEFINER\n"
-    );
-    let locked = server.sql("SHOW CREATE USER 'scr_views'@'localhost'");
-    assert!(locked.contains("ACCOUNT LOCK"), "{locked}");
-    // and an account of that name somebody logs in as is never taken for it
-    server.sql("DROP USER 'scr_views'@'localhost'; CREATE USER 'scr_views'@'localhost' IDENTIFIED BY 'pw-x'");
-    let open = grant("scr_carol", "carol", None).unwrap_err().to_string();
+    server.create_user("fred", "pw-fred");
+    server.sql("GRANT SELECT ON `scr\\_%`.* TO 'fred'@'localhost'");
+    let wider = grant("fred", None).unwrap_err().to_string();
     assert!(
-        open.contains("scr_views") && open.contains("not locked"),
-        "{open}"
+        wider.contains("'fred'@'localhost'") && wider.contains("scr\\_%"),
+        "{wider}"
     );
+    for refused in ["scr_erin", "scr_fred"] {
+        assert_eq!(
+            server.sql(&format!(
+                "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '{refused}'"
+            )),
+            "0\n"
+        );
+    }
+    // and a name that makes no database, or one of the server's own, is refused
+    server.sql("CREATE USER 'j.doe'@'%' IDENTIFIED BY 'pw'");
+    assert!(grant("j.doe", None).is_err());
 }

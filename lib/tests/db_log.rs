@@ -370,13 +370,31 @@ fn scr_db_grant_gives_a_users_jobs_a_database_of_their_own_records() {
         .try_sql_as("alice", "pw-alice", "SELECT COUNT(*) FROM scr.events")
         .unwrap_err();
     assert!(refused.contains("denied"), "{refused}");
-    assert_eq!(
-        server.sql(
-            "SELECT u.name, n.name FROM scr.jobs j JOIN scr.usernames u ON u.id = j.username_id \
-             JOIN scr.jobnames n ON n.id = j.jobname_id"
-        ),
-        format!("alice\t{}\n", job.prefix().display())
-    );
+    // the administrator's site report takes in alice's database, her job hers
+    let report = std::process::Command::new(scr_command())
+        .args(["report", "--db", "--json", "--option-file"])
+        .arg(&admin_options)
+        .env("SCR_LOG_DB_HOST", &socket)
+        .env("SCR_LOG_DB_NAME", "scr")
+        .env_remove("SCR_LOG_DB_PASS")
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", text(&report));
+    let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let jobs: Vec<(&str, &str, &str)> = json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["database"].as_str().unwrap(),
+                j["user"].as_str().unwrap(),
+                j["job_name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let prefix = job.prefix().display().to_string();
+    assert_eq!(jobs, [("scr_alice", "alice", prefix.as_str())], "{json:#}");
 }
 
 /// `scr halt` and a `scr postrun` run by hand log to the database too, each under the job

@@ -53,27 +53,26 @@ pub struct InitArgs {
 #[derive(clap::Args)]
 #[command(
     about = "Give a user's account a database of their own records alone",
-    long_about = "Give the account USER a database of their own records: views of the log's \
-                  tables (those of SCR_LOG_DB_NAME, which `scr db init` made) with the same names \
-                  and columns, each showing only USER's rows and taking only rows of theirs. \
-                  The account is granted reading and adding there, and nothing on the log's \
-                  own tables, so it reads no other user's records and writes none in their \
-                  name (SCR v3.1 lets every logging account read and write every job's). The \
-                  user's jobs log there with SCR_LOG_DB_NAME set to that database and \
-                  SCR_LOG_DB_USER to USER (a site's scr.conf may say SCR_LOG_DB_NAME=scr_$USER); \
-                  the administrator reads every user's records in the log's tables.\n\n\
+    long_about = "Give the accounts of USER a database of their own records, named \
+                  SCR_LOG_DB_NAME, `_`, USER (scr_alice): the log's tables themselves, made \
+                  there as `scr db init` makes them, with nothing shared with the log's or \
+                  any other user's. The accounts are granted reading and adding there and \
+                  nothing else, so a user reads no other user's records, writes none in their \
+                  name, and can spoil only their own (SCR v3.1 lets every logging account read \
+                  and write every job's). The user's jobs log there with SCR_LOG_DB_NAME set to \
+                  that database and SCR_LOG_DB_USER to USER (a site's scr.conf may say \
+                  SCR_LOG_DB_NAME=scr_$USER); `scr report --db` as the administrator reads the \
+                  log and every user's database beside it.\n\n\
                   The account must exist (CREATE USER, with the site's way of logging in: \
                   a password the user keeps in ~/.my.cnf, or unix_socket on the server's \
                   machine): every account of USER's name is granted, or --host's alone; none \
-                  is ever made. The views read the log as a locked account of their own \
-                  (SCR_LOG_DB_NAME followed by _views, at localhost), made when missing, and a \
-                  trigger on the log's jobs keeps each job name (a prefix) to the user whose \
-                  job took it first. Refused, with nothing changed: an account that can read \
-                  the log's tables already, a database of that name holding anything but these \
-                  views, the server's own databases. The administrator's account is the one \
-                  `scr db init` takes.\n\n\
-                  Exit codes: 0 granted (again: the views are made anew); 1 an error, which \
-                  names the account, database or server."
+                  is ever made. Refused, with nothing changed: an account that can read the \
+                  log's tables or another user's already, a database of that name holding \
+                  anything but the log's tables or granted to another account, a user name \
+                  that makes no database name (`.` or `-` in it). The administrator's account \
+                  is the one `scr db init` takes.\n\n\
+                  Exit codes: 0 granted (again: nothing changes); 1 an error, which names the \
+                  account, database or server."
 )]
 pub struct GrantArgs {
     /// The account's user name (MariaDB's, the same as the login name the jobs run as)
@@ -82,9 +81,6 @@ pub struct GrantArgs {
     /// The host part of the one account to grant (default: every account of USER's name)
     #[arg(long, value_name = "HOST")]
     host: Option<String>,
-    /// The user's database (default: SCR_LOG_DB_NAME, `_`, USER)
-    #[arg(long, value_name = "NAME")]
-    database: Option<String>,
     /// A MariaDB option file with user= and password= of the administrator's account
     /// (mode 600)
     #[arg(long, value_name = "FILE")]
@@ -109,22 +105,12 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         }
         Action::Grant(grant) => {
             let target = account_target(grant.option_file.as_deref())?;
-            let own = match &grant.database {
-                Some(name) => name.clone(),
-                None => scr_db::own_records::own_database_name(&target.database, &grant.user)
-                    .ok_or_else(|| scr::Error::Config {
-                        origin: "scr db grant".into(),
-                        what: format!(
-                            "{}_{} is no database name SCR takes (letters, digits, `_`, `$`): \
-                             name one with --database",
-                            target.database, grant.user
-                        ),
-                    })?,
-            };
             let mut conn = Connection::open(&target, false).map_err(said)?;
             let hosts = conn
-                .grant_own_records(&target.database, &own, &grant.user, grant.host.as_deref())
+                .grant_own_records(&target.database, &grant.user, grant.host.as_deref())
                 .map_err(said)?;
+            let own = scr_db::own_records::own_database_name(&target.database, &grant.user)
+                .expect("a database the grant made");
             let accounts: Vec<String> = hosts
                 .iter()
                 .map(|host| format!("'{}'@'{host}'", grant.user))

@@ -241,7 +241,8 @@ fn run_site(args: Args) -> scr::Result<ExitCode> {
         job_name: args.app,
         since: args.since,
     };
-    let site = site::Site::read(&mut conn, source, selection).map_err(super::db::said)?;
+    let site = site::Site::read(&mut conn, &target.database, source, selection)
+        .map_err(super::db::said)?;
     if args.output.is_some() || !args.json {
         let say = |path: &Path| say_written(args.json, path);
         write_page(

@@ -1,5 +1,5 @@
 //! `scr report --db`: what `scr report` shows of one prefix, across every job the event
-//! log's database holds (SCR_LOG_DB_*): failures per week and per node, the time they
+//! log's database holds (SCR_LOG_DB_*), and the users' databases beside it: failures per week and per node, the time they
 //! cost, checkpoint cost and flush bandwidth by application, and the checkpoint interval
 //! each application uses against Young's and Daly's optimum.
 //!
@@ -92,11 +92,12 @@ impl Site {
     /// Reads the jobs `selection` covers and computes each one's figures.
     pub fn read(
         conn: &mut scr_db::Connection,
+        database: &str,
         source: String,
         selection: Selection,
     ) -> Result<Site, scr_db::DbError> {
         let mut jobs = Vec::new();
-        for job in conn.jobs(&selection)? {
+        for job in conn.jobs(database, &selection)? {
             let mut so_far = FiguresSoFar::default();
             let mut app = None;
             let mut nodes_down = Vec::new();
@@ -563,6 +564,7 @@ pub fn json(site: &Site) -> serde_json::Value {
             let f = &j.figures;
             json!({
                 "user": j.job.user,
+                "database": j.job.database,
                 "job_name": j.job.name,
                 "application": j.app,
                 "runs": f.stats.runs,
