@@ -508,3 +508,36 @@ fn beyond_the_rows_listed_the_figures_still_count_every_run_and_failure() {
     let said = &page[at..at + page[at..].find("</p>").unwrap()];
     assert!(said.contains(&format!("{} runs", first - 1)), "{said}");
 }
+
+/// A page goes nowhere another user may change: not into a directory of theirs, where they
+/// could swap or remove what is written.
+#[test]
+fn the_page_is_not_written_into_another_users_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let prefix = crafted_prefix();
+    let p = prefix.path().to_str().unwrap();
+    let theirs = prefix.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let page = theirs.join("report.html");
+    let out = scr(&["report", p, "-o", page.to_str().unwrap()], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("user id 65534"), "{said}");
+    assert!(!page.exists());
+    // a directory of the user's own takes it
+    let mine = prefix.path().join("mine.html");
+    let out = scr(&["report", p, "-o", mine.to_str().unwrap()], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(mine.is_file());
+}

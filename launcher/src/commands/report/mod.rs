@@ -300,9 +300,10 @@ fn write_page(
     Ok(())
 }
 
-/// `path`, once the way to its directory is the user's ([`way_is_yours`]).
+/// `path`, once the way to it is the user's ([`way_is_yours`]): its directory too (a
+/// directory of another's is theirs to change) and the name, if a link.
 fn checked_way(path: PathBuf) -> scr::Result<PathBuf> {
-    way_is_yours(path.parent().unwrap_or(Path::new(".")))?;
+    way_is_yours(&path)?;
     Ok(path)
 }
 
