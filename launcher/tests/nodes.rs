@@ -202,3 +202,48 @@ fn the_node_test_writes_through_no_link_a_neighbour_planted() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Root's node test runs with the job's user's rights: named with --user (as scr-run names
+/// it to each node it tests over pdsh, where the environment is root's), or by
+/// SCR_USER_NAME. A directory only root may write fails for the user, and passes for root.
+#[test]
+fn root_tests_a_node_with_the_job_users_rights() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "root's node test of a user's job: run the tests as root (CI does)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let d = dir.path().display().to_string();
+    let root_only = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["check-node"];
+        all.extend(args);
+        all.extend(["--cntl", d.as_str()]);
+        scr(&all, env)
+    };
+    let o = root_only(&[], &[("USER", "root")]);
+    assert_eq!((o.status.code(), stdout(&o).as_str()), (Some(0), "PASS\n"));
+    for (args, env) in [
+        (vec!["--user", "nobody"], vec![("USER", "root")]),
+        (vec![], vec![("SCR_USER_NAME", "nobody")]),
+    ] {
+        let o = root_only(&args, &env);
+        assert_eq!(o.status.code(), Some(1), "{args:?} {env:?}");
+        let text = stdout(&o);
+        assert!(
+            text.contains("FAIL: Could not touch test file: ")
+                && text.contains("Permission denied")
+                && text.contains("as user nobody"),
+            "{args:?} {env:?}: {text}"
+        );
+    }
+    // a user without an account is no user to test as
+    let o = root_only(&["--user", "no-such-user-here"], &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("no such account"), "{}", stdout(&o));
+    // nothing was left in the directory
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

@@ -37,7 +37,21 @@ pub fn configured_node_check(params: &Params, free: bool) -> NodeCheck {
             }
         }
     }
-    NodeCheck { dirs, free }
+    NodeCheck {
+        dirs,
+        free,
+        user: job_user_for_root(),
+    }
+}
+
+/// For root, the job's user when it is another with an account: the name each node's test
+/// runs as (over pdsh or ssh the nodes see root's own environment, not the job's).
+fn job_user_for_root() -> Option<String> {
+    // SAFETY: geteuid has no preconditions
+    if unsafe { libc::geteuid() } != 0 || scr::layout::job_user_id() == 0 {
+        return None;
+    }
+    Some(scr::layout::user_name())
 }
 
 #[derive(clap::Args)]
@@ -133,6 +147,10 @@ pub struct CheckNodeArgs {
     /// Cache directories, DIR[:BYTES],...
     #[arg(long, value_name = "DIRS")]
     cache: Vec<String>,
+    /// Run as root: test with this user's rights (their ids and groups), as their job
+    /// would use the directories [default: the job's user, SCR_USER_NAME or USER]
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
 }
 
 fn parse_dirs(list: &[String]) -> scr::Result<Vec<(PathBuf, Option<u64>)>> {
@@ -160,14 +178,18 @@ fn parse_dirs(list: &[String]) -> scr::Result<Vec<(PathBuf, Option<u64>)>> {
 pub fn check_node(args: CheckNodeArgs) -> scr::Result<ExitCode> {
     let mut dirs = parse_dirs(&args.cntl)?;
     dirs.extend(parse_dirs(&args.cache)?);
-    let check = if dirs.is_empty() {
+    let mut check = if dirs.is_empty() {
         configured_node_check(&Params::load(&Sources::from_process())?, args.free)
     } else {
         NodeCheck {
             dirs,
             free: args.free,
+            user: None,
         }
     };
+    if args.user.is_some() {
+        check.user = args.user;
+    }
     let failures = job::check_node(&check);
     if failures.is_empty() {
         println!("PASS");

@@ -17,6 +17,9 @@ pub struct NodeCheck {
     pub dirs: Vec<(PathBuf, Option<u64>)>,
     /// Compare free space instead of capacity (SCR checks free space on the first run).
     pub free: bool,
+    /// Whose rights root tests with (the job's user, named on to the nodes it tests on);
+    /// None: the job's user as this process knows it ([`scr::layout::job_user_id`]).
+    pub user: Option<String>,
 }
 
 impl NodeCheck {
@@ -25,6 +28,10 @@ impl NodeCheck {
         let mut args = Vec::new();
         if self.free {
             args.push("--free".to_string());
+        }
+        if let Some(user) = &self.user {
+            args.push("--user".into());
+            args.push(user.clone());
         }
         if !self.dirs.is_empty() {
             args.push("--cntl".into());
@@ -46,21 +53,42 @@ impl NodeCheck {
 /// Runs the node test here, as the job's user ([`scr::layout::job_user_id`]) when this is
 /// root and the job's user is another; the failures in SCR's wording.
 pub fn check_node(check: &NodeCheck) -> Vec<String> {
+    match tester(check.user.as_deref()) {
+        Ok(tester) => check_node_as(check, &tester),
+        Err(failure) => vec![failure],
+    }
+}
+
+/// Whose rights this process's node test runs with: its own, unless it is root and the
+/// job's user (`user`, else [`scr::layout::job_user_id`]) is another with an account.
+fn tester(user: Option<&str>) -> Result<Tester, String> {
     // SAFETY: geteuid has no preconditions
-    let root = unsafe { libc::geteuid() } == 0;
-    let tester = match scr::layout::job_user_id() {
-        uid if root && uid != 0 => match scr::layout::account_by_id(uid) {
-            Some(account) => Tester::User(account),
-            None => {
-                return vec![format!(
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(Tester::Itself);
+    }
+    let account = match user {
+        Some(name) => scr::layout::account_by_name(name).ok_or_else(|| {
+            format!(
+                "FAIL: Could not test the node as the job's user {name}: the user database \
+                 has no such account"
+            )
+        })?,
+        None => match scr::layout::job_user_id() {
+            // (a job of root's, or of a name without an account: root's own)
+            0 => return Ok(Tester::Itself),
+            uid => scr::layout::account_by_id(uid).ok_or_else(|| {
+                format!(
                     "FAIL: Could not test the node as the job's user (id {uid}): the user \
                      database has no account of that id"
-                )];
-            }
+                )
+            })?,
         },
-        _ => Tester::Itself,
     };
-    check_node_as(check, &tester)
+    Ok(if account.uid == 0 {
+        Tester::Itself
+    } else {
+        Tester::User(account)
+    })
 }
 
 /// Whose rights the node test runs with.
@@ -291,10 +319,55 @@ fn groups_of(account: &scr::layout::Account) -> Vec<libc::gid_t> {
     }
 }
 
+/// How long root waits for the node test's child, which runs as the job's user (who may
+/// stop or slow it) before it kills it and fails the node.
+const CHILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Everything `reader` gives until its end, waiting at most `within` in all.
+fn read_within(
+    reader: &mut std::fs::File,
+    within: std::time::Duration,
+) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let until = std::time::Instant::now() + within;
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        let mut poll = libc::pollfd {
+            fd: reader.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, live for the call
+        let ready =
+            unsafe { libc::poll(&mut poll, 1, left.as_millis().min(i32::MAX as u128) as i32) };
+        if ready < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if ready == 0 {
+            return Err(std::io::Error::other(format!(
+                "the test's process, run as the job's user, did not finish within {} s",
+                within.as_secs()
+            )));
+        }
+        match reader.read(&mut chunk) {
+            Ok(0) => return Ok(raw),
+            Ok(n) => raw.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// [`probe`] of each target in a child process with the ids and groups of `account`; what
 /// it found, in order.
 fn probe_as(account: &scr::layout::Account, targets: &[Target]) -> std::io::Result<Vec<Probe>> {
-    use std::io::Read;
     use std::os::fd::FromRawFd;
     let groups = groups_of(account);
     let (uid, gid) = (account.uid, account.gid);
@@ -339,8 +412,12 @@ fn probe_as(account: &scr::layout::Account, targets: &[Target]) -> std::io::Resu
         }
     }
     drop(writer);
-    let mut raw = Vec::new();
-    let read = reader.read_to_end(&mut raw);
+    // the child runs as the user, who may stop it (SIGSTOP): root waits a bounded time
+    let read = read_within(&mut reader, CHILD_TIMEOUT);
+    if read.is_err() {
+        // SAFETY: our child, not yet waited for
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
     let mut status = 0;
     // SAFETY: pid is our child, not yet waited for
     while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
@@ -348,7 +425,7 @@ fn probe_as(account: &scr::layout::Account, targets: &[Target]) -> std::io::Resu
             return Err(std::io::Error::last_os_error());
         }
     }
-    read?;
+    let raw = read?;
     if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
         let why = match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
             (true, 2) => "could not take on the user's ids and groups".to_string(),
@@ -377,6 +454,7 @@ mod tests {
         let check = NodeCheck {
             dirs: vec![(dir.path().to_path_buf(), Some(1024))],
             free: true,
+            user: None,
         };
         assert!(check_node_as(&check, &Tester::Itself).is_empty());
         let check = NodeCheck {
@@ -385,6 +463,7 @@ mod tests {
                 (dir.path().to_path_buf(), Some(u64::MAX / 2)),
             ],
             free: false,
+            user: None,
         };
         let failures = check_node_as(&check, &Tester::Itself);
         assert_eq!(failures.len(), 2, "{failures:?}");
@@ -406,10 +485,44 @@ mod tests {
         let check = NodeCheck {
             dirs: vec![(fifo, None)],
             free: true,
+            user: None,
         };
         let failures = check_node_as(&check, &Tester::Itself);
         assert_eq!(failures.len(), 1, "{failures:?}");
         assert!(failures[0].starts_with("FAIL: Could not access directory: "));
+    }
+
+    /// The job's user goes on to the nodes tested over pdsh: their environment is root's.
+    #[test]
+    fn the_job_user_is_named_to_the_nodes() {
+        let check = NodeCheck {
+            dirs: vec![("/tmp".into(), None)],
+            free: true,
+            user: Some("alice".into()),
+        };
+        assert_eq!(
+            check.to_args(),
+            ["--free", "--user", "alice", "--cntl", "/tmp"]
+        );
+    }
+
+    /// A test's child that never finishes (its user stopped it) costs root a bounded wait,
+    /// not the node test for good.
+    #[test]
+    fn a_child_that_never_answers_is_given_up_on() {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: room for two descriptors
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: new descriptors, ours alone; the writer stays open and silent
+        let (mut reader, _writer) = unsafe {
+            (
+                std::fs::File::from_raw_fd(fds[0]),
+                std::fs::File::from_raw_fd(fds[1]),
+            )
+        };
+        let e = read_within(&mut reader, std::time::Duration::from_millis(200)).unwrap_err();
+        assert!(e.to_string().contains("did not finish"), "{e}");
     }
 
     fn nobody() -> scr::layout::Account {
@@ -451,6 +564,7 @@ mod tests {
                 (own.clone(), Some(1)),
             ],
             free: true,
+            user: None,
         };
         let failures = check_node_as(&check, &Tester::User(user.clone()));
         assert_eq!(failures.len(), 2, "{failures:?}");
@@ -491,6 +605,7 @@ mod tests {
         let check = NodeCheck {
             dirs: vec![(roots_group.clone(), None), (users_group.clone(), None)],
             free: true,
+            user: None,
         };
         // root with group 0 among its groups, in a process of its own (the groups of a
         // process are all its threads')
