@@ -327,14 +327,19 @@ fn scr_db_grant_gives_a_users_jobs_a_database_of_their_own_records() {
         .unwrap();
     std::io::Write::write_all(&mut file, b"[client]\nuser=admin\npassword=pw-admin\n").unwrap();
     let socket = server.socket().display().to_string();
-    let granted = std::process::Command::new(scr_command())
-        .args(["db", "grant", "alice", "--option-file"])
-        .arg(&admin_options)
-        .env("SCR_LOG_DB_HOST", &socket)
-        .env("SCR_LOG_DB_NAME", "scr")
-        .env_remove("SCR_LOG_DB_PASS")
-        .output()
-        .unwrap();
+    // `scr` as the administrator, the password from the option file alone
+    let as_admin = |args: &[&str]| {
+        std::process::Command::new(scr_command())
+            .args(args)
+            .arg("--option-file")
+            .arg(&admin_options)
+            .env("SCR_LOG_DB_HOST", &socket)
+            .env("SCR_LOG_DB_NAME", "scr")
+            .env_remove("SCR_LOG_DB_PASS")
+            .output()
+            .unwrap()
+    };
+    let granted = as_admin(&["db", "grant", "alice"]);
     assert!(granted.status.success(), "{}", text(&granted));
     assert!(
         text(&granted).contains("SCR_LOG_DB_NAME=scr_alice SCR_LOG_DB_USER=alice"),
@@ -371,14 +376,7 @@ fn scr_db_grant_gives_a_users_jobs_a_database_of_their_own_records() {
         .unwrap_err();
     assert!(refused.contains("denied"), "{refused}");
     // the administrator's site report takes in alice's database, her job hers
-    let report = std::process::Command::new(scr_command())
-        .args(["report", "--db", "--json", "--option-file"])
-        .arg(&admin_options)
-        .env("SCR_LOG_DB_HOST", &socket)
-        .env("SCR_LOG_DB_NAME", "scr")
-        .env_remove("SCR_LOG_DB_PASS")
-        .output()
-        .unwrap();
+    let report = as_admin(&["report", "--db", "--json"]);
     assert!(report.status.success(), "{}", text(&report));
     let json: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     let jobs: Vec<(&str, &str, &str)> = json["jobs"]
