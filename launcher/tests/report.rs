@@ -541,3 +541,17 @@ fn the_page_is_not_written_into_another_users_directory() {
     );
     assert!(mine.is_file());
 }
+
+/// The site's choices (--user, --app, --since, --option-file) without --db are an error that
+/// says so, not options quietly ignored on one prefix's page.
+#[test]
+fn the_sites_choices_without_db_are_refused() {
+    let prefix = crafted_prefix();
+    let p = prefix.path().to_str().unwrap();
+    for flag in [["--user", "bob"], ["--app", "x"], ["--since", "1d"]] {
+        let out = scr(&["report", p, flag[0], flag[1]], &[]);
+        assert_eq!(out.status.code(), Some(1), "{flag:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains(flag[0]) && said.contains("--db"), "{said}");
+    }
+}

@@ -352,6 +352,7 @@ fn the_site_report_from_the_database_shows_an_application_across_users_and_nodes
     assert_eq!(bob_only["jobs"][0]["user"], "bob");
     assert_eq!(bob_only["jobs"][0]["runs_died"], 0);
     assert_eq!(bob_only["weeks"], serde_json::json!([]));
+    assert!(!bob_only.to_string().contains("-0.0"), "{bob_only}");
 
     // the page, in a real browser
     let page = alices.dir.path().join("site.html");

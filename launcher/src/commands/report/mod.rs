@@ -185,6 +185,20 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
     if args.db {
         return run_site(args);
     }
+    // (clap's `requires` counts a flag's default as given: said here instead)
+    for (given, flag) in [
+        (args.user.is_some(), "--user"),
+        (args.app.is_some(), "--app"),
+        (args.since.is_some(), "--since"),
+        (args.option_file.is_some(), "--option-file"),
+    ] {
+        if given {
+            return Err(Error::refused(format!(
+                "{flag} chooses what the site's page (--db) reads from the database: add --db, \
+                 or leave {flag} out for one prefix's page"
+            )));
+        }
+    }
     let params = Params::load(&Sources::from_process())?;
     let prefix = super::owners_prefix_dir(args.prefix.or(args.prefix_option), &params)?;
     let report = Report::read(&prefix)?;
@@ -308,7 +322,7 @@ fn checked_way(path: PathBuf) -> scr::Result<PathBuf> {
 }
 
 /// How long `scr report --db` waits for the server to connect or answer one query.
-const REPORT_DB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+const REPORT_DB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Where `scr report --db` writes the site's page unless -o says where.
 const SITE_PAGE: &str = "scr-site-report.html";

@@ -216,7 +216,8 @@ fn app_row(app: &str, jobs: &[&JobFigures]) -> AppRow {
         users: jobs.iter().map(|j| j.job.user.clone()).collect(),
         jobs: jobs.len(),
         failures: jobs.iter().map(|j| j.figures.failures.total).sum(),
-        time_lost: jobs.iter().map(|j| j.figures.time_lost()).sum(),
+        // (+ 0.0: a sum of none is -0.0, which JSON would print)
+        time_lost: jobs.iter().map(|j| j.figures.time_lost()).sum::<f64>() + 0.0,
         cost,
         flush_bandwidth: weighted(
             jobs.iter()
@@ -381,7 +382,11 @@ pub fn page(site: &Site) -> String {
          SCR_Finalize nor halt, and another run followed), checkpoints that failed, and \
          fetches that failed, by the ISO week they happened in.</p>",
     );
-    out.push_str(&weeks_chart(&weeks));
+    if weeks.is_empty() {
+        out.push_str("<p id=\"no-failures\">No failure in what this page covers.</p>");
+    } else {
+        out.push_str(&weeks_chart(&weeks));
+    }
     out.push_str(
         "<table id=\"weeks\"><thead><tr><th>week</th><th class=\"num\">runs died</th>\
          <th class=\"num\">checkpoints failed</th><th class=\"num\">fetches failed</th></tr></thead><tbody>",
@@ -570,7 +575,7 @@ pub fn json(site: &Site) -> serde_json::Value {
                 "runs": f.stats.runs,
                 "runs_died": f.stats.failures,
                 "failures": f.failures.total,
-                "time_lost_seconds": f.time_lost(),
+                "time_lost_seconds": f.time_lost() + 0.0,
                 "checkpoints": f.stats.checkpoints,
                 "checkpoint_seconds": f.interval.cost,
                 "flush_mib_per_s": f.flush_bandwidth,
