@@ -205,22 +205,39 @@ impl Connection {
     }
 
     /// The events of `job` in `selection`'s time, in the order they happened (by when
-    /// each ended, then as they were written).
+    /// each ended, then as they were written). An event that moved bytes has them from
+    /// its transfer (the transfer of v3.1's name for it: `CHECKPOINT` for `CHECKPOINT_END`
+    /// …); v3.1's own `…_END` events, which it records without a start, take their time
+    /// from that transfer too.
     pub fn events_of(
         &mut self,
         job: &StoredJob,
         selection: &Selection,
     ) -> Result<Vec<StoredEvent>, DbError> {
         let db = crate::check_database_name(&job.database)?;
+        let mut transfer_of = String::from("CASE t.`name`");
+        for (_, event, transfer) in crate::V3_1_NAMES {
+            if let Some(transfer) = transfer {
+                transfer_of.push_str(&format!(" WHEN '{event}' THEN '{transfer}'"));
+            }
+        }
+        transfer_of.push_str(" WHEN 'ASYNC_FLUSH_SUCCESS' THEN 'FLUSH_ASYNC' ELSE t.`name` END");
+        let transfer = |column: &str| {
+            format!(
+                "(SELECT {column} FROM `{db}`.`transfers` x JOIN `{db}`.`types` xt ON xt.`id` = x.`type_id` \
+                 WHERE x.`job_id` = e.`job_id` AND xt.`name` = {transfer_of} AND x.`dset_id` = e.`dset_id` \
+                 AND (x.`start` = e.`start` OR e.`start` IS NULL) ORDER BY x.`id` DESC LIMIT 1)"
+            )
+        };
         let sql = format!(
             "SELECT t.`name`, e.`dset_id`, e.`dset_name`, DATE_FORMAT(e.`start`, '{TIME_FORMAT_SQL}'), \
-             e.`secs`, e.`note`, \
-             (SELECT x.`bytes` FROM `{db}`.`transfers` x WHERE x.`job_id` = e.`job_id` \
-              AND x.`type_id` = e.`type_id` AND x.`dset_id` = e.`dset_id` \
-              AND x.`start` = e.`start` ORDER BY x.`id` LIMIT 1) \
+             e.`secs`, e.`note`, {bytes}, {end} \
              FROM `{db}`.`events` e JOIN `{db}`.`types` t ON t.`id` = e.`type_id` \
-             WHERE e.`job_id` = ? AND (? IS NULL OR e.`start` >= ?) \
-             ORDER BY e.`start` + INTERVAL ROUND(IFNULL(e.`secs`, 0)) SECOND, e.`id`"
+             WHERE e.`job_id` = ? AND (? IS NULL OR IFNULL(e.`start`, {ended}) >= ?) \
+             ORDER BY e.`id`",
+            bytes = transfer("x.`bytes`"),
+            end = transfer(&format!("DATE_FORMAT(x.`end`, '{TIME_FORMAT_SQL}')")),
+            ended = transfer("x.`end`"),
         );
         let since = since_text(selection);
         let values = vec![job.id.into(), since.clone().into(), since.into()];
@@ -233,23 +250,36 @@ impl Connection {
             Option<f64>,
             Option<Vec<u8>>,
             Option<f64>,
+            Option<String>,
         );
         let rows: Vec<Row> = mysql::prelude::Queryable::exec(&mut self.conn, &sql, values)
             .map_err(|source| crate::statement_error(&sql, source))?;
-        Ok(rows
+        let mut events: Vec<StoredEvent> = rows
             .into_iter()
-            .map(
-                |(kind, dset, dset_name, start, secs, note, bytes)| StoredEvent {
+            .map(|(kind, dset, dset_name, start, secs, note, bytes, end)| {
+                let end = parse_time(end);
+                // (v3.1's `…_END` events: no start of their own, their transfer's span)
+                let start = parse_time(start).or_else(|| {
+                    end.map(|e| {
+                        e - chrono::Duration::milliseconds(
+                            (secs.unwrap_or(0.0).max(0.0) * 1000.0).round() as i64,
+                        )
+                    })
+                });
+                StoredEvent {
                     kind,
                     dset,
                     dset_name,
-                    start: parse_time(start),
+                    start,
                     secs,
                     note: note.map(|n| String::from_utf8_lossy(&n).into_owned()),
                     bytes,
-                },
-            )
-            .collect())
+                }
+            })
+            .collect();
+        // in time order, as written within a second (a stable sort of rows in id order)
+        events.sort_by_key(|e| e.end());
+        Ok(events)
     }
 }
 

@@ -4,6 +4,12 @@
 //! dataset id, `name` its name, `secs` how long it took, `bytes` how much it moved. What
 //! no column holds (`ranks`, `nodes`, `jobid`, a halt's reason …) goes to the note as
 //! `key=value` words; the user is the job's.
+//!
+//! The kinds are v3.1's names where v3.1 logs the same thing ([`V3_1_NAMES`]): a completed
+//! checkpoint is the event `CHECKPOINT_END` and the transfer `CHECKPOINT`, a flush
+//! `FLUSH_SUCCESS` and `FLUSH_SYNC` (`ASYNC_FLUSH_SUCCESS` and `FLUSH_ASYNC` in the
+//! background), so a site's queries of v3.1's records find ours; what v3.1 has no name for
+//! (`END`, `CHECKPOINT_FAILED`, scr-run's `SCR_RUN_…`) keeps the text log's.
 
 use chrono::{DateTime, Local};
 
@@ -47,6 +53,43 @@ pub struct Transfer<'a> {
     pub to: &'a str,
 }
 
+/// The text log's kinds and v3.1's names for the same: the event's, and the transfer's
+/// when it moves bytes (a flush's in the background in [`v3_1_names`]).
+pub const V3_1_NAMES: &[(&str, &str, Option<&str>)] = &[
+    ("CHECKPOINT", "CHECKPOINT_END", Some("CHECKPOINT")),
+    ("OUTPUT", "OUTPUT_END", Some("OUTPUT")),
+    ("FLUSH", "FLUSH_SUCCESS", Some("FLUSH_SYNC")),
+    ("FETCH", "FETCH_SUCCESS", Some("FETCH")),
+    ("FETCH_FAILED", "FETCH_FAIL", None),
+    ("RESTART", "RESTART_SUCCESS", None),
+];
+
+/// v3.1's event and transfer names for a text log kind (a flush in the background when
+/// `background`); the kind itself where v3.1 has none.
+pub fn v3_1_names(kind: &str, background: bool) -> (&str, &str) {
+    if kind == "FLUSH" && background {
+        return ("ASYNC_FLUSH_SUCCESS", "FLUSH_ASYNC");
+    }
+    V3_1_NAMES
+        .iter()
+        .find(|(k, _, _)| *k == kind)
+        .map_or((kind, kind), |(_, event, transfer)| {
+            (event, transfer.unwrap_or(event))
+        })
+}
+
+/// The text log's kind of an event v3.1 names `event` (ours or v3.1's own records), and
+/// whether it was a flush in the background.
+pub fn text_log_kind(event: &str) -> (&str, bool) {
+    if event == "ASYNC_FLUSH_SUCCESS" {
+        return ("FLUSH", true);
+    }
+    V3_1_NAMES
+        .iter()
+        .find(|(_, e, _)| *e == event)
+        .map_or((event, false), |(k, _, _)| (k, false))
+}
+
 /// Fields that have a column of their own, or are the job's (`user`).
 const IN_COLUMNS: &[&str] = &["dset", "name", "secs", "bytes", "files", "mb_per_s", "user"];
 
@@ -77,8 +120,10 @@ pub(crate) fn rows<'a>(
         .filter(|(k, _)| !IN_COLUMNS.contains(k))
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
+    let background = field("async") == Some("1");
+    let (event_kind, transfer_kind) = v3_1_names(kind, background);
     let event = Event {
-        kind,
+        kind: event_kind,
         dset,
         name,
         start: Some(start),
@@ -88,7 +133,7 @@ pub(crate) fn rows<'a>(
     let bytes = field("bytes").and_then(|v| v.parse::<u64>().ok());
     let transfer = match (dset, secs, bytes) {
         (Some(dset), Some(secs), Some(bytes)) => Some(Transfer {
-            kind,
+            kind: transfer_kind,
             dset,
             name: name.unwrap_or_default(),
             start,
@@ -124,6 +169,9 @@ mod tests {
             ("async", "1"),
         ]);
         let (e, t) = rows("FLUSH", now, &fields, "/p/run");
+        // v3.1's names: a flush in the background
+        assert_eq!(e.kind, "ASYNC_FLUSH_SUCCESS");
+        assert_eq!(t.as_ref().unwrap().kind, "FLUSH_ASYNC");
         assert_eq!(e.dset, Some(3));
         assert_eq!(e.name, Some("ckpt.3"));
         assert_eq!(e.secs, Some(2.0));
@@ -145,5 +193,24 @@ mod tests {
         assert_eq!(e.note.as_deref(), Some("ranks=4 nodes=2 jobid=77"));
         assert_eq!((e.dset, e.name, e.secs), (None, None, None));
         assert!(t.is_none());
+    }
+
+    #[test]
+    fn kinds_go_to_v3_1s_names_and_back() {
+        for (kind, background, event, transfer) in [
+            ("CHECKPOINT", false, "CHECKPOINT_END", "CHECKPOINT"),
+            ("OUTPUT", false, "OUTPUT_END", "OUTPUT"),
+            ("FLUSH", false, "FLUSH_SUCCESS", "FLUSH_SYNC"),
+            ("FLUSH", true, "ASYNC_FLUSH_SUCCESS", "FLUSH_ASYNC"),
+            ("FETCH", false, "FETCH_SUCCESS", "FETCH"),
+            ("FETCH_FAILED", false, "FETCH_FAIL", "FETCH_FAIL"),
+            ("RESTART", false, "RESTART_SUCCESS", "RESTART_SUCCESS"),
+            ("START", false, "START", "START"),
+            ("END", false, "END", "END"),
+            ("SCR_RUN_LAUNCH", false, "SCR_RUN_LAUNCH", "SCR_RUN_LAUNCH"),
+        ] {
+            assert_eq!(v3_1_names(kind, background), (event, transfer), "{kind}");
+            assert_eq!(text_log_kind(event), (kind, background), "{event}");
+        }
     }
 }

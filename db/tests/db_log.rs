@@ -105,8 +105,8 @@ fn records_of_a_run_go_into_a_v3_1_database_through_its_insert_only_account() {
              JOIN scr.types t ON t.id = e.type_id ORDER BY e.id"
         ),
         "START\tNULL\tNULL\t2026-03-04 10:00:00\tNULL\tranks=4 nodes=2 jobid=77\n\
-         CHECKPOINT\t1\tckpt.1\t2026-03-04 10:00:03\t2\tNULL\n\
-         FLUSH\t1\tckpt.1\t2026-03-04 10:00:05\t4\tNULL\n\
+         CHECKPOINT_END\t1\tckpt.1\t2026-03-04 10:00:03\t2\tNULL\n\
+         FLUSH_SUCCESS\t1\tckpt.1\t2026-03-04 10:00:05\t4\tNULL\n\
          HALT\tNULL\tNULL\t2026-03-04 10:00:10\tNULL\texits=1\n\
          END\tNULL\tNULL\t2026-03-04 10:00:40\tNULL\tNULL\n"
     );
@@ -116,7 +116,7 @@ fn records_of_a_run_go_into_a_v3_1_database_through_its_insert_only_account() {
              FROM scr.transfers x JOIN scr.types t ON t.id = x.type_id ORDER BY x.id"
         ),
         "CHECKPOINT\t1\t2026-03-04 10:00:03\t2026-03-04 10:00:05\t2\t1048580\t524288\t\t\n\
-         FLUSH\t1\t2026-03-04 10:00:05\t2026-03-04 10:00:09\t4\t1048580\t262144\t\t/p/alice/run1\n"
+         FLUSH_SYNC\t1\t2026-03-04 10:00:05\t2026-03-04 10:00:09\t4\t1048580\t262144\t\t/p/alice/run1\n"
     );
     assert_eq!(
         server.sql("SELECT COUNT(DISTINCT job_id) FROM scr.events"),
@@ -502,4 +502,56 @@ fn a_grant_reaches_no_further_than_it_says() {
     // and a name that makes no database, or one of the server's own, is refused
     server.sql("CREATE USER 'j.doe'@'%' IDENTIFIED BY 'pw'");
     assert!(grant("j.doe", None).is_err());
+}
+
+/// Records as SCR v3.1 itself writes them (its names; `CHECKPOINT_END` and `FLUSH_SUCCESS`
+/// without a start, their time in their transfer) are read back as the text log's events:
+/// the kinds, the order, the bytes and the times a site's report needs.
+#[test]
+fn v3_1s_own_records_read_back_as_the_text_logs_events() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    // carol's job: a run with a checkpoint and its flush, then a run that restarts from it
+    server.sql(
+        "INSERT INTO scr.usernames (name) VALUES ('carol'); \
+         INSERT INTO scr.jobnames (name) VALUES ('/p/carol/run'); \
+         INSERT INTO scr.jobs (username_id, jobname_id, start) VALUES (1, 1, '2026-03-04 10:00:00'); \
+         INSERT INTO scr.types (name) VALUES ('START'), ('CHECKPOINT_END'), ('CHECKPOINT'), \
+           ('FLUSH_SUCCESS'), ('FLUSH_SYNC'), ('RESTART_SUCCESS'); \
+         INSERT INTO scr.events (job_id, type_id, dset_id, dset_name, start, secs, note) VALUES \
+           (1, 1, NULL, NULL, '2026-03-04 10:00:00', NULL, NULL), \
+           (1, 2, 1, 'ckpt.1', NULL, 2, NULL), \
+           (1, 4, 1, 'ckpt.1', NULL, 4, NULL), \
+           (1, 1, NULL, NULL, '2026-03-04 11:00:00', NULL, NULL), \
+           (1, 6, 1, NULL, '2026-03-04 11:00:01', 1, NULL); \
+         INSERT INTO scr.transfers (job_id, type_id, dset_id, dset_name, start, end, secs, bytes, files, bw, `from`, `to`) VALUES \
+           (1, 3, 1, 'ckpt.1', '2026-03-04 10:10:00', '2026-03-04 10:10:02', 2, 4096, 2, 2048, '/tmp', '/tmp/ckpt.1'), \
+           (1, 5, 1, 'ckpt.1', '2026-03-04 10:10:02', '2026-03-04 10:10:06', 4, 4096, 2, 1024, '/tmp', '/p/carol/run');",
+    );
+    let mut conn = Connection::open(&target(&server, "scr", "pw-all", "scr"), true).unwrap();
+    let selection = scr_db::read::Selection::default();
+    let jobs = conn.jobs("scr", &selection).unwrap();
+    assert_eq!(jobs.len(), 1);
+    let events = conn.events_of(&jobs[0], &selection).unwrap();
+    let read: Vec<(&str, Option<String>, Option<f64>)> = events
+        .iter()
+        .map(|e| {
+            (
+                scr_db::text_log_kind(&e.kind).0,
+                e.end().map(|t| t.format("%H:%M:%S").to_string()),
+                e.bytes,
+            )
+        })
+        .collect();
+    let at = |t: &str| Some(t.to_string());
+    assert_eq!(
+        read,
+        [
+            ("START", at("10:00:00"), None),
+            ("CHECKPOINT", at("10:10:02"), Some(4096.0)),
+            ("FLUSH", at("10:10:06"), Some(4096.0)),
+            ("START", at("11:00:00"), None),
+            ("RESTART", at("11:00:02"), None),
+        ]
+    );
 }

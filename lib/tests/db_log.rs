@@ -104,16 +104,17 @@ fn a_failed_and_restarted_job_leaves_both_runs_in_a_v3_1_database() {
         events[starts[0]][2].contains("ranks=2") && events[starts[0]][2].contains("jobid=4242"),
         "{events:?}"
     );
-    assert_eq!(named(&events, "RESTART"), vec![restarted_from]);
+    // v3.1's names: RESTART_SUCCESS, CHECKPOINT_END, FLUSH_SUCCESS
+    assert_eq!(named(&events, "RESTART_SUCCESS"), vec![restarted_from]);
     let checkpoints = ["ckpt.1", "ckpt.2", "ckpt.3", "ckpt.4", "ckpt.5"];
-    assert_eq!(named(&events, "CHECKPOINT"), checkpoints);
-    assert_eq!(named(&events, "FLUSH"), checkpoints);
+    assert_eq!(named(&events, "CHECKPOINT_END"), checkpoints);
+    assert_eq!(named(&events, "FLUSH_SUCCESS"), checkpoints);
 
     // each flush moved what is on the prefix now, into the prefix
     let flushes = rows(
         &server,
         "SELECT x.dset_name, x.bytes, x.`to` FROM scr.transfers x \
-         JOIN scr.types t ON t.id = x.type_id WHERE t.name = 'FLUSH' ORDER BY x.id",
+         JOIN scr.types t ON t.id = x.type_id WHERE t.name = 'FLUSH_SYNC' ORDER BY x.id",
     );
     assert_eq!(flushes.len(), 5, "{flushes:?}");
     for f in &flushes {
@@ -193,7 +194,7 @@ fn a_run_that_exits_without_finalize_leaves_its_records_when_the_server_is_behin
          JOIN scr.types t ON t.id = e.type_id ORDER BY e.id",
     );
     assert_eq!(
-        named(&events, "CHECKPOINT"),
+        named(&events, "CHECKPOINT_END"),
         ["ckpt.1", "ckpt.2", "ckpt.3"],
         "{events:?}"
     );
@@ -367,7 +368,7 @@ fn scr_db_grant_gives_a_users_jobs_a_database_of_their_own_records() {
             "alice",
             "pw-alice",
             "SELECT e.dset_name FROM scr_alice.events e JOIN scr_alice.types t \
-             ON t.id = e.type_id WHERE t.name = 'CHECKPOINT' ORDER BY e.id",
+             ON t.id = e.type_id WHERE t.name = 'CHECKPOINT_END' ORDER BY e.id",
         )
         .unwrap();
     assert_eq!(checkpoints, "ckpt.1\nckpt.2\n");

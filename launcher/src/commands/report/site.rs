@@ -67,7 +67,12 @@ fn local(t: chrono::NaiveDateTime) -> Option<Time> {
 /// An event of the log as the text log said it.
 fn as_text_event(stored: &StoredEvent) -> Option<Event> {
     let time = local(stored.end()?)?;
+    // v3.1's names (ours and v3.1's own records) read as the text log's kinds
+    let (kind, background) = scr_db::text_log_kind(&stored.kind);
     let mut fields: Vec<(String, String)> = Vec::new();
+    if background {
+        fields.push(("async".into(), "1".into()));
+    }
     if let Some(dset) = stored.dset {
         fields.push(("dset".into(), dset.to_string()));
     }
@@ -83,7 +88,7 @@ fn as_text_event(stored: &StoredEvent) -> Option<Event> {
     fields.extend(stored.note_fields());
     Some(Event {
         time,
-        kind: stored.kind.clone(),
+        kind: kind.to_string(),
         fields,
     })
 }
