@@ -308,8 +308,10 @@ fn the_site_report_from_the_database_shows_an_application_across_users_and_nodes
     assert!(a["checkpoint_seconds"].as_f64().unwrap() > 0.0, "{json:#}");
     assert!(a["flush_mib_per_s"].as_f64().unwrap() > 0.0, "{json:#}");
     assert!(a["young_seconds"].as_f64().unwrap() > 0.0, "{json:#}");
+    // 1.2 s between checkpoints, measured from records to the second: a second at least,
+    // less a checkpoint's own cost (the start of each is cut to its second)
     assert!(
-        a["interval_in_use_seconds"].as_f64().unwrap() >= 1.0,
+        a["interval_in_use_seconds"].as_f64().unwrap() > 0.0,
         "{json:#}"
     );
     // the run that died, in this ISO week
