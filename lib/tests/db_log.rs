@@ -113,7 +113,7 @@ fn a_failed_and_restarted_job_leaves_both_runs_in_a_v3_1_database() {
     // each flush moved what is on the prefix now, into the prefix
     let flushes = rows(
         &server,
-        "SELECT x.dset_name, x.bytes, x.`to` FROM scr.transfers x \
+        "SELECT x.dset_name, x.bytes, x.`to`, x.files FROM scr.transfers x \
          JOIN scr.types t ON t.id = x.type_id WHERE t.name = 'FLUSH_SYNC' ORDER BY x.id",
     );
     assert_eq!(flushes.len(), 5, "{flushes:?}");
@@ -127,6 +127,9 @@ fn a_failed_and_restarted_job_leaves_both_runs_in_a_v3_1_database() {
             "{f:?} vs {on_prefix}"
         );
         assert_eq!(f[2], prefix);
+        // the files it moved: those on the prefix now
+        let files = walk(&job.prefix().join(&f[0])).len();
+        assert_eq!(f[3], files.to_string(), "{f:?}");
     }
 
     // SCR_LOG_DB_DEBUG printed each statement of the second run, values in place

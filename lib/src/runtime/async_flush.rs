@@ -245,6 +245,9 @@ fn finish(flush: &Flush, running: &AsyncFlush, copied: Copied) -> Result<()> {
         let mut fields = vec![("name", name.clone()), ("dset", id.to_string())];
         fields.extend(crate::event_log::timing(total, slowest));
         fields.push(("async", "1".to_string()));
+        if let Some(files) = cache.dataset(id).files() {
+            fields.push(("files", files.to_string()));
+        }
         flush.log.event(scr::event_log::kinds::FLUSH, &fields);
         let nodes = job.nodes.max(1) as f64;
         job.debug(

@@ -537,5 +537,9 @@ pub(super) fn log_transfer(
     ];
     let bytes = desc.size().unwrap_or(0);
     fields.extend(event_log::timing(bytes, started.elapsed().as_secs_f64()));
+    // (how many files it moved: the database's transfers keep it, as v3.1's do)
+    if let Some(files) = desc.files() {
+        fields.push(("files", files.to_string()));
+    }
     log.event(kind, &fields);
 }

@@ -386,6 +386,9 @@ impl Scr {
             Some(secs) => fields.extend(event_log::timing(total_bytes, secs)),
             None => fields.push(("bytes", total_bytes.to_string())),
         }
+        if let Some(files) = desc.files() {
+            fields.push(("files", files.to_string()));
+        }
         let kind = if is_ckpt {
             kinds::CHECKPOINT
         } else {
