@@ -356,6 +356,14 @@ fn the_site_report_from_the_database_shows_an_application_across_users_and_nodes
     assert_eq!(bob_only["weeks"], serde_json::json!([]));
     assert!(!bob_only.to_string().contains("-0.0"), "{bob_only}");
 
+    // one application: by its program's name, or a part of a job name
+    let by_app: serde_json::Value =
+        serde_json::from_slice(&report(&["--json", "--app", &program]).stdout).unwrap();
+    assert_eq!(by_app["jobs"].as_array().unwrap().len(), 2, "{by_app:#}");
+    let none: serde_json::Value =
+        serde_json::from_slice(&report(&["--json", "--app", "no-such-program"]).stdout).unwrap();
+    assert_eq!(none["jobs"], serde_json::json!([]), "{none:#}");
+
     // the page, in a real browser
     let page = alices.dir.path().join("site.html");
     report(&["-o", page.to_str().unwrap()]);

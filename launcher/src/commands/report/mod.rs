@@ -93,7 +93,8 @@ pub struct Args {
     /// With --db: only this user's jobs
     #[arg(long, value_name = "USER", requires = "db")]
     user: Option<String>,
-    /// With --db: only jobs whose name (their prefix) holds TEXT
+    /// With --db: only jobs whose application (the program's name) or job name (the
+    /// prefix) holds TEXT
     #[arg(long, value_name = "TEXT", requires = "db")]
     app: Option<String>,
     /// With --db: only events since WHEN (YYYY-MM-DD, YYYY-MM-DD HH:MM, or Nd: N days ago)
@@ -252,10 +253,10 @@ fn run_site(args: Args) -> scr::Result<ExitCode> {
     let mut conn = scr_db::Connection::open(&target, true).map_err(super::db::said)?;
     let selection = scr_db::read::Selection {
         user: args.user,
-        job_name: args.app,
+        job_name: None,
         since: args.since,
     };
-    let site = site::Site::read(&mut conn, &target.database, source, selection)
+    let site = site::Site::read(&mut conn, &target.database, source, selection, args.app)
         .map_err(super::db::said)?;
     if args.output.is_some() || !args.json {
         let say = |path: &Path| say_written(args.json, path);

@@ -31,6 +31,8 @@ pub struct Site {
     /// The server and database read.
     pub source: String,
     pub selection: Selection,
+    /// Only the jobs whose application or job name holds this.
+    pub app_holding: Option<String>,
     pub generated: chrono::DateTime<chrono::Local>,
     pub jobs: Vec<JobFigures>,
 }
@@ -100,6 +102,7 @@ impl Site {
         database: &str,
         source: String,
         selection: Selection,
+        app_holding: Option<String>,
     ) -> Result<Site, scr_db::DbError> {
         let mut jobs = Vec::new();
         for job in conn.jobs(database, &selection)? {
@@ -123,8 +126,15 @@ impl Site {
                 }
                 so_far.add(event);
             }
+            let app = app.unwrap_or_else(|| job.name.clone());
+            if let Some(text) = &app_holding
+                && !app.contains(text.as_str())
+                && !job.name.contains(text.as_str())
+            {
+                continue;
+            }
             jobs.push(JobFigures {
-                app: app.unwrap_or_else(|| job.name.clone()),
+                app,
                 job,
                 figures: so_far.finish(Skipped::default()),
                 nodes_down,
@@ -133,6 +143,7 @@ impl Site {
         Ok(Site {
             source,
             selection,
+            app_holding,
             generated: chrono::Local::now(),
             jobs,
         })
@@ -253,13 +264,16 @@ fn mib_per_s(v: f64) -> String {
 }
 
 /// The selection in words, for the page's header.
-fn selection_text(s: &Selection) -> String {
+fn selection_text(s: &Selection, app_holding: Option<&str>) -> String {
     let mut parts = Vec::new();
     if let Some(u) = &s.user {
         parts.push(format!("user {u}"));
     }
     if let Some(a) = &s.job_name {
         parts.push(format!("job names holding “{a}”"));
+    }
+    if let Some(a) = app_holding {
+        parts.push(format!("applications or job names holding “{a}”"));
     }
     if let Some(t) = &s.since {
         parts.push(format!("since {}", t.format("%Y-%m-%d %H:%M")));
@@ -285,7 +299,10 @@ pub fn page(site: &Site) -> String {
          {selection}</p><p>Generated {generated}</p></header><main>",
         source = escape(&site.source),
         style = super::html::STYLE,
-        selection = escape(&selection_text(&site.selection)),
+        selection = escape(&selection_text(
+            &site.selection,
+            site.app_holding.as_deref()
+        )),
         generated = site.generated.format("%Y-%m-%d %H:%M:%S"),
     );
     let runs: u64 = apps.iter().map(|a| a.stats.runs).sum();
