@@ -62,10 +62,10 @@ pub struct StoredEvent {
 
 impl StoredEvent {
     /// When it ended: its start and its seconds.
+    /// None where the record holds no time, or seconds no event can have taken (anyone who
+    /// may log may write any number there).
     pub fn end(&self) -> Option<NaiveDateTime> {
-        let secs = self.secs.unwrap_or(0.0).max(0.0);
-        self.start
-            .map(|s| s + chrono::Duration::milliseconds((secs * 1000.0).round() as i64))
+        self.start?.checked_add_signed(span(self.secs)?)
     }
 
     /// The note's `key=value` pairs, as the text log wrote them: a word with `=` begins a
@@ -89,6 +89,17 @@ impl StoredEvent {
         }
         fields
     }
+}
+
+/// The longest an event is taken to have lasted: past it, its seconds are no measure.
+const MOST_SECONDS: f64 = 1e9;
+
+/// `secs` (none: 0) as a duration; None when it is no measure (negative, not finite, or
+/// past [`MOST_SECONDS`]).
+fn span(secs: Option<f64>) -> Option<chrono::Duration> {
+    let secs = secs.unwrap_or(0.0);
+    (secs.is_finite() && (0.0..=MOST_SECONDS).contains(&secs))
+        .then(|| chrono::Duration::milliseconds((secs * 1000.0).round() as i64))
 }
 
 fn is_key_byte(b: u8) -> bool {
@@ -121,11 +132,17 @@ impl Connection {
             "SELECT s.`SCHEMA_NAME` FROM `information_schema`.`SCHEMATA` s \
              WHERE s.`SCHEMA_NAME` = ? OR (s.`SCHEMA_NAME` LIKE ? AND \
              (SELECT COUNT(*) FROM `information_schema`.`TABLES` t WHERE t.`TABLE_SCHEMA` = s.`SCHEMA_NAME` \
-              AND t.`TABLE_TYPE` = 'BASE TABLE' AND t.`TABLE_NAME` IN ({tables})) = {}) \
+              AND t.`TABLE_TYPE` = 'BASE TABLE' AND t.`TABLE_NAME` IN ({tables})) = {} \
+             AND EXISTS (SELECT 1 FROM `information_schema`.`SCHEMA_PRIVILEGES` p \
+              WHERE BINARY p.`TABLE_SCHEMA` = BINARY REPLACE(REPLACE(s.`SCHEMA_NAME`, '_', '\\\\_'), '%', '\\\\%') \
+              AND BINARY {owner} = BINARY SUBSTRING(s.`SCHEMA_NAME`, CHAR_LENGTH(?) + 2))) \
              ORDER BY s.`SCHEMA_NAME` = ? DESC, s.`SCHEMA_NAME`",
-            crate::own_records::TABLES.len()
+            crate::own_records::TABLES.len(),
+            owner = crate::own_records::GRANTEE_USER,
         );
-        let names = self.column(&sql, vec![log.into(), users.into(), log.into()])?;
+        // a user's database is one `scr db grant` made: granted to the user its name names
+        // (not another log named like one, `scr_test` beside `scr`)
+        let names = self.column(&sql, vec![log.into(), users.into(), log.into(), log.into()])?;
         // (a name the pattern took in but that is no name the log writes to is not read)
         Ok(names
             .into_iter()
@@ -259,13 +276,7 @@ impl Connection {
             .map(|(kind, dset, dset_name, start, secs, note, bytes, end)| {
                 let end = parse_time(end);
                 // (v3.1's `…_END` events: no start of their own, their transfer's span)
-                let start = parse_time(start).or_else(|| {
-                    end.map(|e| {
-                        e - chrono::Duration::milliseconds(
-                            (secs.unwrap_or(0.0).max(0.0) * 1000.0).round() as i64,
-                        )
-                    })
-                });
+                let start = parse_time(start).or_else(|| end?.checked_sub_signed(span(secs)?));
                 StoredEvent {
                     kind,
                     dset,
@@ -319,6 +330,22 @@ mod tests {
             )]
         );
         assert_eq!(with_note("").note_fields(), []);
+    }
+
+    /// Seconds anyone may have written (a user's own database takes any row) make no time,
+    /// and never a panic.
+    #[test]
+    fn seconds_no_event_can_take_make_no_end() {
+        let mut e = with_note("");
+        e.start = parse_time(Some("2026-05-06 07:00:01".into()));
+        for secs in [1e15, -1.0, f64::NAN, f64::INFINITY, 9.3e18] {
+            e.secs = Some(secs);
+            assert_eq!(e.end(), None, "{secs}");
+        }
+        // the latest a DATETIME holds, and the most seconds taken: a time, not a panic
+        e.start = parse_time(Some("9999-12-31 23:59:59".into()));
+        e.secs = Some(1e9);
+        assert!(e.end().is_some());
     }
 
     #[test]
