@@ -28,6 +28,10 @@ pub const TABLES: [&str; 6] = [
     "transfers",
 ];
 
+/// The user part of information_schema's GRANTEE (`'alice'@'%'`): between the first quote
+/// and the quote before its `@`.
+pub(crate) const GRANTEE_USER: &str = "SUBSTRING(`GRANTEE`, 2, LOCATE('''@''', `GRANTEE`) - 2)";
+
 /// Databases of the server's own that are never a user's.
 const SYSTEM_DATABASES: [&str; 4] = ["mysql", "information_schema", "performance_schema", "sys"];
 
@@ -125,6 +129,7 @@ impl Connection {
         }
         self.refuse_foreign_database(&own)?;
         self.refuse_other_accounts(&own, user)?;
+        self.refuse_records_not_granted(&own, user)?;
         self.init_schema(&own)?;
         for statement in statements {
             self.exec(&statement, vec![])?;
@@ -173,9 +178,9 @@ impl Connection {
         wider.extend(self.column(
             "SELECT CONCAT(p.`PRIVILEGE_TYPE`, ' ON `', p.`TABLE_SCHEMA`, '`.*') \
              FROM `information_schema`.`SCHEMA_PRIVILEGES` p WHERE p.`GRANTEE` = ? \
-             AND p.`TABLE_SCHEMA` <> ? AND (? LIKE p.`TABLE_SCHEMA` OR EXISTS ( \
+             AND BINARY p.`TABLE_SCHEMA` <> BINARY ? AND (? LIKE BINARY p.`TABLE_SCHEMA` OR EXISTS ( \
                SELECT 1 FROM `information_schema`.`SCHEMATA` s WHERE s.`SCHEMA_NAME` LIKE ? \
-               AND s.`SCHEMA_NAME` <> ? AND s.`SCHEMA_NAME` LIKE p.`TABLE_SCHEMA`))",
+               AND BINARY s.`SCHEMA_NAME` <> BINARY ? AND s.`SCHEMA_NAME` LIKE BINARY p.`TABLE_SCHEMA`))",
             vec![
                 grantee.clone().into(),
                 grant_pattern(own).into(),
@@ -184,23 +189,40 @@ impl Connection {
                 own.into(),
             ],
         )?);
+        // a table's or a column's grant, on the log or on another user's database
+        for view in ["TABLE_PRIVILEGES", "COLUMN_PRIVILEGES"] {
+            wider.extend(self.column(
+                &format!(
+                    "SELECT CONCAT(`PRIVILEGE_TYPE`, ' ON `', `TABLE_SCHEMA`, '`.`', `TABLE_NAME`, '`') \
+                     FROM `information_schema`.`{view}` WHERE `GRANTEE` = ? \
+                     AND (`TABLE_SCHEMA` = ? OR (`TABLE_SCHEMA` LIKE ? AND BINARY `TABLE_SCHEMA` <> BINARY ?))"
+                ),
+                vec![
+                    grantee.clone().into(),
+                    database.into(),
+                    others.clone().into(),
+                    own.into(),
+                ],
+            )?);
+        }
+        // what a role or a proxy gives is not judged here: the account may hold neither
         wider.extend(self.column(
-            "SELECT CONCAT(`PRIVILEGE_TYPE`, ' ON `', `TABLE_SCHEMA`, '`.`', `TABLE_NAME`, '`') \
-             FROM `information_schema`.`TABLE_PRIVILEGES` WHERE `GRANTEE` = ? \
-             AND (`TABLE_SCHEMA` = ? OR (`TABLE_SCHEMA` LIKE ? AND `TABLE_SCHEMA` <> ?))",
-            vec![
-                grantee.clone().into(),
-                database.into(),
-                others.into(),
-                own.into(),
-            ],
+            "SELECT CONCAT('the role ', `Role`) FROM `mysql`.`roles_mapping` \
+             WHERE `User` = ? AND `Host` = ?",
+            vec![user.into(), host.into()],
+        )?);
+        wider.extend(self.column(
+            "SELECT CONCAT('PROXY ON ', `Proxied_user`, '@', `Proxied_host`) FROM `mysql`.`proxies_priv` \
+             WHERE `User` = ? AND `Host` = ?",
+            vec![user.into(), host.into()],
         )?);
         if wider.is_empty() {
             return Ok(());
         }
         Err(DbError::Refused(format!(
-            "{grantee} can already read the log's tables or another user's ({}): its own \
-             database would hide nothing; REVOKE those first, then grant",
+            "{grantee} can already read the log's tables or another user's, or holds what this \
+             does not judge ({}): its own database would hide nothing; REVOKE those first, \
+             then grant",
             wider.join(", ")
         )))
     }
@@ -212,11 +234,21 @@ impl Connection {
              WHERE `TABLE_SCHEMA` = ?",
             vec![own.into()],
         )?;
-        let foreign: Vec<&str> = tables
-            .iter()
-            .map(String::as_str)
+        let mut foreign: Vec<String> = tables
+            .into_iter()
             .filter(|t| !TABLES.iter().any(|v| *t == format!("{v} (BASE TABLE)")))
             .collect();
+        // what runs when a row is added, or can be called, is no user's records either
+        foreign.extend(self.column(
+            "SELECT CONCAT('the trigger ', `TRIGGER_NAME`) FROM `information_schema`.`TRIGGERS` \
+             WHERE `TRIGGER_SCHEMA` = ?",
+            vec![own.into()],
+        )?);
+        foreign.extend(self.column(
+            "SELECT CONCAT('the routine ', `ROUTINE_NAME`) FROM `information_schema`.`ROUTINES` \
+             WHERE `ROUTINE_SCHEMA` = ?",
+            vec![own.into()],
+        )?);
         if foreign.is_empty() {
             return Ok(());
         }
@@ -227,25 +259,61 @@ impl Connection {
         )))
     }
 
+    /// Refuses a database `own` that holds records while none of `user`'s accounts may
+    /// read it yet: records someone else wrote there (another log named like a user's
+    /// database, `scr_test` beside `scr`), which a grant would hand over.
+    fn refuse_records_not_granted(&mut self, own: &str, user: &str) -> Result<(), DbError> {
+        let has_jobs = !self
+            .column(
+                "SELECT `TABLE_NAME` FROM `information_schema`.`TABLES` \
+                 WHERE `TABLE_SCHEMA` = ? AND `TABLE_NAME` = 'jobs'",
+                vec![own.into()],
+            )?
+            .is_empty();
+        if !has_jobs {
+            return Ok(());
+        }
+        let granted = !self
+            .column(
+                &format!(
+                    "SELECT `GRANTEE` FROM `information_schema`.`SCHEMA_PRIVILEGES` \
+                     WHERE BINARY `TABLE_SCHEMA` = BINARY ? AND BINARY {GRANTEE_USER} = BINARY ?"
+                ),
+                vec![grant_pattern(own).into(), user.into()],
+            )?
+            .is_empty();
+        let jobs = self.column(
+            &format!("SELECT CAST(COUNT(*) AS CHAR) FROM `{own}`.`jobs`"),
+            vec![],
+        )?;
+        if granted || jobs.first().is_none_or(|n| n == "0") {
+            return Ok(());
+        }
+        Err(DbError::Refused(format!(
+            "database {own} holds records already and is not {user}'s (no account of {user} \
+             may read it): another log, or someone else's; move it aside, then grant"
+        )))
+    }
+
     /// Refuses a database `own` that an account of another user may read or write already
     /// (a grant on it, or on a pattern that takes it in): it would not be `user`'s alone.
     fn refuse_other_accounts(&mut self, own: &str, user: &str) -> Result<(), DbError> {
-        // the grantee's user part: between the first quote and the quote before its `@`
-        let user_part = "SUBSTRING(`GRANTEE`, 2, LOCATE('''@''', `GRANTEE`) - 2)";
         let mut others = self.column(
             &format!(
                 "SELECT DISTINCT `GRANTEE` FROM `information_schema`.`SCHEMA_PRIVILEGES` \
-                 WHERE ? LIKE `TABLE_SCHEMA` AND BINARY {user_part} <> BINARY ?"
+                 WHERE ? LIKE BINARY `TABLE_SCHEMA` AND BINARY {GRANTEE_USER} <> BINARY ?"
             ),
             vec![own.into(), user.into()],
         )?;
-        others.extend(self.column(
-            &format!(
-                "SELECT DISTINCT `GRANTEE` FROM `information_schema`.`TABLE_PRIVILEGES` \
-                 WHERE `TABLE_SCHEMA` = ? AND BINARY {user_part} <> BINARY ?"
-            ),
-            vec![own.into(), user.into()],
-        )?);
+        for view in ["TABLE_PRIVILEGES", "COLUMN_PRIVILEGES"] {
+            others.extend(self.column(
+                &format!(
+                    "SELECT DISTINCT `GRANTEE` FROM `information_schema`.`{view}` \
+                     WHERE BINARY `TABLE_SCHEMA` = BINARY ? AND BINARY {GRANTEE_USER} <> BINARY ?"
+                ),
+                vec![own.into(), user.into()],
+            )?);
+        }
         if others.is_empty() {
             return Ok(());
         }

@@ -502,6 +502,56 @@ fn a_grant_reaches_no_further_than_it_says() {
     // and a name that makes no database, or one of the server's own, is refused
     server.sql("CREATE USER 'j.doe'@'%' IDENTIFIED BY 'pw'");
     assert!(grant("j.doe", None).is_err());
+
+    // a role, or a column's grant, reaches what the grant does not judge: refused
+    server.sql(
+        "CREATE ROLE reader; GRANT SELECT ON scr.* TO reader; \
+         CREATE USER 'gina'@'localhost' IDENTIFIED BY 'pw-gina'; GRANT reader TO 'gina'@'localhost'; \
+         CREATE USER 'hal'@'localhost' IDENTIFIED BY 'pw-hal'; \
+         GRANT SELECT (id, name) ON scr_j_smith.jobnames TO 'hal'@'localhost'",
+    );
+    let role = grant("gina", None).unwrap_err().to_string();
+    assert!(role.contains("the role reader"), "{role}");
+    let column = grant("hal", None).unwrap_err().to_string();
+    assert!(
+        column.contains("scr_j_smith") && column.contains("jobnames"),
+        "{column}"
+    );
+    // and j_smith's database, which hal's column grant reaches, is j_smith's no more
+    let shared = grant("j_smith", None).unwrap_err().to_string();
+    assert!(shared.contains("'hal'@'localhost'"), "{shared}");
+
+    // a database with a trigger runs what nobody granted: refused
+    server.sql(
+        "CREATE USER 'ivy'@'localhost' IDENTIFIED BY 'pw-ivy'; CREATE DATABASE scr_ivy; \
+         CREATE TABLE scr_ivy.jobnames (id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(512) NOT NULL); \
+         CREATE TRIGGER scr_ivy.t AFTER INSERT ON scr_ivy.jobnames FOR EACH ROW INSERT INTO scr.jobnames (name) VALUES (NEW.name)",
+    );
+    let trigger = grant("ivy", None).unwrap_err().to_string();
+    assert!(trigger.contains("the trigger t"), "{trigger}");
+
+    // another log named like a user's database (`scr_test` beside `scr`) is no user's
+    // (fred's pattern grant, which reaches it, out of the way first)
+    server.sql("REVOKE SELECT ON `scr\\_%`.* FROM 'fred'@'localhost'");
+    admin().init_schema("scr_test").unwrap();
+    server.sql(
+        "INSERT INTO scr_test.usernames (name) VALUES ('kim'); INSERT INTO scr_test.jobnames (name) VALUES ('/p/kim'); \
+         INSERT INTO scr_test.jobs (username_id, jobname_id, start) VALUES (1, 1, NOW()); \
+         CREATE USER 'test'@'localhost' IDENTIFIED BY 'pw-test'",
+    );
+    let other_log = grant("test", None).unwrap_err().to_string();
+    assert!(other_log.contains("holds records already"), "{other_log}");
+    assert!(
+        server
+            .try_sql_as("test", "pw-test", "SELECT * FROM scr_test.jobs")
+            .is_err()
+    );
+    // nor does the site's reader take it for user test's: only databases granted to their user
+    let mut conn = Connection::open(&target(&server, "admin", "pw-admin", "scr"), true).unwrap();
+    assert_eq!(
+        conn.log_databases("scr").unwrap(),
+        ["scr", "scr_carol", "scr_j_smith"]
+    );
 }
 
 /// Records as SCR v3.1 itself writes them (its names; `CHECKPOINT_END` and `FLUSH_SUCCESS`
