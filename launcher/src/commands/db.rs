@@ -67,9 +67,10 @@ pub struct InitArgs {
                   a password the user keeps in ~/.my.cnf, or unix_socket on the server's \
                   machine): every account of USER's name is granted, or --host's alone; none \
                   is ever made. Refused, with nothing changed: an account that can read the \
-                  log's tables or another user's already, a database of that name holding \
-                  anything but the log's tables or granted to another account, a user name \
-                  that makes no database name (`.` or `-` in it). The administrator's account \
+                  log's tables or another user's already, or holds a role or a proxy grant; a \
+                  database of that name holding anything but the log's tables (a trigger, a \
+                  routine), records while nobody may read it yet, or granted to another \
+                  account; a user name that makes no database name (`.` or `-` in it). The administrator's account \
                   is the one `scr db init` takes.\n\n\
                   Exit codes: 0 granted (again: nothing changes); 1 an error, which names the \
                   account, database or server."
