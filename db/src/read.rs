@@ -22,8 +22,6 @@ use chrono::NaiveDateTime;
 pub struct Selection {
     /// Only this user's jobs.
     pub user: Option<String>,
-    /// Only jobs whose name (their prefix) holds this text.
-    pub job_name: Option<String>,
     /// Only events from this time on (the server's local time, as the records are).
     pub since: Option<NaiveDateTime>,
 }
@@ -185,7 +183,6 @@ impl Connection {
              JOIN `{db}`.`usernames` u ON u.`id` = j.`username_id` \
              JOIN `{db}`.`jobnames` n ON n.`id` = j.`jobname_id` \
              WHERE (? IS NULL OR u.`name` = ?) \
-             AND (? IS NULL OR INSTR(n.`name`, ?) > 0) \
              AND (? IS NULL OR EXISTS (SELECT 1 FROM `{db}`.`events` e WHERE e.`job_id` = j.`id` \
                   AND e.`start` >= ?)) \
              ORDER BY j.`start`, j.`id`"
@@ -196,13 +193,10 @@ impl Connection {
         } else {
             selection.user.clone()
         };
-        let name = selection.job_name.clone();
         let since = since_text(selection);
         let values = vec![
             user.clone().into(),
             user.into(),
-            name.clone().into(),
-            name.into(),
             since.clone().into(),
             since.into(),
         ];

@@ -253,7 +253,6 @@ fn run_site(args: Args) -> scr::Result<ExitCode> {
     let mut conn = scr_db::Connection::open(&target, true).map_err(super::db::said)?;
     let selection = scr_db::read::Selection {
         user: args.user,
-        job_name: None,
         since: args.since,
     };
     let site = site::Site::read(&mut conn, &target.database, source, selection, args.app)

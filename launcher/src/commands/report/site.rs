@@ -269,9 +269,6 @@ fn selection_text(s: &Selection, app_holding: Option<&str>) -> String {
     if let Some(u) = &s.user {
         parts.push(format!("user {u}"));
     }
-    if let Some(a) = &s.job_name {
-        parts.push(format!("job names holding “{a}”"));
-    }
     if let Some(a) = app_holding {
         parts.push(format!("applications or job names holding “{a}”"));
     }
