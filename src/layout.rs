@@ -351,7 +351,13 @@ pub fn job_user_id() -> u32 {
     if me != 0 {
         return me;
     }
-    account_by_name(&user_name()).map_or(0, |a| a.uid)
+    job_account_for_root().map_or(0, |a| a.uid)
+}
+
+/// For root, the account of the job's user that [`user_name`] names, when it is another
+/// user's; None for root's own jobs and for a name without an account (whoever asks).
+pub fn job_account_for_root() -> Option<Account> {
+    account_by_name(&user_name()).filter(|a| a.uid != 0)
 }
 
 /// The name of the account this process runs as (the password database's), for when the

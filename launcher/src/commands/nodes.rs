@@ -48,10 +48,10 @@ pub fn configured_node_check(params: &Params, free: bool) -> NodeCheck {
 /// runs as (over pdsh or ssh the nodes see root's own environment, not the job's).
 fn job_user_for_root() -> Option<String> {
     // SAFETY: geteuid has no preconditions
-    if unsafe { libc::geteuid() } != 0 || scr::layout::job_user_id() == 0 {
+    if unsafe { libc::geteuid() } != 0 {
         return None;
     }
-    Some(scr::layout::user_name())
+    scr::layout::job_account_for_root().map(|a| a.name.to_string_lossy().into_owned())
 }
 
 #[derive(clap::Args)]

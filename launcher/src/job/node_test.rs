@@ -18,7 +18,8 @@ pub struct NodeCheck {
     /// Compare free space instead of capacity (SCR checks free space on the first run).
     pub free: bool,
     /// Whose rights root tests with (the job's user, named on to the nodes it tests on);
-    /// None: the job's user as this process knows it ([`scr::layout::job_user_id`]).
+    /// None: the job's user as this process knows it
+    /// ([`scr::layout::job_account_for_root`]).
     pub user: Option<String>,
 }
 
@@ -50,8 +51,8 @@ impl NodeCheck {
     }
 }
 
-/// Runs the node test here, as the job's user ([`scr::layout::job_user_id`]) when this is
-/// root and the job's user is another; the failures in SCR's wording.
+/// Runs the node test here, as the job's user when this is root and the job's user is
+/// another; the failures in SCR's wording.
 pub fn check_node(check: &NodeCheck) -> Vec<String> {
     match tester(check.user.as_deref()) {
         Ok(tester) => check_node_as(check, &tester),
@@ -60,7 +61,8 @@ pub fn check_node(check: &NodeCheck) -> Vec<String> {
 }
 
 /// Whose rights this process's node test runs with: its own, unless it is root and the
-/// job's user (`user`, else [`scr::layout::job_user_id`]) is another with an account.
+/// job's user (`user`, else [`scr::layout::job_account_for_root`]) is another with an
+/// account.
 fn tester(user: Option<&str>) -> Result<Tester, String> {
     // SAFETY: geteuid has no preconditions
     if unsafe { libc::geteuid() } != 0 {
@@ -73,15 +75,10 @@ fn tester(user: Option<&str>) -> Result<Tester, String> {
                  has no such account"
             )
         })?,
-        None => match scr::layout::job_user_id() {
-            // (a job of root's, or of a name without an account: root's own)
-            0 => return Ok(Tester::Itself),
-            uid => scr::layout::account_by_id(uid).ok_or_else(|| {
-                format!(
-                    "FAIL: Could not test the node as the job's user (id {uid}): the user \
-                     database has no account of that id"
-                )
-            })?,
+        // (a job of root's, or of a name without an account: root's own)
+        None => match scr::layout::job_account_for_root() {
+            Some(account) => account,
+            None => return Ok(Tester::Itself),
         },
     };
     Ok(if account.uid == 0 {
