@@ -9,8 +9,18 @@
 //! takes in every `<log>_<user>` database beside it, each as that user's.
 //!
 //! ```no_run
-//! # fn admin() -> scr_db::Connection { unimplemented!() }
-//! let mut conn = admin();
+//! use scr_db::{Address, Connection, Target};
+//! // the administrator, over the server's own socket (Debian's)
+//! let admin = Target {
+//!     address: Address::Socket(scr_db::DEFAULT_SOCKET.into()),
+//!     database: "scr".into(),
+//!     user: "root".into(),
+//!     password: None,
+//!     debug: false,
+//!     timeout: scr_db::TIMEOUT,
+//!     ssl_ca: None,
+//! };
+//! let mut conn = Connection::open(&admin, false).unwrap();
 //! // database `scr_alice` of the log's tables; every account alice@… may read and add there
 //! let granted = conn.grant_own_records("scr", "alice", None).unwrap();
 //! assert!(!granted.is_empty());

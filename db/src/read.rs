@@ -4,9 +4,19 @@
 //! their own.
 //!
 //! ```no_run
-//! # fn conn() -> scr_db::Connection { unimplemented!() }
+//! use scr_db::{Address, Connection, Target};
+//! // the administrator, over the server's own socket (Debian's)
+//! let admin = Target {
+//!     address: Address::Socket(scr_db::DEFAULT_SOCKET.into()),
+//!     database: "scr".into(),
+//!     user: "root".into(),
+//!     password: None,
+//!     debug: false,
+//!     timeout: scr_db::TIMEOUT,
+//!     ssl_ca: None,
+//! };
 //! use scr_db::read::Selection;
-//! let mut conn = conn();
+//! let mut conn = Connection::open(&admin, true).unwrap();
 //! let selection = Selection { user: Some("alice".into()), ..Selection::default() };
 //! for job in conn.jobs("scr", &selection).unwrap() {
 //!     let events = conn.events_of(&job, &selection).unwrap();
