@@ -405,7 +405,8 @@ fn lookup_account(
         *mut *mut libc::passwd,
     ) -> libc::c_int,
 ) -> Option<Account> {
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // (as large as the longest look-up this replaced asked for: a long entry is found)
+    let mut buf = vec![0 as libc::c_char; 1 << 16];
     // SAFETY: a zeroed passwd is a valid out-parameter; buf outlives every use of the result
     let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
     let mut found: *mut libc::passwd = std::ptr::null_mut();
