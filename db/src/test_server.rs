@@ -1,5 +1,5 @@
 //! A private MariaDB server for tests: a fresh data directory in a temporary directory,
-//! a unix socket there, and a port on 127.0.0.1; run as the tests' own user and stopped
+//! a unix socket there, and a port on 127.0.0.1 (or another address of this machine); run as the tests' own user and stopped
 //! when dropped. Its administrator is the account of the tests' own login name, which
 //! logs in through the socket alone (as its owner: MariaDB's unix_socket authentication).
 
@@ -17,6 +17,7 @@ pub const V3_1_FIXTURE: &str = concat!(
 pub struct TestServer {
     dir: tempfile::TempDir,
     child: Option<Child>,
+    address: std::net::IpAddr,
     port: u16,
     tls: bool,
 }
@@ -53,27 +54,35 @@ fn private_tmp(dir: &Path) -> PathBuf {
     tmp
 }
 
-/// A port on 127.0.0.1 nobody listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
+/// A port on `address` nobody listens on now.
+fn free_port(address: std::net::IpAddr) -> u16 {
+    std::net::TcpListener::bind((address, 0))
         .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
+        .unwrap_or_else(|e| panic!("bind {address}:0: {e}"))
         .port()
 }
+
+const LOOPBACK: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
 impl TestServer {
     /// Creates a data directory and starts the server; returns once it answers.
     pub fn start() -> TestServer {
-        TestServer::start_with(false)
+        TestServer::start_with(LOOPBACK, false)
     }
 
     /// [`TestServer::start`] of a server that also speaks TLS, with a certificate for
     /// 127.0.0.1 and localhost signed by an authority of its own ([`TestServer::tls_ca`]).
     pub fn start_with_tls() -> TestServer {
-        TestServer::start_with(true)
+        TestServer::start_with(LOOPBACK, true)
     }
 
-    fn start_with(tls: bool) -> TestServer {
+    /// [`TestServer::start_with_tls`] listening on `address` instead of 127.0.0.1 (an
+    /// address of this machine other hosts reach it at), with a certificate for it.
+    pub fn start_with_tls_at(address: std::net::IpAddr) -> TestServer {
+        TestServer::start_with(address, true)
+    }
+
+    fn start_with(address: std::net::IpAddr, tls: bool) -> TestServer {
         let dir = tempfile::Builder::new()
             .prefix("scr-db-")
             .tempdir()
@@ -95,12 +104,13 @@ impl TestServer {
             String::from_utf8_lossy(&out.stderr)
         );
         if tls {
-            make_certificates(dir.path());
+            make_certificates(dir.path(), address);
         }
         let mut server = TestServer {
             dir,
             child: None,
-            port: free_port(),
+            address,
+            port: free_port(address),
             tls,
         };
         server.launch(&user);
@@ -126,7 +136,7 @@ impl TestServer {
             .arg(format!("--tmpdir={}", private_tmp(d).display()))
             .arg(format!("--log-error={}", d.join("error.log").display()))
             .arg(format!("--user={user}"))
-            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--bind-address={}", self.address))
             .arg(format!("--port={}", self.port))
             .args([
                 "--skip-name-resolve",
@@ -178,7 +188,12 @@ impl TestServer {
         self.dir.path().join("ca.pem")
     }
 
-    /// Its port on 127.0.0.1.
+    /// The address it listens on.
+    pub fn address(&self) -> std::net::IpAddr {
+        self.address
+    }
+
+    /// Its port there.
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -312,9 +327,9 @@ impl TestServer {
     }
 }
 
-/// An authority (`ca.pem`) and a server certificate it signed for 127.0.0.1 and localhost
-/// (`server.pem`, `server.key`) in `dir`, made by the openssl command.
-fn make_certificates(dir: &Path) {
+/// An authority (`ca.pem`) and a server certificate it signed for `address`, 127.0.0.1
+/// and localhost (`server.pem`, `server.key`) in `dir`, made by the openssl command.
+fn make_certificates(dir: &Path, address: std::net::IpAddr) {
     let openssl = |args: &[&str]| {
         let out = Command::new("openssl")
             .args(args)
@@ -367,9 +382,14 @@ fn make_certificates(dir: &Path) {
         ]
         .concat(),
     );
+    let names = if address == LOOPBACK {
+        "IP:127.0.0.1,DNS:localhost".to_string()
+    } else {
+        format!("IP:{address},IP:127.0.0.1,DNS:localhost")
+    };
     std::fs::write(
         dir.join("server.ext"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        format!("subjectAltName={names}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"),
     )
     .expect("write server.ext");
     openssl(&[

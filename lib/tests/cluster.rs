@@ -15,6 +15,9 @@ mod plan;
 #[path = "cluster/reshape.rs"]
 mod reshape;
 
+#[path = "cluster/site_log.rs"]
+mod site_log;
+
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -274,24 +277,26 @@ fn four_nodes_checkpoint_flush_every_second_and_finish() {
     );
 }
 
+/// Also the site's one database log: the library on the nodes and scr-run on the host log
+/// over TLS to one server, whose records match what the application printed and the node
+/// the test killed.
 #[test]
 fn a_node_dying_mid_run_is_excluded_and_the_spare_takes_over_from_the_xor_rebuild() {
     let started = Instant::now();
     let c = Cluster::up(5, "scenario2");
+    let site = site_log::SiteLog::start(&c.dir);
     let killer = kill_node_after_checkpoint(&c, 3, 4);
-    let (out, t) = run(c.scr_run(
-        5,
-        4,
-        &["200000", "10"],
-        &[
-            ("SCR_FLUSH", "0"),
-            ("SCR_COPY_TYPE", "XOR"),
-            ("SCR_RUNS", "3"),
-            ("SCR_MIN_NODES", "4"),
-            ("TEST_API_SLEEP_MS", "400"),
-            ("TEST_API_TIMES", "1"),
-        ],
-    ));
+    let mut env: Vec<(&str, String)> = vec![
+        ("SCR_FLUSH", "0".into()),
+        ("SCR_COPY_TYPE", "XOR".into()),
+        ("SCR_RUNS", "3".into()),
+        ("SCR_MIN_NODES", "4".into()),
+        ("TEST_API_SLEEP_MS", "400".into()),
+        ("TEST_API_TIMES", "1".into()),
+    ];
+    env.extend(site.env());
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (out, t) = run(c.scr_run(5, 4, &["200000", "10"], &env));
     killer.join().unwrap();
     assert!(out.status.success(), "{t}");
     assert!(t.contains("node3 is down"), "{t}");
@@ -303,6 +308,50 @@ fn a_node_dying_mid_run_is_excluded_and_the_spare_takes_over_from_the_xor_rebuil
         "{t}"
     );
     restarted_from_cache(&c, &t);
+    assert!(!t.contains("database log off"), "{t}");
+
+    let events = site.events();
+    let kinds: Vec<&str> = events.iter().map(|e| e[0].as_str()).collect();
+    // the node the test killed, as scr-run found it
+    assert!(
+        events
+            .iter()
+            .any(|e| e[0] == "SCR_RUN_NODE_DOWN" && e[2].contains("node3")),
+        "{events:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|&&k| k == "START").count(),
+        2,
+        "{kinds:?}"
+    );
+    // every checkpoint the application saw complete, and the restart it printed
+    let logged = site_log::SiteLog::named(&events, "CHECKPOINT_END");
+    for n in completed_checkpoints(t.lines()) {
+        assert!(
+            logged.contains(&format!("ckpt.{n}")),
+            "ckpt.{n}: {events:?}"
+        );
+    }
+    assert_eq!(
+        site_log::SiteLog::named(&events, "RESTART_SUCCESS"),
+        vec![format!("ckpt.{}", newest_completed(&t))]
+    );
+    // over TLS from a node (rank 0's library) and from the host (scr-run)
+    let clients = site.clients();
+    assert!(
+        clients.iter().all(|(_, how)| how == "SSL/TLS"),
+        "{clients:?}"
+    );
+    assert!(
+        clients.iter().any(|(a, _)| a == "10.99.0.254"),
+        "{clients:?}"
+    );
+    assert!(
+        clients
+            .iter()
+            .any(|(a, _)| a.starts_with("10.99.0.") && a != "10.99.0.254"),
+        "{clients:?}"
+    );
     eprintln!(
         "scenario 2 wall time: {:.1} s",
         started.elapsed().as_secs_f64()
