@@ -89,7 +89,7 @@ pub enum DbError {
         /// The database asked for.
         database: String,
         /// What the client said.
-        source: Box<mysql::Error>,
+        source: ClientError,
         /// What the connection asked of the server beyond a login, when it did.
         note: &'static str,
     },
@@ -99,7 +99,7 @@ pub enum DbError {
         /// The statement, without its values.
         statement: String,
         /// What the client said.
-        source: Box<mysql::Error>,
+        source: ClientError,
     },
     /// The password could not be read safely.
     #[error(transparent)]
@@ -130,6 +130,32 @@ pub enum DbError {
     /// database or account of that name that is not the log's): what it found, and the fix.
     #[error("{0}")]
     Refused(String),
+}
+
+/// What the database client said, as MariaDB's own tools say it (`ERROR 1045 (28000):
+/// Access denied …`, the system's error for a connection), without the client crate's
+/// type names around it.
+#[derive(Debug)]
+pub struct ClientError(pub Box<mysql::Error>);
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &*self.0 {
+            mysql::Error::IoError(e) => write!(f, "{e}"),
+            mysql::Error::CodecError(e) => write!(f, "{e}"),
+            mysql::Error::MySqlError(e) => write!(f, "{e}"),
+            mysql::Error::DriverError(e) => write!(f, "{e}"),
+            mysql::Error::UrlError(e) => write!(f, "{e}"),
+            mysql::Error::TlsError(e) => write!(f, "TLS: {e}"),
+            other => write!(f, "{other}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
 }
 
 /// Where the server listens.
@@ -391,7 +417,7 @@ impl Connection {
         let conn = Conn::new(opts).map_err(|source| DbError::Connect {
             address: target.address.to_string(),
             database: database.to_string(),
-            source: Box::new(source),
+            source: ClientError(Box::new(source)),
             note: if tls {
                 " (the connection is TLS, as a password goes over TCP only by TLS: the server \
                  must offer it, with a certificate a public authority signed or the one \
@@ -513,7 +539,7 @@ impl NameTable {
 fn statement_error(sql: &str, source: mysql::Error) -> DbError {
     DbError::Statement {
         statement: sql.to_string(),
-        source: Box::new(source),
+        source: ClientError(Box::new(source)),
     }
 }
 
