@@ -224,6 +224,16 @@ fn every_page_renders_cleanly_and_names_only_pages_that_exist() {
                 reference.1
             );
         }
+        // and our pages it names anywhere else (clap_mangen's SUBCOMMANDS) exist too
+        for reference in references(&text).iter().filter(|r| r.0.starts_with("scr")) {
+            assert!(
+                existing.contains(reference),
+                "{} names {}({}), which is not a page",
+                page.display(),
+                reference.0,
+                reference.1
+            );
+        }
     }
 }
 

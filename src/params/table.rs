@@ -56,7 +56,7 @@ params! {
     "SCR_LOG_SYSLOG_PREFIX", Some("SCR"), Text, "syslog identity of the messages";
     "SCR_LOG_DB_ENABLE", Some("0"), Bool, "with SCR_LOG_ENABLE: the database log, SCR v3.1's MySQL tables on a MariaDB or MySQL server (rank 0 writes; a server that fails costs at most a bounded wait once, and the other logs go on)";
     "SCR_LOG_DB_DEBUG", Some("0"), Bool, "print each statement of the database log on stdout, its values in place";
-    "SCR_LOG_DB_HOST", None, Text, "the database server: a host name, host:port, or the absolute path of its unix socket (unset: localhost)";
+    "SCR_LOG_DB_HOST", None, Text, "the database server: a host name, host:port, or the absolute path of its unix socket (unset: localhost). Over TCP a password goes only by TLS: the server must offer TLS with a certificate for that name, signed by a public authority or the one ssl-ca= of ~/.my.cnf names";
     "SCR_LOG_DB_NAME", None, Text, "the database (unset: scr, as scr db init creates it)";
     "SCR_LOG_DB_USER", None, Text, "the account the log writes with (unset: user= of ~/.my.cnf, else the login name)";
     "SCR_LOG_DB_PASS", None, Text, "its password: from the environment, or a configuration file only its owner can read (refused from one others can read); unset: password= of ~/.my.cnf, which must be the owner's alone too";

@@ -34,8 +34,6 @@ pub fn run(args: Args, root: clap::Command, compat: &[(&str, &str)]) -> scr::Res
             "give --man DIR, --man5 DIR and/or --completions DIR",
         ));
     }
-    let mut root = root;
-    root.build();
     if let Some(dir) = &args.man {
         for page in pages(&root, compat) {
             let text = render_page(&page).map_err(|e| Error::io(dir, "render a man page", e))?;
@@ -46,6 +44,8 @@ pub fn run(args: Args, root: clap::Command, compat: &[(&str, &str)]) -> scr::Res
         write(&dir.join("scr.conf.5"), conf::render().as_bytes())?;
     }
     if let Some(dir) = &args.completions {
+        let mut root = root;
+        root.build();
         let run = named(&root, "run", "scr-run");
         for (shell, sub, file) in [
             (clap_complete::Shell::Bash, "bash", "scr"),
@@ -72,6 +72,9 @@ pub struct Page {
     pub command: clap::Command,
     /// The subcommand it runs (None: `scr` itself).
     pub sub: Option<String>,
+    /// The subcommand of that one it documents (`init` of `scr db init`), whose page
+    /// clap_mangen names under SUBCOMMANDS as `scr-db-init(1)`.
+    pub nested: Option<String>,
     /// Arguments the name puts before the user's (`scr_srun` is `scr run srun`).
     pub leading: Vec<String>,
     /// The page of the same command under its scr name, for SCR's names.
@@ -82,7 +85,10 @@ impl Page {
     /// How the page's name runs the command on a command line.
     pub fn invocation(&self) -> String {
         match (&self.sub, &self.same_as) {
-            (Some(sub), None) if self.name != "scr-run" => format!("scr {sub}"),
+            (Some(sub), None) if self.name != "scr-run" => match &self.nested {
+                Some(nested) => format!("scr {sub} {nested}"),
+                None => format!("scr {sub}"),
+            },
             _ => self.name.clone(),
         }
     }
@@ -90,27 +96,51 @@ impl Page {
 
 /// Every page to install: `scr`, `scr-<sub>` for each subcommand (named as git names its
 /// commands' pages, git-log(1) for `git log`, so `man scr-print` finds `scr print`), and
-/// each SCR name (`scr_index`, `scr_srun`, `scr-run` …) rendered as the subcommand it runs.
+/// `scr-<sub>-<nested>` for each of its own (`scr db init`), and each SCR name
+/// (`scr_index`, `scr_srun`, `scr-run` …) rendered as the subcommand it runs.
 pub fn pages(root: &clap::Command, compat: &[(&str, &str)]) -> Vec<Page> {
+    // `help` is a subcommand of clap's making, documented by every page's --help: without
+    // it no page names a scr-help(1) or scr-db-help(1) that nobody writes
+    let mut root = root.clone().disable_help_subcommand(true);
+    let parents: Vec<String> = visible(&root)
+        .filter(|s| s.has_subcommands())
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for parent in parents {
+        root = root.mut_subcommand(parent, |c| c.disable_help_subcommand(true));
+    }
+    root.build();
+    let root = &root;
     let mut out = vec![Page {
         name: "scr".into(),
         command: root.clone(),
         sub: None,
+        nested: None,
         leading: Vec::new(),
         same_as: None,
     }];
-    for sub in root
-        .get_subcommands()
-        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
-    {
+    for sub in visible(root) {
         let name = format!("scr-{}", sub.get_name());
         out.push(Page {
             command: named(root, sub.get_name(), &name),
-            name,
+            name: name.clone(),
             sub: Some(sub.get_name().to_string()),
+            nested: None,
             leading: Vec::new(),
             same_as: None,
         });
+        for nested in visible(sub) {
+            let page = format!("{name}-{}", nested.get_name());
+            out.push(Page {
+                command: as_page(nested.clone(), &page),
+                name: page,
+                sub: Some(sub.get_name().to_string()),
+                nested: Some(nested.get_name().to_string()),
+                // its examples are those of the command above that start with its name
+                leading: vec![nested.get_name().to_string()],
+                same_as: None,
+            });
+        }
     }
     for (name, meaning) in compat {
         let mut words = meaning.split(' ');
@@ -120,6 +150,7 @@ pub fn pages(root: &clap::Command, compat: &[(&str, &str)]) -> Vec<Page> {
                 name: name.to_string(),
                 command: named(root, sub, name),
                 sub: Some(sub.to_string()),
+                nested: None,
                 leading: words.map(str::to_string).collect(),
                 same_as: Some(format!("scr-{sub}")),
             });
@@ -136,15 +167,13 @@ pub fn pages(root: &clap::Command, compat: &[(&str, &str)]) -> Vec<Page> {
 /// A page as roff: clap_mangen's rendering of the command, with ENVIRONMENT, EXAMPLES and
 /// SEE ALSO before its VERSION section.
 pub fn render_page(page: &Page) -> std::io::Result<String> {
-    // the scr page names every command's page
-    let also: Vec<String> = match page.sub {
-        None => page
-            .command
-            .get_subcommands()
-            .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    // the scr page names every command's page, a nested command's page the one above it
+    let also: Vec<String> = match (&page.sub, &page.nested) {
+        (None, _) => visible(&page.command)
             .map(|s| format!("scr-{}(1)", s.get_name()))
             .collect(),
-        Some(_) => Vec::new(),
+        (Some(sub), Some(_)) => vec![format!("scr-{sub}(1)")],
+        (Some(_), None) => Vec::new(),
     };
     let mut text = Vec::new();
     clap_mangen::Man::new(page.command.clone()).render(&mut text)?;
@@ -165,12 +194,23 @@ pub fn render_page(page: &Page) -> std::io::Result<String> {
     })
 }
 
+/// The subcommands of `cmd` a page is written for (not hidden ones, not clap's `help`).
+fn visible(cmd: &clap::Command) -> impl Iterator<Item = &clap::Command> {
+    cmd.get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+}
+
 /// Subcommand `sub` of `root` as a command of its own called `name`.
 fn named(root: &clap::Command, sub: &str, name: &str) -> clap::Command {
     let cmd = root
         .find_subcommand(sub)
         .unwrap_or_else(|| panic!("COMPAT_NAMES names a subcommand `{sub}` that scr lacks"))
         .clone();
+    as_page(cmd, name)
+}
+
+/// `cmd` as the command of a page called `name`.
+fn as_page(cmd: clap::Command, name: &str) -> clap::Command {
     cmd.name(name.to_string())
         .display_name(name.to_string())
         .version(env!("CARGO_PKG_VERSION"))

@@ -523,6 +523,10 @@ pub fn extra(sub: Option<&str>) -> Extra {
                     "create the database and its tables as the administrator that file names (mode 600)",
                 ),
                 ("schema", "print the tables, to read or to run by hand"),
+                (
+                    "grant alice --option-file ~/scr-admin.cnf",
+                    "give alice's accounts a database of their own records, scr_alice",
+                ),
             ],
             related: &["config"],
             reads_config: true,
