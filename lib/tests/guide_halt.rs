@@ -75,7 +75,13 @@ fn a_halt_after_n_checkpoints_waits_for_one_that_succeeds() {
             "ckpt=c.4:4",
             "quit",
         ],
-        &[SINGLE, ("SCR_HALT_EXIT", "1"), ("SCR_FLUSH", "10")],
+        &[
+            SINGLE,
+            ("SCR_HALT_EXIT", "1"),
+            ("SCR_FLUSH", "10"),
+            ("SCR_LOG_ENABLE", "1"),
+            ("SCR_LOG_SYSLOG_ENABLE", "0"),
+        ],
     );
     assert_eq!(answer(&out, "ckpt=c.1:1"), "rc=0", "{out}");
     assert_eq!(answer(&out, "complete=0"), "rc=1", "{out}");
@@ -83,6 +89,14 @@ fn a_halt_after_n_checkpoints_waits_for_one_that_succeeds() {
     // the checkpoint it halted at is flushed (SCR_FLUSH=10 notwithstanding)
     check_file(&job.prefix().join("c.3/rank_1.ckpt"), 1, 3, 1000);
     assert!(!job.prefix().join("c.2").exists() && !job.prefix().join("c.4").exists());
+    // the log says the job halted and why: the reason scr_halt's --checkpoints names
+    let log = std::fs::read_to_string(job.prefix().join(".scr/log")).unwrap();
+    let halts: Vec<&str> = log.lines().filter(|l| l.contains(" event=HALT ")).collect();
+    assert_eq!(halts.len(), 1, "{log}");
+    assert!(
+        halts[0].contains(" exits=true") && halts[0].contains(" reason=NO_CHECKPOINTS_LEFT"),
+        "{log}"
+    );
 }
 
 /// halt.rst, "Halt before or after a specified time": `--after TIME` (ISO form) halts the

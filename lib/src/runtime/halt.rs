@@ -18,11 +18,15 @@ static SAID_WHY: AtomicBool = AtomicBool::new(false);
 /// Whether this process logged the halt event (once, as [`SAID_WHY`]).
 static LOGGED: AtomicBool = AtomicBool::new(false);
 
+/// The ExitReason of the condition rank 0 said, for the halt event's record.
+static REASON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 /// Rank 0 says, once, why the job should stop, and what happens next.
-fn say_why(cause: &impl std::fmt::Display, exits: bool) {
+fn say_why(cause: &scr::halt::HaltCause, exits: bool) {
     if SAID_WHY.swap(true, Ordering::Relaxed) {
         return;
     }
+    let _ = REASON.set(cause.reason().to_string());
     if exits {
         say_out!("SCR: Job exiting: {cause}");
     } else {
@@ -134,7 +138,12 @@ impl Scr {
         let halt = self.halt_decision(count_checkpoint);
         let exits = self.config.settings.halt.exits;
         if halt && !LOGGED.swap(true, Ordering::Relaxed) {
-            self.log.event(kinds::HALT, &[("exits", exits.to_string())]);
+            let mut fields = vec![("exits", exits.to_string())];
+            // rank 0 decided, and knows why
+            if let Some(reason) = REASON.get() {
+                fields.push(("reason", reason.clone()));
+            }
+            self.log.event(kinds::HALT, &fields);
         }
         if halt && exits {
             self.flush_latest_if_needed()?;
