@@ -28,6 +28,9 @@ pub mod kinds {
     pub const FETCH_FAILED: &str = "FETCH_FAILED";
     pub const RESTART: &str = "RESTART";
     pub const HALT: &str = "HALT";
+    /// scr-run's record of how a run it launched ended (the database log only: its
+    /// `exit_code`, absent for a signal, and its `error`).
+    pub const RUN_ENDED: &str = "SCR_RUN_RUN_ENDED";
 }
 
 /// One event line. Spaces and control characters in values become `_`, so a line always
@@ -85,6 +88,13 @@ impl Event {
     /// from it would overflow).
     pub fn seconds(&self, key: &str) -> Option<f64> {
         self.number(key).filter(|s| *s <= 1e9)
+    }
+
+    /// Whether this is the launcher's record of a run that ended badly: a
+    /// [`kinds::RUN_ENDED`] without exit code 0 (a signal has none), or with an error.
+    pub fn ended_badly(&self) -> bool {
+        self.kind == kinds::RUN_ENDED
+            && (self.field("exit_code") != Some("0") || self.field("error").is_some())
     }
 
     /// The job the event belongs to (every line the library writes names it).
@@ -273,7 +283,8 @@ pub enum Ending {
     Finalized,
     /// A halt condition stopped it (a HALT line whose halt exits the job, and no END).
     Halted,
-    /// No END and no halt, and another run started after it: the application died.
+    /// No END and no halt, and another run started after it, or its launcher saw it end
+    /// badly ([`kinds::RUN_ENDED`]): the application died.
     Failed,
     /// The log's last run, without END or halt: still running, or killed with no run
     /// started since (the log cannot tell which).
@@ -289,6 +300,8 @@ pub struct RunSoFar {
     pub last: DateTime<FixedOffset>,
     finalized: bool,
     halted: bool,
+    /// Its launcher saw it end badly ([`kinds::RUN_ENDED`] without exit code 0).
+    died: bool,
 }
 
 impl RunSoFar {
@@ -299,6 +312,7 @@ impl RunSoFar {
             last: start.time,
             finalized: false,
             halted: false,
+            died: false,
         }
     }
 
@@ -308,6 +322,7 @@ impl RunSoFar {
         self.finalized |= e.kind == kinds::END;
         // a halt that exits ends the run on purpose, without SCR_Finalize
         self.halted |= e.kind == kinds::HALT && e.field("exits") != Some("false");
+        self.died |= e.ended_badly();
     }
 
     /// How it ended, given whether another run started after it.
@@ -316,7 +331,7 @@ impl RunSoFar {
             Ending::Finalized
         } else if self.halted {
             Ending::Halted
-        } else if followed {
+        } else if followed || self.died {
             Ending::Failed
         } else {
             Ending::Open
