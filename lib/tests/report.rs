@@ -388,6 +388,24 @@ fn the_site_report_from_the_database_shows_an_application_across_users_and_nodes
         chromium(&profile, &[&shot, "--window-size=1280,1600"], &page);
         std::fs::copy(&page, Path::new(&keep).with_extension("html")).unwrap();
     }
+
+    // carol's program dies before SCR_Init: scr-run's records alone tell of that run
+    let carols = Job::new();
+    let mut env = borrow(&logging("carol"));
+    env.extend([("SCR_NODELIST", "n1".to_string()), ("SCR_RUNS", "1".into())]);
+    let env_ref: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (out, carol_said) = output(scr_run_in(
+        &carols,
+        &hydra_on("n1", 1, &["false"]),
+        &env_ref,
+    ));
+    assert!(!out.status.success(), "{carol_said}");
+    let carol_only: serde_json::Value =
+        serde_json::from_slice(&report(&["--json", "--user", "carol"]).stdout).unwrap();
+    let carol_jobs = carol_only["jobs"].as_array().unwrap();
+    assert_eq!(carol_jobs.len(), 1, "{carol_said}{carol_only:#}");
+    assert_eq!(carol_jobs[0]["runs"], 1, "{carol_only:#}");
+    assert_eq!(carol_jobs[0]["runs_died"], 1, "{carol_only:#}");
 }
 
 /// How many checkpoints the application said returned complete.

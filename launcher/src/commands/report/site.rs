@@ -678,11 +678,19 @@ mod tests {
     fn a_run_that_dies_before_scr_init_is_a_run_that_died() {
         let f = figures(&[
             (0, "SCR_RUN_LAUNCH", &[("attempt", "1")]),
-            (5, "SCR_RUN_RUN_ENDED", &[("attempt", "1"), ("exit_code", "127")]),
+            (
+                5,
+                "SCR_RUN_RUN_ENDED",
+                &[("attempt", "1"), ("exit_code", "127")],
+            ),
             (6, "SCR_RUN_LAUNCH", &[("attempt", "2")]),
             (7, "START", &[("app", "sim")]),
             (9, "END", &[]),
-            (10, "SCR_RUN_RUN_ENDED", &[("attempt", "2"), ("exit_code", "0")]),
+            (
+                10,
+                "SCR_RUN_RUN_ENDED",
+                &[("attempt", "2"), ("exit_code", "0")],
+            ),
         ]);
         assert_eq!((f.stats.runs, f.stats.failures), (2, 1));
         // the first lasted from its launch to its end, the second from START to its end
@@ -704,7 +712,11 @@ mod tests {
     fn a_launch_that_ends_well_without_scr_is_no_run() {
         let f = figures(&[
             (0, "SCR_RUN_LAUNCH", &[("attempt", "1")]),
-            (3, "SCR_RUN_RUN_ENDED", &[("attempt", "1"), ("exit_code", "0")]),
+            (
+                3,
+                "SCR_RUN_RUN_ENDED",
+                &[("attempt", "1"), ("exit_code", "0")],
+            ),
             (4, "SCR_RUN_FINISHED", &[]),
         ]);
         assert_eq!((f.stats.runs, f.stats.failures), (0, 0));
