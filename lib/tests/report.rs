@@ -406,6 +406,25 @@ fn the_site_report_from_the_database_shows_an_application_across_users_and_nodes
     assert_eq!(carol_jobs.len(), 1, "{carol_said}{carol_only:#}");
     assert_eq!(carol_jobs[0]["runs"], 1, "{carol_only:#}");
     assert_eq!(carol_jobs[0]["runs_died"], 1, "{carol_only:#}");
+
+    // dave sets a halt condition on a prefix no job has run in: no job to show yet
+    let daves = Job::new();
+    let mut halt = Command::new(scr_command());
+    halt.args(["halt", "--checkpoints", "1"])
+        .arg(daves.prefix());
+    for (k, v) in logging("dave") {
+        halt.env(k, v);
+    }
+    let said = halt.output().unwrap();
+    assert!(said.status.success(), "{}", text(&said));
+    let logged = server.sql(
+        "SELECT COUNT(*) FROM scr.events e JOIN scr.jobs j ON j.id = e.job_id \
+         JOIN scr.usernames u ON u.id = j.username_id WHERE u.name = 'dave'",
+    );
+    assert_eq!(logged.trim(), "1", "scr halt's record");
+    let dave_only: serde_json::Value =
+        serde_json::from_slice(&report(&["--json", "--user", "dave"]).stdout).unwrap();
+    assert_eq!(dave_only["jobs"], serde_json::json!([]), "{dave_only:#}");
 }
 
 /// How many checkpoints the application said returned complete.

@@ -164,6 +164,11 @@ impl Site {
                 }
                 launches.add(event, &mut so_far);
             }
+            let figures = so_far.finish(Skipped::default());
+            // `scr halt` on a prefix no job has run in yet logs a job with nothing to show
+            if figures.stats.runs == 0 && nodes_down.is_empty() {
+                continue;
+            }
             let app = app.unwrap_or_else(|| job.name.clone());
             if let Some(text) = &app_holding
                 && !app.contains(text.as_str())
@@ -174,7 +179,7 @@ impl Site {
             jobs.push(JobFigures {
                 app,
                 job,
-                figures: so_far.finish(Skipped::default()),
+                figures,
                 nodes_down,
             });
         }
