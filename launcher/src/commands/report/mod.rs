@@ -12,6 +12,7 @@ pub mod datasets;
 pub mod figures;
 pub mod html;
 pub mod json;
+pub mod launches;
 pub mod site;
 pub mod units;
 
