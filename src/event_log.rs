@@ -28,9 +28,13 @@ pub mod kinds {
     pub const FETCH_FAILED: &str = "FETCH_FAILED";
     pub const RESTART: &str = "RESTART";
     pub const HALT: &str = "HALT";
-    /// scr-run's record of how a run it launched ended (the database log only: its
-    /// `exit_code`, absent for a signal, and its `error`).
+    /// scr-run's launch of a run (the database log only; v3.1's `RUN_START`).
+    pub const LAUNCH: &str = "SCR_RUN_LAUNCH";
+    /// scr-run's record of how a run it launched ended (the database log only, v3.1's
+    /// `RUN_END`: its `exit_code`, `signal=1` for a run a signal ended, or its `error`).
     pub const RUN_ENDED: &str = "SCR_RUN_RUN_ENDED";
+    /// A node scr-run found down (the database log only, v3.1's `NODE_FAIL`).
+    pub const NODE_DOWN: &str = "SCR_RUN_NODE_DOWN";
 }
 
 /// One event line. Spaces and control characters in values become `_`, so a line always
@@ -91,10 +95,13 @@ impl Event {
     }
 
     /// Whether this is the launcher's record of a run that ended badly: a
-    /// [`kinds::RUN_ENDED`] without exit code 0 (a signal has none), or with an error.
+    /// [`kinds::RUN_ENDED`] with an exit code other than 0, a signal, or an error (v3.1's
+    /// `RUN_END`, which says none of them, tells of no failure).
     pub fn ended_badly(&self) -> bool {
         self.kind == kinds::RUN_ENDED
-            && (self.field("exit_code") != Some("0") || self.field("error").is_some())
+            && (self.field("exit_code").is_some_and(|c| c != "0")
+                || self.field("signal").is_some()
+                || self.field("error").is_some())
     }
 
     /// The job the event belongs to (every line the library writes names it).
@@ -300,7 +307,7 @@ pub struct RunSoFar {
     pub last: DateTime<FixedOffset>,
     finalized: bool,
     halted: bool,
-    /// Its launcher saw it end badly ([`kinds::RUN_ENDED`] without exit code 0).
+    /// Its launcher saw it end badly ([`Event::ended_badly`]).
     died: bool,
 }
 

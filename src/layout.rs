@@ -335,6 +335,36 @@ pub fn user_name() -> String {
         .unwrap_or_else(account_name)
 }
 
+/// Lexically normalises an absolute path (`a/./b/../c/` → `a/c`) without touching the
+/// disk.
+pub fn lexically_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The name the database log files a prefix's records under (SCR's job name): the prefix
+/// with its links resolved where it exists, else made absolute against the working
+/// directory and normalised, so that every way of writing one prefix (relative, with a
+/// trailing `/`, through a link) names one job.
+pub fn job_name(prefix: &Path) -> String {
+    let named = std::fs::canonicalize(prefix).unwrap_or_else(|_| {
+        let absolute = std::env::current_dir()
+            .map(|cwd| cwd.join(prefix))
+            .unwrap_or_else(|_| prefix.to_path_buf());
+        lexically_normal(&absolute)
+    });
+    named.to_string_lossy().into_owned()
+}
+
 /// The user a command works for: SCR_USER_NAME, else the account of the effective user id,
 /// whatever USER says (root acting as a prefix's owner works for that owner).
 pub fn effective_user_name() -> String {
@@ -502,6 +532,35 @@ mod job_id_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_way_of_writing_a_prefix_names_one_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("p");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
+        let name = job_name(&real);
+        for other in [
+            dir.path().join("p/"),
+            dir.path().join("p/."),
+            dir.path().join("link"),
+            dir.path().join("x/../p"),
+        ] {
+            assert_eq!(job_name(&other), name, "{}", other.display());
+        }
+        // one that does not exist yet: absolute and normalised
+        let gone = dir.path().join("new/./q/");
+        assert!(job_name(&gone).ends_with("/new/q"), "{}", job_name(&gone));
+        assert_eq!(
+            lexically_normal(Path::new("/a/./b/../c/")),
+            Path::new("/a/c")
+        );
+        assert_eq!(lexically_normal(Path::new("/a/b/../../..")), Path::new("/"));
+        assert_eq!(
+            lexically_normal(Path::new("/p/ckpt.1/x")),
+            Path::new("/p/ckpt.1/x")
+        );
+    }
 
     #[test]
     fn this_host_is_known_by_its_short_or_full_name_and_another_is_not() {

@@ -228,8 +228,9 @@ impl Connection {
     /// The events of `job` in `selection`'s time, in the order they happened (by when
     /// each ended, then as they were written). An event that moved bytes has them from
     /// its transfer (the transfer of v3.1's name for it: `CHECKPOINT` for `CHECKPOINT_END`
-    /// …); v3.1's own `…_END` events, which it records without a start, take their time
-    /// from that transfer too.
+    /// …: the one that began when the event did, else one under way then, as v3.1 stamps a
+    /// flush's event when it ended); v3.1's own `…_END` events, which it records without a
+    /// start, take their time from that transfer too.
     pub fn events_of(
         &mut self,
         job: &StoredJob,
@@ -247,7 +248,8 @@ impl Connection {
             format!(
                 "(SELECT {column} FROM `{db}`.`transfers` x JOIN `{db}`.`types` xt ON xt.`id` = x.`type_id` \
                  WHERE x.`job_id` = e.`job_id` AND xt.`name` = {transfer_of} AND x.`dset_id` = e.`dset_id` \
-                 AND (x.`start` = e.`start` OR e.`start` IS NULL) ORDER BY x.`id` DESC LIMIT 1)"
+                 AND (x.`start` = e.`start` OR e.`start` IS NULL OR e.`start` BETWEEN x.`start` AND x.`end`) \
+                 ORDER BY x.`start` = e.`start` DESC, x.`id` DESC LIMIT 1)"
             )
         };
         let sql = format!(

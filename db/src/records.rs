@@ -8,8 +8,9 @@
 //! The kinds are v3.1's names where v3.1 logs the same thing ([`V3_1_NAMES`]): a completed
 //! checkpoint is the event `CHECKPOINT_END` and the transfer `CHECKPOINT`, a flush
 //! `FLUSH_SUCCESS` and `FLUSH_SYNC` (`ASYNC_FLUSH_SUCCESS` and `FLUSH_ASYNC` in the
-//! background), so a site's queries of v3.1's records find ours; what v3.1 has no name for
-//! (`END`, `CHECKPOINT_FAILED`, scr-run's `SCR_RUN_…`) keeps the text log's.
+//! background), scr-run's launch, end of a run and node found down `RUN_START`, `RUN_END`
+//! and `NODE_FAIL`, so a site's queries of v3.1's records find ours; what v3.1 has no name
+//! for (`END`, `CHECKPOINT_FAILED`, scr-run's other `SCR_RUN_…`) keeps the text log's.
 
 use chrono::{DateTime, Local};
 
@@ -62,6 +63,10 @@ pub const V3_1_NAMES: &[(&str, &str, Option<&str>)] = &[
     ("FETCH", "FETCH_SUCCESS", Some("FETCH")),
     ("FETCH_FAILED", "FETCH_FAIL", None),
     ("RESTART", "RESTART_SUCCESS", None),
+    // scr-run's, as v3.1's scr_srun names them
+    ("SCR_RUN_LAUNCH", "RUN_START", None),
+    ("SCR_RUN_RUN_ENDED", "RUN_END", None),
+    ("SCR_RUN_NODE_DOWN", "NODE_FAIL", None),
 ];
 
 /// v3.1's event and transfer names for a text log kind (a flush in the background when
@@ -207,7 +212,15 @@ mod tests {
             ("RESTART", false, "RESTART_SUCCESS", "RESTART_SUCCESS"),
             ("START", false, "START", "START"),
             ("END", false, "END", "END"),
-            ("SCR_RUN_LAUNCH", false, "SCR_RUN_LAUNCH", "SCR_RUN_LAUNCH"),
+            ("SCR_RUN_LAUNCH", false, "RUN_START", "RUN_START"),
+            ("SCR_RUN_RUN_ENDED", false, "RUN_END", "RUN_END"),
+            ("SCR_RUN_NODE_DOWN", false, "NODE_FAIL", "NODE_FAIL"),
+            (
+                "SCR_RUN_SLEEPING",
+                false,
+                "SCR_RUN_SLEEPING",
+                "SCR_RUN_SLEEPING",
+            ),
         ] {
             assert_eq!(v3_1_names(kind, background), (event, transfer), "{kind}");
             assert_eq!(text_log_kind(event), (kind, background), "{event}");

@@ -110,7 +110,7 @@ impl EventLog {
             let sink = scr_db::Sink::open(
                 scr_db::Target::from_settings(&settings.db, user),
                 user,
-                &prefix.to_string_lossy(),
+                &scr::layout::job_name(prefix),
                 chrono::Local::now(),
             );
             settle_at_exit_of(&sink);

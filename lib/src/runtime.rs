@@ -51,7 +51,7 @@ use scr::halt::HaltFile;
 use scr::layout::Node;
 use scr::params::{Params, Settings};
 use scr::{Error, Result, layout, safe_fs};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// The filemap tag on a partner's copy, naming the node of the rank the files belong to.
@@ -159,21 +159,6 @@ macro_rules! flush_part {
             log: &$scr.log,
         }
     };
-}
-
-/// Lexically normalises an absolute path (`a/./b/../c` → `a/c`) without touching the disk.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// Creates this node's control directory and each descriptor's cache directory (the node
@@ -580,20 +565,5 @@ impl Scr {
         self.job.barrier();
         self.log.event(kinds::END, &[]);
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn normalize_resolves_dot_and_dot_dot_without_the_disk() {
-        assert_eq!(normalize(Path::new("/a/./b/../c")), Path::new("/a/c"));
-        assert_eq!(normalize(Path::new("/a/b/../../..")), Path::new("/"));
-        assert_eq!(
-            normalize(Path::new("/p/ckpt.1/x")),
-            Path::new("/p/ckpt.1/x")
-        );
     }
 }

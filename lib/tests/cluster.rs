@@ -312,11 +312,11 @@ fn a_node_dying_mid_run_is_excluded_and_the_spare_takes_over_from_the_xor_rebuil
 
     let events = site.events();
     let kinds: Vec<&str> = events.iter().map(|e| e[0].as_str()).collect();
-    // the node the test killed, as scr-run found it
+    // the node the test killed, as scr-run found it (v3.1's name for it)
     assert!(
         events
             .iter()
-            .any(|e| e[0] == "SCR_RUN_NODE_DOWN" && e[2].contains("node3")),
+            .any(|e| e[0] == "NODE_FAIL" && e[2].contains("node3")),
         "{events:?}"
     );
     assert_eq!(

@@ -175,7 +175,7 @@ pub fn db_log(
     Some(scr_db::Sink::open(
         scr_db::Target::from_settings(&log.db, &user),
         &user,
-        &prefix.to_string_lossy(),
+        &scr::layout::job_name(prefix),
         chrono::Local::now(),
     ))
 }

@@ -3,7 +3,7 @@
 use super::fetch::open_as_recorded;
 use super::fetch::{Fetch, FetchOutcome, Fetched};
 use super::reshape::PrefixRestart;
-use super::{Phase, Scr, failure, normalize};
+use super::{Phase, Scr, failure};
 use scr::event_log::kinds;
 use scr::index::IndexFile;
 use scr::meta::Meta;
@@ -17,12 +17,12 @@ impl Scr {
     pub(super) fn prefix_path(&self, name: &str) -> Result<(PathBuf, PathBuf)> {
         let cwd =
             std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
-        let abs = normalize(&cwd.join(name));
+        let abs = scr::layout::lexically_normal(&cwd.join(name));
         // the prefix as given, or as the file system resolves it: the working directory
         // comes back resolved when SCR_PREFIX goes through a symbolic link
         let prefix = self.prefix.path();
         let resolved = std::fs::canonicalize(prefix).ok();
-        let rel = [Some(normalize(prefix)), resolved]
+        let rel = [Some(scr::layout::lexically_normal(prefix)), resolved]
             .into_iter()
             .flatten()
             .find_map(|p| abs.strip_prefix(p).ok().map(Path::to_path_buf))

@@ -4,14 +4,24 @@
 use super::figures::FiguresSoFar;
 use scr::event_log::Event;
 
-/// The runs of a job as its events tell them, scr-run's among the library's: a run the
-/// launcher started that ended badly before its library said START (it died before
-/// SCR_Init, or never started) is a run that died, from its launch on; of scr-run's own
-/// records, only how a run ended says anything of a run (when it died, and that it did).
+/// The runs of a job as its events tell them, scr-run's and the commands' among the
+/// library's:
+/// - a run the launcher started that ended badly before its library said START (it died
+///   before SCR_Init, or never started) is a run that died, from its launch on; a run the
+///   launcher saw end badly died, even the last;
+/// - `scr halt --immediate` (the `SCR_HALT` record that says `immediate=1`) stops the run
+///   under way on purpose: a halt, not a death;
+/// - in a run v3.1's library logged (its START says nothing of its ranks), a fetch is its
+///   restart: v3.1 logs a restart from the prefix as `FETCH_SUCCESS` alone;
+/// - the launchers' other records (v3.1's scr_srun's `RUN_END` that says nothing of how the
+///   run ended, scr-run's sleeps and postrun, the drain's) are no run's events: they would
+///   stretch a run past its end.
 #[derive(Default)]
 pub struct Launches {
     /// The launch of the attempt under way, while its library has not said START.
     unstarted: Option<Event>,
+    /// The run under way was logged by v3.1's library and has not said RESTART yet.
+    v3_1_unrestarted: bool,
 }
 
 impl Launches {
@@ -19,15 +29,14 @@ impl Launches {
     pub fn add(&mut self, event: Event, so_far: &mut FiguresSoFar) {
         use scr::event_log::kinds;
         match event.kind.as_str() {
-            "SCR_RUN_LAUNCH" => self.unstarted = Some(event),
+            kinds::LAUNCH => self.unstarted = Some(event),
             kinds::START => {
                 self.unstarted = None;
+                self.v3_1_unrestarted = event.field("ranks").is_none();
                 so_far.add(event);
             }
-            kinds::RUN_ENDED => {
-                if let Some(launch) = self.unstarted.take()
-                    && event.ended_badly()
-                {
+            kinds::RUN_ENDED if event.ended_badly() => {
+                if let Some(launch) = self.unstarted.take() {
                     so_far.add(Event {
                         time: launch.time,
                         kind: kinds::START.to_string(),
@@ -36,7 +45,32 @@ impl Launches {
                 }
                 so_far.add(event);
             }
-            kind if kind.starts_with("SCR_RUN_") => {}
+            "SCR_HALT" if event.field("immediate") == Some("1") => so_far.add(Event {
+                time: event.time,
+                kind: kinds::HALT.to_string(),
+                fields: vec![
+                    ("exits".into(), "true".into()),
+                    ("reason".into(), "scr halt --immediate".into()),
+                ],
+            }),
+            kinds::RESTART => {
+                self.v3_1_unrestarted = false;
+                so_far.add(event);
+            }
+            kinds::FETCH if self.v3_1_unrestarted => {
+                self.v3_1_unrestarted = false;
+                let restart = Event {
+                    kind: kinds::RESTART.to_string(),
+                    ..event.clone()
+                };
+                so_far.add(event);
+                so_far.add(restart);
+            }
+            kind if kind.starts_with("SCR_")
+                || matches!(
+                    kind,
+                    "RUN_START" | "RUN_END" | "SCAVENGE_START" | "SCAVENGE_END"
+                ) => {}
             _ => so_far.add(event),
         }
     }
@@ -91,8 +125,8 @@ mod tests {
             ),
         ]);
         assert_eq!((f.stats.runs, f.stats.failures), (2, 1));
-        // the first lasted from its launch to its end, the second from START to its end
-        assert_eq!(f.stats.run_seconds, 5.0 + 3.0);
+        // the first lasted from its launch to its end, the second from START to its END
+        assert_eq!(f.stats.run_seconds, 5.0 + 2.0);
     }
 
     #[test]
@@ -101,7 +135,7 @@ mod tests {
             (0, "SCR_RUN_LAUNCH", &[("attempt", "1")]),
             (1, "START", &[]),
             (2, "CHECKPOINT", &[("secs", "0.5")]),
-            (4, "SCR_RUN_RUN_ENDED", &[("attempt", "1")]),
+            (4, "SCR_RUN_RUN_ENDED", &[("attempt", "1"), ("signal", "1")]),
         ]);
         assert_eq!((f.stats.runs, f.stats.failures), (1, 1));
     }
@@ -118,5 +152,83 @@ mod tests {
             (4, "SCR_RUN_FINISHED", &[]),
         ]);
         assert_eq!((f.stats.runs, f.stats.failures), (0, 0));
+    }
+
+    #[test]
+    fn scr_halt_immediate_stops_a_run_on_purpose() {
+        let f = figures(&[
+            (0, "SCR_RUN_LAUNCH", &[("attempt", "1")]),
+            (1, "START", &[("ranks", "2")]),
+            (2, "CHECKPOINT", &[("secs", "0.5")]),
+            (3, "SCR_HALT", &[("immediate", "1")]),
+            (4, "SCR_RUN_RUN_ENDED", &[("attempt", "1"), ("signal", "1")]),
+            (5, "SCR_RUN_FINISHED", &[("ending", "halted")]),
+        ]);
+        assert_eq!((f.stats.runs, f.stats.failures), (1, 0));
+        assert_eq!(f.failures.iter().count(), 0);
+    }
+
+    #[test]
+    fn a_last_run_that_died_is_listed_as_a_failure_like_the_others() {
+        let f = figures(&[
+            (0, "SCR_RUN_LAUNCH", &[("attempt", "1")]),
+            (1, "START", &[("ranks", "2")]),
+            (
+                2,
+                "CHECKPOINT",
+                &[("secs", "0.5"), ("dset", "1"), ("name", "c.1")],
+            ),
+            (
+                9,
+                "SCR_RUN_RUN_ENDED",
+                &[("attempt", "1"), ("exit_code", "3")],
+            ),
+            (10, "SCR_RUN_LAUNCH", &[("attempt", "2")]),
+            (11, "START", &[("ranks", "2")]),
+            (12, "RESTART", &[("dset", "1"), ("name", "c.1")]),
+            (
+                13,
+                "SCR_RUN_RUN_ENDED",
+                &[("attempt", "2"), ("exit_code", "3")],
+            ),
+        ]);
+        assert_eq!((f.stats.runs, f.stats.failures), (2, 2));
+        let died: Vec<_> = f
+            .failures
+            .iter()
+            .filter(|x| x.kind == crate::commands::report::figures::FailureKind::RunDied)
+            .collect();
+        assert_eq!(died.len(), 2);
+        // the first lost from its checkpoint to its end, and restarted at the next RESTART
+        assert_eq!((died[0].lost_work, died[0].restart), (7.0, 3.0));
+        // the last lost from its start (it wrote nothing) to its end, and never restarted
+        assert_eq!((died[1].lost_work, died[1].restart), (2.0, 0.0));
+    }
+
+    #[test]
+    fn v3_1s_own_records_restart_by_their_fetch_and_their_launcher_stretches_no_run() {
+        let f = figures(&[
+            (0, "SCR_RUN_LAUNCH", &[("run", "1")]),
+            (1, "START", &[]),
+            (
+                2,
+                "CHECKPOINT",
+                &[("secs", "0.5"), ("dset", "1"), ("name", "c.1")],
+            ),
+            (5, "SCR_RUN_RUN_ENDED", &[("run", "1")]),
+            (100, "SCR_RUN_LAUNCH", &[("run", "2")]),
+            (101, "START", &[]),
+            (
+                103,
+                "FETCH",
+                &[("dset", "1"), ("name", "c.1"), ("secs", "1.0")],
+            ),
+            (110, "END", &[]),
+            (200, "SCR_RUN_RUN_ENDED", &[("run", "2")]),
+        ]);
+        assert_eq!(f.stats.runs, 2);
+        // each run from its START to its own last event, not to its launcher's end
+        assert_eq!(f.stats.run_seconds, 1.0 + 9.0);
+        assert_eq!(f.restarts.iter().count(), 1);
     }
 }

@@ -23,7 +23,7 @@ pub struct JobFigures {
     pub job: StoredJob,
     pub app: String,
     pub figures: Figures,
-    /// The nodes scr-run found down (SCR_RUN_NODE_DOWN): node, why, when.
+    /// The nodes scr-run found down (`NODE_FAIL`): node, why, when.
     pub nodes_down: Vec<(String, String, Time)>,
 }
 
@@ -96,6 +96,19 @@ fn as_text_event(stored: &StoredEvent) -> Option<Event> {
     })
 }
 
+/// The node a node-down record names, and why: scr-run's `node=` and `reason=`, or v3.1's
+/// note `NODE: REASON`.
+fn node_down(event: &Event, stored: &StoredEvent) -> Option<(String, String)> {
+    if let Some(node) = event.field("node") {
+        let why = event.field("reason").unwrap_or_default();
+        return Some((node.to_string(), why.to_string()));
+    }
+    let (node, why) = stored.note.as_deref()?.split_once(':')?;
+    let node = node.trim();
+    (!node.is_empty() && !node.contains(char::is_whitespace))
+        .then(|| (node.to_string(), why.trim().to_string()))
+}
+
 impl Site {
     /// Reads the jobs `selection` covers and computes each one's figures.
     pub fn read(
@@ -120,11 +133,10 @@ impl Site {
                 {
                     app = Some(name.to_string());
                 }
-                if event.kind == "SCR_RUN_NODE_DOWN"
-                    && let Some(node) = event.field("node")
+                if event.kind == scr::event_log::kinds::NODE_DOWN
+                    && let Some((node, why)) = node_down(&event, &stored)
                 {
-                    let why = event.field("reason").unwrap_or_default().to_string();
-                    nodes_down.push((node.to_string(), why, event.time));
+                    nodes_down.push((node, why, event.time));
                 }
                 launches.add(event, &mut so_far);
             }

@@ -406,7 +406,13 @@ impl JobOps for Live<'_> {
                 r.say(
                     "run_ended",
                     &format!("attempt {attempt}: run ended: {how}"),
-                    serde_json::json!({"attempt": attempt, "exit_code": exit_code, "error": error}),
+                    serde_json::json!({
+                        "attempt": attempt,
+                        "exit_code": exit_code,
+                        // (a run a signal ended has no exit code)
+                        "signal": (exit_code.is_none() && error.is_none()).then_some(1),
+                        "error": error,
+                    }),
                 );
             }
             Event::Sleeping { seconds } => r.say(

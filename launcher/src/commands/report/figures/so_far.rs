@@ -271,7 +271,24 @@ impl FiguresSoFar {
 
     /// A run that died, now that the next run (the open one) restarted or ended.
     fn died_settled(&mut self, died: OpenRun) {
-        let Some(next) = &self.open else { return };
+        let Some(next) = &self.open else {
+            // the last run died (its launcher saw it) and none came after it: the work since
+            // its newest checkpoint is lost, and no restart took time
+            let since = died.written.back().map_or(died.run.start, |w| w.time);
+            let run_died = Failure {
+                kind: FailureKind::RunDied,
+                run: died.number,
+                time: died.run.last,
+                dataset: None,
+                lost_work: seconds_between(since, died.run.last),
+                restart: 0.0,
+                failed_checkpoint: 0.0,
+                note: Some("no run came after it".into()),
+            };
+            self.list_failures(died.failures, Some(since));
+            self.list_failure(run_died);
+            return;
+        };
         let restart = next.restart.as_ref();
         let since = restart
             .and_then(|r| died.written.iter().rev().find(|w| w.restarted_by(r)))
@@ -312,6 +329,10 @@ impl FiguresSoFar {
     /// The figures of the whole log, and what reading it skipped.
     pub fn finish(mut self, skipped: Skipped) -> Figures {
         self.close(false);
+        // a last run that died waits on no run's RESTART
+        if let Some(died) = self.died.take() {
+            self.died_settled(died);
+        }
         let mut fig = self.fig;
         fig.stats = self.stats.finish();
         fig.skipped = skipped;
