@@ -104,8 +104,8 @@ pub enum DbError {
     /// The password could not be read safely.
     #[error(transparent)]
     Password(#[from] password::PasswordError),
-    /// The password would go where another user could read it.
-    #[error("the database password is not sent to {address}: {why}")]
+    /// The password or the records would go where another user could read them.
+    #[error("nothing is sent to the database at {address} (no password, no record): {why}")]
     Exposed {
         /// Where the server was looked for.
         address: String,
@@ -139,17 +139,55 @@ pub enum DbError {
 pub struct ClientError(pub Box<mysql::Error>);
 
 impl std::fmt::Display for ClientError {
+    /// A server's words may hold anything (one that is not the site's may send terminal
+    /// escapes): control and direction characters are written as escapes.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match &*self.0 {
+            mysql::Error::IoError(e) if is_timeout(e) => {
+                "no answer within the bound on each statement".to_string()
+            }
+            mysql::Error::IoError(e) => e.to_string(),
+            mysql::Error::CodecError(e) => e.to_string(),
+            mysql::Error::MySqlError(e) => e.to_string(),
+            mysql::Error::DriverError(e) => e.to_string(),
+            mysql::Error::UrlError(e) => e.to_string(),
+            mysql::Error::TlsError(e) => format!("TLS: {e}"),
+            other => other.to_string(),
+        };
+        for c in text.chars() {
+            if c.is_control()
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            {
+                write!(f, "{}", c.escape_unicode())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ClientError {
+    /// Whether the client gave up on TLS itself (the server offers none, or its
+    /// certificate does not check out): what the connection's note about TLS explains.
+    pub fn about_tls(&self) -> bool {
         match &*self.0 {
-            mysql::Error::IoError(e) => write!(f, "{e}"),
-            mysql::Error::CodecError(e) => write!(f, "{e}"),
-            mysql::Error::MySqlError(e) => write!(f, "{e}"),
-            mysql::Error::DriverError(e) => write!(f, "{e}"),
-            mysql::Error::UrlError(e) => write!(f, "{e}"),
-            mysql::Error::TlsError(e) => write!(f, "TLS: {e}"),
-            other => write!(f, "{other}"),
+            mysql::Error::TlsError(_) => true,
+            mysql::Error::DriverError(e) => {
+                let text = e.to_string().to_ascii_lowercase();
+                text.contains("tls") || text.contains("ssl") || text.contains("secure")
+            }
+            _ => false,
         }
     }
+}
+
+/// A read or write that ran into its bound (the socket's timeout).
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 impl std::error::Error for ClientError {
@@ -317,8 +355,9 @@ fn line_to(mut out: impl Write, text: &str) {
 
 /// Refuses a socket another user (not root, not a system account such as the server's
 /// own) could have put in place: a server of theirs there would be handed the password (a
-/// client answers whatever authentication the server asks for). Whoever may change the
-/// directories on the way, or owns the socket itself, could have.
+/// client answers whatever authentication the server asks for) and the job's records, and
+/// could answer a report with rows of its own. Whoever may change the directories on the
+/// way, or owns the socket itself, could have.
 fn no_other_user_listens_at(socket: &std::path::Path) -> Result<(), DbError> {
     let exposed = |why: String| DbError::Exposed {
         address: socket.display().to_string(),
@@ -368,6 +407,8 @@ fn no_other_user_listens_at(socket: &std::path::Path) -> Result<(), DbError> {
 pub struct Connection {
     conn: Conn,
     debug: bool,
+    /// The bound on connecting and on each statement.
+    timeout: Duration,
 }
 
 impl Connection {
@@ -406,29 +447,33 @@ impl Connection {
                     .ssl_opts(tls)
             }
             Address::Socket(path) => {
-                if target.password.is_some() {
-                    no_other_user_listens_at(path)?;
-                }
+                // a password, and the job's records too, go only to a socket nobody else
+                // could have put there
+                no_other_user_listens_at(path)?;
                 opts.socket(Some(path.to_string_lossy()))
             }
         };
         let opts = mysql::Opts::from(opts);
         let tls = opts.get_ssl_opts().is_some();
-        let conn = Conn::new(opts).map_err(|source| DbError::Connect {
-            address: target.address.to_string(),
-            database: database.to_string(),
-            source: ClientError(Box::new(source)),
-            note: if tls {
-                " (the connection is TLS, as a password goes over TCP only by TLS: the server \
+        let conn = Conn::new(opts).map_err(|source| {
+            let source = ClientError(Box::new(source));
+            DbError::Connect {
+                address: target.address.to_string(),
+                database: database.to_string(),
+                note: if tls && source.about_tls() {
+                    " (the connection is TLS, as a password goes over TCP only by TLS: the server \
                  must offer it, with a certificate a public authority signed or the one \
                  ssl-ca= of ~/.my.cnf names)"
-            } else {
-                ""
-            },
+                } else {
+                    ""
+                },
+                source,
+            }
         })?;
         Ok(Connection {
             conn,
             debug: target.debug,
+            timeout: target.timeout,
         })
     }
 

@@ -73,7 +73,7 @@ fn account_part(name: &str, host: bool) -> Result<&str, DbError> {
 
 /// A database name as a GRANT's pattern that matches it alone: a GRANT takes `_` and `%`
 /// in a database name for wildcards (`scr_j_smith` would reach `scr_jasmith`).
-fn grant_pattern(database: &str) -> String {
+pub(crate) fn grant_pattern(database: &str) -> String {
     database.replace('_', "\\_").replace('%', "\\%")
 }
 

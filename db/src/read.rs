@@ -18,7 +18,7 @@
 //! use scr_db::read::Selection;
 //! let mut conn = Connection::open(&admin, true).unwrap();
 //! let selection = Selection { user: Some("alice".into()), ..Selection::default() };
-//! for job in conn.jobs("scr", &selection).unwrap() {
+//! for job in conn.jobs("scr", &selection).unwrap().jobs {
 //!     let events = conn.events_of(&job, &selection).unwrap();
 //!     println!("{} {}: {} events", job.user, job.name, events.len());
 //! }
@@ -34,6 +34,15 @@ pub struct Selection {
     pub user: Option<String>,
     /// Only events from this time on (the server's local time, as the records are).
     pub since: Option<NaiveDateTime>,
+}
+
+/// The jobs a report covers, and the databases it could not read.
+#[derive(Debug, Default)]
+pub struct Jobs {
+    /// The jobs, each database's oldest first.
+    pub jobs: Vec<StoredJob>,
+    /// Databases (or a job of one: `database job N`) not read, and why.
+    pub unread: Vec<(String, String)>,
 }
 
 /// A job of the log: a user's computation in one prefix, across its runs.
@@ -161,22 +170,51 @@ impl Connection {
     /// The jobs of every database of the log `database` ([`Connection::log_databases`])
     /// that `selection` covers (those with an event in its time), each database's oldest
     /// first. A user's database's jobs are that user's, whatever its rows say.
-    pub fn jobs(
-        &mut self,
-        database: &str,
-        selection: &Selection,
-    ) -> Result<Vec<StoredJob>, DbError> {
-        let mut all = Vec::new();
+    /// A database that cannot be read (a failing statement, one slower than the
+    /// connection's bound) is passed over and named in [`Jobs::unread`]: one user's rows
+    /// never cost the report of the others.
+    pub fn jobs(&mut self, database: &str, selection: &Selection) -> Result<Jobs, DbError> {
+        let mut all = Jobs::default();
+        // the server stops a statement the client gave up on, rather than run it on
+        // (MariaDB's; another server refuses the setting and is bounded by the client alone)
+        let bound = self.timeout.as_secs().max(1);
+        let _ = mysql::prelude::Queryable::query_drop(
+            &mut self.conn,
+            format!("SET SESSION max_statement_time = {bound}"),
+        );
         for name in self.log_databases(database)? {
-            let owner = crate::own_records::owner_of(database, &name);
+            let owner = match crate::own_records::owner_of(database, &name) {
+                Some(owner) => Some(owner),
+                // the log named may itself be a user's database (an administrator reading
+                // one user's records by its name): its rows are that user's alone
+                None => self.granted_owner(&name)?,
+            };
             if let (Some(owner), Some(user)) = (&owner, &selection.user)
                 && owner != user
             {
                 continue;
             }
-            all.extend(self.jobs_in(&name, owner, selection)?);
+            match self.jobs_in(&name, owner, selection) {
+                Ok(jobs) => all.jobs.extend(jobs),
+                Err(e) => all.unread.push((name, e.to_string())),
+            }
         }
         Ok(all)
+    }
+
+    /// The user whose database `name` is when `scr db grant` made it: `<log>_<user>`,
+    /// granted to that user.
+    fn granted_owner(&mut self, name: &str) -> Result<Option<String>, DbError> {
+        let sql = format!(
+            "SELECT DISTINCT {owner} FROM `information_schema`.`SCHEMA_PRIVILEGES` \
+             WHERE BINARY `TABLE_SCHEMA` = BINARY ?",
+            owner = crate::own_records::GRANTEE_USER,
+        );
+        let grantees = self.column(&sql, vec![crate::own_records::grant_pattern(name).into()])?;
+        Ok(grantees.into_iter().find(|user| {
+            name.strip_suffix(user.as_str())
+                .is_some_and(|log| log.len() > 1 && log.ends_with('_'))
+        }))
     }
 
     fn jobs_in(
@@ -237,52 +275,67 @@ impl Connection {
         selection: &Selection,
     ) -> Result<Vec<StoredEvent>, DbError> {
         let db = crate::check_database_name(&job.database)?;
-        let mut transfer_of = String::from("CASE t.`name`");
-        for (_, event, transfer) in crate::V3_1_NAMES {
-            if let Some(transfer) = transfer {
-                transfer_of.push_str(&format!(" WHEN '{event}' THEN '{transfer}'"));
-            }
-        }
-        transfer_of.push_str(" WHEN 'ASYNC_FLUSH_SUCCESS' THEN 'FLUSH_ASYNC' ELSE t.`name` END");
-        let transfer = |column: &str| {
-            format!(
-                "(SELECT {column} FROM `{db}`.`transfers` x JOIN `{db}`.`types` xt ON xt.`id` = x.`type_id` \
-                 WHERE x.`job_id` = e.`job_id` AND xt.`name` = {transfer_of} AND x.`dset_id` = e.`dset_id` \
-                 AND (x.`start` = e.`start` OR e.`start` IS NULL OR e.`start` BETWEEN x.`start` AND x.`end`) \
-                 ORDER BY x.`start` = e.`start` DESC, x.`id` DESC LIMIT 1)"
-            )
-        };
+        // two reads of the job's rows, paired here: a query pairing each event with its
+        // transfer on the server costs events × transfers, which a user's rows could make
+        // the administrator's report wait on
         let sql = format!(
             "SELECT t.`name`, e.`dset_id`, e.`dset_name`, DATE_FORMAT(e.`start`, '{TIME_FORMAT_SQL}'), \
-             e.`secs`, e.`note`, {bytes}, {end} \
+             e.`secs`, LEFT(e.`note`, {MOST_NOTE}) \
              FROM `{db}`.`events` e JOIN `{db}`.`types` t ON t.`id` = e.`type_id` \
-             WHERE e.`job_id` = ? AND (? IS NULL OR IFNULL(e.`start`, {ended}) >= ?) \
-             ORDER BY e.`id`",
-            bytes = transfer("x.`bytes`"),
-            end = transfer(&format!("DATE_FORMAT(x.`end`, '{TIME_FORMAT_SQL}')")),
-            ended = transfer("x.`end`"),
+             WHERE e.`job_id` = ? ORDER BY e.`id`"
         );
-        let since = since_text(selection);
-        let values = vec![job.id.into(), since.clone().into(), since.into()];
+        let values = vec![job.id.into()];
         self.say_statement(&sql, &values);
-        type Row = (
+        type EventRow = (
             String,
             Option<u64>,
             Option<String>,
             Option<String>,
             Option<f64>,
             Option<Vec<u8>>,
-            Option<f64>,
-            Option<String>,
         );
-        let rows: Vec<Row> = mysql::prelude::Queryable::exec(&mut self.conn, &sql, values)
+        let rows: Vec<EventRow> = mysql::prelude::Queryable::exec(&mut self.conn, &sql, values)
             .map_err(|source| crate::statement_error(&sql, source))?;
+        let sql = format!(
+            "SELECT t.`name`, x.`dset_id`, DATE_FORMAT(x.`start`, '{TIME_FORMAT_SQL}'), \
+             DATE_FORMAT(x.`end`, '{TIME_FORMAT_SQL}'), x.`bytes` \
+             FROM `{db}`.`transfers` x JOIN `{db}`.`types` t ON t.`id` = x.`type_id` \
+             WHERE x.`job_id` = ? ORDER BY x.`id`"
+        );
+        let values = vec![job.id.into()];
+        self.say_statement(&sql, &values);
+        type TransferRow = (
+            String,
+            Option<u64>,
+            Option<String>,
+            Option<String>,
+            Option<f64>,
+        );
+        let transfers: Vec<TransferRow> =
+            mysql::prelude::Queryable::exec(&mut self.conn, &sql, values)
+                .map_err(|source| crate::statement_error(&sql, source))?;
+        let mut by_kind: std::collections::HashMap<(String, u64), Vec<Stored>> =
+            std::collections::HashMap::new();
+        for (kind, dset, start, end, bytes) in transfers {
+            if let Some(dset) = dset {
+                by_kind.entry((kind, dset)).or_default().push(Stored {
+                    start: parse_time(start),
+                    end: parse_time(end),
+                    bytes,
+                });
+            }
+        }
+        let since = selection.since;
         let mut events: Vec<StoredEvent> = rows
             .into_iter()
-            .map(|(kind, dset, dset_name, start, secs, note, bytes, end)| {
-                let end = parse_time(end);
+            .map(|(kind, dset, dset_name, start, secs, note)| {
+                let start = parse_time(start);
+                let transfer = dset
+                    .and_then(|d| by_kind.get(&(transfer_kind(&kind).to_string(), d)))
+                    .and_then(|list| transfer_of(list, start));
+                let (bytes, end) = transfer.map_or((None, None), |x| (x.bytes, x.end));
                 // (v3.1's `…_END` events: no start of their own, their transfer's span)
-                let start = parse_time(start).or_else(|| end?.checked_sub_signed(span(secs)?));
+                let start = start.or_else(|| end?.checked_sub_signed(span(secs)?));
                 StoredEvent {
                     kind,
                     dset,
@@ -293,11 +346,55 @@ impl Connection {
                     bytes,
                 }
             })
+            .filter(|e| since.is_none_or(|since| e.start.is_some_and(|t| t >= since)))
             .collect();
         // in time order, as written within a second (a stable sort of rows in id order)
         events.sort_by_key(|e| e.end());
         Ok(events)
     }
+}
+
+/// The longest note read back: what the report shows of one is short, and a user's rows
+/// could hold notes of any length.
+const MOST_NOTE: usize = 4096;
+
+/// A row of `transfers`, as an event is paired with it.
+struct Stored {
+    start: Option<NaiveDateTime>,
+    end: Option<NaiveDateTime>,
+    bytes: Option<f64>,
+}
+
+/// The transfer kind of an event kind: v3.1's name for it (`CHECKPOINT` for
+/// `CHECKPOINT_END` …), the kind itself where none.
+fn transfer_kind(event: &str) -> &str {
+    if event == "ASYNC_FLUSH_SUCCESS" {
+        return "FLUSH_ASYNC";
+    }
+    crate::V3_1_NAMES
+        .iter()
+        .find(|(_, e, _)| *e == event)
+        .and_then(|(_, _, transfer)| *transfer)
+        .unwrap_or(event)
+}
+
+/// The transfer of an event that began at `start` among those of its kind and dataset
+/// (oldest first): the newest that began then, else the newest under way then (v3.1 stamps
+/// a flush's event with its end), else, for an event without a start, the newest.
+fn transfer_of(list: &[Stored], start: Option<NaiveDateTime>) -> Option<&Stored> {
+    let Some(start) = start else {
+        return list.last();
+    };
+    list.iter()
+        .rev()
+        .find(|x| x.start == Some(start))
+        .or_else(|| {
+            list.iter().rev().find(|x| {
+                x.start
+                    .zip(x.end)
+                    .is_some_and(|(a, b)| a <= start && start <= b)
+            })
+        })
 }
 
 #[cfg(test)]

@@ -371,7 +371,9 @@ fn each_user_reads_and_writes_only_their_own_records() {
     let jobs = conn
         .jobs("scr", &scr_db::read::Selection::default())
         .unwrap();
+    assert!(jobs.unread.is_empty(), "{:?}", jobs.unread);
     let seen: Vec<(&str, &str, &str)> = jobs
+        .jobs
         .iter()
         .map(|j| (j.database.as_str(), j.user.as_str(), j.name.as_str()))
         .collect();
@@ -388,10 +390,27 @@ fn each_user_reads_and_writes_only_their_own_records() {
     let own: Vec<String> = conn
         .jobs("scr_alice", &scr_db::read::Selection::default())
         .unwrap()
+        .jobs
         .into_iter()
         .map(|j| j.database)
         .collect();
     assert_eq!(own, ["scr_alice"]);
+    // the administrator reading alice's database by its name: a row there naming bob is
+    // still alice's
+    server.sql(
+        "INSERT IGNORE INTO scr_alice.usernames (name) VALUES ('bob'); \
+         INSERT INTO scr_alice.jobnames (name) VALUES ('/p/bob/forged'); \
+         INSERT INTO scr_alice.jobs (username_id, jobname_id, start) SELECT u.id, n.id, NOW() \
+         FROM scr_alice.usernames u, scr_alice.jobnames n \
+         WHERE u.name = 'bob' AND n.name = '/p/bob/forged'",
+    );
+    let mut conn = Connection::open(&admin, true).unwrap();
+    let by_name = conn
+        .jobs("scr_alice", &scr_db::read::Selection::default())
+        .unwrap()
+        .jobs;
+    assert_eq!(by_name.len(), 2, "{by_name:?}");
+    assert!(by_name.iter().all(|j| j.user == "alice"), "{by_name:?}");
 }
 
 /// `scr db grant` reaches no further than it says: the database it grants is the user's
@@ -580,7 +599,7 @@ fn v3_1s_own_records_read_back_as_the_text_logs_events() {
     );
     let mut conn = Connection::open(&target(&server, "scr", "pw-all", "scr"), true).unwrap();
     let selection = scr_db::read::Selection::default();
-    let jobs = conn.jobs("scr", &selection).unwrap();
+    let jobs = conn.jobs("scr", &selection).unwrap().jobs;
     assert_eq!(jobs.len(), 1);
     let events = conn.events_of(&jobs[0], &selection).unwrap();
     let read: Vec<(&str, Option<String>, Option<f64>)> = events

@@ -111,7 +111,9 @@ fn since(text: &str) -> Result<chrono::NaiveDateTime, String> {
     if let Some(days) = text.strip_suffix('d')
         && let Ok(days) = days.parse::<u32>()
     {
-        return Ok((chrono::Local::now() - chrono::Duration::days(days.into())).naive_local());
+        return chrono::Duration::try_days(days.into())
+            .and_then(|d| chrono::Local::now().naive_local().checked_sub_signed(d))
+            .ok_or_else(|| format!("{days} days ago is before any date this takes"));
     }
     for format in [
         "%Y-%m-%d %H:%M:%S",

@@ -36,6 +36,8 @@ pub struct Site {
     pub app_holding: Option<String>,
     pub generated: chrono::DateTime<chrono::Local>,
     pub jobs: Vec<JobFigures>,
+    /// Databases, or jobs of one, that could not be read, and why.
+    pub unread: Vec<(String, String)>,
 }
 
 /// An application's jobs together.
@@ -119,12 +121,21 @@ impl Site {
         app_holding: Option<String>,
     ) -> Result<Site, scr_db::DbError> {
         let mut jobs = Vec::new();
-        for job in conn.jobs(database, &selection)? {
+        let listed = conn.jobs(database, &selection)?;
+        let mut unread = listed.unread;
+        for job in listed.jobs {
             let mut so_far = FiguresSoFar::default();
             let mut app = None;
             let mut nodes_down = Vec::new();
             let mut launches = Launches::default();
-            for stored in conn.events_of(&job, &selection)? {
+            let stored_events = match conn.events_of(&job, &selection) {
+                Ok(events) => events,
+                Err(e) => {
+                    unread.push((format!("{} job {}", job.database, job.id), e.to_string()));
+                    continue;
+                }
+            };
+            for stored in stored_events {
                 let Some(event) = as_text_event(&stored) else {
                     continue;
                 };
@@ -165,6 +176,7 @@ impl Site {
             app_holding,
             generated: chrono::Local::now(),
             jobs,
+            unread,
         })
     }
 
@@ -321,6 +333,21 @@ pub fn page(site: &Site) -> String {
         )),
         generated = site.generated.format("%Y-%m-%d %H:%M:%S"),
     );
+    if !site.unread.is_empty() {
+        out.push_str(
+            "<section id=\"unread\"><h2>Not read</h2><p>These records could not be read, \
+             and nothing of them is in the figures below:</p><ul>",
+        );
+        for (what, why) in &site.unread {
+            let _ = write!(
+                out,
+                "<li><code>{}</code>: {}</li>",
+                escape(what),
+                escape(why)
+            );
+        }
+        out.push_str("</ul></section>");
+    }
     let runs: u64 = apps.iter().map(|a| a.stats.runs).sum();
     let died: u64 = apps.iter().map(|a| a.stats.failures).sum();
     let failures: u64 = apps.iter().map(|a| a.failures).sum();
@@ -627,5 +654,10 @@ pub fn json(site: &Site) -> serde_json::Value {
         "weeks": weeks,
         "nodes": nodes,
         "jobs": jobs,
+        "unread": site
+            .unread
+            .iter()
+            .map(|(what, why)| json!({"records": what, "why": why}))
+            .collect::<Vec<_>>(),
     })
 }
