@@ -411,6 +411,15 @@ fn each_user_reads_and_writes_only_their_own_records() {
         .jobs;
     assert_eq!(by_name.len(), 2, "{by_name:?}");
     assert!(by_name.iter().all(|j| j.user == "alice"), "{by_name:?}");
+    // a database that cannot be read is passed over, named, and costs the others nothing
+    server.sql("ALTER TABLE scr_bob.jobs DROP COLUMN start");
+    let listed = conn
+        .jobs("scr", &scr_db::read::Selection::default())
+        .unwrap();
+    assert!(listed.jobs.iter().all(|j| j.user == "alice"), "{listed:?}");
+    assert!(!listed.jobs.is_empty(), "{listed:?}");
+    assert_eq!(listed.unread.len(), 1, "{listed:?}");
+    assert_eq!(listed.unread[0].0, "scr_bob", "{listed:?}");
 }
 
 /// `scr db grant` reaches no further than it says: the database it grants is the user's
