@@ -137,7 +137,7 @@ impl Connection {
         for host in &hosts {
             self.refuse_wider_rights(database, &own, user, host)?;
         }
-        self.refuse_foreign_database(&own)?;
+        self.refuse_foreign_database(database, &own)?;
         self.refuse_other_accounts(&own, user)?;
         self.refuse_records_not_granted(&own, user)?;
         self.init_schema(&own)?;
@@ -237,8 +237,9 @@ impl Connection {
         )))
     }
 
-    /// Refuses a database `own` that exists and holds anything but the log's tables.
-    fn refuse_foreign_database(&mut self, own: &str) -> Result<(), DbError> {
+    /// Refuses a database `own` that exists and holds anything but the log's tables, as
+    /// the log's `database` defines them, in a storage engine of the server's own.
+    fn refuse_foreign_database(&mut self, database: &str, own: &str) -> Result<(), DbError> {
         let tables = self.column(
             "SELECT CONCAT(`TABLE_NAME`, ' (', `TABLE_TYPE`, ')') FROM `information_schema`.`TABLES` \
              WHERE `TABLE_SCHEMA` = ?",
@@ -259,6 +260,36 @@ impl Connection {
              WHERE `ROUTINE_SCHEMA` = ?",
             vec![own.into()],
         )?);
+        foreign.extend(self.column(
+            "SELECT CONCAT('the scheduled event ', `EVENT_NAME`) FROM `information_schema`.`EVENTS` \
+             WHERE `EVENT_SCHEMA` = ?",
+            vec![own.into()],
+        )?);
+        // a table stored elsewhere (FEDERATED, CONNECT, SPIDER …) is not records kept here
+        foreign.extend(self.column(
+            "SELECT CONCAT('the table ', `TABLE_NAME`, ' stored by ', IFNULL(`ENGINE`, '?')) \
+             FROM `information_schema`.`TABLES` WHERE `TABLE_SCHEMA` = ? \
+             AND `TABLE_TYPE` = 'BASE TABLE' AND IFNULL(`ENGINE`, '') NOT IN ('InnoDB', 'Aria', 'MyISAM')",
+            vec![own.into()],
+        )?);
+        // columns of its own: what the log's tables define, and no more
+        let columns = "SELECT CONCAT(`TABLE_NAME`, '.', `COLUMN_NAME`, ' ', `COLUMN_TYPE`) \
+                       FROM `information_schema`.`COLUMNS` WHERE `TABLE_SCHEMA` = ? \
+                       ORDER BY `TABLE_NAME`, `ORDINAL_POSITION`";
+        let here = self.column(columns, vec![own.into()])?;
+        let log = self.column(columns, vec![database.into()])?;
+        if !here.is_empty() && !log.is_empty() {
+            let differ: Vec<String> = here
+                .iter()
+                .filter(|c| !log.contains(c))
+                .chain(log.iter().filter(|c| {
+                    let table = c.split('.').next().unwrap_or_default();
+                    here.iter().any(|h| h.starts_with(&format!("{table}."))) && !here.contains(c)
+                }))
+                .map(|c| format!("the column {c} (not the log's)"))
+                .collect();
+            foreign.extend(differ);
+        }
         if foreign.is_empty() {
             return Ok(());
         }
@@ -273,14 +304,16 @@ impl Connection {
     /// read it yet: records someone else wrote there (another log named like a user's
     /// database, `scr_test` beside `scr`), which a grant would hand over.
     fn refuse_records_not_granted(&mut self, own: &str, user: &str) -> Result<(), DbError> {
-        let has_jobs = !self
-            .column(
-                "SELECT `TABLE_NAME` FROM `information_schema`.`TABLES` \
-                 WHERE `TABLE_SCHEMA` = ? AND `TABLE_NAME` = 'jobs'",
-                vec![own.into()],
-            )?
-            .is_empty();
-        if !has_jobs {
+        let present = self.column(
+            "SELECT `TABLE_NAME` FROM `information_schema`.`TABLES` WHERE `TABLE_SCHEMA` = ?",
+            vec![own.into()],
+        )?;
+        let present: Vec<&str> = TABLES
+            .iter()
+            .copied()
+            .filter(|t| present.iter().any(|p| p == t))
+            .collect();
+        if present.is_empty() {
             return Ok(());
         }
         let granted = !self
@@ -292,11 +325,14 @@ impl Connection {
                 vec![grant_pattern(own).into(), user.into()],
             )?
             .is_empty();
-        let jobs = self.column(
-            &format!("SELECT CAST(COUNT(*) AS CHAR) FROM `{own}`.`jobs`"),
-            vec![],
-        )?;
-        if granted || jobs.first().is_none_or(|n| n == "0") {
+        // rows of any table: events left for a job id the user's first job will take
+        let count = present
+            .iter()
+            .map(|t| format!("(SELECT COUNT(*) FROM `{own}`.`{t}`)"))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        let rows = self.column(&format!("SELECT CAST({count} AS CHAR)"), vec![])?;
+        if granted || rows.first().is_none_or(|n| n == "0") {
             return Ok(());
         }
         Err(DbError::Refused(format!(

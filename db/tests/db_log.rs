@@ -580,6 +580,38 @@ fn a_grant_reaches_no_further_than_it_says() {
         conn.log_databases("scr").unwrap(),
         ["scr", "scr_carol", "scr_j_smith"]
     );
+
+    // rows left in a table but `jobs` (events a first job's id would take over), a
+    // scheduled event, a table stored elsewhere, a column of its own: each refused
+    let leftover = |user: &str, setup: &str| {
+        admin().init_schema(&format!("scr_{user}")).unwrap();
+        server.sql(&format!(
+            "CREATE USER '{user}'@'localhost' IDENTIFIED BY 'pw'; {setup}"
+        ));
+        grant(user, None).unwrap_err().to_string()
+    };
+    let orphans = leftover(
+        "yan",
+        "INSERT INTO scr_yan.types (name) VALUES ('CHECKPOINT_FAILED'); \
+         INSERT INTO scr_yan.events (job_id, type_id, start) VALUES (1, 1, NOW())",
+    );
+    assert!(orphans.contains("holds records already"), "{orphans}");
+    server.sql("SET GLOBAL event_scheduler = OFF");
+    let scheduled = leftover(
+        "zed",
+        "CREATE EVENT scr_zed.exfil ON SCHEDULE EVERY 1 HOUR DO SELECT 1",
+    );
+    assert!(
+        scheduled.contains("the scheduled event exfil"),
+        "{scheduled}"
+    );
+    let elsewhere = leftover("una", "ALTER TABLE scr_una.types ENGINE = MEMORY");
+    assert!(
+        elsewhere.contains("the table types stored by MEMORY"),
+        "{elsewhere}"
+    );
+    let extra = leftover("vic", "ALTER TABLE scr_vic.jobs ADD COLUMN spy VARCHAR(10)");
+    assert!(extra.contains("the column jobs.spy"), "{extra}");
 }
 
 /// Records as SCR v3.1 itself writes them (its names; `CHECKPOINT_END` and `FLUSH_SUCCESS`
