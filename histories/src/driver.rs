@@ -252,7 +252,13 @@ impl Env {
             .map(|n| format!("n{n}:{rpn}"))
             .collect();
         let hosts = hosts.join(",");
-        let env = spec.config.env();
+        let mut env = spec.config.env();
+        if let Some(k) = spec.halt {
+            self.halt_command(s, &["--checkpoints", &k.to_string()], t)?;
+            // guide halt.rst, "scr_halt and the halt file": with SCR_HALT_EXIT=1 every task
+            // exits in SCR_Complete_output once the condition holds
+            env.push(("SCR_HALT_EXIT".into(), "1".into()));
+        }
         t.run(&env, &hosts, spec.ranks, &args);
         let launch = || {
             let mut cmd = Command::new("mpiexec");
@@ -288,6 +294,10 @@ impl Env {
                 .or_default() += 1;
             (status, out) = launch()?;
         }
+        if spec.halt.is_some() {
+            // the operator takes the condition away before the next job
+            self.halt_command(s, &["--remove"], t)?;
+        }
         let lines: Vec<&str> = out
             .lines()
             .filter_map(|l| l.strip_prefix("hist: "))
@@ -309,6 +319,19 @@ impl Env {
             return Err((
                 "run",
                 format!("the run ended with {status} before its end:\n{out}"),
+            ));
+        }
+        let halted_at = spec.halted_at();
+        // guide halt.rst: the job halts after its K-th checkpoint, every task exiting with
+        // status 0 (as SCR_Finalize then MPI_Finalize would end it), none going on
+        if halted_at.is_some() && (!status.success() || said("end").is_some()) {
+            return Err((
+                "halt",
+                format!(
+                    "scr halt --checkpoints {} did not end the run with status 0 in checkpoint {} (it ended with {status}):\n{out}",
+                    spec.halt.unwrap_or_default(),
+                    halted_at.map_or(0, |i| i + 1)
+                ),
             ));
         }
         // (a run with a rank killed ends as hydra ends it: other ranks may get to its end)
@@ -349,13 +372,18 @@ impl Env {
             .after_restart(&attempts, &resolved, loaded, spec.ranks, spec.config.scheme);
         // a run cut short may leave a flush's temporaries on the prefix, for the next run's
         // SCR_Init to remove (README, "Runtime library": a job killed mid-flush)
-        s.temporaries_may_stay = !to_the_end || (spec.config.flush_async && !spec.finalize);
-        for (c, completed) in reached {
+        s.temporaries_may_stay = (!to_the_end && halted_at.is_none())
+            || (spec.config.flush_async && !spec.finalize && halted_at.is_none());
+        for (j, (c, completed)) in reached.into_iter().enumerate() {
             let serial = s.model.checkpoint(c, spec.ranks, &spec.config, completed);
             let kind = if c.output { "output" } else { "ckpt" };
             *ops.entry(kind.into()).or_default() += 1;
             if completed != Avail::Yes {
                 *ops.entry("killed".into()).or_default() += 1;
+                continue;
+            }
+            if halted_at == Some(j) {
+                // it exits in this SCR_Complete_output, which returns to nobody
                 continue;
             }
             let name = s.model.get(serial).map(|c| c.name()).unwrap_or_default();
@@ -371,6 +399,13 @@ impl Env {
                 ));
             }
         }
+        if halted_at.is_some() {
+            // the halt flushes the newest checkpoint as SCR_Finalize would: it waits for the
+            // flushes in the background, then flushes the newest if SCR_FLUSH is on (guide
+            // halt.rst; README, "Runtime library")
+            s.model.finalize(&spec.config);
+            *ops.entry("halted".into()).or_default() += 1;
+        }
         if spec.finalize && to_the_end {
             s.model.finalize(&spec.config);
             if said("finalize rc=").as_deref() != Some("0") {
@@ -378,6 +413,27 @@ impl Env {
             }
         }
         check::no_process_left(&self.app).map_err(|m| ("leftover", m))
+    }
+
+    /// `scr halt ARGS -p PREFIX`, which must succeed (`scr halt --help`: exit 0).
+    fn halt_command(&self, s: &State, args: &[&str], t: &mut Transcript) -> Checked<()> {
+        t.line(&format!(
+            "\"$SCR\" halt {} -p \"$J/prefix\"",
+            args.join(" ")
+        ));
+        let mut cmd = self.scr(&s.job);
+        cmd.arg("halt")
+            .args(args)
+            .arg("-p")
+            .arg(s.job.join("prefix"));
+        let (status, out) = run_bounded(cmd).map_err(|e| ("hang", e))?;
+        if !status.success() {
+            return Err((
+                "command",
+                format!("scr halt {} exited {status}:\n{out}", args.join(" ")),
+            ));
+        }
+        Ok(())
     }
 
     fn fault(&self, s: &mut State, fault: Fault, t: &mut Transcript) -> Checked<bool> {

@@ -107,6 +107,11 @@ pub struct RunSpec {
     pub finalize: bool,
     /// A rank killed with SIGKILL while it writes one of the datasets (the run ends there).
     pub kill: Option<Kill>,
+    /// `scr halt --checkpoints K` before the run, which runs with SCR_HALT_EXIT=1: it stops
+    /// in the SCR_Complete_output of its K-th complete checkpoint (one an invalid rank spoilt
+    /// does not count), flushing it first; the operator removes the condition after the
+    /// run. Never with a kill.
+    pub halt: Option<u32>,
 }
 
 /// A rank of a run killed with SIGKILL in one of its datasets.
@@ -122,11 +127,32 @@ pub struct Kill {
 }
 
 impl RunSpec {
+    /// The dataset in whose `SCR_Complete_output` the halt stops the run: its K-th complete
+    /// checkpoint. Guide halt.rst: the library reads the halt file "during
+    /// SCR_Complete_output after each complete checkpoint", and "if the last of the
+    /// checkpoints is unsuccessful, the job continues until it completes a successful
+    /// checkpoint" (so there is one to flush); an output dataset is no checkpoint.
+    pub fn halted_at(&self) -> Option<usize> {
+        let k = self.halt.filter(|_| self.kill.is_none())?;
+        self.ckpts
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.output && c.bad_rank.is_none())
+            .nth(k.checked_sub(1)? as usize)
+            .map(|(i, _)| i)
+    }
+
     /// The datasets the run gets to, with whether each is completed — a kill before its
     /// `SCR_Complete_output` leaves the one it hit incomplete; one right after it may cut
     /// short what the other ranks still do of it (recording it, publishing its flush) —
     /// and whether the run gets to its end (`SCR_Finalize` or the end without it).
     pub fn reached(&self) -> (Vec<(&CkptSpec, Avail)>, bool) {
+        if let Some(at) = self.halted_at() {
+            return (
+                self.ckpts[..=at].iter().map(|c| (c, Avail::Yes)).collect(),
+                false,
+            );
+        }
         match self.kill {
             Some(k) if k.at < self.ckpts.len() => (
                 self.ckpts[..=k.at]
@@ -229,8 +255,9 @@ impl Step {
 
 /// The generation of the drawing rules a new history is drawn with. Each generation draws
 /// what it adds from a stream of its own, so a seed means the same history in the
-/// generation it was found in; seeds kept from before RS was drawn are generation 2.
-pub const LATEST_GENERATION: u32 = 3;
+/// generation it was found in; seeds kept from before RS was drawn are generation 2, from
+/// before halts were drawn generation 3.
+pub const LATEST_GENERATION: u32 = 4;
 
 /// A history's seed with the generation of the rules it is drawn with, written `SEED` for
 /// generation 2 (the seeds kept before generations were named) and `G:SEED` otherwise.
@@ -302,6 +329,7 @@ impl History {
         // before
         let mut extra = Rng::new(seed ^ 0x0a5e_f1e5_d7a1_2b03);
         let mut third = Rng::new(seed ^ 0x3d1f_6b07_c2e9_55a1);
+        let mut fourth = Rng::new(seed ^ 0x71c3_9e0b_a4d2_6f15);
         let ranks_per_node = rng.pick(&[1, 1, 2]);
         let base = rng.pick(&[2, 3, 4]) * ranks_per_node;
         let runs = rng.range(2, 5);
@@ -327,7 +355,11 @@ impl History {
                 }
             }
             let third = (generation >= 3).then_some(&mut third);
-            steps.push(Step::Run(run(&mut rng, &mut extra, third, ranks)));
+            let mut spec = run(&mut rng, &mut extra, third, ranks);
+            if generation >= 4 && spec.kill.is_none() && fourth.chance(1, 5) {
+                spec.halt = Some(fourth.range(1, 3));
+            }
+            steps.push(Step::Run(spec));
         }
         History {
             seed: seed_text,
@@ -378,6 +410,13 @@ impl History {
                             "kill-{}",
                             ["at-start", "before-complete", "after-complete"][k.when as usize % 3]
                         ));
+                    }
+                    if r.halt.is_some() {
+                        f.push(if r.halted_at().is_some() {
+                            "halt".into()
+                        } else {
+                            "halt-not-reached".into()
+                        });
                     }
                     if last_ranks.is_some_and(|l| l != r.ranks) {
                         f.push(if r.config.reshape {
@@ -454,6 +493,7 @@ fn run(rng: &mut Rng, extra: &mut Rng, mut third: Option<&mut Rng>, ranks: u32) 
         ckpts,
         finalize,
         kill,
+        halt: None,
     }
 }
 
@@ -548,12 +588,93 @@ mod tests {
     }
 
     #[test]
+    fn the_fourth_generation_adds_halts_to_the_third_s_draws() {
+        for seed in 0..300 {
+            let third = History::generate(Seed {
+                seed,
+                generation: 3,
+            });
+            let mut fourth = History::generate(Seed {
+                seed,
+                generation: 4,
+            });
+            assert!(third.runs().all(|r| r.halt.is_none()));
+            for s in &mut fourth.steps {
+                if let Step::Run(r) = s {
+                    assert!(r.halt.is_none() || r.kill.is_none());
+                    r.halt = None;
+                }
+            }
+            fourth.seed = third.seed;
+            assert_eq!(third, fourth);
+        }
+        let halted = (0..300)
+            .flat_map(|seed| History::generate(Seed::latest(seed)).steps)
+            .filter(|s| matches!(s, Step::Run(r) if r.halted_at().is_some()))
+            .count();
+        assert!(halted > 20, "{halted}");
+    }
+
+    #[test]
+    fn a_halt_stops_the_run_at_its_kth_complete_checkpoint() {
+        let ckpt = |output, bad_rank| CkptSpec {
+            output,
+            nfiles: 1,
+            size: 100,
+            bad_rank,
+        };
+        let run = RunSpec {
+            ranks: 2,
+            config: Config {
+                scheme: Scheme::Single,
+                flush: 0,
+                prefix_size: 0,
+                cache_size: 1,
+                reshape: false,
+                flush_async: false,
+            },
+            file_list: false,
+            ckpts: vec![
+                ckpt(false, Some(1)),
+                ckpt(true, None),
+                ckpt(false, None),
+                ckpt(false, None),
+            ],
+            finalize: true,
+            kill: None,
+            halt: Some(1),
+        };
+        // the spoilt one and the output do not count
+        assert_eq!(run.halted_at(), Some(2));
+        let (reached, to_the_end) = run.reached();
+        assert_eq!((reached.len(), to_the_end), (3, false));
+        assert_eq!(
+            RunSpec {
+                halt: Some(2),
+                ..run.clone()
+            }
+            .halted_at(),
+            Some(3)
+        );
+        assert_eq!(
+            RunSpec {
+                halt: Some(3),
+                ..run.clone()
+            }
+            .reached()
+            .1,
+            true
+        );
+    }
+
+    #[test]
     fn seeds_read_back_as_they_are_written() {
         for text in ["17458899590654907321", "3:17458899590654907321"] {
             assert_eq!(text.parse::<Seed>().unwrap().to_string(), text);
         }
         assert_eq!("5".parse::<Seed>().unwrap().generation, 2);
         assert!("9:5".parse::<Seed>().is_err());
+        assert_eq!("4:5".parse::<Seed>().unwrap().generation, 4);
         assert!("3:x".parse::<Seed>().is_err());
     }
 

@@ -6,7 +6,8 @@
 //! emulated nodes, each under its own configuration (scheme, SCR_FLUSH, SCR_PREFIX_SIZE,
 //! SCR_CACHE_SIZE, SCR_RESHAPE, SCR_FLUSH_ASYNC), writing checkpoints (named after the
 //! application's step, so a restart from an older one writes names again) and output
-//! datasets, now and then with a rank killed, with faults (a node's cache and control
+//! datasets, now and then with a rank killed or a halt condition set (`scr halt
+//! --checkpoints K`), with faults (a node's cache and control
 //! directory lost, a cached or flushed file damaged) and operator commands (`scr index
 //! --drop/--current`, `scr postrun`) between them. The application checks every byte a restart reads against where it belongs;
 //! a [reference model](model) of what the README, SPEC and SCR v3.1's user guide promise says

@@ -61,17 +61,14 @@ pub fn build(name: &str) -> Result<PathBuf, String> {
     std::fs::create_dir_all(&src).map_err(|e| format!("{}: {e}", src.display()))?;
     let mut cp = Command::new("cp");
     cp.arg("-a");
-    for part in [
-        "Cargo.toml",
-        "Cargo.lock",
-        "src",
-        "lib",
-        "launcher",
-        "hostlist",
-        "histories",
-        "benches",
-    ] {
-        cp.arg(ws.join(part));
+    // everything but the build and the history: a member added to the workspace later is
+    // copied too
+    let entries = std::fs::read_dir(&ws).map_err(|e| format!("{}: {e}", ws.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", ws.display()))?;
+        if !matches!(entry.file_name().to_str(), Some("target" | ".git")) {
+            cp.arg(entry.path());
+        }
     }
     cp.arg(&src);
     run(cp, "copying the workspace")?;
