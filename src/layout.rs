@@ -9,6 +9,7 @@
 //! ```
 
 use crate::{Error, Result};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Name of the hidden directory in the prefix and in each cached dataset.
@@ -409,6 +410,8 @@ pub struct Account {
     pub uid: u32,
     /// Its primary group.
     pub gid: u32,
+    /// Its home directory.
+    pub home: PathBuf,
 }
 
 /// The account of user id `uid`; None when the user database has none.
@@ -446,10 +449,18 @@ fn lookup_account(
     }
     // SAFETY: the look-up set pw_name to a NUL-terminated string inside buf
     let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) }.to_owned();
+    let home = if pwd.pw_dir.is_null() {
+        PathBuf::new()
+    } else {
+        // SAFETY: as pw_name: a NUL-terminated string inside buf
+        let dir = unsafe { std::ffi::CStr::from_ptr(pwd.pw_dir) };
+        PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()))
+    };
     Some(Account {
         name,
         uid: pwd.pw_uid,
         gid: pwd.pw_gid,
+        home,
     })
 }
 

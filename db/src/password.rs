@@ -119,17 +119,55 @@ impl OptionFile {
     }
 }
 
-/// The option file a user keeps their client settings in: `~/.my.cnf`, when it exists.
+/// The option file a user keeps their client settings in: `~/.my.cnf`, when it exists (or
+/// may: one that cannot be looked at is returned, for reading it to say why). The home is
+/// that of the account this process acts as: `$HOME` when that account owns it, else the
+/// account's own (root acting as a prefix's owner reads the owner's, not root's).
 pub fn user_option_file() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME")?;
-    let path = Path::new(&home).join(".my.cnf");
-    path.exists().then_some(path)
+    let euid = rustix::process::geteuid().as_raw();
+    option_file_of(std::env::var_os("HOME").as_deref(), euid)
+}
+
+/// [`user_option_file`] of the account `uid`, given `$HOME`.
+fn option_file_of(home: Option<&std::ffi::OsStr>, uid: u32) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let home = match home {
+        Some(home) if std::fs::metadata(home).is_ok_and(|m| m.uid() == uid) => PathBuf::from(home),
+        _ => scr::layout::account_by_id(uid)?.home,
+    };
+    let path = home.join(".my.cnf");
+    match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        _ => Some(path),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_option_file_is_the_acting_accounts_own() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mine = dir.path().metadata().unwrap().uid();
+        std::fs::write(dir.path().join(".my.cnf"), "[client]\n").unwrap();
+        // $HOME of the account acting: its file
+        assert_eq!(
+            option_file_of(Some(dir.path().as_os_str()), mine),
+            Some(dir.path().join(".my.cnf"))
+        );
+        // $HOME of another account (root acting as a prefix's owner): the owner's home's,
+        // not that one
+        let other = option_file_of(Some(dir.path().as_os_str()), 65534);
+        assert_ne!(other, Some(dir.path().join(".my.cnf")));
+        let nobody = scr::layout::account_by_id(65534).unwrap();
+        assert_eq!(
+            other.is_some(),
+            std::fs::symlink_metadata(nobody.home.join(".my.cnf")).is_ok()
+        );
+    }
 
     #[test]
     fn the_client_and_scr_groups_are_read_and_others_are_not() {
