@@ -370,7 +370,14 @@ fn no_other_user_listens_at(socket: &std::path::Path) -> Result<(), DbError> {
     let first_person = scr::safe_fs::first_person_user_id();
     let trusted =
         |uid: u32| uid == 0 || uid == rustix::process::geteuid().as_raw() || uid < first_person;
-    let dir = socket.parent().unwrap_or(std::path::Path::new("/"));
+    // a directory that is not there yet holds no server: its nearest ancestor that is must
+    // be nobody else's to make it in (then connecting says nothing listens)
+    let mut dir = socket.parent().unwrap_or(std::path::Path::new("/"));
+    let mut missing = false;
+    while std::fs::symlink_metadata(dir).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        missing = true;
+        dir = dir.parent().unwrap_or(std::path::Path::new("/"));
+    }
     if let Some(why) =
         scr::safe_fs::others_may_redirect(dir, trusted).map_err(|e| exposed(e.to_string()))?
     {
@@ -382,6 +389,9 @@ fn no_other_user_listens_at(socket: &std::path::Path) -> Result<(), DbError> {
         scr::safe_fs::others_may_make_names_in(dir).map_err(|e| exposed(e.to_string()))?
     {
         return Err(exposed(why));
+    }
+    if missing {
+        return Ok(());
     }
     // (nobody untrusted may change the directory: what is in it now stays)
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -699,6 +709,20 @@ impl JobLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_socket_where_others_may_make_names_is_refused_and_a_missing_one_is_left_to_connect() {
+        // /tmp: anyone makes names there
+        let err = no_other_user_listens_at(std::path::Path::new("/tmp/mysql.sock")).unwrap_err();
+        assert!(err.to_string().contains("nothing is sent"), "{err}");
+        // a directory not there, under one only its owner may change: nothing listens
+        let dir = tempfile::tempdir().unwrap();
+        assert!(no_other_user_listens_at(&dir.path().join("gone/sock")).is_ok());
+        // under /tmp, someone else could make the missing directory
+        assert!(
+            no_other_user_listens_at(std::path::Path::new("/tmp/nonexistent-scr/sock")).is_err()
+        );
+    }
 
     #[test]
     fn hosts_parse_to_addresses() {

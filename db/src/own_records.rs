@@ -83,12 +83,16 @@ fn own_database(database: &str, user: &str) -> Result<String, DbError> {
     let log = check_database_name(database)?;
     account_part(user, false)?;
     let own = own_database_name(log, user).ok_or_else(|| {
-        DbError::BadName(format!(
-            "{log}_{user} (the user's database: a user name with `.` or `-` makes none)"
+        DbError::Refused(format!(
+            "{user:?} makes no database name ({log}_{user}: a database name is letters, \
+             digits, `_` or `$`, at most 64 of them): a user whose name holds `.` or `-` logs \
+             into a database the site names for them by hand"
         ))
     })?;
     if SYSTEM_DATABASES.contains(&own.to_ascii_lowercase().as_str()) {
-        return Err(DbError::BadName(format!("{own} (one of the server's own)")));
+        return Err(DbError::Refused(format!(
+            "{own} is one of the server's own databases, no user's"
+        )));
     }
     Ok(own)
 }
@@ -407,10 +411,15 @@ mod tests {
     #[test]
     fn the_servers_databases_are_never_a_users() {
         // (`information_schema` is the log `information` and the user `schema`)
-        assert!(matches!(
-            own_database("information", "schema"),
-            Err(DbError::BadName(_))
-        ));
+        let refused = own_database("information", "schema")
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("the server's own"), "{refused}");
+        let no_name = own_database("scr", "a-b").unwrap_err().to_string();
+        assert!(
+            no_name.contains("\"a-b\" makes no database name"),
+            "{no_name}"
+        );
         assert!(own_database("scr", "alice").is_ok());
     }
 

@@ -22,6 +22,7 @@ pub struct Args {
 enum Action {
     Init(InitArgs),
     Grant(GrantArgs),
+    /// Print the log's tables (SCR v3.1's), to read or to run by hand
     Schema,
 }
 

@@ -249,6 +249,10 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
 
 /// `scr report --db`: the site's page (or its JSON) from the event log's database.
 fn run_site(args: Args) -> scr::Result<ExitCode> {
+    // a page that could not be written is known before the records are read
+    if let Some(path) = args.output.as_deref().filter(|p| *p != Path::new("-")) {
+        checked_way(path.to_path_buf())?;
+    }
     let mut target = super::db::account_target(args.option_file.as_deref())?;
     // a report is no job's step: a large log may take its time to read
     target.timeout = REPORT_DB_TIMEOUT;
@@ -320,6 +324,14 @@ fn write_page(
 /// `path`, once the way to it is the user's ([`way_is_yours`]): its directory too (a
 /// directory of another's is theirs to change) and the name, if a link.
 fn checked_way(path: PathBuf) -> scr::Result<PathBuf> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        return Err(Error::invalid(
+            dir,
+            "is no directory to write the page in: create it, or name another with -o",
+        ));
+    }
     way_is_yours(&path)?;
     Ok(path)
 }
