@@ -656,14 +656,14 @@ mod tests {
             .halted_at(),
             Some(3)
         );
-        assert_eq!(
+        // a third complete checkpoint it never writes: it runs to its end
+        assert!(
             RunSpec {
                 halt: Some(3),
                 ..run.clone()
             }
             .reached()
-            .1,
-            true
+            .1
         );
     }
 
