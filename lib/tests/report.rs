@@ -327,6 +327,8 @@ fn the_site_report_from_the_database_shows_an_application_across_users_and_nodes
     assert_eq!(nodes.len(), 1, "{json:#}");
     assert_eq!(nodes[0]["node"], "n3");
     assert_eq!(nodes[0]["times_down"], 1, "{alice_said}{json:#}");
+    // whose jobs said so
+    assert_eq!(nodes[0]["users"], serde_json::json!(["alice"]), "{json:#}");
     assert!(
         nodes[0]["reasons"][0]
             .as_str()

@@ -14,6 +14,7 @@ pub mod html;
 pub mod json;
 pub mod launches;
 pub mod site;
+pub mod site_page;
 pub mod units;
 
 use scr::event_log;
@@ -267,14 +268,14 @@ fn run_site(args: Args) -> scr::Result<ExitCode> {
     if args.output.is_some() || !args.json {
         let say = |path: &Path| say_written(args.json, path);
         write_page(
-            &site::page(&site),
+            &site_page::page(&site),
             args.output.as_deref(),
             PageDefault::Elsewhere(PathBuf::from(SITE_PAGE)),
             &say,
         )?;
     }
     if args.json {
-        println!("{}", site::json(&site));
+        println!("{}", site_page::json(&site));
     }
     Ok(ExitCode::SUCCESS)
 }
