@@ -269,35 +269,30 @@ impl FiguresSoFar {
         }
     }
 
-    /// A run that died, now that the next run (the open one) restarted or ended.
+    /// A run that died, now that the next run (the open one) restarted or ended, or the
+    /// log ended without one.
     fn died_settled(&mut self, died: OpenRun) {
-        let Some(next) = &self.open else {
-            // the last run died (its launcher saw it) and none came after it: the work since
-            // its newest checkpoint is lost, and no restart took time
-            let since = died.written.back().map_or(died.run.start, |w| w.time);
-            let run_died = Failure {
-                kind: FailureKind::RunDied,
-                run: died.number,
-                time: died.run.last,
-                dataset: None,
-                lost_work: seconds_between(since, died.run.last),
-                restart: 0.0,
-                failed_checkpoint: 0.0,
-                note: Some("no run came after it".into()),
-            };
-            self.list_failures(died.failures, Some(since));
-            self.list_failure(run_died);
-            return;
-        };
-        let restart = next.restart.as_ref();
-        let since = restart
-            .and_then(|r| died.written.iter().rev().find(|w| w.restarted_by(r)))
-            .map_or(died.run.start, |w| w.time);
-        let back = restart.map_or(next.run.start, |r| r.time);
-        let restart_secs = if died.jobid == next.jobid {
-            seconds_between(died.run.last, back)
-        } else {
-            seconds_between(next.run.start, back)
+        let (since, restart_secs, note) = match &self.open {
+            Some(next) => {
+                let restart = next.restart.as_ref();
+                let since = restart
+                    .and_then(|r| died.written.iter().rev().find(|w| w.restarted_by(r)))
+                    .map_or(died.run.start, |w| w.time);
+                let back = restart.map_or(next.run.start, |r| r.time);
+                let restart_secs = if died.jobid == next.jobid {
+                    seconds_between(died.run.last, back)
+                } else {
+                    seconds_between(next.run.start, back)
+                };
+                (since, restart_secs, None)
+            }
+            // the last run died (its launcher saw it) and none came after it: the work
+            // since its newest checkpoint is lost, and no restart took time
+            None => (
+                died.written.back().map_or(died.run.start, |w| w.time),
+                0.0,
+                Some("no run came after it".to_string()),
+            ),
         };
         let run_died = Failure {
             kind: FailureKind::RunDied,
@@ -307,7 +302,7 @@ impl FiguresSoFar {
             lost_work: seconds_between(since, died.run.last),
             restart: restart_secs,
             failed_checkpoint: 0.0,
-            note: None,
+            note,
         };
         self.list_failures(died.failures, Some(since));
         self.list_failure(run_died);
