@@ -105,6 +105,8 @@ pub struct Figures {
     pub skipped: Skipped,
     /// The time lost to the failures not listed.
     unlisted_time_lost: f64,
+    /// Every failure, listed or not, by ISO week (`2026-W48`) and kind ([`FailureKind::slot`]).
+    pub failures_by_week: std::collections::BTreeMap<String, [u64; 3]>,
     /// The first run's start and the last run's last event.
     span: Option<(Time, Time)>,
 }
@@ -186,6 +188,15 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// Its place in a count of each kind ([`Figures::failures_by_week`]).
+    pub fn slot(self) -> usize {
+        match self {
+            FailureKind::RunDied => 0,
+            FailureKind::CheckpointFailed => 1,
+            FailureKind::FetchFailed => 2,
+        }
+    }
+
     /// A stable name (the JSON's and the page's).
     pub fn as_str(self) -> &'static str {
         match self {

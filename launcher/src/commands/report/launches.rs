@@ -231,4 +231,16 @@ mod tests {
         assert_eq!(f.stats.run_seconds, 1.0 + 9.0);
         assert_eq!(f.restarts.iter().count(), 1);
     }
+
+    #[test]
+    fn every_failure_counts_in_its_week_listed_or_not() {
+        let mut events: Vec<(i64, &str, &[(&str, &str)])> = vec![(0, "START", &[("ranks", "2")])];
+        for i in 1..=1500 {
+            events.push((i, "CHECKPOINT_FAILED", &[("secs", "0.1")]));
+        }
+        let f = figures(&events);
+        let counted: u64 = f.failures_by_week.values().map(|c| c[1]).sum();
+        assert_eq!(counted, 1500);
+        assert!(f.failures.iter().count() < 1500);
+    }
 }

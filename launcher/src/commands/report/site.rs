@@ -9,7 +9,7 @@
 //! job name); the application is the program's name its runs logged at their start
 //! (`app=`), else the job name.
 
-use super::figures::{FailureKind, Figures, FiguresSoFar, Time};
+use super::figures::{Figures, FiguresSoFar, Time};
 use super::launches::Launches;
 use scr::event_log::{Event, Skipped, Stats, daly, young};
 use scr_db::read::{Selection, StoredEvent, StoredJob};
@@ -193,9 +193,11 @@ impl Site {
     pub fn failures_by_week(&self) -> BTreeMap<String, [u64; 3]> {
         let mut weeks: BTreeMap<String, [u64; 3]> = BTreeMap::new();
         for job in &self.jobs {
-            for f in &job.figures.failures {
-                let week = f.time.format("%G-W%V").to_string();
-                weeks.entry(week).or_default()[kind_slot(f.kind)] += 1;
+            for (week, counts) in &job.figures.failures_by_week {
+                let all = weeks.entry(week.clone()).or_default();
+                for (sum, n) in all.iter_mut().zip(counts) {
+                    *sum += n;
+                }
             }
         }
         weeks
@@ -233,14 +235,6 @@ pub struct NodeRow {
     pub times_down: u64,
     pub reasons: BTreeSet<String>,
     pub users: BTreeSet<String>,
-}
-
-fn kind_slot(kind: FailureKind) -> usize {
-    match kind {
-        FailureKind::RunDied => 0,
-        FailureKind::CheckpointFailed => 1,
-        FailureKind::FetchFailed => 2,
-    }
 }
 
 /// A mean over parts, each with its weight; None when nothing weighs.

@@ -108,6 +108,7 @@ impl Default for FiguresSoFar {
                 },
                 skipped: Skipped::default(),
                 unlisted_time_lost: 0.0,
+                failures_by_week: Default::default(),
                 span: None,
             },
             stats: StatsSoFar::default(),
@@ -211,6 +212,7 @@ impl FiguresSoFar {
             // too many to wait on the run's ending: it counts the time it logged
             let failure = settle(oldest, None);
             self.fig.unlisted_time_lost += failure.time_lost();
+            self.by_week(&failure);
             self.fig.failures.pass();
         }
     }
@@ -315,7 +317,14 @@ impl FiguresSoFar {
         }
     }
 
+    /// Counts `failure` in its week, whether it is listed or not.
+    fn by_week(&mut self, failure: &Failure) {
+        let week = failure.time.format("%G-W%V").to_string();
+        self.fig.failures_by_week.entry(week).or_default()[failure.kind.slot()] += 1;
+    }
+
     fn list_failure(&mut self, failure: Failure) {
+        self.by_week(&failure);
         if let Some(old) = self.fig.failures.push(failure) {
             self.fig.unlisted_time_lost += old.time_lost();
         }
