@@ -265,6 +265,16 @@ fn run_site(args: Args) -> scr::Result<ExitCode> {
     };
     let site = site::Site::read(&mut conn, &target.database, source, selection, args.app)
         .map_err(super::db::said)?;
+    if site.jobs.is_empty() {
+        eprintln!(
+            "scr report: no job in {} matches the selection (--user, --app, --since): the page \
+             shows none",
+            site.source
+        );
+    }
+    for (what, why) in &site.unread {
+        eprintln!("scr report: WARNING: {what} not read: {why}");
+    }
     if args.output.is_some() || !args.json {
         let say = |path: &Path| say_written(args.json, path);
         write_page(
