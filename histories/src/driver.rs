@@ -41,7 +41,7 @@ pub struct Violation {
 }
 
 /// What running a history did.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Outcome {
     /// Steps run.
     pub steps: usize,

@@ -52,7 +52,19 @@ struct Args {
     /// Run against a copy of the workspace with histories/planted/NAME.patch applied.
     #[arg(long, value_name = "NAME")]
     planted: Option<String>,
+    /// Histories run at once, each in a work directory of its own (a soak on a machine of
+    /// more cores than one history keeps busy).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    jobs: u32,
 }
+
+/// What a worker reports of one history: the history, its outcome, and when it found a
+/// violation, the history it shrank to and that one's outcome.
+type Ran = (
+    History,
+    scr_histories::driver::Outcome,
+    Option<(History, scr_histories::driver::Outcome)>,
+);
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -66,14 +78,26 @@ fn main() -> ExitCode {
         },
         None => args.build.clone(),
     };
-    let env = match Env::prepare(&build, args.work.as_deref()) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("scr-histories: {e}");
-            return ExitCode::from(2);
+    // one work directory (and application) a worker: a history's check of processes left
+    // behind looks for its own application's
+    let mut envs = Vec::new();
+    for k in 0..args.jobs {
+        let work = match (&args.work, args.jobs) {
+            (w, 1) => w.clone(),
+            (Some(w), _) => Some(w.join(format!("w{k}"))),
+            (None, _) => Some(
+                std::env::temp_dir().join(format!("scr-histories.{}.w{k}", std::process::id())),
+            ),
+        };
+        match Env::prepare(&build, work.as_deref()) {
+            Ok(e) => envs.push(e),
+            Err(e) => {
+                eprintln!("scr-histories: {e}");
+                return ExitCode::from(2);
+            }
         }
-    };
-    let scripts = args.scripts.clone().unwrap_or_else(|| env.work.clone());
+    }
+    let scripts = args.scripts.clone().unwrap_or_else(|| envs[0].work.clone());
     if let Err(e) = std::fs::create_dir_all(&scripts) {
         eprintln!("scr-histories: {}: {e}", scripts.display());
         return ExitCode::from(2);
@@ -112,60 +136,86 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let soak = args.soak.map(|m| Duration::from_secs_f64(m * 60.0));
     let budget = args.budget.map(Duration::from_secs);
-    let mut report = Report::default();
-    let mut i = 0u64;
     let fresh = args.replay.is_none();
-    loop {
-        let seed = if let Some(s) = seeds.get(i as usize) {
-            *s
-        } else {
-            let n = i - seeds.len() as u64;
-            let more = match soak {
-                Some(d) => started.elapsed() < d,
-                None => fresh && n < args.count,
-            };
-            if !more || budget.is_some_and(|b| started.elapsed() >= b) {
-                break;
-            }
-            Seed::latest(history_seed(args.seed, n))
-        };
-        i += 1;
-        let h = History::generate(seed);
-        let o = env.run(&h);
-        report.add(&h, &o);
-        if let Some(v) = &o.violation {
-            eprintln!(
-                "history {seed}: violation ({}) at step {}: {}",
-                v.check, v.step, v.message
-            );
-            let (small, so) = shrink::shrink(&env, &h, o, args.shrink_budget);
-            let v = so
-                .violation
-                .clone()
-                .expect("a shrunk history keeps its violation");
-            let path = scripts.join(format!("violation-{seed}.sh"));
-            if let Err(e) = std::fs::write(&path, &so.script) {
-                eprintln!("scr-histories: {}: {e}", path.display());
-            }
-            eprintln!(
-                "history {seed} shrunk to {} step(s), {} run(s): {}\n{}",
-                small.steps.len(),
-                small.runs().count(),
-                path.display(),
-                so.script
-            );
-            report.violations.push((seed, v, so.script));
+    // the seed of the i-th history of the batch, while there is one to run
+    let next = std::sync::Mutex::new(0u64);
+    let seed_of = |i: u64| -> Option<Seed> {
+        if let Some(s) = seeds.get(i as usize) {
+            return Some(*s);
         }
-        eprint!(
-            "\r{} histories, {} violation(s)",
-            report.histories,
-            report.violations.len()
-        );
-    }
+        let n = i - seeds.len() as u64;
+        let more = match soak {
+            Some(d) => started.elapsed() < d,
+            None => fresh && n < args.count,
+        };
+        (more && budget.is_none_or(|b| started.elapsed() < b))
+            .then(|| Seed::latest(history_seed(args.seed, n)))
+    };
+    let mut report = Report::default();
+    let (sender, results) = std::sync::mpsc::channel::<Ran>();
+    std::thread::scope(|scope| {
+        for env in &envs {
+            let sender = sender.clone();
+            let (next, seed_of) = (&next, &seed_of);
+            let shrink_budget = args.shrink_budget;
+            scope.spawn(move || {
+                loop {
+                    let seed = {
+                        let mut i = next.lock().unwrap_or_else(|e| e.into_inner());
+                        let Some(seed) = seed_of(*i) else { break };
+                        *i += 1;
+                        seed
+                    };
+                    let h = History::generate(seed);
+                    let o = env.run(&h);
+                    let shrunk = o.violation.as_ref().map(|v| {
+                        eprintln!(
+                            "history {seed}: violation ({}) at step {}: {}",
+                            v.check, v.step, v.message
+                        );
+                        shrink::shrink(env, &h, o.clone(), shrink_budget)
+                    });
+                    if sender.send((h, o, shrunk)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        for (h, o, shrunk) in results {
+            report.add(&h, &o);
+            if let Some((small, so)) = shrunk {
+                let seed = h.seed;
+                let v = so
+                    .violation
+                    .clone()
+                    .expect("a shrunk history keeps its violation");
+                let path = scripts.join(format!("violation-{seed}.sh"));
+                if let Err(e) = std::fs::write(&path, &so.script) {
+                    eprintln!("scr-histories: {}: {e}", path.display());
+                }
+                eprintln!(
+                    "history {seed} shrunk to {} step(s), {} run(s): {}\n{}",
+                    small.steps.len(),
+                    small.runs().count(),
+                    path.display(),
+                    so.script
+                );
+                report.violations.push((seed, v, so.script));
+            }
+            eprint!(
+                "\r{} histories, {} violation(s)",
+                report.histories,
+                report.violations.len()
+            );
+        }
+    });
     eprintln!();
     if report.violations.is_empty() && args.work.is_none() && args.scripts.is_none() {
-        // the application built for this batch, nothing else: no violation to look into
-        let _ = std::fs::remove_dir_all(&env.work);
+        // the applications built for this batch, nothing else: no violation to look into
+        for env in &envs {
+            let _ = std::fs::remove_dir_all(&env.work);
+        }
     }
     let batch = args.replay.unwrap_or(Seed::latest(args.seed));
     print!("{}", report.table(batch));
