@@ -166,6 +166,7 @@ mod tests {
         ]);
         assert_eq!((f.stats.runs, f.stats.failures), (1, 0));
         assert_eq!(f.failures.iter().count(), 0);
+        assert_eq!(f.runs_ending(scr::event_log::Ending::Halted), 1);
     }
 
     #[test]

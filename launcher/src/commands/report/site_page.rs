@@ -4,6 +4,7 @@
 use super::html::escape;
 use super::site::Site;
 use super::units;
+use scr::event_log::Ending;
 use scr_db::read::Selection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -77,6 +78,11 @@ pub fn page(site: &Site) -> String {
     }
     let runs: u64 = apps.iter().map(|a| a.stats.runs).sum();
     let died: u64 = apps.iter().map(|a| a.stats.failures).sum();
+    let halted: u64 = site
+        .jobs
+        .iter()
+        .map(|j| j.figures.runs_ending(Ending::Halted))
+        .sum();
     let failures: u64 = apps.iter().map(|a| a.failures).sum();
     let lost: f64 = apps.iter().map(|a| a.time_lost).sum();
     let users: BTreeSet<&String> = site.jobs.iter().map(|j| &j.job.user).collect();
@@ -104,7 +110,7 @@ pub fn page(site: &Site) -> String {
         "runs",
         "Runs",
         runs.to_string(),
-        format!("{died} died"),
+        format!("{died} died, {halted} halted"),
     );
     card(
         &mut out,
@@ -215,7 +221,7 @@ pub fn page(site: &Site) -> String {
     out.push_str(
         "<section><h2>Jobs</h2><table id=\"jobs\"><thead><tr><th>user</th><th>job name (prefix)</th>\
          <th>application</th><th class=\"num\">runs</th><th class=\"num\">died</th>\
-         <th class=\"num\">failures</th><th class=\"num\">time lost</th>\
+         <th class=\"num\">halted</th><th class=\"num\">failures</th><th class=\"num\">time lost</th>\
          <th class=\"num\">checkpoints</th><th class=\"num\">checkpoint cost</th>\
          <th class=\"num\">flush bandwidth</th></tr></thead><tbody>",
     );
@@ -224,7 +230,8 @@ pub fn page(site: &Site) -> String {
         let _ = write!(
             out,
             "<tr><td>{user}</td><td>{name}</td><td>{app}</td><td class=\"num\">{runs}</td>\
-             <td class=\"num\">{died}</td><td class=\"num\">{failures}</td>\
+             <td class=\"num\">{died}</td><td class=\"num\">{halted}</td>\
+             <td class=\"num\">{failures}</td>\
              <td class=\"num\">{lost}</td><td class=\"num\">{checkpoints}</td>\
              <td class=\"num\">{cost}</td><td class=\"num\">{bw}</td></tr>",
             user = escape(&j.job.user),
@@ -232,6 +239,7 @@ pub fn page(site: &Site) -> String {
             app = escape(&j.app),
             runs = f.stats.runs,
             died = f.stats.failures,
+            halted = f.runs_ending(Ending::Halted),
             failures = f.failures.total,
             lost = units::duration(f.time_lost()),
             checkpoints = f.stats.checkpoints,
@@ -376,6 +384,7 @@ pub fn json(site: &Site) -> serde_json::Value {
                 "application": j.app,
                 "runs": f.stats.runs,
                 "runs_died": f.stats.failures,
+                "runs_halted": f.runs_ending(Ending::Halted),
                 "failures": f.failures.total,
                 "time_lost_seconds": f.time_lost() + 0.0,
                 "checkpoints": f.stats.checkpoints,
