@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn every_failure_counts_in_its_week_listed_or_not() {
-        let mut events: Vec<(i64, &str, &[(&str, &str)])> = vec![(0, "START", &[("ranks", "2")])];
+        let mut events: Vec<At> = vec![(0, "START", &[("ranks", "2")])];
         for i in 1..=1500 {
             events.push((i, "CHECKPOINT_FAILED", &[("secs", "0.1")]));
         }
