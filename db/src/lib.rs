@@ -173,10 +173,7 @@ impl ClientError {
     pub fn about_tls(&self) -> bool {
         match &*self.0 {
             mysql::Error::TlsError(_) => true,
-            mysql::Error::DriverError(e) => {
-                let text = e.to_string().to_ascii_lowercase();
-                text.contains("tls") || text.contains("ssl") || text.contains("secure")
-            }
+            mysql::Error::DriverError(e) => matches!(e, mysql::DriverError::TlsNotSupported),
             _ => false,
         }
     }
@@ -522,9 +519,18 @@ impl Connection {
 
     /// The first column of every row a query returns, as text.
     fn column(&mut self, sql: &str, values: Vec<Value>) -> Result<Vec<String>, DbError> {
+        self.rows(sql, values)
+    }
+
+    /// Every row a query returns, each as `T` (a tuple of its columns).
+    fn rows<T: mysql::prelude::FromRow>(
+        &mut self,
+        sql: &str,
+        values: Vec<Value>,
+    ) -> Result<Vec<T>, DbError> {
         self.say_statement(sql, &values);
         self.conn
-            .exec::<String, _, _>(sql, values)
+            .exec::<T, _, _>(sql, values)
             .map_err(|source| statement_error(sql, source))
     }
 

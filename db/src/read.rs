@@ -248,10 +248,7 @@ impl Connection {
             since.clone().into(),
             since.into(),
         ];
-        self.say_statement(sql, &values);
-        let rows: Vec<(u64, String, String)> =
-            mysql::prelude::Queryable::exec(&mut self.conn, sql, values)
-                .map_err(|source| crate::statement_error(sql, source))?;
+        let rows: Vec<(u64, String, String)> = self.rows(sql, values)?;
         Ok(rows
             .into_iter()
             .map(|(id, user, name)| StoredJob {
@@ -284,8 +281,6 @@ impl Connection {
              FROM `{db}`.`events` e JOIN `{db}`.`types` t ON t.`id` = e.`type_id` \
              WHERE e.`job_id` = ? ORDER BY e.`id`"
         );
-        let values = vec![job.id.into()];
-        self.say_statement(&sql, &values);
         type EventRow = (
             String,
             Option<u64>,
@@ -294,16 +289,13 @@ impl Connection {
             Option<f64>,
             Option<Vec<u8>>,
         );
-        let rows: Vec<EventRow> = mysql::prelude::Queryable::exec(&mut self.conn, &sql, values)
-            .map_err(|source| crate::statement_error(&sql, source))?;
+        let rows: Vec<EventRow> = self.rows(&sql, vec![job.id.into()])?;
         let sql = format!(
             "SELECT t.`name`, x.`dset_id`, DATE_FORMAT(x.`start`, '{TIME_FORMAT_SQL}'), \
              DATE_FORMAT(x.`end`, '{TIME_FORMAT_SQL}'), x.`bytes` \
              FROM `{db}`.`transfers` x JOIN `{db}`.`types` t ON t.`id` = x.`type_id` \
              WHERE x.`job_id` = ? ORDER BY x.`id`"
         );
-        let values = vec![job.id.into()];
-        self.say_statement(&sql, &values);
         type TransferRow = (
             String,
             Option<u64>,
@@ -311,9 +303,7 @@ impl Connection {
             Option<String>,
             Option<f64>,
         );
-        let transfers: Vec<TransferRow> =
-            mysql::prelude::Queryable::exec(&mut self.conn, &sql, values)
-                .map_err(|source| crate::statement_error(&sql, source))?;
+        let transfers: Vec<TransferRow> = self.rows(&sql, vec![job.id.into()])?;
         let mut by_kind: std::collections::HashMap<(String, u64), Vec<Stored>> =
             std::collections::HashMap::new();
         for (kind, dset, start, end, bytes) in transfers {
@@ -365,17 +355,11 @@ struct Stored {
     bytes: Option<f64>,
 }
 
-/// The transfer kind of an event kind: v3.1's name for it (`CHECKPOINT` for
+/// The transfer kind of an event kind: v3.1's name for its transfer (`CHECKPOINT` for
 /// `CHECKPOINT_END` …), the kind itself where none.
 fn transfer_kind(event: &str) -> &str {
-    if event == "ASYNC_FLUSH_SUCCESS" {
-        return "FLUSH_ASYNC";
-    }
-    crate::V3_1_NAMES
-        .iter()
-        .find(|(_, e, _)| *e == event)
-        .and_then(|(_, _, transfer)| *transfer)
-        .unwrap_or(event)
+    let (kind, background) = crate::text_log_kind(event);
+    crate::v3_1_names(kind, background).1
 }
 
 /// The transfer of an event that began at `start` among those of its kind and dataset
