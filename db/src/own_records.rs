@@ -253,22 +253,21 @@ impl Connection {
             .into_iter()
             .filter(|t| !TABLES.iter().any(|v| *t == format!("{v} (BASE TABLE)")))
             .collect();
-        // what runs when a row is added, or can be called, is no user's records either
-        foreign.extend(self.column(
-            "SELECT CONCAT('the trigger ', `TRIGGER_NAME`) FROM `information_schema`.`TRIGGERS` \
-             WHERE `TRIGGER_SCHEMA` = ?",
-            vec![own.into()],
-        )?);
-        foreign.extend(self.column(
-            "SELECT CONCAT('the routine ', `ROUTINE_NAME`) FROM `information_schema`.`ROUTINES` \
-             WHERE `ROUTINE_SCHEMA` = ?",
-            vec![own.into()],
-        )?);
-        foreign.extend(self.column(
-            "SELECT CONCAT('the scheduled event ', `EVENT_NAME`) FROM `information_schema`.`EVENTS` \
-             WHERE `EVENT_SCHEMA` = ?",
-            vec![own.into()],
-        )?);
+        // what runs when a row is added, can be called, or runs on a schedule is no user's
+        // records either
+        for (what, view, prefix) in [
+            ("trigger", "TRIGGERS", "TRIGGER"),
+            ("routine", "ROUTINES", "ROUTINE"),
+            ("scheduled event", "EVENTS", "EVENT"),
+        ] {
+            foreign.extend(self.column(
+                &format!(
+                    "SELECT CONCAT('the {what} ', `{prefix}_NAME`) FROM `information_schema`.`{view}` \
+                     WHERE `{prefix}_SCHEMA` = ?"
+                ),
+                vec![own.into()],
+            )?);
+        }
         // a table stored elsewhere (FEDERATED, CONNECT, SPIDER …) is not records kept here
         foreign.extend(self.column(
             "SELECT CONCAT('the table ', `TABLE_NAME`, ' stored by ', IFNULL(`ENGINE`, '?')) \
@@ -282,17 +281,19 @@ impl Connection {
                        ORDER BY `TABLE_NAME`, `ORDINAL_POSITION`";
         let here = self.column(columns, vec![own.into()])?;
         let log = self.column(columns, vec![database.into()])?;
-        if !here.is_empty() && !log.is_empty() {
-            let differ: Vec<String> = here
+        if !log.is_empty() {
+            // a column of its tables the log's lack, or one of the log's those tables lack
+            let table = |c: &String| c.split('.').next().unwrap_or_default().to_string();
+            let tables_here: std::collections::BTreeSet<String> = here.iter().map(table).collect();
+            let extra = here.iter().filter(|c| !log.contains(c));
+            let missing = log
                 .iter()
-                .filter(|c| !log.contains(c))
-                .chain(log.iter().filter(|c| {
-                    let table = c.split('.').next().unwrap_or_default();
-                    here.iter().any(|h| h.starts_with(&format!("{table}."))) && !here.contains(c)
-                }))
-                .map(|c| format!("the column {c} (not the log's)"))
-                .collect();
-            foreign.extend(differ);
+                .filter(|c| tables_here.contains(&table(c)) && !here.contains(c));
+            foreign.extend(
+                extra
+                    .chain(missing)
+                    .map(|c| format!("the column {c} (not the log's)")),
+            );
         }
         if foreign.is_empty() {
             return Ok(());

@@ -66,11 +66,9 @@ impl Launches {
                 so_far.add(event);
                 so_far.add(restart);
             }
+            // (v3.1's `RUN_START`/`RUN_END` arrive as scr-run's kinds: `scr_db::V3_1_NAMES`)
             kind if kind.starts_with("SCR_")
-                || matches!(
-                    kind,
-                    "RUN_START" | "RUN_END" | "SCAVENGE_START" | "SCAVENGE_END"
-                ) => {}
+                || matches!(kind, "SCAVENGE_START" | "SCAVENGE_END") => {}
             _ => so_far.add(event),
         }
     }
