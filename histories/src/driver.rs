@@ -372,8 +372,9 @@ impl Env {
             .after_restart(&attempts, &resolved, loaded, spec.ranks, spec.config.scheme);
         // a run cut short may leave a flush's temporaries on the prefix, for the next run's
         // SCR_Init to remove (README, "Runtime library": a job killed mid-flush)
-        s.temporaries_may_stay = (!to_the_end && halted_at.is_none())
-            || (spec.config.flush_async && !spec.finalize && halted_at.is_none());
+        // (a halt ends the run as cleanly as SCR_Finalize)
+        s.temporaries_may_stay =
+            halted_at.is_none() && (!to_the_end || (spec.config.flush_async && !spec.finalize));
         for (j, (c, completed)) in reached.into_iter().enumerate() {
             let serial = s.model.checkpoint(c, spec.ranks, &spec.config, completed);
             let kind = if c.output { "output" } else { "ckpt" };
