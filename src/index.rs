@@ -36,7 +36,13 @@ fn validate(h: &Hash) -> Result<(), String> {
     check_value::<u64>(h, VERSION, "index")?;
     check_ids(h.get(dset_key(h)), "dataset id")?;
     for (name, n) in h.get(name_key(h)).into_iter().flat_map(Hash::iter) {
-        check_value::<u64>(n, dset_key(h), &format!("index entry {name}"))?;
+        // SCR v2.0.0 adds a name's new id beside the old one rather than in its place
+        // (scr_index_set_dataset sets NAME/<name>/DSET/<id> without unsetting): a name its
+        // application wrote again carries every id it had, and the newest stands for it
+        check_ids(
+            n.get(dset_key(h)),
+            &format!("index entry {name}: dataset id"),
+        )?;
     }
     Ok(())
 }
@@ -99,13 +105,15 @@ impl IndexFile {
         self.0.set_path(&[&dk, &id, &nk, &name])
     }
 
-    /// The id of the newest copy named `name` (a name written again has a copy per id).
+    /// The id of the newest copy named `name` (a name written again has a copy per id; an
+    /// index SCR v2.0.0 wrote names every one of them, ours the newest).
     pub fn id_of(&self, name: &str) -> Option<u64> {
         self.0
             .get_kv(self.name_key(), name)?
-            .parsed(self.dset_key())
-            .ok()
-            .flatten()
+            .get(self.dset_key())?
+            .keys()
+            .filter_map(|id| id.parse().ok())
+            .max()
     }
 
     /// Adds (or replaces the attributes of) a dataset copy.
@@ -432,6 +440,39 @@ mod tests {
         let idx = IndexFile::from_hash(h).unwrap();
         assert_eq!(idx.id_of("scr.dataset.6"), Some(6));
         assert_eq!(idx.restart_candidates(None)[0].name, "scr.dataset.6");
+    }
+
+    #[test]
+    fn an_index_scr_v2_wrote_for_a_name_written_again_reads_with_the_newest_copy_named() {
+        // v2.0.0 leaves the older id beside the newer under the name
+        let mut h = Hash::new();
+        h.set_value("VERSION", 1);
+        h.set_value("CURRENT", "ckpt.3");
+        let named = h.set_path(&[&"NAME", &"ckpt.3"]);
+        named.set_kv("DSET", 3);
+        named.set_kv("DSET", 7);
+        h.set_path(&[&"NAME", &"ckpt.2"]).set_value("DSET", 2);
+        for (id, name) in [(2, "ckpt.2"), (3, "ckpt.3"), (7, "ckpt.3")] {
+            h.set_path(&[&"DSET", &id, &"NAME", &name])
+                .set_value("COMPLETE", 1);
+        }
+        let mut idx = IndexFile::from_hash(h).expect("v2.0.0's index reads");
+        assert_eq!(idx.id_of("ckpt.3"), Some(7));
+        let ids: Vec<u64> = idx
+            .restart_candidates(None)
+            .into_iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(ids[0], 7, "{ids:?}");
+        // removing the newer copy leaves the name on the older one
+        assert!(idx.remove_entry(7, "ckpt.3"));
+        assert_eq!(idx.id_of("ckpt.3"), Some(3));
+        // and a name's ids must still be ids
+        let mut bad = Hash::new();
+        bad.set_value("VERSION", 1);
+        bad.set_path(&[&"NAME", &"ckpt.1"]).set_kv("DSET", "x");
+        let err = IndexFile::from_hash(bad).unwrap_err().to_string();
+        assert!(err.contains("index entry ckpt.1"), "{err}");
     }
 
     #[test]
