@@ -127,6 +127,34 @@ impl Model {
         }
     }
 
+    /// SCR_Init of a run of `ranks` ranks under `config`, after its cache rebuild: SCR
+    /// v2.0.0 and v3.1.0 (scr.c, SCR_Init: `scr_check_flush` / `scr_flush_restart` after
+    /// `scr_cache_rebuild`) flush each dataset rebuilt in cache that this run's SCR_FLUSH
+    /// says is due, as if it had just completed — found when the model was run against real
+    /// v2.0.0. No document promises or forbids it, so the model allows it (Maybe) whenever
+    /// the run flushes: a checkpoint a run without SCR_FLUSH left in cache may reach the
+    /// prefix at a later run's SCR_Init.
+    pub fn init_flush(&mut self, ranks: u32, config: &Config) {
+        if config.flush == 0 {
+            return;
+        }
+        let due: Vec<u32> = self
+            .ckpts
+            .iter()
+            .filter(|c| {
+                c.cache != Avail::No
+                    && c.complete
+                    && !c.rejected
+                    && c.prefix == Avail::No
+                    && c.writers == ranks
+            })
+            .map(|c| c.serial)
+            .collect();
+        for serial in due {
+            self.flushed(serial, Avail::Maybe, config.prefix_size);
+        }
+    }
+
     /// SCR_Finalize of a run under `config`.
     pub fn finalize(&mut self, config: &Config) {
         // README, "Runtime library" (asynchronous flush): Finalize waits for every flush

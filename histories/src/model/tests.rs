@@ -401,3 +401,28 @@ fn another_size_s_init_drain_may_supersede_an_older_current_the_operator_chose()
         );
     }
 }
+
+#[test]
+fn a_run_that_flushes_may_flush_at_init_what_an_earlier_run_left_in_cache() {
+    let mut m = Model::new(1);
+    m.begin_run(4);
+    m.checkpoint(&ckpt(100), 4, &config(Scheme::Xor, 0, 0, 1), Avail::Yes);
+    let unflushed = [entry("ckpt.1", true, true)];
+    m.begin_run(4);
+    m.init_flush(4, &config(Scheme::Xor, 0, 0, 1));
+    assert!(
+        m.judge_index(&unflushed).is_err(),
+        "a run without SCR_FLUSH flushes nothing at SCR_Init"
+    );
+    m.begin_run(4);
+    m.init_flush(4, &config(Scheme::Partner, 1, 0, 1));
+    assert!(
+        m.judge_index(&unflushed).is_ok(),
+        "{:?}",
+        m.judge_index(&unflushed)
+    );
+    assert!(
+        m.judge_index(&[]).is_ok(),
+        "nor must it: the flush at SCR_Init is allowed, not promised"
+    );
+}
