@@ -193,6 +193,8 @@ static void restart(int use_list) {
       break;
     }
     int ok = read_checkpoint(dset, use_list, serials, sizeof serials);
+    /* what was read, said before SCR_Complete_restart, which may not return */
+    if (rank == 0) printf("hist: read %s verified=%d serials=%s\n", dset, ok, serials);
     int rc = SCR_Complete_restart(ok == 1);
     if (rank == 0) printf("hist: attempt %s verified=%d rc=%d serials=%s\n", dset, ok, rc, serials);
     if (all_ok(rc == SCR_SUCCESS)) {

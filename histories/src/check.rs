@@ -173,7 +173,7 @@ fn index(env: &Env, s: &mut State) -> Checked {
         match s.ids.get(&id) {
             Some(before) if before != name => {
                 return Err((
-                    "index",
+                    "dataset-id",
                     format!(
                         "dataset id {id} named {before} before and names {name} now: an id was given twice"
                     ),

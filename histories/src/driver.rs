@@ -6,6 +6,7 @@
 use crate::check;
 use crate::history::{Fault, History, Operator, RunSpec, Step, file_length, serial_in};
 use crate::model::{Attempt, Avail, Model};
+use crate::peer::ScrV2;
 use crate::script::Transcript;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,8 +26,11 @@ pub struct Env {
     pub work: PathBuf,
     /// The application.
     pub app: PathBuf,
-    /// The `scr` command.
+    /// The `scr` command (of the build under test, or, against a peer, the one that reads
+    /// the peer's index).
     pub scr: PathBuf,
+    /// Real SCR v2.0.0, when the runs use it in place of the build's library.
+    pub peer: Option<ScrV2>,
 }
 
 /// A broken promise: which check, what it saw, at which step.
@@ -49,6 +53,8 @@ pub struct Outcome {
     pub ops: BTreeMap<String, u64>,
     /// The first broken promise, if any.
     pub violation: Option<Violation>,
+    /// Against real SCR v2.0.0: the known disagreement the history stopped at, if any.
+    pub known: Option<&'static str>,
     /// The history as a shell script.
     pub script: String,
     /// How long it took.
@@ -90,28 +96,28 @@ impl Env {
         let link = bin.join("libscr.so");
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&lib, &link).map_err(|e| format!("{}: {e}", link.display()))?;
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("app/hist_app.c");
         let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lib/include");
-        let app = bin.join("hist_app");
-        let out = Command::new("mpicc")
-            .arg(&source)
-            .arg("-I")
-            .arg(&include)
-            .arg(format!("-L{}", bin.display()))
-            .arg("-lscr")
-            .arg(format!("-Wl,-rpath,{}", bin.display()))
-            .arg("-o")
-            .arg(&app)
-            .output()
-            .map_err(|e| format!("mpicc: {e} (scripts/setup.sh installs MPICH)"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "mpicc {}: {}",
-                source.display(),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(Env { work, app, scr })
+        let app = compile_app(&bin, &include, &bin)?;
+        Ok(Env {
+            work,
+            app,
+            scr,
+            peer: None,
+        })
+    }
+
+    /// As [`Env::prepare`], with the application built against real SCR v2.0.0 installed
+    /// at `real` instead (`build`'s `scr` still reads the prefix's index for the checks).
+    pub fn prepare_peer(build: &Path, real: &Path, work: Option<&Path>) -> Result<Env, String> {
+        let peer = ScrV2::at(real)?;
+        let mut env = Env::prepare(build, work)?;
+        env.app = compile_app(
+            &env.work.join("bin"),
+            &peer.prefix.join("include"),
+            &peer.prefix.join("lib"),
+        )?;
+        env.peer = Some(peer);
+        Ok(env)
     }
 
     /// Runs `history` in a fresh job directory, stopping at the first violation.
@@ -133,7 +139,22 @@ impl Env {
             }
         };
         let mut t = Transcript::new(job.path(), &self.app, &self.scr, history);
+        let job_id = match &self.peer {
+            Some(_) => ScrV2::job_id(),
+            None => JOB_ID.to_string(),
+        };
+        if let Some(peer) = &self.peer {
+            t.comment(&format!(
+                "against real SCR v2.0.0 at {}: every run with LD_PRELOAD={}/lib/fakenode.so \
+                 FAKE_PPN={} FAKE_NODE_BASE=\"$J/cache\" USER={} SCR_JOB_ID={job_id}",
+                peer.prefix.display(),
+                peer.prefix.display(),
+                history.ranks_per_node,
+                crate::peer::USER
+            ));
+        }
         let mut state = State {
+            job_id,
             job: job.path().to_path_buf(),
             model: Model::new(history.ranks_per_node),
             current: None,
@@ -162,13 +183,27 @@ impl Env {
             }
             Ok(())
         });
-        if let Err((check, message, step)) = result {
+        let known = |check: &str| {
+            self.peer
+                .as_ref()
+                .and_then(|_| crate::peer::known(check))
+                .map(|k| k.check)
+        };
+        if let Err((check, message, _)) = &result
+            && let Some(k) = known(check)
+        {
+            t.comment(&format!("KNOWN DISAGREEMENT ({check}): {message}"));
+            outcome.known = Some(k);
+        } else if let Err((check, message, step)) = result {
             t.comment(&format!("VIOLATION ({check}): {message}"));
             outcome.violation = Some(Violation {
                 check,
                 message,
                 step,
             });
+        }
+        if let Some(peer) = &self.peer {
+            peer.clean(&state.job_id, crate::peer::MOST_NODES);
         }
         outcome.script = t.script();
         outcome.elapsed = started.elapsed();
@@ -208,6 +243,7 @@ impl Env {
         let before = s.model.clone();
         let may_stop = s.model.init_may_stop(spec.ranks);
         s.model.begin_run(spec.ranks);
+        s.model.init_flush(spec.ranks, &spec.config);
         let candidates = s.model.candidates(spec.ranks, spec.config.reshape);
         let mut args: Vec<String> = s
             .model
@@ -259,7 +295,13 @@ impl Env {
             // exits in SCR_Complete_output once the condition holds
             env.push(("SCR_HALT_EXIT".into(), "1".into()));
         }
-        t.run(&env, &hosts, spec.ranks, &args);
+        let mut shown = env.clone();
+        if let Some(peer) = &self.peer {
+            // the script runs the peer as the driver does, its caches below "$J/cache"
+            shown.extend(peer.run_env(Path::new("$J/cache"), rpn));
+            shown.push(("SCR_JOB_ID".into(), s.job_id.clone()));
+        }
+        t.run(&shown, &hosts, spec.ranks, &args);
         let launch = || {
             let mut cmd = Command::new("mpiexec");
             scrub(&mut cmd);
@@ -278,8 +320,11 @@ impl Env {
             .env("SCR_SYSTEM_CONF_FILE", s.job.join("scr.conf"))
             .env("SCR_CACHE_BASE", s.job.join("cache"))
             .env("SCR_PREFIX", s.job.join("prefix"))
-            .env("SCR_JOB_ID", JOB_ID)
+            .env("SCR_JOB_ID", &s.job_id)
             .envs(env.iter().map(|(k, v)| (k, v)));
+            if let Some(peer) = &self.peer {
+                cmd.envs(peer.run_env(&s.job.join("cache"), rpn));
+            }
             run_bounded(cmd).map_err(|e| ("hang", e))
         };
         let (mut status, mut out) = launch()?;
@@ -314,6 +359,9 @@ impl Env {
             s.model.init_stopped();
             return check::no_process_left(&self.app).map_err(|m| ("leftover", m));
         }
+        if self.peer.is_some() && crate::peer::aborted_in_complete_restart(&out, &lines) {
+            crate::peer::judge_restart_abort(&candidates, &lines)?;
+        }
         let (reached, to_the_end) = spec.reached();
         if to_the_end && (!status.success() || said("end").is_none()) {
             return Err((
@@ -338,29 +386,7 @@ impl Env {
         if said("init rc=").as_deref() != Some("0") {
             return Err(("run", format!("SCR_Init failed:\n{out}")));
         }
-        let attempts: Vec<Attempt> = lines
-            .iter()
-            .filter_map(|l| l.strip_prefix("attempt "))
-            .filter_map(|l| {
-                let mut w = l.split(' ');
-                let name = w.next()?.to_string();
-                let verified = w.next()?.strip_prefix("verified=")?.parse().ok()?;
-                let rc = w.next()?.strip_prefix("rc=")?.parse().ok()?;
-                let serials = w
-                    .next()?
-                    .strip_prefix("serials=")?
-                    .split(',')
-                    .filter_map(|n| n.parse().ok())
-                    .filter(|&n| n != 0)
-                    .collect();
-                Some(Attempt {
-                    name,
-                    verified,
-                    rc,
-                    serials,
-                })
-            })
-            .collect();
+        let attempts = attempts_in(&lines);
         let restarted = said("restarted ");
         *ops.entry("restart-attempt".into()).or_default() += attempts.len() as u64;
         if restarted.is_some() {
@@ -444,15 +470,22 @@ impl Env {
                 let Some(ranks) = s.model.cache_ranks else {
                     return Ok(false);
                 };
-                let node = format!("node.n{}", pick % s.model.nodes(ranks) + 1);
+                let k = pick % s.model.nodes(ranks);
+                let node = format!("node.n{}", k + 1);
                 let user = scr::layout::user_name();
-                for d in ["cache", "cntl"] {
-                    let dir = s
-                        .job
-                        .join(d)
-                        .join(&user)
-                        .join(format!("scr.{JOB_ID}"))
-                        .join(&node);
+                let dirs = match &self.peer {
+                    Some(peer) => peer.node_dirs(&s.job.join("cache"), k, &s.job_id).to_vec(),
+                    None => ["cache", "cntl"]
+                        .map(|d| {
+                            s.job
+                                .join(d)
+                                .join(&user)
+                                .join(format!("scr.{JOB_ID}"))
+                                .join(&node)
+                        })
+                        .to_vec(),
+                };
+                for dir in dirs {
                     t.line(&format!("rm -rf {}", t.path(&dir)));
                     if dir.exists() {
                         std::fs::remove_dir_all(&dir).map_err(|e| io(&dir, e))?;
@@ -472,9 +505,11 @@ impl Env {
                 let mut files: Vec<PathBuf> = check::walk(&s.job.join("cache"))
                     .into_iter()
                     .filter(|p| {
-                        p.parent()
-                            .and_then(|d| d.file_name())
-                            .is_some_and(|d| d == dir.as_str())
+                        // (v2.0.0 names a dataset's cache directory by its id, not its name)
+                        self.peer.is_some()
+                            || p.parent()
+                                .and_then(|d| d.file_name())
+                                .is_some_and(|d| d == dir.as_str())
                     })
                     .filter(|p| std::fs::read(p).is_ok_and(|b| serial_in(&b) == Some(serial)))
                     .collect();
@@ -524,11 +559,30 @@ impl Env {
         }
         let serial = targets[pick as usize % targets.len()];
         let name = s.model.get(serial).map(|c| c.name()).unwrap_or_default();
-        t.line(&format!("\"$SCR\" index -p \"$J/prefix\" {flag} {name}"));
-        let mut cmd = self.scr(&s.job);
-        cmd.args(["index", "-p"])
-            .arg(s.job.join("prefix"))
-            .args([flag, &name]);
+        let cmd = match &self.peer {
+            Some(peer) => {
+                // v2.0.0's scr_index: --remove drops the entry only, as --drop does
+                let flag = if flag == "--drop" { "--remove" } else { flag };
+                t.line(&format!(
+                    "'{}' -p \"$J/prefix\" {flag}={name}",
+                    peer.scr_index().display()
+                ));
+                let mut cmd = Command::new(peer.scr_index());
+                scrub(&mut cmd);
+                cmd.arg("-p")
+                    .arg(s.job.join("prefix"))
+                    .arg(format!("{flag}={name}"));
+                cmd
+            }
+            None => {
+                t.line(&format!("\"$SCR\" index -p \"$J/prefix\" {flag} {name}"));
+                let mut cmd = self.scr(&s.job);
+                cmd.args(["index", "-p"])
+                    .arg(s.job.join("prefix"))
+                    .args([flag, &name]);
+                cmd
+            }
+        };
         let (status, out) = run_bounded(cmd).map_err(|e| ("hang", e))?;
         // `scr index --help`: exit 0 on success, 1 when the named dataset is not in the index
         if !status.success() {
@@ -596,6 +650,8 @@ impl Env {
 
 /// What a history's run keeps between steps.
 pub struct State {
+    /// The job id of its runs.
+    pub job_id: String,
     /// The job directory.
     pub job: PathBuf,
     /// The model.
@@ -609,6 +665,66 @@ pub struct State {
     pub temporaries_may_stay: bool,
     /// The name each dataset id the index listed had then.
     pub ids: BTreeMap<u64, String>,
+}
+
+/// The attempts of a run's restart loop, as the application said them.
+pub fn attempts_in(lines: &[&str]) -> Vec<Attempt> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("attempt "))
+        .filter_map(|l| attempt(l, None))
+        .collect()
+}
+
+/// One attempt, `NAME verified=V [rc=RC] serials=S,…` (without `rc=` when the application
+/// said it before SCR_Complete_restart: then `rc`).
+pub fn attempt(line: &str, rc: Option<i32>) -> Option<Attempt> {
+    let mut w = line.split(' ');
+    let name = w.next()?.to_string();
+    let verified = w.next()?.strip_prefix("verified=")?.parse().ok()?;
+    let rc = match rc {
+        Some(rc) => rc,
+        None => w.next()?.strip_prefix("rc=")?.parse().ok()?,
+    };
+    let serials = w
+        .next()?
+        .strip_prefix("serials=")?
+        .split(',')
+        .filter_map(|n| n.parse().ok())
+        .filter(|&n| n != 0)
+        .collect();
+    Some(Attempt {
+        name,
+        verified,
+        rc,
+        serials,
+    })
+}
+
+/// Builds the application in `bin` against the `scr.h` in `include` and the `libscr.so` in
+/// `lib` (found there at run time too).
+fn compile_app(bin: &Path, include: &Path, lib: &Path) -> Result<PathBuf, String> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("app/hist_app.c");
+    let app = bin.join("hist_app");
+    let out = Command::new("mpicc")
+        .arg(&source)
+        .arg("-I")
+        .arg(include)
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lscr")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-o")
+        .arg(&app)
+        .output()
+        .map_err(|e| format!("mpicc: {e} (scripts/setup.sh installs MPICH)"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "mpicc {}: {}",
+            source.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(app)
 }
 
 /// Flips the byte in the middle of `file`, or cuts its last byte off.

@@ -27,6 +27,7 @@ pub mod check;
 pub mod driver;
 pub mod history;
 pub mod model;
+pub mod peer;
 pub mod planted;
 pub mod report;
 pub mod rng;

@@ -7,7 +7,7 @@ use scr_histories::driver::Env;
 use scr_histories::history::{History, Seed};
 use scr_histories::report::Report;
 use scr_histories::rng::history_seed;
-use scr_histories::{planted, shrink};
+use scr_histories::{peer, planted, shrink};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -56,6 +56,10 @@ struct Args {
     /// more cores than one history keeps busy).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     jobs: u32,
+    /// Run the histories against real SCR v2.0.0 installed at DIR instead of the build's
+    /// library, cut down to what v2.0.0 does (the model's calibration; see `peer`).
+    #[arg(long, value_name = "DIR", conflicts_with = "planted")]
+    against_scr_v2: Option<PathBuf>,
 }
 
 /// What a worker reports of one history: the history, its outcome, and when it found a
@@ -89,7 +93,11 @@ fn main() -> ExitCode {
                 std::env::temp_dir().join(format!("scr-histories.{}.w{k}", std::process::id())),
             ),
         };
-        match Env::prepare(&build, work.as_deref()) {
+        let prepared = match &args.against_scr_v2 {
+            Some(real) => Env::prepare_peer(&build, real, work.as_deref()),
+            None => Env::prepare(&build, work.as_deref()),
+        };
+        match prepared {
             Ok(e) => envs.push(e),
             Err(e) => {
                 eprintln!("scr-histories: {e}");
@@ -166,7 +174,10 @@ fn main() -> ExitCode {
                         *i += 1;
                         seed
                     };
-                    let h = History::generate(seed);
+                    let h = match env.peer {
+                        Some(_) => peer::restrict(&History::generate(seed)),
+                        None => History::generate(seed),
+                    };
                     let o = env.run(&h);
                     let shrunk = o.violation.as_ref().map(|v| {
                         eprintln!(

@@ -22,6 +22,9 @@ pub struct Report {
     pub pairs: BTreeMap<(String, String), u64>,
     /// Violations: the history's seed, what broke, the shrunk script.
     pub violations: Vec<(Seed, Violation, String)>,
+    /// Against real SCR v2.0.0: the known disagreements histories stopped at, with how
+    /// many and the first seed.
+    pub known: BTreeMap<&'static str, (u64, Seed)>,
     /// Time spent.
     pub elapsed: Duration,
 }
@@ -40,6 +43,9 @@ impl Report {
             for b in &f[i + 1..] {
                 *self.pairs.entry((a.clone(), b.clone())).or_default() += 1;
             }
+        }
+        if let Some(k) = o.known {
+            self.known.entry(k).or_insert((0, h.seed)).0 += 1;
         }
         self.elapsed += o.elapsed;
     }
@@ -92,6 +98,16 @@ impl Report {
         }
         if !missing.is_empty() {
             let _ = writeln!(s, "never met: {}", missing.join(", "));
+        }
+        if !self.known.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n| known disagreement with SCR v2.0.0 | histories | first seed | verdict |\n|---|---|---|---|"
+            );
+            for (k, (n, seed)) in &self.known {
+                let verdict = crate::peer::known(k).map_or("", |k| k.verdict);
+                let _ = writeln!(s, "| {k} | {n} | {seed} | {verdict} |");
+            }
         }
         if self.violations.is_empty() {
             let _ = writeln!(s, "\nviolations: none");

@@ -1,0 +1,280 @@
+//! Real SCR v2.0.0 as the library under test, to calibrate the [model](crate::model): the
+//! same application (built against v2.0.0's `scr.h` and `libscr.so`), the same driver and
+//! checks, restricted to what v2.0.0 does.
+//!
+//! v2.0.0 sees one host as one node; the `LD_PRELOAD` shim `../shared/tools/fakenode.c`
+//! (installed as `lib/fakenode.so` beside v2.0.0's library, as `benches/redundancy.sh` uses
+//! it) makes rank *r* node `fakenode<r / FAKE_PPN>`, with a cache of its own below
+//! `FAKE_NODE_BASE/node<k>` and a control directory of its own (user name `USER_fakenode<k>`).
+//! v2.0.0 takes its control base only from its compiled-in system configuration, so control
+//! directories lie in `/dev/shm`; each history gets a job id of its own so that histories
+//! run side by side never share one.
+
+use crate::history::{History, Scheme, Step};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The `USER` every run of the peer gets: its control directories are
+/// `/dev/shm/<USER>[_fakenode<k>]/scr.<job id>`.
+pub const USER: &str = "scrv2hist";
+
+/// Where v2.0.0 keeps control directories (`SCR_CNTL_BASE` as the benches build it).
+pub const CNTL_BASE: &str = "/dev/shm";
+
+/// An install of real SCR v2.0.0.
+#[derive(Clone, Debug)]
+pub struct ScrV2 {
+    /// Its prefix: `lib/libscr.so`, `lib/fakenode.so`, `include/scr.h`, `bin/scr_index`.
+    pub prefix: PathBuf,
+}
+
+impl ScrV2 {
+    /// The install at `prefix`, if it holds what the driver needs.
+    pub fn at(prefix: &Path) -> Result<ScrV2, String> {
+        let prefix = prefix
+            .canonicalize()
+            .map_err(|e| format!("{}: {e}", prefix.display()))?;
+        for f in [
+            "lib/libscr.so",
+            "lib/fakenode.so",
+            "include/scr.h",
+            "bin/scr_index",
+        ] {
+            if !prefix.join(f).exists() {
+                return Err(format!(
+                    "{} missing: build LLNL/scr v2.0.0 with -DSCR_RESOURCE_MANAGER=NONE \
+                     -DSCR_CNTL_BASE={CNTL_BASE} into {}, and \
+                     gcc -shared -fPIC -o {}/lib/fakenode.so ../shared/tools/fakenode.c",
+                    prefix.join(f).display(),
+                    prefix.display(),
+                    prefix.display()
+                ));
+            }
+        }
+        Ok(ScrV2 { prefix })
+    }
+
+    /// A job id no other history of this process, nor of another, uses at the same time.
+    pub fn job_id() -> String {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        format!(
+            "{}{:05}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// The environment of a run: the shim, the emulated nodes' caches below `cache`.
+    pub fn run_env(&self, cache: &Path, ranks_per_node: u32) -> Vec<(String, String)> {
+        vec![
+            (
+                "LD_PRELOAD".into(),
+                self.prefix.join("lib/fakenode.so").display().to_string(),
+            ),
+            ("FAKE_PPN".into(), ranks_per_node.to_string()),
+            ("FAKE_NODE_BASE".into(), cache.display().to_string()),
+            ("USER".into(), USER.into()),
+        ]
+    }
+
+    /// The directories node `k` (0-based) of job `job_id` keeps: its cache and control.
+    pub fn node_dirs(&self, cache: &Path, k: u32, job_id: &str) -> [PathBuf; 2] {
+        [
+            cache.join(format!("node{k}")),
+            Path::new(CNTL_BASE)
+                .join(user_of(k))
+                .join(format!("scr.{job_id}")),
+        ]
+    }
+
+    /// Removes the control directories of `job_id` (its caches are in the job directory).
+    pub fn clean(&self, job_id: &str, nodes: u32) {
+        for k in 0..nodes {
+            let dir = Path::new(CNTL_BASE)
+                .join(user_of(k))
+                .join(format!("scr.{job_id}"));
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    /// v2.0.0's `scr_index`.
+    pub fn scr_index(&self) -> PathBuf {
+        self.prefix.join("bin/scr_index")
+    }
+}
+
+/// The user name node `k` runs as under the shim.
+fn user_of(k: u32) -> String {
+    match k {
+        0 => USER.to_string(),
+        k => format!("{USER}_fakenode{k}"),
+    }
+}
+
+/// The most nodes a history runs on (4 ranks a node at most, 8 ranks at most).
+pub const MOST_NODES: u32 = 8;
+
+/// `history` cut down to what v2.0.0 does: no Reed–Solomon (XOR in its place), no prefix
+/// window (SCR_PREFIX_SIZE came with v3), no asynchronous flush (v2.0.0 needs its transfer
+/// daemon, started by its SLURM scripts), no reshape and no file-list API (ours), no halt
+/// file through `scr halt` and no `scr postrun` (v2.0.0's scripts need a resource manager).
+pub fn restrict(history: &History) -> History {
+    let mut h = history.clone();
+    // v2.0.0 restarts only at the writers' size; at another, the calibration saw it fail
+    // SCR_Init (scr_cache_rebuild.c, "Invalid rank id"), hand a smaller job half a cached
+    // checkpoint as whole, and mark a good checkpoint invalid in the index after a fetch at
+    // the wrong size: bugs the README lists. Every run keeps the first run's size
+    let ranks = h.runs().next().map(|r| r.ranks);
+    h.steps
+        .retain(|s| !matches!(s, Step::Operator(crate::history::Operator::Postrun { .. })));
+    for s in &mut h.steps {
+        if let Step::Run(r) = s {
+            r.ranks = ranks.unwrap_or(r.ranks);
+            if r.config.scheme == Scheme::Rs {
+                r.config.scheme = Scheme::Xor;
+            }
+            r.config.prefix_size = 0;
+            r.config.flush_async = false;
+            r.config.reshape = false;
+            r.file_list = false;
+            r.halt = None;
+            // v2.0.0 aborts the job (scr_flush.c, "Failed to identify data for flush") when
+            // it comes to flush a checkpoint a rank declared invalid: a bug of v2.0.0 the
+            // README lists, which would end every such history at its first run
+            for c in &mut r.ckpts {
+                c.bad_rank = None;
+            }
+            // v2.0.0 flushes nothing with SCR_FLUSH=0, output datasets included (scr.c asks
+            // `scr_flush > 0` before it asks whether a dataset needs a flush), so an output
+            // dataset never reaches the prefix: a loss the README lists, seen in the
+            // calibration; its runs flush every checkpoint instead
+            if r.config.flush == 0 && r.ckpts.iter().any(|c| c.output) {
+                r.config.flush = 1;
+            }
+        }
+    }
+    h
+}
+
+/// What v2.0.0 prints when it aborts the job in `SCR_Complete_restart(0)`.
+pub const RESTART_ABORT: &str = "reported valid=0 in SCR_Complete_restart()";
+
+/// Whether v2.0.0 aborted the run in `SCR_Complete_restart`: it says so, or (when the
+/// job's end cut its message short) it printed an abort right after the application said
+/// it read a checkpoint it could not take, and the application said nothing more.
+pub fn aborted_in_complete_restart(out: &str, lines: &[&str]) -> bool {
+    let last_read_rejected = lines.last().is_some_and(|l| {
+        l.strip_prefix("read ")
+            .and_then(|l| crate::driver::attempt(l, Some(-1)))
+            .is_some_and(|a| a.verified != 1)
+    });
+    out.contains(RESTART_ABORT) || (last_read_rejected && out.contains("ABORT: rank"))
+}
+
+/// A way v2.0.0 parts from the model that was looked into: the check a history stops at, and
+/// the verdict.
+#[derive(Debug)]
+pub struct Known {
+    /// The check's name (the history stops there, counted, not shrunk).
+    pub check: &'static str,
+    /// Who is right, and why.
+    pub verdict: &'static str,
+}
+
+/// The disagreements with v2.0.0 the model keeps (each one is v2.0.0's: the README lists
+/// them among what SCR in Rust does better).
+pub const KNOWN: &[Known] = &[
+    Known {
+        check: "v2: abort in SCR_Complete_restart(0)",
+        verdict: "v2.0.0 aborts the job when a rank says the checkpoint it read is invalid; \
+                  the v3.1 guide (restart.rst) has SCR_Complete_restart return and \
+                  SCR_Have_restart offer the next older checkpoint. The model follows v3.1.",
+    },
+    Known {
+        check: "dataset-id",
+        verdict: "v2.0.0 counts dataset ids on from the checkpoint a job restarted from, so \
+                  after a restart from an older one it gives a newer dataset's id again and \
+                  its index record takes the other name. SPEC 4.11: ids never repeat within \
+                  a prefix; ours counts past every id the prefix has used.",
+    },
+];
+
+/// The known disagreement a violation is, if it is one.
+pub fn known(check: &str) -> Option<&'static Known> {
+    KNOWN.iter().find(|k| k.check == check)
+}
+
+/// A run v2.0.0 aborted in `SCR_Complete_restart(0)`: the abort is the known disagreement
+/// only when what the application read was something the model allows it to have been
+/// handed (a byte damaged where no CRC was asked for, a checkpoint the model lets it
+/// offer); anything else stays a violation of its own.
+pub fn judge_restart_abort(
+    candidates: &[crate::model::Candidate],
+    lines: &[&str],
+) -> Result<(), (&'static str, String)> {
+    let mut attempts = crate::driver::attempts_in(lines);
+    let last = lines
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("read "))
+        .and_then(|l| crate::driver::attempt(l, Some(-1)));
+    let Some(read) = last else {
+        return Err((
+            "run",
+            "v2.0.0 aborted in SCR_Complete_restart(0), but the application read nothing"
+                .to_string(),
+        ));
+    };
+    if read.verified == 1 {
+        return Err((
+            "restart",
+            format!(
+                "v2.0.0 aborted in SCR_Complete_restart though every rank read {} whole",
+                read.name
+            ),
+        ));
+    }
+    attempts.push(read);
+    match crate::model::Model::judge_restart(candidates, &attempts, None) {
+        // (the fallback the abort took away is the disagreement itself)
+        Err(m) if !m.starts_with("no restart, but") => Err(("restart", m)),
+        _ => Err((KNOWN[0].check, lines.join("\n"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{Operator, Seed};
+
+    #[test]
+    fn a_restricted_history_asks_only_for_what_v2_does() {
+        let mut seen_rs = false;
+        for seed in 0..200 {
+            let full = History::generate(Seed::latest(seed));
+            seen_rs |= full.runs().any(|r| r.config.scheme == Scheme::Rs);
+            let h = restrict(&full);
+            let first = h.runs().next().map(|r| r.ranks);
+            for r in h.runs() {
+                assert_eq!(Some(r.ranks), first, "seed {seed}: one size");
+                assert_ne!(r.config.scheme, Scheme::Rs);
+                assert_eq!(r.config.prefix_size, 0);
+                assert!(!r.config.flush_async && !r.config.reshape && !r.file_list);
+                assert!(r.halt.is_none());
+                assert!(r.ckpts.iter().all(|c| c.bad_rank.is_none()));
+                assert!(r.config.flush > 0 || r.ckpts.iter().all(|c| !c.output));
+            }
+            assert!(
+                !h.steps
+                    .iter()
+                    .any(|s| matches!(s, Step::Operator(Operator::Postrun { .. })))
+            );
+            assert_eq!(
+                h.runs().count(),
+                full.runs().count(),
+                "seed {seed}: every run is kept"
+            );
+        }
+        assert!(seen_rs, "the draws restricted include RS runs");
+    }
+}
