@@ -58,6 +58,42 @@ fn restart_fetches_from_the_prefix_when_every_cache_is_gone() {
     assert_eq!(index.current(), Some("ckpt.4"));
 }
 
+/// An index that is there but does not read: the restart has nothing to fetch, and says so
+/// naming the file and the way back, once; the checkpoint on the prefix is untouched, and
+/// restarts once the index is rebuilt.
+#[test]
+fn an_unreadable_index_is_said_and_the_checkpoint_comes_back_when_it_is_rebuilt() {
+    let job = Job::new();
+    job.run_ok(2, &["5000", "1"], &[("SCR_FLUSH", "1")]);
+    delete_caches(&job);
+    let index = job.prefix().join(".scr/index.scr");
+    std::fs::write(&index, b"garbage").unwrap();
+    let out = job.run_ok(2, &["5000", "0"], &[]);
+    assert!(
+        out.contains("no checkpoint, starting from the beginning"),
+        "{out}"
+    );
+    let said: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("WARNING") && l.contains(&*index.to_string_lossy()))
+        .collect();
+    assert_eq!(said.len(), 1, "said once: {out}");
+    assert!(said[0].contains("scr index --add"), "{out}");
+    std::fs::rename(&index, job.prefix().join("index.bad")).unwrap();
+    let added = std::process::Command::new(scr_command())
+        .args(["index", "-p"])
+        .arg(job.prefix())
+        .args(["--add", "ckpt.1"])
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{}", text(&added));
+    let out = job.run_ok(2, &["5000", "0"], &[]);
+    assert!(
+        out.contains("restarted from ckpt.1 (timestep 1), data verified"),
+        "{out}"
+    );
+}
+
 /// A checkpoint fetched into cache is protected with the job's scheme, as one the job
 /// wrote is (SCR v3.1 applies the scheme after a fetch): a node lost after the run that
 /// fetched it leaves it to a rebuild in cache, so a prefix copy damaged meanwhile loses

@@ -147,7 +147,24 @@ impl Fetch<'_> {
     ) -> Option<(FetchChoice, Option<TreeTask>)> {
         let prefix = self.prefix.path();
         let ranks = self.job.ranks;
-        let index = IndexFile::read(&layout::index_file(prefix)).ok()?;
+        let index = match IndexFile::read(&layout::index_file(prefix)) {
+            Ok(index) => index,
+            Err(e) => {
+                // an index that is there but does not read leaves nothing to fetch: said
+                // once in the job (its key is no dataset name, which never holds a '/'), as
+                // the user's checkpoints on the prefix would else be passed over in silence
+                if !e.is_not_found() && self.not_offered_said.insert("/index".into()) {
+                    say!(
+                        "SCR: WARNING: {e}: no checkpoint on the prefix is offered for the \
+                         restart. Its datasets are as they were: `scr index -p {}` says what \
+                         is wrong; move the file aside and `scr index --add NAME` lists each \
+                         checkpoint again",
+                        prefix.display()
+                    );
+                }
+                return None;
+            }
+        };
         let link = scr::prefix::read_current_link(prefix);
         // checkpoints of another size this program did not say it re-partitions: passed over,
         // said once in the job (the fallback to older checkpoints comes back here)
