@@ -156,7 +156,10 @@ impl Env {
         let mut state = State {
             job_id,
             job: job.path().to_path_buf(),
-            model: Model::new(history.ranks_per_node),
+            model: Model {
+                evict_at_start: self.peer.is_some(),
+                ..Model::new(history.ranks_per_node)
+            },
             current: None,
             operator_since: false,
             temporaries_may_stay: false,
@@ -345,7 +348,9 @@ impl Env {
         }
         let lines: Vec<&str> = out
             .lines()
-            .filter_map(|l| l.strip_prefix("hist: "))
+            // (from where it starts: another process's message may have been written before
+            // it on the same line)
+            .filter_map(|l| l.find("hist: ").map(|at| &l[at + "hist: ".len()..]))
             .collect();
         let said = |head: &str| {
             lines

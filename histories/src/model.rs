@@ -152,6 +152,12 @@ pub struct Model {
     /// The application's step in the run under way (the name of its next checkpoint is
     /// `ckpt.<step + 1>`).
     pub step: u32,
+    /// SCR v2.0.0's and v3.1's cache rule instead of ours: `SCR_Start_output` deletes the
+    /// oldest cached checkpoint when the cache holds SCR_CACHE_SIZE of them, flushed or not
+    /// (README, "SCR v3.1 programs": "v3.1 deletes it in SCR_Start_output"; ours keeps the
+    /// newest until the next one completes). Set when the histories run against real
+    /// v2.0.0.
+    pub evict_at_start: bool,
 }
 
 impl Model {

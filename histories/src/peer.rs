@@ -130,6 +130,9 @@ pub fn restrict(history: &History) -> History {
     for s in &mut h.steps {
         if let Step::Run(r) = s {
             r.ranks = ranks.unwrap_or(r.ranks);
+            if let Some(k) = &mut r.kill {
+                k.rank %= r.ranks;
+            }
             if r.config.scheme == Scheme::Rs {
                 r.config.scheme = Scheme::Xor;
             }
@@ -261,6 +264,10 @@ mod tests {
                 assert_eq!(r.config.prefix_size, 0);
                 assert!(!r.config.flush_async && !r.config.reshape && !r.file_list);
                 assert!(r.halt.is_none());
+                assert!(
+                    r.kill.is_none_or(|k| k.rank < r.ranks),
+                    "seed {seed}: a rank it has"
+                );
                 assert!(r.ckpts.iter().all(|c| c.bad_rank.is_none()));
                 assert!(r.config.flush > 0 || r.ckpts.iter().all(|c| !c.output));
             }

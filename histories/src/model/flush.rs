@@ -14,8 +14,9 @@ impl Model {
     /// config-28/29: at most SCR_CACHE_SIZE checkpoints in cache; SPEC §4.4 protects only
     /// the newest): a run with a smaller SCR_CACHE_SIZE than the one before may evict it.
     pub(super) fn make_room(&mut self, cache_size: u32) {
+        let evict_at_start = self.evict_at_start;
         for (kept, c) in (1..).zip(self.cached_checkpoints_here()) {
-            if kept >= cache_size && (kept > 1 || c.prefix != Avail::No) {
+            if kept >= cache_size && (kept > 1 || c.prefix != Avail::No || evict_at_start) {
                 c.cache = c.cache.min(Avail::Maybe);
             }
         }
