@@ -14,9 +14,19 @@ impl Model {
     /// config-28/29: at most SCR_CACHE_SIZE checkpoints in cache; SPEC §4.4 protects only
     /// the newest): a run with a smaller SCR_CACHE_SIZE than the one before may evict it.
     pub(super) fn make_room(&mut self, cache_size: u32) {
-        let evict_at_start = self.evict_at_start;
-        for (kept, c) in (1..).zip(self.cached_checkpoints_here()) {
-            if kept >= cache_size && (kept > 1 || c.prefix != Avail::No || evict_at_start) {
+        let (evict_at_start, here) = (self.evict_at_start, self.cache_ranks);
+        let mut kept = 0;
+        for c in self.ckpts.iter_mut().rev() {
+            let cached = c.cache != Avail::No && c.complete && !c.output && Some(c.writers) == here;
+            // v2.0.0 keeps an output dataset in cache after its flush, where it takes a place
+            // of SCR_CACHE_SIZE as a checkpoint does (ours flushes it and lets it go)
+            let held_output = evict_at_start && c.output && c.complete && Some(c.writers) == here;
+            if !cached && !held_output {
+                continue;
+            }
+            kept += 1;
+            if cached && kept >= cache_size && (kept > 1 || c.prefix != Avail::No || evict_at_start)
+            {
                 c.cache = c.cache.min(Avail::Maybe);
             }
         }
