@@ -37,6 +37,7 @@
  *   hist: finalize rc=R | hist: end */
 #include <mpi.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,12 +63,27 @@ static unsigned char pattern(long s, long r, long k, long i) {
   return (unsigned char)(w >> (8 * (i % 8)));
 }
 
-static void say(const char* fmt, const char* name, long a, long b) {
-  if (rank == 0) {
-    printf(fmt, name, a, b);
-    fflush(stdout);
+/* HIST_LOG: a file rank 0 also writes its lines to, each written at once, which the driver
+ * reads: the launcher may drop what a rank wrote to its stdout when the job aborts */
+static FILE* hist_log;
+
+/* rank 0's line, to stdout and the log */
+static void hist(const char* fmt, ...) {
+  if (rank != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+  if (hist_log) {
+    va_start(ap, fmt);
+    vfprintf(hist_log, fmt, ap);
+    va_end(ap);
+    fflush(hist_log);
   }
 }
+
+static void say(const char* fmt, const char* name, long a, long b) { hist(fmt, name, a, b); }
 
 static int all_ok(int ok) {
   int all = 0;
@@ -189,14 +205,14 @@ static void restart(int use_list) {
     char dset[SCR_MAX_FILENAME] = "", serials[1024] = "0";
     if (SCR_Have_restart(&have, dset) != SCR_SUCCESS || !all_ok(have)) break;
     if (SCR_Start_restart(dset) != SCR_SUCCESS) {
-      if (rank == 0) printf("hist: attempt %s verified=-1 rc=-1 serials=0\n", dset);
+      hist("hist: attempt %s verified=-1 rc=-1 serials=0\n", dset);
       break;
     }
     int ok = read_checkpoint(dset, use_list, serials, sizeof serials);
     /* what was read, said before SCR_Complete_restart, which may not return */
-    if (rank == 0) printf("hist: read %s verified=%d serials=%s\n", dset, ok, serials);
+    hist("hist: read %s verified=%d serials=%s\n", dset, ok, serials);
     int rc = SCR_Complete_restart(ok == 1);
-    if (rank == 0) printf("hist: attempt %s verified=%d rc=%d serials=%s\n", dset, ok, rc, serials);
+    hist("hist: attempt %s verified=%d rc=%d serials=%s\n", dset, ok, rc, serials);
     if (all_ok(rc == SCR_SUCCESS)) {
       long n = 0;
       if (sscanf(dset, "ckpt.%ld", &n) == 1) step = n;
@@ -224,7 +240,7 @@ static void checkpoint(long s, long nfiles, long size, long bad) {
   char dset[64];
   snprintf(dset, sizeof dset, "ckpt.%ld", ++step);
   int rc = write_dataset(dset, SCR_FLAG_CHECKPOINT, s, nfiles, size, bad);
-  if (rank == 0) printf("hist: ckpt %s serial=%ld rc=%d\n", dset, s, rc);
+  hist("hist: ckpt %s serial=%ld rc=%d\n", dset, s, rc);
 }
 
 static void output(long s, long nfiles, long size) {
@@ -239,6 +255,8 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const char* log_path = getenv("HIST_LOG");
+  if (rank == 0 && log_path && *log_path) hist_log = fopen(log_path, "a");
   for (int a = 1; a < argc; a++) {
     const char* s = argv[a];
     long v[5] = {0, 0, 0, -1, 0};

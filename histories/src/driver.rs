@@ -305,7 +305,11 @@ impl Env {
             shown.push(("SCR_JOB_ID".into(), s.job_id.clone()));
         }
         t.run(&shown, &hosts, spec.ranks, &args);
+        // rank 0's lines also go to a file beside the job directory: hydra may drop what a
+        // rank wrote to its standard output when the job aborts
+        let hist_log = s.job.with_extension("hist");
         let launch = || {
+            let _ = std::fs::remove_file(&hist_log);
             let mut cmd = Command::new("mpiexec");
             scrub(&mut cmd);
             cmd.args([
@@ -324,6 +328,7 @@ impl Env {
             .env("SCR_CACHE_BASE", s.job.join("cache"))
             .env("SCR_PREFIX", s.job.join("prefix"))
             .env("SCR_JOB_ID", &s.job_id)
+            .env("HIST_LOG", &hist_log)
             .envs(env.iter().map(|(k, v)| (k, v)));
             if let Some(peer) = &self.peer {
                 cmd.envs(peer.run_env(&s.job.join("cache"), rpn));
@@ -346,7 +351,9 @@ impl Env {
             // the operator takes the condition away before the next job
             self.halt_command(s, &["--remove"], t)?;
         }
-        let lines: Vec<&str> = out
+        let logged = std::fs::read_to_string(&hist_log).unwrap_or_default();
+        let _ = std::fs::remove_file(&hist_log);
+        let lines: Vec<&str> = if logged.is_empty() { &out } else { &logged }
             .lines()
             // (from where it starts: another process's message may have been written before
             // it on the same line)
