@@ -197,6 +197,17 @@ fn index(env: &Env, s: &mut State) -> Checked {
                 .collect()
         })
         .unwrap_or_default();
+    if env.peer.is_some()
+        && let Some(older) = s.model.next_older_after_drop
+        && entries
+            .iter()
+            .any(|e| e.current && s.model.current_copy(&e.name) == Some(older))
+    {
+        return Err((
+            crate::peer::KNOWN[2].check,
+            format!("scr_index --remove of the current entry made #{older} current"),
+        ));
+    }
     s.model.judge_index(&entries).map_err(|m| ("index", m))?;
     let current = entries
         .iter()

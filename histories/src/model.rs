@@ -158,6 +158,11 @@ pub struct Model {
     /// newest until the next one completes). Set when the histories run against real
     /// v2.0.0.
     pub evict_at_start: bool,
+    /// `scr index --drop` of the operator's current checkpoint, until the next run: the
+    /// next older complete checkpoint on the prefix then, which SCR v2.0.0's `scr_index
+    /// --remove` makes current (as v3.1's SCR_Drop does, guide api.rst api-80), where v3.1's
+    /// `scr_index --drop` removes the entry only (manage-13).
+    pub next_older_after_drop: Option<u32>,
 }
 
 impl Model {
@@ -223,6 +228,7 @@ impl Model {
     pub fn begin_run(&mut self, ranks: u32) {
         // hist_app.c: the step counter starts at 0, and a restart sets it
         self.step = 0;
+        self.next_older_after_drop = None;
         for c in &mut self.ckpts {
             // README, "Runtime library" (asynchronous flush): a job killed mid-flush leaves
             // the checkpoint in cache for `scr postrun` to drain; whether the flush got
@@ -404,6 +410,19 @@ impl Model {
         // one may leave none current; manage-12: restarts then take the newest valid one
         self.current_may_be_unset = true;
         if self.operator_current == Some(serial) {
+            self.next_older_after_drop = self
+                .ckpts
+                .iter()
+                .filter(|c| {
+                    c.serial < serial
+                        && !c.output
+                        && c.complete
+                        && !c.dropped
+                        && !c.rejected
+                        && c.prefix != Avail::No
+                })
+                .map(|c| c.serial)
+                .max();
             // guide api.rst (api-80): dropping the current checkpoint moves CURRENT to the
             // next older one
             self.operator_current = None;

@@ -200,6 +200,14 @@ pub const KNOWN: &[Known] = &[
                   its index record takes the other name. SPEC 4.11: ids never repeat within \
                   a prefix; ours counts past every id the prefix has used.",
     },
+    Known {
+        check: "v2: --remove moves CURRENT back",
+        verdict: "v2.0.0's scr_index --remove of the current entry makes the next older \
+                  complete checkpoint current (as v3.1's SCR_Drop does, api.rst); v3.1's \
+                  scr_index --drop removes the entry only (manage.rst) and so does ours, the \
+                  next restart taking the newest. Both keep every checkpoint; the model holds \
+                  ours to manage.rst and does not follow v2.0.0's current further.",
+    },
 ];
 
 /// The known disagreement a violation is, if it is one.
