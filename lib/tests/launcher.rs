@@ -417,7 +417,7 @@ fn scr_halt_immediate_stops_the_running_job_now() {
     // scr-run says it watches the prefix from its prerun on
     while !scr::prefix::watch::is_watched(&job.prefix()) {
         assert!(
-            started.elapsed() < Duration::from_secs(10),
+            started.elapsed() < Duration::from_secs(60),
             "scr-run never watched"
         );
         std::thread::sleep(Duration::from_millis(50));
