@@ -4,9 +4,10 @@
 //! operator to justify it; nothing outside SCR's directories changed; no temporary or process
 //! is left behind.
 
-use crate::driver::{Env, State, run_bounded};
+use crate::driver::{Env, State};
 use crate::history::{file_length, pattern, serial_in};
 use crate::model::{Avail, Ckpt, Entry};
+use crate::process::run_bounded;
 use crate::script::Transcript;
 use std::path::{Path, PathBuf};
 

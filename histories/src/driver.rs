@@ -3,21 +3,20 @@
 //! themselves, operator commands through `scr`. After every step the checks compare what
 //! happened with the [model](crate::model).
 
+use crate::app;
 use crate::check;
 use crate::history::{Fault, History, Operator, RunSpec, Step, file_length, serial_in};
-use crate::model::{Attempt, Avail, Model};
+use crate::model::{Avail, Model};
 use crate::peer::ScrV2;
+use crate::process::{run_bounded, scrub};
 use crate::script::Transcript;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The job id every run gets, so the caches of one history's runs are the same job's.
 pub const JOB_ID: &str = "4242";
-
-/// How long one run or command may take before it counts as hung.
-pub const BOUND: Duration = Duration::from_secs(90);
 
 /// What the runs need: the application built against the library under test, and `scr`.
 #[derive(Debug)]
@@ -67,6 +66,20 @@ impl Env {
     /// Builds the application in `work` (a fresh directory under the system's temporary
     /// directory when `None`) against `build/libscr_runtime.so`, and finds `build/scr`.
     pub fn prepare(build: &Path, work: Option<&Path>) -> Result<Env, String> {
+        Env::prepare_against(build, work, None)
+    }
+
+    /// As [`Env::prepare`], with the application built against real SCR v2.0.0 installed
+    /// at `real` instead (`build`'s `scr` still reads the prefix's index for the checks).
+    pub fn prepare_peer(build: &Path, real: &Path, work: Option<&Path>) -> Result<Env, String> {
+        Env::prepare_against(build, work, Some(ScrV2::at(real)?))
+    }
+
+    fn prepare_against(
+        build: &Path,
+        work: Option<&Path>,
+        peer: Option<ScrV2>,
+    ) -> Result<Env, String> {
         let work = match work {
             Some(w) => w.to_path_buf(),
             None => std::env::temp_dir().join(format!("scr-histories.{}", std::process::id())),
@@ -96,28 +109,22 @@ impl Env {
         let link = bin.join("libscr.so");
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&lib, &link).map_err(|e| format!("{}: {e}", link.display()))?;
-        let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lib/include");
-        let app = compile_app(&bin, &include, &bin)?;
+        let app = match &peer {
+            Some(peer) => {
+                app::compile(&bin, &peer.prefix.join("include"), &peer.prefix.join("lib"))?
+            }
+            None => app::compile(
+                &bin,
+                &Path::new(env!("CARGO_MANIFEST_DIR")).join("../lib/include"),
+                &bin,
+            )?,
+        };
         Ok(Env {
             work,
             app,
             scr,
-            peer: None,
+            peer,
         })
-    }
-
-    /// As [`Env::prepare`], with the application built against real SCR v2.0.0 installed
-    /// at `real` instead (`build`'s `scr` still reads the prefix's index for the checks).
-    pub fn prepare_peer(build: &Path, real: &Path, work: Option<&Path>) -> Result<Env, String> {
-        let peer = ScrV2::at(real)?;
-        let mut env = Env::prepare(build, work)?;
-        env.app = compile_app(
-            &env.work.join("bin"),
-            &peer.prefix.join("include"),
-            &peer.prefix.join("lib"),
-        )?;
-        env.peer = Some(peer);
-        Ok(env)
     }
 
     /// Runs `history` in a fresh job directory, stopping at the first violation.
@@ -144,13 +151,10 @@ impl Env {
             None => JOB_ID.to_string(),
         };
         if let Some(peer) = &self.peer {
+            // (each run's line carries the shim's environment)
             t.comment(&format!(
-                "against real SCR v2.0.0 at {}: every run with LD_PRELOAD={}/lib/fakenode.so \
-                 FAKE_PPN={} FAKE_NODE_BASE=\"$J/cache\" USER={} SCR_JOB_ID={job_id}",
-                peer.prefix.display(),
-                peer.prefix.display(),
-                history.ranks_per_node,
-                crate::peer::USER
+                "against real SCR v2.0.0 at {}",
+                peer.prefix.display()
             ));
         }
         let mut state = State {
@@ -353,12 +357,7 @@ impl Env {
         }
         let logged = std::fs::read_to_string(&hist_log).unwrap_or_default();
         let _ = std::fs::remove_file(&hist_log);
-        let lines: Vec<&str> = if logged.is_empty() { &out } else { &logged }
-            .lines()
-            // (from where it starts: another process's message may have been written before
-            // it on the same line)
-            .filter_map(|l| l.find("hist: ").map(|at| &l[at + "hist: ".len()..]))
-            .collect();
+        let lines = app::said(if logged.is_empty() { &out } else { &logged });
         let said = |head: &str| {
             lines
                 .iter()
@@ -372,7 +371,7 @@ impl Env {
             return check::no_process_left(&self.app).map_err(|m| ("leftover", m));
         }
         if self.peer.is_some() && crate::peer::aborted_in_complete_restart(&out, &lines) {
-            crate::peer::judge_restart_abort(&candidates, &lines)?;
+            return Err(crate::peer::restart_abort_verdict(&candidates, &lines));
         }
         let (reached, to_the_end) = spec.reached();
         if to_the_end && (!status.success() || said("end").is_none()) {
@@ -398,7 +397,7 @@ impl Env {
         if said("init rc=").as_deref() != Some("0") {
             return Err(("run", format!("SCR_Init failed:\n{out}")));
         }
-        let attempts = attempts_in(&lines);
+        let attempts = app::attempts_in(&lines);
         let restarted = said("restarted ");
         *ops.entry("restart-attempt".into()).or_default() += attempts.len() as u64;
         if restarted.is_some() {
@@ -483,17 +482,15 @@ impl Env {
                     return Ok(false);
                 };
                 let k = pick % s.model.nodes(ranks);
-                let node = format!("node.n{}", k + 1);
-                let user = scr::layout::user_name();
                 let dirs = match &self.peer {
                     Some(peer) => peer.node_dirs(&s.job.join("cache"), k, &s.job_id).to_vec(),
                     None => ["cache", "cntl"]
                         .map(|d| {
                             s.job
                                 .join(d)
-                                .join(&user)
+                                .join(scr::layout::user_name())
                                 .join(format!("scr.{JOB_ID}"))
-                                .join(&node)
+                                .join(format!("node.n{}", k + 1))
                         })
                         .to_vec(),
                 };
@@ -572,20 +569,7 @@ impl Env {
         let serial = targets[pick as usize % targets.len()];
         let name = s.model.get(serial).map(|c| c.name()).unwrap_or_default();
         let cmd = match &self.peer {
-            Some(peer) => {
-                // v2.0.0's scr_index: --remove drops the entry only, as --drop does
-                let flag = if flag == "--drop" { "--remove" } else { flag };
-                t.line(&format!(
-                    "'{}' -p \"$J/prefix\" {flag}={name}",
-                    peer.scr_index().display()
-                ));
-                let mut cmd = Command::new(peer.scr_index());
-                scrub(&mut cmd);
-                cmd.arg("-p")
-                    .arg(s.job.join("prefix"))
-                    .arg(format!("{flag}={name}"));
-                cmd
-            }
+            Some(peer) => peer.index_command(&s.job.join("prefix"), flag, &name, t),
             None => {
                 t.line(&format!("\"$SCR\" index -p \"$J/prefix\" {flag} {name}"));
                 let mut cmd = self.scr(&s.job);
@@ -679,66 +663,6 @@ pub struct State {
     pub ids: BTreeMap<u64, String>,
 }
 
-/// The attempts of a run's restart loop, as the application said them.
-pub fn attempts_in(lines: &[&str]) -> Vec<Attempt> {
-    lines
-        .iter()
-        .filter_map(|l| l.strip_prefix("attempt "))
-        .filter_map(|l| attempt(l, None))
-        .collect()
-}
-
-/// One attempt, `NAME verified=V [rc=RC] serials=S,…` (without `rc=` when the application
-/// said it before SCR_Complete_restart: then `rc`).
-pub fn attempt(line: &str, rc: Option<i32>) -> Option<Attempt> {
-    let mut w = line.split(' ');
-    let name = w.next()?.to_string();
-    let verified = w.next()?.strip_prefix("verified=")?.parse().ok()?;
-    let rc = match rc {
-        Some(rc) => rc,
-        None => w.next()?.strip_prefix("rc=")?.parse().ok()?,
-    };
-    let serials = w
-        .next()?
-        .strip_prefix("serials=")?
-        .split(',')
-        .filter_map(|n| n.parse().ok())
-        .filter(|&n| n != 0)
-        .collect();
-    Some(Attempt {
-        name,
-        verified,
-        rc,
-        serials,
-    })
-}
-
-/// Builds the application in `bin` against the `scr.h` in `include` and the `libscr.so` in
-/// `lib` (found there at run time too).
-fn compile_app(bin: &Path, include: &Path, lib: &Path) -> Result<PathBuf, String> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("app/hist_app.c");
-    let app = bin.join("hist_app");
-    let out = Command::new("mpicc")
-        .arg(&source)
-        .arg("-I")
-        .arg(include)
-        .arg(format!("-L{}", lib.display()))
-        .arg("-lscr")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-o")
-        .arg(&app)
-        .output()
-        .map_err(|e| format!("mpicc: {e} (scripts/setup.sh installs MPICH)"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "mpicc {}: {}",
-            source.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(app)
-}
-
 /// Flips the byte in the middle of `file`, or cuts its last byte off.
 fn damage(file: &Path, flip: bool, t: &mut Transcript) -> std::io::Result<()> {
     let len = file.metadata()?.len();
@@ -764,76 +688,5 @@ fn damage(file: &Path, flip: bool, t: &mut Transcript) -> std::io::Result<()> {
         let f = std::fs::OpenOptions::new().write(true).open(file)?;
         f.set_len(len - 1)?;
         f.sync_all()
-    }
-}
-
-/// Removes every SCR_ and SLURM_ variable of the caller from `cmd`'s environment.
-fn scrub(cmd: &mut Command) {
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy();
-        if k.starts_with("SCR_") || k.starts_with("SLURM_") {
-            cmd.env_remove(&*k);
-        }
-    }
-}
-
-/// Runs `cmd` to its end, or kills it after [`BOUND`]: its status and output (both streams).
-pub fn run_bounded(mut cmd: Command) -> Result<(std::process::ExitStatus, String), String> {
-    use std::io::Read;
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
-    // each stream read to its end by a thread of its own, which hands it over when done
-    let pipe = |p: Option<Box<dyn Read + Send>>| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_end(&mut s);
-            }
-            let _ = tx.send(String::from_utf8_lossy(&s).into_owned());
-        });
-        rx
-    };
-    let out = pipe(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = pipe(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            // a process the command left behind may hold its streams open: the run is over
-            // when the command is, and what outlives it is no hang of the driver's
-            let left = BOUND
-                .saturating_sub(started.elapsed())
-                .max(Duration::from_secs(5));
-            let (Ok(o), Ok(e)) = (out.recv_timeout(left), err.recv_timeout(left)) else {
-                return Err(format!(
-                    "{:?} ended with {status}, but processes it started still hold its output \
-                     open after {BOUND:?}",
-                    cmd.get_program()
-                ));
-            };
-            return Ok((status, format!("{o}{e}")));
-        }
-        if started.elapsed() > BOUND {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "{:?} did not end within {BOUND:?}",
-                cmd.get_program()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -23,12 +23,14 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod app;
 pub mod check;
 pub mod driver;
 pub mod history;
 pub mod model;
 pub mod peer;
 pub mod planted;
+pub mod process;
 pub mod report;
 pub mod rng;
 pub mod script;

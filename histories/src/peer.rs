@@ -97,9 +97,25 @@ impl ScrV2 {
         }
     }
 
-    /// v2.0.0's `scr_index`.
-    pub fn scr_index(&self) -> PathBuf {
-        self.prefix.join("bin/scr_index")
+    /// v2.0.0's `scr_index -p PREFIX FLAG=NAME` for our `scr index FLAG NAME` (`--drop` is
+    /// its `--remove`, which drops the entry only, as `--drop` does), written to `t` too.
+    pub fn index_command(
+        &self,
+        prefix: &Path,
+        flag: &str,
+        name: &str,
+        t: &mut crate::script::Transcript,
+    ) -> std::process::Command {
+        let scr_index = self.prefix.join("bin/scr_index");
+        let flag = if flag == "--drop" { "--remove" } else { flag };
+        t.line(&format!(
+            "'{}' -p \"$J/prefix\" {flag}={name}",
+            scr_index.display()
+        ));
+        let mut cmd = std::process::Command::new(scr_index);
+        crate::process::scrub(&mut cmd);
+        cmd.arg("-p").arg(prefix).arg(format!("{flag}={name}"));
+        cmd
     }
 }
 
@@ -166,11 +182,7 @@ pub const RESTART_ABORT: &str = "reported valid=0 in SCR_Complete_restart()";
 /// job's end cut its message short) it printed an abort right after the application said
 /// it read a checkpoint it could not take, and the application said nothing more.
 pub fn aborted_in_complete_restart(out: &str, lines: &[&str]) -> bool {
-    let last_read_rejected = lines.last().is_some_and(|l| {
-        l.strip_prefix("read ")
-            .and_then(|l| crate::driver::attempt(l, Some(-1)))
-            .is_some_and(|a| a.verified != 1)
-    });
+    let last_read_rejected = crate::app::last_read(lines, true).is_some_and(|a| a.verified != 1);
     out.contains(RESTART_ABORT) || (last_read_rejected && out.contains("ABORT: rank"))
 }
 
@@ -215,41 +227,36 @@ pub fn known(check: &str) -> Option<&'static Known> {
     KNOWN.iter().find(|k| k.check == check)
 }
 
-/// A run v2.0.0 aborted in `SCR_Complete_restart(0)`: the abort is the known disagreement
-/// only when what the application read was something the model allows it to have been
-/// handed (a byte damaged where no CRC was asked for, a checkpoint the model lets it
-/// offer); anything else stays a violation of its own.
-pub fn judge_restart_abort(
+/// What a run v2.0.0 aborted in `SCR_Complete_restart(0)` is, as the check that stops the
+/// history and its message: the known disagreement only when what the application read was
+/// something the model allows it to have been handed (a byte damaged where no CRC was asked
+/// for, a checkpoint the model lets it offer); anything else a violation of its own.
+pub fn restart_abort_verdict(
     candidates: &[crate::model::Candidate],
     lines: &[&str],
-) -> Result<(), (&'static str, String)> {
-    let mut attempts = crate::driver::attempts_in(lines);
-    let last = lines
-        .iter()
-        .rev()
-        .find_map(|l| l.strip_prefix("read "))
-        .and_then(|l| crate::driver::attempt(l, Some(-1)));
-    let Some(read) = last else {
-        return Err((
+) -> (&'static str, String) {
+    let Some(read) = crate::app::last_read(lines, false) else {
+        return (
             "run",
             "v2.0.0 aborted in SCR_Complete_restart(0), but the application read nothing"
                 .to_string(),
-        ));
+        );
     };
     if read.verified == 1 {
-        return Err((
+        return (
             "restart",
             format!(
                 "v2.0.0 aborted in SCR_Complete_restart though every rank read {} whole",
                 read.name
             ),
-        ));
+        );
     }
+    let mut attempts = crate::app::attempts_in(lines);
     attempts.push(read);
     match crate::model::Model::judge_restart(candidates, &attempts, None) {
         // (the fallback the abort took away is the disagreement itself)
-        Err(m) if !m.starts_with("no restart, but") => Err(("restart", m)),
-        _ => Err((KNOWN[0].check, lines.join("\n"))),
+        Err(m) if !m.starts_with("no restart, but") => ("restart", m),
+        _ => (KNOWN[0].check, lines.join("\n")),
     }
 }
 
