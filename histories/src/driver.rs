@@ -370,7 +370,9 @@ impl Env {
             s.model.init_stopped();
             return check::no_process_left(&self.app).map_err(|m| ("leftover", m));
         }
-        if self.peer.is_some() && crate::peer::aborted_in_complete_restart(&out, &lines) {
+        if self.peer.is_some()
+            && crate::peer::aborted_in_complete_restart(&out, &lines, !status.success())
+        {
             return Err(crate::peer::restart_abort_verdict(&candidates, &lines));
         }
         let (reached, to_the_end) = spec.reached();

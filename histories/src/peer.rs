@@ -179,11 +179,12 @@ pub fn restrict(history: &History) -> History {
 pub const RESTART_ABORT: &str = "reported valid=0 in SCR_Complete_restart()";
 
 /// Whether v2.0.0 aborted the run in `SCR_Complete_restart`: it says so, or (when the
-/// job's end cut its message short) it printed an abort right after the application said
-/// it read a checkpoint it could not take, and the application said nothing more.
-pub fn aborted_in_complete_restart(out: &str, lines: &[&str]) -> bool {
+/// launcher dropped its message as the job ended) the run failed right after the
+/// application said it read a checkpoint it could not take, and it said nothing more (its
+/// lines come from the file it writes each one to at once, which nothing drops).
+pub fn aborted_in_complete_restart(out: &str, lines: &[&str], failed: bool) -> bool {
     let last_read_rejected = crate::app::last_read(lines, true).is_some_and(|a| a.verified != 1);
-    out.contains(RESTART_ABORT) || (last_read_rejected && out.contains("ABORT: rank"))
+    out.contains(RESTART_ABORT) || (last_read_rejected && failed)
 }
 
 /// A way v2.0.0 parts from the model that was looked into: the check a history stops at, and
@@ -264,6 +265,21 @@ pub fn restart_abort_verdict(
 mod tests {
     use super::*;
     use crate::history::{Operator, Seed};
+
+    #[test]
+    fn an_abort_in_complete_restart_is_known_by_the_last_line_the_application_said() {
+        let read_bad = ["init rc=0", "read ckpt.1 verified=0 serials=0"];
+        assert!(aborted_in_complete_restart("", &read_bad, true));
+        assert!(!aborted_in_complete_restart("", &read_bad, false));
+        let read_whole = ["init rc=0", "read ckpt.1 verified=1 serials=1"];
+        assert!(!aborted_in_complete_restart("", &read_whole, true));
+        let returned = [
+            "read ckpt.1 verified=0 serials=0",
+            "attempt ckpt.1 verified=0 rc=1 serials=0",
+        ];
+        assert!(!aborted_in_complete_restart("", &returned, true));
+        assert!(aborted_in_complete_restart(RESTART_ABORT, &returned, true));
+    }
 
     #[test]
     fn a_restricted_history_asks_only_for_what_v2_does() {
