@@ -205,7 +205,7 @@ fn index(env: &Env, s: &mut State) -> Checked {
             .any(|e| e.current && s.model.current_copy(&e.name) == Some(older))
     {
         return Err((
-            crate::peer::KNOWN[2].check,
+            crate::peer::CURRENT_MOVED_BACK,
             format!("scr_index --remove of the current entry made #{older} current"),
         ));
     }

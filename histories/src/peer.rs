@@ -197,11 +197,17 @@ pub struct Known {
     pub verdict: &'static str,
 }
 
+/// The check of v2.0.0's abort in `SCR_Complete_restart(0)`.
+pub const RESTART_ABORTED: &str = "v2: abort in SCR_Complete_restart(0)";
+
+/// The check of v2.0.0's `scr_index --remove` moving CURRENT to the next older checkpoint.
+pub const CURRENT_MOVED_BACK: &str = "v2: --remove moves CURRENT back";
+
 /// The disagreements with v2.0.0 the model keeps (each one is v2.0.0's: the README lists
 /// them among what SCR in Rust does better).
 pub const KNOWN: &[Known] = &[
     Known {
-        check: "v2: abort in SCR_Complete_restart(0)",
+        check: RESTART_ABORTED,
         verdict: "v2.0.0 aborts the job when a rank says the checkpoint it read is invalid; \
                   the v3.1 guide (restart.rst) has SCR_Complete_restart return and \
                   SCR_Have_restart offer the next older checkpoint. The model follows v3.1.",
@@ -214,7 +220,7 @@ pub const KNOWN: &[Known] = &[
                   a prefix; ours counts past every id the prefix has used.",
     },
     Known {
-        check: "v2: --remove moves CURRENT back",
+        check: CURRENT_MOVED_BACK,
         verdict: "v2.0.0's scr_index --remove of the current entry makes the next older \
                   complete checkpoint current (as v3.1's SCR_Drop does, api.rst); v3.1's \
                   scr_index --drop removes the entry only (manage.rst) and so does ours, the \
@@ -257,7 +263,7 @@ pub fn restart_abort_verdict(
     match crate::model::Model::judge_restart(candidates, &attempts, None) {
         // (the fallback the abort took away is the disagreement itself)
         Err(m) if !m.starts_with("no restart, but") => ("restart", m),
-        _ => (KNOWN[0].check, lines.join("\n")),
+        _ => (RESTART_ABORTED, lines.join("\n")),
     }
 }
 

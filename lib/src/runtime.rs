@@ -133,9 +133,9 @@ pub struct Scr {
     /// prefix: the pending fetch restarts from it when no checkpoint on the prefix newer
     /// than it can be fetched (see [`Scr::pass_over_superseded_cache`]).
     older_in_cache: Option<(u64, String)>,
-    /// The checkpoints on the prefix a fetch said it does not offer for their size (rank
-    /// 0): each is said once in the job, not at every fallback.
-    not_offered_said: std::collections::BTreeSet<String>,
+    /// What a fetch told the user (rank 0): each is said once in the job, not at every
+    /// fallback.
+    fetch_told: std::collections::BTreeSet<fetch::Told>,
     /// When checkpoints were asked for, started and completed (SCR_Need_checkpoint's rules).
     schedule: scr::schedule::CheckpointSchedule,
 }
@@ -343,7 +343,7 @@ impl Scr {
             restart_route_refused: false,
             fetch_pending: false,
             older_in_cache: None,
-            not_offered_said: std::collections::BTreeSet::new(),
+            fetch_told: std::collections::BTreeSet::new(),
             schedule: scr::schedule::CheckpointSchedule::new(Instant::now()),
         };
         if discard_foreign {

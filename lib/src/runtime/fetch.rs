@@ -56,8 +56,18 @@ pub(super) struct Fetch<'a> {
     pub(super) redundancy: &'a Redundancy,
     pub(super) settings: &'a Settings,
     pub(super) log: &'a EventLog,
-    /// The checkpoints of another size already said not to be offered (rank 0).
-    pub(super) not_offered_said: &'a mut std::collections::BTreeSet<String>,
+    /// What the fetch already told the user (rank 0): each is said once in the job, not at
+    /// every fallback.
+    pub(super) told: &'a mut std::collections::BTreeSet<Told>,
+}
+
+/// Something a fetch tells the user once in the job.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Told {
+    /// A checkpoint of another size is not offered.
+    NotOffered(String),
+    /// The prefix's index is there but does not read: nothing on the prefix is offered.
+    UnreadableIndex,
 }
 
 /// What the fetch loop ended with.

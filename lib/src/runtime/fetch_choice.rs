@@ -2,7 +2,7 @@
 //! candidate on the prefix, the file lists scattered down the rank2file tree, and the
 //! verdict the ranks agree on when a fetch fails.
 
-use super::fetch::Fetch;
+use super::fetch::{Fetch, Told};
 use super::messages::{FetchChoice, TreeDelivery};
 use crate::comm;
 use scr::dataset::Dataset;
@@ -150,10 +150,9 @@ impl Fetch<'_> {
         let index = match IndexFile::read(&layout::index_file(prefix)) {
             Ok(index) => index,
             Err(e) => {
-                // an index that is there but does not read leaves nothing to fetch: said
-                // once in the job (its key is no dataset name, which never holds a '/'), as
+                // an index that is there but does not read leaves nothing to fetch: said, as
                 // the user's checkpoints on the prefix would else be passed over in silence
-                if !e.is_not_found() && self.not_offered_said.insert("/index".into()) {
+                if !e.is_not_found() && self.told.insert(Told::UnreadableIndex) {
                     say!(
                         "SCR: WARNING: {e}: no checkpoint on the prefix is offered for the \
                          restart. Its datasets are as they were: `scr index -p {}` says what \
@@ -169,10 +168,10 @@ impl Fetch<'_> {
         // checkpoints of another size this program did not say it re-partitions: passed over,
         // said once in the job (the fallback to older checkpoints comes back here)
         let mut other_size: Option<(String, u64)> = None;
-        let told = &mut *self.not_offered_said;
+        let told = &mut *self.told;
         let mut said = |other_size: &Option<(String, u64)>| {
             if let Some((name, writers)) = other_size
-                && told.insert(name.clone())
+                && told.insert(Told::NotOffered(name.clone()))
             {
                 say!(
                     "SCR: {name} was written by {writers} rank(s) and this job has {ranks}: not \

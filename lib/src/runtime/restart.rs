@@ -584,7 +584,7 @@ impl Scr {
             redundancy: &self.redundancy,
             settings: &self.config.settings,
             log: &self.log,
-            not_offered_said: &mut self.not_offered_said,
+            told: &mut self.fetch_told,
         }
         .fetch(below, above)?;
         match outcome {
