@@ -97,8 +97,10 @@ pub struct Figures {
     pub failures: Kept<Failure>,
     /// Failed checkpoints, listed or not.
     pub failed_checkpoints: u64,
-    /// The mean bandwidth of the flushes that logged one.
+    /// The bandwidth of the flushes that logged one: their bytes over their seconds.
     pub flush_bandwidth: Option<f64>,
+    /// What `flush_bandwidth` is computed from, for sums over jobs.
+    pub flush_rate: FlushRate,
     pub stats: Stats,
     pub interval: Interval,
     /// What the log held that is not read as an event.
@@ -159,6 +161,57 @@ pub fn ending_text(e: Ending) -> &'static str {
         Ending::Halted => "halted",
         Ending::Failed => "died",
         Ending::Open => "no end logged (running, or killed)",
+    }
+}
+
+/// The flushes' bandwidth as a sum, not a mean of rates: bytes over seconds of those that
+/// logged both (a mean of each flush's rate weighs a tiny flush as much as a large one, and
+/// each logged rate is rounded), else the mean logged rate of those that logged only a rate
+/// (v3.1's rows without bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FlushRate {
+    /// Bytes of the flushes that logged bytes and seconds (above zero).
+    pub bytes: f64,
+    /// Seconds of those flushes.
+    pub secs: f64,
+    /// Sum of the logged MiB/s of the flushes that logged a rate but no bytes.
+    pub rates: f64,
+    /// How many such flushes.
+    pub rated: u64,
+}
+
+impl FlushRate {
+    /// Takes in one flush.
+    pub fn add(&mut self, m: &Measured) {
+        match (m.bytes, m.secs) {
+            (Some(b), Some(s)) if s > 0.0 => {
+                self.bytes += b as f64;
+                self.secs += s;
+            }
+            _ => {
+                if let Some(bw) = m.mb_per_s {
+                    self.rates += bw;
+                    self.rated += 1;
+                }
+            }
+        }
+    }
+
+    /// Takes in another's flushes.
+    pub fn merge(&mut self, other: &FlushRate) {
+        self.bytes += other.bytes;
+        self.secs += other.secs;
+        self.rates += other.rates;
+        self.rated += other.rated;
+    }
+
+    /// MiB/s: bytes over seconds where any flush logged both, else the mean logged rate.
+    pub fn mib_per_s(&self) -> Option<f64> {
+        if self.secs > 0.0 {
+            Some(self.bytes / self.secs / (1u64 << 20) as f64)
+        } else {
+            (self.rated > 0).then(|| self.rates / self.rated as f64)
+        }
     }
 }
 
@@ -279,5 +332,49 @@ impl Figures {
     pub fn row_of(&self, number: usize) -> usize {
         let first = self.runs.front().map_or(1, |r| r.number);
         number + 1 - first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flush(bytes: Option<u64>, secs: Option<f64>, mb_per_s: Option<f64>) -> Measured {
+        Measured {
+            run: 1,
+            time: DateTime::parse_from_rfc3339("2026-11-02T10:00:00+00:00").unwrap(),
+            dset: Some(1),
+            name: "ckpt.1".into(),
+            secs,
+            bytes,
+            mb_per_s,
+            background: false,
+        }
+    }
+
+    /// 1 MiB in 1 s and 100 MiB in 10 s moved 101 MiB in 11 s: 9.18 MiB/s, not the 5.5 of
+    /// a mean of the two rates; and the rounded rate each logged is not what is divided.
+    #[test]
+    fn the_flush_bandwidth_is_bytes_over_seconds_not_a_mean_of_rounded_rates() {
+        let mib = 1u64 << 20;
+        let mut rate = FlushRate::default();
+        rate.add(&flush(Some(mib), Some(1.0), Some(1.0)));
+        rate.add(&flush(Some(100 * mib), Some(10.0), Some(10.0)));
+        let bw = rate.mib_per_s().unwrap();
+        assert!((bw - 101.0 / 11.0).abs() < 1e-9, "{bw}");
+        let mut one = FlushRate::default();
+        one.add(&flush(Some(3 * mib), Some(7.0), Some(0.43)));
+        assert!((one.mib_per_s().unwrap() - 3.0 / 7.0).abs() < 1e-12);
+        // over jobs, the same sum
+        let mut all = FlushRate::default();
+        all.merge(&rate);
+        all.merge(&one);
+        assert!((all.mib_per_s().unwrap() - 104.0 / 18.0).abs() < 1e-9);
+        // rows with a rate and no bytes (v3.1's) count as a mean only when nothing else does
+        let mut rated = FlushRate::default();
+        rated.add(&flush(None, Some(2.0), Some(4.0)));
+        rated.add(&flush(None, None, Some(6.0)));
+        assert_eq!(rated.mib_per_s(), Some(5.0));
+        assert_eq!(FlushRate::default().mib_per_s(), None);
     }
 }

@@ -9,7 +9,7 @@
 //! job name); the application is the program's name its runs logged at their start
 //! (`app=`), else the job name.
 
-use super::figures::{Figures, FiguresSoFar, Time};
+use super::figures::{Figures, FiguresSoFar, FlushRate, Time};
 use super::launches::Launches;
 use scr::event_log::{Event, Skipped, Stats, daly, young};
 use scr_db::read::{Selection, StoredEvent, StoredJob};
@@ -272,10 +272,13 @@ fn app_row(app: &str, jobs: &[&JobFigures]) -> AppRow {
         // (+ 0.0: a sum of none is -0.0, which JSON would print)
         time_lost: jobs.iter().map(|j| j.figures.time_lost()).sum::<f64>() + 0.0,
         cost,
-        flush_bandwidth: weighted(
-            jobs.iter()
-                .map(|j| (j.figures.flush_bandwidth, j.figures.flushes.total as f64)),
-        ),
+        flush_bandwidth: jobs
+            .iter()
+            .fold(FlushRate::default(), |mut all, j| {
+                all.merge(&j.figures.flush_rate);
+                all
+            })
+            .mib_per_s(),
         interval: weighted(
             jobs.iter()
                 .map(|j| (j.figures.interval.in_use, j.figures.interval.gaps as f64)),

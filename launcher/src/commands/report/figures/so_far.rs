@@ -3,7 +3,7 @@
 //! and each list keeps its newest [`MAX_ROWS`] rows.
 
 use super::{
-    Failure, FailureKind, Figures, Interval, Kept, MAX_ROWS, Measured, RunRow, Time, ending_slot,
+    Failure, FailureKind, Figures, FlushRate, Interval, Kept, MAX_ROWS, Measured, RunRow, Time, ending_slot,
 };
 use scr::event_log::{self, Ending, Event, RunSoFar, Skipped, StatsSoFar, kinds, seconds_between};
 use std::collections::VecDeque;
@@ -74,7 +74,6 @@ pub struct FiguresSoFar {
     open: Option<OpenRun>,
     /// The run before `open`, which died, until `open` restarts or ends.
     died: Option<OpenRun>,
-    flush_bandwidth: (f64, u64),
     gaps: (f64, usize),
     /// The last checkpoint of the open run.
     last_checkpoint: Option<Time>,
@@ -97,6 +96,7 @@ impl Default for FiguresSoFar {
                 failures: Kept::default(),
                 failed_checkpoints: 0,
                 flush_bandwidth: None,
+                flush_rate: FlushRate::default(),
                 stats: StatsSoFar::default().finish(),
                 interval: Interval {
                     in_use: None,
@@ -114,7 +114,6 @@ impl Default for FiguresSoFar {
             stats: StatsSoFar::default(),
             open: None,
             died: None,
-            flush_bandwidth: (0.0, 0),
             gaps: (0.0, 0),
             last_checkpoint: None,
             started: 0,
@@ -172,11 +171,8 @@ impl FiguresSoFar {
             _ => return,
         };
         let row = measured(open.number, &e);
-        if e.kind == kinds::FLUSH
-            && let Some(bw) = row.mb_per_s
-        {
-            self.flush_bandwidth.0 += bw;
-            self.flush_bandwidth.1 += 1;
+        if e.kind == kinds::FLUSH {
+            fig.flush_rate.add(&row);
         }
         list.push(row);
         if e.kind == kinds::RESTART && open.restart.is_none() {
@@ -340,8 +336,7 @@ impl FiguresSoFar {
         let mut fig = self.fig;
         fig.stats = self.stats.finish();
         fig.skipped = skipped;
-        let (sum, n) = self.flush_bandwidth;
-        fig.flush_bandwidth = (n > 0).then(|| sum / n as f64);
+        fig.flush_bandwidth = fig.flush_rate.mib_per_s();
         let (sum, gaps) = self.gaps;
         let cost = (fig.stats.checkpoints > 0).then_some(fig.stats.mean_checkpoint_seconds);
         let mtbf = fig.stats.mtbf_estimate();
