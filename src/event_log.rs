@@ -16,6 +16,23 @@ pub fn log_path(prefix: &Path) -> PathBuf {
 /// The text log's name in the prefix's `.scr`.
 pub const LOG_NAME: &str = "log";
 
+/// The prefix's `.scr`, opened as a directory of this user's with no link followed, for
+/// [`append_in`]: None where it is no such directory.
+pub fn open_log_dir(prefix: &Path) -> crate::Result<Option<std::fs::File>> {
+    let hidden = Path::new(crate::layout::HIDDEN);
+    Ok(crate::safe_fs::Beneath::open(prefix)?
+        .open_dir(hidden)?
+        .map(std::fs::File::from))
+}
+
+/// Appends `bytes` to the text log in the directory open as `dir` ([`open_log_dir`]),
+/// created 0600 where missing and never through a link.
+pub fn append_in(dir: &std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = std::ffi::OsStr::new(LOG_NAME);
+    crate::safe_fs::open_in(dir, name, crate::safe_fs::OpenIn::Append)?.write_all(bytes)
+}
+
 /// Event kinds this implementation writes.
 pub mod kinds {
     pub const START: &str = "START";
@@ -95,13 +112,21 @@ impl Event {
     }
 
     /// Whether this is the launcher's record of a run that ended badly: a
-    /// [`kinds::RUN_ENDED`] with an exit code other than 0, a signal, or an error (v3.1's
-    /// `RUN_END`, which says none of them, tells of no failure).
+    /// [`kinds::RUN_ENDED`] with an exit code other than 0, a signal, or an error, and not
+    /// stopped for a halt ([`Event::halted_by_launcher`]; v3.1's `RUN_END`, which says none
+    /// of them, tells of no failure).
     pub fn ended_badly(&self) -> bool {
         self.kind == kinds::RUN_ENDED
+            && !self.halted_by_launcher()
             && (self.field("exit_code").is_some_and(|c| c != "0")
                 || self.field("signal").is_some()
                 || self.field("error").is_some())
+    }
+
+    /// Whether this is the launcher's record of a run it stopped for a halt that exits now
+    /// (`scr halt --immediate`): `halted=1`.
+    pub fn halted_by_launcher(&self) -> bool {
+        self.kind == kinds::RUN_ENDED && self.field("halted") == Some("1")
     }
 
     /// The job the event belongs to (every line the library writes names it).
@@ -328,7 +353,8 @@ impl RunSoFar {
         self.last = e.time;
         self.finalized |= e.kind == kinds::END;
         // a halt that exits ends the run on purpose, without SCR_Finalize
-        self.halted |= e.kind == kinds::HALT && e.field("exits") != Some("false");
+        self.halted |=
+            (e.kind == kinds::HALT && e.field("exits") != Some("false")) || e.halted_by_launcher();
         self.died |= e.ended_badly();
     }
 

@@ -5,11 +5,10 @@
 //! `scr_db`), when SCR_LOG_ENABLE=1. A log that cannot be written costs a warning, never
 //! the checkpoint.
 
-use scr::event_log::{LOG_NAME, format_line, log_path};
+use scr::event_log::{append_in, format_line, log_path, open_log_dir};
 use scr::params::settings::Log;
 use scr::{Error, Result};
 use std::ffi::{CString, c_int};
-use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Default)]
@@ -117,15 +116,14 @@ impl EventLog {
             sink
         });
         let text = if settings.text {
-            let hidden = std::path::Path::new(scr::layout::HIDDEN);
-            match scr::safe_fs::Beneath::open(prefix).and_then(|b| b.open_dir(hidden)) {
-                Ok(Some(dir)) => Some((log_path(prefix), std::fs::File::from(dir))),
+            match open_log_dir(prefix) {
+                Ok(Some(dir)) => Some((log_path(prefix), dir)),
                 // the job goes on without its text log, as when a line cannot be appended
                 Ok(None) | Err(_) => {
                     say!(
                         "SCR: WARNING: no event log in {}: it could not be opened as a \
                          directory of yours (no link followed)",
-                        prefix.join(hidden).display()
+                        prefix.join(scr::layout::HIDDEN).display()
                     );
                     None
                 }
@@ -213,11 +211,4 @@ pub fn timing(bytes: u64, secs: f64) -> [(&'static str, String); 3] {
         ("secs", format!("{secs:.3}")),
         ("mb_per_s", format!("{bw:.1}")),
     ]
-}
-
-/// Appends `bytes` to the text log in the directory open as `dir`, created 0600 where
-/// missing and never through a link.
-fn append_in(dir: &std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
-    let name = std::ffi::OsStr::new(LOG_NAME);
-    scr::safe_fs::open_in(dir, name, scr::safe_fs::OpenIn::Append)?.write_all(bytes)
 }

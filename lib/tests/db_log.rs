@@ -564,3 +564,89 @@ fn nix_name(uid: u32) -> String {
     assert!(out.status.success(), "id -nu {uid}: {}", text(&out));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// `scr halt --immediate` has scr-run stop the run under way: a run stopped on purpose,
+/// which every reading of the job counts as halted and none as a run that died (no END, no
+/// HALT of the library's: only scr-run knows why it ended): the prefix's report and the
+/// interval from the text log, and the site report from the database.
+#[test]
+fn a_run_scr_halt_immediate_stops_is_a_halted_run_in_every_log() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    let job = Job::new();
+    let app = job.app.display().to_string();
+    let mut env: Vec<(&str, String)> = db_env(&server, "pw-insert");
+    env.extend([
+        ("SCR_LOG_TXT_ENABLE", "1".to_string()),
+        ("SCR_RUNS", "3".to_string()),
+        ("TEST_API_SLEEP_MS", "300".to_string()),
+    ]);
+    let mut cmd = scr_run_in(
+        &job,
+        &[
+            "mpiexec",
+            "-launcher",
+            "fork",
+            "-n",
+            "2",
+            &app,
+            "2000",
+            "400",
+        ],
+        &borrowed(&env),
+    );
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let log = scr::event_log::log_path(&job.prefix());
+    let started = std::time::Instant::now();
+    // two checkpoints in: the run computes and checkpoints when the halt comes
+    while std::fs::read_to_string(&log).map_or(0, |l| l.matches("event=CHECKPOINT ").count()) < 2 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(90),
+            "no checkpoint logged"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let halt = std::process::Command::new(scr_command())
+        .args(["halt", "--immediate"])
+        .arg(job.prefix())
+        .output()
+        .unwrap();
+    assert!(halt.status.success(), "{}", text(&halt));
+    let out = wait_within(child, std::time::Duration::from_secs(90));
+    let t = text(&out);
+    assert!(
+        t.contains("halted immediately (scr halt --immediate)"),
+        "{t}"
+    );
+    assert_eq!(t.matches("launching").count(), 1, "{t}");
+
+    let scr = |args: &[&str], db: bool| {
+        let mut cmd = std::process::Command::new(scr_command());
+        cmd.args(args).current_dir(job.dir.path());
+        if db {
+            cmd.env("SCR_LOG_DB_HOST", server.socket())
+                .env("SCR_LOG_DB_NAME", "scr")
+                .env("SCR_LOG_DB_USER", "scr")
+                .env("SCR_LOG_DB_PASS", "pw-all");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON on stdout")
+    };
+    let prefix = job.prefix().display().to_string();
+    let report = scr(&["report", "--json", &prefix], false);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{report:#}");
+    assert_eq!(runs[0]["ending"], "halted", "{report:#}");
+    assert_eq!(report["failures"], serde_json::json!([]), "{report:#}");
+    let interval = scr(&["ckpt-interval", "--json", "--prefix", &prefix], false);
+    assert_eq!(interval["failures"], 0, "{interval:#}");
+    let site = scr(&["report", "--db", "--json"], true);
+    let apps = site["applications"].as_array().unwrap();
+    assert_eq!(apps.len(), 1, "{site:#}");
+    assert_eq!(apps[0]["runs"], 1, "{site:#}");
+    assert_eq!(apps[0]["runs_died"], 0, "{site:#}");
+    assert_eq!(apps[0]["failures"], 0, "{site:#}");
+}

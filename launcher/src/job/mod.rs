@@ -19,7 +19,9 @@ pub use nodes::{DownNodeQuery, list_down_nodes};
 pub use resource::{
     ResourceManager, detect as detect_resource_manager, local_host_name, local_node_cntl_dir,
 };
-pub use run_loop::{DownNode, Ending, Event, HaltCondition, JobOps, LoopConfig, Outcome, run_loop};
+pub use run_loop::{
+    DownNode, Ending, Event, HaltCondition, JobOps, LoopConfig, NotEnded, Outcome, run_loop,
+};
 
 use hostlist::HostSet;
 use std::path::Path;

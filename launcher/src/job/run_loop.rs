@@ -24,8 +24,8 @@ pub trait JobOps {
     /// Nodes the last run used (the nodes file), if known.
     fn nodes_of_last_run(&mut self) -> Option<u64>;
     /// Runs the application on all nodes but `exclude`; its exit code (None: killed by a
-    /// signal, or it could not start — the error says why).
-    fn launch(&mut self, attempt: u32, exclude: &HostSet) -> Result<Option<i32>, String>;
+    /// signal), or why it did not end by itself (it could not start, scr-run stopped it).
+    fn launch(&mut self, attempt: u32, exclude: &HostSet) -> Result<Option<i32>, NotEnded>;
     /// Why the job must stop relaunching (the halt file, the time left), if it must.
     /// `before_first_run`: the job has not run yet, so a previous job's finished run
     /// (SCR_FINALIZE_CALLED) does not count, as the library ignores it too.
@@ -76,6 +76,9 @@ pub enum Event {
         attempt: u32,
         exit_code: Option<i32>,
         error: Option<String>,
+        /// scr-run stopped it because a halt condition said to exit now (`scr halt
+        /// --immediate`): the run ended on purpose, not by a failure.
+        halted: bool,
     },
     Sleeping {
         seconds: u64,
@@ -83,6 +86,25 @@ pub enum Event {
     Finished {
         ending: Ending,
     },
+}
+
+/// Why a run did not end by itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotEnded {
+    /// What happened, for the user.
+    pub error: String,
+    /// scr-run stopped it for a halt that exits now.
+    pub halted: bool,
+}
+
+impl From<String> for NotEnded {
+    /// A run that could not start, or was stopped for another reason than a halt.
+    fn from(error: String) -> NotEnded {
+        NotEnded {
+            error,
+            halted: false,
+        }
+    }
 }
 
 /// Why the loop stopped.
@@ -238,15 +260,16 @@ pub fn run_loop(ops: &mut dyn JobOps, cfg: &LoopConfig) -> Outcome {
             nodes: left,
             exclude: down.to_string(),
         });
-        let (exit_code, error) = match ops.launch(attempt, &down) {
-            Ok(code) => (code, None),
-            Err(e) => (None, Some(e)),
+        let (exit_code, error, halted) = match ops.launch(attempt, &down) {
+            Ok(code) => (code, None, false),
+            Err(e) => (None, Some(e.error), e.halted),
         };
         last_exit = exit_code;
         ops.report(Event::RunEnded {
             attempt,
             exit_code,
             error,
+            halted,
         });
         if ops.stop_requested() {
             return finish(ops, Ending::StopRequested, attempt, last_exit, &down);
@@ -319,12 +342,13 @@ mod tests {
         fn nodes_of_last_run(&mut self) -> Option<u64> {
             self.last_run_nodes
         }
-        fn launch(&mut self, _attempt: u32, exclude: &HostSet) -> Result<Option<i32>, String> {
+        fn launch(&mut self, _attempt: u32, exclude: &HostSet) -> Result<Option<i32>, NotEnded> {
             self.launched.push(exclude.to_string());
             self.exits
                 .get(self.launched.len() - 1)
                 .cloned()
                 .unwrap_or(Ok(Some(0)))
+                .map_err(NotEnded::from)
         }
         fn halt_condition(&mut self, before_first_run: bool) -> Option<HaltCondition> {
             let n = self.launched.len() as u32;

@@ -9,8 +9,9 @@ use scr::event_log::Event;
 /// - a run the launcher started that ended badly before its library said START (it died
 ///   before SCR_Init, or never started) is a run that died, from its launch on; a run the
 ///   launcher saw end badly died, even the last;
-/// - `scr halt --immediate` (the `SCR_HALT` record that says `immediate=1`) stops the run
-///   under way on purpose: a halt, not a death;
+/// - a run scr-run stopped for `scr halt --immediate` (its record of how the run ended says
+///   `halted=1`) was stopped on purpose: a halt, not a death (the `SCR_HALT` record of the
+///   command says only what was asked: no scr-run may have been there to stop a run);
 /// - in a run v3.1's library logged (its START says nothing of its ranks), a fetch is its
 ///   restart: v3.1 logs a restart from the prefix as `FETCH_SUCCESS` alone;
 /// - the launchers' other records (v3.1's scr_srun's `RUN_END` that says nothing of how the
@@ -45,7 +46,8 @@ impl Launches {
                 }
                 so_far.add(event);
             }
-            "SCR_HALT" if event.field("immediate") == Some("1") => so_far.add(Event {
+            // scr-run stopped the run for a halt that exits now: a halt of the run
+            kinds::RUN_ENDED if event.halted_by_launcher() => so_far.add(Event {
                 time: event.time,
                 kind: kinds::HALT.to_string(),
                 fields: vec![
@@ -159,7 +161,15 @@ mod tests {
             (1, "START", &[("ranks", "2")]),
             (2, "CHECKPOINT", &[("secs", "0.5")]),
             (3, "SCR_HALT", &[("immediate", "1")]),
-            (4, "SCR_RUN_RUN_ENDED", &[("attempt", "1"), ("signal", "1")]),
+            (
+                4,
+                "SCR_RUN_RUN_ENDED",
+                &[
+                    ("attempt", "1"),
+                    ("error", "stopped by scr-run (halted immediately)"),
+                    ("halted", "1"),
+                ],
+            ),
             (5, "SCR_RUN_FINISHED", &[("ending", "halted")]),
         ]);
         assert_eq!((f.stats.runs, f.stats.failures), (1, 0));

@@ -5,7 +5,7 @@ use super::ranks::RunRanks;
 use super::run_commands::{RunCommands, launch_line, restart_name};
 use super::{Reporter, refuse_a_prefix_others_control_for_root, watch};
 use crate::job::{
-    self, DownNode, DownNodeQuery, Event, HaltCondition, JobOps, Launcher, NodeCheck,
+    self, DownNode, DownNodeQuery, Event, HaltCondition, JobOps, Launcher, NodeCheck, NotEnded,
     ResourceManager,
 };
 use hostlist::HostSet;
@@ -108,8 +108,45 @@ impl Live<'_> {
         crate::commands::read_state(&self.prefix, &file(&self.prefix))
     }
 
+    /// Tells the prefix's text log (with SCR_LOG_ENABLE and SCR_LOG_TXT_ENABLE) that the run
+    /// stopped for a halt that exits now, as the library tells a halt it exits for: a run
+    /// scr-run ends this way has no END and no HALT of its library's, and would read as a
+    /// run that died.
+    fn log_halt(&self) {
+        let log = &self.params.typed().log;
+        if !(log.enable && log.text) {
+            return;
+        }
+        let line = scr::event_log::format_line(
+            chrono::Local::now(),
+            scr::event_log::kinds::HALT,
+            &[
+                ("exits", "true".into()),
+                ("reason", "scr halt --immediate".into()),
+                ("user", scr::layout::effective_user_name()),
+                ("jobid", crate::commands::job_id(self.params)),
+            ],
+        );
+        let appended = match scr::event_log::open_log_dir(&self.prefix) {
+            Ok(Some(dir)) => scr::event_log::append_in(&dir, format!("{line}\n").as_bytes())
+                .map_err(|e| e.to_string()),
+            Ok(None) => Err("no .scr directory of yours there".into()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = appended {
+            self.reporter.say(
+                "warning",
+                &format!(
+                    "the event log in {} does not say the run was halted: {e}",
+                    self.prefix.display()
+                ),
+                serde_json::json!({"error": e}),
+            );
+        }
+    }
+
     /// Why the running job must be stopped now, if it must (checked about once a second).
-    fn must_stop_run(&self, watch: &mut Watch) -> Option<String> {
+    fn must_stop_run(&self, watch: &mut Watch) -> Option<NotEnded> {
         if watch.last_poll.elapsed() < Duration::from_secs(1) {
             return None;
         }
@@ -125,7 +162,10 @@ impl Live<'_> {
             .is_ok_and(|h| h.exit_now())
             || (self.launch_prefix != self.prefix && launch_halt().is_ok_and(|h| h.exit_now()))
         {
-            return Some("halted immediately (scr halt --immediate)".into());
+            return Some(NotEnded {
+                error: "halted immediately (scr halt --immediate)".into(),
+                halted: true,
+            });
         }
         if watch.rank_gone.is_none() {
             watch.rank_gone = self.ranks.gone().map(|who| (Instant::now(), who));
@@ -133,10 +173,13 @@ impl Live<'_> {
         if let Some((seen, who)) = &watch.rank_gone
             && seen.elapsed() >= RANK_GONE_GRACE
         {
-            return Some(format!(
-                "{who}, and the run still went on {} s later: its other ranks wait for it",
-                RANK_GONE_GRACE.as_secs()
-            ));
+            return Some(
+                format!(
+                    "{who}, and the run still went on {} s later: its other ranks wait for it",
+                    RANK_GONE_GRACE.as_secs()
+                )
+                .into(),
+            );
         }
         let (compute, pfs) = self.watchdog?;
         let flush = self.state::<scr::flush::FlushFile>(layout::flush_file).ok();
@@ -166,6 +209,7 @@ impl Live<'_> {
                 limit.as_secs(),
                 if flushing { "_PFS" } else { "" }
             )
+            .into()
         })
     }
 }
@@ -196,7 +240,7 @@ impl JobOps for Live<'_> {
         self.state::<NodesFile>(layout::nodes_file).ok()?.nodes()
     }
 
-    fn launch(&mut self, _attempt: u32, exclude: &HostSet) -> Result<Option<i32>, String> {
+    fn launch(&mut self, _attempt: u32, exclude: &HostSet) -> Result<Option<i32>, NotEnded> {
         let restart = self
             .run_commands
             .restart
@@ -256,7 +300,7 @@ impl JobOps for Live<'_> {
             .map_err(|e| job::child::not_started(&line, &e).to_string())?;
         let pid = app.pids()[0] as i32;
         let mut stopping: Option<Instant> = None;
-        let mut why: Option<String> = None;
+        let mut why: Option<NotEnded> = None;
         let mut watch = Watch {
             last_poll: Instant::now(),
             progress: None,
@@ -266,21 +310,27 @@ impl JobOps for Live<'_> {
         loop {
             match app.try_wait() {
                 // a run scr-run stopped did not finish, whatever it exited with
-                Ok(Some(_)) if why.is_some() => {
-                    return Err(format!("stopped by scr-run ({})", why.unwrap_or_default()));
+                Ok(Some(_)) if let Some(why) = why => {
+                    if why.halted {
+                        self.log_halt();
+                    }
+                    return Err(NotEnded {
+                        error: format!("stopped by scr-run ({})", why.error),
+                        halted: why.halted,
+                    });
                 }
                 Ok(Some(out)) => return Ok(out.status.code()),
                 Ok(None) => {}
-                Err(e) => return Err(format!("waiting for {}: {e}", argv[0])),
+                Err(e) => return Err(format!("waiting for {}: {e}", argv[0]).into()),
             }
             if why.is_none() {
                 why = if self.stop.load(Ordering::SeqCst) {
-                    Some("asked to stop".into())
+                    Some(String::from("asked to stop").into())
                 } else {
                     self.must_stop_run(&mut watch)
                 };
             }
-            if let Some(reason) = &why {
+            if let Some(NotEnded { error: reason, .. }) = &why {
                 match stopping {
                     None => {
                         self.reporter.say(
@@ -397,6 +447,7 @@ impl JobOps for Live<'_> {
                 attempt,
                 exit_code,
                 error,
+                halted,
             } => {
                 let how = match (&error, exit_code) {
                     (Some(e), _) => e.clone(),
@@ -412,6 +463,8 @@ impl JobOps for Live<'_> {
                         // (a run a signal ended has no exit code)
                         "signal": (exit_code.is_none() && error.is_none()).then_some(1),
                         "error": error,
+                        // (stopped on purpose: a halt that exits now)
+                        "halted": halted.then_some(1),
                     }),
                 );
             }

@@ -3,7 +3,8 @@
 //! and each list keeps its newest [`MAX_ROWS`] rows.
 
 use super::{
-    Failure, FailureKind, Figures, FlushRate, Interval, Kept, MAX_ROWS, Measured, RunRow, Time, ending_slot,
+    Failure, FailureKind, Figures, FlushRate, Interval, Kept, MAX_ROWS, Measured, RunRow, Time,
+    ending_slot,
 };
 use scr::event_log::{self, Ending, Event, RunSoFar, Skipped, StatsSoFar, kinds, seconds_between};
 use std::collections::VecDeque;
