@@ -372,13 +372,9 @@ impl Scr {
                 .descriptor_for(self.cache.checkpoint_of(id), false)
                 .flush_in_background
                 .unwrap_or(self.config.settings.flush.in_background);
-        if due {
-            self.flush_dataset(id, in_background)?;
-            lap.lap("flush");
-        }
-        if flags & FLAG_OUTPUT != 0 && !is_ckpt {
-            self.delete_cached(id);
-        }
+        // a checkpoint is complete, and logged with what it cost, before its flush: the
+        // flush is the prefix's to log (FLUSH), and a run killed while it flushes still
+        // logged the checkpoint it has in cache
         let total_bytes = desc.size().unwrap_or(0);
         let secs = self.schedule.elapsed(Instant::now()).filter(|_| is_ckpt);
         let mut fields = vec![("name", name), ("dset", id.to_string())];
@@ -389,12 +385,20 @@ impl Scr {
         if let Some(files) = desc.files() {
             fields.push(("files", files.to_string()));
         }
-        let kind = if is_ckpt {
-            kinds::CHECKPOINT
-        } else {
-            kinds::OUTPUT
-        };
-        self.log.event(kind, &fields);
+        if is_ckpt {
+            self.log.event(kinds::CHECKPOINT, &fields);
+        }
+        if due {
+            self.flush_dataset(id, in_background)?;
+            lap.lap("flush");
+        }
+        if flags & FLAG_OUTPUT != 0 && !is_ckpt {
+            self.delete_cached(id);
+        }
+        if !is_ckpt {
+            // an output is complete once on the prefix, where it lives
+            self.log.event(kinds::OUTPUT, &fields);
+        }
         if let Some(secs) = secs {
             self.job.debug(
                 1,
