@@ -173,7 +173,8 @@ impl Connection {
 
     /// Refuses an account that reads the log's tables, or another user's, already: a
     /// global privilege, one on a database pattern that takes in the log's or another
-    /// `<log>_…` database, or one on their tables.
+    /// `<log>_…` database, or one on their tables; and one that may do more than read and
+    /// add in its own database.
     fn refuse_wider_rights(
         &mut self,
         database: &str,
@@ -219,6 +220,25 @@ impl Connection {
                 ],
             )?);
         }
+        // on its own database, reading and adding and nothing more: an account that may
+        // alter, drop or make tables there could turn its records into what the report does
+        // not read (a view for a table), and the grant would say less than it gives
+        wider.extend(self.column(
+            "SELECT CONCAT(`PRIVILEGE_TYPE`, ' ON `', `TABLE_SCHEMA`, '`.*') \
+             FROM `information_schema`.`SCHEMA_PRIVILEGES` WHERE `GRANTEE` = ? \
+             AND BINARY `TABLE_SCHEMA` = BINARY ? AND `PRIVILEGE_TYPE` NOT IN ('SELECT', 'INSERT')",
+            vec![grantee.clone().into(), grant_pattern(own).into()],
+        )?);
+        for view in ["TABLE_PRIVILEGES", "COLUMN_PRIVILEGES"] {
+            wider.extend(self.column(
+                &format!(
+                    "SELECT CONCAT(`PRIVILEGE_TYPE`, ' ON `', `TABLE_SCHEMA`, '`.`', `TABLE_NAME`, '`') \
+                     FROM `information_schema`.`{view}` WHERE `GRANTEE` = ? \
+                     AND BINARY `TABLE_SCHEMA` = BINARY ? AND `PRIVILEGE_TYPE` NOT IN ('SELECT', 'INSERT')"
+                ),
+                vec![grantee.clone().into(), own.into()],
+            )?);
+        }
         // what a role or a proxy gives is not judged here: the account may hold neither
         wider.extend(self.column(
             "SELECT CONCAT('the role ', `Role`) FROM `mysql`.`roles_mapping` \
@@ -234,9 +254,9 @@ impl Connection {
             return Ok(());
         }
         Err(DbError::Refused(format!(
-            "{grantee} can already read the log's tables or another user's, or holds what this \
-             does not judge ({}): its own database would hide nothing; REVOKE those first, \
-             then grant",
+            "{grantee} can already read the log's tables or another user's, may do more than \
+             read and add in its own database, or holds what this does not judge ({}): the \
+             grant would not be all it gives; REVOKE those first, then grant",
             wider.join(", ")
         )))
     }

@@ -140,30 +140,47 @@ impl Connection {
     /// The log's `database` and the users' databases beside it (`<database>_<user>`,
     /// holding the log's tables) that this account may read.
     pub fn log_databases(&mut self, database: &str) -> Result<Vec<String>, DbError> {
+        Ok(self
+            .granted_databases(database)?
+            .into_iter()
+            .filter(|(_, whole)| *whole)
+            .map(|(name, _)| name)
+            .collect())
+    }
+
+    /// The log's `database` and the users' databases beside it, each with whether it holds
+    /// the log's tables, every one a base table (a user's database missing one, or holding a
+    /// view in its place, is no log's records as they were written).
+    fn granted_databases(&mut self, database: &str) -> Result<Vec<(String, bool)>, DbError> {
         let log = crate::check_database_name(database)?;
         let tables = crate::own_records::TABLES
             .map(|t| format!("'{t}'"))
             .join(", ");
         let users = format!("{}\\_%", log.replace('_', "\\_"));
         let sql = format!(
-            "SELECT s.`SCHEMA_NAME` FROM `information_schema`.`SCHEMATA` s \
-             WHERE s.`SCHEMA_NAME` = ? OR (s.`SCHEMA_NAME` LIKE ? AND \
+            "SELECT s.`SCHEMA_NAME`, \
              (SELECT COUNT(*) FROM `information_schema`.`TABLES` t WHERE t.`TABLE_SCHEMA` = s.`SCHEMA_NAME` \
-              AND t.`TABLE_TYPE` = 'BASE TABLE' AND t.`TABLE_NAME` IN ({tables})) = {} \
+              AND t.`TABLE_TYPE` = 'BASE TABLE' AND t.`TABLE_NAME` IN ({tables})) \
+             FROM `information_schema`.`SCHEMATA` s \
+             WHERE s.`SCHEMA_NAME` = ? OR (s.`SCHEMA_NAME` LIKE ? \
              AND EXISTS (SELECT 1 FROM `information_schema`.`SCHEMA_PRIVILEGES` p \
               WHERE BINARY p.`TABLE_SCHEMA` = BINARY REPLACE(REPLACE(s.`SCHEMA_NAME`, '_', '\\\\_'), '%', '\\\\%') \
               AND BINARY {owner} = BINARY SUBSTRING(s.`SCHEMA_NAME`, CHAR_LENGTH(?) + 2))) \
              ORDER BY s.`SCHEMA_NAME` = ? DESC, s.`SCHEMA_NAME`",
-            crate::own_records::TABLES.len(),
             owner = crate::own_records::GRANTEE_USER,
         );
         // a user's database is one `scr db grant` made: granted to the user its name names
         // (not another log named like one, `scr_test` beside `scr`)
-        let names = self.column(&sql, vec![log.into(), users.into(), log.into(), log.into()])?;
+        let rows: Vec<(String, u64)> =
+            self.rows(&sql, vec![log.into(), users.into(), log.into(), log.into()])?;
         // (a name the pattern took in but that is no name the log writes to is not read)
-        Ok(names
+        Ok(rows
             .into_iter()
-            .filter(|n| crate::check_database_name(n).is_ok())
+            .filter(|(n, _)| crate::check_database_name(n).is_ok())
+            .map(|(n, count)| {
+                let whole = n == log || count == crate::own_records::TABLES.len() as u64;
+                (n, whole)
+            })
             .collect())
     }
 
@@ -182,7 +199,18 @@ impl Connection {
             &mut self.conn,
             format!("SET SESSION max_statement_time = {bound}"),
         );
-        for name in self.log_databases(database)? {
+        for (name, whole) in self.granted_databases(database)? {
+            if !whole {
+                all.unread.push((
+                    name,
+                    format!(
+                        "it does not hold the log's tables ({}) as tables: one is missing or \
+                         is a view; `scr db grant` refuses to grant it until it does",
+                        crate::own_records::TABLES.join(", ")
+                    ),
+                ));
+                continue;
+            }
             let owner = match crate::own_records::owner_of(database, &name) {
                 Some(owner) => Some(owner),
                 // the log named may itself be a user's database (an administrator reading

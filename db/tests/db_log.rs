@@ -581,6 +581,37 @@ fn a_grant_reaches_no_further_than_it_says() {
         ["scr", "scr_carol", "scr_j_smith"]
     );
 
+    // an account that may do more than read and add in its own database (alter or drop
+    // its tables, make a view of one) is refused, and keeps what it had: granting again
+    // once that is revoked reads and adds, no more
+    server.sql(
+        "CREATE USER 'lou'@'localhost' IDENTIFIED BY 'pw-lou'; \
+         GRANT SELECT, INSERT, DROP, CREATE VIEW ON `scr\\_lou`.* TO 'lou'@'localhost'",
+    );
+    let more = grant("lou", None).unwrap_err().to_string();
+    assert!(
+        more.contains("DROP ON `scr\\_lou`") && more.contains("REVOKE"),
+        "{more}"
+    );
+    server.sql("REVOKE DROP, CREATE VIEW ON `scr\\_lou`.* FROM 'lou'@'localhost'");
+    grant("lou", None).unwrap();
+    // a user's database made unlike the log's (a view where a table was) is no records the
+    // report reads, and it says so rather than leave the user out without a word
+    server
+        .sql("DROP TABLE scr_lou.types; CREATE VIEW scr_lou.types AS SELECT 1 AS id, 'X' AS name");
+    let mut reader = Connection::open(&target(&server, "admin", "pw-admin", "scr"), true).unwrap();
+    let jobs = reader
+        .jobs("scr", &scr_db::read::Selection::default())
+        .unwrap();
+    assert!(
+        jobs.unread
+            .iter()
+            .any(|(db, why)| db == "scr_lou" && why.contains("view")),
+        "{:?}",
+        jobs.unread
+    );
+    server.sql("DROP VIEW scr_lou.types; DROP DATABASE scr_lou; DROP USER 'lou'@'localhost'");
+
     // rows left in a table but `jobs` (events a first job's id would take over), a
     // scheduled event, a table stored elsewhere, a column of its own: each refused
     let leftover = |user: &str, setup: &str| {
