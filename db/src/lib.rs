@@ -90,16 +90,18 @@ pub enum DbError {
         database: String,
         /// What the client said.
         source: ClientError,
-        /// What the connection asked of the server beyond a login, when it did.
-        note: &'static str,
+        /// What the failure means and the fix, where the client's words do not say it.
+        note: String,
     },
     /// A statement failed (a full disk, missing privileges, a server gone away, a timeout).
-    #[error("the database refused `{statement}`: {source}")]
+    #[error("`{statement}` failed at the database: {source}{note}")]
     Statement {
         /// The statement, without its values.
         statement: String,
         /// What the client said.
         source: ClientError,
+        /// What the failure means and the fix, where the client's words do not say it.
+        note: String,
     },
     /// The password could not be read safely.
     #[error(transparent)]
@@ -143,9 +145,7 @@ impl std::fmt::Display for ClientError {
     /// escapes): control and direction characters are written as escapes.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let text = match &*self.0 {
-            mysql::Error::IoError(e) if is_timeout(e) => {
-                "no answer within the bound on each statement".to_string()
-            }
+            _ if self.timed_out() => "no answer within the bound on each statement".to_string(),
             mysql::Error::IoError(e) => e.to_string(),
             mysql::Error::CodecError(e) => e.to_string(),
             mysql::Error::MySqlError(e) => e.to_string(),
@@ -174,7 +174,73 @@ impl ClientError {
         match &*self.0 {
             mysql::Error::TlsError(_) => true,
             mysql::Error::DriverError(e) => matches!(e, mysql::DriverError::TlsNotSupported),
-            _ => false,
+            // rustls's refusal of a certificate (an unknown authority, a name that does not
+            // match) reaches the client as the handshake's read error
+            _ => self
+                .io()
+                .is_some_and(|e| e.to_string().contains("certificate")),
+        }
+    }
+
+    /// The system's error underneath, where there is one.
+    fn io(&self) -> Option<&std::io::Error> {
+        match &*self.0 {
+            mysql::Error::IoError(e) => Some(e),
+            mysql::Error::CodecError(e) => std::error::Error::source(e)?.downcast_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether a read or write ran into its bound: the server did not answer.
+    pub fn timed_out(&self) -> bool {
+        self.io().is_some_and(is_timeout)
+            || matches!(
+                &*self.0,
+                mysql::Error::DriverError(mysql::DriverError::ConnectTimeout)
+            )
+    }
+
+    /// The server's error code, where it answered with one.
+    pub fn code(&self) -> Option<u16> {
+        match &*self.0 {
+            mysql::Error::MySqlError(e) => Some(e.code),
+            _ => None,
+        }
+    }
+
+    /// What a failure (to connect, or of a statement) means and its fix, where the client's
+    /// words do not say it ("" where they do): `tls`, the connection asked for TLS.
+    fn note(&self, tls: bool) -> String {
+        if tls && self.about_tls() {
+            return " (the connection is TLS, as a password goes over TCP only by TLS: the \
+                    server must offer it, with a certificate a public authority signed or the \
+                    one ssl-ca= of ~/.my.cnf names)"
+                .into();
+        }
+        match self.code() {
+            // ER_ACCESS_DENIED_ERROR
+            Some(1045) => " (the server refused this account and password: SCR_LOG_DB_USER \
+                           and SCR_LOG_DB_PASS, else user= and password= of ~/.my.cnf)"
+                .into(),
+            // ER_DBACCESS_DENIED_ERROR
+            Some(1044) => " (this account may not use that database: SCR_LOG_DB_NAME names \
+                           one it may; a database of your own records, as `scr db grant` \
+                           makes them, is the log's name, `_` and your user name: \
+                           SCR_LOG_DB_NAME=scr_$USER beside a log named scr)"
+                .into(),
+            // ER_TABLEACCESS_DENIED_ERROR, ER_COLUMNACCESS_DENIED_ERROR
+            Some(1142 | 1143) => " (this account may not do that there: the site's \
+                                  insert-only account logs, `scr db grant` gives a user \
+                                  reading and adding in a database of their own)"
+                .into(),
+            // ER_BAD_DB_ERROR
+            Some(1049) => " (no database of that name: SCR_LOG_DB_NAME, or `scr db init` \
+                           to make the log's tables)"
+                .into(),
+            _ if self.timed_out() => " (the server took the connection and did not answer: \
+                                      it is stopped or overloaded)"
+                .into(),
+            _ => String::new(),
         }
     }
 }
@@ -467,13 +533,7 @@ impl Connection {
             DbError::Connect {
                 address: target.address.to_string(),
                 database: database.to_string(),
-                note: if tls && source.about_tls() {
-                    " (the connection is TLS, as a password goes over TCP only by TLS: the server \
-                 must offer it, with a certificate a public authority signed or the one \
-                 ssl-ca= of ~/.my.cnf names)"
-                } else {
-                    ""
-                },
+                note: source.note(tls),
                 source,
             }
         })?;
@@ -598,9 +658,11 @@ impl NameTable {
 }
 
 fn statement_error(sql: &str, source: mysql::Error) -> DbError {
+    let source = ClientError(Box::new(source));
     DbError::Statement {
         statement: sql.to_string(),
-        source: ClientError(Box::new(source)),
+        note: source.note(false),
+        source,
     }
 }
 

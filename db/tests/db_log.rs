@@ -251,6 +251,8 @@ fn a_password_goes_over_tcp_only_by_tls_to_a_certificate_that_checks_out() {
         .expect("refused")
         .to_string();
     assert!(e.to_lowercase().contains("certificate"), "{e}");
+    // and the message says what would make it check out
+    assert!(e.contains("ssl-ca="), "{e}");
     assert_eq!(server.sql("SELECT COUNT(*) FROM scr.jobs"), "0\n");
     // with the server's authority (ssl-ca of the option file) the records go in over TLS
     let mut t = tcp(&server);
@@ -695,4 +697,48 @@ fn v3_1s_own_records_read_back_as_the_text_logs_events() {
             ("RESTART", at("11:00:02"), None),
         ]
     );
+}
+
+/// A connection that fails says what it means and the fix where the server's words do not:
+/// the account and password refused, a database the account may not use, none of that
+/// name, a server that takes the connection and never answers.
+#[test]
+fn a_failed_connection_names_the_setting_to_fix() {
+    let mut server = TestServer::start();
+    server.v3_1_database();
+    let open = |user: &str, password: &str, database: &str, timeout| {
+        let mut t = target(&server, user, password, database);
+        t.timeout = timeout;
+        match Connection::open(&t, true) {
+            Ok(_) => panic!("{user} connected to {database}"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let bound = std::time::Duration::from_secs(2);
+    let wrong = open("scr_insert", "wrong", "scr", bound);
+    assert!(
+        wrong.contains("1045") && wrong.contains("SCR_LOG_DB_PASS"),
+        "{wrong}"
+    );
+    server.sql("CREATE DATABASE other");
+    let elsewhere = open("scr_insert", "pw-insert", "other", bound);
+    assert!(
+        elsewhere.contains("1044") && elsewhere.contains("SCR_LOG_DB_NAME=scr_$USER"),
+        "{elsewhere}"
+    );
+    server.create_user("admin", "pw-admin");
+    server.sql("GRANT ALL ON *.* TO 'admin'@'localhost'");
+    let missing = open("admin", "pw-admin", "nosuch", bound);
+    assert!(
+        missing.contains("1049") && missing.contains("scr db init"),
+        "{missing}"
+    );
+    server.pause();
+    let silent = open("scr_insert", "pw-insert", "scr", bound);
+    server.resume();
+    assert!(
+        silent.contains("no answer") && silent.contains("stopped or overloaded"),
+        "{silent}"
+    );
+    assert!(!silent.contains("os error"), "{silent}");
 }
