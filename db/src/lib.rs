@@ -52,7 +52,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak, mpsc};
 use std::time::Duration;
 
-pub use records::{Event, Transfer, V3_1_NAMES, text_log_kind, v3_1_names};
+pub use records::{Event, Transfer, UTC_OFFSET, V3_1_NAMES, text_log_kind, v3_1_names};
 pub use sink::{Settler, Sink};
 
 /// The tables of the log (v3.1's, column for column), as `scr db init` creates them.

@@ -25,14 +25,15 @@
 //! ```
 
 use crate::{Connection, DbError};
-use chrono::NaiveDateTime;
+use chrono::{DateTime, FixedOffset, Local, NaiveDateTime, TimeZone};
 
 /// Which records a report covers.
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     /// Only this user's jobs.
     pub user: Option<String>,
-    /// Only events from this time on (the server's local time, as the records are).
+    /// Only events from this time on, compared with the times as written (each writer's
+    /// local time, as v3.1 records them).
     pub since: Option<NaiveDateTime>,
 }
 
@@ -85,6 +86,25 @@ impl StoredEvent {
         self.start?.checked_add_signed(span(self.secs)?)
     }
 
+    /// When it ended, as an instant: the time its writer recorded in its local time, at
+    /// the offset from UTC it noted ([`crate::UTC_OFFSET`]); a record without one (v3.1's)
+    /// is taken at this machine's local time then.
+    pub fn ended_at(&self) -> Option<DateTime<FixedOffset>> {
+        let end = self.end()?;
+        let noted = self
+            .note_fields()
+            .into_iter()
+            .find(|(k, _)| k == crate::UTC_OFFSET)
+            .and_then(|(_, v)| parse_offset(&v));
+        match noted {
+            Some(offset) => offset.from_local_datetime(&end).single(),
+            None => Local
+                .from_local_datetime(&end)
+                .earliest()
+                .map(|t| t.fixed_offset()),
+        }
+    }
+
     /// The note's `key=value` pairs, as the text log wrote them: a word with `=` begins a
     /// pair, a word without one continues the value before it (a message with spaces).
     pub fn note_fields(&self) -> Vec<(String, String)> {
@@ -106,6 +126,21 @@ impl StoredEvent {
         }
         fields
     }
+}
+
+/// An offset from UTC as `%:z` writes it (`+01:00`, `-05:30`).
+fn parse_offset(text: &str) -> Option<FixedOffset> {
+    let sign = match text.get(..1)? {
+        "+" => 1,
+        "-" => -1,
+        _ => return None,
+    };
+    let (hours, minutes) = text.get(1..)?.split_once(':')?;
+    let (hours, minutes): (i32, i32) = (hours.parse().ok()?, minutes.parse().ok()?);
+    if hours.unsigned_abs() > 23 || minutes.unsigned_abs() > 59 {
+        return None;
+    }
+    FixedOffset::east_opt(sign * (hours * 3600 + minutes * 60))
 }
 
 /// The longest an event is taken to have lasted: past it, its seconds are no measure.
@@ -366,8 +401,10 @@ impl Connection {
             })
             .filter(|e| since.is_none_or(|since| e.start.is_some_and(|t| t >= since)))
             .collect();
-        // in time order, as written within a second (a stable sort of rows in id order)
-        events.sort_by_key(|e| e.end());
+        // in time order, as written within a second (a stable sort of rows in id order):
+        // instants, so writers in other zones, or either side of a change of daylight
+        // time, are not taken out of order
+        events.sort_by_key(|e| e.ended_at());
         Ok(events)
     }
 }
@@ -461,6 +498,31 @@ mod tests {
         e.start = parse_time(Some("9999-12-31 23:59:59".into()));
         e.secs = Some(1e9);
         assert!(e.end().is_some());
+    }
+
+    /// A run in Tokyo at 10:00 (01:00 UTC) came before one in New York at 20:30 the day
+    /// before by its clock (01:30 UTC): the instants order them, not the local times.
+    #[test]
+    fn records_written_in_other_zones_order_by_their_instants() {
+        let at = |time: &str, offset: &str| {
+            let mut e = with_note(&format!("ranks=2 utc_offset={offset}"));
+            e.start = parse_time(Some(time.into()));
+            e.secs = Some(0.0);
+            e
+        };
+        let tokyo = at("2026-11-29 10:00:00", "+09:00");
+        let new_york = at("2026-11-28 20:30:00", "-05:00");
+        assert!(tokyo.end() > new_york.end());
+        assert!(tokyo.ended_at() < new_york.ended_at());
+        assert_eq!(
+            tokyo.ended_at().unwrap().to_rfc3339(),
+            "2026-11-29T10:00:00+09:00"
+        );
+        // a noted offset that is none is the reader's local time, as a record without one
+        let odd = at("2026-11-29 10:00:00", "+99:00");
+        let plain = at("2026-11-29 10:00:00", "");
+        assert!(odd.ended_at().is_some());
+        assert_eq!(odd.ended_at(), plain.ended_at());
     }
 
     #[test]

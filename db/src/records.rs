@@ -95,6 +95,9 @@ pub fn text_log_kind(event: &str) -> (&str, bool) {
         .map_or((event, false), |(k, _, _)| (k, false))
 }
 
+/// The note's key for the writer's offset from UTC (`+01:00`) when the record was written.
+pub const UTC_OFFSET: &str = "utc_offset";
+
 /// Fields that have a column of their own, or are the job's (`user`).
 const IN_COLUMNS: &[&str] = &["dset", "name", "secs", "bytes", "files", "mb_per_s", "user"];
 
@@ -120,11 +123,14 @@ pub(crate) fn rows<'a>(
     let name = field("name");
     let secs = number("secs");
     let start = time - chrono::Duration::milliseconds((secs.unwrap_or(0.0) * 1000.0) as i64);
-    let note: Vec<String> = fields
+    let mut note: Vec<String> = fields
         .iter()
         .filter(|(k, _)| !IN_COLUMNS.contains(k))
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
+    // the columns hold the writer's local time, as v3.1's do: its offset from UTC orders
+    // records of writers in other zones, or on either side of a change of daylight time
+    note.push(format!("{UTC_OFFSET}={}", start.format("%:z")));
     let background = field("async") == Some("1");
     let (event_kind, transfer_kind) = v3_1_names(kind, background);
     let event = Event {
@@ -180,7 +186,8 @@ mod tests {
         assert_eq!(e.dset, Some(3));
         assert_eq!(e.name, Some("ckpt.3"));
         assert_eq!(e.secs, Some(2.0));
-        assert_eq!(e.note.as_deref(), Some("async=1"));
+        let offset = now.format("%:z");
+        assert_eq!(e.note, Some(format!("async=1 utc_offset={offset}")));
         assert_eq!(e.start, Some(now - chrono::Duration::seconds(2)));
         let t = t.unwrap();
         assert_eq!((t.bytes, t.from, t.to), (4096, "", "/p/run"));
@@ -194,8 +201,13 @@ mod tests {
             ("user", "alice"),
             ("jobid", "77"),
         ]);
-        let (e, t) = rows("START", Local::now(), &fields, "/p");
-        assert_eq!(e.note.as_deref(), Some("ranks=4 nodes=2 jobid=77"));
+        let now = Local::now();
+        let (e, t) = rows("START", now, &fields, "/p");
+        let offset = now.format("%:z");
+        assert_eq!(
+            e.note,
+            Some(format!("ranks=4 nodes=2 jobid=77 utc_offset={offset}"))
+        );
         assert_eq!((e.dset, e.name, e.secs), (None, None, None));
         assert!(t.is_none());
     }

@@ -101,7 +101,8 @@ fn records_of_a_run_go_into_a_v3_1_database_through_its_insert_only_account() {
     );
     assert_eq!(
         server.sql(
-            "SELECT t.name, e.dset_id, e.dset_name, e.start, e.secs, e.note FROM scr.events e \
+            "SELECT t.name, e.dset_id, e.dset_name, e.start, e.secs, \
+             NULLIF(REGEXP_REPLACE(e.note, ' ?utc_offset=[^ ]*$', ''), '') FROM scr.events e \
              JOIN scr.types t ON t.id = e.type_id ORDER BY e.id"
         ),
         "START\tNULL\tNULL\t2026-03-04 10:00:00\tNULL\tranks=4 nodes=2 jobid=77\n\
@@ -109,6 +110,14 @@ fn records_of_a_run_go_into_a_v3_1_database_through_its_insert_only_account() {
          FLUSH_SUCCESS\t1\tckpt.1\t2026-03-04 10:00:05\t4\tNULL\n\
          HALT\tNULL\tNULL\t2026-03-04 10:00:10\tNULL\texits=1\n\
          END\tNULL\tNULL\t2026-03-04 10:00:40\tNULL\tNULL\n"
+    );
+    // each notes its writer's offset from UTC then, as its times are the writer's local time
+    let offset = at(0).format("%:z").to_string();
+    assert_eq!(
+        server.sql(&format!(
+            "SELECT COUNT(*) FROM scr.events WHERE note LIKE '%utc_offset={offset}'"
+        )),
+        "5\n"
     );
     assert_eq!(
         server.sql(
@@ -364,7 +373,7 @@ fn each_user_reads_and_writes_only_their_own_records() {
     sink.record("START", at(11), &[("ranks", "2".into())]);
     assert!(sink.settle(SETTLE), "{}", server.error_log());
     assert_eq!(
-        server.sql("SELECT COUNT(*) FROM scr_bob.events WHERE note = 'ranks=2'"),
+        server.sql("SELECT COUNT(*) FROM scr_bob.events WHERE note LIKE 'ranks=2 utc_offset=%'"),
         "2\n"
     );
 

@@ -475,7 +475,8 @@ fn scr_halt_and_a_hand_run_postrun_log_under_the_job_of_their_prefix() {
     assert_eq!(jobs.len(), 1, "one job, the prefix's: {jobs:?}");
     let events = rows(
         &server,
-        "SELECT t.name, IFNULL(e.note, '') FROM scr.events e JOIN scr.types t ON t.id = e.type_id \
+        "SELECT t.name, REGEXP_REPLACE(IFNULL(e.note, ''), ' ?utc_offset=[^ ]*$', '') FROM scr.events e \
+         JOIN scr.types t ON t.id = e.type_id \
          WHERE t.name IN ('START', 'SCR_POSTRUN', 'SCR_HALT') ORDER BY e.id",
     );
     let kinds: Vec<&str> = events.iter().map(|e| e[0].as_str()).collect();
@@ -532,7 +533,7 @@ fn root_halting_a_users_prefix_logs_in_the_owners_name() {
     assert!(!text(&out).contains("database log off"), "{}", text(&out));
     let logged = rows(
         &server,
-        "SELECT u.name, n.name, IFNULL(e.note, '') FROM scr.events e \
+        "SELECT u.name, n.name, SUBSTRING_INDEX(IFNULL(e.note, ''), ' utc_offset=', 1) FROM scr.events e \
          JOIN scr.types t ON t.id = e.type_id JOIN scr.jobs j ON j.id = e.job_id \
          JOIN scr.usernames u ON u.id = j.username_id JOIN scr.jobnames n ON n.id = j.jobname_id \
          WHERE t.name = 'SCR_HALT'",
@@ -650,4 +651,46 @@ fn a_run_scr_halt_immediate_stops_is_a_halted_run_in_every_log() {
     assert_eq!(apps[0]["runs"], 1, "{site:#}");
     assert_eq!(apps[0]["runs_died"], 0, "{site:#}");
     assert_eq!(apps[0]["failures"], 0, "{site:#}");
+}
+
+/// The database's times are each writer's local time, as v3.1 writes them. A job whose
+/// first run logged in Tokyo's time and died, and whose second logged in New York's (a
+/// login node's TZ, a daylight change between them), still has its runs in the order they
+/// ran: the first died, the second restarted and finished.
+#[test]
+fn runs_logged_in_other_time_zones_keep_their_order_and_the_run_that_died() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    let job = Job::new();
+    let env = db_env(&server, "pw-insert");
+    let mut first = borrowed(&env);
+    first.extend([("TZ", "JST-9"), ("TEST_API_NO_FINALIZE", "1")]);
+    job.run_ok(2, &["1000", "2"], &first);
+    let mut second = borrowed(&env);
+    second.push(("TZ", "EST5"));
+    let said = job.run_ok(2, &["1000", "4"], &second);
+    assert!(said.contains("test_api: done"), "{said}");
+    // by the clock on the wall, the second run logged half a day before the first
+    let starts = rows(
+        &server,
+        "SELECT e.start FROM scr.events e JOIN scr.types t ON t.id = e.type_id \
+         WHERE t.name = 'START' ORDER BY e.id",
+    );
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    assert!(starts[1] < starts[0], "{starts:?}");
+
+    let out = std::process::Command::new(scr_command())
+        .args(["report", "--db", "--json"])
+        .current_dir(job.dir.path())
+        .env("SCR_LOG_DB_HOST", server.socket())
+        .env("SCR_LOG_DB_NAME", "scr")
+        .env("SCR_LOG_DB_USER", "scr")
+        .env("SCR_LOG_DB_PASS", "pw-all")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let site: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let app = &site["applications"][0];
+    assert_eq!(app["runs"], 2, "{site:#}");
+    assert_eq!(app["runs_died"], 1, "{site:#}");
 }

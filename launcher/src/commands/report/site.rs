@@ -57,18 +57,9 @@ pub struct AppRow {
     pub daly: Option<f64>,
 }
 
-/// The time of a record: the server's local time, as v3.1 records it.
-fn local(t: chrono::NaiveDateTime) -> Option<Time> {
-    use chrono::TimeZone;
-    chrono::Local
-        .from_local_datetime(&t)
-        .earliest()
-        .map(|t| t.fixed_offset())
-}
-
 /// An event of the log as the text log said it.
 fn as_text_event(stored: &StoredEvent) -> Option<Event> {
-    let time = local(stored.end()?)?;
+    let time = stored.ended_at()?;
     // v3.1's names (ours and v3.1's own records) read as the text log's kinds
     let (kind, background) = scr_db::text_log_kind(&stored.kind);
     let mut fields: Vec<(String, String)> = Vec::new();
@@ -87,7 +78,13 @@ fn as_text_event(stored: &StoredEvent) -> Option<Event> {
     if let Some(bytes) = stored.bytes {
         fields.push(("bytes".into(), format!("{:.0}", bytes.max(0.0))));
     }
-    fields.extend(stored.note_fields());
+    // (the writer's offset from UTC is in the event's time already)
+    fields.extend(
+        stored
+            .note_fields()
+            .into_iter()
+            .filter(|(k, _)| k != scr_db::UTC_OFFSET),
+    );
     Some(Event {
         time,
         kind: kind.to_string(),

@@ -256,8 +256,11 @@ pub fn page(site: &Site) -> String {
          <dt>Time lost</dt><dd>For a run that died: the work since the checkpoint the next run \
          restarted from, and the restart; for a failed checkpoint, the time it took — as \
          <code>scr report</code> counts them for one prefix.</dd>\
-         <dt>Times</dt><dd>The database's records are to the second, in the server's local \
-         time.</dd></dl></section></main></body></html>\n",
+         <dt>Times</dt><dd>The database's records are to the second, each in the local time of \
+         the machine that wrote it (as SCR v3.1 writes them); ours note that time's offset \
+         from UTC, so runs logged in other zones, or either side of a daylight-saving change, \
+         keep their order. Times are shown at their writer's offset; v3.1's records, which \
+         note none, at this machine's.</dd></dl></section></main></body></html>\n",
     );
     out
 }
