@@ -97,6 +97,9 @@ pub struct Figures {
     pub failures: Kept<Failure>,
     /// Failed checkpoints, listed or not.
     pub failed_checkpoints: u64,
+    /// Runs counted as died though the next one restarted from a checkpoint newer than any
+    /// logged: the log misses records, and they may have finished.
+    pub records_missing: u64,
     /// The bandwidth of the flushes that logged one: their bytes over their seconds.
     pub flush_bandwidth: Option<f64>,
     /// What `flush_bandwidth` is computed from, for sums over jobs.

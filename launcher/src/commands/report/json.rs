@@ -95,6 +95,7 @@ pub fn render(report: &Report) -> Value {
         "halts": fig.halts.iter().map(measured).collect::<Vec<_>>(),
         "failures": failures,
         "time_lost_seconds": fig.time_lost(),
+        "runs_died_records_missing": fig.records_missing,
         "run_seconds": fig.stats.run_seconds,
         "wall_seconds": fig.wall_seconds(),
         "interval": {

@@ -154,6 +154,37 @@ mod tests {
         assert_eq!((f.stats.runs, f.stats.failures), (0, 0));
     }
 
+    /// The database lost a run's last records (it was down, or rank 0 was killed before its
+    /// writer wrote them): the next run restarted from a checkpoint no record names. The
+    /// run counts as died, as nothing says otherwise, and says its records are missing.
+    #[test]
+    fn a_restart_from_a_checkpoint_never_logged_says_the_records_are_missing() {
+        let run = |restart: &str| {
+            figures(&[
+                (1, "START", &[("ranks", "2")]),
+                (2, "CHECKPOINT", &[("dset", "1"), ("secs", "0.5")]),
+                // (checkpoint 2 and the run's END never reached the database)
+                (10, "START", &[("ranks", "2")]),
+                (11, "RESTART", &[("dset", restart), ("name", "ckpt")]),
+                (12, "END", &[]),
+            ])
+        };
+        let missing = run("2");
+        assert_eq!((missing.stats.runs, missing.stats.failures), (2, 1));
+        assert_eq!(missing.records_missing, 1);
+        let died = missing.failures.iter().next().unwrap();
+        assert!(
+            died.note
+                .as_deref()
+                .is_some_and(|n| n.contains("records are missing")),
+            "{:?}",
+            died.note
+        );
+        let logged = run("1");
+        assert_eq!(logged.records_missing, 0);
+        assert_eq!(logged.failures.iter().next().unwrap().note, None);
+    }
+
     #[test]
     fn scr_halt_immediate_stops_a_run_on_purpose() {
         let f = figures(&[

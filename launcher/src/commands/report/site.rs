@@ -44,6 +44,8 @@ pub struct AppRow {
     pub jobs: usize,
     pub stats: Stats,
     pub failures: u64,
+    /// Runs counted as died before records that are missing ([`Figures::records_missing`]).
+    pub records_missing: u64,
     pub time_lost: f64,
     /// Mean checkpoint cost, over every checkpoint of its jobs.
     pub cost: Option<f64>,
@@ -266,6 +268,7 @@ fn app_row(app: &str, jobs: &[&JobFigures]) -> AppRow {
         users: jobs.iter().map(|j| j.job.user.clone()).collect(),
         jobs: jobs.len(),
         failures: jobs.iter().map(|j| j.figures.failures.total).sum(),
+        records_missing: jobs.iter().map(|j| j.figures.records_missing).sum(),
         // (+ 0.0: a sum of none is -0.0, which JSON would print)
         time_lost: jobs.iter().map(|j| j.figures.time_lost()).sum::<f64>() + 0.0,
         cost,

@@ -84,6 +84,7 @@ pub fn page(site: &Site) -> String {
         .map(|j| j.figures.runs_ending(Ending::Halted))
         .sum();
     let failures: u64 = apps.iter().map(|a| a.failures).sum();
+    let missing: u64 = site.jobs.iter().map(|j| j.figures.records_missing).sum();
     let lost: f64 = apps.iter().map(|a| a.time_lost).sum();
     let users: BTreeSet<&String> = site.jobs.iter().map(|j| &j.job.user).collect();
     out.push_str("<section id=\"summary\"><div class=\"cards\">");
@@ -110,7 +111,14 @@ pub fn page(site: &Site) -> String {
         "runs",
         "Runs",
         runs.to_string(),
-        format!("{died} died, {halted} halted"),
+        if missing > 0 {
+            format!(
+                "{died} died ({missing} of them before records that are missing: the next \
+                 run restarted from a checkpoint newer than any logged), {halted} halted"
+            )
+        } else {
+            format!("{died} died, {halted} halted")
+        },
     );
     card(
         &mut out,
@@ -343,6 +351,7 @@ pub fn json(site: &Site) -> serde_json::Value {
                 "jobs": a.jobs,
                 "runs": a.stats.runs,
                 "runs_died": a.stats.failures,
+                "runs_died_records_missing": a.records_missing,
                 "failures": a.failures,
                 "time_lost_seconds": a.time_lost,
                 "checkpoints": a.stats.checkpoints,

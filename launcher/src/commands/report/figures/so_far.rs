@@ -80,6 +80,8 @@ pub struct FiguresSoFar {
     last_checkpoint: Option<Time>,
     /// Runs started so far.
     started: usize,
+    /// The newest checkpoint id logged so far, by any run.
+    newest_logged: Option<u64>,
 }
 
 impl Default for FiguresSoFar {
@@ -96,6 +98,7 @@ impl Default for FiguresSoFar {
                 halts: Kept::default(),
                 failures: Kept::default(),
                 failed_checkpoints: 0,
+                records_missing: 0,
                 flush_bandwidth: None,
                 flush_rate: FlushRate::default(),
                 stats: StatsSoFar::default().finish(),
@@ -118,6 +121,7 @@ impl Default for FiguresSoFar {
             gaps: (0.0, 0),
             last_checkpoint: None,
             started: 0,
+            newest_logged: None,
         }
     }
 }
@@ -154,6 +158,9 @@ impl FiguresSoFar {
         let list = match e.kind.as_str() {
             kinds::CHECKPOINT => {
                 open.checkpoints += 1;
+                if let Some(id) = e.field("dset").and_then(|d| d.parse::<u64>().ok()) {
+                    self.newest_logged = self.newest_logged.max(Some(id));
+                }
                 push_bounded(&mut open.written, Written::of(&e));
                 // the gap from the last checkpoint's end to this one's start
                 if let Some(last) = self.last_checkpoint.replace(e.time) {
@@ -283,7 +290,20 @@ impl FiguresSoFar {
                 } else {
                     seconds_between(next.run.start, back)
                 };
-                (since, restart_secs, None)
+                // a restart from a checkpoint newer than any logged: records are missing
+                // (a database that was down, a rank 0 killed before its records were
+                // written), so the run may have finished as well as died
+                let newer = restart
+                    .and_then(|r| r.dset.as_deref()?.parse::<u64>().ok())
+                    .filter(|r| self.newest_logged.is_some_and(|n| *r > n));
+                let note = newer.map(|r| {
+                    self.fig.records_missing += 1;
+                    format!(
+                        "records are missing: the next run restarted from dataset {r}, newer \
+                         than any checkpoint logged, so this run may not have died"
+                    )
+                });
+                (since, restart_secs, note)
             }
             // the last run died (its launcher saw it) and none came after it: the work
             // since its newest checkpoint is lost, and no restart took time
