@@ -547,8 +547,9 @@ fn full_file_system_note(dir: &Path) -> String {
     };
     if size > 0 && free < (size / 100).max(1 << 20) {
         format!(
-            "; its cache directory {} is full ({free} of {size} bytes free): the cache is too \
-             small for this dataset (a larger store, a smaller SCR_CACHE_SIZE, or SCR_CACHE_BYPASS=1)",
+            "; its cache directory {} is full ({free} of {size} bytes free): if the application \
+             marked it invalid because a write failed, the cache is too small for this dataset \
+             (a larger store, a smaller SCR_CACHE_SIZE, or SCR_CACHE_BYPASS=1)",
             dir.display()
         )
     } else {
