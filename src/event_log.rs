@@ -26,11 +26,23 @@ pub fn open_log_dir(prefix: &Path) -> crate::Result<Option<std::fs::File>> {
 }
 
 /// Appends `bytes` to the text log in the directory open as `dir` ([`open_log_dir`]),
-/// created 0600 where missing and never through a link.
+/// created 0600 where missing and never through a link; not to a log that is no regular
+/// file of this user's, or that someone else may write (its mode, its group, its ACL,
+/// judged on the opened handle): what is read back from it would not be the job's alone.
 pub fn append_in(dir: &std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let name = std::ffi::OsStr::new(LOG_NAME);
-    crate::safe_fs::open_in(dir, name, crate::safe_fs::OpenIn::Append)?.write_all(bytes)
+    let mut log = crate::safe_fs::open_in(dir, name, crate::safe_fs::OpenIn::Append)?;
+    let meta = log.metadata()?;
+    let why = if meta.is_file() {
+        crate::safe_fs::untrusted_file(&log, &meta)
+    } else {
+        Some("is no regular file".to_string())
+    };
+    if let Some(why) = why {
+        return Err(std::io::Error::other(format!("nothing appended: it {why}")));
+    }
+    log.write_all(bytes)
 }
 
 /// Event kinds this implementation writes.
@@ -497,6 +509,25 @@ pub fn daly(cost: f64, mtbf: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log someone else may write gets nothing more appended (its lines would not be the
+    /// job's alone), said as the error; one of the user's alone does.
+    #[test]
+    fn nothing_is_appended_to_a_log_others_may_write() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = std::fs::File::open(tmp.path()).unwrap();
+        append_in(&dir, b"one\n").unwrap();
+        let log = tmp.path().join(LOG_NAME);
+        assert_eq!(std::fs::metadata(&log).unwrap().mode() & 0o777, 0o600);
+        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o602)).unwrap();
+        let e = append_in(&dir, b"two\n").unwrap_err().to_string();
+        assert!(e.contains("writable by everyone"), "{e}");
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "one\n");
+        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
+        append_in(&dir, b"three\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "one\nthree\n");
+    }
 
     #[test]
     fn lines_round_trip_and_values_lose_their_spaces() {

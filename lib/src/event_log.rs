@@ -17,6 +17,8 @@ pub struct EventLog {
     /// followed, which every line is appended through: a `.scr` swapped for a link later
     /// (by whoever may rename in the prefix) leads no line elsewhere.
     text: Option<(PathBuf, std::fs::File)>,
+    /// An append to the text log has failed already (it was said).
+    text_failed: std::sync::atomic::AtomicBool,
     /// syslog priority (facility | level); openlog was called with the identity
     syslog: Option<c_int>,
     /// the database log (one that writes nothing unless SCR_LOG_DB_ENABLE=1)
@@ -133,6 +135,7 @@ impl EventLog {
         };
         Ok(EventLog {
             text,
+            text_failed: Default::default(),
             syslog,
             db,
             who: vec![("user", user.to_string()), ("jobid", jobid.to_string())],
@@ -151,9 +154,15 @@ impl EventLog {
         if let Some((path, dir)) = &self.text {
             // what the job did, as the index says it: the user's alone, as the index is
             let appended = append_in(dir, format!("{line}\n").as_bytes());
-            if let Err(e) = appended {
+            // said once: a log that cannot take one line takes none of the next, mostly
+            if let Err(e) = appended
+                && !self
+                    .text_failed
+                    .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
                 say!(
-                    "SCR: WARNING: could not append to the event log {}: {e}",
+                    "SCR: WARNING: could not append to the event log {}: {e} (said once; the \
+                     job goes on, with the events it cannot log there lost)",
                     path.display()
                 );
             }
