@@ -262,6 +262,12 @@ impl AppConfig {
             "# Settings made through SCR_Config in the last run, for SCR's commands.\n",
         );
         for e in &self.entries {
+            // a password stays in the run's memory: the commands take theirs from the
+            // environment or ~/.my.cnf, as the job's other processes do
+            if e.key.eq_ignore_ascii_case("SCR_LOG_DB_PASS") {
+                out.push_str("# SCR_LOG_DB_PASS was set, and is not recorded in a file\n");
+                continue;
+            }
             // values are stored expanded: written so that reading them expands nothing
             out.push_str(&format!("{}={}", e.key, escape_value(&e.value)));
             for (k, v) in &e.children {
@@ -404,5 +410,21 @@ mod tests {
         assert_eq!(AppConfig::read(&path).unwrap().text(), app.text());
         AppConfig::default().write(&path).unwrap();
         assert!(!path.exists(), "an empty layer removes the file");
+    }
+
+    /// A password an application sets through SCR_Config is the run's, in memory: the file
+    /// SCR's commands read says only that it was set.
+    #[test]
+    fn a_password_set_through_scr_config_is_not_recorded() {
+        let mut app = AppConfig::default();
+        app.apply(&set("SCR_LOG_DB_PASS=s3cret")).unwrap();
+        app.apply(&set("SCR_FLUSH=2")).unwrap();
+        let text = app.text();
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("SCR_LOG_DB_PASS was set"), "{text}");
+        assert!(text.contains("SCR_FLUSH=2"), "{text}");
+        // the run itself has it
+        let file = app.as_file("SCR_Config");
+        assert!(file.entries.iter().any(|e| e.value == "s3cret"));
     }
 }

@@ -406,7 +406,16 @@ impl Env {
             *ops.entry("restart-verified".into()).or_default() += 1;
         }
         let (resolved, loaded) = Model::judge_restart(&candidates, &attempts, restarted.as_deref())
-            .map_err(|m| ("restart", m))?;
+            .map_err(|m| {
+                let check = if self.peer.is_some()
+                    && crate::peer::cached_over_newer(&s.model, &candidates, &attempts)
+                {
+                    crate::peer::CACHED_OVER_NEWER
+                } else {
+                    "restart"
+                };
+                (check, m)
+            })?;
         s.model
             .after_restart(&attempts, &resolved, loaded, spec.ranks, spec.config.scheme);
         // a run cut short may leave a flush's temporaries on the prefix, for the next run's

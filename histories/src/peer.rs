@@ -11,6 +11,7 @@
 //! run side by side never share one.
 
 use crate::history::{History, Scheme, Step};
+use crate::model::{Attempt, Avail, Candidate, Model};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -203,6 +204,29 @@ pub const RESTART_ABORTED: &str = "v2: abort in SCR_Complete_restart(0)";
 /// The check of v2.0.0's `scr_index --remove` moving CURRENT to the next older checkpoint.
 pub const CURRENT_MOVED_BACK: &str = "v2: --remove moves CURRENT back";
 
+/// The check of v2.0.0's restart from a cached checkpoint older than a newer one whole on
+/// the prefix.
+pub const CACHED_OVER_NEWER: &str = "v2: cached checkpoint over a newer one on the prefix";
+
+/// Whether a restart the model refused is v2.0.0 restarting from what its cache holds: the
+/// first checkpoint offered is one the model has in cache (whole or rebuildable), read whole,
+/// and older than the newest the model would have it load, which is on the prefix.
+pub fn cached_over_newer(model: &Model, candidates: &[Candidate], attempts: &[Attempt]) -> bool {
+    let Some(first) = attempts.first() else {
+        return false;
+    };
+    let [serial] = first.serials[..] else {
+        return false;
+    };
+    let cached = model
+        .get(serial)
+        .is_some_and(|c| c.cache != Avail::No && c.complete);
+    let newer_on_prefix = candidates.iter().find(|c| c.status == Avail::Yes).is_some_and(|c| {
+        c.serial > serial && model.get(c.serial).is_some_and(|k| k.prefix == Avail::Yes)
+    });
+    first.verified == 1 && cached && newer_on_prefix
+}
+
 /// The disagreements with v2.0.0 the model keeps (each one is v2.0.0's: the README lists
 /// them among what SCR in Rust does better).
 pub const KNOWN: &[Known] = &[
@@ -218,6 +242,14 @@ pub const KNOWN: &[Known] = &[
                   after a restart from an older one it gives a newer dataset's id again and \
                   its index record takes the other name. SPEC 4.11: ids never repeat within \
                   a prefix; ours counts past every id the prefix has used.",
+    },
+    Known {
+        check: CACHED_OVER_NEWER,
+        verdict: "v2.0.0 restarts from whatever its cache can rebuild, even when the prefix \
+                  holds a newer complete checkpoint, so the job goes back further than it \
+                  needs to. Ours passes over a cached checkpoint older than the prefix's \
+                  newest and fetches that one (README, \"Runtime library\"); the model \
+                  holds ours to that.",
     },
     Known {
         check: CURRENT_MOVED_BACK,
@@ -271,6 +303,50 @@ pub fn restart_abort_verdict(
 mod tests {
     use super::*;
     use crate::history::{Operator, Seed};
+
+    /// v2.0.0 restarting from checkpoint 1, rebuilt in cache, where checkpoint 2 is whole
+    /// on the prefix is the known disagreement; any other refused restart is not.
+    #[test]
+    fn a_cached_checkpoint_over_a_newer_one_on_the_prefix_is_known() {
+        use crate::history::{CkptSpec, Config};
+        let cfg = Config {
+            scheme: Scheme::Xor,
+            flush: 0,
+            prefix_size: 0,
+            cache_size: 4,
+            reshape: false,
+            flush_async: false,
+        };
+        let spec = CkptSpec {
+            output: false,
+            nfiles: 1,
+            size: 100,
+            bad_rank: None,
+        };
+        let mut m = Model::new(1);
+        m.begin_run(3);
+        m.checkpoint(&spec, 3, &cfg, Avail::Yes);
+        m.checkpoint(&spec, 3, &cfg, Avail::Yes);
+        // checkpoint 2 flushed, then lost from the cache with its node
+        m.ckpts[1].prefix = Avail::Yes;
+        m.ckpts[1].cache = Avail::No;
+        m.begin_run(3);
+        let candidates = m.candidates(3, false);
+        assert_eq!(candidates[0].serial, 2, "{candidates:?}");
+        let offered = |name: &str, verified: i32, serials: Vec<u32>| {
+            vec![Attempt {
+                name: name.into(),
+                verified,
+                rc: 0,
+                serials,
+            }]
+        };
+        assert!(cached_over_newer(&m, &candidates, &offered("ckpt.1", 1, vec![1])));
+        // bytes that were no cached checkpoint's, or not read whole: a violation
+        assert!(!cached_over_newer(&m, &candidates, &offered("ckpt.1", 0, vec![])));
+        m.ckpts[0].cache = Avail::No;
+        assert!(!cached_over_newer(&m, &candidates, &offered("ckpt.1", 1, vec![1])));
+    }
 
     #[test]
     fn an_abort_in_complete_restart_is_known_by_the_last_line_the_application_said() {

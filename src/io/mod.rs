@@ -193,9 +193,11 @@ fn replace_through_temporary<T>(
             .create_new(true)
             .mode(mode)
             .open(&tmp)
-            .map_err(|e| Error::io(&tmp, "create", e))?;
+            // the file the user named, not the temporary they never asked for
+            .map_err(|e| Error::io(path, "create a temporary file beside", e))?;
         let value = write(&mut file)?;
-        file.sync_all().map_err(|e| Error::io(&tmp, "fsync", e))?;
+        file.sync_all()
+            .map_err(|e| Error::io(path, "fsync the temporary file of", e))?;
         fs::rename(&tmp, path).map_err(|e| Error::io(path, "rename a temporary over", e))?;
         Ok(value)
     })();

@@ -101,6 +101,9 @@ pub struct CkptIntervalArgs {
     /// The prefix directory (default: SCR_PREFIX, scr.conf, the working directory)
     #[arg(short = 'p', long, value_name = "DIR")]
     prefix: Option<PathBuf>,
+    /// The prefix directory, as `scr report` takes it
+    #[arg(value_name = "PREFIX", conflicts_with = "prefix")]
+    prefix_operand: Option<PathBuf>,
     /// Young's first-order formula instead of Daly's
     #[arg(long)]
     young: bool,
@@ -115,9 +118,18 @@ pub struct CkptIntervalArgs {
     json: bool,
 }
 
+/// An interval as SCR_CHECKPOINT_SECONDS takes it: whole seconds, rounded, at least 1.
+fn whole_seconds(interval: f64) -> u64 {
+    if interval.is_finite() {
+        interval.round().max(1.0) as u64
+    } else {
+        1
+    }
+}
+
 pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
-    let prefix = super::owners_prefix_dir(args.prefix, &params)?;
+    let prefix = super::owners_prefix_dir(args.prefix.or(args.prefix_operand), &params)?;
     let path = event_log::log_path(&prefix);
     let mut so_far = StatsSoFar::default();
     match event_log::stream(&path, |e| so_far.add(&e)) {
@@ -193,7 +205,9 @@ pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
         println!("{percent:.2} % of run time checkpointing at {interval:.0} s");
     }
     if !args.stats && !args.percent {
-        println!("{}", interval.round() as u64);
+        // whole seconds, as SCR_CHECKPOINT_SECONDS takes them, and never 0 (which turns
+        // checkpointing by time off): an interval under a second is one second
+        println!("{}", whole_seconds(interval));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -287,4 +301,19 @@ pub fn kill_jobstep(args: KillJobstepArgs) -> scr::Result<ExitCode> {
         what: e.to_string(),
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_seconds;
+
+    /// SCR_CHECKPOINT_SECONDS=0 turns checkpointing by time off: no interval prints as 0.
+    #[test]
+    fn an_interval_prints_as_whole_seconds_never_zero() {
+        assert_eq!(whole_seconds(0.2), 1);
+        assert_eq!(whole_seconds(-3.0), 1);
+        assert_eq!(whole_seconds(f64::NAN), 1);
+        assert_eq!(whole_seconds(59.5), 60);
+        assert_eq!(whole_seconds(3600.2), 3600);
+    }
 }

@@ -12,7 +12,8 @@ use super::units;
 use scr::event_log::Ending;
 use std::fmt::Write;
 
-/// Text made safe for HTML content and attribute values.
+/// Text made safe for HTML content and attribute values: markup escaped, control and
+/// reordering characters replaced (U+FFFD).
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -22,6 +23,14 @@ pub fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            // a control character (no character of HTML's) or one that reorders text (a
+            // name shown other than it is), from records anyone who logs may have written
+            '\t' | '\n' => out.push(c),
+            c if c.is_control()
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                out.push('\u{fffd}')
+            }
             c => out.push(c),
         }
     }
@@ -617,4 +626,17 @@ fn definitions(out: &mut String) {
          user's own scr.current link when it names another dataset of the index.</dd>\
          </dl></section>",
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn escaped_text_holds_no_markup_control_or_reordering_character() {
+        assert_eq!(
+            escape("<b a='1'>\u{1b}[31mx\u{202e}gpj.exe\u{7}\ty"),
+            "&lt;b a=&#39;1&#39;&gt;\u{fffd}[31mx\u{fffd}gpj.exe\u{fffd}\ty"
+        );
+    }
 }

@@ -211,7 +211,13 @@ pub fn page(site: &Site) -> String {
     out.push_str(
         "<section><h2>Failures per node</h2><p class=\"lead\">The nodes scr-run found \
          down before a run (the resource manager's word, no answer to a ping, a failed \
-         node test, or excluded), why, and whose jobs said so.</p><table id=\"nodes\"><thead><tr><th>node</th>\
+         node test, or excluded), why, and whose jobs said so.</p>",
+    );
+    if nodes.is_empty() {
+        out.push_str("<p id=\"no-nodes-down\">No node was found down in what this page covers.</p>");
+    }
+    out.push_str(
+        "<table id=\"nodes\"><thead><tr><th>node</th>\
          <th class=\"num\">times down</th><th>reasons</th><th>users</th></tr></thead><tbody>",
     );
     for row in &nodes {
