@@ -713,7 +713,7 @@ fn v3_1s_own_records_read_back_as_the_text_logs_events() {
 /// name, a server that takes the connection and never answers.
 #[test]
 fn a_failed_connection_names_the_setting_to_fix() {
-    let mut server = TestServer::start();
+    let server = TestServer::start();
     server.v3_1_database();
     let open = |user: &str, password: &str, database: &str, timeout| {
         let mut t = target(&server, user, password, database);
