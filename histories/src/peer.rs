@@ -221,9 +221,12 @@ pub fn cached_over_newer(model: &Model, candidates: &[Candidate], attempts: &[At
     let cached = model
         .get(serial)
         .is_some_and(|c| c.cache != Avail::No && c.complete);
-    let newer_on_prefix = candidates.iter().find(|c| c.status == Avail::Yes).is_some_and(|c| {
-        c.serial > serial && model.get(c.serial).is_some_and(|k| k.prefix == Avail::Yes)
-    });
+    let newer_on_prefix = candidates
+        .iter()
+        .find(|c| c.status == Avail::Yes)
+        .is_some_and(|c| {
+            c.serial > serial && model.get(c.serial).is_some_and(|k| k.prefix == Avail::Yes)
+        });
     first.verified == 1 && cached && newer_on_prefix
 }
 
@@ -341,11 +344,23 @@ mod tests {
                 serials,
             }]
         };
-        assert!(cached_over_newer(&m, &candidates, &offered("ckpt.1", 1, vec![1])));
+        assert!(cached_over_newer(
+            &m,
+            &candidates,
+            &offered("ckpt.1", 1, vec![1])
+        ));
         // bytes that were no cached checkpoint's, or not read whole: a violation
-        assert!(!cached_over_newer(&m, &candidates, &offered("ckpt.1", 0, vec![])));
+        assert!(!cached_over_newer(
+            &m,
+            &candidates,
+            &offered("ckpt.1", 0, vec![])
+        ));
         m.ckpts[0].cache = Avail::No;
-        assert!(!cached_over_newer(&m, &candidates, &offered("ckpt.1", 1, vec![1])));
+        assert!(!cached_over_newer(
+            &m,
+            &candidates,
+            &offered("ckpt.1", 1, vec![1])
+        ));
     }
 
     #[test]

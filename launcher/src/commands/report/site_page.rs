@@ -214,7 +214,9 @@ pub fn page(site: &Site) -> String {
          node test, or excluded), why, and whose jobs said so.</p>",
     );
     if nodes.is_empty() {
-        out.push_str("<p id=\"no-nodes-down\">No node was found down in what this page covers.</p>");
+        out.push_str(
+            "<p id=\"no-nodes-down\">No node was found down in what this page covers.</p>",
+        );
     }
     out.push_str(
         "<table id=\"nodes\"><thead><tr><th>node</th>\
