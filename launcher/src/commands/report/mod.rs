@@ -13,6 +13,7 @@ pub mod figures;
 pub mod html;
 pub mod json;
 pub mod launches;
+pub mod markup;
 pub mod site;
 pub mod site_page;
 pub mod units;
