@@ -701,3 +701,28 @@ fn a_run_ends_when_scr_run_is_killed() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A cache base missing on every node is a setting, not nodes that failed: scr-run says so,
+/// naming the directory, rather than leave the user to look for broken nodes.
+#[test]
+fn a_cache_base_no_node_has_is_said_to_be_a_setting() {
+    let job = Job::new();
+    let missing = job.dir.path().join("no-such-base");
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["sh", "-c", "exit 0"],
+        &[
+            ("SCR_RUNS", "1"),
+            ("SCR_CACHE_BASE", missing.to_str().unwrap()),
+        ],
+    ));
+    assert_ne!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains(&format!(
+            "every node failed the node test on {}",
+            missing.display()
+        )) && t.contains("a setting to fix"),
+        "{t}"
+    );
+    assert!(!t.contains("launching"), "{t}");
+}

@@ -47,6 +47,21 @@ pub(super) struct Live<'a> {
     pub(super) reshape: bool,
     /// The processes of the run's ranks on this machine, as they record them.
     pub(super) ranks: RunRanks,
+    /// The nodes the last look found down, and why.
+    pub(super) last_down: Vec<DownNode>,
+}
+
+/// The directory every node in `down` failed the node test on, when they all failed it on
+/// one: a base that is missing or unusable everywhere is a setting to fix, not nodes that
+/// failed.
+pub(super) fn directory_no_node_has(down: &[DownNode]) -> Option<&str> {
+    const NO_ACCESS: &str = "FAIL: Could not access directory: ";
+    let mut dirs = down.iter().map(|d| d.reason.strip_prefix(NO_ACCESS));
+    let first = dirs.next()??;
+    // (the reason may go on after the path: `: why`)
+    let dir = first.split(": ").next().unwrap_or(first);
+    dirs.all(|d| d.is_some_and(|d| d.split(": ").next() == Some(dir)))
+        .then_some(dir)
 }
 
 /// How long a run whose rank is gone may go on before scr-run ends it: time for the
@@ -227,13 +242,15 @@ impl JobOps for Live<'_> {
         {
             self.exclude = exclude;
         }
-        job::list_down_nodes(&DownNodeQuery {
+        let down = job::list_down_nodes(&DownNodeQuery {
             resource_manager: self.rm,
             nodes: self.nodes.clone(),
             known_down: known.clone(),
             exclude: self.exclude.clone(),
             node_check: Some(check),
-        })
+        });
+        self.last_down = down.clone();
+        down
     }
 
     fn nodes_of_last_run(&mut self) -> Option<u64> {
@@ -475,5 +492,37 @@ impl JobOps for Live<'_> {
             ),
             Event::Finished { ending } => r.say("finished", &ending.to_string(), ending.to_json()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn down(node: &str, reason: &str) -> DownNode {
+        DownNode {
+            node: node.into(),
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn a_directory_every_node_lacks_is_a_setting() {
+        let missing = "FAIL: Could not access directory: /scratch/cache";
+        assert_eq!(
+            directory_no_node_has(&[down("n1", missing), down("n2", missing)]),
+            Some("/scratch/cache")
+        );
+        // one node down for another reason: nodes that failed
+        assert_eq!(
+            directory_no_node_has(&[down("n1", missing), down("n2", "Failed to ping")]),
+            None
+        );
+        let other = "FAIL: Could not access directory: /dev/shm";
+        assert_eq!(
+            directory_no_node_has(&[down("n1", missing), down("n2", other)]),
+            None
+        );
+        assert_eq!(directory_no_node_has(&[]), None);
     }
 }

@@ -255,9 +255,21 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         },
         reshape: settings.launch.reshape,
         ranks,
+        last_down: Vec::new(),
     };
     let outcome = job::run_loop(&mut live, &cfg);
-    if matches!(outcome.ending, Ending::TooFewNodes { .. })
+    let missing_everywhere = live::directory_no_node_has(&live.last_down);
+    if let (Ending::TooFewNodes { .. }, Some(dir)) = (&outcome.ending, missing_everywhere) {
+        reporter.say(
+            "hint",
+            &format!(
+                "every node failed the node test on {dir}: a control or cache base \
+                 (SCR_CNTL_BASE, SCR_CACHE_BASE, a STORE of the configuration) that is missing \
+                 or unusable on all of them is a setting to fix, not nodes that failed"
+            ),
+            serde_json::json!({"directory": dir}),
+        );
+    } else if matches!(outcome.ending, Ending::TooFewNodes { .. })
         && !rm.is_slurm()
         && std::env::var_os("SCR_NODELIST").is_none()
     {
