@@ -226,8 +226,10 @@ impl Connection {
         wider.extend(self.column(
             "SELECT CONCAT(`PRIVILEGE_TYPE`, ' ON `', `TABLE_SCHEMA`, '`.*') \
              FROM `information_schema`.`SCHEMA_PRIVILEGES` WHERE `GRANTEE` = ? \
-             AND BINARY `TABLE_SCHEMA` = BINARY ? AND `PRIVILEGE_TYPE` NOT IN ('SELECT', 'INSERT')",
-            vec![grantee.clone().into(), grant_pattern(own).into()],
+             AND ? LIKE BINARY `TABLE_SCHEMA` AND `PRIVILEGE_TYPE` NOT IN ('SELECT', 'INSERT')",
+            // (a grant's database is a pattern: `scr_bob`, `scr_bo_` and `scr\_bob` all
+            // take in scr_bob)
+            vec![grantee.clone().into(), own.into()],
         )?);
         for view in ["TABLE_PRIVILEGES", "COLUMN_PRIVILEGES"] {
             wider.extend(self.column(
