@@ -32,8 +32,8 @@ use chrono::{DateTime, FixedOffset, Local, NaiveDateTime, TimeZone};
 pub struct Selection {
     /// Only this user's jobs.
     pub user: Option<String>,
-    /// Only events from this time on, compared with the times as written (each writer's
-    /// local time, as v3.1 records them).
+    /// Only events from this time on (the reader's local time), compared as instants with
+    /// each record's time at its writer's offset from UTC.
     pub since: Option<NaiveDateTime>,
 }
 
@@ -86,20 +86,29 @@ impl StoredEvent {
         self.start?.checked_add_signed(span(self.secs)?)
     }
 
-    /// When it ended, as an instant: the time its writer recorded in its local time, at
+    /// When it ended, as an instant ([`StoredEvent::instant`]).
+    pub fn ended_at(&self) -> Option<DateTime<FixedOffset>> {
+        self.instant(self.end()?)
+    }
+
+    /// When it began, as an instant ([`StoredEvent::instant`]).
+    pub fn started_at(&self) -> Option<DateTime<FixedOffset>> {
+        self.instant(self.start?)
+    }
+
+    /// A time of this record as an instant: its writer recorded it in its local time, at
     /// the offset from UTC it noted ([`crate::UTC_OFFSET`]); a record without one (v3.1's)
     /// is taken at this machine's local time then.
-    pub fn ended_at(&self) -> Option<DateTime<FixedOffset>> {
-        let end = self.end()?;
+    fn instant(&self, t: NaiveDateTime) -> Option<DateTime<FixedOffset>> {
         let noted = self
             .note_fields()
             .into_iter()
             .find(|(k, _)| k == crate::UTC_OFFSET)
             .and_then(|(_, v)| parse_offset(&v));
         match noted {
-            Some(offset) => offset.from_local_datetime(&end).single(),
+            Some(offset) => offset.from_local_datetime(&t).single(),
             None => Local
-                .from_local_datetime(&end)
+                .from_local_datetime(&t)
                 .earliest()
                 .map(|t| t.fixed_offset()),
         }
@@ -166,9 +175,24 @@ fn parse_time(text: Option<String>) -> Option<NaiveDateTime> {
     NaiveDateTime::parse_from_str(text.as_deref()?, TIME_FORMAT).ok()
 }
 
-/// The `since` bound as the server compares it.
+/// The `since` bound as the server compares it, with the times as written: a day and more
+/// earlier, so that no writer's local time, whatever its zone, is left out before the
+/// instants are compared here ([`since_instant`]).
 fn since_text(selection: &Selection) -> Option<String> {
-    selection.since.map(|t| t.format(TIME_FORMAT).to_string())
+    let widest = chrono::Duration::hours(26);
+    selection
+        .since
+        .and_then(|t| t.checked_sub_signed(widest))
+        .map(|t| t.format(TIME_FORMAT).to_string())
+}
+
+/// The `since` bound as an instant: the reader's local time.
+fn since_instant(selection: &Selection) -> Option<DateTime<FixedOffset>> {
+    let since = selection.since?;
+    Local
+        .from_local_datetime(&since)
+        .earliest()
+        .map(|t| t.fixed_offset())
 }
 
 impl Connection {
@@ -378,7 +402,7 @@ impl Connection {
                 });
             }
         }
-        let since = selection.since;
+        let since = since_instant(selection);
         let mut events: Vec<StoredEvent> = rows
             .into_iter()
             .map(|(kind, dset, dset_name, start, secs, note)| {
@@ -399,7 +423,7 @@ impl Connection {
                     bytes,
                 }
             })
-            .filter(|e| since.is_none_or(|since| e.start.is_some_and(|t| t >= since)))
+            .filter(|e| since.is_none_or(|since| e.started_at().is_some_and(|t| t >= since)))
             .collect();
         // in time order, as written within a second (a stable sort of rows in id order):
         // instants, so writers in other zones, or either side of a change of daylight

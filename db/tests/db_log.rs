@@ -608,10 +608,14 @@ fn a_grant_reaches_no_further_than_it_says() {
     // a grant's database is a pattern, however it was written: `scr_lou` unescaped, and
     // `scr_lo_`, take in scr_lou as much as `scr\_lou` does
     for pattern in ["scr_lou", "scr_lo_"] {
-        server.sql(&format!("GRANT DELETE ON `{pattern}`.* TO 'lou'@'localhost'"));
+        server.sql(&format!(
+            "GRANT DELETE ON `{pattern}`.* TO 'lou'@'localhost'"
+        ));
         let more = grant("lou", None).unwrap_err().to_string();
         assert!(more.contains(&format!("DELETE ON `{pattern}`")), "{more}");
-        server.sql(&format!("REVOKE DELETE ON `{pattern}`.* FROM 'lou'@'localhost'"));
+        server.sql(&format!(
+            "REVOKE DELETE ON `{pattern}`.* FROM 'lou'@'localhost'"
+        ));
     }
     grant("lou", None).unwrap();
     // a user's database made unlike the log's (a view where a table was) is no records the

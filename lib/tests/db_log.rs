@@ -679,18 +679,33 @@ fn runs_logged_in_other_time_zones_keep_their_order_and_the_run_that_died() {
     assert_eq!(starts.len(), 2, "{starts:?}");
     assert!(starts[1] < starts[0], "{starts:?}");
 
-    let out = std::process::Command::new(scr_command())
-        .args(["report", "--db", "--json"])
-        .current_dir(job.dir.path())
-        .env("SCR_LOG_DB_HOST", server.socket())
-        .env("SCR_LOG_DB_NAME", "scr")
-        .env("SCR_LOG_DB_USER", "scr")
-        .env("SCR_LOG_DB_PASS", "pw-all")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let site: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let report = |args: &[&str]| {
+        let out = std::process::Command::new(scr_command())
+            .args(["report", "--db", "--json"])
+            .args(args)
+            .current_dir(job.dir.path())
+            .env("SCR_LOG_DB_HOST", server.socket())
+            .env("SCR_LOG_DB_NAME", "scr")
+            .env("SCR_LOG_DB_USER", "scr")
+            .env("SCR_LOG_DB_PASS", "pw-all")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON on stdout")
+    };
+    let site = report(&[]);
     let app = &site["applications"][0];
     assert_eq!(app["runs"], 2, "{site:#}");
     assert_eq!(app["runs_died"], 1, "{site:#}");
+    // --since takes instants too: an hour ago both runs, in an hour none, whatever the
+    // zone each logged in
+    let at = |hours: i64| {
+        (chrono::Local::now() + chrono::Duration::hours(hours))
+            .format("%Y-%m-%d %H:%M")
+            .to_string()
+    };
+    let since = report(&["--since", &at(-1)]);
+    assert_eq!(since["applications"][0]["runs"], 2, "{since:#}");
+    let none = report(&["--since", &at(1)]);
+    assert_eq!(none["applications"], serde_json::json!([]), "{none:#}");
 }
