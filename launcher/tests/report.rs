@@ -542,6 +542,61 @@ fn the_page_is_not_written_into_another_users_directory() {
     assert!(mine.is_file());
 }
 
+/// The charts go nowhere another user may change either (--svg judges its directory as -o
+/// does), and neither a page nor a chart replaces what is not a file: a FIFO stays a FIFO
+/// (as root's `-o /dev/null` leaves the device).
+#[test]
+fn charts_and_pages_go_only_where_a_page_may() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let prefix = crafted_prefix();
+    let p = prefix.path().to_str().unwrap();
+    let theirs = prefix.path().join("their-charts");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let out = scr(&["report", p, "--svg", theirs.to_str().unwrap()], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+    let fifo = prefix.path().join("fifo.html");
+    nix_mkfifo(&fifo);
+    let out = scr(&["report", p, "-o", fifo.to_str().unwrap()], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("no regular file"), "{said}");
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    // a directory of the user's own takes the charts
+    let mine = prefix.path().join("charts");
+    let out = scr(&["report", p, "--svg", mine.to_str().unwrap()], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(mine.join("timeline.svg").is_file());
+}
+
+/// Makes a FIFO at `path`.
+fn nix_mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
 /// The site's choices (--user, --app, --since, --option-file) without --db are an error that
 /// says so, not options quietly ignored on one prefix's page.
 #[test]

@@ -709,3 +709,66 @@ fn runs_logged_in_other_time_zones_keep_their_order_and_the_run_that_died() {
     let none = report(&["--since", &at(1)]);
     assert_eq!(none["applications"], serde_json::json!([]), "{none:#}");
 }
+
+/// A server that stops answering while scr-run's first run goes on turns scr-run's database
+/// log off; once it answers again, the next run's bounds take the log up again, so how each
+/// run ended and how the job ended are in the database, not lost for the rest of the
+/// allocation.
+#[test]
+fn scr_run_takes_the_database_log_up_again_after_an_outage() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    let job = Job::new();
+    let app = job.app.display().to_string();
+    let mut env: Vec<(&str, String)> = db_env(&server, "pw-insert");
+    env.extend([
+        ("SCR_NODELIST", "n1".to_string()),
+        ("SCR_RUNS", "2".to_string()),
+        ("TEST_API_FAIL_FIRST", "1".to_string()),
+        ("TEST_API_SLEEP_MS", "500".to_string()),
+    ]);
+    let said = job.dir.path().join("scr-run.out");
+    let mut cmd = scr_run_in(
+        &job,
+        &["mpiexec", "-launcher", "fork", "-n", "2", &app, "2000", "8"],
+        &borrowed(&env),
+    );
+    cmd.stdout(std::fs::File::create(&said).unwrap())
+        .stderr(std::fs::File::create(job.dir.path().join("scr-run.err")).unwrap());
+    server.pause();
+    let child = cmd.spawn().unwrap();
+    // the outage is real: scr-run said its log went off
+    let started = std::time::Instant::now();
+    let err = job.dir.path().join("scr-run.err");
+    while !std::fs::read_to_string(&err).is_ok_and(|t| t.contains("database log off")) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the log never went off: {}",
+            std::fs::read_to_string(&err).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    server.resume();
+    let out = wait_within(child, std::time::Duration::from_secs(180));
+    let t = format!(
+        "{}{}",
+        std::fs::read_to_string(&said).unwrap(),
+        std::fs::read_to_string(&err).unwrap()
+    );
+    assert!(out.status.success(), "{t}");
+    let ends = rows(
+        &server,
+        "SELECT IFNULL(e.note, '') FROM scr.events e JOIN scr.types t ON t.id = e.type_id \
+         WHERE t.name = 'RUN_END' ORDER BY e.id",
+    );
+    assert_eq!(ends.len(), 2, "{ends:?}\n{t}");
+    assert!(ends[0][0].contains("exit_code=3"), "{ends:?}");
+    assert!(ends[1][0].contains("exit_code=0"), "{ends:?}");
+    assert_eq!(
+        server.sql(
+            "SELECT COUNT(*) FROM scr.events e JOIN scr.types t ON t.id = e.type_id \
+             WHERE t.name = 'SCR_RUN_FINISHED'"
+        ),
+        "1\n"
+    );
+}

@@ -226,9 +226,11 @@ pub fn run(args: Args) -> scr::Result<ExitCode> {
         if let Some(dir) = &args.svg {
             way_is_yours(dir)?;
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+            // the directory the charts go in is judged as -o judges a page's: one another
+            // user may rename in could lead the next chart over a file of the user's
             for c in &charts {
-                let path = dir.join(format!("{}.svg", c.name));
-                scr::io::write_atomic(&path, c.svg.as_bytes(), REPORT_MODE)?;
+                let path = checked_way(dir.join(format!("{}.svg", c.name)))?;
+                scr::io::replace_in_held_dir(&path, c.svg.as_bytes(), REPORT_MODE, false)?;
                 say(&path);
             }
         }
@@ -324,11 +326,14 @@ fn write_page(
                 .and_then(|_| out.flush())
                 .map_err(|e| Error::io("standard output", "write the page to", e));
         }
-        (None, PageDefault::InPrefix(path)) => path,
+        (None, PageDefault::InPrefix(path)) => {
+            only_over_a_file(&path)?;
+            path
+        }
         (Some(path), _) => checked_way(path.to_path_buf())?,
         (None, PageDefault::Elsewhere(path)) => checked_way(path)?,
     };
-    scr::io::write_atomic(&path, page.as_bytes(), REPORT_MODE)?;
+    scr::io::replace_in_held_dir(&path, page.as_bytes(), REPORT_MODE, false)?;
     say(&path);
     Ok(())
 }
@@ -345,7 +350,21 @@ fn checked_way(path: PathBuf) -> scr::Result<PathBuf> {
         ));
     }
     way_is_yours(&path)?;
+    only_over_a_file(&path)?;
     Ok(path)
+}
+
+/// Refuses a path that is something other than a file: a page written over a device (root's
+/// `-o /dev/null`) or a FIFO would replace it with a file.
+fn only_over_a_file(path: &Path) -> scr::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.is_file() => Err(Error::invalid(
+            path,
+            "is no regular file (a device, a FIFO, a directory or a link): scr report \
+             replaces only a file; -o - writes to standard output",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// How long `scr report --db` waits for the server to connect or answer one query.

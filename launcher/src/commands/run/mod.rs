@@ -63,13 +63,26 @@ pub struct Args {
 /// record with its fields.
 struct Reporter {
     json: bool,
-    db: Option<scr_db::Sink>,
+    db: std::sync::Mutex<Option<scr_db::Sink>>,
+    /// Opens the database log again: a log a server's outage turned off is taken up again
+    /// at the next run's launch and end, rather than lost for the rest of the allocation.
+    reopen: Option<Box<dyn Fn() -> Option<scr_db::Sink>>>,
 }
+
+/// The events at which a database log that went off is opened again: a run's bounds.
+const REOPEN_AT: [&str; 3] = ["launch", "run_ended", "finished"];
 
 impl Reporter {
     fn say(&self, event: &str, text: &str, fields: serde_json::Value) {
         let now = chrono::Local::now();
-        if let Some(db) = &self.db {
+        let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+        if db.as_ref().is_some_and(|s| !s.is_on())
+            && REOPEN_AT.contains(&event)
+            && let Some(reopen) = &self.reopen
+        {
+            *db = reopen();
+        }
+        if let Some(db) = db.as_ref() {
             let kind = format!("SCR_RUN_{}", event.to_ascii_uppercase());
             let mut record: Vec<(&str, String)> = Vec::new();
             if let serde_json::Value::Object(map) = &fields {
@@ -145,7 +158,8 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     let run_commands = take_run_commands(&mut args.command)?;
     let mut reporter = Reporter {
         json: args.json,
-        db: None,
+        db: Default::default(),
+        reopen: None,
     };
     // the drain after the last run takes what the runs leave in cache, so the library
     // keeps its checkpoints there between flushes (SCR_FLUSH): the runs, and this
@@ -170,7 +184,11 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     export_job(rm.as_ref(), &job_id);
     let prefix = super::prefix_dir(None, &params)?;
     // the library's user, whose records of this job these join
-    reporter.db = super::db_log(&params, &prefix, scr::layout::user_name());
+    reporter.db = super::db_log(&params, &prefix, scr::layout::user_name()).into();
+    reporter.reopen = Some({
+        let (params, prefix) = (params.clone(), prefix.clone());
+        Box::new(move || super::db_log(&params, &prefix, scr::layout::user_name()))
+    });
     let exclude = super::excluded_nodes(&params)?;
     let node_check = super::nodes::configured_node_check(&params, false);
     let launch_node = rm
