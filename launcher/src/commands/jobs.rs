@@ -202,7 +202,9 @@ pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
         println!("Daly: {daly:.1} s");
     }
     if args.percent {
-        println!("{percent:.2} % of run time checkpointing at {interval:.0} s");
+        // (an interval under ten seconds, as a test's log gives, keeps its fraction)
+        let digits = if interval < 10.0 { 2 } else { 0 };
+        println!("{percent:.2} % of run time checkpointing at {interval:.digits$} s");
     }
     if !args.stats && !args.percent {
         // whole seconds, as SCR_CHECKPOINT_SECONDS takes them, and never 0 (which turns
