@@ -772,3 +772,51 @@ fn scr_run_takes_the_database_log_up_again_after_an_outage() {
         "1\n"
     );
 }
+
+/// A job whose last run died: scr-run saw it end badly and says so in the text log as in the
+/// database, so the prefix's report, the interval and the site report all count it as a run
+/// that died, none as one still running.
+#[test]
+fn a_last_run_that_died_is_died_in_the_text_log_and_the_database_alike() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    let job = Job::new();
+    let app = job.app.display().to_string();
+    let mut env: Vec<(&str, String)> = db_env(&server, "pw-insert");
+    env.extend([
+        ("SCR_NODELIST", "n1".to_string()),
+        ("SCR_RUNS", "1".to_string()),
+        ("TEST_API_FAIL_FIRST", "1".to_string()),
+    ]);
+    let (out, t) = output(scr_run_in(
+        &job,
+        &["mpiexec", "-launcher", "fork", "-n", "2", &app, "2000", "3"],
+        &borrowed(&env),
+    ));
+    assert!(!out.status.success(), "{t}");
+    let log = std::fs::read_to_string(scr::event_log::log_path(&job.prefix())).unwrap();
+    assert!(
+        log.contains("event=SCR_RUN_LAUNCH") && log.contains("event=SCR_RUN_RUN_ENDED"),
+        "{log}"
+    );
+    let scr = |args: &[&str], db: bool| {
+        let mut cmd = std::process::Command::new(scr_command());
+        cmd.args(args).current_dir(job.dir.path());
+        if db {
+            cmd.env("SCR_LOG_DB_HOST", server.socket())
+                .env("SCR_LOG_DB_NAME", "scr")
+                .env("SCR_LOG_DB_USER", "scr")
+                .env("SCR_LOG_DB_PASS", "pw-all");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON on stdout")
+    };
+    let prefix = job.prefix().display().to_string();
+    let report = scr(&["report", "--json", &prefix], false);
+    assert_eq!(report["runs"][0]["ending"], "died", "{report:#}");
+    let interval = scr(&["ckpt-interval", "--json", &prefix], false);
+    assert_eq!(interval["failures"], 1, "{interval:#}");
+    let site = scr(&["report", "--db", "--json"], true);
+    assert_eq!(site["applications"][0]["runs_died"], 1, "{site:#}");
+}

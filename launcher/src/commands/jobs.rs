@@ -2,8 +2,10 @@
 //! `scr ckpt-interval` (`scr_ckpt_interval`), `scr inspect` (`scr_inspect`) and
 //! `scr kill-jobstep` (`scr_kill_jobstep`).
 
+use super::report::figures::FiguresSoFar;
+use super::report::launches::Launches;
 use crate::job::child;
-use scr::event_log::{self, StatsSoFar};
+use scr::event_log;
 use scr::flush::{FlushFile, Location};
 use scr::halt::HaltFile;
 use scr::index::IndexFile;
@@ -131,21 +133,27 @@ pub fn ckpt_interval(args: CkptIntervalArgs) -> scr::Result<ExitCode> {
     let params = Params::load(&Sources::from_process())?;
     let prefix = super::owners_prefix_dir(args.prefix.or(args.prefix_operand), &params)?;
     let path = event_log::log_path(&prefix);
-    let mut so_far = StatsSoFar::default();
-    match event_log::stream(&path, |e| so_far.add(&e)) {
-        Ok(skipped) if !skipped.nothing() => {
-            eprintln!("scr_ckpt_interval: {}: skipped {skipped}", path.display());
+    // the log read as `scr report` reads it (scr-run's lines among the library's), so the
+    // two never disagree on a run's ending
+    let mut so_far = FiguresSoFar::default();
+    let mut launches = Launches::default();
+    let skipped = match event_log::stream(&path, |e| launches.add(e, &mut so_far)) {
+        Ok(skipped) => {
+            if !skipped.nothing() {
+                eprintln!("scr_ckpt_interval: {}: skipped {skipped}", path.display());
+            }
+            skipped
         }
-        Ok(_) => {}
         Err(e) => {
             eprintln!(
-                "scr_ckpt_interval: {}: {e}; run the job with SCR_LOG_ENABLE=1 to record one",
+                "scr_ckpt_interval: {}: {e}; run the job with SCR_LOG_ENABLE=1 (and \
+                 SCR_LOG_TXT_ENABLE=1, its default) to record one",
                 path.display()
             );
             return Ok(ExitCode::from(1));
         }
-    }
-    let stats = so_far.finish();
+    };
+    let stats = so_far.finish(skipped).stats;
     if stats.checkpoints == 0 {
         eprintln!(
             "scr_ckpt_interval: {} records no completed checkpoint yet ({} run(s)): run the \

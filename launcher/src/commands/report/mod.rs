@@ -154,12 +154,15 @@ impl Report {
         // one event at a time: a log of any size (anyone who can write to it may have
         // grown it) takes bounded memory
         let mut so_far = figures::FiguresSoFar::default();
-        let skipped = event_log::stream(&log, |e| so_far.add(e)).map_err(|e| {
+        // scr-run's lines (its launches, how each run ended) read as the database's are
+        let mut launches = launches::Launches::default();
+        let skipped = event_log::stream(&log, |e| launches.add(e, &mut so_far)).map_err(|e| {
             if e.is_not_found() {
                 Error::invalid(
                     &log,
-                    "no event log here: run the job with SCR_LOG_ENABLE=1 (SCR's text log) to \
-                     record one, or give the prefix the job used",
+                    "no event log here: run the job with SCR_LOG_ENABLE=1 (and \
+                     SCR_LOG_TXT_ENABLE=1, its default: SCR's text log) to record one, give the \
+                     prefix the job used, or read the database log with --db",
                 )
             } else {
                 e

@@ -123,43 +123,6 @@ impl Live<'_> {
         crate::commands::read_state(&self.prefix, &file(&self.prefix))
     }
 
-    /// Tells the prefix's text log (with SCR_LOG_ENABLE and SCR_LOG_TXT_ENABLE) that the run
-    /// stopped for a halt that exits now, as the library tells a halt it exits for: a run
-    /// scr-run ends this way has no END and no HALT of its library's, and would read as a
-    /// run that died.
-    fn log_halt(&self) {
-        let log = &self.params.typed().log;
-        if !(log.enable && log.text) {
-            return;
-        }
-        let line = scr::event_log::format_line(
-            chrono::Local::now(),
-            scr::event_log::kinds::HALT,
-            &[
-                ("exits", "true".into()),
-                ("reason", "scr halt --immediate".into()),
-                ("user", scr::layout::effective_user_name()),
-                ("jobid", crate::commands::job_id(self.params)),
-            ],
-        );
-        let appended = match scr::event_log::open_log_dir(&self.prefix) {
-            Ok(Some(dir)) => scr::event_log::append_in(&dir, format!("{line}\n").as_bytes())
-                .map_err(|e| e.to_string()),
-            Ok(None) => Err("no .scr directory of yours there".into()),
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(e) = appended {
-            self.reporter.say(
-                "warning",
-                &format!(
-                    "the event log in {} does not say the run was halted: {e}",
-                    self.prefix.display()
-                ),
-                serde_json::json!({"error": e}),
-            );
-        }
-    }
-
     /// Why the running job must be stopped now, if it must (checked about once a second).
     fn must_stop_run(&self, watch: &mut Watch) -> Option<NotEnded> {
         if watch.last_poll.elapsed() < Duration::from_secs(1) {
@@ -328,9 +291,6 @@ impl JobOps for Live<'_> {
             match app.try_wait() {
                 // a run scr-run stopped did not finish, whatever it exited with
                 Ok(Some(_)) if let Some(why) = why => {
-                    if why.halted {
-                        self.log_halt();
-                    }
                     return Err(NotEnded {
                         error: format!("stopped by scr-run ({})", why.error),
                         halted: why.halted,

@@ -67,7 +67,17 @@ struct Reporter {
     /// Opens the database log again: a log a server's outage turned off is taken up again
     /// at the next run's launch and end, rather than lost for the rest of the allocation.
     reopen: Option<Box<dyn Fn() -> Option<scr_db::Sink>>>,
+    /// The prefix whose text log (SCR_LOG_ENABLE and SCR_LOG_TXT_ENABLE) takes scr-run's
+    /// launches and how each run ended ([`TEXT_LOGGED`]), with the user and job id the
+    /// library's lines name: a run that ended badly, or that scr-run stopped for a halt, is
+    /// told there as in the database, which the library alone cannot tell.
+    text_log: Option<(std::path::PathBuf, [(&'static str, String); 2])>,
+    /// An append to the text log failed already (it was said).
+    text_failed: std::sync::atomic::AtomicBool,
 }
+
+/// scr-run's events that its text log takes too.
+const TEXT_LOGGED: [&str; 2] = ["launch", "run_ended"];
 
 /// The events at which a database log that went off is opened again: a run's bounds.
 const REOPEN_AT: [&str; 3] = ["launch", "run_ended", "finished"];
@@ -83,21 +93,15 @@ impl Reporter {
             *db = reopen();
         }
         if let Some(db) = db.as_ref() {
-            let kind = format!("SCR_RUN_{}", event.to_ascii_uppercase());
-            let mut record: Vec<(&str, String)> = Vec::new();
-            if let serde_json::Value::Object(map) = &fields {
-                for (k, v) in map {
-                    match v {
-                        serde_json::Value::Null => {}
-                        serde_json::Value::String(s) => record.push((k, s.clone())),
-                        v => record.push((k, v.to_string())),
-                    }
-                }
-            }
+            let mut record = record_of(&fields);
             if record.is_empty() {
                 record.push(("message", text.to_string()));
             }
-            db.record(&kind, now, &record);
+            db.record(&record_kind(event), now, &record);
+        }
+        drop(db);
+        if TEXT_LOGGED.contains(&event) {
+            self.to_text_log(event, now, &fields);
         }
         if self.json {
             let mut obj = serde_json::json!({
@@ -117,6 +121,61 @@ impl Reporter {
             );
         }
     }
+}
+
+impl Reporter {
+    /// Appends `event` to the prefix's text log, as a `SCR_RUN_<EVENT>` line with its fields
+    /// and the library's user and job id; a log that takes no line is said once.
+    fn to_text_log(
+        &self,
+        event: &str,
+        now: chrono::DateTime<chrono::Local>,
+        fields: &serde_json::Value,
+    ) {
+        let Some((prefix, who)) = &self.text_log else {
+            return;
+        };
+        let mut record = record_of(fields);
+        record.extend(who.iter().map(|(k, v)| (*k, v.clone())));
+        let line = scr::event_log::format_line(now, &record_kind(event), &record);
+        let appended = match scr::event_log::open_log_dir(prefix) {
+            Ok(Some(dir)) => scr::event_log::append_in(&dir, format!("{line}\n").as_bytes())
+                .map_err(|e| e.to_string()),
+            Ok(None) => Err("its .scr is no directory of yours".into()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = appended
+            && !self
+                .text_failed
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            eprintln!(
+                "{}: the event log {} does not take scr-run's lines: {e} (said once)",
+                crate::program_name(),
+                scr::event_log::log_path(prefix).display()
+            );
+        }
+    }
+}
+
+/// The record kind of scr-run's `event`: `SCR_RUN_<EVENT>`.
+fn record_kind(event: &str) -> String {
+    format!("SCR_RUN_{}", event.to_ascii_uppercase())
+}
+
+/// An event's JSON fields as a record's `key=value` fields (nulls left out).
+fn record_of(fields: &serde_json::Value) -> Vec<(&str, String)> {
+    let mut record: Vec<(&str, String)> = Vec::new();
+    if let serde_json::Value::Object(map) = fields {
+        for (k, v) in map {
+            match v {
+                serde_json::Value::Null => {}
+                serde_json::Value::String(s) => record.push((k, s.clone())),
+                v => record.push((k, v.to_string())),
+            }
+        }
+    }
+    record
 }
 
 fn fail(text: impl std::fmt::Display) -> scr::Error {
@@ -160,6 +219,8 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         json: args.json,
         db: Default::default(),
         reopen: None,
+        text_log: None,
+        text_failed: Default::default(),
     };
     // the drain after the last run takes what the runs leave in cache, so the library
     // keeps its checkpoints there between flushes (SCR_FLUSH): the runs, and this
@@ -185,6 +246,16 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     let prefix = super::prefix_dir(None, &params)?;
     // the library's user, whose records of this job these join
     reporter.db = super::db_log(&params, &prefix, scr::layout::user_name()).into();
+    let log = &params.typed().log;
+    if log.enable && log.text {
+        reporter.text_log = Some((
+            prefix.clone(),
+            [
+                ("user", scr::layout::user_name()),
+                ("jobid", job_id.clone()),
+            ],
+        ));
+    }
     reporter.reopen = Some({
         let (params, prefix) = (params.clone(), prefix.clone());
         Box::new(move || super::db_log(&params, &prefix, scr::layout::user_name()))
