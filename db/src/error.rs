@@ -158,10 +158,12 @@ impl ClientError {
                            and SCR_LOG_DB_PASS, else user= and password= of ~/.my.cnf)"
                 .into(),
             // ER_DBACCESS_DENIED_ERROR
-            Some(1044) => " (this account may not use that database: SCR_LOG_DB_NAME names \
-                           one it may; a database of your own records, as `scr db grant` \
-                           makes them, is the log's name, `_` and your user name: \
-                           SCR_LOG_DB_NAME=scr_$USER beside a log named scr)"
+            Some(1044) => " (this account may not use that database, or it does not exist \
+                           (the server says the same of both): SCR_LOG_DB_NAME names one it \
+                           may; a database of your own records, as `scr db grant` makes \
+                           them, is the log's name, `_` and your user name: \
+                           SCR_LOG_DB_NAME=scr_$USER beside a log named scr; a log not made \
+                           yet is made by `scr db init`, as an account that may create it)"
                 .into(),
             // ER_TABLEACCESS_DENIED_ERROR, ER_COLUMNACCESS_DENIED_ERROR
             Some(1142 | 1143) => " (this account may not do that there: the site's \
@@ -175,6 +177,20 @@ impl ClientError {
             _ if self.timed_out() => " (the server took the connection and did not answer: \
                                       it is stopped or overloaded)"
                 .into(),
+            // no socket there: no server listens at that path
+            _ if matches!(
+                &*self.0,
+                mysql::Error::DriverError(mysql::DriverError::CouldNotConnect(Some((
+                    _,
+                    _,
+                    std::io::ErrorKind::NotFound
+                ))))
+            ) =>
+            {
+                " (no server's socket at that path: the server is not running there, or \
+                 SCR_LOG_DB_HOST, else socket= of ~/.my.cnf, names another)"
+                    .into()
+            }
             _ => String::new(),
         }
     }

@@ -264,7 +264,8 @@ impl Connection {
                     name,
                     format!(
                         "it does not hold the log's tables ({}) as tables: one is missing or \
-                         is a view; `scr db grant` refuses to grant it until it does",
+                         is a view; drop what is not the log's, and `scr db grant` makes the \
+                         missing tables again",
                         crate::own_records::TABLES.join(", ")
                     ),
                 ));

@@ -741,6 +741,17 @@ fn a_failed_connection_names_the_setting_to_fix() {
         wrong.contains("1045") && wrong.contains("SCR_LOG_DB_PASS"),
         "{wrong}"
     );
+    // no socket at that path: no server listens there
+    let mut gone = target(&server, "scr_insert", "pw-insert", "scr");
+    gone.address = Address::Socket(server.socket().with_file_name("nope.sock"));
+    let nothing = match Connection::open(&gone, true) {
+        Ok(_) => panic!("connected to no socket"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        nothing.contains("no server's socket") && nothing.contains("SCR_LOG_DB_HOST"),
+        "{nothing}"
+    );
     server.sql("CREATE DATABASE other");
     let elsewhere = open("scr_insert", "pw-insert", "other", bound);
     assert!(
