@@ -204,22 +204,6 @@ impl Connection {
                 own.into(),
             ],
         )?);
-        // a table's or a column's grant, on the log or on another user's database
-        for view in ["TABLE_PRIVILEGES", "COLUMN_PRIVILEGES"] {
-            wider.extend(self.column(
-                &format!(
-                    "SELECT CONCAT(`PRIVILEGE_TYPE`, ' ON `', `TABLE_SCHEMA`, '`.`', `TABLE_NAME`, '`') \
-                     FROM `information_schema`.`{view}` WHERE `GRANTEE` = ? \
-                     AND (`TABLE_SCHEMA` = ? OR (`TABLE_SCHEMA` LIKE ? AND BINARY `TABLE_SCHEMA` <> BINARY ?))"
-                ),
-                vec![
-                    grantee.clone().into(),
-                    database.into(),
-                    others.clone().into(),
-                    own.into(),
-                ],
-            )?);
-        }
         // on its own database, reading and adding and nothing more: an account that may
         // alter, drop or make tables there could turn its records into what the report does
         // not read (a view for a table), and the grant would say less than it gives
@@ -231,14 +215,23 @@ impl Connection {
             // take in scr_bob)
             vec![grantee.clone().into(), own.into()],
         )?);
+        // a table's or a column's grant: on the log or on another user's database, or more
+        // than reading and adding on a table of its own
         for view in ["TABLE_PRIVILEGES", "COLUMN_PRIVILEGES"] {
             wider.extend(self.column(
                 &format!(
                     "SELECT CONCAT(`PRIVILEGE_TYPE`, ' ON `', `TABLE_SCHEMA`, '`.`', `TABLE_NAME`, '`') \
                      FROM `information_schema`.`{view}` WHERE `GRANTEE` = ? \
-                     AND BINARY `TABLE_SCHEMA` = BINARY ? AND `PRIVILEGE_TYPE` NOT IN ('SELECT', 'INSERT')"
+                     AND (`TABLE_SCHEMA` = ? OR (`TABLE_SCHEMA` LIKE ? AND BINARY `TABLE_SCHEMA` <> BINARY ?) \
+                          OR (BINARY `TABLE_SCHEMA` = BINARY ? AND `PRIVILEGE_TYPE` NOT IN ('SELECT', 'INSERT')))"
                 ),
-                vec![grantee.clone().into(), own.into()],
+                vec![
+                    grantee.clone().into(),
+                    database.into(),
+                    others.clone().into(),
+                    own.into(),
+                    own.into(),
+                ],
             )?);
         }
         // what a role or a proxy gives is not judged here: the account may hold neither
