@@ -513,13 +513,9 @@ fn beyond_the_rows_listed_the_figures_still_count_every_run_and_failure() {
 /// could swap or remove what is written.
 #[test]
 fn the_page_is_not_written_into_another_users_directory() {
-    use std::os::unix::fs::PermissionsExt;
     let prefix = crafted_prefix();
     let p = prefix.path().to_str().unwrap();
-    let theirs = prefix.path().join("theirs");
-    std::fs::create_dir(&theirs).unwrap();
-    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let theirs = nobodys_dir(&prefix.path().join("theirs"), 0o755);
     let page = theirs.join("report.html");
     let out = scr(&["report", p, "-o", page.to_str().unwrap()], &[]);
     assert_eq!(
@@ -547,13 +543,10 @@ fn the_page_is_not_written_into_another_users_directory() {
 /// (as root's `-o /dev/null` leaves the device).
 #[test]
 fn charts_and_pages_go_only_where_a_page_may() {
-    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    use std::os::unix::fs::FileTypeExt;
     let prefix = crafted_prefix();
     let p = prefix.path().to_str().unwrap();
-    let theirs = prefix.path().join("their-charts");
-    std::fs::create_dir(&theirs).unwrap();
-    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
-    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let theirs = nobodys_dir(&prefix.path().join("their-charts"), 0o777);
     let out = scr(&["report", p, "--svg", theirs.to_str().unwrap()], &[]);
     assert_eq!(
         out.status.code(),
@@ -588,6 +581,15 @@ fn charts_and_pages_go_only_where_a_page_may() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(mine.join("timeline.svg").is_file());
+}
+
+/// A directory at `path` of another user's (nobody's) with `mode`.
+fn nobodys_dir(path: &std::path::Path, mode: u32) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(path).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+    path.to_path_buf()
 }
 
 /// Makes a FIFO at `path`.
