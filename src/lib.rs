@@ -46,6 +46,7 @@ pub mod safe_fs;
 pub mod scavenge;
 pub mod schedule;
 pub mod summary;
+pub mod text;
 pub mod transfer;
 pub mod units;
 mod view;

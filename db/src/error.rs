@@ -90,9 +90,7 @@ impl std::fmt::Display for ClientError {
             other => other.to_string(),
         };
         for c in text.chars() {
-            if c.is_control()
-                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-            {
+            if scr::text::misleads(c) {
                 write!(f, "{}", c.escape_unicode())?;
             } else {
                 write!(f, "{c}")?;

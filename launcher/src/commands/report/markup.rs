@@ -14,11 +14,7 @@ pub fn escape(text: &str) -> String {
             // a control character (no character of HTML's) or one that reorders text (a
             // name shown other than it is), from records anyone who logs may have written
             '\t' | '\n' => out.push(c),
-            c if c.is_control()
-                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
-            {
-                out.push('\u{fffd}')
-            }
+            c if scr::text::misleads(c) => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
