@@ -429,7 +429,7 @@ impl Connection {
         // in time order, as written within a second (a stable sort of rows in id order):
         // instants, so writers in other zones, or either side of a change of daylight
         // time, are not taken out of order
-        events.sort_by_key(|e| e.ended_at());
+        events.sort_by_cached_key(|e| e.ended_at());
         Ok(events)
     }
 }
