@@ -392,6 +392,16 @@ impl Scr {
         {
             say!("{stranded}");
         }
+        for &d in &found.lost {
+            self.job.debug(
+                1,
+                format_args!(
+                    "dataset {d}: every node that wrote it runs this job and cannot rebuild \
+                     it; what is left of it leaves the cache"
+                ),
+            );
+            self.delete_cached(d);
+        }
         self.flush_part().sweep_interrupted();
         if let Some(name) = named_current {
             self.apply_named_current(&name)?;

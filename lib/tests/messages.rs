@@ -406,6 +406,15 @@ fn a_single_checkpoint_on_a_lost_node_is_not_offered_to_a_drain() {
         "{out}"
     );
     assert_unrecoverable_checkpoint_told_as_such(&out);
+    // every node that wrote it ran this job: no drain or later job can complete it, and
+    // what is left of it would stop a job of another size that cannot drain it either
+    for rank in [0, 1, 3] {
+        let left = job.cached(&format!("ckpt.2/rank_{rank}.ckpt"));
+        assert!(
+            left.is_empty(),
+            "rank {rank}'s piece of ckpt.2 stayed: {left:?}"
+        );
+    }
 }
 
 #[test]

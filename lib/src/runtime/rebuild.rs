@@ -40,6 +40,10 @@ pub(super) struct CacheRestart {
     /// The checkpoints newer than the restart that this job's caches hold but could not
     /// give back (the ranks said why).
     pub(super) unrecovered: Vec<u64>,
+    /// Those of `unrecovered` lost for good: every node that wrote them runs this job, so
+    /// no later job or drain sees more of them, and their pieces would only make a job of
+    /// another size stop over a checkpoint it cannot drain either.
+    pub(super) lost: Vec<u64>,
 }
 
 impl Recovery<'_> {
@@ -59,6 +63,7 @@ impl Recovery<'_> {
             checkpoint_id: 0,
             restart: None,
             unrecovered: Vec::new(),
+            lost: Vec::new(),
         };
         // SCR_DISTRIBUTE=0: no rebuild in cache; a restart comes from the prefix
         let mut below = if distribute { u64::MAX } else { 0 };
@@ -79,15 +84,20 @@ impl Recovery<'_> {
                 }
                 // nothing of it was in cache to lose (it said so at SCR_DEBUG=1)
                 Recovered::OnPrefix => {}
-                // what is left of it stays in cache (the drain may see more nodes than this
-                // run) until it ages out like any dataset
                 Recovered::Lost => {
-                    self.stop_if_whole_elsewhere(d, prefix, known_down)?;
+                    let gone = self.stop_if_whole_elsewhere(d, prefix, known_down)?;
                     if job.is_root() {
                         say!(
                             "SCR: dataset {d} cannot be recovered from cache; looking for \
                              another checkpoint (older ones in cache, then the prefix)"
                         );
+                    }
+                    // what is left of one the nodes of this job alone wrote goes (the
+                    // caller deletes it once it has said so); else it stays in cache (the
+                    // drain may see more nodes than this run) until it ages out like any
+                    // dataset
+                    if gone {
+                        found.lost.push(d);
                     }
                     found.unrecovered.push(d);
                 }
@@ -132,17 +142,20 @@ impl Recovery<'_> {
     /// it found down), its missing files may be whole there. Going on from an older
     /// checkpoint would throw it away (its pieces here age out of cache as this run
     /// checkpoints), so SCR_Init stops, naming those nodes and the ways on, as it does for
-    /// a checkpoint of another size it cannot drain. Collective.
+    /// a checkpoint of another size it cannot drain. Returns whether `d` is lost for good:
+    /// every node that wrote it is one of this job's (the same answer on every rank).
+    /// Collective.
     fn stop_if_whole_elsewhere(
         &self,
         d: u64,
         prefix: &PrefixStore,
         known_down: Option<&str>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let job = self.job;
         let mine = self.cache.writer_hosts(d).unwrap_or_default();
         let gathered = comm::gather_bytes(job.world(), 0, mine.as_bytes());
         let mut why = String::new();
+        let mut gone = false;
         if job.is_root() {
             let writers = gathered
                 .iter()
@@ -154,9 +167,9 @@ impl Recovery<'_> {
             let down = known_down
                 .and_then(|d| d.parse::<HostSet>().ok())
                 .unwrap_or_default();
-            let elsewhere = writers
-                .zip(here)
-                .map(|(w, here)| w.difference(&here).difference(&down));
+            let elsewhere = writers.zip(here).map(|(w, here)| w.difference(&here));
+            gone = elsewhere.as_ref().is_some_and(HostSet::is_empty);
+            let elsewhere = elsewhere.map(|e| e.difference(&down));
             let on_prefix = prefix.newest_usable_checkpoint();
             if let Some(elsewhere) = elsewhere.filter(|e| !e.is_empty() && d > on_prefix) {
                 let name = self.cache.dataset_name(d);
@@ -173,8 +186,9 @@ impl Recovery<'_> {
         }
         // rank 0 stops the job saying why; the others wait for it
         let why = String::from_utf8(job.root_bytes(why.into_bytes())).unwrap_or_default();
+        let gone = job.root_decides(gone);
         match (why.is_empty(), job.is_root()) {
-            (true, _) => Ok(()),
+            (true, _) => Ok(gone),
             (false, true) => Err(super::failure(why)),
             (false, false) => Err(Error::collective(format!(
                 "rank 0 found the newest checkpoint held by nodes this job does not run on: {why}"
