@@ -9,7 +9,9 @@ use chrono::{DateTime, FixedOffset, Local};
 use std::path::{Path, PathBuf};
 
 mod stats;
+mod text_log;
 pub use stats::{Ending, RunSoFar, Stats, StatsSoFar, daly, seconds_between, young};
+pub use text_log::TextLog;
 
 /// Where the text log of a prefix is.
 pub fn log_path(prefix: &Path) -> PathBuf {
@@ -19,33 +21,19 @@ pub fn log_path(prefix: &Path) -> PathBuf {
 /// The text log's name in the prefix's `.scr`.
 pub const LOG_NAME: &str = "log";
 
-/// The prefix's `.scr`, opened as a directory of this user's with no link followed, for
-/// [`append_in`]: None where it is no such directory.
-pub fn open_log_dir(prefix: &Path) -> crate::Result<Option<std::fs::File>> {
-    let hidden = Path::new(crate::layout::HIDDEN);
-    Ok(crate::safe_fs::Beneath::open(prefix)?
-        .open_dir(hidden)?
-        .map(std::fs::File::from))
-}
-
-/// Appends `bytes` to the text log in the directory open as `dir` ([`open_log_dir`]),
-/// created 0600 where missing and never through a link; not to a log that is no regular
-/// file of this user's, or that someone else may write (its mode, its group, its ACL,
-/// judged on the opened handle): what is read back from it would not be the job's alone.
-pub fn append_in(dir: &std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let name = std::ffi::OsStr::new(LOG_NAME);
-    let mut log = crate::safe_fs::open_in(dir, name, crate::safe_fs::OpenIn::Append)?;
-    let meta = log.metadata()?;
-    let why = if meta.is_file() {
-        crate::safe_fs::untrusted_file(&log, &meta)
+/// Seconds and the bandwidth they give for `bytes`, as event fields: `bytes`, `secs` and
+/// `mb_per_s` (MiB a second).
+pub fn timing(bytes: u64, secs: f64) -> [(&'static str, String); 3] {
+    let bw = if secs > 0.0 {
+        bytes as f64 / secs / (1 << 20) as f64
     } else {
-        Some("is no regular file".to_string())
+        0.0
     };
-    if let Some(why) = why {
-        return Err(std::io::Error::other(format!("nothing appended: it {why}")));
-    }
-    log.write_all(bytes)
+    [
+        ("bytes", bytes.to_string()),
+        ("secs", format!("{secs:.3}")),
+        ("mb_per_s", format!("{bw:.1}")),
+    ]
 }
 
 /// Event kinds this implementation writes.
@@ -326,25 +314,6 @@ pub fn parse_line(line: &str) -> Option<Event> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A log someone else may write gets nothing more appended (its lines would not be the
-    /// job's alone), said as the error; one of the user's alone does.
-    #[test]
-    fn nothing_is_appended_to_a_log_others_may_write() {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = std::fs::File::open(tmp.path()).unwrap();
-        append_in(&dir, b"one\n").unwrap();
-        let log = tmp.path().join(LOG_NAME);
-        assert_eq!(std::fs::metadata(&log).unwrap().mode() & 0o777, 0o600);
-        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o602)).unwrap();
-        let e = append_in(&dir, b"two\n").unwrap_err().to_string();
-        assert!(e.contains("writable by everyone"), "{e}");
-        assert_eq!(std::fs::read_to_string(&log).unwrap(), "one\n");
-        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
-        append_in(&dir, b"three\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&log).unwrap(), "one\nthree\n");
-    }
 
     #[test]
     fn lines_round_trip_and_values_lose_their_spaces() {

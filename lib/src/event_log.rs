@@ -5,20 +5,15 @@
 //! `scr_db`), when SCR_LOG_ENABLE=1. A log that cannot be written costs a warning, never
 //! the checkpoint.
 
-use scr::event_log::{append_in, format_line, log_path, open_log_dir};
+use scr::event_log::TextLog;
 use scr::params::settings::Log;
 use scr::{Error, Result};
 use std::ffi::{CString, c_int};
-use std::path::PathBuf;
 
 #[derive(Default)]
 pub struct EventLog {
-    /// The text log's path (for messages) and the prefix's `.scr` opened once, no link
-    /// followed, which every line is appended through: a `.scr` swapped for a link later
-    /// (by whoever may rename in the prefix) leads no line elsewhere.
-    text: Option<(PathBuf, std::fs::File)>,
-    /// An append to the text log has failed already (it was said).
-    text_failed: std::sync::atomic::AtomicBool,
+    /// The prefix's text log (SCR_LOG_TXT_ENABLE).
+    text: Option<TextLog>,
     /// syslog priority (facility | level); openlog was called with the identity
     syslog: Option<c_int>,
     /// the database log (one that writes nothing unless SCR_LOG_DB_ENABLE=1)
@@ -118,24 +113,15 @@ impl EventLog {
             sink
         });
         let text = if settings.text {
-            match open_log_dir(prefix) {
-                Ok(Some(dir)) => Some((log_path(prefix), dir)),
-                // the job goes on without its text log, as when a line cannot be appended
-                Ok(None) | Err(_) => {
-                    say!(
-                        "SCR: WARNING: no event log in {}: it could not be opened as a \
-                         directory of yours (no link followed)",
-                        prefix.join(scr::layout::HIDDEN).display()
-                    );
-                    None
-                }
-            }
+            // the job goes on without its text log, as when a line cannot be appended
+            TextLog::open(prefix)
+                .inspect_err(|e| say!("SCR: WARNING: no event log: {e}"))
+                .ok()
         } else {
             None
         };
         Ok(EventLog {
             text,
-            text_failed: Default::default(),
             syslog,
             db,
             who: vec![("user", user.to_string()), ("jobid", jobid.to_string())],
@@ -150,25 +136,19 @@ impl EventLog {
         let mut all: Vec<(&str, String)> = fields.to_vec();
         all.extend(self.who.iter().cloned());
         let now = chrono::Local::now();
-        let line = format_line(now, kind, &all);
-        if let Some((path, dir)) = &self.text {
+        if let Some(text) = &self.text
+            && let Some(e) = text.append(now, kind, &all)
+        {
             // what the job did, as the index says it: the user's alone, as the index is
-            let appended = append_in(dir, format!("{line}\n").as_bytes());
-            // said once: a log that cannot take one line takes none of the next, mostly
-            if let Err(e) = appended
-                && !self
-                    .text_failed
-                    .swap(true, std::sync::atomic::Ordering::Relaxed)
-            {
-                say!(
-                    "SCR: WARNING: could not append to the event log {}: {e} (said once; the \
-                     job goes on, with the events it cannot log there lost)",
-                    path.display()
-                );
-            }
+            say!(
+                "SCR: WARNING: could not append to the event log {}: {e} (said once; the \
+                 job goes on, with the events it cannot log there lost)",
+                text.path().display()
+            );
         }
         if let Some(priority) = self.syslog {
             // the time is syslog's own; the message starts at the event
+            let line = scr::event_log::format_line(now, kind, &all);
             let message = line.split_once(' ').map_or(line.as_str(), |(_, m)| m);
             if let Ok(msg) = CString::new(message) {
                 // SAFETY: "%s" with one NUL-terminated string argument
@@ -208,16 +188,4 @@ extern "C" fn settle_at_exit() {
     });
 }
 
-/// Seconds and the bandwidth they give for `bytes`, as event fields.
-pub fn timing(bytes: u64, secs: f64) -> [(&'static str, String); 3] {
-    let bw = if secs > 0.0 {
-        bytes as f64 / secs / (1 << 20) as f64
-    } else {
-        0.0
-    };
-    [
-        ("bytes", bytes.to_string()),
-        ("secs", format!("{secs:.3}")),
-        ("mb_per_s", format!("{bw:.1}")),
-    ]
-}
+pub use scr::event_log::timing;

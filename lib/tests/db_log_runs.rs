@@ -233,3 +233,62 @@ fn a_last_run_that_died_is_died_in_the_text_log_and_the_database_alike() {
     let site = scr(&["report", "--db", "--json"], true);
     assert_eq!(site["applications"][0]["runs_died"], 1, "{site:#}");
 }
+
+/// The drain after scr-run's last run copies the newest checkpoint to the prefix: a flush
+/// like the library's, in the text log and the database alike with its bytes and seconds,
+/// so the flush bandwidth of the prefix's report and of the site report counts it (with
+/// SCR_FLUSH=0 it is the job's only flush).
+#[test]
+fn the_drain_after_the_last_run_is_a_flush_in_the_text_log_and_the_database() {
+    let server = TestServer::start();
+    server.v3_1_database();
+    let job = Job::new();
+    let app = job.app.display().to_string();
+    let mut env: Vec<(&str, String)> = db_env(&server, "pw-insert");
+    env.extend([
+        ("SCR_NODELIST", "n[1-2]".to_string()),
+        ("SCR_FLUSH", "0".to_string()),
+    ]);
+    let (out, t) = output(scr_run_in(
+        &job,
+        &hydra_on("n1,n2", 2, &[&app, "2000", "3"]),
+        &borrowed(&env),
+    ));
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("dataset 3 (ckpt.3) drained"), "{t}");
+    // test_api writes one file a rank: an 8-byte header and SIZE bytes
+    let bytes = 2 * (8 + 2000);
+    let log = std::fs::read_to_string(scr::event_log::log_path(&job.prefix())).unwrap();
+    let flushes: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" event=FLUSH "))
+        .collect();
+    assert_eq!(flushes.len(), 1, "{log}");
+    for field in ["name=ckpt.3", "drain=1", &format!("bytes={bytes}"), "secs="] {
+        assert!(
+            flushes[0].split(' ').any(|f| f.starts_with(field)),
+            "{field}: {log}"
+        );
+    }
+    let prefix = job.prefix().display().to_string();
+    // (scr-run waits for its database records before it exits)
+    let db_flushes = rows(
+        &server,
+        "SELECT x.dset_name, x.bytes, x.`to` FROM scr.transfers x \
+         JOIN scr.types t ON t.id = x.type_id WHERE t.name = 'FLUSH_SYNC'",
+    );
+    let expected = vec![vec![
+        "ckpt.3".to_string(),
+        bytes.to_string(),
+        prefix.clone(),
+    ]];
+    assert_eq!(db_flushes, expected);
+    let scr = |args: &[&str], db: bool| scr_json(&job, db.then_some(&server), args);
+    let report = scr(&["report", "--json", &prefix], false);
+    assert_eq!(report["flushes"][0]["bytes"], bytes, "{report:#}");
+    let site = scr(&["report", "--db", "--json"], true);
+    assert!(
+        site["applications"][0]["flush_mib_per_s"].is_number(),
+        "{site:#}"
+    );
+}

@@ -296,3 +296,56 @@ fn mean_checkpoint_cost(ev: &[(i64, String, Option<f64>)]) -> f64 {
         .collect();
     costs.iter().sum::<f64>() / costs.len() as f64
 }
+
+/// `scr postrun` by hand (an epilog's, an operator's) logs each dataset it drains as a flush
+/// in the prefix's text log, as the library logs its own: the checkpoint's bytes (what the
+/// application wrote) and seconds, marked as the drain's, under the job's user and id.
+#[test]
+fn scr_postrun_logs_the_dataset_it_drains_as_a_flush() {
+    let job = Job::new();
+    let log = [("SCR_LOG_ENABLE", "1"), ("SCR_LOG_SYSLOG_ENABLE", "0")];
+    let mut env = vec![
+        ("SCR_COPY_TYPE", "PARTNER"),
+        ("TEST_API_NO_FINALIZE", "1"),
+        ("SCR_FLUSH", "0"),
+    ];
+    env.extend_from_slice(&log);
+    run_ok_on(&job, "n1,n2", 4, &["3000", "2"], &env);
+    let path = scr::event_log::log_path(&job.prefix());
+    let before = std::fs::read_to_string(&path).unwrap();
+    assert!(!before.contains("event=FLUSH"), "{before}");
+    let mut cmd = scr_for(&job);
+    cmd.env("SCR_NODELIST", "n[1-2]").envs(log);
+    let out = cmd
+        .args(["postrun", "-p"])
+        .arg(job.prefix())
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("dataset 2 (ckpt.2) drained"), "{said}");
+    let after = std::fs::read_to_string(&path).unwrap();
+    let flushes: Vec<&str> = after
+        .lines()
+        .filter(|l| l.contains(" event=FLUSH "))
+        .collect();
+    assert_eq!(flushes.len(), 1, "{after}");
+    // test_api writes one file a rank: an 8-byte header and SIZE bytes
+    let bytes = 4 * (8 + 3000);
+    let user = scr::layout::user_name();
+    for field in [
+        "name=ckpt.2".to_string(),
+        "dset=2".to_string(),
+        format!("bytes={bytes}"),
+        "drain=1".to_string(),
+        format!("user={user}"),
+        format!("jobid={JOB_ID}"),
+    ] {
+        assert!(
+            flushes[0].split(' ').any(|f| f == field),
+            "{field}: {after}"
+        );
+    }
+    let (_, _, secs) = events(flushes[0])[0].clone();
+    assert!(secs.is_some_and(|s| s >= 0.0), "{after}");
+}

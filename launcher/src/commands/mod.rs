@@ -5,6 +5,7 @@ pub mod db;
 pub mod dirs;
 pub mod docs;
 pub mod drain;
+pub mod event_logs;
 pub mod glob_hosts;
 pub mod halt;
 pub mod hostlist;
@@ -18,6 +19,8 @@ pub mod report;
 pub mod run;
 pub mod state_files;
 pub mod transfer;
+
+pub use event_logs::{DB_LOG_WAIT, TextLogOf, db_log};
 
 /// The prefix directory a command works on: the one given, else SCR_PREFIX, else the
 /// working directory.
@@ -153,31 +156,6 @@ fn keep_inherited_files_from_children() {
             }
         }
     }
-}
-
-/// How long a command run by hand (`scr halt`, `scr postrun`), not a step of a job, waits
-/// at most for its database records to be written before it exits: a server that answers
-/// slowly still gets them, one that is down or stopped was given up on already.
-pub const DB_LOG_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// The database log of a command's events (SCR_LOG_ENABLE and SCR_LOG_DB_ENABLE), under
-/// the job the library's records of `prefix` go to: `user`'s computation there. None when
-/// it is off. Dropping it gives the log a bounded time to write what it was handed.
-pub fn db_log(
-    params: &scr::params::Params,
-    prefix: &std::path::Path,
-    user: String,
-) -> Option<scr_db::Sink> {
-    let log = &params.typed().log;
-    if !(log.enable && log.db.enable) {
-        return None;
-    }
-    Some(scr_db::Sink::open(
-        scr_db::Target::from_settings(&log.db, &user),
-        &user,
-        &scr::layout::job_name(prefix),
-        chrono::Local::now(),
-    ))
 }
 
 /// The job id that names the job's directories: the library's rule ([`scr::layout::job_id`]),

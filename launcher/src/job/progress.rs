@@ -195,12 +195,13 @@ impl DrainProgress {
         }
     }
 
-    /// Ends the display with the total.
-    pub fn finish(self) {
+    /// Ends the display with the total; returns the bytes copied.
+    pub fn finish(self) -> u64 {
         if let Some((_, bar)) = &self.bars {
             bar.finish();
         }
         eprintln!("{}", self.total_line().replace(", about 0 s left", ""));
+        self.done
     }
 }
 

@@ -16,6 +16,10 @@ use std::process::ExitCode;
 
 mod prefix;
 
+/// What the drain calls with each dataset it drained complete: the prefix and the fields of
+/// the event logs' FLUSH event (name, dset, bytes, secs, mb_per_s, files, `drain=1`).
+pub type OnFlushed<'a> = dyn FnMut(&Path, &[(&str, String)]) + 'a;
+
 fn fail(what: impl std::fmt::Display) -> scr::Error {
     scr::Error::refused(what.to_string())
 }
@@ -204,7 +208,7 @@ pub fn scavenge_cmd(args: ScavengeArgs) -> scr::Result<ExitCode> {
     };
     let mut progress = DrainProgress::new("scr_scavenge", up.count() as usize);
     let results = run.run(&up, &down, &mut progress);
-    progress.finish();
+    let _ = progress.finish();
     // the progress said each node's outcome; what a node's copy said besides is shown here
     for r in results.iter().filter(|r| !r.detail.trim().is_empty()) {
         if args.verbose || !r.ok {
@@ -260,6 +264,7 @@ pub fn postrun_with(
     known_down: &HostSet,
     local_caches: bool,
     say: &mut dyn FnMut(&str),
+    flushed: &mut OnFlushed<'_>,
 ) -> scr::Result<bool> {
     let mut prefixes: Vec<(PathBuf, Vec<Dataset>)> = Vec::new();
     let caches = if local_caches {
@@ -295,7 +300,7 @@ pub fn postrun_with(
             ));
         }
         // one prefix that cannot be drained does not keep the others' datasets in cache
-        match drain_prefix(params, to, cached, known_down, say) {
+        match drain_prefix(params, to, cached, known_down, say, flushed) {
             Ok(drained) => all_drained &= drained,
             Err(e) => {
                 say(&format!("draining to {}: {e}", to.display()));
@@ -369,10 +374,32 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
             db.record("SCR_POSTRUN", chrono::Local::now(), fields);
         }
     };
-    let drained = postrun_with(&params, &prefix, &down, local_caches, &mut |line| {
-        record(&[("message", line.to_string())]);
-        eprintln!("scr_postrun: {line}")
-    });
+    let text_log = super::TextLogOf::new(
+        &params,
+        &prefix,
+        scr::layout::effective_user_name(),
+        super::job_id(&params),
+    );
+    let drained = postrun_with(
+        &params,
+        &prefix,
+        &down,
+        local_caches,
+        &mut |line| {
+            record(&[("message", line.to_string())]);
+            eprintln!("scr_postrun: {line}")
+        },
+        // each dataset drained is a flush, as the library logs its own
+        &mut |to, fields| {
+            let (kind, now) = (scr::event_log::kinds::FLUSH, chrono::Local::now());
+            if let Some(db) = &db {
+                db.record(kind, now, fields);
+            }
+            if let Some(log) = &text_log {
+                log.append_to(to, now, kind, fields);
+            }
+        },
+    );
     match &drained {
         Ok(ok) => record(&[("drained", ok.to_string())]),
         Err(e) => record(&[("error", e.to_string())]),

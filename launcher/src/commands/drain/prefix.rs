@@ -2,7 +2,7 @@
 //! which datasets it copies and in what order, what it says of those it leaves, and each
 //! dataset's copy from every node, rebuild and index.
 
-use super::{control_dir, fail, rcmd_for};
+use super::{OnFlushed, control_dir, fail, rcmd_for};
 use crate::job::progress::DrainProgress;
 use crate::job::{self, DownNodeQuery, drain::Scavenge};
 use hostlist::HostSet;
@@ -29,6 +29,7 @@ pub(super) fn drain_prefix(
     cached: &[Dataset],
     known_down: &HostSet,
     say: &mut dyn FnMut(&str),
+    flushed: &mut OnFlushed<'_>,
 ) -> scr::Result<bool> {
     // a flush the job's end cut short is finished, or undone, before the index is read;
     // what one that never committed left is swept once no writer of it is alive
@@ -138,11 +139,11 @@ pub(super) fn drain_prefix(
         }
         return Ok(true);
     }
-    let mut drain = Drain::new(params, prefix, known_down)?;
+    let mut drain = Drain::new(params, prefix, known_down, cached)?;
     let mut drained = Vec::new();
     let mut lost_outputs = Vec::new();
     for &id in &plan.outputs {
-        match drain.dataset(id, &flush_name(id), say) {
+        match drain.dataset(id, &flush_name(id), say, flushed) {
             Drained::Complete => drained.push(id),
             Drained::Incomplete => lost_outputs.push(id),
             // (said: a newer dataset's files are at its places, and the cache keeps it)
@@ -156,7 +157,7 @@ pub(super) fn drain_prefix(
             checkpoint_lost = false;
             break;
         }
-        checkpoint_lost = drain.dataset(id, &flush_name(id), say) != Drained::Complete;
+        checkpoint_lost = drain.dataset(id, &flush_name(id), say, flushed) != Drained::Complete;
         if !checkpoint_lost {
             break;
         }
@@ -237,9 +238,11 @@ enum Drained {
     KeptForNewer,
 }
 
-/// What draining one dataset needs: the nodes up and down, the control directory.
+/// What draining one dataset needs: the nodes up and down, the control directory, and
+/// what the caches record of each dataset (its size, for the event logs).
 struct Drain<'a> {
     prefix: &'a Path,
+    cached: &'a [Dataset],
     rm: Box<dyn job::ResourceManager>,
     up: HostSet,
     down: HostSet,
@@ -248,7 +251,12 @@ struct Drain<'a> {
 }
 
 impl<'a> Drain<'a> {
-    fn new(params: &Params, prefix: &'a Path, known_down: &HostSet) -> scr::Result<Self> {
+    fn new(
+        params: &Params,
+        prefix: &'a Path,
+        known_down: &HostSet,
+        cached: &'a [Dataset],
+    ) -> scr::Result<Self> {
         let rm = job::detect_resource_manager();
         let nodes = rm.nodes().map_err(fail)?;
         let exclude = crate::commands::excluded_nodes(params)?;
@@ -265,12 +273,37 @@ impl<'a> Drain<'a> {
         let buf_size = params.typed().buffers.file;
         Ok(Drain {
             prefix,
+            cached,
             rm,
             up,
             down,
             cntl,
             buf_size,
         })
+    }
+
+    /// The event logs' fields of dataset `id` drained since `started`: its size as the
+    /// caches record it (what the library's flush of it would have logged), else the bytes
+    /// the nodes copied.
+    fn flush_event(
+        &self,
+        id: u64,
+        name: &str,
+        copied: u64,
+        started: std::time::Instant,
+    ) -> Vec<(&'static str, String)> {
+        let desc = self.cached.iter().find(|d| d.id() == Some(id));
+        let bytes = desc.and_then(Dataset::size).unwrap_or(copied);
+        let mut fields = vec![("name", name.to_string()), ("dset", id.to_string())];
+        fields.extend(scr::event_log::timing(
+            bytes,
+            started.elapsed().as_secs_f64(),
+        ));
+        if let Some(files) = desc.and_then(Dataset::files) {
+            fields.push(("files", files.to_string()));
+        }
+        fields.push(("drain", "1".to_string()));
+        fields
     }
 
     /// When no resource manager named the nodes and SCR_NODELIST did not either, only this
@@ -289,8 +322,15 @@ impl<'a> Drain<'a> {
     }
 
     /// Copies dataset `id` from every node up, rebuilds what lost nodes held and indexes
-    /// it.
-    fn dataset(&mut self, id: u64, name: &str, say: &mut dyn FnMut(&str)) -> Drained {
+    /// it; one drained complete is a flush to the event logs (`flushed`).
+    fn dataset(
+        &mut self,
+        id: u64,
+        name: &str,
+        say: &mut dyn FnMut(&str),
+        flushed: &mut OnFlushed<'_>,
+    ) -> Drained {
+        let started = std::time::Instant::now();
         let (up, down) = (&self.up, &self.down);
         say(&format!(
             "draining dataset {id} ({name}) from {} node(s){}",
@@ -312,7 +352,7 @@ impl<'a> Drain<'a> {
         // the progress display names each node that failed, and why
         let mut progress = DrainProgress::new("scr_postrun", up.count() as usize);
         run.run(up, down, &mut progress);
-        progress.finish();
+        let copied = progress.finish();
         let indexed = scavenge::index_dataset(self.prefix, id, self.buf_size);
         if let Ok(report) = &indexed {
             for w in &report.warnings {
@@ -335,6 +375,10 @@ impl<'a> Drain<'a> {
                     report.name,
                     if current { " and current" } else { "" }
                 ));
+                flushed(
+                    self.prefix,
+                    &self.flush_event(id, &report.name, copied, started),
+                );
                 Drained::Complete
             }
             Ok(IndexReport {

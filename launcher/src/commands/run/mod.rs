@@ -67,13 +67,11 @@ struct Reporter {
     /// Opens the database log again: a log a server's outage turned off is taken up again
     /// at the next run's launch and end, rather than lost for the rest of the allocation.
     reopen: Option<Box<dyn Fn() -> Option<scr_db::Sink>>>,
-    /// The prefix whose text log (SCR_LOG_ENABLE and SCR_LOG_TXT_ENABLE) takes scr-run's
-    /// launches and how each run ended ([`TEXT_LOGGED`]), with the user and job id the
-    /// library's lines name: a run that ended badly, or that scr-run stopped for a halt, is
-    /// told there as in the database, which the library alone cannot tell.
-    text_log: Option<(std::path::PathBuf, [(&'static str, String); 2])>,
-    /// An append to the text log failed already (it was said).
-    text_failed: std::sync::atomic::AtomicBool,
+    /// The prefix's text log (SCR_LOG_ENABLE and SCR_LOG_TXT_ENABLE), which takes scr-run's
+    /// launches and how each run ended ([`TEXT_LOGGED`]) and the drain's flushes: a run
+    /// that ended badly, or that scr-run stopped for a halt, is told there as in the
+    /// database, which the library alone cannot tell.
+    text_log: Option<super::TextLogOf>,
 }
 
 /// scr-run's events that its text log takes too.
@@ -85,23 +83,16 @@ const REOPEN_AT: [&str; 3] = ["launch", "run_ended", "finished"];
 impl Reporter {
     fn say(&self, event: &str, text: &str, fields: serde_json::Value) {
         let now = chrono::Local::now();
-        let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
-        if db.as_ref().is_some_and(|s| !s.is_on())
-            && REOPEN_AT.contains(&event)
-            && let Some(reopen) = &self.reopen
+        let mut record = record_of(&fields);
+        if record.is_empty() {
+            record.push(("message", text.to_string()));
+        }
+        let kind = record_kind(event);
+        self.to_db(&kind, now, &record, REOPEN_AT.contains(&event));
+        if TEXT_LOGGED.contains(&event)
+            && let Some(log) = &self.text_log
         {
-            *db = reopen();
-        }
-        if let Some(db) = db.as_ref() {
-            let mut record = record_of(&fields);
-            if record.is_empty() {
-                record.push(("message", text.to_string()));
-            }
-            db.record(&record_kind(event), now, &record);
-        }
-        drop(db);
-        if TEXT_LOGGED.contains(&event) {
-            self.to_text_log(event, now, &fields);
+            log.append(now, &kind, &record_of(&fields));
         }
         if self.json {
             let mut obj = serde_json::json!({
@@ -124,36 +115,34 @@ impl Reporter {
 }
 
 impl Reporter {
-    /// Appends `event` to the prefix's text log, as a `SCR_RUN_<EVENT>` line with its fields
-    /// and the library's user and job id; a log that takes no line is said once.
-    fn to_text_log(
+    /// Hands `kind` to the database log; at `reopen`, one that went off is opened again
+    /// first.
+    fn to_db(
         &self,
-        event: &str,
+        kind: &str,
         now: chrono::DateTime<chrono::Local>,
-        fields: &serde_json::Value,
+        record: &[(&str, String)],
+        reopen: bool,
     ) {
-        let Some((prefix, who)) = &self.text_log else {
-            return;
-        };
-        let mut record = record_of(fields);
-        record.extend(who.iter().map(|(k, v)| (*k, v.clone())));
-        let line = scr::event_log::format_line(now, &record_kind(event), &record);
-        let appended = match scr::event_log::open_log_dir(prefix) {
-            Ok(Some(dir)) => scr::event_log::append_in(&dir, format!("{line}\n").as_bytes())
-                .map_err(|e| e.to_string()),
-            Ok(None) => Err("its .scr is no directory of yours".into()),
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(e) = appended
-            && !self
-                .text_failed
-                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+        if reopen
+            && db.as_ref().is_some_and(|s| !s.is_on())
+            && let Some(reopen) = &self.reopen
         {
-            eprintln!(
-                "{}: the event log {} does not take scr-run's lines: {e} (said once)",
-                crate::program_name(),
-                scr::event_log::log_path(prefix).display()
-            );
+            *db = reopen();
+        }
+        if let Some(db) = db.as_ref() {
+            db.record(kind, now, record);
+        }
+    }
+
+    /// The drain's flush of a dataset to the prefix, as the library logs its own flushes
+    /// (`FLUSH`, marked `drain=1`): the report's flush bandwidth counts it.
+    fn flushed(&self, prefix: &std::path::Path, fields: &[(&str, String)]) {
+        let now = chrono::Local::now();
+        self.to_db(scr::event_log::kinds::FLUSH, now, fields, false);
+        if let Some(log) = &self.text_log {
+            log.append_to(prefix, now, scr::event_log::kinds::FLUSH, fields);
         }
     }
 }
@@ -220,7 +209,6 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
         db: Default::default(),
         reopen: None,
         text_log: None,
-        text_failed: Default::default(),
     };
     // the drain after the last run takes what the runs leave in cache, so the library
     // keeps its checkpoints there between flushes (SCR_FLUSH): the runs, and this
@@ -246,16 +234,8 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     let prefix = super::prefix_dir(None, &params)?;
     // the library's user, whose records of this job these join
     reporter.db = super::db_log(&params, &prefix, scr::layout::user_name()).into();
-    let log = &params.typed().log;
-    if log.enable && log.text {
-        reporter.text_log = Some((
-            prefix.clone(),
-            [
-                ("user", scr::layout::user_name()),
-                ("jobid", job_id.clone()),
-            ],
-        ));
-    }
+    reporter.text_log =
+        super::TextLogOf::new(&params, &prefix, scr::layout::user_name(), job_id.clone());
     reporter.reopen = Some({
         let (params, prefix) = (params.clone(), prefix.clone());
         Box::new(move || super::db_log(&params, &prefix, scr::layout::user_name()))
@@ -463,13 +443,20 @@ fn drain_after(
     reporter: &Reporter,
 ) {
     // each line names scr_postrun, as SCR's scr_srun shows it ran it
-    let drained = super::drain::postrun_with(params, prefix, known_down, true, &mut |line| {
-        reporter.say(
-            "postrun",
-            &format!("scr_postrun: {line}"),
-            serde_json::json!({}),
-        )
-    });
+    let drained = super::drain::postrun_with(
+        params,
+        prefix,
+        known_down,
+        true,
+        &mut |line| {
+            reporter.say(
+                "postrun",
+                &format!("scr_postrun: {line}"),
+                serde_json::json!({}),
+            )
+        },
+        &mut |to, fields| reporter.flushed(to, fields),
+    );
     match drained {
         Ok(true) => {}
         Ok(false) => reporter.say(
