@@ -286,9 +286,17 @@ fn the_drain_after_the_last_run_is_a_flush_in_the_text_log_and_the_database() {
     let scr = |args: &[&str], db: bool| scr_json(&job, db.then_some(&server), args);
     let report = scr(&["report", "--json", &prefix], false);
     assert_eq!(report["flushes"][0]["bytes"], bytes, "{report:#}");
+    // the drain after the run is no run of its own, and leaves the run ended
+    assert_eq!(
+        report["runs"].as_array().map(Vec::len),
+        Some(1),
+        "{report:#}"
+    );
+    assert_eq!(report["runs"][0]["ending"], "ended", "{report:#}");
     let site = scr(&["report", "--db", "--json"], true);
     assert!(
         site["applications"][0]["flush_mib_per_s"].is_number(),
         "{site:#}"
     );
+    assert_eq!(site["applications"][0]["runs_died"], 0, "{site:#}");
 }
