@@ -167,6 +167,17 @@ fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// What a database of the log holds of the log's tables.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Holds {
+    /// Every one, as a base table.
+    Whole,
+    /// Some, or a view in a table's place.
+    Part,
+    /// Nothing: it no longer exists, though granted to its user.
+    Gone,
+}
+
 /// How the log's DATETIME columns are read: text, parsed here (no client feature needed).
 const TIME_FORMAT_SQL: &str = "%Y-%m-%d %H:%i:%s";
 const TIME_FORMAT: &str = "%Y-%m-%d %H:%M:%S";
@@ -202,15 +213,16 @@ impl Connection {
         Ok(self
             .granted_databases(database)?
             .into_iter()
-            .filter(|(_, whole)| *whole)
+            .filter(|(_, held)| *held == Holds::Whole)
             .map(|(name, _)| name)
             .collect())
     }
 
-    /// The log's `database` and the users' databases beside it, each with whether it holds
-    /// the log's tables, every one a base table (a user's database missing one, or holding a
-    /// view in its place, is no log's records as they were written).
-    fn granted_databases(&mut self, database: &str) -> Result<Vec<(String, bool)>, DbError> {
+    /// The log's `database` and the users' databases beside it, each with what it holds of
+    /// the log's tables (a user's database missing one, or holding a view in its place, is
+    /// no log's records as they were written), and the users' databases `scr db grant`
+    /// made that are gone (the grant outlived a DROP DATABASE).
+    fn granted_databases(&mut self, database: &str) -> Result<Vec<(String, Holds)>, DbError> {
         let log = crate::check_database_name(database)?;
         let tables = crate::own_records::TABLES
             .map(|t| format!("'{t}'"))
@@ -233,14 +245,35 @@ impl Connection {
         let rows: Vec<(String, u64)> =
             self.rows(&sql, vec![log.into(), users.into(), log.into(), log.into()])?;
         // (a name the pattern took in but that is no name the log writes to is not read)
-        Ok(rows
+        let mut found: Vec<(String, Holds)> = rows
             .into_iter()
             .filter(|(n, _)| crate::check_database_name(n).is_ok())
             .map(|(n, count)| {
                 let whole = n == log || count == crate::own_records::TABLES.len() as u64;
-                (n, whole)
+                (n, if whole { Holds::Whole } else { Holds::Part })
             })
-            .collect())
+            .collect();
+        // a user's database granted to its user and dropped since: its records are gone,
+        // which the report says rather than leave that user's jobs out unnoticed
+        let grants: Vec<(String, String)> = self.rows(
+            &format!(
+                "SELECT DISTINCT `TABLE_SCHEMA`, {owner} FROM `information_schema`.`SCHEMA_PRIVILEGES`",
+                owner = crate::own_records::GRANTEE_USER,
+            ),
+            vec![],
+        )?;
+        let mut gone: Vec<String> = grants
+            .into_iter()
+            .filter_map(|(pattern, user)| {
+                let own = crate::own_records::own_database_name(log, &user)?;
+                (pattern == crate::own_records::grant_pattern(&own)).then_some(own)
+            })
+            .filter(|own| !found.iter().any(|(n, _)| n == own))
+            .collect();
+        gone.sort();
+        gone.dedup();
+        found.extend(gone.into_iter().map(|n| (n, Holds::Gone)));
+        Ok(found)
     }
 
     /// The jobs of every database of the log `database` ([`Connection::log_databases`])
@@ -258,17 +291,25 @@ impl Connection {
             &mut self.conn,
             format!("SET SESSION max_statement_time = {bound}"),
         );
-        for (name, whole) in self.granted_databases(database)? {
-            if !whole {
-                all.unread.push((
-                    name,
-                    format!(
-                        "it does not hold the log's tables ({}) as tables: one is missing or \
-                         is a view; drop what is not the log's, and `scr db grant` makes the \
-                         missing tables again",
-                        crate::own_records::TABLES.join(", ")
-                    ),
-                ));
+        for (name, held) in self.granted_databases(database)? {
+            let why = match held {
+                Holds::Whole => None,
+                Holds::Part => Some(format!(
+                    "it does not hold the log's tables ({}) as tables: one is missing or is a \
+                     view; drop what is not the log's, and `scr db grant` makes the missing \
+                     tables again",
+                    crate::own_records::TABLES.join(", ")
+                )),
+                Holds::Gone => Some(
+                    "it is granted to its user but no longer exists (it was dropped): the \
+                     records that user's jobs wrote there are gone, and the server refuses \
+                     their records from now on; `scr db grant` makes it again, empty (or \
+                     REVOKE the grant)"
+                        .to_string(),
+                ),
+            };
+            if let Some(why) = why {
+                all.unread.push((name, why));
                 continue;
             }
             let owner = match crate::own_records::owner_of(database, &name) {

@@ -431,6 +431,25 @@ fn each_user_reads_and_writes_only_their_own_records() {
     assert!(!listed.jobs.is_empty(), "{listed:?}");
     assert_eq!(listed.unread.len(), 1, "{listed:?}");
     assert_eq!(listed.unread[0].0, "scr_bob", "{listed:?}");
+    // a user's database dropped while still granted is named too: its records are gone,
+    // which is not the same as a user who never logged
+    server.sql("DROP DATABASE scr_bob");
+    let listed = conn
+        .jobs("scr", &scr_db::read::Selection::default())
+        .unwrap();
+    assert!(!listed.jobs.is_empty(), "{listed:?}");
+    assert_eq!(listed.unread.len(), 1, "{listed:?}");
+    assert_eq!(listed.unread[0].0, "scr_bob", "{listed:?}");
+    assert!(
+        listed.unread[0].1.contains("no longer exists"),
+        "{listed:?}"
+    );
+    // and granting again makes it, empty, and read again
+    conn.grant_own_records("scr", "bob", None).unwrap();
+    let listed = conn
+        .jobs("scr", &scr_db::read::Selection::default())
+        .unwrap();
+    assert!(listed.unread.is_empty(), "{listed:?}");
 }
 
 /// `scr db grant` reaches no further than it says: the database it grants is the user's
