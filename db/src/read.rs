@@ -167,6 +167,10 @@ fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// The most jobs read from one user's database: what one user's rows may cost the report of
+/// every user's at most (each job is two statements).
+pub const MOST_JOBS_OF_A_USER: usize = 20_000;
+
 /// What a database of the log holds of the log's tables.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Holds {
@@ -324,7 +328,19 @@ impl Connection {
                 continue;
             }
             match self.jobs_in(&name, owner, selection) {
-                Ok(jobs) => all.jobs.extend(jobs),
+                Ok((jobs, cut)) => {
+                    all.jobs.extend(jobs);
+                    if cut {
+                        all.unread.push((
+                            name,
+                            format!(
+                                "it holds more than {MOST_JOBS_OF_A_USER} jobs with records in \
+                                 this selection: its newest {MOST_JOBS_OF_A_USER} are read, the \
+                                 older left out (--since narrows the selection)"
+                            ),
+                        ));
+                    }
+                }
                 Err(e) => all.unread.push((name, e.to_string())),
             }
         }
@@ -351,10 +367,18 @@ impl Connection {
         database: &str,
         owner: Option<String>,
         selection: &Selection,
-    ) -> Result<Vec<StoredJob>, DbError> {
+    ) -> Result<(Vec<StoredJob>, bool), DbError> {
         // each table named with its database: a prepared statement keeps the tables it was
         // prepared on, whatever database is in use later
         let db = crate::check_database_name(database)?;
+        // a user's database is read to a bound, its newest jobs: one user's rows never cost
+        // the report of the others more than that (the log's own database, every user's, is
+        // read whole)
+        let limit = if owner.is_some() {
+            format!("LIMIT {}", MOST_JOBS_OF_A_USER + 1)
+        } else {
+            String::new()
+        };
         let sql = &format!(
             "SELECT j.`id`, u.`name`, n.`name` FROM `{db}`.`jobs` j \
              JOIN `{db}`.`usernames` u ON u.`id` = j.`username_id` \
@@ -362,7 +386,7 @@ impl Connection {
              WHERE (? IS NULL OR u.`name` = ?) \
              AND (? IS NULL OR EXISTS (SELECT 1 FROM `{db}`.`events` e WHERE e.`job_id` = j.`id` \
                   AND e.`start` >= ?)) \
-             ORDER BY j.`start`, j.`id`"
+             ORDER BY j.`start` DESC, j.`id` DESC {limit}"
         );
         // in a user's database, the user is the database's, not a row's
         let user = if owner.is_some() {
@@ -377,8 +401,12 @@ impl Connection {
             since.clone().into(),
             since.into(),
         ];
-        let rows: Vec<(u64, String, String)> = self.rows(sql, values)?;
-        Ok(rows
+        let mut rows: Vec<(u64, String, String)> = self.rows(sql, values)?;
+        let cut = owner.is_some() && rows.len() > MOST_JOBS_OF_A_USER;
+        rows.truncate(if cut { MOST_JOBS_OF_A_USER } else { rows.len() });
+        // oldest first
+        rows.reverse();
+        let jobs = rows
             .into_iter()
             .map(|(id, user, name)| StoredJob {
                 database: database.to_string(),
@@ -386,7 +414,8 @@ impl Connection {
                 user: owner.clone().unwrap_or(user),
                 name,
             })
-            .collect())
+            .collect();
+        Ok((jobs, cut))
     }
 
     /// The events of `job` in `selection`'s time, in the order they happened (by when

@@ -793,3 +793,60 @@ fn a_failed_connection_names_the_setting_to_fix() {
     );
     assert!(!silent.contains("os error"), "{silent}");
 }
+
+/// One user's database costs the site's report a bounded amount: a user who fills theirs
+/// with more jobs than the reader takes from one user has the newest read and the rest
+/// named as left out, and the other users' jobs are read whole.
+#[test]
+fn a_users_database_flooded_with_jobs_is_read_to_a_bound_and_named() {
+    use scr_db::read::MOST_JOBS_OF_A_USER;
+    let server = TestServer::start();
+    server.v3_1_database();
+    server.create_user("admin", "pw-admin");
+    server.sql("GRANT ALL ON *.* TO 'admin'@'localhost' WITH GRANT OPTION");
+    let admin = target(&server, "admin", "pw-admin", "scr");
+    let mut conn = Connection::open(&admin, false).unwrap();
+    for user in ["alice", "mallory"] {
+        server.create_user(user, &format!("pw-{user}"));
+        conn.grant_own_records("scr", user, None).unwrap();
+    }
+    // alice's one job, and mallory's flood (each job a day after the one before: the
+    // newest are the last ids)
+    let flood = MOST_JOBS_OF_A_USER + 5;
+    server.sql(&format!(
+        "INSERT INTO scr_alice.usernames (name) VALUES ('alice'); \
+         INSERT INTO scr_alice.jobnames (name) VALUES ('/p/alice/run'); \
+         INSERT INTO scr_alice.jobs (username_id, jobname_id, start) VALUES (1, 1, NOW()); \
+         INSERT INTO scr_mallory.usernames (name) VALUES ('mallory'); \
+         INSERT INTO scr_mallory.jobnames (name) SELECT CONCAT('/p/m/', seq) FROM scr_mallory.seq_1_to_{flood}; \
+         INSERT INTO scr_mallory.jobs (username_id, jobname_id, start) \
+         SELECT 1, seq, '2020-01-01' + INTERVAL seq DAY FROM scr_mallory.seq_1_to_{flood}"
+    ));
+    let mut conn = Connection::open(&admin, true).unwrap();
+    let listed = conn
+        .jobs("scr", &scr_db::read::Selection::default())
+        .unwrap();
+    let of = |user: &str| -> Vec<&str> {
+        listed
+            .jobs
+            .iter()
+            .filter(|j| j.user == user)
+            .map(|j| j.name.as_str())
+            .collect()
+    };
+    assert_eq!(of("alice"), ["/p/alice/run"]);
+    let mallorys = of("mallory");
+    assert_eq!(mallorys.len(), MOST_JOBS_OF_A_USER);
+    // the newest, oldest first
+    assert_eq!(mallorys[0], "/p/m/6");
+    assert_eq!(mallorys.last(), Some(&format!("/p/m/{flood}").as_str()));
+    assert_eq!(listed.unread.len(), 1, "{:?}", listed.unread);
+    assert_eq!(listed.unread[0].0, "scr_mallory");
+    assert!(
+        listed.unread[0]
+            .1
+            .contains(&format!("more than {MOST_JOBS_OF_A_USER} jobs")),
+        "{:?}",
+        listed.unread
+    );
+}

@@ -9,6 +9,10 @@ use scr_db::read::Selection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
+/// The most jobs the page's table lists (a page of every job of a year of a site would be
+/// one no browser opens); the figures count every one, and the JSON lists them all.
+const MOST_JOBS_LISTED: usize = 2000;
+
 /// `n` things, in the singular for one.
 fn counted(n: u64, thing: &str) -> String {
     format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
@@ -241,7 +245,7 @@ pub fn page(site: &Site) -> String {
          <th class=\"num\">checkpoints</th><th class=\"num\">checkpoint cost</th>\
          <th class=\"num\">flush bandwidth</th></tr></thead><tbody>",
     );
-    for j in &site.jobs {
+    for j in site.jobs.iter().take(MOST_JOBS_LISTED) {
         let f = &j.figures;
         let _ = write!(
             out,
@@ -263,7 +267,22 @@ pub fn page(site: &Site) -> String {
             bw = opt(f.flush_bandwidth, mib_per_s),
         );
     }
-    out.push_str("</tbody></table></section>");
+    out.push_str("</tbody></table>");
+    if let Some(more) = site
+        .jobs
+        .len()
+        .checked_sub(MOST_JOBS_LISTED)
+        .filter(|&n| n > 0)
+    {
+        let _ = write!(
+            out,
+            "<p id=\"jobs-not-listed\">{more} more {} not listed here (the figures above \
+             count them): <code>--json</code> lists every job; <code>--user</code>, \
+             <code>--app</code> and <code>--since</code> narrow the page.</p>",
+            if more == 1 { "job" } else { "jobs" }
+        );
+    }
+    out.push_str("</section>");
     out.push_str(
         "<section><h2>How these are counted</h2><dl>\
          <dt>Job, application</dt><dd>A job is a user's computation in one prefix across its \
@@ -426,4 +445,55 @@ pub fn json(site: &Site) -> serde_json::Value {
             .map(|(what, why)| json!({"records": what, "why": why}))
             .collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::report::figures::FiguresSoFar;
+    use crate::commands::report::site::JobFigures;
+    use scr::event_log::Skipped;
+    use scr_db::read::StoredJob;
+
+    /// A site of more jobs than a page lists: the table stops at the bound and says how many
+    /// more there are and where they are; the JSON lists every one.
+    #[test]
+    fn a_page_lists_a_bounded_number_of_jobs_and_says_how_many_more() {
+        let extra = 3;
+        let jobs = (0..MOST_JOBS_LISTED + extra)
+            .map(|i| JobFigures {
+                job: StoredJob {
+                    database: "scr".into(),
+                    id: i as u64,
+                    user: "alice".into(),
+                    name: format!("/p/run{i}"),
+                },
+                app: "app".into(),
+                figures: FiguresSoFar::default().finish(Skipped::default()),
+                nodes_down: Vec::new(),
+            })
+            .collect();
+        let site = Site {
+            source: "test".into(),
+            selection: Default::default(),
+            app_holding: None,
+            generated: chrono::Local::now(),
+            jobs,
+            unread: Vec::new(),
+        };
+        let page = page(&site);
+        let table = &page[page.find("<table id=\"jobs\">").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        assert_eq!(table.matches("<tr><td>").count(), MOST_JOBS_LISTED);
+        assert!(table.contains("/p/run0<") && !table.contains("/p/run2000<"));
+        assert!(
+            page.contains(&format!("{extra} more jobs not listed here")),
+            "{page}"
+        );
+        let json = json(&site);
+        assert_eq!(
+            json["jobs"].as_array().map(Vec::len),
+            Some(MOST_JOBS_LISTED + extra)
+        );
+    }
 }
