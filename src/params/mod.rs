@@ -192,10 +192,10 @@ impl Params {
         // them); a `.scrconf` found in the prefix, where a neighbour may have planted it, is
         // passed over with a warning
         if let Some(path) = sources.system_config.as_deref().filter(|p| p.exists()) {
-            params.apply_file(&ConfigFile::read_trusted(path)?)?;
+            params.apply_file(&ConfigFile::read_trusted(path)?, true)?;
         }
         if let Some(app) = &sources.app_config {
-            params.apply_file(app)?;
+            params.apply_file(app, false)?;
         }
         let user = match (sources.env)("SCR_CONF_FILE") {
             Some(p) => {
@@ -250,7 +250,7 @@ impl Params {
             }
         };
         if let Some(file) = user {
-            params.apply_file(&file)?;
+            params.apply_file(&file, false)?;
         }
         for spec in PARAMS {
             if let Some(raw) = (sources.env)(spec.name) {
@@ -296,7 +296,9 @@ impl Params {
         Ok(params)
     }
 
-    fn apply_file(&mut self, file: &ConfigFile) -> Result<()> {
+    /// Takes in `file`'s settings; `system`: it is the system configuration file, which
+    /// every user reads.
+    fn apply_file(&mut self, file: &ConfigFile, system: bool) -> Result<()> {
         for entry in &file.entries {
             let at = file.location(entry);
             let err = |what: String| Error::Config {
@@ -324,11 +326,24 @@ impl Params {
             if spec.name == "SCR_LOG_DB_PASS"
                 && let Some(mode) = file.others_may_read
             {
+                // the system's file is every user's to read: no mode makes a password there
+                // one user's
+                let fix = if system {
+                    "the system configuration file is read by every user, so a password there is \
+                     everyone's: each user puts theirs in ~/.my.cnf (password= under [client], \
+                     mode 600), or in a configuration file of their own named by SCR_CONF_FILE \
+                     (mode 600)"
+                        .to_string()
+                } else {
+                    format!(
+                        "make it yours alone (chmod 600 {}) or put the password in ~/.my.cnf \
+                         (password= under [client], mode 600)",
+                        file.origin
+                    )
+                };
                 self.warnings.push(format!(
-                    "{at}: SCR_LOG_DB_PASS is not used: others can read this file (mode {mode:04o}); \
-                     make it yours alone (chmod 600 {}) or put the password in ~/.my.cnf \
-                     (password= under [client], mode 600)",
-                    file.origin
+                    "{at}: SCR_LOG_DB_PASS is not used: others can read this file (mode \
+                     {mode:04o}); {fix}"
                 ));
                 continue;
             }

@@ -489,8 +489,26 @@ fn a_database_password_in_a_file_others_can_read_is_not_used_and_the_warning_say
         warning.contains(&format!("{}:2", conf.display())),
         "{warning}"
     );
+    // every user reads the system's file: the fix is each user's own file, not a mode
+    assert!(!warning.contains("chmod 600"), "{warning}");
+    assert!(warning.contains("~/.my.cnf"), "{warning}");
+    // a user's own file (SCR_CONF_FILE) readable by others: the fix is its mode
+    let own = dir.path().join("mine.conf");
+    std::fs::write(&own, "SCR_LOG_DB_PASS=s3cret\n").unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let named = own.clone();
+    let p = Params::load(&Sources {
+        env: Box::new(move |k: &str| (k == "SCR_CONF_FILE").then(|| named.display().to_string())),
+        env_names: Vec::new(),
+        system_config: None,
+        prefix: Some(dir.path().into()),
+        app_config: None,
+    })
+    .unwrap();
+    assert_eq!(p.typed().log.db.pass, None);
+    let warning = p.warnings.join("\n");
     assert!(
-        warning.contains(&format!("chmod 600 {}", conf.display())),
+        warning.contains(&format!("chmod 600 {}", own.display())),
         "{warning}"
     );
     std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o600)).unwrap();
