@@ -282,8 +282,16 @@ pub struct Failure {
 
 impl Failure {
     pub fn time_lost(&self) -> f64 {
-        self.lost_work + self.restart + self.failed_checkpoint
+        not_below_zero(self.lost_work)
+            + not_below_zero(self.restart)
+            + not_below_zero(self.failed_checkpoint)
     }
+}
+
+/// `x`, or +0 for a negative (times to the second can put an end before its start) and for
+/// -0 (the sum of no `f64` at all), which a page would show as `-0.0 %`.
+fn not_below_zero(x: f64) -> f64 {
+    if x > 0.0 { x } else { 0.0 }
 }
 
 /// The checkpoint interval in use and the optimum for the measured cost and MTBF.
@@ -308,12 +316,13 @@ impl Figures {
 
     /// The time lost to all failures, in seconds.
     pub fn time_lost(&self) -> f64 {
-        if self.failures.unlisted() == 0 {
-            return self.failures.iter().map(Failure::time_lost).sum();
-        }
-        self.failures
-            .iter()
-            .fold(self.unlisted_time_lost, |sum, f| sum + f.time_lost())
+        let listed: f64 = self.failures.iter().map(Failure::time_lost).sum();
+        let unlisted = if self.failures.unlisted() == 0 {
+            0.0
+        } else {
+            self.unlisted_time_lost
+        };
+        not_below_zero(listed + unlisted)
     }
 
     /// Seconds from the first run's start to the last run's last event.
@@ -353,6 +362,29 @@ mod tests {
             mb_per_s,
             background: false,
         }
+    }
+
+    /// A job with no failure lost +0 s, which a page shows as `0.0 %`, never `-0.0 %` (the
+    /// sum of no `f64` is -0), and a failure's parts timed to the second never lose less.
+    #[test]
+    fn time_lost_is_never_below_zero_nor_minus_zero() {
+        let mut fig = super::so_far::FiguresSoFar::default().finish(Default::default());
+        let lost = fig.time_lost();
+        assert!(lost == 0.0 && lost.is_sign_positive(), "{lost}");
+        // a run that died in the second its restart point was written, as the records say
+        fig.failures.push(Failure {
+            kind: FailureKind::RunDied,
+            run: 1,
+            time: DateTime::parse_from_rfc3339("2026-11-02T10:00:00+00:00").unwrap(),
+            dataset: None,
+            lost_work: -0.4,
+            restart: -0.0,
+            failed_checkpoint: 0.0,
+            note: None,
+        });
+        let lost = fig.time_lost();
+        assert!(lost == 0.0 && lost.is_sign_positive(), "{lost}");
+        assert_eq!(format!("{:.1} %", 100.0 * lost / 60.0), "0.0 %");
     }
 
     /// 1 MiB in 1 s and 100 MiB in 10 s moved 101 MiB in 11 s: 9.18 MiB/s, not the 5.5 of
