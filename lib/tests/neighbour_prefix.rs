@@ -7,6 +7,7 @@ mod common;
 use common::neighbour::*;
 use common::*;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Every directory below `dir`, `dir` excluded.
 fn dirs_below(dir: &Path) -> Vec<PathBuf> {
@@ -273,6 +274,58 @@ fn a_prefix_in_a_directory_a_group_may_rename_in_is_refused_before_any_work() {
     );
     assert!(ok, "{t}");
     assert!(run_a.join("ckpt.2").is_dir(), "{t}");
+}
+
+/// A prefix of the user's that its group may write (a project's run directory, 2770): the
+/// group's members may take the names of the next datasets, or `.scr`, or swap two
+/// checkpoints' directories, as much as through an ACL. Refused alike before any work, by
+/// the library and by scr-run before it launches anything, naming the group and the fix;
+/// SCR_PREFIX_SHARED=1 uses it anyway.
+#[test]
+fn a_prefix_its_group_may_write_is_refused_before_any_work() {
+    use std::os::unix::fs::PermissionsExt;
+    let job = Job::new();
+    std::fs::set_permissions(job.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let proj = job.dir.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    std::os::unix::fs::chown(&proj, Some(0), Some(65534)).unwrap();
+    std::fs::set_permissions(&proj, std::fs::Permissions::from_mode(0o2770)).unwrap();
+    let said = |t: &str| {
+        t.contains(&proj.display().to_string())
+            && t.contains("writable by its group (group id 65534")
+            && t.contains("chmod g-w")
+            && t.contains("SCR_PREFIX_SHARED=1")
+    };
+    let (ok, t) = run_on_prefix(&job, &proj, &["1000", "2"], &[("SCR_FLUSH", "1")]);
+    assert!(!ok && said(&t), "{t}");
+    assert!(job.cached("rank_0.ckpt").is_empty(), "work began: {t}");
+    // scr-run says it before it prepares the prefix or launches a run
+    let out = Command::new(scr_command().with_file_name("scr-run"))
+        .args(["mpiexec", "-launcher", "fork", "-n", "1", "/bin/true"])
+        .current_dir(&proj)
+        .env("SCR_PREFIX", &proj)
+        .env("SCR_NODELIST", "n1")
+        .env("SCR_SYSTEM_CONF_FILE", job.dir.path().join("scr.conf"))
+        .env("SCR_CACHE_BASE", job.dir.path().join("cache"))
+        .env_remove("SCR_PREFIX_SHARED")
+        .env_remove("SLURM_JOB_ID")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    // (root's scr-run refuses a prefix others may redirect at all, saying so in its words)
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains("writable by its group (group id 65534"), "{t}");
+    assert!(!t.contains("launching"), "{t}");
+    assert!(!proj.join(".scr").exists(), "{t}");
+    // chosen anyway
+    let (ok, t) = run_on_prefix(
+        &job,
+        &proj,
+        &["1000", "2"],
+        &[("SCR_FLUSH", "1"), ("SCR_PREFIX_SHARED", "1")],
+    );
+    assert!(ok, "{t}");
+    assert!(proj.join("ckpt.2").is_dir(), "{t}");
 }
 
 /// A neighbour's link in a sticky scratch directory, at the name the user is about to use

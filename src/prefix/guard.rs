@@ -93,8 +93,9 @@ pub fn check_path_not_redirectable(prefix: &Path, shared: bool) -> Result<()> {
 
 /// Refuses a prefix others may create names in (sticky: one that is not is refused anyway,
 /// by [`safe_fs::check_prefix_mode`]) unless `shared` (SCR_PREFIX_SHARED) says to use it:
-/// everyone, or a user or group its access control list names (a project sharing the
-/// directory through `setfacl`; its own group is trusted, as the prefix's mode says). They
+/// everyone, its group (a project directory's; not its owner's private group), or a user
+/// or group its access control list names (a project sharing the directory through
+/// `setfacl`). They
 /// can create the directories the job's datasets will be flushed to, or `.scr`, before the
 /// job does. SCR refuses to write into them, so the checkpoints would stay in cache only
 /// and the next allocation would start over; better said before any work.

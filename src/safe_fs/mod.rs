@@ -375,11 +375,12 @@ pub fn check_prefix_mode(prefix: &Path) -> Result<()> {
     }
 }
 
-/// Who besides its owner, root and its own group may create names in the directory `dir`
-/// (a prefix), judged on its handle: everyone (its mode, or its ACL's `other` entry), or a
-/// user or group its access control list names; said as "is writable by …", with the
-/// `setfacl -x` entry that takes a named one's right away. None when nobody else may. An
-/// ACL that cannot be read is said too: then nobody can tell.
+/// Who besides its owner and root may create names in the directory `dir` (a prefix),
+/// judged on its handle: everyone (its mode, or its ACL's `other` entry), its group unless
+/// that is its owner's private group (a project directory's group: every member may rename
+/// the datasets' directories in it), or a user or group its access control list names;
+/// said as "is writable by …", with what takes that right away. None when nobody else may.
+/// An ACL that cannot be read is said too: then nobody can tell.
 pub fn others_may_create_in(dir: &Path) -> Result<Option<String>> {
     let fd = open_dir(dir, OFlags::empty()).map_err(|e| Error::io(dir, "open directory", e))?;
     let st = rustix::fs::fstat(&fd).map_err(|e| Error::io(dir, "inspect", e.into()))?;
@@ -387,6 +388,10 @@ pub fn others_may_create_in(dir: &Path) -> Result<Option<String>> {
     Ok(match acl::writers(&fd, st.st_mode) {
         Err(why) => Some(why),
         Ok(w) if w.everyone => Some(format!("is writable by everyone (mode {mode:o})")),
+        Ok(w) if w.owning_group && !group_is_private_to(st.st_gid, st.st_uid) => Some(format!(
+            "is writable by its group (group id {}, mode {mode:o}; chmod g-w takes that away)",
+            st.st_gid
+        )),
         Ok(w) => named_writer(&w).map(|(who, entry)| {
             format!(
                 "is writable by {who} through its access control list (ACL; setfacl -x \

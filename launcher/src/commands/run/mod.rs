@@ -272,6 +272,11 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     refuse_a_prefix_others_control_for_root(&prefix)?;
     // (the library refuses it too, but the prerun would have worked there by then)
     scr::prefix::guard::check_path_not_redirectable(&prefix, settings.prefix.shared)?;
+    // (as the library refuses it at its SCR_Init: said before the prerun writes there; a
+    // prefix not made yet is the library's to make)
+    if prefix.is_dir() {
+        scr::prefix::guard::check_not_shared(&prefix, settings.prefix.shared)?;
+    }
     if let Some(warning) = scr::prefix::prerun(&prefix)? {
         reporter.say(
             "warning",
