@@ -171,6 +171,10 @@ fn is_key_byte(b: u8) -> bool {
 /// every user's at most (each job is two statements).
 pub const MOST_JOBS_OF_A_USER: usize = 20_000;
 
+/// The most events (and transfers) read from one user's database, over all its jobs: what
+/// one user's rows may cost the memory and the time of the report of every user's.
+pub const MOST_EVENTS_OF_A_USER: usize = 250_000;
+
 /// What a database of the log holds of the log's tables.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Holds {
@@ -334,9 +338,10 @@ impl Connection {
                         all.unread.push((
                             name,
                             format!(
-                                "it holds more than {MOST_JOBS_OF_A_USER} jobs with records in \
-                                 this selection: its newest {MOST_JOBS_OF_A_USER} are read, the \
-                                 older left out (--since narrows the selection)"
+                                "read in part: only its newest {MOST_JOBS_OF_A_USER} jobs with \
+                                 records in this selection are read, the older left out (a \
+                                 user's database is read to a bound; --since narrows the \
+                                 selection)"
                             ),
                         ));
                     }
@@ -429,7 +434,20 @@ impl Connection {
         job: &StoredJob,
         selection: &Selection,
     ) -> Result<Vec<StoredEvent>, DbError> {
+        self.events_of_within(job, selection, None)
+            .map(|(events, _)| events)
+    }
+
+    /// [`Connection::events_of`], of the job's first `most` events and as many transfers at
+    /// most (all with None); whether it holds more than that.
+    pub fn events_of_within(
+        &mut self,
+        job: &StoredJob,
+        selection: &Selection,
+        most: Option<usize>,
+    ) -> Result<(Vec<StoredEvent>, bool), DbError> {
         let db = crate::check_database_name(&job.database)?;
+        let limit = most.map_or(String::new(), |n| format!(" LIMIT {}", n + 1));
         // two reads of the job's rows, paired here: a query pairing each event with its
         // transfer on the server costs events × transfers, which a user's rows could make
         // the administrator's report wait on
@@ -437,7 +455,7 @@ impl Connection {
             "SELECT t.`name`, e.`dset_id`, e.`dset_name`, DATE_FORMAT(e.`start`, '{TIME_FORMAT_SQL}'), \
              e.`secs`, LEFT(e.`note`, {MOST_NOTE}) \
              FROM `{db}`.`events` e JOIN `{db}`.`types` t ON t.`id` = e.`type_id` \
-             WHERE e.`job_id` = ? ORDER BY e.`id`"
+             WHERE e.`job_id` = ? ORDER BY e.`id`{limit}"
         );
         type EventRow = (
             String,
@@ -447,12 +465,12 @@ impl Connection {
             Option<f64>,
             Option<Vec<u8>>,
         );
-        let rows: Vec<EventRow> = self.rows(&sql, vec![job.id.into()])?;
+        let mut rows: Vec<EventRow> = self.rows(&sql, vec![job.id.into()])?;
         let sql = format!(
             "SELECT t.`name`, x.`dset_id`, DATE_FORMAT(x.`start`, '{TIME_FORMAT_SQL}'), \
              DATE_FORMAT(x.`end`, '{TIME_FORMAT_SQL}'), x.`bytes` \
              FROM `{db}`.`transfers` x JOIN `{db}`.`types` t ON t.`id` = x.`type_id` \
-             WHERE x.`job_id` = ? ORDER BY x.`id`"
+             WHERE x.`job_id` = ? ORDER BY x.`id`{limit}"
         );
         type TransferRow = (
             String,
@@ -461,7 +479,12 @@ impl Connection {
             Option<String>,
             Option<f64>,
         );
-        let transfers: Vec<TransferRow> = self.rows(&sql, vec![job.id.into()])?;
+        let mut transfers: Vec<TransferRow> = self.rows(&sql, vec![job.id.into()])?;
+        let cut = most.is_some_and(|n| rows.len() > n || transfers.len() > n);
+        if let Some(n) = most {
+            rows.truncate(n);
+            transfers.truncate(n);
+        }
         let mut by_kind: std::collections::HashMap<(String, u64), Vec<Stored>> =
             std::collections::HashMap::new();
         for (kind, dset, start, end, bytes) in transfers {
@@ -500,7 +523,7 @@ impl Connection {
         // instants, so writers in other zones, or either side of a change of daylight
         // time, are not taken out of order
         events.sort_by_cached_key(|e| e.ended_at());
-        Ok(events)
+        Ok((events, cut))
     }
 }
 

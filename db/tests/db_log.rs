@@ -845,7 +845,7 @@ fn a_users_database_flooded_with_jobs_is_read_to_a_bound_and_named() {
     assert!(
         listed.unread[0]
             .1
-            .contains(&format!("more than {MOST_JOBS_OF_A_USER} jobs")),
+            .contains(&format!("only its newest {MOST_JOBS_OF_A_USER} jobs")),
         "{:?}",
         listed.unread
     );

@@ -300,3 +300,86 @@ fn the_drain_after_the_last_run_is_a_flush_in_the_text_log_and_the_database() {
     );
     assert_eq!(site["applications"][0]["runs_died"], 0, "{site:#}");
 }
+
+/// A user who floods their own database with events (here node-down records, each naming a
+/// node of its own) costs the administrator's site report a bounded amount: that database
+/// is read up to the bound and named as read in part, its later jobs not at all, and every
+/// other user's jobs are read whole.
+#[test]
+fn a_users_database_flooded_with_events_is_read_to_a_bound_and_named() {
+    use scr_db::read::MOST_EVENTS_OF_A_USER;
+    let server = TestServer::start();
+    server.v3_1_database();
+    // the administrator's reader (the log's account, here reading every database)
+    server.sql("GRANT SELECT ON *.* TO 'scr'@'%'; GRANT SELECT ON *.* TO 'scr'@'localhost'");
+    server.create_user("admin", "pw-admin");
+    server.sql("GRANT ALL ON *.* TO 'admin'@'localhost' WITH GRANT OPTION");
+    server.create_user("mallory", "pw-m");
+    let admin = scr_db::Target {
+        address: scr_db::Address::Socket(server.socket()),
+        user: "admin".into(),
+        password: Some("pw-admin".into()),
+        database: "scr".into(),
+        debug: false,
+        timeout: scr_db::TIMEOUT,
+        ssl_ca: None,
+    };
+    scr_db::Connection::open(&admin, false)
+        .unwrap()
+        .grant_own_records("scr", "mallory", None)
+        .unwrap();
+    let flood = MOST_EVENTS_OF_A_USER + 10;
+    let event = |db: &str, job: u32, kind: &str, note: &str| {
+        format!(
+            "INSERT IGNORE INTO {db}.types (name) VALUES ('{kind}'); \
+             INSERT INTO {db}.events (job_id, type_id, start, note) SELECT {job}, id, NOW(), \
+             '{note}' FROM {db}.types WHERE name = '{kind}';"
+        )
+    };
+    let job = |db: &str, user: &str, name: &str| {
+        format!(
+            "INSERT IGNORE INTO {db}.usernames (name) VALUES ('{user}'); \
+             INSERT INTO {db}.jobnames (name) VALUES ('{name}'); \
+             INSERT INTO {db}.jobs (username_id, jobname_id, start) SELECT u.id, n.id, NOW() \
+             FROM {db}.usernames u, {db}.jobnames n WHERE u.name = '{user}' AND n.name = '{name}';"
+        )
+    };
+    server.sql(
+        &[
+            job("scr", "alice", "/p/alice/run"),
+            event("scr", 1, "START", "ranks=2"),
+            event("scr", 1, "NODE_FAIL", "n7: it stopped answering"),
+            job("scr_mallory", "mallory", "/p/m/flood"),
+            job("scr_mallory", "mallory", "/p/m/later"),
+            event("scr_mallory", 2, "START", "ranks=2 app=later"),
+            format!(
+                "INSERT IGNORE INTO scr_mallory.types (name) VALUES ('NODE_FAIL'); \
+             INSERT INTO scr_mallory.events (job_id, type_id, start, note) SELECT 1, t.id, NOW(), \
+             CONCAT('node=k', s.seq, ' reason=r') FROM scr_mallory.types t, \
+             scr_mallory.seq_1_to_{flood} s WHERE t.name = 'NODE_FAIL';"
+            ),
+        ]
+        .concat(),
+    );
+    let job = Job::new();
+    let site = scr_json(&job, Some(&server), &["report", "--db", "--json"]);
+    let unread = site["unread"].to_string();
+    assert!(
+        unread.contains("scr_mallory") && unread.contains("read in part"),
+        "{unread}"
+    );
+    let nodes = site["nodes"].as_array().unwrap();
+    // alice's node and the bound's worth of mallory's
+    assert_eq!(nodes.len(), MOST_EVENTS_OF_A_USER + 1);
+    assert!(nodes.iter().any(|n| n["node"] == "n7"), "{:?}", &nodes[..3]);
+    let jobs: Vec<&str> = site["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|j| j["job_name"].as_str())
+        .collect();
+    assert!(
+        jobs.contains(&"/p/alice/run") && !jobs.contains(&"/p/m/later"),
+        "{jobs:?}"
+    );
+}

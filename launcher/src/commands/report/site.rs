@@ -12,7 +12,7 @@
 use super::figures::{Figures, FiguresSoFar, FlushRate, Time};
 use super::launches::Launches;
 use scr::event_log::{Event, Skipped, Stats, daly, young};
-use scr_db::read::{Selection, StoredEvent, StoredJob};
+use scr_db::read::{MOST_EVENTS_OF_A_USER, Selection, StoredEvent, StoredJob};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One job's figures, and what its runs said of nodes.
@@ -107,6 +107,21 @@ fn node_down(event: &Event, stored: &StoredEvent) -> Option<(String, String)> {
         .then(|| (node.to_string(), why.trim().to_string()))
 }
 
+/// A node-down record's node and reason as the page keeps them: no node name is longer than
+/// a host name may be (one that is is no node's), and a reason is cut to a line's length.
+fn node_kept((node, why): (String, String)) -> Option<(String, String)> {
+    const MOST_HOST_NAME: usize = 255;
+    const MOST_REASON: usize = 200;
+    if node.len() > MOST_HOST_NAME {
+        return None;
+    }
+    let why = match why.char_indices().nth(MOST_REASON) {
+        Some((cut, _)) => format!("{}…", &why[..cut]),
+        None => why,
+    };
+    Some((node, why))
+}
+
 impl Site {
     /// Reads the jobs `selection` covers and computes each one's figures.
     pub fn read(
@@ -119,13 +134,42 @@ impl Site {
         let mut jobs = Vec::new();
         let listed = conn.jobs(database, &selection)?;
         let mut unread = listed.unread;
+        // what is left to read of each user's database ([`MOST_EVENTS_OF_A_USER`]); the
+        // log's own, every user's, is read whole
+        let mut left: BTreeMap<String, usize> = BTreeMap::new();
         for job in listed.jobs {
+            let budget = (job.database != database).then(|| {
+                *left
+                    .entry(job.database.clone())
+                    .or_insert(MOST_EVENTS_OF_A_USER)
+            });
+            if budget == Some(0) {
+                continue;
+            }
             let mut so_far = FiguresSoFar::default();
             let mut app = None;
             let mut nodes_down = Vec::new();
             let mut launches = Launches::default();
-            let stored_events = match conn.events_of(&job, &selection) {
-                Ok(events) => events,
+            let stored_events = match conn.events_of_within(&job, &selection, budget) {
+                Ok((events, cut)) => {
+                    if let Some(left) = left.get_mut(&job.database) {
+                        *left = left.saturating_sub(events.len().max(1));
+                        if cut {
+                            *left = 0;
+                            unread.push((
+                                job.database.clone(),
+                                format!(
+                                    "read in part: its jobs' first {MOST_EVENTS_OF_A_USER} \
+                                     events are read, the rest left out, from job {} (a \
+                                     user's database is read to a bound; --since narrows \
+                                     the selection)",
+                                    job.name
+                                ),
+                            ));
+                        }
+                    }
+                    events
+                }
                 Err(e) => {
                     unread.push((format!("{} job {}", job.database, job.id), e.to_string()));
                     continue;
@@ -141,7 +185,7 @@ impl Site {
                     app = Some(name.to_string());
                 }
                 if event.kind == scr::event_log::kinds::NODE_DOWN
-                    && let Some((node, why)) = node_down(&event, &stored)
+                    && let Some((node, why)) = node_down(&event, &stored).and_then(node_kept)
                 {
                     nodes_down.push((node, why, event.time));
                 }

@@ -9,9 +9,43 @@ use scr_db::read::Selection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-/// The most jobs the page's table lists (a page of every job of a year of a site would be
-/// one no browser opens); the figures count every one, and the JSON lists them all.
-const MOST_JOBS_LISTED: usize = 2000;
+/// The most rows a table of the page lists, of jobs, applications or nodes (a page of every
+/// job of a year of a site would be one no browser opens, and one user's records may name
+/// any number of applications and nodes); the figures count every one, and the JSON lists
+/// them all.
+const MOST_ROWS_LISTED: usize = 2000;
+
+/// The most reasons a node's row shows.
+const MOST_REASONS_LISTED: usize = 5;
+
+/// After a table of `rows` rows: how many more it does not list ([`MOST_ROWS_LISTED`]), and
+/// where they are, as the paragraph `id`.
+fn not_listed(out: &mut String, id: &str, rows: usize, things: (&str, &str)) {
+    let Some(more) = rows.checked_sub(MOST_ROWS_LISTED).filter(|&n| n > 0) else {
+        return;
+    };
+    let _ = write!(
+        out,
+        "<p id=\"{id}\">{more} more {} not listed here (the figures count them): \
+         <code>--json</code> lists every one; <code>--user</code>, <code>--app</code> and \
+         <code>--since</code> narrow the page.</p>",
+        if more == 1 { things.0 } else { things.1 }
+    );
+}
+
+/// A set's first [`MOST_REASONS_LISTED`] members joined, and how many more.
+fn some_of(set: &BTreeSet<String>, sep: &str) -> String {
+    let mut text = set
+        .iter()
+        .take(MOST_REASONS_LISTED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(sep);
+    if set.len() > MOST_REASONS_LISTED {
+        let _ = write!(text, "{sep}and {} more", set.len() - MOST_REASONS_LISTED);
+    }
+    text
+}
 
 /// `n` things, in the singular for one.
 fn counted(n: u64, thing: &str) -> String {
@@ -67,7 +101,7 @@ pub fn page(site: &Site) -> String {
     );
     if !site.unread.is_empty() {
         out.push_str(
-            "<section id=\"unread\"><h2>Not read</h2><p>These records could not be read, \
+            "<section id=\"unread\"><h2>Not read, or read in part</h2><p>These records could not be read, \
              and nothing of them is in the figures below:</p><ul>",
         );
         for (what, why) in &site.unread {
@@ -154,7 +188,7 @@ pub fn page(site: &Site) -> String {
          <th class=\"num\">MTBF</th><th class=\"num\">Young</th><th class=\"num\">Daly</th>\
          </tr></thead><tbody>",
     );
-    for a in &apps {
+    for a in apps.iter().take(MOST_ROWS_LISTED) {
         let bound = |v: Option<f64>| {
             let lower = a.mtbf.is_some_and(|(_, lower)| lower);
             v.map_or("-".to_string(), |v| {
@@ -186,7 +220,14 @@ pub fn page(site: &Site) -> String {
             daly = bound(a.daly),
         );
     }
-    out.push_str("</tbody></table></section>");
+    out.push_str("</tbody></table>");
+    not_listed(
+        &mut out,
+        "apps-not-listed",
+        apps.len(),
+        ("application", "applications"),
+    );
+    out.push_str("</section>");
 
     out.push_str(
         "<section><h2>Failures per week</h2><p class=\"lead\">Runs that died (no \
@@ -226,17 +267,19 @@ pub fn page(site: &Site) -> String {
         "<table id=\"nodes\"><thead><tr><th>node</th>\
          <th class=\"num\">times down</th><th>reasons</th><th>users</th></tr></thead><tbody>",
     );
-    for row in &nodes {
+    for row in nodes.iter().take(MOST_ROWS_LISTED) {
         let _ = write!(
             out,
             "<tr data-node=\"{n}\"><td>{n}</td><td class=\"num\">{count}</td><td>{w}</td><td>{u}</td></tr>",
             n = escape(&row.node),
             count = row.times_down,
-            w = escape(&row.reasons.iter().cloned().collect::<Vec<_>>().join("; ")),
-            u = escape(&row.users.iter().cloned().collect::<Vec<_>>().join(", ")),
+            w = escape(&some_of(&row.reasons, "; ")),
+            u = escape(&some_of(&row.users, ", ")),
         );
     }
-    out.push_str("</tbody></table></section>");
+    out.push_str("</tbody></table>");
+    not_listed(&mut out, "nodes-not-listed", nodes.len(), ("node", "nodes"));
+    out.push_str("</section>");
 
     out.push_str(
         "<section><h2>Jobs</h2><table id=\"jobs\"><thead><tr><th>user</th><th>job name (prefix)</th>\
@@ -245,7 +288,7 @@ pub fn page(site: &Site) -> String {
          <th class=\"num\">checkpoints</th><th class=\"num\">checkpoint cost</th>\
          <th class=\"num\">flush bandwidth</th></tr></thead><tbody>",
     );
-    for j in site.jobs.iter().take(MOST_JOBS_LISTED) {
+    for j in site.jobs.iter().take(MOST_ROWS_LISTED) {
         let f = &j.figures;
         let _ = write!(
             out,
@@ -268,20 +311,12 @@ pub fn page(site: &Site) -> String {
         );
     }
     out.push_str("</tbody></table>");
-    if let Some(more) = site
-        .jobs
-        .len()
-        .checked_sub(MOST_JOBS_LISTED)
-        .filter(|&n| n > 0)
-    {
-        let _ = write!(
-            out,
-            "<p id=\"jobs-not-listed\">{more} more {} not listed here (the figures above \
-             count them): <code>--json</code> lists every job; <code>--user</code>, \
-             <code>--app</code> and <code>--since</code> narrow the page.</p>",
-            if more == 1 { "job" } else { "jobs" }
-        );
-    }
+    not_listed(
+        &mut out,
+        "jobs-not-listed",
+        site.jobs.len(),
+        ("job", "jobs"),
+    );
     out.push_str("</section>");
     out.push_str(
         "<section><h2>How these are counted</h2><dl>\
@@ -455,12 +490,13 @@ mod tests {
     use scr::event_log::Skipped;
     use scr_db::read::StoredJob;
 
-    /// A site of more jobs than a page lists: the table stops at the bound and says how many
-    /// more there are and where they are; the JSON lists every one.
+    /// A site of more jobs, applications and nodes than a page lists (one user's records may
+    /// name any number): each table stops at the bound and says how many more there are and
+    /// where they are, a node's reasons too; the JSON lists every one.
     #[test]
-    fn a_page_lists_a_bounded_number_of_jobs_and_says_how_many_more() {
+    fn a_page_lists_a_bounded_number_of_rows_and_says_how_many_more() {
         let extra = 3;
-        let jobs = (0..MOST_JOBS_LISTED + extra)
+        let jobs = (0..MOST_ROWS_LISTED + extra)
             .map(|i| JobFigures {
                 job: StoredJob {
                     database: "scr".into(),
@@ -468,9 +504,14 @@ mod tests {
                     user: "alice".into(),
                     name: format!("/p/run{i}"),
                 },
-                app: "app".into(),
+                app: format!("app{i}"),
                 figures: FiguresSoFar::default().finish(Skipped::default()),
-                nodes_down: Vec::new(),
+                nodes_down: (0..7)
+                    .map(|r| {
+                        let when = chrono::Local::now().fixed_offset();
+                        (format!("n{i}"), format!("reason {r}"), when)
+                    })
+                    .collect(),
             })
             .collect();
         let site = Site {
@@ -482,18 +523,30 @@ mod tests {
             unread: Vec::new(),
         };
         let page = page(&site);
-        let table = &page[page.find("<table id=\"jobs\">").unwrap()..];
-        let table = &table[..table.find("</table>").unwrap()];
-        assert_eq!(table.matches("<tr><td>").count(), MOST_JOBS_LISTED);
-        assert!(table.contains("/p/run0<") && !table.contains("/p/run2000<"));
-        assert!(
-            page.contains(&format!("{extra} more jobs not listed here")),
-            "{page}"
-        );
+        let table = |id: &str| {
+            let t = &page[page.find(&format!("<table id=\"{id}\">")).unwrap()..];
+            t[..t.find("</table>").unwrap()].to_string()
+        };
+        let jobs = table("jobs");
+        assert_eq!(jobs.matches("<tr><td>").count(), MOST_ROWS_LISTED);
+        assert!(jobs.contains("/p/run0<") && !jobs.contains("/p/run2000<"));
+        // (and its head's row)
+        assert_eq!(table("apps").matches("<tr").count(), MOST_ROWS_LISTED + 1);
+        let nodes = table("nodes");
+        assert_eq!(nodes.matches("<tr data-node").count(), MOST_ROWS_LISTED);
+        assert!(nodes.contains("reason 4; and 2 more<"), "{nodes}");
+        for (id, what) in [
+            ("jobs", "jobs"),
+            ("apps", "applications"),
+            ("nodes", "nodes"),
+        ] {
+            let said = format!("id=\"{id}-not-listed\">{extra} more {what} not listed");
+            assert!(page.contains(&said), "{id}");
+        }
         let json = json(&site);
-        assert_eq!(
-            json["jobs"].as_array().map(Vec::len),
-            Some(MOST_JOBS_LISTED + extra)
-        );
+        for key in ["jobs", "applications", "nodes"] {
+            let listed = json[key].as_array().map(Vec::len);
+            assert_eq!(listed, Some(MOST_ROWS_LISTED + extra), "{key}");
+        }
     }
 }
