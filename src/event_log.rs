@@ -132,6 +132,12 @@ impl Event {
         self.kind == kinds::RUN_ENDED && self.field("halted") == Some("1")
     }
 
+    /// Whether the drain after a run logged it (a flush of `scr postrun`'s or scr-run's
+    /// drain: `drain=1`), not the run.
+    pub fn by_the_drain(&self) -> bool {
+        self.field("drain") == Some("1")
+    }
+
     /// The job the event belongs to (every line the library writes names it).
     pub fn jobid(&self) -> Option<&str> {
         self.field("jobid")
@@ -380,6 +386,15 @@ mod tests {
             line("06:00", "event=START"),
             line("06:10", "event=CHECKPOINT secs=1.5"),
             line("06:20", "event=CHECKPOINT secs=1e300"),
+            // a run the halt condition stopped, which then called SCR_Finalize
+            line("07:00", "event=START"),
+            line("07:10", "event=HALT reason=JOB_HALTED"),
+            line("07:20", "event=END"),
+            // a run that died, and the drain half a minute later: not the run's time
+            line("08:00", "event=START"),
+            line("08:10", "event=CHECKPOINT secs=1.5"),
+            line("08:40", "event=FLUSH drain=1 secs=2 bytes=10"),
+            line("09:00", "event=START"),
         ]
         .into_iter()
         .map(Option::unwrap)
@@ -400,14 +415,18 @@ mod tests {
                 Ending::Halted,
                 Ending::Failed,
                 Ending::Finalized,
+                Ending::Failed,
+                Ending::Halted,
+                Ending::Failed,
                 Ending::Open
             ]
         );
         let s = Stats::from_events(&events);
-        // 90 + 60 + 60 + 20 seconds; only the second run failed; the NaN, the negative and
-        // the absurd cost are not measures
-        assert_eq!((s.runs, s.failures, s.run_seconds), (4, 1, 230.0));
-        assert_eq!((s.checkpoints, s.mean_checkpoint_seconds), (1, 1.5));
+        // 90 + 60 + 60 + 20 + 20 + 10 seconds; the second run failed, the fourth (another
+        // started after it) and the sixth; the NaN, the negative and the absurd cost are not
+        // measures
+        assert_eq!((s.runs, s.failures, s.run_seconds), (7, 3, 260.0));
+        assert_eq!((s.checkpoints, s.mean_checkpoint_seconds), (2, 1.5));
     }
 
     /// Streams `text` as a log, the last `window` bytes of it; the events' kinds and

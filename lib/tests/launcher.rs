@@ -334,7 +334,11 @@ fn scr_enable_0_runs_the_command_once_unchanged() {
 #[test]
 fn sigterm_stops_the_run_and_the_loop() {
     let job = Job::new();
-    let mut cmd = scr_run_in(&job, &["sh", "-c", "sleep 30"], &[("SCR_RUNS", "-1")]);
+    let mut cmd = scr_run_in(
+        &job,
+        &["sh", "-c", "sleep 30"],
+        &[("SCR_RUNS", "-1"), ("SCR_LOG_ENABLE", "1")],
+    );
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let child = cmd.spawn().unwrap();
@@ -346,6 +350,23 @@ fn sigterm_stops_the_run_and_the_loop() {
     assert!(t.contains("stopping the run"), "{t}");
     assert!(t.contains("asked to stop, ending run."), "{t}");
     assert_ne!(out.status.code(), Some(0), "{t}");
+    // stopped on purpose (scancel, a time limit): halted in the log, no failure of the run
+    let log = std::fs::read_to_string(scr::event_log::log_path(&job.prefix())).unwrap();
+    let ended: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("event=SCR_RUN_RUN_ENDED"))
+        .collect();
+    assert!(ended.len() == 1 && ended[0].contains(" halted=1"), "{log}");
+    let report = Command::new(scr_command())
+        .args(["report", "--json"])
+        .arg(job.prefix())
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    // (a launch ended badly before SCR_Init would count as a run that died)
+    let runs = report["runs"].as_array().unwrap();
+    assert!(runs.iter().all(|r| r["ending"] != "died"), "{report:#}");
+    assert_eq!(report["failures"].as_array().map(Vec::len), Some(0), "{report:#}");
 }
 
 #[test]

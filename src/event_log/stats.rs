@@ -7,9 +7,10 @@ use chrono::{DateTime, FixedOffset};
 /// How a run ended, as far as the log tells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ending {
-    /// SCR_Finalize was called (an END line).
+    /// SCR_Finalize was called (an END line), no halt condition having stopped it.
     Finalized,
-    /// A halt condition stopped it (a HALT line whose halt exits the job, and no END).
+    /// A halt condition stopped it (a HALT line whose halt exits the job: the application
+    /// then ends, through SCR_Finalize or not), or its launcher did on purpose.
     Halted,
     /// No END and no halt, and another run started after it, or its launcher saw it end
     /// badly ([`kinds::RUN_ENDED`]): the application died.
@@ -46,6 +47,11 @@ impl RunSoFar {
 
     /// Takes in the run's next event.
     pub fn add(&mut self, e: &Event) {
+        // the drain after a run (its flushes) is no sign of the run's life: a drain long
+        // after a run died would count as the run's time and its lost work
+        if e.by_the_drain() {
+            return;
+        }
         self.last = e.time;
         self.finalized |= e.kind == kinds::END;
         // a halt that exits ends the run on purpose, without SCR_Finalize
@@ -56,10 +62,10 @@ impl RunSoFar {
 
     /// How it ended, given whether another run started after it.
     pub fn ending(&self, followed: bool) -> Ending {
-        if self.finalized {
-            Ending::Finalized
-        } else if self.halted {
+        if self.halted {
             Ending::Halted
+        } else if self.finalized {
+            Ending::Finalized
         } else if followed || self.died {
             Ending::Failed
         } else {

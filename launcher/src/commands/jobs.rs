@@ -93,7 +93,8 @@ pub fn should_exit(args: ShouldExitArgs) -> scr::Result<ExitCode> {
     about = "Compute the optimal checkpoint interval from the event log (Young or Daly)",
     long_about = "Read <prefix>/.scr/log (written with SCR_LOG_ENABLE=1): the mean cost C of a \
                   checkpoint, and the mean time between failures M (run time divided by the runs \
-                  that ended without SCR_Finalize or a halt and were started again; with no \
+                  that ended without SCR_Finalize or a halt and were started again, or that \
+                  scr-run saw end badly; with no \
                   failure yet, at least the run time observed, and the interval printed is a \
                   lower bound). Print the interval in seconds by Daly's formula (default) or \
                   Young's, sqrt(2CM).\n\n\

@@ -530,10 +530,12 @@ fn definitions(out: &mut String) {
     out.push_str(
         "<section id=\"definitions\"><h2>How the figures are computed</h2><dl>\
          <dt>Run</dt><dd>A START line of the log (SCR_Init) and the events up to the next. \
-         It ended when it logged END (SCR_Finalize), was halted when a halt condition \
-         stopped it (HALT), and died when it did neither and another run started after it. \
-         The last run without END or HALT may still be running, or was killed and not \
-         started again: it is not counted as a failure.</dd>\
+         It was halted when a halt condition stopped it (HALT, or scr-run stopping it for \
+         <code>scr halt --immediate</code>, a SIGTERM or ^C: on purpose, as at a time \
+         limit), else ended when it logged END (SCR_Finalize), and died when it did neither \
+         and another run started after it, or scr-run saw it end badly (an exit code other \
+         than 0, a signal). The last run with none of these may still be running, or was \
+         killed with nothing to say so: it is not counted as a failure.</dd>\
          <dt>Failures</dt><dd>Runs that died, checkpoints that failed \
          (CHECKPOINT_FAILED), and fetches of a checkpoint from the prefix that failed \
          (FETCH_FAILED).</dd>\

@@ -40,7 +40,10 @@ use std::process::ExitCode;
                   `scr ckpt-interval` computes them); and which datasets are in cache only, \
                   on the prefix, and current.\n\n\
                   Failures are runs that died (no SCR_Finalize nor halt, and another run \
-                  started after them), failed checkpoints and failed fetches. Time lost to a \
+                  started after them or scr-run saw them end badly; a run scr-run stopped for \
+                  `scr halt --immediate`, a SIGTERM or ^C was halted), failed checkpoints and \
+                  failed fetches. A run with a halt condition logged (HALT) was halted, \
+                  SCR_Finalize or not. Time lost to a \
                   run that died = the work since the checkpoint the next run restarted from \
                   (to the run's last logged event) + the restart (from that event to the next \
                   run's RESTART; from its START only when it is another job, so a queue wait \

@@ -231,7 +231,8 @@ pub fn page(site: &Site) -> String {
 
     out.push_str(
         "<section><h2>Failures per week</h2><p class=\"lead\">Runs that died (no \
-         SCR_Finalize nor halt, and another run followed), checkpoints that failed, and \
+         SCR_Finalize nor halt, and another run followed or scr-run saw them end badly), \
+         checkpoints that failed, and \
          fetches that failed, by the ISO week they happened in.</p>",
     );
     if weeks.is_empty() {

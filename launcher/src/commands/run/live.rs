@@ -302,7 +302,12 @@ impl JobOps for Live<'_> {
             }
             if why.is_none() {
                 why = if self.stop.load(Ordering::SeqCst) {
-                    Some(String::from("asked to stop").into())
+                    // stopped on purpose (scancel, a time limit, the user's ^C): no failure
+                    // of the run's, as a halt is not
+                    Some(NotEnded {
+                        error: "asked to stop (SIGTERM or SIGINT to scr-run)".into(),
+                        halted: true,
+                    })
                 } else {
                     self.must_stop_run(&mut watch)
                 };

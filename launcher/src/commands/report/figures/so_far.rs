@@ -151,7 +151,9 @@ impl FiguresSoFar {
             return;
         };
         open.run.add(&e);
-        if let Some(span) = &mut self.fig.span {
+        if let Some(span) = &mut self.fig.span
+            && !e.by_the_drain()
+        {
             span.1 = e.time;
         }
         let fig = &mut self.fig;
@@ -411,7 +413,12 @@ fn measured(run: usize, e: &Event) -> Measured {
         run,
         time: e.time,
         dset: e.field("dset").and_then(|d| d.parse().ok()),
-        name: e.field("name").unwrap_or_default().to_string(),
+        // (a halt is named by its reason)
+        name: e
+            .field("name")
+            .or_else(|| e.field("reason"))
+            .unwrap_or_default()
+            .to_string(),
         secs,
         bytes,
         mb_per_s: e
