@@ -184,6 +184,8 @@ enum Holds {
     Part,
     /// Nothing: it no longer exists, though granted to its user.
     Gone,
+    /// Every one, but it is granted to no account of the user its name names.
+    Ungranted,
 }
 
 /// How the log's DATETIME columns are read: text, parsed here (no client feature needed).
@@ -239,26 +241,34 @@ impl Connection {
         let sql = format!(
             "SELECT s.`SCHEMA_NAME`, \
              (SELECT COUNT(*) FROM `information_schema`.`TABLES` t WHERE t.`TABLE_SCHEMA` = s.`SCHEMA_NAME` \
-              AND t.`TABLE_TYPE` = 'BASE TABLE' AND t.`TABLE_NAME` IN ({tables})) \
-             FROM `information_schema`.`SCHEMATA` s \
-             WHERE s.`SCHEMA_NAME` = ? OR (s.`SCHEMA_NAME` LIKE ? \
-             AND EXISTS (SELECT 1 FROM `information_schema`.`SCHEMA_PRIVILEGES` p \
+              AND t.`TABLE_TYPE` = 'BASE TABLE' AND t.`TABLE_NAME` IN ({tables})), \
+             EXISTS (SELECT 1 FROM `information_schema`.`SCHEMA_PRIVILEGES` p \
               WHERE BINARY p.`TABLE_SCHEMA` = BINARY REPLACE(REPLACE(s.`SCHEMA_NAME`, '_', '\\\\_'), '%', '\\\\%') \
-              AND BINARY {owner} = BINARY SUBSTRING(s.`SCHEMA_NAME`, CHAR_LENGTH(?) + 2))) \
+              AND BINARY {owner} = BINARY SUBSTRING(s.`SCHEMA_NAME`, CHAR_LENGTH(?) + 2)) \
+             FROM `information_schema`.`SCHEMATA` s \
+             WHERE s.`SCHEMA_NAME` = ? OR s.`SCHEMA_NAME` LIKE ? \
              ORDER BY s.`SCHEMA_NAME` = ? DESC, s.`SCHEMA_NAME`",
             owner = crate::own_records::GRANTEE_USER,
         );
-        // a user's database is one `scr db grant` made: granted to the user its name names
-        // (not another log named like one, `scr_test` beside `scr`)
-        let rows: Vec<(String, u64)> =
-            self.rows(&sql, vec![log.into(), users.into(), log.into(), log.into()])?;
+        let rows: Vec<(String, u64, bool)> =
+            self.rows(&sql, vec![log.into(), log.into(), users.into(), log.into()])?;
+        let all = crate::own_records::TABLES.len() as u64;
         // (a name the pattern took in but that is no name the log writes to is not read)
         let mut found: Vec<(String, Holds)> = rows
             .into_iter()
-            .filter(|(n, _)| crate::check_database_name(n).is_ok())
-            .map(|(n, count)| {
-                let whole = n == log || count == crate::own_records::TABLES.len() as u64;
-                (n, if whole { Holds::Whole } else { Holds::Part })
+            .filter(|(n, _, _)| crate::check_database_name(n).is_ok())
+            .filter_map(|(n, count, granted)| {
+                let held = match (n == log, granted, count == all) {
+                    (true, _, _) | (false, true, true) => Holds::Whole,
+                    (false, true, false) => Holds::Part,
+                    // a user's database is one `scr db grant` made: granted to the user its
+                    // name names; one that holds the log's tables and is granted to nobody
+                    // may be one whose account was dropped (or another log named like a
+                    // user's, `scr_test` beside `scr`): not read, but named
+                    (false, false, true) => Holds::Ungranted,
+                    (false, false, false) => return None,
+                };
+                Some((n, held))
             })
             .collect();
         // a user's database granted to its user and dropped since: its records are gone,
@@ -307,6 +317,14 @@ impl Connection {
                      view; drop what is not the log's, and `scr db grant` makes the missing \
                      tables again",
                     crate::own_records::TABLES.join(", ")
+                )),
+                Holds::Ungranted => Some(format!(
+                    "it holds the log's tables and is named as a user's database, but no \
+                     account of that user is granted it (the account was dropped, or it is \
+                     not a user's database): whose records these are is not known, so they are \
+                     not read. To read them as that user's, grant them again: GRANT SELECT, \
+                     INSERT ON `{}`.* TO the user's account",
+                    crate::own_records::grant_pattern(&name)
                 )),
                 Holds::Gone => Some(
                     "it is granted to its user but no longer exists (it was dropped): the \

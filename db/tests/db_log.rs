@@ -450,6 +450,19 @@ fn each_user_reads_and_writes_only_their_own_records() {
         .jobs("scr", &scr_db::read::Selection::default())
         .unwrap();
     assert!(listed.unread.is_empty(), "{listed:?}");
+    // bob's account dropped (its grants with it): his database is still there, whose
+    // records it holds no grant says any more; named, not passed over in silence
+    server.sql("DROP USER 'bob'@'%'; DROP USER 'bob'@'localhost'");
+    let listed = conn
+        .jobs("scr", &scr_db::read::Selection::default())
+        .unwrap();
+    assert!(listed.jobs.iter().all(|j| j.user == "alice"), "{listed:?}");
+    assert_eq!(listed.unread.len(), 1, "{listed:?}");
+    assert_eq!(listed.unread[0].0, "scr_bob", "{listed:?}");
+    assert!(
+        listed.unread[0].1.contains("no account of that user"),
+        "{listed:?}"
+    );
 }
 
 /// `scr db grant` reaches no further than it says: the database it grants is the user's

@@ -366,7 +366,11 @@ fn sigterm_stops_the_run_and_the_loop() {
     // (a launch ended badly before SCR_Init would count as a run that died)
     let runs = report["runs"].as_array().unwrap();
     assert!(runs.iter().all(|r| r["ending"] != "died"), "{report:#}");
-    assert_eq!(report["failures"].as_array().map(Vec::len), Some(0), "{report:#}");
+    assert_eq!(
+        report["failures"].as_array().map(Vec::len),
+        Some(0),
+        "{report:#}"
+    );
 }
 
 #[test]
