@@ -100,6 +100,14 @@ impl std::fmt::Display for ClientError {
     }
 }
 
+impl DbError {
+    /// Whether a statement failed because the connection did ([`ClientError::lost_connection`]):
+    /// the server may be back for the next one.
+    pub fn connection_lost(&self) -> bool {
+        matches!(self, DbError::Statement { source, .. } if source.lost_connection())
+    }
+}
+
 impl ClientError {
     /// Whether the client gave up on TLS itself (the server offers none, or its
     /// certificate does not check out): what the connection's note about TLS explains.
@@ -121,6 +129,27 @@ impl ClientError {
             mysql::Error::IoError(e) => Some(e),
             mysql::Error::CodecError(e) => std::error::Error::source(e)?.downcast_ref(),
             _ => None,
+        }
+    }
+
+    /// Whether the connection itself failed rather than a statement on it: the server went
+    /// away (a restart, a failover, a lost network), closed it (its shutdown, a kill), or
+    /// did not answer. A server back later takes the next connection.
+    pub fn lost_connection(&self) -> bool {
+        // the server's own words for a connection it ended: shutting down (1053), killed
+        // (1927); and the client's codes for one it lost (2006, 2013)
+        const ENDED_BY_SERVER: [u16; 4] = [1053, 1927, 2006, 2013];
+        match &*self.0 {
+            mysql::Error::IoError(_) | mysql::Error::CodecError(_) => true,
+            mysql::Error::DriverError(e) => matches!(
+                e,
+                mysql::DriverError::PacketOutOfSync
+                    | mysql::DriverError::ConnectTimeout
+                    | mysql::DriverError::CouldNotConnect(_)
+                    | mysql::DriverError::Timeout
+            ),
+            mysql::Error::MySqlError(e) => ENDED_BY_SERVER.contains(&e.code),
+            _ => false,
         }
     }
 

@@ -197,8 +197,17 @@ impl Drop for Sink {
     }
 }
 
+/// How long the worker tries to get the server back after it went away mid-run (a restart
+/// of the server, a failover), before the log goes off for the rest of the run.
+const SERVER_BACK_WITHIN: Duration = Duration::from_secs(300);
+
+/// The most records held while the server is away; later ones are left to the other logs.
+const HELD_MOST: usize = 4096;
+
 /// The worker of a [`Sink`]: connects, registers the job, then writes each record handed
-/// over until the sink closes or a statement fails.
+/// over until the sink closes or a statement fails. A server that went away (a lost
+/// connection, no answer) is tried again for [`SERVER_BACK_WITHIN`], the records handed
+/// meanwhile held, in order, to be written when it is back.
 fn write_records(
     target: &Target,
     user: &str,
@@ -207,29 +216,95 @@ fn write_records(
     work: &mpsc::Receiver<Work>,
     on: &AtomicBool,
 ) -> Result<(), DbError> {
-    let mut job = Connection::open(target, true)?.register_job(user, jobname, start)?;
+    let open = || Connection::open(target, true)?.register_job(user, jobname, start);
+    let mut job = open()?;
+    // what was handed and is not done yet, in order: records, and settles answered once
+    // every record before them is written
+    let mut held: std::collections::VecDeque<Work> = std::collections::VecDeque::new();
     for item in work.iter() {
-        match item {
-            Work::Record(kind, time, fields) => {
-                let fields: Vec<(&str, String)> = fields
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.clone()))
-                    .collect();
-                let (event, transfer) = records::rows(&kind, time, &fields, jobname);
-                let written = job
-                    .event(&event)
-                    .and_then(|()| transfer.map_or(Ok(()), |t| job.transfer(&t)));
-                if let Err(e) = written {
+        held.push_back(item);
+        while let Some(next) = held.front() {
+            let written = match next {
+                Work::Record(kind, time, fields) => {
+                    write_one(&mut job, kind, *time, fields, jobname)
+                }
+                Work::Settle(answer) => {
+                    let _ = answer.try_send(());
+                    Ok(())
+                }
+            };
+            match written {
+                Ok(()) => {
+                    held.pop_front();
+                }
+                Err(e) if e.connection_lost() => match server_back(&open, work, &mut held) {
+                    // the record that failed is written again: a server that went away
+                    // mostly never ran it
+                    Some(back) => job = back,
+                    None => {
+                        on.store(false, Ordering::SeqCst);
+                        return Err(e);
+                    }
+                },
+                Err(e) => {
                     on.store(false, Ordering::SeqCst);
                     return Err(e);
                 }
             }
-            Work::Settle(answer) => {
-                let _ = answer.try_send(());
-            }
         }
     }
     Ok(())
+}
+
+/// Writes one record as v3.1's rows.
+fn write_one(
+    job: &mut JobLog,
+    kind: &str,
+    time: DateTime<Local>,
+    fields: &[(String, String)],
+    jobname: &str,
+) -> Result<(), DbError> {
+    let fields: Vec<(&str, String)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect();
+    let (event, transfer) = records::rows(kind, time, &fields, jobname);
+    job.event(&event)
+        .and_then(|()| transfer.map_or(Ok(()), |t| job.transfer(&t)))
+}
+
+/// The job's log on the server again, tried every few seconds for [`SERVER_BACK_WITHIN`];
+/// the records handed meanwhile are `held` (at most [`HELD_MOST`]). None when the server
+/// did not come back, or the sink closed meanwhile (its run ended: what is held is the
+/// other logs').
+fn server_back(
+    open: &dyn Fn() -> Result<JobLog, DbError>,
+    work: &mpsc::Receiver<Work>,
+    held: &mut std::collections::VecDeque<Work>,
+) -> Option<JobLog> {
+    let given_up = std::time::Instant::now() + SERVER_BACK_WITHIN;
+    let mut pause = Duration::from_secs(1);
+    while std::time::Instant::now() < given_up {
+        let until = std::time::Instant::now() + pause;
+        loop {
+            let now = std::time::Instant::now();
+            if now >= until {
+                break;
+            }
+            match work.recv_timeout(until - now) {
+                // (one past the bound is left to the other logs)
+                Ok(Work::Record(..)) if held.len() >= HELD_MOST => {}
+                Ok(item) => held.push_back(item),
+                Err(mpsc::RecvTimeoutError::Timeout) => break,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+        if let Ok(job) = open() {
+            return Some(job);
+        }
+        pause = (pause * 2).min(Duration::from_secs(30));
+    }
+    None
 }
 
 /// Says once, on stderr, why the database log stops.

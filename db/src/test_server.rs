@@ -314,6 +314,13 @@ impl TestServer {
         self.signal(libc::SIGCONT);
     }
 
+    /// Shuts the server down and starts it again on the same data, socket and port (an
+    /// administrator's restart): the connections it had are gone. Returns once it answers.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch(&login_name());
+    }
+
     /// Shuts the server down; its socket and port are gone afterwards.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

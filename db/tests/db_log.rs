@@ -134,7 +134,7 @@ fn records_of_a_run_go_into_a_v3_1_database_through_its_insert_only_account() {
 }
 
 #[test]
-fn a_server_down_refusing_or_stopped_leaves_the_sink_off_and_its_caller_going() {
+fn a_server_down_refusing_or_stopped_leaves_its_caller_going_and_one_back_gets_the_records() {
     let mut server = TestServer::start();
     server.v3_1_database();
     let now = Local::now();
@@ -149,18 +149,46 @@ fn a_server_down_refusing_or_stopped_leaves_the_sink_off_and_its_caller_going() 
     assert!(!refused.settle(SETTLE));
     refused.record("START", now, &[]);
 
-    // connected, then the server stops answering: the statement gives up, the sink stays off
+    // connected, then the server stops answering: the statement gives up and the records
+    // wait, in order, while the server is tried again; answering again, it gets them. A sink
+    // that could not connect at all meanwhile stays off
     let sink = Sink::open(Ok(t.clone()), "bob", "/p", now);
     assert!(sink.settle(SETTLE));
     server.pause();
-    sink.record("START", now, &[]);
+    sink.record("START", now, &[("ranks", "2".into())]);
     let stopped = Sink::open(Ok(t.clone()), "bob", "/p", now);
     stopped.record("START", now, &[]);
-    assert!(!sink.settle(SETTLE));
     sink.record("END", now, &[]);
     assert!(!stopped.settle(SETTLE));
     server.resume();
-    assert_eq!(server.sql("SELECT COUNT(*) FROM scr.events"), "0\n");
+    assert!(sink.settle(SETTLE * 4), "{}", server.error_log());
+    assert_eq!(
+        server.sql(
+            "SELECT t.name FROM scr.events e JOIN scr.types t ON t.id = e.type_id ORDER BY e.id"
+        ),
+        "START\nEND\n"
+    );
+    drop(sink);
+
+    // restarted under a sink (an administrator's restart): the connection is gone, and the
+    // records go to the server once it is back
+    let sink = Sink::open(Ok(t.clone()), "bob", "/p", now);
+    sink.record("START", now, &[]);
+    assert!(sink.settle(SETTLE));
+    server.restart();
+    sink.record(
+        "CHECKPOINT",
+        now,
+        &[("name", "ckpt.1".into()), ("dset", "1".into())],
+    );
+    sink.record("END", now, &[]);
+    assert!(sink.settle(SETTLE * 4), "{}", server.error_log());
+    assert_eq!(
+        server.sql("SELECT COUNT(*) FROM scr.events"),
+        "5\n",
+        "both sinks' records, none twice"
+    );
+    drop(sink);
 
     server.stop();
     let down = Sink::open(Ok(t), "bob", "/p", now);
