@@ -201,6 +201,23 @@ impl ClientError {
             Some(1049) => " (no database of that name: SCR_LOG_DB_NAME, or `scr db init` \
                            to make the log's tables)"
                 .into(),
+            // the connection itself not made in time: nothing took it
+            _ if matches!(
+                &*self.0,
+                mysql::Error::DriverError(
+                    mysql::DriverError::ConnectTimeout
+                        | mysql::DriverError::CouldNotConnect(Some((
+                            _,
+                            _,
+                            std::io::ErrorKind::TimedOut
+                        )))
+                )
+            ) =>
+            {
+                " (nothing took the connection in time: the host is down or unreachable, a \
+                 firewall drops it, or SCR_LOG_DB_HOST names another)"
+                    .into()
+            }
             _ if self.timed_out() => " (the server took the connection and did not answer: \
                                       it is stopped or overloaded)"
                 .into(),
@@ -234,5 +251,43 @@ fn is_timeout(e: &std::io::Error) -> bool {
 impl std::error::Error for ClientError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&*self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection nothing took in time (a host down or unreachable) is told apart from
+    /// one a server took and never answered on (stopped, overloaded), and only the server
+    /// that ended a connection, or a connection lost, is one a server back may take again.
+    #[test]
+    fn a_connection_nothing_took_is_not_a_server_that_did_not_answer() {
+        let client = |e: mysql::Error| ClientError(Box::new(e));
+        let untaken = client(mysql::Error::DriverError(
+            mysql::DriverError::ConnectTimeout,
+        ));
+        assert!(untaken.note(false).contains("nothing took the connection"));
+        let unanswered = client(mysql::Error::IoError(std::io::Error::from(
+            std::io::ErrorKind::TimedOut,
+        )));
+        assert!(
+            unanswered
+                .note(false)
+                .contains("took the connection and did not answer")
+        );
+        assert!(untaken.lost_connection() && unanswered.lost_connection());
+        let refused = client(mysql::Error::MySqlError(mysql::MySqlError {
+            state: "42000".into(),
+            message: "denied".into(),
+            code: 1142,
+        }));
+        assert!(!refused.lost_connection());
+        let shut_down = client(mysql::Error::MySqlError(mysql::MySqlError {
+            state: "08S01".into(),
+            message: "Server shutdown in progress".into(),
+            code: 1053,
+        }));
+        assert!(shut_down.lost_connection());
     }
 }

@@ -307,8 +307,14 @@ fn server_back(
     None
 }
 
-/// Says once, on stderr, why the database log stops.
+/// Says on stderr why the database log stops, once a process.
 fn give_up(e: &DbError) {
+    // once a process: scr-run opens its log again at each run's bounds, and each attempt
+    // would say the same
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if SAID.swap(true, Ordering::SeqCst) {
+        return;
+    }
     line_to(
         std::io::stderr().lock(),
         &format!(

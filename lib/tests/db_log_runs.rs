@@ -181,6 +181,10 @@ fn scr_run_takes_the_database_log_up_again_after_an_outage() {
         std::fs::read_to_string(&err).unwrap()
     );
     assert!(out.status.success(), "{t}");
+    // said once by scr-run, whose log was opened again at each run's bounds, and at most
+    // once more by the first run's library if it met the outage too
+    let warned = t.matches("database log off").count();
+    assert!((1..=2).contains(&warned), "{t}");
     let ends = rows(
         &server,
         "SELECT IFNULL(e.note, '') FROM scr.events e JOIN scr.types t ON t.id = e.type_id \
@@ -382,4 +386,33 @@ fn a_users_database_flooded_with_events_is_read_to_a_bound_and_named() {
         jobs.contains(&"/p/alice/run") && !jobs.contains(&"/p/m/later"),
         "{jobs:?}"
     );
+}
+
+/// With no server at all, a job under scr-run says so twice, not once an attempt: once by
+/// scr-run (which opens its log again at each run's bounds and for its drain) and once by
+/// the run's library, and the job runs as without the database log.
+#[test]
+fn with_no_server_scr_run_and_the_library_each_say_it_once() {
+    let job = Job::new();
+    let app = job.app.display().to_string();
+    let nowhere = job.dir.path().join("no-server.sock").display().to_string();
+    let env: Vec<(&str, String)> = vec![
+        ("SCR_LOG_ENABLE", "1".into()),
+        ("SCR_LOG_SYSLOG_ENABLE", "0".into()),
+        ("SCR_LOG_DB_ENABLE", "1".into()),
+        ("SCR_LOG_DB_HOST", nowhere),
+        ("SCR_LOG_DB_NAME", "scr".into()),
+        ("SCR_LOG_DB_USER", "scr_insert".into()),
+        ("SCR_NODELIST", "n[1-2]".into()),
+        // (the drain, not the library's Finalize, takes the checkpoint to the prefix)
+        ("SCR_FLUSH", "0".into()),
+    ];
+    let (out, t) = output(scr_run_in(
+        &job,
+        &hydra_on("n1,n2", 2, &[&app, "2000", "2"]),
+        &borrowed(&env),
+    ));
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("dataset 2 (ckpt.2) drained"), "{t}");
+    assert_eq!(t.matches("database log off").count(), 2, "{t}");
 }
