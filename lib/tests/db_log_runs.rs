@@ -353,6 +353,13 @@ fn a_users_database_flooded_with_events_is_read_to_a_bound_and_named() {
             job("scr", "alice", "/p/alice/run"),
             event("scr", 1, "START", "ranks=2"),
             event("scr", 1, "NODE_FAIL", "n7: it stopped answering"),
+            // a job's records dated where no job ran: a run that died in the year 1000 and a
+            // node down in 9999 would stretch the weeks and the time lost over centuries
+            "INSERT INTO scr.events (job_id, type_id, start, note) SELECT 1, id, \
+         '1000-01-01 00:00:00', 'ranks=2' FROM scr.types WHERE name = 'START'; \
+         INSERT INTO scr.events (job_id, type_id, start, note) SELECT 1, id, \
+         '9999-12-31 00:00:00', 'n8: later' FROM scr.types WHERE name = 'NODE_FAIL';"
+                .to_string(),
             job("scr_mallory", "mallory", "/p/m/flood"),
             job("scr_mallory", "mallory", "/p/m/later"),
             event("scr_mallory", 2, "START", "ranks=2 app=later"),
@@ -376,6 +383,16 @@ fn a_users_database_flooded_with_events_is_read_to_a_bound_and_named() {
     // alice's node and the bound's worth of mallory's
     assert_eq!(nodes.len(), MOST_EVENTS_OF_A_USER + 1);
     assert!(nodes.iter().any(|n| n["node"] == "n7"), "{:?}", &nodes[..3]);
+    assert!(
+        !nodes.iter().any(|n| n["node"] == "n8"),
+        "a node down in 9999"
+    );
+    assert!(unread.contains("2 event(s) dated before 2000"), "{unread}");
+    let alice = &site["jobs"].as_array().unwrap()[0];
+    assert_eq!(
+        (alice["job_name"].as_str(), alice["runs"].as_u64()),
+        (Some("/p/alice/run"), Some(1))
+    );
     let jobs: Vec<&str> = site["jobs"]
         .as_array()
         .unwrap()

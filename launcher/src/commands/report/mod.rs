@@ -58,7 +58,11 @@ use std::process::ExitCode;
                   \"unlisted\") and on standard error.\n\n\
                   The page goes to <prefix>/.scr/report.html unless -o says where ('-' for \
                   standard output), and its path is printed. With --svg or --json alone, only \
-                  those are written.\n\n\
+                  those are written. Root reporting on another user's prefix reads it as that \
+                  user (nothing of root's is read through the user's links) and so writes the \
+                  page as that user too: where that user may write, and that user may change \
+                  it afterwards; to keep a copy of root's, write it to standard output (-o -) \
+                  and redirect it.\n\n\
                   With --db, the page is the site's instead: every job the event log's \
                   database holds (SCR_LOG_DB_HOST, SCR_LOG_DB_NAME, SCR_LOG_DB_USER and its \
                   password as `scr db` takes them; --option-file), or those of --user, --app \

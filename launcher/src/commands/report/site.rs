@@ -94,6 +94,17 @@ fn as_text_event(stored: &StoredEvent) -> Option<Event> {
     })
 }
 
+/// The first year an event of the log may be dated.
+const EARLIEST_YEAR: i32 = 2000;
+
+/// Whether an event's time is one a job may have logged by `now`: from [`EARLIEST_YEAR`]
+/// to a day after `now` (writers' clocks and zones differ by less). Others would stretch
+/// the weeks shown and the time lost over centuries.
+fn plausible(time: Time, now: &chrono::DateTime<chrono::Local>) -> bool {
+    use chrono::Datelike;
+    time.year() >= EARLIEST_YEAR && time <= *now + chrono::Duration::days(1)
+}
+
 /// The node a node-down record names, and why: scr-run's `node=` and `reason=`, or v3.1's
 /// note `NODE: REASON`.
 fn node_down(event: &Event, stored: &StoredEvent) -> Option<(String, String)> {
@@ -137,6 +148,9 @@ impl Site {
         // what is left to read of each user's database ([`MOST_EVENTS_OF_A_USER`]); the
         // log's own, every user's, is read whole
         let mut left: BTreeMap<String, usize> = BTreeMap::new();
+        // events dated where no job ran, per database
+        let generated = chrono::Local::now();
+        let mut out_of_time: BTreeMap<String, u64> = BTreeMap::new();
         for job in listed.jobs {
             let budget = (job.database != database).then(|| {
                 *left
@@ -179,6 +193,10 @@ impl Site {
                 let Some(event) = as_text_event(&stored) else {
                     continue;
                 };
+                if !plausible(event.time, &generated) {
+                    *out_of_time.entry(job.database.clone()).or_default() += 1;
+                    continue;
+                }
                 if event.kind == scr::event_log::kinds::START
                     && let Some(name) = event.field("app")
                 {
@@ -210,11 +228,20 @@ impl Site {
                 nodes_down,
             });
         }
+        for (database, n) in out_of_time {
+            unread.push((
+                database,
+                format!(
+                    "{n} event(s) dated before {EARLIEST_YEAR} or after tomorrow are left out \
+                     (no job ran then: a clock far off, or records written by hand)"
+                ),
+            ));
+        }
         Ok(Site {
             source,
             selection,
             app_holding,
-            generated: chrono::Local::now(),
+            generated,
             jobs,
             unread,
         })
