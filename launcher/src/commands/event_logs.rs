@@ -102,3 +102,21 @@ impl TextLogOf {
         }
     }
 }
+
+/// One dataset the drain completed on `prefix`, as the library logs its own flushes: a
+/// `FLUSH` event (`fields`, `drain=1` among them) to the database log and to the text log
+/// of that prefix, at one time.
+pub fn log_drained(
+    db: Option<&scr_db::Sink>,
+    text: Option<&TextLogOf>,
+    prefix: &Path,
+    fields: &[(&str, String)],
+) {
+    let (kind, now) = (scr::event_log::kinds::FLUSH, Local::now());
+    if let Some(db) = db {
+        db.record(kind, now, fields);
+    }
+    if let Some(log) = text {
+        log.append_to(prefix, now, kind, fields);
+    }
+}

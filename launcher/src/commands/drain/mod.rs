@@ -391,13 +391,7 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
         },
         // each dataset drained is a flush, as the library logs its own
         &mut |to, fields| {
-            let (kind, now) = (scr::event_log::kinds::FLUSH, chrono::Local::now());
-            if let Some(db) = &db {
-                db.record(kind, now, fields);
-            }
-            if let Some(log) = &text_log {
-                log.append_to(to, now, kind, fields);
-            }
+            super::event_logs::log_drained(db.as_ref(), text_log.as_ref(), to, fields)
         },
     );
     match &drained {

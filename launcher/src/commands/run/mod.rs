@@ -139,11 +139,8 @@ impl Reporter {
     /// The drain's flush of a dataset to the prefix, as the library logs its own flushes
     /// (`FLUSH`, marked `drain=1`): the report's flush bandwidth counts it.
     fn flushed(&self, prefix: &std::path::Path, fields: &[(&str, String)]) {
-        let now = chrono::Local::now();
-        self.to_db(scr::event_log::kinds::FLUSH, now, fields, false);
-        if let Some(log) = &self.text_log {
-            log.append_to(prefix, now, scr::event_log::kinds::FLUSH, fields);
-        }
+        let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+        super::event_logs::log_drained(db.as_ref(), self.text_log.as_ref(), prefix, fields);
     }
 }
 
