@@ -92,7 +92,7 @@ impl Reporter {
         if TEXT_LOGGED.contains(&event)
             && let Some(log) = &self.text_log
         {
-            log.append(now, &kind, &record_of(&fields));
+            log.append(now, &kind, &record);
         }
         if self.json {
             let mut obj = serde_json::json!({
