@@ -245,6 +245,18 @@ impl TestServer {
             .unwrap_or_else(|e| panic!("`{sql}` failed: {e}"))
     }
 
+    /// Runs `sql` as the administrator once for each account of `user` there is, with
+    /// `{account}` in it that account (`'user'@'host'`): v3.1's own scr.mysql makes
+    /// `user`@`%` alone, [`TestServer::create_user`] a `localhost` one beside it.
+    pub fn sql_for_accounts(&self, user: &str, sql: &str) {
+        let hosts = self.sql(&format!(
+            "SELECT `Host` FROM `mysql`.`user` WHERE `User` = '{user}'"
+        ));
+        for host in hosts.lines() {
+            self.sql(&sql.replace("{account}", &format!("'{user}'@'{host}'")));
+        }
+    }
+
     /// Runs an SQL file as the administrator.
     pub fn source(&self, file: &Path) {
         self.sql(&format!("SOURCE {}", file.display()));

@@ -299,6 +299,19 @@ fn scr_run_records_each_run_and_how_it_ended_beside_the_librarys_events() {
         "{events:?}"
     );
     assert!(kinds.contains(&"SCR_RUN_FINISHED"), "{kinds:?}");
+    // though: scr-run's launch is on the server before the run starts, so in the rows' own
+    // order each launch comes before its run's START
+    let launches_and_starts = rows(
+        &server,
+        "SELECT t.name FROM scr.events e JOIN scr.types t ON t.id = e.type_id \
+         WHERE t.name IN ('RUN_START', 'START') ORDER BY e.id",
+    )
+    .concat();
+    assert_eq!(
+        launches_and_starts,
+        ["RUN_START", "START", "RUN_START", "START"],
+        "{events:?}"
+    );
 }
 
 /// A site gives a user a database of their own records (`scr db grant`, as the

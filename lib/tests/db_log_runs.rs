@@ -315,7 +315,7 @@ fn a_users_database_flooded_with_events_is_read_to_a_bound_and_named() {
     let server = TestServer::start();
     server.v3_1_database();
     // the administrator's reader (the log's account, here reading every database)
-    server.sql("GRANT SELECT ON *.* TO 'scr'@'%'; GRANT SELECT ON *.* TO 'scr'@'localhost'");
+    server.sql_for_accounts("scr", "GRANT SELECT ON *.* TO {account}");
     server.create_user("admin", "pw-admin");
     server.sql("GRANT ALL ON *.* TO 'admin'@'localhost' WITH GRANT OPTION");
     server.create_user("mallory", "pw-m");

@@ -24,10 +24,8 @@ impl SiteLog {
         let server = TestServer::start_with_tls_at(HOST_ADDRESS.into());
         server.v3_1_database();
         // the server itself refuses the account anything but TLS, and remembers who came
-        server.sql(
-            "ALTER USER 'scr_insert'@'%' REQUIRE SSL; ALTER USER 'scr_insert'@'localhost' REQUIRE SSL; \
-             SET GLOBAL log_output = 'TABLE'; SET GLOBAL general_log = 1",
-        );
+        server.sql_for_accounts("scr_insert", "ALTER USER {account} REQUIRE SSL");
+        server.sql("SET GLOBAL log_output = 'TABLE'; SET GLOBAL general_log = 1");
         let home = shared.join("home");
         std::fs::create_dir_all(&home).unwrap();
         let ca = home.join("site-ca.pem");

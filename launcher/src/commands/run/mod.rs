@@ -80,6 +80,11 @@ const TEXT_LOGGED: [&str; 2] = ["launch", "run_ended"];
 /// The events at which a database log that went off is opened again: a run's bounds.
 const REOPEN_AT: [&str; 3] = ["launch", "run_ended", "finished"];
 
+/// The events scr-run's database log writes before it goes on (for at most
+/// [`scr_db::TIMEOUT`]): a launch reaches the server before the run it starts logs its own
+/// records through a connection of its own, so the rows are in the order of the events.
+const WRITTEN_BEFORE_GOING_ON: [&str; 1] = ["launch"];
+
 impl Reporter {
     fn say(&self, event: &str, text: &str, fields: serde_json::Value) {
         let now = chrono::Local::now();
@@ -89,6 +94,11 @@ impl Reporter {
         }
         let kind = record_kind(event);
         self.to_db(&kind, now, &record, REOPEN_AT.contains(&event));
+        if WRITTEN_BEFORE_GOING_ON.contains(&event)
+            && let Some(db) = self.db.lock().unwrap_or_else(|e| e.into_inner()).as_ref()
+        {
+            db.settle(scr_db::TIMEOUT);
+        }
         if TEXT_LOGGED.contains(&event)
             && let Some(log) = &self.text_log
         {
