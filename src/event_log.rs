@@ -57,6 +57,34 @@ pub mod kinds {
     pub const NODE_DOWN: &str = "SCR_RUN_NODE_DOWN";
 }
 
+/// The environment variable in which scr-run gives each run it launches the launch's id
+/// ([`launch_id`]): the run's START record carries it (`launch=`) as scr-run's LAUNCH record
+/// does, so a reader ties a run to its launch in whatever order the two processes' records
+/// were written.
+pub const LAUNCH_ID_VAR: &str = "SCR_LAUNCH_ID";
+
+/// The launch id of `attempt` of the scr-run of `job_id` with process id `pid`: characters
+/// of the job id other than letters, digits, `.`, `-` and `_` become `_`.
+pub fn launch_id(job_id: &str, pid: u32, attempt: u32) -> String {
+    let job: String = job_id
+        .chars()
+        .take(64)
+        .map(|c| if launch_id_char(c) { c } else { '_' })
+        .collect();
+    format!("{job}.{pid}.{attempt}")
+}
+
+/// The launch id scr-run gave this process's run ([`LAUNCH_ID_VAR`]), if it is one.
+pub fn launch_id_of_this_run() -> Option<String> {
+    std::env::var(LAUNCH_ID_VAR)
+        .ok()
+        .filter(|id| !id.is_empty() && id.len() <= 128 && id.chars().all(launch_id_char))
+}
+
+fn launch_id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')
+}
+
 /// One event line. Spaces and control characters in values become `_`, so a line always
 /// parses back into the same fields.
 pub fn format_line(time: DateTime<Local>, kind: &str, fields: &[(&str, String)]) -> String {

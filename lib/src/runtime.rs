@@ -415,6 +415,10 @@ impl Scr {
         if let Some(app) = scr::layout::program_name() {
             started.push(("app", app));
         }
+        // the launch scr-run started this run as, which its record of the launch names too
+        if let Some(launch) = scr::event_log::launch_id_of_this_run() {
+            started.push(("launch", launch));
+        }
         self.log.event(kinds::START, &started);
         if let Some((id, name)) = self.restart.clone() {
             self.log_restart(id, name);

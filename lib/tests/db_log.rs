@@ -312,6 +312,22 @@ fn scr_run_records_each_run_and_how_it_ended_beside_the_librarys_events() {
         ["RUN_START", "START", "RUN_START", "START"],
         "{events:?}"
     );
+    // and each run's START names the launch it ran as, as scr-run's record of it does
+    let launch_ids = |kind: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e[0] == kind)
+            .map(|e| {
+                e[1].split(' ')
+                    .find_map(|f| f.strip_prefix("launch="))
+                    .unwrap_or_else(|| panic!("{kind} names no launch: {e:?}"))
+                    .to_string()
+            })
+            .collect()
+    };
+    let ids = launch_ids("RUN_START");
+    assert_eq!(ids, launch_ids("START"), "{events:?}");
+    assert_ne!(ids[0], ids[1], "{events:?}");
 }
 
 /// A site gives a user a database of their own records (`scr db grant`, as the

@@ -17,43 +17,41 @@ use scr::event_log::Event;
 /// - the launchers' other records (v3.1's scr_srun's `RUN_END` that says nothing of how the
 ///   run ended, scr-run's sleeps and postrun, the drain's) are no run's events: they would
 ///   stretch a run past its end;
-/// - a launch whose record reached the database after its library's START (they come from
-///   two processes, each with a connection of its own: the order of their rows is not the
-///   order of their events) is that run's, not a run of its own that never started.
+/// - a launch whose record reached the database after its run's START (they come from two
+///   processes, each with a connection of its own: the order of their rows is not the order
+///   of their events) is that run's, not a run of its own that never started: the START
+///   names the launch it ran as (`launch=`, scr-run's id of it).
 #[derive(Default)]
 pub struct Launches {
     /// The launch of the attempt under way, while its library has not said START.
     unstarted: Option<Event>,
-    /// When the run under way said START with no launch before it since the launcher's
-    /// last run ended: a launch written up to [`CLOCKS_APART`] after is this run's own.
-    started_unlaunched: Option<chrono::DateTime<chrono::FixedOffset>>,
+    /// The launch the run under way names, when it said START before its launch was read.
+    started_unlaunched: Option<String>,
     /// The run under way was logged by v3.1's library and has not said RESTART yet.
     v3_1_unrestarted: bool,
 }
-
-/// How far the launcher's clock and its run's rank 0 clock may be apart (two nodes), for
-/// telling a run's own launch, written late, from the next attempt's.
-const CLOCKS_APART: chrono::Duration = chrono::Duration::seconds(5);
 
 impl Launches {
     /// Takes in the job's next event, handing `so_far` what it says of runs.
     pub fn add(&mut self, event: Event, so_far: &mut FiguresSoFar) {
         use scr::event_log::kinds;
-        if event.kind == kinds::RUN_ENDED {
-            self.started_unlaunched = None;
-        }
         match event.kind.as_str() {
             kinds::LAUNCH => {
                 let own_run = self
                     .started_unlaunched
-                    .take()
-                    .is_some_and(|started| event.time <= started + CLOCKS_APART);
-                if !own_run {
+                    .as_deref()
+                    .is_some_and(|id| event.field("launch") == Some(id));
+                if own_run {
+                    self.started_unlaunched = None;
+                } else {
                     self.unstarted = Some(event);
                 }
             }
             kinds::START => {
-                self.started_unlaunched = self.unstarted.is_none().then_some(event.time);
+                self.started_unlaunched = match (&self.unstarted, event.field("launch")) {
+                    (None, Some(id)) => Some(id.to_string()),
+                    _ => None,
+                };
                 self.unstarted = None;
                 self.v3_1_unrestarted = event.field("ranks").is_none();
                 so_far.add(event);
@@ -270,10 +268,14 @@ mod tests {
     #[test]
     fn a_launch_written_after_its_runs_start_is_that_runs_not_a_run_that_never_started() {
         // scr-run's and the library's rows in the order their connections wrote them: the
-        // launch of each attempt landed after its library's START (same second)
+        // launch of each attempt landed after its library's START, which names it
         let f = figures(&[
-            (0, "START", &[("ranks", "2")]),
-            (0, "SCR_RUN_LAUNCH", &[("attempt", "1")]),
+            (0, "START", &[("ranks", "2"), ("launch", "7.99.1")]),
+            (
+                0,
+                "SCR_RUN_LAUNCH",
+                &[("attempt", "1"), ("launch", "7.99.1")],
+            ),
             (
                 2,
                 "CHECKPOINT",
@@ -284,8 +286,12 @@ mod tests {
                 "SCR_RUN_RUN_ENDED",
                 &[("attempt", "1"), ("exit_code", "3")],
             ),
-            (10, "START", &[("ranks", "2")]),
-            (10, "SCR_RUN_LAUNCH", &[("attempt", "2")]),
+            (10, "START", &[("ranks", "2"), ("launch", "7.99.2")]),
+            (
+                10,
+                "SCR_RUN_LAUNCH",
+                &[("attempt", "2"), ("launch", "7.99.2")],
+            ),
             (11, "RESTART", &[("dset", "1"), ("name", "c.1")]),
             (12, "END", &[]),
             (
@@ -295,19 +301,56 @@ mod tests {
             ),
         ]);
         assert_eq!((f.stats.runs, f.stats.failures), (2, 1));
-        // a bare run's START, then scr-run's launch a minute on that dies before SCR_Init:
-        // a run of its own
-        let f = figures(&[
-            (0, "START", &[("ranks", "2")]),
-            (1, "END", &[]),
-            (60, "SCR_RUN_LAUNCH", &[("attempt", "1")]),
+    }
+
+    #[test]
+    fn a_launch_after_a_run_of_another_launch_is_a_run_of_its_own() {
+        // a run started without scr-run (it names no launch) that ended, or died, and then
+        // scr-run's first launch, at once, which died before SCR_Init
+        for (bare, failures) in [
             (
-                61,
+                &[(0, "START", &[("ranks", "2")][..]), (1, "END", &[][..])][..],
+                1,
+            ),
+            (&[(0, "START", &[("ranks", "2")][..])][..], 2),
+        ] {
+            let mut events: Vec<At> = bare.to_vec();
+            events.extend([
+                (
+                    1,
+                    "SCR_RUN_LAUNCH",
+                    &[("attempt", "1"), ("launch", "8.5.1")][..],
+                ),
+                (
+                    1,
+                    "SCR_RUN_RUN_ENDED",
+                    &[("attempt", "1"), ("exit_code", "3")][..],
+                ),
+            ]);
+            let f = figures(&events);
+            assert_eq!((f.stats.runs, f.stats.failures), (2, failures), "{bare:?}");
+        }
+        // another scr-run's launch (its records of its own run lost) is not this run's
+        let f = figures(&[
+            (
+                0,
+                "SCR_RUN_LAUNCH",
+                &[("attempt", "1"), ("launch", "8.5.1")],
+            ),
+            (0, "START", &[("ranks", "2"), ("launch", "8.5.1")]),
+            (2, "START", &[("ranks", "2"), ("launch", "9.6.1")]),
+            (
+                3,
+                "SCR_RUN_LAUNCH",
+                &[("attempt", "1"), ("launch", "9.7.1")],
+            ),
+            (
+                4,
                 "SCR_RUN_RUN_ENDED",
                 &[("attempt", "1"), ("exit_code", "3")],
             ),
         ]);
-        assert_eq!((f.stats.runs, f.stats.failures), (2, 1));
+        assert_eq!(f.stats.runs, 3);
     }
 
     #[test]

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 /// The real world for the loop: processes, the halt file, the nodes file, signals.
 pub(super) struct Live<'a> {
+    /// The job's id, in each launch's id ([`Live::launch_id`]).
+    pub(super) job_id: String,
     pub(super) command: Vec<String>,
     /// v3.1's `--run-cmd`/`--restart-cmd`, appended to `command` run by run.
     pub(super) run_commands: RunCommands,
@@ -80,6 +82,11 @@ struct Watch {
 }
 
 impl Live<'_> {
+    /// The id of `attempt`'s launch, which its run's START record names too.
+    fn launch_id(&self, attempt: u32) -> String {
+        scr::event_log::launch_id(&self.job_id, std::process::id(), attempt)
+    }
+
     /// After a run: the prefix the application used, when its control directory records
     /// another than scr-run's (it set its own with `SCR_Configf`, or ran in another working
     /// directory), is where its halt file (SCR_Finalize's among them) and nodes file are.
@@ -220,7 +227,7 @@ impl JobOps for Live<'_> {
         self.state::<NodesFile>(layout::nodes_file).ok()?.nodes()
     }
 
-    fn launch(&mut self, _attempt: u32, exclude: &HostSet) -> Result<Option<i32>, NotEnded> {
+    fn launch(&mut self, attempt: u32, exclude: &HostSet) -> Result<Option<i32>, NotEnded> {
         let restart = self
             .run_commands
             .restart
@@ -254,6 +261,7 @@ impl JobOps for Live<'_> {
             app.env("SCR_EXCLUDE_NODES", exclude.to_string())
         };
         let app = app
+            .env(scr::event_log::LAUNCH_ID_VAR, self.launch_id(attempt))
             .unchecked()
             // its own process group: a stop reaches every process of the run; and, out of
             // scr-run's group, it would miss what ends scr-run's (salloc's hangup as the
@@ -422,7 +430,12 @@ impl JobOps for Live<'_> {
                 r.say(
                     "launch",
                     &format!("attempt {attempt}: launching on {nodes} node(s){without}"),
-                    serde_json::json!({"attempt": attempt, "nodes": nodes, "exclude": exclude}),
+                    serde_json::json!({
+                        "attempt": attempt,
+                        "nodes": nodes,
+                        "exclude": exclude,
+                        "launch": self.launch_id(attempt),
+                    }),
                 );
             }
             Event::RunEnded {

@@ -314,6 +314,7 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     };
     let ranks = RunRanks::new(&params, &job_id, &nodes);
     let mut live = Live {
+        job_id: job_id.clone(),
         launcher: Launcher::detect(&args.command[0]),
         command: args.command,
         run_commands,
