@@ -83,6 +83,18 @@ impl Launcher {
         }
     }
 
+    /// `argv` (a run's command line, launcher first) passing each variable of `names` to
+    /// every rank: Open MPI's mpirun gives the environment to the ranks on its own node
+    /// alone (its daemons elsewhere start from a login's) unless each is named with `-x`;
+    /// the other launchers pass theirs on.
+    pub fn passing_env(&self, mut argv: Vec<String>, names: &[&str]) -> Vec<String> {
+        if matches!(self, Launcher::OpenMpi { .. }) {
+            let named = names.iter().flat_map(|n| ["-x".to_string(), n.to_string()]);
+            argv.splice(1..1, named);
+        }
+        argv
+    }
+
     /// The command line for one run on `nodes` minus `down`: `args` is what the user
     /// gave (launcher first).
     pub fn command(&self, args: &[String], nodes: &HostSet, down: &HostSet) -> Vec<String> {
@@ -560,6 +572,30 @@ mod tests {
                 "node3"
             ])
         );
+    }
+
+    #[test]
+    fn open_mpi_is_told_the_variables_every_rank_needs_and_the_others_pass_them_on() {
+        let line = args(&["mpirun", "-np", "2", "./app"]);
+        let ompi = Launcher::OpenMpi {
+            slurm_overlap: false,
+        };
+        assert_eq!(
+            ompi.passing_env(line.clone(), &["SCR_JOB_ID", "SCR_LAUNCH_ID"]),
+            args(&[
+                "mpirun",
+                "-x",
+                "SCR_JOB_ID",
+                "-x",
+                "SCR_LAUNCH_ID",
+                "-np",
+                "2",
+                "./app"
+            ])
+        );
+        for other in [Launcher::Srun { overlap: false }, Launcher::Mpiexec] {
+            assert_eq!(other.passing_env(line.clone(), &["SCR_JOB_ID"]), line);
+        }
     }
 
     #[test]

@@ -48,10 +48,17 @@ impl Launches {
                 }
             }
             kinds::START => {
-                self.started_unlaunched = match (&self.unstarted, event.field("launch")) {
-                    (None, Some(id)) => Some(id.to_string()),
-                    _ => None,
-                };
+                // the launch read before it is this run's unless both name theirs and the
+                // names differ (a launch whose run's START was lost, left behind)
+                let its_launch_read = self.unstarted.as_ref().is_some_and(|launch| {
+                    match (launch.field("launch"), event.field("launch")) {
+                        (Some(launched), Some(started)) => launched == started,
+                        _ => true,
+                    }
+                });
+                self.started_unlaunched = (!its_launch_read)
+                    .then(|| event.field("launch").map(str::to_string))
+                    .flatten();
                 self.unstarted = None;
                 self.v3_1_unrestarted = event.field("ranks").is_none();
                 so_far.add(event);
@@ -351,6 +358,32 @@ mod tests {
             ),
         ]);
         assert_eq!(f.stats.runs, 3);
+        // a launch whose run logged no START (the library's log was off) and ended well,
+        // then the next attempt's START before its launch
+        let f = figures(&[
+            (
+                0,
+                "SCR_RUN_LAUNCH",
+                &[("attempt", "1"), ("launch", "8.5.1")],
+            ),
+            (
+                5,
+                "SCR_RUN_RUN_ENDED",
+                &[("attempt", "1"), ("exit_code", "0")],
+            ),
+            (6, "START", &[("ranks", "2"), ("launch", "8.5.2")]),
+            (
+                6,
+                "SCR_RUN_LAUNCH",
+                &[("attempt", "2"), ("launch", "8.5.2")],
+            ),
+            (
+                7,
+                "SCR_RUN_RUN_ENDED",
+                &[("attempt", "2"), ("exit_code", "3")],
+            ),
+        ]);
+        assert_eq!((f.stats.runs, f.stats.failures), (1, 1));
     }
 
     #[test]

@@ -66,6 +66,19 @@ pub(super) fn directory_no_node_has(down: &[DownNode]) -> Option<&str> {
         .then_some(dir)
 }
 
+/// The variables scr-run gives a run that every rank must see: the job (its cache and
+/// control directories, when the allocation ends), the nodes found down, and the launch's id.
+fn given_to_every_rank(exclude: &HostSet) -> Vec<&'static str> {
+    let mut names = vec!["SCR_JOB_ID", scr::event_log::LAUNCH_ID_VAR];
+    if std::env::var_os("SCR_END_TIME").is_some() {
+        names.push("SCR_END_TIME");
+    }
+    if !exclude.is_empty() {
+        names.push("SCR_EXCLUDE_NODES");
+    }
+    names
+}
+
 /// How long a run whose rank is gone may go on before scr-run ends it: time for the
 /// launcher to end the run itself (hydra does for a rank killed by a signal; it waits
 /// forever for one that exited without MPI_Finalize, and so do the other ranks).
@@ -250,6 +263,9 @@ impl JobOps for Live<'_> {
             }
         }
         let argv = self.launcher.command(&line, &self.nodes, exclude);
+        let argv = self
+            .launcher
+            .passing_env(argv, &given_to_every_rank(exclude));
         self.ranks.clear();
         let (app, line) = job::child::command(&argv[0], &argv[1..]);
         // the run learns which nodes are down (with the user's SCR_EXCLUDE_NODES, which they
