@@ -93,11 +93,30 @@ fn descendants(pid: u32) -> Vec<u32> {
 
 /// SIGKILLs the job `child` started, its ranks first, and waits for the launcher.
 fn kill_job(mut child: Child) {
-    for p in descendants(child.id()).into_iter().rev() {
+    let processes = descendants(child.id());
+    for &p in processes.iter().rev() {
         unsafe { libc::kill(p as i32, libc::SIGKILL) };
     }
     child.kill().unwrap();
     child.wait().unwrap();
+    // SIGKILL takes effect when a process leaves the kernel: a rank in the middle of a
+    // write on a loaded disk still holds its files (and its lock on the directory it
+    // flushes to) a while, as a live writer the next job must leave alone. A resource
+    // manager starts the next job once the killed one's processes are gone; so does this.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let gone = |p: u32| {
+        std::fs::read_to_string(format!("/proc/{p}/stat")).map_or(true, |stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
+        })
+    };
+    while !processes.iter().all(|&p| gone(p)) {
+        assert!(
+            std::time::Instant::now() < until,
+            "the killed job's processes did not end: {processes:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Starts a job of guide_steps `steps` (in the background, its output in `killed.out`)
