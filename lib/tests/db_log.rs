@@ -258,6 +258,8 @@ fn scr_run_records_each_run_and_how_it_ended_beside_the_librarys_events() {
     ));
     assert!(out.status.success(), "{t}");
     assert!(!t.contains("database log off"), "{t}");
+    // (what scr-run gives its runs is no unknown parameter to them)
+    assert!(!t.contains("no SCR parameter has this name"), "{t}");
 
     // scr-run and each run's rank 0 write through connections of their own, so the rows'
     // order is not the events' across them: their times are (to the second)

@@ -73,6 +73,7 @@ mod tests {
             "SCR_JOB_ID",
             "SCR_SYSTEM_CONF_FILE",
             "SCR_ROOT",
+            "SCR_LAUNCH_ID",
             "SCR_TEST_MPI",
             "SCR_QQQQQQQQQQQQQ",
             "PATH",

@@ -179,6 +179,8 @@ pub const NOT_PARAMETERS: &[&str] = &[
     "SCR_SETUP_ROOT",
     "SCR_CLUSTER_STATE",
     "SCR_REPORT_SCREENSHOT",
+    // what scr-run gives each run it launches, for its START record
+    crate::event_log::LAUNCH_ID_VAR,
 ];
 
 /// Beginnings of such names: the test suite's (`SCR_TEST_MPI`, `SCR_TEST_FAULT` …) and a
