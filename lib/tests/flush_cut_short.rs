@@ -104,13 +104,7 @@ fn kill_job(mut child: Child) {
     // flushes to) a while, as a live writer the next job must leave alone. A resource
     // manager starts the next job once the killed one's processes are gone; so does this.
     let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let gone = |p: u32| {
-        std::fs::read_to_string(format!("/proc/{p}/stat")).map_or(true, |stat| {
-            stat.rsplit_once(") ")
-                .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
-        })
-    };
-    while !processes.iter().all(|&p| gone(p)) {
+    while processes.iter().any(|&p| running(p)) {
         assert!(
             std::time::Instant::now() < until,
             "the killed job's processes did not end: {processes:?}"

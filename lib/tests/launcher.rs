@@ -713,14 +713,7 @@ fn a_run_ends_when_scr_run_is_killed() {
     scr_run.kill().unwrap();
     scr_run.wait().unwrap();
     let killed = Instant::now();
-    // running, not a zombie left for whoever reaps orphans
-    let alive = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-            .unwrap_or(false)
-    };
-    while alive() {
+    while running(pid as u32) {
         if killed.elapsed() > Duration::from_secs(30) {
             // SAFETY: ends the process this test's run left, so nothing outlives the test
             unsafe { libc::kill(pid, libc::SIGKILL) };

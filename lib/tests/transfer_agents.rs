@@ -101,7 +101,7 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
     let stopped = stopper.join().unwrap();
     assert_eq!(stopped.len(), 2, "both nodes' agents stopped: {t}");
     for &pid in &stopped {
-        let outlived = alive(pid);
+        let outlived = running(pid);
         if outlived {
             signal(pid, "-KILL");
         }
@@ -134,12 +134,6 @@ fn holds_a_lock(pid: u32) -> bool {
         .unwrap()
         .lines()
         .any(|l| l.split_whitespace().nth(4) == Some(pid.to_string().as_str()))
-}
-
-/// Whether process `pid` is there and not a zombie.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| !matches!(stat.rsplit_once(')').map(|(_, r)| r.trim_start()), Some(r) if r.starts_with('Z')))
 }
 
 fn signal(pid: u32, sig: &str) {
@@ -193,7 +187,7 @@ fn an_agent_stopped_holding_the_transfer_file_lock_is_ended_and_leaves_nothing()
     assert_eq!(out.status.code(), Some(0), "{t}");
     // the agent is gone (stopped, it would have stayed for good), and with it anything it
     // had half written
-    let outlived = alive(pid);
+    let outlived = running(pid);
     if outlived {
         signal(pid, "-KILL");
     }

@@ -489,6 +489,15 @@ pub fn under_umask(umask: &str, cmd: &Command) -> Command {
     sh
 }
 
+/// Whether process `pid` is there and not a zombie left for whoever reaps orphans.
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // the state follows the command name's closing parenthesis (the name may hold any)
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
+}
+
 pub fn text(o: &Output) -> String {
     format!(
         "{}{}",
