@@ -66,15 +66,12 @@ pub(super) fn directory_no_node_has(down: &[DownNode]) -> Option<&str> {
         .then_some(dir)
 }
 
-/// The variables scr-run gives a run that every rank must see: the job (its cache and
-/// control directories, when the allocation ends), the nodes found down, and the launch's id.
-fn given_to_every_rank(exclude: &HostSet) -> Vec<&'static str> {
-    let mut names = vec!["SCR_JOB_ID", scr::event_log::LAUNCH_ID_VAR];
+/// The names of the variables of scr-run's environment every rank must see: the job (its
+/// cache and control directories, when the allocation ends).
+fn job_variables() -> Vec<&'static str> {
+    let mut names = vec!["SCR_JOB_ID"];
     if std::env::var_os("SCR_END_TIME").is_some() {
         names.push("SCR_END_TIME");
-    }
-    if !exclude.is_empty() {
-        names.push("SCR_EXCLUDE_NODES");
     }
     names
 }
@@ -262,22 +259,24 @@ impl JobOps for Live<'_> {
                 line = reshaped;
             }
         }
+        // what the run learns of this launch: its id, for its START record; and which nodes
+        // are down (with the user's SCR_EXCLUDE_NODES, which they include): a checkpoint it
+        // cannot rebuild whose other writers' nodes are all down is lost, and it goes on
+        // from an older one rather than stop for them
+        let mut given = vec![(scr::event_log::LAUNCH_ID_VAR, self.launch_id(attempt))];
+        if !exclude.is_empty() {
+            given.push(("SCR_EXCLUDE_NODES", exclude.to_string()));
+        }
+        let mut every_rank = job_variables();
+        every_rank.extend(given.iter().map(|(name, _)| *name));
         let argv = self.launcher.command(&line, &self.nodes, exclude);
-        let argv = self
-            .launcher
-            .passing_env(argv, &given_to_every_rank(exclude));
+        let argv = self.launcher.passing_env(argv, &every_rank);
         self.ranks.clear();
         let (app, line) = job::child::command(&argv[0], &argv[1..]);
-        // the run learns which nodes are down (with the user's SCR_EXCLUDE_NODES, which they
-        // include): a checkpoint it cannot rebuild whose other writers' nodes are all down
-        // is lost, and it goes on from an older one rather than stop for them
-        let app = if exclude.is_empty() {
-            app
-        } else {
-            app.env("SCR_EXCLUDE_NODES", exclude.to_string())
-        };
+        let app = given
+            .into_iter()
+            .fold(app, |app, (name, value)| app.env(name, value));
         let app = app
-            .env(scr::event_log::LAUNCH_ID_VAR, self.launch_id(attempt))
             .unchecked()
             // its own process group: a stop reaches every process of the run; and, out of
             // scr-run's group, it would miss what ends scr-run's (salloc's hangup as the
