@@ -267,7 +267,8 @@ impl TransferFile {
 
     /// [`HashView::update`] of the transfer file at `path` as the library and the commands
     /// make it: an agent stopped while it held the file's lock would hold it for good, so
-    /// one found stopped holding it is ended ([`end_agent`]) rather than waited for.
+    /// one found stopped holding it is ended ([`end_agent`]) rather than waited for, and
+    /// the user told so on stderr: the flush goes on without the agent.
     pub fn update_past_agent<R>(
         path: &Path,
         change: impl FnOnce(&mut TransferFile) -> Result<R>,
@@ -276,6 +277,12 @@ impl TransferFile {
             if let Some(pid) = holder
                 && agent_process(pid) == Agent::Stopped(pid)
             {
+                // one write: every rank of a job shares the launcher's stream
+                let line = format!(
+                    "SCR: WARNING: the transfer agent (pid {pid}) is stopped holding the lock of {}; ending it, the flush goes on without it\n",
+                    path.display()
+                );
+                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
                 end_agent(path, pid);
             }
         };

@@ -59,10 +59,14 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
     let cntl = job.dir.path().join("cntl").display().to_string();
     // stop each node's agent once it has said it runs (its transfer file names it): an
     // agent stopped before that is none the ranks know of, and they would flush without
-    // it from the start. Stopped for good: the ranks end it.
+    // it from the start. Stopped for good: the ranks end it. Never while it holds the
+    // transfer file's lock (it writes "running" under it): one stopped so is ended at the
+    // next update of the file, not for making no progress (the next test's case).
     let stopper = std::thread::spawn(move || {
         let started = std::time::Instant::now();
-        let mut stopped = std::collections::BTreeSet::new();
+        // each stopped agent, and when and at what point of the copies (should the ranks
+        // not take over, whether the stop came too late to matter)
+        let mut stopped = std::collections::BTreeMap::new();
         while started.elapsed().as_secs() < 60 && stopped.len() < 2 {
             for node in ["n1", "n2"] {
                 let file = scr::layout::transfer_file(
@@ -70,12 +74,30 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
                         .unwrap()
                         .join(format!("node.{node}")),
                 );
+                let lock = file.with_file_name(format!(
+                    ".{}.lock",
+                    file.file_name().unwrap().to_string_lossy()
+                ));
                 if let Ok(t) = scr::transfer::TransferFile::read(&file)
                     && t.state() == Some(scr::transfer::State::Running)
                     && let Some(pid) = t.agent_pid()
-                    && stopped.insert(pid)
+                    && !stopped.contains_key(&pid)
                 {
                     signal(pid, "-STOP");
+                    // (a stopped process's state settles at once; its locks are as it left them)
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    if holds_the_lock_of(pid, &lock) {
+                        signal(pid, "-CONT");
+                    } else {
+                        let files = t.files();
+                        let written = files.iter().filter(|e| e.is_written()).count();
+                        let when = format!(
+                            "{node} at {} ms, {written} of {} listed files written",
+                            started.elapsed().as_millis(),
+                            files.len()
+                        );
+                        stopped.insert(pid, when);
+                    }
                 }
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -100,7 +122,7 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
     ));
     let stopped = stopper.join().unwrap();
     assert_eq!(stopped.len(), 2, "both nodes' agents stopped: {t}");
-    for &pid in &stopped {
+    for &pid in stopped.keys() {
         let outlived = running(pid);
         if outlived {
             signal(pid, "-KILL");
@@ -110,7 +132,7 @@ fn a_stopped_transfer_agent_does_not_hold_the_flush_the_ranks_take_over() {
     assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(
         t.contains("finished no file for") && t.contains("copying this rank's files without it"),
-        "{t}"
+        "agents stopped {stopped:?}: {t}"
     );
     let e = job.index_entry("ckpt.2");
     assert!(e.complete && e.is_current, "{e:?}");
@@ -126,6 +148,23 @@ fn agents(cntl: &str) -> Vec<u32> {
         .lines()
         .filter_map(|l| l.trim().parse().ok())
         .collect()
+}
+
+/// Whether process `pid` holds a lock on the file at `path` (the lock file beside a
+/// locked file), as the kernel's /proc/locks says (`… PID MAJ:MIN:INODE …`).
+fn holds_the_lock_of(pid: u32, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(inode) = std::fs::metadata(path).map(|m| m.ino()) else {
+        return false;
+    };
+    std::fs::read_to_string("/proc/locks")
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .any(|f| {
+            f.get(4) == Some(&pid.to_string().as_str())
+                && f.get(5).and_then(|d| d.rsplit(':').next()) == Some(&inode.to_string().as_str())
+        })
 }
 
 /// Whether process `pid` holds a lock, as the kernel's /proc/locks says.
@@ -192,6 +231,14 @@ fn an_agent_stopped_holding_the_transfer_file_lock_is_ended_and_leaves_nothing()
         signal(pid, "-KILL");
     }
     assert!(!outlived, "agent {pid} outlived its job: {t}");
+    // whoever came first ended it, saying why: a rank or command that wanted the lock, or
+    // a rank that saw no progress for its stall allowance
+    assert!(
+        t.contains(&format!(
+            "the transfer agent (pid {pid}) is stopped holding the lock of"
+        )) || t.contains(&format!("transfer agent (pid {pid}) finished no file for")),
+        "the user is told why the agent ended: {t}"
+    );
     let temporaries: Vec<_> = walk(&job.prefix())
         .into_iter()
         .filter(|p| {
