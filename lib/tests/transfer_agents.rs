@@ -163,7 +163,7 @@ fn holds_the_lock_of(pid: u32, path: &std::path::Path) -> bool {
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
         .any(|f| {
             f.get(4) == Some(&pid.to_string().as_str())
-                && f.get(5).and_then(|d| d.rsplit(':').next()) == Some(&inode.to_string().as_str())
+                && f.get(5).and_then(|d| d.rsplit(':').next()) == Some(inode.to_string().as_str())
         })
 }
 
