@@ -163,3 +163,34 @@ fn scr_index_add_checks_every_container_segment() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("no dataset named ckpt.9"), "{out}");
 }
+
+#[test]
+fn a_checkpoint_of_empty_files_flushes_into_containers_and_restarts_from_the_prefix() {
+    // the history checker's application: it names the checkpoint's layout and checks every
+    // file a restart routes to it
+    let job = Job::new();
+    let app = build_c(
+        job.dir.path(),
+        &workspace().join("histories/app/hist_app.c"),
+        "hist_app",
+    );
+    let job = Job { app, ..job };
+    let env = [
+        ("SCR_USE_CONTAINERS", "1"),
+        ("SCR_CONTAINER_SIZE", "4096"),
+        ("SCR_FLUSH", "1"),
+    ];
+    // every file empty (checkpoint 1: two files a rank, size class 0): a flush with nothing
+    // to pack
+    let args = ["init", "restart", "ckpt=1:2:0", "finalize"];
+    let out = run_ok_on(&job, "n1,n2", 2, &args, &env);
+    assert!(out.contains("hist: ckpt ckpt.1 serial=1 rc=0"), "{out}");
+    assert!(!out.contains("ERROR"), "{out}");
+    delete_caches(&job);
+    let args = ["layout=1:1:2:0:2", "init", "restart", "finalize"];
+    let out = run_ok_on(&job, "n1,n2", 2, &args, &env);
+    assert!(
+        out.contains("hist: attempt ckpt.1 verified=1 rc=0 serials=1"),
+        "{out}"
+    );
+}

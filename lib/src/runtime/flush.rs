@@ -448,7 +448,11 @@ impl Flush<'_> {
                     *at += len;
                     let (size, crc) = container::write_file(src, prefix, &segments, &mut |_| {})?;
                     target.check_copied(size, Some(crc))?;
-                    dirs.insert(layout::dataset_meta_dir(prefix, id));
+                    // an empty file takes no container: nothing of this rank's need be in
+                    // the containers' directory (nor need it exist, when every file is empty)
+                    if size > 0 {
+                        dirs.insert(layout::dataset_meta_dir(prefix, id));
+                    }
                     (size, want_crc.then_some(crc), segments)
                 }
                 _ => {
