@@ -50,6 +50,9 @@ pub struct Config {
     /// SCR_FLUSH_ASYNC=1: flushes copy in the background (throttled, so that a run ending
     /// without SCR_Finalize cuts one short).
     pub flush_async: bool,
+    /// SCR_USE_CONTAINERS=1: a flush packs the files into containers of
+    /// [`CONTAINER_SIZE`] bytes on the prefix, so that files span containers.
+    pub containers: bool,
 }
 
 impl Config {
@@ -71,9 +74,18 @@ impl Config {
             // drawn, long enough for a run ending without SCR_Finalize to cut it short
             env.push(("SCR_FLUSH_ASYNC_BW".into(), ASYNC_BW.to_string()));
         }
+        if self.containers {
+            env.push(("SCR_USE_CONTAINERS".into(), "1".into()));
+            env.push(("SCR_CONTAINER_SIZE".into(), CONTAINER_SIZE.to_string()));
+        }
         env
     }
 }
+
+/// SCR_CONTAINER_SIZE of a run with SCR_USE_CONTAINERS=1: the least it may be (README,
+/// "Containers"), smaller than the largest files drawn and than most checkpoints' bytes, so
+/// a file is cut across containers and a container holds pieces of several ranks' files.
+pub const CONTAINER_SIZE: u32 = 4096;
 
 /// SCR_FLUSH_ASYNC_BW of a run with SCR_FLUSH_ASYNC=1.
 pub const ASYNC_BW: u32 = 40_000;
@@ -256,8 +268,8 @@ impl Step {
 /// The generation of the drawing rules a new history is drawn with. Each generation draws
 /// what it adds from a stream of its own, so a seed means the same history in the
 /// generation it was found in; seeds kept from before RS was drawn are generation 2, from
-/// before halts were drawn generation 3.
-pub const LATEST_GENERATION: u32 = 4;
+/// before halts were drawn generation 3, from before containers were drawn generation 4.
+pub const LATEST_GENERATION: u32 = 5;
 
 /// A history's seed with the generation of the rules it is drawn with, written `SEED` for
 /// generation 2 (the seeds kept before generations were named) and `G:SEED` otherwise.
@@ -330,6 +342,7 @@ impl History {
         let mut extra = Rng::new(seed ^ 0x0a5e_f1e5_d7a1_2b03);
         let mut third = Rng::new(seed ^ 0x3d1f_6b07_c2e9_55a1);
         let mut fourth = Rng::new(seed ^ 0x71c3_9e0b_a4d2_6f15);
+        let mut fifth = Rng::new(seed ^ 0x5b2e_0c97_d381_4a6d);
         let ranks_per_node = rng.pick(&[1, 1, 2]);
         let base = rng.pick(&[2, 3, 4]) * ranks_per_node;
         let runs = rng.range(2, 5);
@@ -359,6 +372,7 @@ impl History {
             if generation >= 4 && spec.kill.is_none() && fourth.chance(1, 5) {
                 spec.halt = Some(fourth.range(1, 3));
             }
+            spec.config.containers = generation >= 5 && fifth.chance(1, 4);
             steps.push(Step::Run(spec));
         }
         History {
@@ -404,6 +418,9 @@ impl History {
                     }
                     if r.config.flush_async {
                         f.push("flush-async".into());
+                    }
+                    if r.config.containers {
+                        f.push("containers".into());
                     }
                     if let Some(k) = r.kill {
                         f.push(format!(
@@ -463,6 +480,7 @@ fn run(rng: &mut Rng, extra: &mut Rng, mut third: Option<&mut Rng>, ranks: u32) 
         cache_size: rng.pick(&[1, 1, 2]),
         reshape: rng.chance(1, 2),
         flush_async: extra.chance(1, 5),
+        containers: false,
     };
     let ckpts: Vec<CkptSpec> = (0..rng.range(0, 3))
         .map(|_| {
@@ -587,32 +605,58 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_fourth_generation_adds_halts_to_the_third_s_draws() {
+    /// Each history of `generation` is the one of the generation before from the same
+    /// seed, once `undo` takes from each run what the generation adds.
+    fn adds_only(generation: u32, undo: impl Fn(&mut RunSpec)) {
         for seed in 0..300 {
-            let third = History::generate(Seed {
+            let older = History::generate(Seed {
                 seed,
-                generation: 3,
+                generation: generation - 1,
             });
-            let mut fourth = History::generate(Seed {
-                seed,
-                generation: 4,
-            });
-            assert!(third.runs().all(|r| r.halt.is_none()));
-            for s in &mut fourth.steps {
+            let mut newer = History::generate(Seed { seed, generation });
+            for s in &mut newer.steps {
                 if let Step::Run(r) = s {
-                    assert!(r.halt.is_none() || r.kill.is_none());
-                    r.halt = None;
+                    undo(r);
                 }
             }
-            fourth.seed = third.seed;
-            assert_eq!(third, fourth);
+            newer.seed = older.seed;
+            assert_eq!(older, newer);
         }
+    }
+
+    #[test]
+    fn the_fourth_generation_adds_halts_to_the_third_s_draws() {
+        adds_only(4, |r| {
+            assert!(r.halt.is_none() || r.kill.is_none());
+            r.halt = None;
+        });
         let halted = (0..300)
             .flat_map(|seed| History::generate(Seed::latest(seed)).steps)
             .filter(|s| matches!(s, Step::Run(r) if r.halted_at().is_some()))
             .count();
         assert!(halted > 20, "{halted}");
+    }
+
+    #[test]
+    fn the_fifth_generation_adds_containers_to_the_fourth_s_draws() {
+        adds_only(5, |r| r.config.containers = false);
+        let packed: Vec<RunSpec> = (0..300)
+            .flat_map(|seed| History::generate(Seed::latest(seed)).steps)
+            .filter_map(|s| match s {
+                Step::Run(r) if r.config.containers => Some(r),
+                _ => None,
+            })
+            .collect();
+        assert!(packed.len() > 50, "{}", packed.len());
+        // files larger than a container are drawn: they are cut across containers
+        assert!(
+            packed
+                .iter()
+                .flat_map(|r| &r.ckpts)
+                .any(|c| c.size > CONTAINER_SIZE)
+        );
+        let env = packed[0].config.env();
+        assert!(env.contains(&("SCR_USE_CONTAINERS".into(), "1".into())));
     }
 
     #[test]
@@ -632,6 +676,7 @@ mod tests {
                 cache_size: 1,
                 reshape: false,
                 flush_async: false,
+                containers: false,
             },
             file_list: false,
             ckpts: vec![
@@ -674,6 +719,7 @@ mod tests {
         }
         assert_eq!("5".parse::<Seed>().unwrap().generation, 2);
         assert!("9:5".parse::<Seed>().is_err());
+        assert_eq!("5:5".parse::<Seed>().unwrap().generation, 5);
         assert_eq!("4:5".parse::<Seed>().unwrap().generation, 4);
         assert!("3:x".parse::<Seed>().is_err());
     }

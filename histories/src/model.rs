@@ -62,6 +62,11 @@ pub struct Ckpt {
     /// A drain copied what the nodes up then held of it, and could not complete it: the
     /// copies wait on the prefix for a later drain to complete it.
     pub partly_drained: bool,
+    /// A flush of it may have packed its files into containers (a run with
+    /// SCR_USE_CONTAINERS=1 flushed it, or may have): its files may be in a dataset's
+    /// containers rather than at their paths, and nothing of it at its paths is replaced
+    /// by a newer copy of its name.
+    pub may_be_packed: bool,
     /// Whether the scheme that protects it in cache is unknown between two: a restart
     /// loaded it under another scheme than its own, from cache (its own scheme) or fetched
     /// (the run's); after a lost node it may be rebuilt or not.
@@ -163,6 +168,9 @@ pub struct Model {
     /// --remove` makes current (as v3.1's SCR_Drop does, guide api.rst api-80), where v3.1's
     /// `scr_index --drop` removes the entry only (manage-13).
     pub next_older_after_drop: Option<u32>,
+    /// The flushes of the run now going pack the files into containers (SCR_USE_CONTAINERS=1;
+    /// README, "Containers": the post-run drain writes plain files).
+    pub packing: bool,
 }
 
 impl Model {
@@ -346,6 +354,7 @@ impl Model {
             rejected: false,
             dropped: false,
             partly_drained: false,
+            may_be_packed: false,
             scheme_unsure: false,
         });
         if complete && !spec.output {

@@ -52,6 +52,7 @@ fn candidates(h: &History) -> Vec<History> {
         push(&|r| r.kill = None);
         push(&|r| r.halt = None);
         push(&|r| r.config.flush_async = false);
+        push(&|r| r.config.containers = false);
         push(&|r| r.config.prefix_size = 0);
         push(&|r| r.config.cache_size = 1);
         push(&|r| {

@@ -71,6 +71,8 @@ impl Model {
     /// promise, SPEC §4.11: a completed output reaches the prefix or is reported lost by
     /// name).
     pub fn drain(&mut self, down: u32) -> Vec<u32> {
+        // README, "Containers": the drain writes plain files
+        self.packing = false;
         let Some(ranks) = self.cache_ranks else {
             return Vec::new();
         };

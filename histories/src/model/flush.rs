@@ -52,6 +52,7 @@ impl Model {
     /// What publishing checkpoint `serial` (named `name`; `empty`: all its files empty),
     /// certainly or perhaps, does to the others.
     pub(super) fn published(&mut self, serial: u32, name: &str, empty: bool, how: Avail) {
+        let packed = self.get(serial).is_some_and(|c| c.may_be_packed);
         for older in self
             .ckpts
             .iter_mut()
@@ -64,7 +65,12 @@ impl Model {
             if empty && older.spec.size == 0 || older.prefix == Avail::No {
                 continue;
             }
-            if how == Avail::Yes {
+            // README, "Containers": packed files lie in their own dataset's containers, and
+            // plain ones at paths containers never touch: no file of the older copy need be
+            // replaced; whether its index entry stays, no document says
+            if packed || older.may_be_packed {
+                older.prefix = older.prefix.min(Avail::Maybe);
+            } else if how == Avail::Yes {
                 older.prefix_damaged = true;
             } else {
                 older.prefix = older.prefix.min(Avail::Maybe);
@@ -88,8 +94,10 @@ impl Model {
     /// A flush of `serial` (certain or perhaps) under a window of `window` checkpoints; an
     /// output dataset's flush applies the window too ("after each flush").
     pub(super) fn flushed(&mut self, serial: u32, how: Avail, window: u32) {
+        let packing = self.packing;
         let c = self.get_mut(serial);
         c.prefix = c.prefix.max(how);
+        c.may_be_packed |= packing && how != Avail::No;
         // flushed again after the window deleted it: its files are back, indexed
         c.window_deleted &= how == Avail::No;
         if how == Avail::Yes {
@@ -146,6 +154,9 @@ impl Model {
     /// the run flushes: a checkpoint a run without SCR_FLUSH left in cache may reach the
     /// prefix at a later run's SCR_Init.
     pub fn init_flush(&mut self, ranks: u32, config: &Config) {
+        // from here on the run's own flushes (its SCR_Init's, its checkpoints', its
+        // SCR_Finalize's) pack as it says
+        self.packing = config.containers;
         if config.flush == 0 {
             return;
         }

@@ -8,6 +8,7 @@ fn config(scheme: Scheme, flush: u32, prefix_size: u32, cache_size: u32) -> Conf
         cache_size,
         reshape: false,
         flush_async: false,
+        containers: false,
     }
 }
 
@@ -425,4 +426,49 @@ fn a_run_that_flushes_may_flush_at_init_what_an_earlier_run_left_in_cache() {
         m.judge_index(&[]).is_ok(),
         "nor must it: the flush at SCR_Init is allowed, not promised"
     );
+}
+
+/// A run of two ranks under SINGLE with SCR_FLUSH=`flush`, packing flushes into
+/// containers or not, that writes one checkpoint.
+fn run_writing_one(m: &mut Model, flush: u32, packs: bool) {
+    let cfg = Config {
+        containers: packs,
+        ..config(Scheme::Single, flush, 0, 1)
+    };
+    m.begin_run(2);
+    m.init_flush(2, &cfg);
+    m.checkpoint(&ckpt(1000), 2, &cfg, Avail::Yes);
+}
+
+#[test]
+fn a_name_written_again_replaces_the_older_copy_only_when_neither_is_packed() {
+    // ckpt.1 flushed, then a restart from scratch writes ckpt.1 again, flushed too
+    let written_twice = |first: bool, second: bool| {
+        let mut m = Model::new(1);
+        run_writing_one(&mut m, 1, first);
+        run_writing_one(&mut m, 1, second);
+        let older = m.get(1).unwrap().clone();
+        assert_eq!(m.get(2).unwrap().may_be_packed, second);
+        older
+    };
+    // plain over plain: the newer copy's files replace the older one's
+    let older = written_twice(false, false);
+    assert!(older.prefix_damaged && !older.may_be_packed);
+    // packed either way: no file of the older copy need be replaced
+    for (first, second) in [(true, false), (false, true), (true, true)] {
+        let older = written_twice(first, second);
+        assert!(!older.prefix_damaged, "{first} {second}");
+        assert_eq!(older.prefix, Avail::Maybe, "{first} {second}");
+        assert_eq!(older.may_be_packed, first);
+    }
+}
+
+#[test]
+fn the_drain_writes_plain_files_whatever_the_last_run_packed() {
+    let mut m = Model::new(1);
+    run_writing_one(&mut m, 0, true);
+    m.drain(0);
+    let c = m.get(1).unwrap();
+    assert_eq!(c.prefix, Avail::Yes);
+    assert!(!c.may_be_packed);
 }
