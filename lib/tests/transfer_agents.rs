@@ -150,29 +150,33 @@ fn agents(cntl: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Whether process `pid` holds a lock on the file at `path` (the lock file beside a
-/// locked file), as the kernel's /proc/locks says (`… PID MAJ:MIN:INODE …`).
-fn holds_the_lock_of(pid: u32, path: &std::path::Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(inode) = std::fs::metadata(path).map(|m| m.ino()) else {
-        return false;
-    };
+/// The files process `pid` holds locks on, as the kernel's /proc/locks names them
+/// (`… PID MAJ:MIN:INODE …`).
+fn locked_by(pid: u32) -> Vec<String> {
     std::fs::read_to_string("/proc/locks")
         .unwrap()
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .any(|f| {
-            f.get(4) == Some(&pid.to_string().as_str())
-                && f.get(5).and_then(|d| d.rsplit(':').next()) == Some(inode.to_string().as_str())
-        })
+        .filter(|f| f.get(4) == Some(&pid.to_string().as_str()))
+        .filter_map(|f| f.get(5).map(|d| d.to_string()))
+        .collect()
 }
 
-/// Whether process `pid` holds a lock, as the kernel's /proc/locks says.
+/// Whether process `pid` holds a lock on the file at `path` (the lock file beside a
+/// locked file).
+fn holds_the_lock_of(pid: u32, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(inode) = std::fs::metadata(path).map(|m| m.ino().to_string()) else {
+        return false;
+    };
+    locked_by(pid)
+        .iter()
+        .any(|d| d.rsplit(':').next() == Some(inode.as_str()))
+}
+
+/// Whether process `pid` holds a lock.
 fn holds_a_lock(pid: u32) -> bool {
-    std::fs::read_to_string("/proc/locks")
-        .unwrap()
-        .lines()
-        .any(|l| l.split_whitespace().nth(4) == Some(pid.to_string().as_str()))
+    !locked_by(pid).is_empty()
 }
 
 fn signal(pid: u32, sig: &str) {
