@@ -133,8 +133,14 @@ impl Model {
         }
         if let Some(serial) = drained {
             // README, "The drain": the first complete checkpoint becomes current (publishing
-            // never moves CURRENT backwards); the drain knows no SCR_PREFIX_SIZE window
-            self.flushed(serial, Avail::Yes, 0);
+            // never moves CURRENT backwards); the drain knows no SCR_PREFIX_SIZE window. One
+            // that SCR_FLUSH's count may have flushed already the drain may find there, and
+            // then it copies and publishes nothing ("already been flushed")
+            if self.get(serial).is_some_and(|c| c.prefix == Avail::Maybe) {
+                self.flushed_perhaps_already(serial, Avail::Yes);
+            } else {
+                self.flushed(serial, Avail::Yes, 0);
+            }
         }
         undecided
     }

@@ -238,9 +238,16 @@ impl Model {
             return;
         }
         // flushed already (by SCR_FLUSH's count, perhaps in an earlier run under another
-        // window) or perhaps now: whether this run's window runs is not certain, nor whether
-        // this flush publishes it over a current the operator chose since (nor whether it
-        // marks one current where a drop left none)
+        // window) or perhaps now: whether this run's window runs is not certain
+        self.flushed_perhaps_already(serial, how);
+        self.window(Avail::Maybe, window);
+    }
+
+    /// A flush or drain that leaves `serial` on the prefix (`how`) where it may have been
+    /// already: finding it there, the flush copies and publishes nothing, so whether it
+    /// moves CURRENT past a checkpoint the operator chose since, or marks one current where
+    /// a drop left none, is not certain.
+    pub(super) fn flushed_perhaps_already(&mut self, serial: u32, how: Avail) {
         let (operator_current, unset) = (self.operator_current, self.current_may_be_unset);
         self.flushed(serial, how, 0);
         if operator_current.is_some_and(|x| x < serial) {
@@ -248,6 +255,5 @@ impl Model {
             self.operator_current_superseded = true;
         }
         self.current_may_be_unset = unset;
-        self.window(Avail::Maybe, window);
     }
 }

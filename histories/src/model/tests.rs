@@ -309,6 +309,39 @@ fn a_finalize_flush_that_may_have_happened_before_the_operator_s_choice_may_leav
 }
 
 #[test]
+fn a_drain_that_may_find_the_newest_flushed_already_may_leave_the_operator_s_choice() {
+    let mut m = Model::new(1);
+    m.begin_run(3);
+    m.checkpoint(&ckpt(10), 3, &config(Scheme::Partner, 1, 0, 1), Avail::Yes);
+    // SCR_FLUSH=2: ckpt.2 perhaps flushed by the count, perhaps only cached
+    m.checkpoint(&ckpt(10), 3, &config(Scheme::Xor, 2, 0, 1), Avail::Yes);
+    m.set_current(1);
+    m.drain(0);
+    let e = |n: &str, cur: bool| entry(n, true, cur);
+    for current_is_newest in [false, true] {
+        assert!(
+            m.judge_index(&[
+                e("ckpt.2", current_is_newest),
+                e("ckpt.1", !current_is_newest)
+            ])
+            .is_ok(),
+            "found flushed already, ckpt.2 is not published over the operator's ckpt.1; \
+             drained now, it is"
+        );
+    }
+    // a checkpoint surely only in cache is drained and published over the older choice
+    let mut m = Model::new(1);
+    m.begin_run(3);
+    m.checkpoint(&ckpt(10), 3, &config(Scheme::Partner, 1, 0, 1), Avail::Yes);
+    m.checkpoint(&ckpt(10), 3, &config(Scheme::Xor, 0, 0, 1), Avail::Yes);
+    m.set_current(1);
+    m.drain(0);
+    assert!(m
+        .judge_index(&[e("ckpt.2", false), e("ckpt.1", true)])
+        .is_err());
+}
+
+#[test]
 fn finalize_flushes_again_a_window_deleted_checkpoint_restarted_from_cache() {
     // partner-protected ckpt.1 and single ckpt.2 in cache, the window deleting ckpt.1 from
     // the prefix; a node lost costs ckpt.2, so a run restarts ckpt.1 from cache and its
