@@ -55,14 +55,18 @@ impl Model {
     }
 
     /// SCR_Init stopped as [`Model::init_may_stop`] allows: the caches stay as they were;
-    /// the other size's outputs it drained first may be on the prefix.
+    /// the other size's outputs it drained first may be on the prefix, and so may the files
+    /// it copied of a checkpoint it could not complete.
     pub fn init_stopped(&mut self) {
-        for c in self
-            .ckpts
-            .iter_mut()
-            .filter(|c| c.output && c.cache != Avail::No)
-        {
-            c.prefix = c.prefix.max(Avail::Maybe);
+        let old = self.cache_ranks;
+        for c in self.ckpts.iter_mut().filter(|c| c.cache != Avail::No) {
+            if c.output {
+                c.prefix = c.prefix.max(Avail::Maybe);
+            } else if c.complete && !c.rejected && Some(c.writers) == old {
+                // README, "The drain": an incomplete dataset's copied files stay on the
+                // prefix for the missing ones to arrive later
+                c.partly_drained = true;
+            }
         }
     }
 

@@ -505,3 +505,18 @@ fn the_drain_writes_plain_files_whatever_the_last_run_packed() {
     assert_eq!(c.prefix, Avail::Yes);
     assert!(!c.may_be_packed);
 }
+
+#[test]
+fn files_a_stopped_init_drain_copied_may_let_a_drain_with_a_node_down_complete_it() {
+    let mut m = Model::new(1);
+    m.begin_run(4);
+    m.checkpoint(&ckpt(100), 4, &config(Scheme::Single, 0, 0, 1), Avail::Yes);
+    // a 2-rank job's SCR_Init may copy ranks 0 and 1 from n1 and n2, and stops: it cannot
+    // complete ckpt.1 from its nodes
+    assert!(m.init_may_stop(2));
+    m.init_stopped();
+    // scr postrun with n1 down: rank 0's file may be on the prefix from that Init already
+    m.drain(1);
+    assert!(m.judge_index(&[entry("ckpt.1", true, true)]).is_ok());
+    assert!(m.judge_index(&[]).is_ok(), "or the drain may not complete it");
+}
