@@ -66,30 +66,19 @@ pub fn holds(prefix: &Path, c: &Ckpt) -> Result<(), String> {
 
 /// [`holds`], with the prefix's containers read once for every checkpoint judged.
 fn holds_with(prefix: &Path, c: &Ckpt, containers: &mut Option<Containers>) -> Result<(), String> {
-    let dir = prefix.join(c.name());
     for r in 0..c.writers {
         for k in 0..c.spec.nfiles {
-            let f = dir.join(format!("rank_{r}.{k}"));
-            let len = file_length(c.spec.size, r, k);
-            let at_its_path = std::fs::read(&f);
-            if let Ok(bytes) = &at_its_path
-                && is_file_of(bytes, c.serial, r, k, len)
-            {
-                continue;
-            }
-            if c.may_be_packed {
-                let containers = containers.get_or_insert_with(|| Containers::of(prefix));
-                if len == 0 {
-                    continue;
-                }
-                if let Some((stream, _)) = containers.find(c.serial, r, k, len) {
+            let (path, there) = match locate(prefix, c, r, k, containers) {
+                Located::AtItsPath(_) | Located::EmptyPacked => continue,
+                Located::Packed { stream, .. } => {
                     stream
                         .packed_as_promised()
                         .map_err(|e| format!("{}: {e}", c.label()))?;
                     continue;
                 }
-            }
-            return Err(match at_its_path {
+                Located::Nowhere { path, there } => (path, there),
+            };
+            return Err(match there {
                 Ok(bytes) => {
                     let whose = serial_in(&bytes)
                         .filter(|&w| w != c.serial)
@@ -102,20 +91,75 @@ fn holds_with(prefix: &Path, c: &Ckpt, containers: &mut Option<Containers>) -> R
                     };
                     format!(
                         "{} on the prefix does not hold what rank {r} wrote in {}{whose}{nor}",
-                        f.display(),
+                        path.display(),
                         c.label()
                     )
                 }
                 Err(e) if c.may_be_packed => format!(
                     "{} is flushed, but rank {r}'s file {k} is neither at {} ({e}) nor whole in the containers of any dataset on the prefix",
                     c.label(),
-                    f.display()
+                    path.display()
                 ),
-                Err(e) => format!("{} is flushed, but {}: {e}", c.label(), f.display()),
+                Err(e) => format!("{} is flushed, but {}: {e}", c.label(), path.display()),
             });
         }
     }
     Ok(())
+}
+
+/// Where rank `r`'s file `k` of a flushed checkpoint lies whole on the prefix.
+pub enum Located<'a> {
+    /// At its own path, `<prefix>/<name>/rank_<r>.<k>`.
+    AtItsPath(PathBuf),
+    /// Whole and contiguous in a dataset's containers read in order, from byte `start` of
+    /// their stream.
+    Packed {
+        /// The containers that hold it.
+        stream: &'a ContainerStream,
+        /// Where its first byte lies in their stream.
+        start: u64,
+    },
+    /// Empty, of a checkpoint its flush may have packed: an empty file takes no bytes of a
+    /// container, and its path need not exist.
+    EmptyPacked,
+    /// Nowhere: what its path holds instead, or why that could not be read.
+    Nowhere {
+        /// Its path.
+        path: PathBuf,
+        /// The bytes at its path.
+        there: std::io::Result<Vec<u8>>,
+    },
+}
+
+/// Finds rank `r`'s file `k` of `c` on `prefix`: at its path with its own bytes, or, when a
+/// flush may have packed `c` ([`Ckpt::may_be_packed`]), in the prefix's containers (read
+/// into `containers` the first time they are needed).
+pub fn locate<'a>(
+    prefix: &Path,
+    c: &Ckpt,
+    r: u32,
+    k: u32,
+    containers: &'a mut Option<Containers>,
+) -> Located<'a> {
+    let path = prefix.join(c.name()).join(format!("rank_{r}.{k}"));
+    let len = file_length(c.spec.size, r, k);
+    let there = std::fs::read(&path);
+    if there
+        .as_ref()
+        .is_ok_and(|bytes| is_file_of(bytes, c.serial, r, k, len))
+    {
+        return Located::AtItsPath(path);
+    }
+    if c.may_be_packed {
+        if len == 0 {
+            return Located::EmptyPacked;
+        }
+        let containers = containers.get_or_insert_with(|| Containers::of(prefix));
+        if let Some((stream, start)) = containers.find(c.serial, r, k, len) {
+            return Located::Packed { stream, start };
+        }
+    }
+    Located::Nowhere { path, there }
 }
 
 /// Whether `bytes` are exactly rank `r`'s file `k` of checkpoint `serial`, `len` bytes.

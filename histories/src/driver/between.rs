@@ -84,34 +84,34 @@ impl Env {
                     return Ok(false);
                 }
                 let (serial, r, k, len) = files[pick as usize % files.len()];
-                let name = s.model.get(serial).expect("on the prefix").name();
+                let c = s.model.get(serial).expect("on the prefix");
                 let prefix = s.job.join("prefix");
-                let file = prefix.join(&name).join(format!("rank_{r}.{k}"));
                 let flip = matches!(fault, Fault::FlipPrefix { .. });
                 // (the last step's checks found each file at its path, or whole in a
                 // container when its flush may have packed it)
-                let at_its_path =
-                    std::fs::read(&file).is_ok_and(|b| check::is_file_of(&b, serial, r, k, len));
-                if at_its_path {
-                    damage(&file, flip, t).map_err(|e| io(&file, e))?;
-                } else {
+                match check::locate(&prefix, c, r, k, &mut None) {
+                    check::Located::AtItsPath(file) => {
+                        damage(&file, flip, t).map_err(|e| io(&file, e))?;
+                    }
                     // the one byte in its middle flips, or the container that holds its
                     // last byte is cut there
-                    let containers = check::Containers::of(&prefix);
-                    let Some((stream, start)) = containers.find(serial, r, k, len) else {
+                    check::Located::Packed { stream, start } => {
+                        let byte = start + if flip { len / 2 } else { len - 1 };
+                        let (part, at) = stream.part_of(byte).expect("within the stream");
+                        if flip {
+                            flip_byte(part, at, t).map_err(|e| io(part, e))?;
+                        } else {
+                            cut(part, at, t).map_err(|e| io(part, e))?;
+                        }
+                    }
+                    check::Located::EmptyPacked | check::Located::Nowhere { .. } => {
                         return Err((
                             "prefix-data",
                             format!(
-                                "{name}/rank_{r}.{k} of #{serial} is neither at its path nor in a container"
+                                "{}/rank_{r}.{k} of #{serial} is neither at its path nor in a container",
+                                c.name()
                             ),
                         ));
-                    };
-                    let byte = start + if flip { len / 2 } else { len - 1 };
-                    let (part, at) = stream.part_of(byte).expect("within the stream");
-                    if flip {
-                        flip_byte(part, at, t).map_err(|e| io(part, e))?;
-                    } else {
-                        cut(part, at, t).map_err(|e| io(part, e))?;
                     }
                 }
                 s.model.damage_prefix(serial);
