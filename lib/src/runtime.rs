@@ -62,11 +62,6 @@ pub const FLAG_CHECKPOINT: i32 = 1;
 /// `SCR_FLAG_OUTPUT`.
 pub const FLAG_OUTPUT: i32 = 2;
 
-/// A call refused by SCR's rules, or a problem this rank found in what it was given.
-fn failure(what: impl Into<String>) -> Error {
-    Error::refused(what)
-}
-
 /// What the application is doing between SCR calls.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Phase {
@@ -238,7 +233,7 @@ impl Scr {
     /// `SCR_Init`. MPI must already be initialized (by the application).
     pub fn init() -> Result<Scr> {
         if !mpi::environment::is_initialized() {
-            return Err(failure(
+            return Err(Error::refused(
                 "SCR_Init called before MPI_Init; initialize MPI first",
             ));
         }

@@ -539,7 +539,10 @@ fn a_start_that_fails_on_one_rank_leaves_no_rank_waiting() {
         "ran into the timeout: {t}"
     );
     assert!(
-        t.contains("rust_ckpt: rank 1: checkpoint 2: a fault injected at evict on rank 1"),
+        t.contains(
+            "rust_ckpt: rank 1: checkpoint 2: evict on rank 1: could not run: a fault injected at \
+             evict on rank 1"
+        ),
         "{t}"
     );
     // every rank learned from its own complete that checkpoint 2 failed, and says so

@@ -8,7 +8,7 @@
 
 use super::fault;
 use super::prefix_store::PrefixStore;
-use super::{PARTNER_TAG, failure};
+use super::PARTNER_TAG;
 use scr::dataset::Dataset;
 use scr::filemap::Filemap;
 use scr::flush::{FlushFile, FlushTarget, Location};
@@ -18,7 +18,7 @@ use scr::meta::{FileType, Meta};
 use scr::params::settings::Flush as FlushSettings;
 use scr::reddesc::RedDesc;
 use scr::xor::XorHeader;
-use scr::{HashView, Result, io, safe_fs};
+use scr::{Error, HashView, Result, io, safe_fs};
 use std::path::{Path, PathBuf};
 
 mod discard;
@@ -195,7 +195,7 @@ impl CacheManager {
 
     /// Where each of this rank's user files of dataset `id` goes on the prefix.
     pub(super) fn flush_targets(&self, id: u64) -> Result<Vec<FlushTarget>> {
-        scr::flush::targets(&self.filemap, id, self.rank).map_err(failure)
+        scr::flush::targets(&self.filemap, id, self.rank).map_err(Error::corrupt)
     }
 
     /// This rank's descriptor of dataset `id` (empty when it records none).

@@ -1,11 +1,10 @@
 //! Checkpoint descriptors (`CKPT=` lines or the one SCR_COPY_TYPE implies) and the
 //! redundancy sets each one chooses.
 
-use super::failure;
 use crate::comm;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
-use scr::Result;
+use scr::{Error, Result};
 use scr::params::Params;
 use scr::params::settings::Redundancy;
 use scr::reddesc::Scheme;
@@ -122,9 +121,12 @@ impl CkptDesc {
             });
         }
         if !out.iter().any(|d| d.interval == 1) {
-            return Err(failure(
-                "no enabled checkpoint descriptor has INTERVAL=1; every checkpoint needs one (add e.g. CKPT=0 INTERVAL=1 to the configuration)",
-            ));
+            return Err(Error::Config {
+                origin: "the checkpoint descriptors (CKPT)".into(),
+                what: "no enabled one has INTERVAL=1; every checkpoint needs one (add e.g. \
+                       CKPT=0 INTERVAL=1 to the configuration)"
+                    .into(),
+            });
         }
         for d in out.iter_mut().filter(|d| d.bypass) {
             d.scheme = Scheme::Single;

@@ -39,9 +39,14 @@ pub(super) fn point(point: &'static str, rank: u64) -> Result<()> {
             }
         }
         if fires {
-            return Err(super::failure(format!(
-                "a fault injected at {point} on rank {rank} (SCR_TEST_FAULT={spec})"
-            )));
+            // an I/O error, as the real fault it stands for
+            return Err(scr::Error::io(
+                format!("{point} on rank {rank}"),
+                "run",
+                std::io::Error::other(format!(
+                    "a fault injected at {point} on rank {rank} (SCR_TEST_FAULT={spec})"
+                )),
+            ));
         }
     }
     let _ = (point, rank);

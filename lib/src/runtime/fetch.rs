@@ -3,7 +3,6 @@
 //! lists and what a failure means are in `fetch_choice`).
 
 use super::cache::CacheManager;
-use super::failure;
 use super::fetch_choice::Verdict;
 use super::flush::log_transfer;
 use super::job::Job;
@@ -389,7 +388,7 @@ impl Fetch<'_> {
         // directory on the way and the file this user's, nobody else's to swap
         let prefix = safe_fs::Beneath::open(prefix_dir)?;
         for rec in files {
-            rank2file::check_relative(&rec.name).map_err(failure)?;
+            rank2file::check_relative(&rec.name).map_err(Error::refused)?;
             let src = prefix_dir.join(&rec.name);
             let opened = if rec.segments.is_empty() {
                 Some(open_as_recorded(&prefix, rec)?)

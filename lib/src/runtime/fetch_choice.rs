@@ -280,3 +280,35 @@ impl Fetch<'_> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Verdict;
+    use scr::Error;
+    use std::path::Path;
+
+    /// Only data proven broken marks a checkpoint FAILED; what says nothing of the data
+    /// passes it over (the prefix unreadable to this job) or blames this job's own nodes.
+    #[test]
+    fn only_data_proven_broken_marks_the_checkpoint_failed() {
+        let prefix = Path::new("/p/prefix");
+        let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let cases = [
+            (Error::corrupt("a CRC32 that does not match"), Verdict::Broken),
+            (Error::refused("a file others could have written"), Verdict::Unreadable),
+            (Error::io(prefix.join("ckpt.1/a"), "open", denied()), Verdict::Unreadable),
+            (Error::io("/cache/a", "write", denied()), Verdict::HereOnly),
+            (Error::collective("another rank failed"), Verdict::HereOnly),
+            (
+                Error::Config {
+                    origin: "SCR_Init".into(),
+                    what: "no redundancy set".into(),
+                },
+                Verdict::HereOnly,
+            ),
+        ];
+        for (error, verdict) in cases {
+            assert!(Verdict::of(&error, prefix) == verdict, "{error}");
+        }
+    }
+}

@@ -3,7 +3,6 @@
 //! background flush ends with too.
 
 use super::cache::CacheManager;
-use super::failure;
 use super::job::Job;
 use super::prefix_store::{PrefixStore, say_deletions};
 use crate::comm;
@@ -259,7 +258,7 @@ impl Flush<'_> {
                     // the leaves' entries are read here, where a failure is every rank's
                     let entries = leaves
                         .iter()
-                        .map(|bytes| rank2file::unpack_entry(bytes).map_err(failure))
+                        .map(|bytes| rank2file::unpack_entry(bytes).map_err(Error::corrupt))
                         .collect::<Result<Vec<_>>>()?;
                     rank2file::write_upper(prefix, &layout::dataset_meta_rel(id), ranks, entries)?;
                     scr::prefix::placing::commit(prefix, id, &desc)
@@ -351,7 +350,7 @@ impl Flush<'_> {
                 for bytes in &lists {
                     let h = Hash::unpack(bytes)
                         .map_err(|e| Error::corrupt(format!("rank file list: {e}")))?;
-                    rank2file::parse_leaf(&h, &mut map).map_err(failure)?;
+                    rank2file::parse_leaf(&h, &mut map).map_err(Error::corrupt)?;
                 }
                 safe_fs::create_dirs_in(
                     prefix,

@@ -4,7 +4,7 @@
 
 use super::cache::forget_cached;
 use super::prefix_store::say_deletions;
-use super::{Phase, Scr, failure};
+use super::{Phase, Scr};
 use scr::HashView;
 use scr::index::IndexFile;
 use scr::{Error, Result, layout, prefix};
@@ -105,7 +105,7 @@ impl Scr {
     /// share paths), leaving an entry that looks valid without its files.
     pub fn delete_dataset(&mut self, name: &str) -> Result<()> {
         if self.phase != Phase::Idle {
-            return Err(failure(
+            return Err(Error::refused(
                 "SCR_Delete called while an output or restart is open",
             ));
         }
@@ -272,10 +272,10 @@ impl Scr {
     /// too; it is rebuilt in cache if it is there, else fetched from the prefix.
     pub fn set_current(&mut self, name: &str) -> Result<()> {
         if self.phase != Phase::Idle {
-            return Err(failure("called while an output or restart is open"));
+            return Err(Error::refused("called while an output or restart is open"));
         }
         match self.named_checkpoint(name)? {
-            0 => Err(failure(format!(
+            0 => Err(Error::refused(format!(
                 "no checkpoint {name} in cache, in the index of {}, or as a directory there to \
                  adopt",
                 self.prefix.path().display()
@@ -390,7 +390,7 @@ impl Scr {
                 self.checkpoint_id = indexed_ckpt;
                 Ok(())
             }
-            _ => Err(failure(format!(
+            _ => Err(Error::refused(format!(
                 "{name} could not be loaded from cache or the prefix"
             ))),
         }
@@ -471,7 +471,7 @@ impl Scr {
             .and_then(|i| i.current().map(str::to_string))
             .map(|c| format!(" (the index's current one is {c})"))
             .unwrap_or_default();
-        Err(failure(format!(
+        Err(Error::refused(format!(
             "{name} is an output, not a checkpoint (SCR_FLAG_OUTPUT without \
              SCR_FLAG_CHECKPOINT; {}): a restart loads only checkpoints, so name one of \
              those{newest}",

@@ -4,7 +4,7 @@
 
 use super::cache::FoundCache;
 use super::job::Job;
-use super::{PARTNER_TAG, failure};
+use super::PARTNER_TAG;
 use crate::comm;
 use scr::filemap::{Filemap, MasterFilemap};
 use scr::{Error, HashView, Result, io, layout, safe_fs};
@@ -165,7 +165,7 @@ pub(super) fn agree_on_foreign_caches(
     let undrained = foreign.filter(|f| f.undrained);
     if !job.all(undrained.is_none()) {
         return Err(match undrained {
-            Some(f) => failure(format!(
+            Some(f) => Error::refused(format!(
                 "the cache in {} holds checkpoints of another program, whose prefix is {}, \
                  that are not on that prefix yet; this job's prefix is {}{}. Programs that \
                  run with the same job id share a cache: give this one its own SCR_JOB_ID, \

@@ -2,13 +2,13 @@
 //! with its descriptor, and completing it (sizes, validity, redundancy, flush when due).
 
 use super::cache::forget_cached;
-use super::{FLAG_CHECKPOINT, FLAG_OUTPUT, Phase, Scr, failure};
+use super::{FLAG_CHECKPOINT, FLAG_OUTPUT, Phase, Scr};
 use crate::event_log;
 use crate::{comm, phases};
 use scr::dataset::{Dataset, Origin as DatasetOrigin};
 use scr::event_log::kinds;
 use scr::flush::Location;
-use scr::{HashView, Result, io, layout, safe_fs};
+use scr::{Error, HashView, Result, io, layout, safe_fs};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -35,7 +35,7 @@ impl Scr {
     /// `SCR_Start_output` (and `SCR_Start_checkpoint` with `FLAG_CHECKPOINT`).
     pub(crate) fn start_output(&mut self, name: Option<&str>, flags: i32) -> Result<()> {
         if self.phase != Phase::Idle {
-            return Err(failure(
+            return Err(Error::refused(
                 "SCR_Start_output called while another output or restart is open; complete it first",
             ));
         }
@@ -43,7 +43,7 @@ impl Scr {
         // whose name the local checks below refuse still joins this collective
         self.check_same_dataset(name, flags)?;
         if flags & (FLAG_CHECKPOINT | FLAG_OUTPUT) == 0 {
-            return Err(failure(format!(
+            return Err(Error::refused(format!(
                 "SCR_Start_output: flags {flags} make the dataset neither SCR_FLAG_CHECKPOINT \
                  nor SCR_FLAG_OUTPUT (SCR_FLAG_NONE only initializes variables): pass \
                  SCR_FLAG_CHECKPOINT, SCR_FLAG_OUTPUT or both"
@@ -191,7 +191,7 @@ impl Scr {
                     shown(root_name.as_deref())
                 )
             };
-            Err(failure(format!(
+            Err(Error::refused(format!(
                 "SCR_Start_output: rank {} {what}: every rank must pass the same name and flags",
                 self.job.rank
             )))
@@ -305,7 +305,7 @@ impl Scr {
             broken,
         } = self.phase.clone()
         else {
-            return Err(failure(
+            return Err(Error::refused(
                 "SCR_Complete_output called without SCR_Start_output",
             ));
         };

@@ -189,7 +189,7 @@ impl Recovery<'_> {
         let gone = job.root_decides(gone);
         match (why.is_empty(), job.is_root()) {
             (true, _) => Ok(gone),
-            (false, true) => Err(super::failure(why)),
+            (false, true) => Err(Error::refused(why)),
             (false, false) => Err(Error::collective(format!(
                 "rank 0 found the newest checkpoint held by nodes this job does not run on: {why}"
             ))),

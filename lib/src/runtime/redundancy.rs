@@ -7,7 +7,7 @@ use super::cache::CacheManager;
 use super::descriptors::CkptDesc;
 use super::job::Job;
 use super::messages::CopyHeader;
-use super::{PARTNER_TAG, failure};
+use super::PARTNER_TAG;
 use crate::shuffle::{self, Incoming, Outgoing};
 use crate::{comm, phases};
 use mpi::topology::SimpleCommunicator;
@@ -120,10 +120,13 @@ impl Redundancy {
     /// The communicator of this rank's set under descriptor `i`.
     fn set_comm<'j>(&self, job: &'j Job, i: usize) -> Result<&'j SimpleCommunicator> {
         job.set_comm(i).ok_or_else(|| {
-            failure(format!(
-                "no redundancy set was made for {} in SCR_Init",
-                self.descriptors[i].scheme
-            ))
+            Error::Config {
+                origin: "SCR_Init".into(),
+                what: format!(
+                    "no redundancy set was made for {} (checkpoint descriptor {i})",
+                    self.descriptors[i].scheme
+                ),
+            }
         })
     }
 
@@ -200,7 +203,7 @@ impl Redundancy {
             return Ok(());
         }
         let (owner, paths) =
-            received.ok_or_else(|| failure("no copy arrived from the left neighbour"))?;
+            received.ok_or_else(|| Error::collective("no copy arrived from the left neighbour"))?;
         cache.mark_complete(id, owner, &paths)
     }
 
@@ -351,7 +354,7 @@ impl Redundancy {
         let first = header.len();
         let header = erasure::parity_header_bytes(code, me, &lists, &template);
         if header.len() != first {
-            return Err(failure(format!(
+            return Err(Error::corrupt(format!(
                 "{}: the header with the files' CRCs is {} bytes, not the {first} written",
                 path.display(),
                 header.len()
@@ -577,7 +580,11 @@ impl ParityRing<'_> {
         match (failed, output) {
             (Some(e), _) => Err(e),
             (None, Some(out)) => Ok((out, crcs)),
-            (None, None) => Err(failure("the parity file was not opened")),
+            (None, None) => Err(Error::io(
+                path,
+                "create",
+                std::io::Error::other("the parity file was never opened"),
+            )),
         }
     }
 }
@@ -684,6 +691,6 @@ pub(super) fn cache_rel_path(meta: &Meta) -> Result<String> {
     }
     .map(str::to_string)
     .unwrap_or_else(|| format!(".scr/{}", meta.filename().unwrap_or("unnamed")));
-    rank2file::check_relative(&rel).map_err(failure)?;
+    rank2file::check_relative(&rel).map_err(Error::refused)?;
     Ok(rel)
 }

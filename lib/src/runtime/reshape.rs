@@ -16,7 +16,6 @@
 //! way, from the whole file list the prefix records, read when the rank first routes one.
 
 use super::cache::CacheManager;
-use super::failure;
 use super::fetch::open_as_recorded;
 use super::job::Job;
 use scr::meta::Meta;
@@ -97,12 +96,12 @@ impl PrefixRestart {
                 match same_name[..] {
                     [one] => one,
                     [] => {
-                        return Err(failure(format!(
+                        return Err(Error::refused(format!(
                             "{name} is not part of the restart dataset"
                         )));
                     }
                     ref several => {
-                        return Err(failure(format!(
+                        return Err(Error::refused(format!(
                             "{name} matches {} files of the restart dataset; route it by its \
                              path relative to the prefix",
                             several.len()

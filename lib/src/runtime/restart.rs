@@ -3,7 +3,7 @@
 use super::fetch::open_as_recorded;
 use super::fetch::{Fetch, FetchOutcome, Fetched};
 use super::reshape::PrefixRestart;
-use super::{Phase, Scr, failure};
+use super::{Phase, Scr};
 use scr::event_log::kinds;
 use scr::index::IndexFile;
 use scr::meta::Meta;
@@ -27,13 +27,13 @@ impl Scr {
             .flatten()
             .find_map(|p| abs.strip_prefix(p).ok().map(Path::to_path_buf))
             .ok_or_else(|| {
-                failure(format!(
+                Error::refused(format!(
                     "{name} is outside the prefix directory {}; write it under SCR_PREFIX",
                     prefix.display()
                 ))
             })?;
         if rel.as_os_str().is_empty() {
-            return Err(failure(format!(
+            return Err(Error::refused(format!(
                 "{name} names the prefix directory itself, not a file"
             )));
         }
@@ -55,14 +55,14 @@ impl Scr {
 
     fn route_file_to(&mut self, name: &str) -> Result<PathBuf> {
         if name.is_empty() || name.len() >= 1024 {
-            return Err(failure(format!(
+            return Err(Error::refused(format!(
                 "file name {name:?} must be non-empty and shorter than 1024 bytes"
             )));
         }
         match self.phase.clone() {
             Phase::Output {
                 broken: Some(why), ..
-            } => Err(failure(format!(
+            } => Err(Error::refused(format!(
                 "this rank could not prepare the output it is in ({why}); complete it as \
                  invalid"
             ))),
@@ -178,7 +178,7 @@ impl Scr {
                     several => {
                         let paths: Vec<&str> =
                             several.iter().filter_map(|(_, m)| m.orig()).collect();
-                        return Err(failure(format!(
+                        return Err(Error::refused(format!(
                             "{name} matches {} restart files of this rank ({}); route it by its \
                              path relative to the prefix",
                             paths.len(),
@@ -206,13 +206,9 @@ impl Scr {
             open_as_recorded(&beneath, &record).map_err(|e| e.blaming(prefix))?;
             return Ok(path);
         }
-        if std::fs::File::open(&path).is_ok() {
-            Ok(path)
-        } else {
-            Err(failure(format!(
-                "restart file {} is not readable",
-                path.display()
-            )))
+        match std::fs::File::open(&path) {
+            Ok(_) => Ok(path),
+            Err(e) => Err(Error::io(&path, "open the restart file", e)),
         }
     }
 
@@ -229,7 +225,7 @@ impl Scr {
         name: &str,
     ) -> Result<PathBuf> {
         if !self.restart_reads_prefix {
-            return Err(failure(format!(
+            return Err(Error::refused(format!(
                 "{name} is not one of this rank's files of the restart dataset, which is \
                  read from cache, each rank its own files; to read other ranks' files during \
                  a restart, set SCR_GLOBAL_RESTART=1 (the restart then reads the prefix)"
@@ -262,7 +258,7 @@ impl Scr {
     /// Start_restart and Complete_restart.
     pub fn restart_files(&self) -> Result<Vec<PathBuf>> {
         let Phase::Restart { id } = self.phase else {
-            return Err(failure(
+            return Err(Error::refused(
                 "the restart's files are listed between SCR_Start_restart and SCR_Complete_restart",
             ));
         };
@@ -283,7 +279,7 @@ impl Scr {
     /// Between Start_restart and Complete_restart.
     pub fn restart_writers(&self) -> Result<u64> {
         if !matches!(self.phase, Phase::Restart { .. }) {
-            return Err(failure(
+            return Err(Error::refused(
                 "the restart's writers are known between SCR_Start_restart and SCR_Complete_restart",
             ));
         }
@@ -294,7 +290,7 @@ impl Scr {
     /// prefix's newest checkpoint first when the cache had none. Collective.
     pub fn have_restart(&mut self) -> Result<Option<String>> {
         if self.phase != Phase::Idle {
-            return Err(failure(
+            return Err(Error::refused(
                 "SCR_Have_restart called while an output or restart is open; complete it first",
             ));
         }
@@ -323,13 +319,13 @@ impl Scr {
     pub(crate) fn start_restart(&mut self) -> Result<String> {
         self.restart_trouble_here = false;
         if self.phase != Phase::Idle {
-            return Err(failure(
+            return Err(Error::refused(
                 "SCR_Start_restart called while an output or restart is open",
             ));
         }
         self.fetch_if_pending()?;
         let (id, name) = self.restart.clone().ok_or_else(|| {
-            failure("SCR_Start_restart called but there is no checkpoint to restart from")
+            Error::refused("SCR_Start_restart called but there is no checkpoint to restart from")
         })?;
         // any rank may route any file when the restart reads the prefix (on any rank: a
         // rank with no files of its own reads the others' too)
@@ -344,7 +340,7 @@ impl Scr {
     /// the dataset, so the next `have_restart` offers an older one (none yet without fetch).
     pub(crate) fn complete_restart(&mut self, valid: bool) -> Result<bool> {
         let Phase::Restart { id } = self.phase.clone() else {
-            return Err(failure(
+            return Err(Error::refused(
                 "SCR_Complete_restart called without SCR_Start_restart",
             ));
         };

@@ -4,7 +4,6 @@
 //! and every stripe element it had is summed back along a chain of the survivors that
 //! contribute to it ([`scr::erasure`] gives the weights), ending at the lost member.
 
-use super::failure;
 use super::messages::{MemberDescription, SetRebuild};
 use super::rebuild::Recovery;
 use super::redundancy::{CACHE_BLOCK, cache_rel_path};
@@ -180,7 +179,7 @@ impl Recovery<'_> {
         let (path, _, offset) = view
             .survivor
             .clone()
-            .ok_or_else(|| failure("no parity file in cache"))?;
+            .ok_or_else(|| Error::corrupt(format!("dataset {d}: no parity file of this rank's set is in cache")))?;
         let files: Vec<(PathBuf, u64)> = self
             .cache
             .user_files_with_meta(d)
@@ -311,7 +310,7 @@ impl RebuildChains<'_> {
         let n = self.comm.size() as usize;
         let mut tasks = Vec::new();
         for stripe in 0..n {
-            let weights = self.code.rebuild_weights(stripe, lost).map_err(failure)?;
+            let weights = self.code.rebuild_weights(stripe, lost).map_err(Error::corrupt)?;
             for (l, from) in weights {
                 let chain: Vec<usize> = (1..n)
                     .map(|step| (l + step) % n)

@@ -17,7 +17,7 @@ use scr::hash::Hash;
 use scr::scavenge::{
     CachedOnNode, CopyOptions, DrainPlan, cached_on_node, copy_node, index_dataset,
 };
-use scr::{HashView, Result};
+use scr::{Error, HashView, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
@@ -205,7 +205,7 @@ pub(super) fn drain_cache_of_another_shape(
         );
         // rank 0 stops the job saying why, once; the others wait for it
         return Err(if job.is_root() {
-            super::failure(why)
+            Error::refused(why)
         } else {
             scr::Error::collective(format!(
                 "rank 0 could not drain dataset {id} of the job of another size (it says why)"
