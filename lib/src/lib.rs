@@ -6,6 +6,7 @@
 
 #[macro_use]
 mod say;
+mod abort;
 mod api;
 mod comm;
 mod config_api;

@@ -619,9 +619,9 @@ impl Scr {
     fn stop_for_unreadable(&self, name: &str) -> ! {
         let prefix = self.prefix.path().display();
         if !self.job.is_root() {
-            crate::ffi::abort_job_after_another("rank 0 stops the job (it says why)");
+            crate::abort::abort_job_after_another("rank 0 stops the job (it says why)");
         }
-        crate::ffi::abort_job(&format!(
+        crate::abort::abort_job(&format!(
             "checkpoint {name} on {prefix} is intact, but this job's nodes could not read it \
              (their cache or control directory is full or failing: the ranks above say where); \
              it is not marked failed and stays current. Free space on those nodes (scr \
