@@ -245,6 +245,25 @@ impl Beneath {
         Ok(File::from(fd))
     }
 
+    /// [`Beneath::open_file`], then checks the file holds the `size` bytes recorded for it
+    /// (a flushed file, by its flush): a file that is not what was recorded is refused
+    /// ([`Error::corrupt`]) before a byte is read.
+    pub fn open_file_of_size(&self, rel: &Path, size: u64) -> Result<File> {
+        let file = self.open_file(rel)?;
+        let path = self.root().join(rel);
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(&path, "stat", e))?
+            .len();
+        if len != size {
+            return Err(Error::corrupt(format!(
+                "{}: {len} bytes, not the {size} the flush recorded",
+                path.display()
+            )));
+        }
+        Ok(file)
+    }
+
     /// Opens SCR's own state file `rel` for reading (the prefix's `.scr/halt.scr`): every
     /// directory on the way this user's and not writable by others, so that nobody else
     /// could have put a file there or swapped one; the file itself this user's, regular,

@@ -568,6 +568,21 @@ mod tests {
     }
 
     #[test]
+    fn a_file_of_another_size_than_recorded_is_refused_as_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("ckpt.1")).unwrap();
+        fs::write(dir.path().join("ckpt.1/a"), b"12345").unwrap();
+        let prefix = Beneath::open(dir.path()).unwrap();
+        let rel = Path::new("ckpt.1/a");
+        assert!(prefix.open_file_of_size(rel, 5).is_ok());
+        let e = prefix.open_file_of_size(rel, 6).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{e}");
+        assert!(e.to_string().contains("5 bytes, not the 6"), "{e}");
+        let gone = prefix.open_file_of_size(Path::new("ckpt.1/b"), 5).unwrap_err();
+        assert_eq!(gone.kind(), crate::ErrorKind::Io, "{gone}");
+    }
+
+    #[test]
     fn configuration_with_another_name_is_not_read() {
         let dir = tempfile::tempdir().unwrap();
         let conf = dir.path().join("scr.conf");

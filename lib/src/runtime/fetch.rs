@@ -23,29 +23,6 @@ use scr::{Error, ErrorKind, Result, container, io, layout, safe_fs};
 use std::path::Path;
 use std::time::Instant;
 
-/// Opens a flushed file on the prefix (through directory handles: every directory on the way
-/// and the file this user's, nobody else's to swap) and checks it has the size the flush
-/// recorded: a file that is not what was recorded is refused before a byte is read.
-pub(super) fn open_as_recorded(
-    prefix: &safe_fs::Beneath,
-    record: &FileRecord,
-) -> Result<std::fs::File> {
-    let path = prefix.root().join(&record.name);
-    let file = prefix.open_file(Path::new(&record.name))?;
-    let len = file
-        .metadata()
-        .map_err(|e| Error::io(&path, "stat", e))?
-        .len();
-    if len != record.size {
-        return Err(Error::corrupt(format!(
-            "{}: {len} bytes, not the {} the flush recorded",
-            path.display(),
-            record.size
-        )));
-    }
-    Ok(file)
-}
-
 /// What a fetch needs: the job, the cache it fills, the prefix it reads, the descriptors a
 /// fetched dataset is recorded with. Every method is collective.
 pub(super) struct Fetch<'a> {
@@ -391,7 +368,7 @@ impl Fetch<'_> {
             rank2file::check_relative(&rec.name).map_err(Error::refused)?;
             let src = prefix_dir.join(&rec.name);
             let opened = if rec.segments.is_empty() {
-                Some(open_as_recorded(&prefix, rec)?)
+                Some(prefix.open_file_of_size(Path::new(&rec.name), rec.size)?)
             } else {
                 None
             };

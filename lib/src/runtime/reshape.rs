@@ -16,7 +16,6 @@
 //! way, from the whole file list the prefix records, read when the rank first routes one.
 
 use super::cache::CacheManager;
-use super::fetch::open_as_recorded;
 use super::job::Job;
 use scr::meta::Meta;
 use scr::rank2file::{self, FileRecord, RankFiles, TreeTask};
@@ -139,7 +138,7 @@ fn check_in_place(
     use std::os::unix::fs::MetadataExt;
     let path = prefix.join(&record.name);
     let beneath = safe_fs::Beneath::open(prefix)?;
-    let file = open_as_recorded(&beneath, record).map_err(|e| e.blaming(prefix))?;
+    let file = beneath.open_file_of_size(Path::new(&record.name), record.size).map_err(|e| e.blaming(prefix))?;
     let meta = file.metadata().map_err(|e| Error::io(&path, "stat", e))?;
     let identity = (meta.dev(), meta.ino());
     match seen {
@@ -249,7 +248,7 @@ pub(super) fn check_files(job: &Job, prefix: &Path, files: &[FileRecord]) -> Res
         .map(|(_, r)| r)
         .filter(|r| r.segments.is_empty())
     {
-        open_as_recorded(&beneath, record).map_err(|e| e.blaming(prefix))?;
+        beneath.open_file_of_size(Path::new(&record.name), record.size).map_err(|e| e.blaming(prefix))?;
     }
     Ok(())
 }

@@ -1,6 +1,5 @@
 //! Routing names to files and the restart phase (SCR_Route_file, Have/Start/Complete_restart).
 
-use super::fetch::open_as_recorded;
 use super::fetch::{Fetch, FetchOutcome, Fetched};
 use super::reshape::PrefixRestart;
 use super::{Phase, Scr};
@@ -203,7 +202,7 @@ impl Scr {
                 segments: Vec::new(),
             };
             let beneath = safe_fs::Beneath::open(prefix)?;
-            open_as_recorded(&beneath, &record).map_err(|e| e.blaming(prefix))?;
+            beneath.open_file_of_size(Path::new(&record.name), record.size).map_err(|e| e.blaming(prefix))?;
             return Ok(path);
         }
         match std::fs::File::open(&path) {
