@@ -57,7 +57,7 @@ pub fn update_current_link(prefix: &Path, name: &str) -> Result<Option<String>> 
     // created where none exists, and another name is tried when one does
     let mut tries = 0;
     let tmp = loop {
-        let tmp = io::temporary_name(&link, "tmp");
+        let tmp = crate::temp_name::temporary_name(&link, "tmp");
         match std::os::unix::fs::symlink(name, &tmp) {
             Ok(()) => break tmp,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 64 => tries += 1,

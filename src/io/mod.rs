@@ -4,18 +4,15 @@
 
 use crate::error::{Error, Result};
 use crate::hash::{FILE_HEADER_SIZE, Hash, check_header_len};
+pub use crate::plain_io::{read_open_file, readable_by_others, sync_dir};
+pub use crate::safe_fs::{open_regular, open_regular_no_link};
+use crate::temp_name::{parent_dir, temporary_name};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-/// open(2)'s O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
-const O_NONBLOCK: i32 = libc::O_NONBLOCK;
-
-/// open(2)'s O_NOFOLLOW on Linux: a state file SCR locks and rewrites is never reached
-/// through a symbolic link.
-const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
+use crate::plain_io::{O_NOFOLLOW, O_NONBLOCK};
 
 /// Mode of SCR state files, the halt file included: private to the user. (SCR writes its
 /// halt file 0666 so that administrators may halt a user's job; root may write any file,
@@ -270,85 +267,6 @@ pub fn read_hash_file_with_size(path: &Path, max_bytes: u64) -> Result<(Hash, u6
     decode_open_file(path, &mut file, false, max_bytes)
 }
 
-/// Opens a file SCR reads for reading: only a regular file, opened so that a FIFO in its
-/// place cannot block the open (it is then refused). One below a `.scr` directory is
-/// SCR's own state, opened through the handle of the directory holding `.scr`, no link
-/// followed and nothing on the way another user's.
-pub fn open_regular(path: &Path) -> Result<File> {
-    open_regular_with(path, O_NONBLOCK)
-}
-
-/// The permission bits of an open file when others than its owner may read it (a file
-/// holding a password must not be), else None.
-pub fn readable_by_others(file: &File) -> Option<u32> {
-    let mode = file.metadata().ok()?.mode() & 0o7777;
-    (mode & 0o044 != 0).then_some(mode)
-}
-
-/// [`open_regular`] where a symbolic link is refused, not followed (SCR's own state files,
-/// which SCR never makes links).
-pub fn open_regular_no_link(path: &Path) -> Result<File> {
-    open_regular_with(path, O_NONBLOCK | O_NOFOLLOW).map_err(|e| match e {
-        Error::Io { source, .. } if source.raw_os_error() == Some(libc::ELOOP) => Error::untrusted(
-            path,
-            "is a symbolic link; SCR reads its state through no link it did not create",
-        ),
-        e => e,
-    })
-}
-
-/// The directory holding the last `.scr` directory on `path`, and the part of `path`
-/// from that `.scr` on: where SCR's own state lies (a prefix's `.scr`, a cached dataset's
-/// parity), None for a path through no `.scr`.
-fn state_below(path: &Path) -> Option<(PathBuf, PathBuf)> {
-    let parts: Vec<_> = path.components().collect();
-    let at = parts
-        .iter()
-        .rposition(|c| c.as_os_str() == std::ffi::OsStr::new(crate::layout::HIDDEN))?;
-    // (the last component is a file's name, never the directory itself)
-    if at + 1 >= parts.len() {
-        return None;
-    }
-    let root: PathBuf = parts[..at].iter().collect();
-    let rel: PathBuf = parts[at..].iter().collect();
-    let root = if root.as_os_str().is_empty() {
-        PathBuf::from(".")
-    } else {
-        root
-    };
-    Some((root, rel))
-}
-
-/// Opens the file at `path`, a regular file. SCR's state below a `.scr` directory
-/// ([`state_below`]) is opened through the handle of the directory holding `.scr`: no link
-/// is followed from there on, and every directory on the way, and the file, must be this
-/// user's, the directories writable by nobody else
-/// ([`crate::safe_fs::Beneath::open_state_file`]). Whoever may rename in that directory (a
-/// prefix its group may write) could otherwise swap `.scr` for a directory of theirs
-/// between two of SCR's steps, and have the job take their files for its index, summaries
-/// and file lists: restart from data they chose, or delete what their lists name.
-fn open_regular_with(path: &Path, flags: i32) -> Result<File> {
-    if let Some((root, rel)) = state_below(path) {
-        return crate::safe_fs::Beneath::open(&root)?.open_state_file(&rel);
-    }
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(flags)
-        .open(path)
-        .map_err(|e| Error::io(path, "open", e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
-    if meta.is_dir() {
-        return Err(Error::invalid(path, "is a directory, expected a file"));
-    }
-    if !meta.is_file() {
-        return Err(Error::invalid(
-            path,
-            "is not a regular file (a FIFO or device?); remove it",
-        ));
-    }
-    Ok(file)
-}
-
 /// Reads a small text file SCR is given (a configuration file): a regular file of at most
 /// `limit` bytes, so neither a FIFO nor a huge file can stall or exhaust the reader.
 pub fn read_small_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
@@ -358,21 +276,6 @@ pub fn read_small_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
         .map_err(|e| Error::io(path, "stat", e))?
         .len();
     read_open_file(path, file, len, limit)
-}
-
-/// The bytes of an opened regular file `len` bytes long, if no more than `limit`.
-pub fn read_open_file(path: &Path, file: File, len: u64, limit: u64) -> Result<Vec<u8>> {
-    if len > limit {
-        return Err(Error::invalid(
-            path,
-            format!("is {len} bytes; a configuration file of more than {limit} bytes is not one"),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, "read", e))?;
-    Ok(bytes)
 }
 
 fn decode_open_file(
@@ -486,18 +389,6 @@ pub fn space_of(dir: &Path) -> Option<(u64, u64)> {
     ))
 }
 
-/// Fsyncs a directory so a rename or create inside it is durable. Opened as a directory
-/// only: a FIFO in its place (put there by whoever may rename beside it) is refused, never
-/// waited on.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | O_NONBLOCK)
-        .open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, "fsync directory", e))
-}
-
 /// Removes a file; a file already gone is fine. Returns whether there was one.
 pub fn remove_if_present(path: &Path) -> Result<bool> {
     match fs::remove_file(path) {
@@ -513,64 +404,6 @@ pub fn remove_durably(path: &Path) -> Result<()> {
         sync_dir(&parent_dir(path))?;
     }
     Ok(())
-}
-
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// Whether a file name is one of [`temporary_name`]'s: `.<file>.tmp.<pid>.<n>` and
-/// `.<file>.new.<pid>.<n>`, which a writer killed mid-copy leaves behind
-/// ([`crate::safe_fs::Beneath::remove_temporaries`] removes them).
-pub(crate) fn is_temporary_name(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix('.') else {
-        return false;
-    };
-    let mut parts = rest.rsplitn(4, '.');
-    let (n, pid, kind) = (parts.next(), parts.next(), parts.next());
-    let digits =
-        |s: Option<&str>| s.is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()));
-    digits(n)
-        && digits(pid)
-        && matches!(kind, Some("tmp" | "new"))
-        && parts.next().is_some_and(|f| !f.is_empty())
-}
-
-/// The process id a [`temporary_name`] carries (`.<file>.<kind>.<pid>.<n>`).
-pub(crate) fn temporary_writer(name: &str) -> Option<u32> {
-    if !is_temporary_name(name) {
-        return None;
-    }
-    name.rsplit('.').nth(1)?.parse().ok()
-}
-
-/// A hidden temporary beside `path`, `.<file>.<kind>.<pid>.<n>` (`kind` is `tmp` for a
-/// replacement renamed over the file, `new` for a file linked into place):
-/// [`is_temporary_name`] recognises exactly these names.
-pub fn temporary_name(path: &Path, kind: &str) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // the counter keeps this process's names apart; random bits from the kernel make them
-    // unguessable to anyone who would take one ahead in a directory others can write
-    let mut random = [0u8; 8];
-    // SAFETY: getrandom writes at most random.len() bytes into it
-    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
-    let salt = if got == random.len() as isize {
-        u64::from_le_bytes(random)
-    } else {
-        // (no getrandom: the clock's low bits, which still differ between two runs)
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::from(d.subsec_nanos()))
-    };
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed) ^ (salt << 16);
-    parent_dir(path).join(format!(".{name}.{kind}.{}.{n}", std::process::id()))
 }
 
 /// Whether `path` lies inside one of `dirs`, judged on the names alone: an absolute path

@@ -1,4 +1,5 @@
 use super::*;
+use crate::temp_name::{is_temporary_name, temporary_writer};
 use std::os::unix::fs::PermissionsExt;
 
 #[test]

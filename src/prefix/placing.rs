@@ -198,7 +198,7 @@ pub fn sweep_abandoned(prefix: &Path, dir: &Path) -> Result<()> {
             parent = p.parent();
         }
         let name = file.file_name().unwrap_or_default().to_string_lossy();
-        if io::is_temporary_name(&name) {
+        if crate::temp_name::is_temporary_name(&name) {
             below.remove_file(&file)?;
         }
     }
@@ -412,7 +412,7 @@ mod tests {
         std::fs::read_dir(prefix.join("ckpt.fixed"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| io::is_temporary_name(n))
+            .filter(|n| crate::temp_name::is_temporary_name(n))
             .collect()
     }
 

@@ -275,7 +275,7 @@ mod tests {
         let temp_in = |id: u64, leaf: &str| {
             let meta = layout::dataset_meta_dir(prefix, id);
             std::fs::create_dir_all(&meta).unwrap();
-            let temp = crate::io::temporary_name(&meta.join(leaf), "tmp");
+            let temp = crate::temp_name::temporary_name(&meta.join(leaf), "tmp");
             std::fs::write(&temp, b"half").unwrap();
             temp
         };

@@ -38,7 +38,7 @@ impl Staged {
     fn names(&self) -> Result<(&Path, &std::ffi::OsStr, &std::ffi::OsStr)> {
         let (dir, temp) = Beneath::split(&self.temp)?;
         let (target_dir, name) = Beneath::split(&self.target)?;
-        if dir != target_dir || !crate::io::is_temporary_name(&temp.to_string_lossy()) {
+        if dir != target_dir || !crate::temp_name::is_temporary_name(&temp.to_string_lossy()) {
             return Err(Error::invalid(
                 &self.temp,
                 format!(
@@ -368,7 +368,7 @@ impl Beneath {
         let (dir_rel, name) = Self::split(rel)?;
         let path = self.root.join(rel);
         let dir = self.create_dirs(dir_rel, dir_mode)?;
-        let temp = crate::io::temporary_name(Path::new(name), "tmp");
+        let temp = crate::temp_name::temporary_name(Path::new(name), "tmp");
         let temp = temp.file_name().unwrap_or(name);
         let fd = rustix::fs::openat(
             &dir,
@@ -500,7 +500,7 @@ impl Beneath {
     }
 
     /// Removes from the directory `rel` (reached through handles, never a link) the
-    /// temporaries SCR's writers leave when killed mid-copy ([`crate::io::is_temporary_name`]),
+    /// temporaries SCR's writers leave when killed mid-copy ([`crate::temp_name::is_temporary_name`]),
     /// regular files only. For a directory no SCR writer uses any more (the drain calls it
     /// once every copy ended). A directory that is not there, or not this user's, is left.
     pub fn remove_temporaries(&self, rel: &Path) {
@@ -520,11 +520,11 @@ impl Beneath {
         };
         for entry in listing.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if !crate::io::is_temporary_name(&name) {
+            if !crate::temp_name::is_temporary_name(&name) {
                 continue;
             }
             if let Some(pid) = writer
-                && crate::io::temporary_writer(&name) != Some(pid)
+                && crate::temp_name::temporary_writer(&name) != Some(pid)
             {
                 continue;
             }

@@ -19,10 +19,11 @@ pub use in_dir::{OpenIn, open_in, remove_in};
 pub use new_file::NewFile;
 
 use crate::error::{Error, Result};
+use crate::plain_io::{O_NOFOLLOW, O_NONBLOCK};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::OFlags;
-use std::fs::{self, File};
-use std::os::unix::fs::MetadataExt;
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The user this process runs as.
@@ -200,9 +201,9 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<(Vec<u8>, Option<u32
     // (what was no link when looked at is opened as none: a link swapped in meanwhile is
     // refused, not followed)
     let file = if link.file_type().is_symlink() {
-        crate::io::open_regular(path)?
+        open_regular(path)?
     } else {
-        crate::io::open_regular_no_link(path)?
+        open_regular_no_link(path)?
     };
     let meta = file.metadata().map_err(|e| Error::io(path, "inspect", e))?;
     // a file of the user's with another name may have been written through that one by
@@ -224,9 +225,9 @@ pub fn read_trusted_file(path: &Path, limit: u64) -> Result<(Vec<u8>, Option<u32
     if let Some(why) = untrusted_file(&file, &meta) {
         return Err(Error::untrusted(path, why));
     }
-    let others_may_read = crate::io::readable_by_others(&file);
+    let others_may_read = crate::plain_io::readable_by_others(&file);
     Ok((
-        crate::io::read_open_file(path, file, meta.len(), limit)?,
+        crate::plain_io::read_open_file(path, file, meta.len(), limit)?,
         others_may_read,
     ))
 }
@@ -538,6 +539,78 @@ pub fn below(root: &Path, path: &Path) -> Result<(PathBuf, PathBuf)> {
     }
 }
 
+/// Opens a file SCR reads for reading: only a regular file, opened so that a FIFO in its
+/// place cannot block the open (it is then refused). One below a `.scr` directory is
+/// SCR's own state, opened through the handle of the directory holding `.scr`, no link
+/// followed and nothing on the way another user's.
+pub fn open_regular(path: &Path) -> Result<File> {
+    open_regular_with(path, O_NONBLOCK)
+}
+
+/// [`open_regular`] where a symbolic link is refused, not followed (SCR's own state files,
+/// which SCR never makes links).
+pub fn open_regular_no_link(path: &Path) -> Result<File> {
+    open_regular_with(path, O_NONBLOCK | O_NOFOLLOW).map_err(|e| match e {
+        Error::Io { source, .. } if source.raw_os_error() == Some(libc::ELOOP) => Error::untrusted(
+            path,
+            "is a symbolic link; SCR reads its state through no link it did not create",
+        ),
+        e => e,
+    })
+}
+
+/// The directory holding the last `.scr` directory on `path`, and the part of `path`
+/// from that `.scr` on: where SCR's own state lies (a prefix's `.scr`, a cached dataset's
+/// parity), None for a path through no `.scr`.
+fn state_below(path: &Path) -> Option<(PathBuf, PathBuf)> {
+    let parts: Vec<_> = path.components().collect();
+    let at = parts
+        .iter()
+        .rposition(|c| c.as_os_str() == std::ffi::OsStr::new(crate::layout::HIDDEN))?;
+    // (the last component is a file's name, never the directory itself)
+    if at + 1 >= parts.len() {
+        return None;
+    }
+    let root: PathBuf = parts[..at].iter().collect();
+    let rel: PathBuf = parts[at..].iter().collect();
+    let root = if root.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        root
+    };
+    Some((root, rel))
+}
+
+/// Opens the file at `path`, a regular file. SCR's state below a `.scr` directory
+/// ([`state_below`]) is opened through the handle of the directory holding `.scr`: no link
+/// is followed from there on, and every directory on the way, and the file, must be this
+/// user's, the directories writable by nobody else
+/// ([`crate::safe_fs::Beneath::open_state_file`]). Whoever may rename in that directory (a
+/// prefix its group may write) could otherwise swap `.scr` for a directory of theirs
+/// between two of SCR's steps, and have the job take their files for its index, summaries
+/// and file lists: restart from data they chose, or delete what their lists name.
+fn open_regular_with(path: &Path, flags: i32) -> Result<File> {
+    if let Some((root, rel)) = state_below(path) {
+        return crate::safe_fs::Beneath::open(&root)?.open_state_file(&rel);
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| Error::io(path, "open", e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+    if meta.is_dir() {
+        return Err(Error::invalid(path, "is a directory, expected a file"));
+    }
+    if !meta.is_file() {
+        return Err(Error::invalid(
+            path,
+            "is not a regular file (a FIFO or device?); remove it",
+        ));
+    }
+    Ok(file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -578,7 +651,9 @@ mod tests {
         let e = prefix.open_file_of_size(rel, 6).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Corrupt, "{e}");
         assert!(e.to_string().contains("5 bytes, not the 6"), "{e}");
-        let gone = prefix.open_file_of_size(Path::new("ckpt.1/b"), 5).unwrap_err();
+        let gone = prefix
+            .open_file_of_size(Path::new("ckpt.1/b"), 5)
+            .unwrap_err();
         assert_eq!(gone.kind(), crate::ErrorKind::Io, "{gone}");
     }
 

@@ -37,7 +37,7 @@ impl NewFile {
         if rustix::fs::statat(&dir, &name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok() {
             return Err(already_exists(target));
         }
-        let temp = crate::io::temporary_name(target, "new");
+        let temp = crate::temp_name::temporary_name(target, "new");
         let temp_name = temp.file_name().unwrap_or(&name);
         let fd = rustix::fs::openat(
             &dir,
@@ -63,7 +63,7 @@ impl NewFile {
         if fs::symlink_metadata(target).is_ok() {
             return Err(already_exists(target));
         }
-        let temp = crate::io::temporary_name(target, "new");
+        let temp = crate::temp_name::temporary_name(target, "new");
         // readable by the user alone until [`NewFile::set_mode`] gives it its source's mode:
         // a file SCR derives is never more readable than what it was derived from
         let file = OpenOptions::new()
@@ -138,7 +138,7 @@ impl NewFile {
                 self.committed = true;
                 fs::remove_file(&self.temp).map_err(|e| Error::io(&self.temp, "remove", e))?;
                 if let Some(dir) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    crate::io::sync_dir(dir)?;
+                    crate::plain_io::sync_dir(dir)?;
                 }
             }
         }

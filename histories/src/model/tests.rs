@@ -336,9 +336,10 @@ fn a_drain_that_may_find_the_newest_flushed_already_may_leave_the_operator_s_cho
     m.checkpoint(&ckpt(10), 3, &config(Scheme::Xor, 0, 0, 1), Avail::Yes);
     m.set_current(1);
     m.drain(0);
-    assert!(m
-        .judge_index(&[e("ckpt.2", false), e("ckpt.1", true)])
-        .is_err());
+    assert!(
+        m.judge_index(&[e("ckpt.2", false), e("ckpt.1", true)])
+            .is_err()
+    );
 }
 
 #[test]
@@ -518,5 +519,8 @@ fn files_a_stopped_init_drain_copied_may_let_a_drain_with_a_node_down_complete_i
     // scr postrun with n1 down: rank 0's file may be on the prefix from that Init already
     m.drain(1);
     assert!(m.judge_index(&[entry("ckpt.1", true, true)]).is_ok());
-    assert!(m.judge_index(&[]).is_ok(), "or the drain may not complete it");
+    assert!(
+        m.judge_index(&[]).is_ok(),
+        "or the drain may not complete it"
+    );
 }

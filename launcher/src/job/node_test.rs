@@ -189,7 +189,7 @@ fn targets(check: &NodeCheck) -> Result<Vec<Target>, String> {
         .dirs
         .iter()
         .map(|(dir, _)| {
-            let probe = scr::io::temporary_name(&dir.join("testfile"), "tmp");
+            let probe = scr::temp_name::temporary_name(&dir.join("testfile"), "tmp");
             let name = probe.file_name().expect("a file name");
             Ok(Target {
                 dir: CString::new(dir.as_os_str().as_bytes())

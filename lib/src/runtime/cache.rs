@@ -6,9 +6,9 @@
 //! about the cache (which dataset to restart, which to evict) is decided by the collective
 //! steps that use it.
 
+use super::PARTNER_TAG;
 use super::fault;
 use super::prefix_store::PrefixStore;
-use super::PARTNER_TAG;
 use scr::dataset::Dataset;
 use scr::filemap::Filemap;
 use scr::flush::{FlushFile, FlushTarget, Location};

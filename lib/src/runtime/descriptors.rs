@@ -4,12 +4,12 @@
 use crate::comm;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
-use scr::{Error, Result};
 use scr::params::Params;
 use scr::params::settings::Redundancy;
 use scr::reddesc::Scheme;
 use scr::redset::RedundancySets;
 use scr::redset::{MAX_RS_CODE, balanced_set_id, members_needed, too_large_for_rs, too_small};
+use scr::{Error, Result};
 
 /// A checkpoint descriptor: which store a checkpoint goes to, how often, and which
 /// redundancy scheme protects it.

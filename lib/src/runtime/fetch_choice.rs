@@ -294,9 +294,18 @@ mod tests {
         let prefix = Path::new("/p/prefix");
         let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
         let cases = [
-            (Error::corrupt("a CRC32 that does not match"), Verdict::Broken),
-            (Error::refused("a file others could have written"), Verdict::Unreadable),
-            (Error::io(prefix.join("ckpt.1/a"), "open", denied()), Verdict::Unreadable),
+            (
+                Error::corrupt("a CRC32 that does not match"),
+                Verdict::Broken,
+            ),
+            (
+                Error::refused("a file others could have written"),
+                Verdict::Unreadable,
+            ),
+            (
+                Error::io(prefix.join("ckpt.1/a"), "open", denied()),
+                Verdict::Unreadable,
+            ),
             (Error::io("/cache/a", "write", denied()), Verdict::HereOnly),
             (Error::collective("another rank failed"), Verdict::HereOnly),
             (

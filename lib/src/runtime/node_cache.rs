@@ -2,9 +2,9 @@
 //! (each rank takes its own entries, the node master keeps the rest), and a cache another
 //! program with the same job id left, which is refused or discarded, never restarted from.
 
+use super::PARTNER_TAG;
 use super::cache::FoundCache;
 use super::job::Job;
-use super::PARTNER_TAG;
 use crate::comm;
 use scr::filemap::{Filemap, MasterFilemap};
 use scr::{Error, HashView, Result, io, layout, safe_fs};

@@ -3,11 +3,11 @@
 //! member's parity with the pipelined reduce-scatter ring (every data byte read once, the
 //! XOR file written once, data moved in SCR_MPI_BUF_SIZE pieces).
 
+use super::PARTNER_TAG;
 use super::cache::CacheManager;
 use super::descriptors::CkptDesc;
 use super::job::Job;
 use super::messages::CopyHeader;
-use super::PARTNER_TAG;
 use crate::shuffle::{self, Incoming, Outgoing};
 use crate::{comm, phases};
 use mpi::topology::SimpleCommunicator;
@@ -119,14 +119,12 @@ impl Redundancy {
 
     /// The communicator of this rank's set under descriptor `i`.
     fn set_comm<'j>(&self, job: &'j Job, i: usize) -> Result<&'j SimpleCommunicator> {
-        job.set_comm(i).ok_or_else(|| {
-            Error::Config {
-                origin: "SCR_Init".into(),
-                what: format!(
-                    "no redundancy set was made for {} (checkpoint descriptor {i})",
-                    self.descriptors[i].scheme
-                ),
-            }
+        job.set_comm(i).ok_or_else(|| Error::Config {
+            origin: "SCR_Init".into(),
+            what: format!(
+                "no redundancy set was made for {} (checkpoint descriptor {i})",
+                self.descriptors[i].scheme
+            ),
         })
     }
 

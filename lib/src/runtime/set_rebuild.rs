@@ -176,10 +176,11 @@ impl Recovery<'_> {
 
     /// A surviving member's files and parity file, opened for reading.
     fn open_survivor(&self, d: u64, view: &SetView) -> Result<MemberStore> {
-        let (path, _, offset) = view
-            .survivor
-            .clone()
-            .ok_or_else(|| Error::corrupt(format!("dataset {d}: no parity file of this rank's set is in cache")))?;
+        let (path, _, offset) = view.survivor.clone().ok_or_else(|| {
+            Error::corrupt(format!(
+                "dataset {d}: no parity file of this rank's set is in cache"
+            ))
+        })?;
         let files: Vec<(PathBuf, u64)> = self
             .cache
             .user_files_with_meta(d)
@@ -310,7 +311,10 @@ impl RebuildChains<'_> {
         let n = self.comm.size() as usize;
         let mut tasks = Vec::new();
         for stripe in 0..n {
-            let weights = self.code.rebuild_weights(stripe, lost).map_err(Error::corrupt)?;
+            let weights = self
+                .code
+                .rebuild_weights(stripe, lost)
+                .map_err(Error::corrupt)?;
             for (l, from) in weights {
                 let chain: Vec<usize> = (1..n)
                     .map(|step| (l + step) % n)
