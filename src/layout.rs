@@ -258,13 +258,15 @@ impl Node {
         }
     }
 
-    /// This process's node: `SCR_NODE_NAME` if set, else the name MPICH's hydra gave the
-    /// host (`mpiexec -launcher fork -hosts n1,n2 …` emulates nodes that way), else the host
-    /// name. `env` looks up a variable.
-    pub fn of_process(env: impl Fn(&str) -> Option<String>) -> Node {
-        let name = ["SCR_NODE_NAME", "MPIR_CVAR_CH3_INTERFACE_HOSTNAME"]
-            .iter()
-            .find_map(|k| env(k).filter(|n| !n.is_empty()))
+    /// This process's node: `given` (SCR_NODE_NAME, from the environment or a configuration
+    /// file) if set, else the name MPICH's hydra gave the host (`mpiexec -launcher fork
+    /// -hosts n1,n2 …` emulates nodes that way), else the host name. `env` looks up a
+    /// variable.
+    pub fn of_process(given: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Node {
+        let name = given
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .or_else(|| env("MPIR_CVAR_CH3_INTERFACE_HOSTNAME").filter(|n| !n.is_empty()))
             .unwrap_or_else(host_name);
         Node::named(&name)
     }
@@ -328,11 +330,20 @@ pub fn job_id(scr_job_id: Option<&str>, env: impl Fn(&str) -> Option<String>) ->
         .unwrap_or_else(|| DEFAULT_JOB_ID.to_string())
 }
 
-/// The user name in directory names: SCR_USER_NAME, else USER, else the account's.
+/// The user name in directory names: SCR_USER_NAME, else USER, else the account's, where
+/// no configuration is at hand (a configuration file's SCR_USER_NAME counts where one is:
+/// [`crate::params::settings::Places::user`]).
 pub fn user_name() -> String {
-    ["SCR_USER_NAME", "USER"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    user_name_given(std::env::var("SCR_USER_NAME").ok().as_deref())
+}
+
+/// The user name in directory names: `given` (SCR_USER_NAME) if set, else USER, else the
+/// account's.
+pub fn user_name_given(given: Option<&str>) -> String {
+    given
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+        .or_else(|| std::env::var("USER").ok().filter(|v| !v.is_empty()))
         .unwrap_or_else(account_name)
 }
 
@@ -366,12 +377,12 @@ pub fn job_name(prefix: &Path) -> String {
     named.to_string_lossy().into_owned()
 }
 
-/// The user a command works for: SCR_USER_NAME, else the account of the effective user id,
+/// The user a command works for: `given` (SCR_USER_NAME), else the account of the effective user id,
 /// whatever USER says (root acting as a prefix's owner works for that owner).
-pub fn effective_user_name() -> String {
-    std::env::var("SCR_USER_NAME")
-        .ok()
+pub fn effective_user_name(given: Option<&str>) -> String {
+    given
         .filter(|v| !v.is_empty())
+        .map(str::to_string)
         .unwrap_or_else(account_name)
 }
 

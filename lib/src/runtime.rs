@@ -246,13 +246,14 @@ impl Scr {
         if !settings.enable {
             return Err(Error::Disabled);
         }
-        let node = Node::of_process(|k| std::env::var(k).ok());
+        scr::io::set_lock_timeout(settings.lock_timeout);
+        let places = &settings.places;
+        let node = Node::of_process(places.node_name.as_deref(), |k| std::env::var(k).ok());
         let groups = NodeGroups::of(&world, node.name());
 
-        let places = &settings.places;
         let jobid = layout::job_id(places.job_id.as_deref(), |k| std::env::var(k).ok());
         let place = JobPlace {
-            user: layout::user_name(),
+            user: places.user(),
             jobid_given: jobid != layout::DEFAULT_JOB_ID,
             jobid,
             node: node.clone(),

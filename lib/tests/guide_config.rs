@@ -591,3 +591,33 @@ fn a_cache_with_room_for_one_checkpoint_takes_every_checkpoint() {
         "{out}"
     );
 }
+
+/// config.rst, "SCR parameters": a parameter may be set in a configuration file as in the
+/// environment, SCR_USER_NAME and SCR_NODE_NAME included: the directories a run makes
+/// carry the names the file gives, not the login's or the host's.
+#[test]
+fn user_and_node_names_from_a_configuration_file_name_the_directories() {
+    let job = steps_job();
+    let conf = user_conf(&job, "SCR_USER_NAME=cfguser\nSCR_NODE_NAME=solo\n");
+    let env = [
+        ("SCR_CONF_FILE", conf.as_str()),
+        ("SCR_COPY_TYPE", "SINGLE"),
+        ("SCR_FLUSH", "0"),
+    ];
+    let out = run_ok_on(&job, "n1", 1, &["init", "ckpt=c.1:1", "quit"], &env);
+    for d in ["cache", "cntl"] {
+        let named = job
+            .dir
+            .path()
+            .join(format!("{d}/cfguser/scr.{JOB_ID}/node.solo"));
+        assert!(named.is_dir(), "no {}: {out}", named.display());
+        let [cache, cntl] = node_dirs(&job, "n1");
+        assert!(!cache.exists() && !cntl.exists(), "{out}");
+    }
+    let restarted = run_ok_on(&job, "n1", 1, &["init", "restart", "quit"], &env);
+    assert_eq!(
+        answer(&restarted, "restart"),
+        "c.1 t=1 data=verified rc=0",
+        "{restarted}"
+    );
+}

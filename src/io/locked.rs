@@ -188,13 +188,25 @@ fn lock_file_of(path: &Path) -> PathBuf {
     parent_dir(path).join(format!(".{name}.lock"))
 }
 
+/// The process's SCR_LOCK_TIMEOUT once its parameters are read ([`set_lock_timeout`]), as
+/// the bits of an f64; none (all ones, a NaN) before.
+static LOCK_TIMEOUT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+
+/// Sets the process's SCR_LOCK_TIMEOUT (seconds) from its parameters, environment and
+/// configuration files alike (SCR_Init does).
+pub fn set_lock_timeout(secs: f64) {
+    LOCK_TIMEOUT.store(secs.to_bits(), std::sync::atomic::Ordering::Relaxed);
+}
+
 /// How long a lock is waited for before SCR gives up with a message naming the holder:
 /// anyone who can read a state file can lock it, and a job must not hang forever on a lock
-/// someone else holds. `SCR_LOCK_TIMEOUT` (seconds) changes it.
+/// someone else holds. `SCR_LOCK_TIMEOUT` (seconds) changes it: the parameter once a
+/// process has read its parameters, the environment's before (a command).
 pub fn lock_timeout() -> std::time::Duration {
-    let secs = std::env::var("SCR_LOCK_TIMEOUT")
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
+    let set = f64::from_bits(LOCK_TIMEOUT.load(std::sync::atomic::Ordering::Relaxed));
+    let secs = Some(set)
+        .filter(|s| !s.is_nan())
+        .or_else(|| std::env::var("SCR_LOCK_TIMEOUT").ok()?.parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s >= 0.0)
         .unwrap_or(60.0);
     std::time::Duration::from_secs_f64(secs)

@@ -422,7 +422,7 @@ mod locked;
 use locked::HeldDir;
 #[cfg(test)]
 use locked::lock_within;
-pub use locked::{LockedHashFile, lock_timeout};
+pub use locked::{LockedHashFile, lock_timeout, set_lock_timeout};
 
 #[cfg(test)]
 mod tests;

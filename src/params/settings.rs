@@ -43,6 +43,8 @@ pub struct Settings {
     pub enable: bool,
     /// SCR_DEBUG: 1 says what SCR does, 2 each file and directory, 3 every routed file.
     pub debug: u64,
+    /// SCR_LOCK_TIMEOUT: seconds a lock on a shared state file is waited for.
+    pub lock_timeout: f64,
     pub crc: Crc,
     pub buffers: Buffers,
     pub schedule: Schedule,
@@ -145,6 +147,24 @@ pub struct Places {
     pub cntl_base: String,
     /// SCR_JOB_ID (default: the resource manager's, else `layout::DEFAULT_JOB_ID`).
     pub job_id: Option<String>,
+    /// SCR_USER_NAME (default: [`crate::layout::user_name`]'s USER, else the account's).
+    pub user_name: Option<String>,
+    /// SCR_NODE_NAME (default: [`crate::layout::Node::of_process`]'s host name).
+    pub node_name: Option<String>,
+}
+
+impl Places {
+    /// The user name in directory names: SCR_USER_NAME from the environment or a
+    /// configuration file, else USER, else the account's.
+    pub fn user(&self) -> String {
+        crate::layout::user_name_given(self.user_name.as_deref())
+    }
+
+    /// The user a command works for: SCR_USER_NAME, else the effective user's account
+    /// ([`crate::layout::effective_user_name`]).
+    pub fn effective_user(&self) -> String {
+        crate::layout::effective_user_name(self.user_name.as_deref())
+    }
 }
 
 /// The checkpoint descriptor SCR implies when no `CKPT=` line applies, and the values a
@@ -303,6 +323,9 @@ impl Settings {
         let each_for_want_of_a_drain = flush_each_for_want_of_a_drain(p);
         Settings {
             enable: flag(p, "SCR_ENABLE"),
+            lock_timeout: value::<f64>(p, "SCR_LOCK_TIMEOUT")
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .unwrap_or(60.0),
             debug: count(p, "SCR_DEBUG"),
             crc: Crc {
                 on_copy: flag(p, "SCR_CRC_ON_COPY"),
@@ -364,6 +387,8 @@ impl Settings {
                 prefix: text(p, "SCR_PREFIX"),
                 cntl_base: text(p, "SCR_CNTL_BASE").unwrap_or_default(),
                 job_id: text(p, "SCR_JOB_ID"),
+                user_name: text(p, "SCR_USER_NAME"),
+                node_name: text(p, "SCR_NODE_NAME"),
             },
             current: text(p, "SCR_CURRENT"),
             launch: Launch {

@@ -65,6 +65,7 @@ params! {
     "SCR_JOB_NAME", None, Text, "job name recorded with datasets";
     "SCR_CLUSTER_NAME", None, Text, "cluster name recorded with datasets";
     "SCR_NODE_NAME", None, Text, "this node's name instead of the host name (for emulated nodes)";
+    "SCR_LOCK_TIMEOUT", Some("60"), Float, "seconds SCR waits for a lock on a state file it shares with other processes (halt, flush, index files) before it gives up, naming the process that holds it";
     "SCR_PREFIX", None, Text, "prefix directory on the parallel file system (default: working directory)";
     "SCR_CURRENT", None, Text, "the checkpoint a restart loads (SCR v3.1; as SCR_Current after SCR_Init), once per job allocation: a relaunch in the same allocation restarts from the newest checkpoint written since; a name no checkpoint has is a warning, and the newest is restarted";
     "SCR_CNTL_BASE", Some("/tmp"), Text, "base of the control directory (environment or configuration files; not SCR_Config, which SCR's commands never see)";
@@ -159,7 +160,7 @@ pub const V31_DEFAULTS: &[V31Default] = &[
 ];
 
 /// `SCR_*` environment variables that are no parameters but are no typos either: read by
-/// SCR itself (`SCR_SYSTEM_CONF_FILE`, `SCR_LOCK_TIMEOUT`), its Python module
+/// SCR itself (`SCR_SYSTEM_CONF_FILE`), its Python module
 /// (`SCR_LIBRARY`), set by its modulefile (`SCR_ROOT`, `SCR_INSTALL_DIR`) and the examples'
 /// Makefile (`SCR_PREFIX_DIR`, `SCR_LIBDIR`), the build's `SCR_CONFIG_FILE`, SCR v3.1's
 /// node tests (`SCR_NODE_TESTS`, `SCR_NODE_TESTS_FILE`), and this project's scripts and
@@ -167,7 +168,6 @@ pub const V31_DEFAULTS: &[V31Default] = &[
 /// `SCR_*` name that is no parameter is warned of.
 pub const NOT_PARAMETERS: &[&str] = &[
     "SCR_SYSTEM_CONF_FILE",
-    "SCR_LOCK_TIMEOUT",
     "SCR_LIBRARY",
     "SCR_ROOT",
     "SCR_INSTALL_DIR",

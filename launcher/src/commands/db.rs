@@ -151,7 +151,7 @@ pub fn account_target(option_file: Option<&std::path::Path>) -> scr::Result<Targ
         eprintln!("{}: WARNING: {w}", crate::program_name());
     }
     let db = params.typed().log.db;
-    let login = scr::layout::user_name();
+    let login = params.typed().places.user();
     let Some(file) = option_file else {
         return Target::from_settings(&db, &login).map_err(said);
     };

@@ -282,7 +282,7 @@ fn log_change(
     after: Option<i64>,
 ) {
     // root acting as the prefix's owner logs in the owner's name, as the owner's jobs do
-    let Some(db) = super::db_log(params, prefix, scr::layout::effective_user_name()) else {
+    let Some(db) = super::db_log(params, prefix, params.typed().places.effective_user()) else {
         return;
     };
     let mut fields: Vec<(&str, String)> = Vec::new();

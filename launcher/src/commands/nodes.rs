@@ -236,7 +236,12 @@ pub struct EnvArgs {
 pub fn env(args: EnvArgs) -> scr::Result<ExitCode> {
     let rm = job::detect_resource_manager();
     let answer: Option<String> = if args.user {
-        Some(layout::user_name())
+        Some(
+            Params::load(&Sources::from_process())?
+                .typed()
+                .places
+                .user(),
+        )
     } else if args.jobid {
         Some(super::job_id(&Params::load(&Sources::from_process())?))
     } else if args.nodes {

@@ -128,8 +128,8 @@ fn rcmd_for(rm: &dyn job::ResourceManager) -> Rcmd {
 /// The job's control directory: `<SCR_CNTL_BASE>/<user>/scr.<jobid>`, on a base whose way
 /// nobody else may change ([`scr::safe_fs::check_base_way`]).
 pub(crate) fn control_dir(params: &Params, job_id: &str) -> scr::Result<PathBuf> {
-    let user = layout::user_name();
-    let base = params.typed().places.cntl_base;
+    let places = params.typed().places;
+    let (user, base) = (places.user(), places.cntl_base);
     scr::safe_fs::check_base_way(Path::new(&base), "SCR_CNTL_BASE")?;
     layout::job_dir(Path::new(&base), &user, job_id)
 }
@@ -368,7 +368,7 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
         None => HostSet::new(),
     };
     // each line in the database log too, as scr-run's drain logs it
-    let db = super::db_log(&params, &prefix, scr::layout::effective_user_name());
+    let db = super::db_log(&params, &prefix, params.typed().places.effective_user());
     let record = |fields: &[(&str, String)]| {
         if let Some(db) = &db {
             db.record("SCR_POSTRUN", chrono::Local::now(), fields);
@@ -377,7 +377,7 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
     let text_log = super::TextLogOf::new(
         &params,
         &prefix,
-        scr::layout::effective_user_name(),
+        params.typed().places.effective_user(),
         super::job_id(&params),
     );
     let drained = postrun_with(

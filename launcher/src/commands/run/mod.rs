@@ -240,12 +240,12 @@ pub fn run(mut args: Args) -> scr::Result<ExitCode> {
     export_job(rm.as_ref(), &job_id);
     let prefix = super::prefix_dir(None, &params)?;
     // the library's user, whose records of this job these join
-    reporter.db = super::db_log(&params, &prefix, scr::layout::user_name()).into();
-    reporter.text_log =
-        super::TextLogOf::new(&params, &prefix, scr::layout::user_name(), job_id.clone());
+    let user = params.typed().places.user();
+    reporter.db = super::db_log(&params, &prefix, user.clone()).into();
+    reporter.text_log = super::TextLogOf::new(&params, &prefix, user.clone(), job_id.clone());
     reporter.reopen = Some({
         let (params, prefix) = (params.clone(), prefix.clone());
-        Box::new(move || super::db_log(&params, &prefix, scr::layout::user_name()))
+        Box::new(move || super::db_log(&params, &prefix, user.clone()))
     });
     let exclude = super::excluded_nodes(&params)?;
     let node_check = super::nodes::configured_node_check(&params, false);
