@@ -621,3 +621,86 @@ fn user_and_node_names_from_a_configuration_file_name_the_directories() {
         "{restarted}"
     );
 }
+
+/// config.rst, "SCR parameters" (SCR_CACHE_SIZE): the cache keeps that many checkpoints. A
+/// checkpoint a killed job never completed is none of them: when the cache makes room, it
+/// goes before an older whole one, which a restart may still need.
+#[test]
+fn a_checkpoint_a_killed_job_never_completed_takes_no_cache_room_from_a_whole_one() {
+    let job = Job::new();
+    let app = build_c(
+        job.dir.path(),
+        &workspace().join("histories/app/hist_app.c"),
+        "hist_app",
+    );
+    let job = Job { app, ..job };
+    let env = [
+        ("SCR_COPY_TYPE", "SINGLE"),
+        ("SCR_FLUSH", "0"),
+        ("SCR_CACHE_SIZE", "2"),
+    ];
+    let hosts = "n1,n2";
+    run_ok_on(
+        &job,
+        hosts,
+        2,
+        &["init", "restart", "ckpt=1:1:100", "finalize"],
+        &env,
+    );
+    // the next run restarts ckpt.1 and is killed writing ckpt.2 (rank 1, its files written)
+    let killed = job.run_on(
+        Some(hosts),
+        2,
+        &[
+            "layout=1:1:1:100:2",
+            "init",
+            "restart",
+            "kill=1:1",
+            "ckpt=2:1:1000",
+            "finalize",
+        ],
+        &env,
+    );
+    let killed = text(&killed);
+    assert!(
+        killed.contains("hist: attempt ckpt.1 verified=1"),
+        "{killed}"
+    );
+    // the next restarts ckpt.1 again and writes ckpt.2 anew (dataset 3): the cache, which
+    // keeps two, makes room
+    let layouts = ["layout=1:1:1:100:2", "layout=2:2:1:1000:2"];
+    let args: Vec<&str> = layouts
+        .iter()
+        .copied()
+        .chain(["init", "restart", "ckpt=3:1:1000", "finalize"])
+        .collect();
+    let out = run_ok_on(&job, hosts, 2, &args, &env);
+    assert!(out.contains("hist: ckpt ckpt.2 serial=3 rc=0"), "{out}");
+    // the new ckpt.2 damaged in cache (SINGLE: nothing rebuilds it): the restart goes back to
+    // ckpt.1, which the unfinished dataset must not have pushed out of the cache
+    let damaged: Vec<PathBuf> = walk(&job.dir.path().join("cache"))
+        .into_iter()
+        .filter(|p| p.ends_with("scr.dataset.3/ckpt.2/rank_0.0"))
+        .collect();
+    assert_eq!(damaged.len(), 1, "{damaged:?}");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&damaged[0])
+        .unwrap();
+    f.set_len(999).unwrap();
+    let layouts = [
+        "layout=1:1:1:100:2",
+        "layout=2:2:1:1000:2",
+        "layout=3:2:1:1000:2",
+    ];
+    let args: Vec<&str> = layouts
+        .iter()
+        .copied()
+        .chain(["init", "restart", "finalize"])
+        .collect();
+    let out = run_ok_on(&job, hosts, 2, &args, &env);
+    assert!(
+        out.contains("hist: attempt ckpt.1 verified=1 rc=0 serials=1"),
+        "{out}"
+    );
+}

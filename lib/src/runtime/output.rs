@@ -231,7 +231,14 @@ impl Scr {
         // same victims, and so enter the same collectives below
         let mut cached = self.job.union(&self.cache.datasets_in_store(store));
         let protected = self.newest_unflushed_checkpoint();
-        let mut eviction = scr::cache::choose_eviction(&cached, keep as usize, protected);
+        let unfinished: Vec<u64> = cached
+            .iter()
+            .copied()
+            .filter(|&d| self.cache.unfinished(d))
+            .collect();
+        let unfinished = self.job.union(&unfinished);
+        let mut eviction =
+            scr::cache::choose_eviction(&cached, keep as usize, protected, &unfinished);
         let mut freed_for_room = false;
         if let Some(kept) = eviction.deferred
             && !bypass
