@@ -166,15 +166,7 @@ fn scr_index_add_checks_every_container_segment() {
 
 #[test]
 fn a_checkpoint_of_empty_files_flushes_into_containers_and_restarts_from_the_prefix() {
-    // the history checker's application: it names the checkpoint's layout and checks every
-    // file a restart routes to it
-    let job = Job::new();
-    let app = build_c(
-        job.dir.path(),
-        &workspace().join("histories/app/hist_app.c"),
-        "hist_app",
-    );
-    let job = Job { app, ..job };
+    let job = hist_app_job();
     let env = [
         ("SCR_USE_CONTAINERS", "1"),
         ("SCR_CONTAINER_SIZE", "4096"),

@@ -627,13 +627,7 @@ fn user_and_node_names_from_a_configuration_file_name_the_directories() {
 /// goes before an older whole one, which a restart may still need.
 #[test]
 fn a_checkpoint_a_killed_job_never_completed_takes_no_cache_room_from_a_whole_one() {
-    let job = Job::new();
-    let app = build_c(
-        job.dir.path(),
-        &workspace().join("histories/app/hist_app.c"),
-        "hist_app",
-    );
-    let job = Job { app, ..job };
+    let job = hist_app_job();
     let env = [
         ("SCR_COPY_TYPE", "SINGLE"),
         ("SCR_FLUSH", "0"),
@@ -668,12 +662,8 @@ fn a_checkpoint_a_killed_job_never_completed_takes_no_cache_room_from_a_whole_on
     );
     // the next restarts ckpt.1 again and writes ckpt.2 anew (dataset 3): the cache, which
     // keeps two, makes room
-    let layouts = ["layout=1:1:1:100:2", "layout=2:2:1:1000:2"];
-    let args: Vec<&str> = layouts
-        .iter()
-        .copied()
-        .chain(["init", "restart", "ckpt=3:1:1000", "finalize"])
-        .collect();
+    let (l1, l2) = ("layout=1:1:1:100:2", "layout=2:2:1:1000:2");
+    let args = [l1, l2, "init", "restart", "ckpt=3:1:1000", "finalize"];
     let out = run_ok_on(&job, hosts, 2, &args, &env);
     assert!(out.contains("hist: ckpt ckpt.2 serial=3 rc=0"), "{out}");
     // the new ckpt.2 damaged in cache (SINGLE: nothing rebuilds it): the restart goes back to
@@ -688,16 +678,7 @@ fn a_checkpoint_a_killed_job_never_completed_takes_no_cache_room_from_a_whole_on
         .open(&damaged[0])
         .unwrap();
     f.set_len(999).unwrap();
-    let layouts = [
-        "layout=1:1:1:100:2",
-        "layout=2:2:1:1000:2",
-        "layout=3:2:1:1000:2",
-    ];
-    let args: Vec<&str> = layouts
-        .iter()
-        .copied()
-        .chain(["init", "restart", "finalize"])
-        .collect();
+    let args = [l1, l2, "layout=3:2:1:1000:2", "init", "restart", "finalize"];
     let out = run_ok_on(&job, hosts, 2, &args, &env);
     assert!(
         out.contains("hist: attempt ckpt.1 verified=1 rc=0 serials=1"),

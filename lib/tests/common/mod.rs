@@ -638,6 +638,18 @@ impl Drop for Tmpfs {
 
 /// A job whose application is the user guide suite's driver of SCR's C API
 /// (`lib/tests/c/guide_steps.c`: one step per argument; see its head).
+/// A job of the history checker's application (`histories/app/hist_app.c`): each step
+/// names a dataset's layout, and a restart checks every byte of every file routed to it.
+pub fn hist_app_job() -> Job {
+    let job = Job::new();
+    let app = build_c(
+        job.dir.path(),
+        &workspace().join("histories/app/hist_app.c"),
+        "hist_app",
+    );
+    Job { app, ..job }
+}
+
 pub fn steps_job() -> Job {
     Job::with_c_program("guide_steps.c")
 }
