@@ -258,15 +258,14 @@ impl Node {
         }
     }
 
-    /// This process's node: `given` (SCR_NODE_NAME, from the environment or a configuration
-    /// file) if set, else the name MPICH's hydra gave the host (`mpiexec -launcher fork
-    /// -hosts n1,n2 …` emulates nodes that way), else the host name. `env` looks up a
-    /// variable.
-    pub fn of_process(given: Option<&str>, env: impl Fn(&str) -> Option<String>) -> Node {
-        let name = given
-            .filter(|n| !n.is_empty())
-            .map(str::to_string)
-            .or_else(|| env("MPIR_CVAR_CH3_INTERFACE_HOSTNAME").filter(|n| !n.is_empty()))
+    /// This process's node: `SCR_NODE_NAME` if set in this process's environment (each
+    /// process names its own node: a configuration file, read for every node alike, cannot),
+    /// else the name MPICH's hydra gave the host (`mpiexec -launcher fork -hosts n1,n2 …`
+    /// emulates nodes that way), else the host name. `env` looks up a variable.
+    pub fn of_process(env: impl Fn(&str) -> Option<String>) -> Node {
+        let name = ["SCR_NODE_NAME", "MPIR_CVAR_CH3_INTERFACE_HOSTNAME"]
+            .iter()
+            .find_map(|k| env(k).filter(|n| !n.is_empty()))
             .unwrap_or_else(host_name);
         Node::named(&name)
     }

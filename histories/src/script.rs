@@ -32,7 +32,8 @@ impl Transcript {
             "J=$(mktemp -d)".into(),
             "mkdir \"$J/prefix\" \"$J/cache\" \"$J/cntl\"".into(),
             "echo \"SCR_CNTL_BASE=$J/cntl\" > \"$J/scr.conf\"".into(),
-            "for v in $(env | sed -n 's/^\\(S[CL][RU][A-Z_]*\\)=.*/\\1/p'); do unset \"$v\"; done".into(),
+            // every SCR_* and SLURM_* variable of the caller's (not `SCR`, the command's path)
+            "for v in $(env | sed -n 's/^\\(S[CL][RU][A-Z]*_[A-Z0-9_]*\\)=.*/\\1/p'); do unset \"$v\"; done".into(),
             format!(
                 "export SCR_SYSTEM_CONF_FILE=\"$J/scr.conf\" SCR_CACHE_BASE=\"$J/cache\" SCR_PREFIX=\"$J/prefix\" SCR_JOB_ID={} MPIEXEC_TIMEOUT=60",
                 crate::driver::JOB_ID

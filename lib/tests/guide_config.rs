@@ -593,10 +593,11 @@ fn a_cache_with_room_for_one_checkpoint_takes_every_checkpoint() {
 }
 
 /// config.rst, "SCR parameters": a parameter may be set in a configuration file as in the
-/// environment, SCR_USER_NAME and SCR_NODE_NAME included: the directories a run makes
-/// carry the names the file gives, not the login's or the host's.
+/// environment, SCR_USER_NAME included: the directories a run makes carry the user name the
+/// file gives, not the login's. SCR_NODE_NAME names each process's own node, which a file
+/// read for every node alike cannot: from a file it is not used, and the run says so.
 #[test]
-fn user_and_node_names_from_a_configuration_file_name_the_directories() {
+fn a_user_name_from_a_configuration_file_names_the_directories() {
     let job = steps_job();
     let conf = user_conf(&job, "SCR_USER_NAME=cfguser\nSCR_NODE_NAME=solo\n");
     let env = [
@@ -604,17 +605,23 @@ fn user_and_node_names_from_a_configuration_file_name_the_directories() {
         ("SCR_COPY_TYPE", "SINGLE"),
         ("SCR_FLUSH", "0"),
     ];
-    let out = run_ok_on(&job, "n1", 1, &["init", "ckpt=c.1:1", "quit"], &env);
+    let out = run_ok_on(&job, "n1,n2", 2, &["init", "ckpt=c.1:1", "quit"], &env);
+    assert!(
+        out.contains("SCR_NODE_NAME in ") && out.contains("is not used"),
+        "{out}"
+    );
     for d in ["cache", "cntl"] {
-        let named = job
-            .dir
-            .path()
-            .join(format!("{d}/cfguser/scr.{JOB_ID}/node.solo"));
-        assert!(named.is_dir(), "no {}: {out}", named.display());
+        for node in ["n1", "n2"] {
+            let named = job
+                .dir
+                .path()
+                .join(format!("{d}/cfguser/scr.{JOB_ID}/node.{node}"));
+            assert!(named.is_dir(), "no {}: {out}", named.display());
+        }
         let [cache, cntl] = node_dirs(&job, "n1");
         assert!(!cache.exists() && !cntl.exists(), "{out}");
     }
-    let restarted = run_ok_on(&job, "n1", 1, &["init", "restart", "quit"], &env);
+    let restarted = run_ok_on(&job, "n1,n2", 2, &["init", "restart", "quit"], &env);
     assert_eq!(
         answer(&restarted, "restart"),
         "c.1 t=1 data=verified rc=0",

@@ -149,8 +149,6 @@ pub struct Places {
     pub job_id: Option<String>,
     /// SCR_USER_NAME (default: [`crate::layout::user_name`]'s USER, else the account's).
     pub user_name: Option<String>,
-    /// SCR_NODE_NAME (default: [`crate::layout::Node::of_process`]'s host name).
-    pub node_name: Option<String>,
 }
 
 impl Places {
@@ -388,7 +386,6 @@ impl Settings {
                 cntl_base: text(p, "SCR_CNTL_BASE").unwrap_or_default(),
                 job_id: text(p, "SCR_JOB_ID"),
                 user_name: text(p, "SCR_USER_NAME"),
-                node_name: text(p, "SCR_NODE_NAME"),
             },
             current: text(p, "SCR_CURRENT"),
             launch: Launch {

@@ -64,7 +64,7 @@ params! {
     "SCR_JOB_ID", None, Text, "job id for directory names (default: the resource manager's, else defjobid)";
     "SCR_JOB_NAME", None, Text, "job name recorded with datasets";
     "SCR_CLUSTER_NAME", None, Text, "cluster name recorded with datasets";
-    "SCR_NODE_NAME", None, Text, "this node's name instead of the host name (for emulated nodes)";
+    "SCR_NODE_NAME", None, Text, "this node's name instead of the host name (for emulated nodes), from each process's own environment: a configuration file is read for every node alike";
     "SCR_LOCK_TIMEOUT", Some("60"), Float, "seconds SCR waits for a lock on a state file it shares with other processes (halt, flush, index files) before it gives up, naming the process that holds it";
     "SCR_PREFIX", None, Text, "prefix directory on the parallel file system (default: working directory)";
     "SCR_CURRENT", None, Text, "the checkpoint a restart loads (SCR v3.1; as SCR_Current after SCR_Init), once per job allocation: a relaunch in the same allocation restarts from the newest checkpoint written since; a name no checkpoint has is a warning, and the newest is restarted";
