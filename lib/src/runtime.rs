@@ -49,7 +49,7 @@ use rebuild::Recovery;
 use redundancy::Redundancy;
 use scr::halt::HaltFile;
 use scr::layout::Node;
-use scr::params::{Origin, Params, Settings};
+use scr::params::{Params, Settings};
 use scr::{Error, Result, layout, safe_fs};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -213,13 +213,6 @@ fn read_params(world: &SimpleCommunicator, rank: u64) -> Result<Params> {
         if rank == 0 {
             for w in &p.warnings {
                 say!("SCR: WARNING: {w}");
-            }
-            if let Some(Origin::File(file)) = p.setting("SCR_NODE_NAME").map(|s| &s.origin) {
-                say!(
-                    "SCR: WARNING: SCR_NODE_NAME in {file} is not used: a configuration file \
-                     is read for every node alike, and the node name is each process's own; \
-                     set it in the environment of each node's processes"
-                );
             }
             // the configuration in effect, with where each value came from (only rank 0
             // knows: the others get the values alone)

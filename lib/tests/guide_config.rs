@@ -607,7 +607,7 @@ fn a_user_name_from_a_configuration_file_names_the_directories() {
     ];
     let out = run_ok_on(&job, "n1,n2", 2, &["init", "ckpt=c.1:1", "quit"], &env);
     assert!(
-        out.contains("SCR_NODE_NAME in ") && out.contains("is not used"),
+        out.contains("user.conf:2: SCR_NODE_NAME is not used"),
         "{out}"
     );
     for d in ["cache", "cntl"] {

@@ -347,6 +347,16 @@ impl Params {
                 ));
                 continue;
             }
+            if spec.name == "SCR_NODE_NAME" {
+                // rank 0 reads the files for every rank: a value here would put every
+                // process on one node
+                self.warnings.push(format!(
+                    "{at}: SCR_NODE_NAME is not used: a configuration file is read for every \
+                     node alike, and the node name is each process's own; set it in the \
+                     environment of each node's processes"
+                ));
+                continue;
+            }
             self.settings.insert(
                 spec.name.into(),
                 Setting {

@@ -57,6 +57,25 @@ fn precedence_env_user_system_default() {
 }
 
 #[test]
+fn a_node_name_from_a_file_is_not_used_and_said_so() {
+    let p = load(&[], None, Some("SCR_NODE_NAME=solo\nSCR_USER_NAME=cfguser")).unwrap();
+    assert!(p.setting("SCR_NODE_NAME").is_none());
+    assert_eq!(p.get("SCR_USER_NAME"), Some("cfguser"));
+    assert!(
+        p.warnings.iter().any(|w| w.ends_with(
+            ".scrconf:1: SCR_NODE_NAME is not used: a configuration file is \
+                 read for every node alike, and the node name is each process's own; set it in \
+                 the environment of each node's processes"
+        )),
+        "{:?}",
+        p.warnings
+    );
+    // each process's own environment names its node
+    let p = load(&[("SCR_NODE_NAME", "n7")], None, None).unwrap();
+    assert_eq!(p.get("SCR_NODE_NAME"), Some("n7"));
+}
+
+#[test]
 fn cntl_base_is_the_users_to_set_as_in_v3_1() {
     // config.rst: "SCR_CNTL_BASE=/dev/shm/test1" in each test case's own file
     let p = load(&[], Some("SCR_CNTL_BASE=/ssd"), Some("SCR_CNTL_BASE=/user")).unwrap();
