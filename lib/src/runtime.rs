@@ -246,7 +246,9 @@ impl Scr {
         if !settings.enable {
             return Err(Error::Disabled);
         }
-        scr::io::set_lock_timeout(settings.lock_timeout);
+        if let Some(secs) = settings.lock_timeout {
+            scr::io::set_lock_timeout(secs);
+        }
         let places = &settings.places;
         let node = Node::of_process(|k| std::env::var(k).ok());
         let groups = NodeGroups::of(&world, node.name());

@@ -43,8 +43,9 @@ pub struct Settings {
     pub enable: bool,
     /// SCR_DEBUG: 1 says what SCR does, 2 each file and directory, 3 every routed file.
     pub debug: u64,
-    /// SCR_LOCK_TIMEOUT: seconds a lock on a shared state file is waited for.
-    pub lock_timeout: f64,
+    /// SCR_LOCK_TIMEOUT: seconds a lock on a shared state file is waited for (what it
+    /// comes to: [`crate::io::lock_timeout`]).
+    pub lock_timeout: Option<f64>,
     pub crc: Crc,
     pub buffers: Buffers,
     pub schedule: Schedule,
@@ -321,9 +322,7 @@ impl Settings {
         let each_for_want_of_a_drain = flush_each_for_want_of_a_drain(p);
         Settings {
             enable: flag(p, "SCR_ENABLE"),
-            lock_timeout: value::<f64>(p, "SCR_LOCK_TIMEOUT")
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .unwrap_or(60.0),
+            lock_timeout: value(p, "SCR_LOCK_TIMEOUT"),
             debug: count(p, "SCR_DEBUG"),
             crc: Crc {
                 on_copy: flag(p, "SCR_CRC_ON_COPY"),
