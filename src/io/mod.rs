@@ -4,15 +4,15 @@
 
 use crate::error::{Error, Result};
 use crate::hash::{FILE_HEADER_SIZE, Hash, check_header_len};
-pub use crate::plain_io::{read_open_file, readable_by_others, sync_dir};
-pub use crate::safe_fs::{open_regular, open_regular_no_link};
+use crate::plain_io::{O_NOFOLLOW, O_NONBLOCK};
 use crate::temp_name::{parent_dir, temporary_name};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::plain_io::{O_NOFOLLOW, O_NONBLOCK};
+pub use crate::plain_io::{read_open_file, readable_by_others, sync_dir};
+pub use crate::safe_fs::{open_regular, open_regular_no_link};
 
 /// Mode of SCR state files, the halt file included: private to the user. (SCR writes its
 /// halt file 0666 so that administrators may halt a user's job; root may write any file,

@@ -368,18 +368,14 @@ pub fn postrun(args: PostrunArgs) -> scr::Result<ExitCode> {
         None => HostSet::new(),
     };
     // each line in the database log too, as scr-run's drain logs it
-    let db = super::db_log(&params, &prefix, params.typed().places.effective_user());
+    let user = params.typed().places.effective_user();
+    let db = super::db_log(&params, &prefix, user.clone());
     let record = |fields: &[(&str, String)]| {
         if let Some(db) = &db {
             db.record("SCR_POSTRUN", chrono::Local::now(), fields);
         }
     };
-    let text_log = super::TextLogOf::new(
-        &params,
-        &prefix,
-        params.typed().places.effective_user(),
-        super::job_id(&params),
-    );
+    let text_log = super::TextLogOf::new(&params, &prefix, user, super::job_id(&params));
     let drained = postrun_with(
         &params,
         &prefix,
