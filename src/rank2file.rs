@@ -51,6 +51,14 @@ pub struct FileRecord {
     pub segments: Vec<Segment>,
 }
 
+impl FileRecord {
+    /// Opens the file on the prefix `prefix` holds (through its directory handles), refused
+    /// as corrupt unless it has the size recorded ([`crate::safe_fs::Beneath::open_file_of_size`]).
+    pub fn open_in(&self, prefix: &crate::safe_fs::Beneath) -> Result<std::fs::File> {
+        prefix.open_file_of_size(Path::new(&self.name), self.size)
+    }
+}
+
 /// The whole map: rank → files.
 pub type RankFiles = BTreeMap<u64, Vec<FileRecord>>;
 

@@ -20,7 +20,6 @@ use scr::params::Settings;
 use scr::prefix::{update_flush_file, update_index};
 use scr::rank2file::{self, FileRecord};
 use scr::{Error, ErrorKind, Result, container, io, layout, safe_fs};
-use std::path::Path;
 use std::time::Instant;
 
 /// What a fetch needs: the job, the cache it fills, the prefix it reads, the descriptors a
@@ -368,7 +367,7 @@ impl Fetch<'_> {
             rank2file::check_relative(&rec.name).map_err(Error::refused)?;
             let src = prefix_dir.join(&rec.name);
             let opened = if rec.segments.is_empty() {
-                Some(prefix.open_file_of_size(Path::new(&rec.name), rec.size)?)
+                Some(rec.open_in(&prefix)?)
             } else {
                 None
             };

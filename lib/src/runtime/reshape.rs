@@ -138,9 +138,7 @@ fn check_in_place(
     use std::os::unix::fs::MetadataExt;
     let path = prefix.join(&record.name);
     let beneath = safe_fs::Beneath::open(prefix)?;
-    let file = beneath
-        .open_file_of_size(Path::new(&record.name), record.size)
-        .map_err(|e| e.blaming(prefix))?;
+    let file = record.open_in(&beneath).map_err(|e| e.blaming(prefix))?;
     let meta = file.metadata().map_err(|e| Error::io(&path, "stat", e))?;
     let identity = (meta.dev(), meta.ino());
     match seen {
@@ -250,9 +248,7 @@ pub(super) fn check_files(job: &Job, prefix: &Path, files: &[FileRecord]) -> Res
         .map(|(_, r)| r)
         .filter(|r| r.segments.is_empty())
     {
-        beneath
-            .open_file_of_size(Path::new(&record.name), record.size)
-            .map_err(|e| e.blaming(prefix))?;
+        record.open_in(&beneath).map_err(|e| e.blaming(prefix))?;
     }
     Ok(())
 }

@@ -202,9 +202,7 @@ impl Scr {
                 segments: Vec::new(),
             };
             let beneath = safe_fs::Beneath::open(prefix)?;
-            beneath
-                .open_file_of_size(Path::new(&record.name), record.size)
-                .map_err(|e| e.blaming(prefix))?;
+            record.open_in(&beneath).map_err(|e| e.blaming(prefix))?;
             return Ok(path);
         }
         match std::fs::File::open(&path) {
